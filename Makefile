@@ -1,0 +1,31 @@
+# The study's two commands: `make book` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# On a machine with an NVIDIA driver the venv also gets CuPy and cuDNN (CUDA 12 wheels run on
+# CUDA 12 and 13 drivers); override with `make book CUDA_EXTRA=,cuda13`.
+CUDA_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,cuda12)
+DEVICE ?= auto
+
+.PHONY: book test lint venv clean
+
+venv: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev$(CUDA_EXTRA)]"
+	touch $@
+
+book: venv
+	$(BIN)/convkit book --device $(DEVICE)
+
+test: venv
+	$(BIN)/python -m pytest
+
+lint: venv
+	$(BIN)/ruff check convkit tests
+	$(BIN)/ruff format --check convkit tests
+
+clean:
+	rm -rf book/_build book/notebooks

@@ -1,0 +1,159 @@
+"""Checking and timing: every convkit kernel and every cuDNN forward algorithm on one problem.
+
+:func:`measure_problem` draws fresh random inputs, computes the float64 reference once, then for
+each case poisons the output with NaN, runs it, checks it, and times it only if it was right.
+:func:`run_experiment` drives :func:`convkit.results.sweep` with it, so every chapter's sweep is
+resumable. Later chapters add their kernels to :data:`VARIANTS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from convkit import reference
+from convkit.problem import ConvProblem
+from convkit.results import Case, ResultStore, make_row, params_text, sweep
+
+#: Relative error a direct FP32 method must stay under (the study's correctness bar).
+DIRECT_TOLERANCE = 1e-5
+#: FFT and Winograd transforms round more: they land near 1e-6..1e-4 on FP32 data.
+TRANSFORM_TOLERANCE = 1e-3
+#: Problems above this many FLOPs get their float64 reference on the GPU (CuPy, float64 cuBLAS):
+#: the same code as on the CPU, minutes faster for the large layers.
+GPU_REFERENCE_FLOPS = 2e9
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A convkit kernel as the benchmark sees it: how to run it into a given output."""
+
+    name: str
+    run: Callable[[Any, Any, ConvProblem, Any], Any]  # (x, w, problem, out) -> None
+    params: dict[str, Any] = field(default_factory=dict)
+    tolerance: float = DIRECT_TOLERANCE
+    supports: Callable[[ConvProblem], bool] = lambda p: True
+
+
+def _direct(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    from convkit.direct import conv2d_direct
+
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out)
+
+
+#: Every convkit kernel the benchmark knows, by variant name.
+VARIANTS: dict[str, Variant] = {"direct": Variant("direct", _direct, {"threads": 256})}
+
+
+def cases(problem: ConvProblem, variants: Iterable[str] | None = None, *, cudnn: bool = True) -> list[Case]:
+    """What to measure on ``problem``: the chosen convkit variants, then every cuDNN algorithm."""
+    from convkit.cudnn import FORWARD_ALGORITHMS
+
+    names = list(VARIANTS) if variants is None else list(variants)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+    out = [Case("convkit", n, params_text(VARIANTS[n].params)) for n in names if VARIANTS[n].supports(problem)]
+    if cudnn:
+        out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
+    return out
+
+
+def _reference(problem: ConvProblem, x: Any, w: Any) -> Any:
+    """float64 reference on the CPU, or on the GPU (same code) for large problems."""
+    if problem.flops > GPU_REFERENCE_FLOPS:
+        return reference.conv2d(x, w, pad=problem.pad, stride=problem.stride)
+    return reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
+
+
+def measure_problem(problem: ConvProblem, todo: list[Case], *, seed: int | None = None,
+                    timing: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Check, then time, each case of ``todo`` on fresh random inputs; yields one row per case.
+
+    Args:
+        problem: the convolution.
+        todo: cases from :func:`cases`.
+        seed: random seed for the inputs (fresh entropy when None).
+        timing: keyword arguments for :func:`convkit.timing.benchmark` (budget, L2 flush, ...).
+    """
+    from convkit.gpu import require_cupy
+    from convkit.timing import benchmark
+
+    cupy = require_cupy()
+    timing = dict(timing or {})
+    try:
+        rng = cupy.random.default_rng(seed)
+        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+        y = cupy.empty(problem.output_shape, dtype=cupy.float32)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        for case in todo:
+            yield make_row(problem, case, status="oom", note=str(exc)[:300])
+        return
+    ref = _reference(problem, x, w)
+
+    for case in todo:
+        yield _measure_case(problem, case, x, w, y, ref, timing, benchmark, cupy)
+        cupy.get_default_memory_pool().free_all_blocks()  # cuDNN workspaces must not pile up
+
+
+def _measure_case(problem: ConvProblem, case: Case, x: Any, w: Any, y: Any, ref: Any,
+                  timing: dict[str, Any], benchmark: Callable[..., Any], cupy: Any) -> dict[str, Any]:
+    """One row: check the case's output against ``ref``, time it if right, or say why not."""
+    from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
+
+    try:
+        if case.impl == "convkit":
+            variant = VARIANTS[case.variant]
+            tolerance = variant.tolerance
+
+            def run() -> None:
+                variant.run(x, w, problem, y)
+        else:
+            conv = CudnnConvolution(problem)
+            need = conv.workspace(case.variant)
+            if need.status != "ok":
+                return make_row(problem, case, status=need.status, note=need.note)
+            tolerance = TRANSFORM_TOLERANCE if case.variant in TRANSFORM_ALGORITHMS else DIRECT_TOLERANCE
+
+            def run() -> None:
+                conv.forward(case.variant, x, w, y)
+
+        y.fill(math.nan)  # poison: an element the kernel forgets to write fails the check
+        run()
+        cupy.cuda.get_current_stream().synchronize()
+        on_gpu = problem.flops > GPU_REFERENCE_FLOPS  # compare where the reference lives
+        err = reference.relative_error(y if on_gpu else y.get(), ref)
+        if not err <= tolerance:  # NaN fails too
+            return make_row(problem, case, status="wrong", rel_err=err,
+                            note=f"relative error over the tolerance {tolerance:g}; not timed")  # fmt: skip
+        result = benchmark(run, **timing)
+    except CudnnError as exc:
+        return make_row(problem, case, status="not_supported" if exc.not_supported else "error", note=str(exc)[:300])
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        return make_row(problem, case, status="oom", note=str(exc)[:300])
+    except Exception as exc:  # recorded with its message; the sweep goes on
+        return make_row(problem, case, status="error", note=f"{type(exc).__name__}: {exc}"[:300])
+    return make_row(problem, case, status="ok", timing=result, rel_err=err, note=f"tolerance {tolerance:g}")
+
+
+def run_experiment(experiment: str, problems: Iterable[ConvProblem], *, directory: Path | None = None,
+                   variants: Iterable[str] | None = None, cudnn: bool = True, seed: int | None = None,
+                   timing: dict[str, Any] | None = None, progress: Callable[[str], None] | None = print) -> Path:
+    """Measure ``problems`` into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
+
+    Returns the directory written to.
+    """
+    from convkit import provenance
+    from convkit.gpu import device_name, gpu_slug
+    from convkit.paths import results_dir
+
+    directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
+    variants = list(variants) if variants is not None else None
+    store = ResultStore.open(directory, experiment, provenance.collect())
+    sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn),
+          lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
+    return directory

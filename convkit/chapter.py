@@ -1,0 +1,176 @@
+"""What a notebook calls: measure on the GPU or read recorded results, then summarize.
+
+Notebooks stay thin: each chapter's cells call one function here per step. ``device`` is the
+notebook parameter: ``"gpu"`` measures (resuming what this GPU already recorded), ``"recorded"``
+reads ``results/<recorded_gpu>/``, ``"auto"`` measures when a GPU is present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from convkit.paths import results_dir
+from convkit.problem import ConvProblem
+
+#: The GPU whose recorded results the book shows when built without one.
+DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
+#: shared/papers/README.md: the H100's ceilings as measured through PyTorch (2026-11-22).
+README_COPY_GBPS = 3006.0
+README_SGEMM_TFLOPS = 51.7
+
+
+@dataclass
+class Results:
+    """One experiment's rows and provenance, and whether they were measured just now."""
+
+    frame: Any  # pandas.DataFrame
+    provenance: dict[str, Any]
+    directory: Path
+    measured_now: bool
+
+
+def resolve_device(device: str) -> str:
+    """``"gpu"`` or ``"recorded"`` for a notebook's ``device`` parameter (auto|gpu|recorded)."""
+    from convkit.gpu import gpu_status
+
+    if device not in ("auto", "gpu", "recorded"):
+        raise ValueError(f"device must be 'auto', 'gpu' or 'recorded', got {device!r}")
+    ok, why = gpu_status()
+    if device == "gpu" and not ok:
+        raise RuntimeError(f"device='gpu' but no GPU is usable: {why}")
+    if device == "auto":
+        return "gpu" if ok else "recorded"
+    return device
+
+
+def _directory(mode: str, recorded_gpu: str) -> Path:
+    if mode == "gpu":
+        from convkit.gpu import device_name, gpu_slug
+
+        return results_dir() / gpu_slug(device_name())
+    directory = results_dir() / recorded_gpu
+    if not directory.is_dir():
+        available = sorted(p.name for p in results_dir().glob("*") if p.is_dir())
+        raise FileNotFoundError(f"no recorded results for {recorded_gpu!r} in {results_dir()}; have {available}")
+    return directory
+
+
+def ceilings(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The ceilings experiment (notebook 00): measured now on the GPU, or recorded."""
+    from convkit import ceilings as exp
+    from convkit.results import load_results
+
+    mode = resolve_device(device)
+    directory = _directory(mode, recorded_gpu)
+    name = exp.EXPERIMENT + ("_quick" if quick and mode == "gpu" else "")
+    if mode == "gpu":
+        from convkit import provenance
+        from convkit.results import ResultStore
+
+        store = ResultStore.open(directory, name, provenance.collect(), columns=exp.COLUMNS, key_columns=exp.KEY_COLUMNS)
+        exp.run(store, quick=quick, progress=lambda m: print("measuring", m, flush=True))
+    frame, prov = load_results(directory, name)
+    return Results(frame, prov, directory, mode == "gpu")
+
+
+def baseline(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The baseline experiment (notebook 01): the direct kernel and every cuDNN algorithm on the anchors."""
+    from convkit.bench import run_experiment
+    from convkit.results import load_results
+    from convkit.suites import anchors
+
+    mode = resolve_device(device)
+    directory = _directory(mode, recorded_gpu)
+    name = "baseline" + ("_quick" if quick and mode == "gpu" else "")
+    if mode == "gpu":
+        run_experiment(name, [a.problem for a in anchors(quick)], directory=directory)
+    frame, prov = load_results(directory, name)
+    return Results(frame, prov, directory, mode == "gpu")
+
+
+def provenance_table(results: Results) -> Any:
+    """One row per run that wrote the results: GPU, driver, CUDA, NVRTC, CuPy, cuDNN, commit, date."""
+    import pandas as pd
+
+    keys = ["gpu", "compute_capability", "driver", "cuda_runtime", "nvrtc", "cupy", "cudnn",
+            "convkit_commit", "date"]  # fmt: skip
+    runs = results.provenance.get("runs", {})
+    used = set(results.frame["run_id"].astype(str)) if "run_id" in results.frame else set(runs)
+    table = pd.DataFrame([{"run_id": rid, **{k: info.get(k, "") for k in keys}}
+                          for rid, info in runs.items() if rid in used])  # fmt: skip
+    return table.set_index("run_id") if not table.empty else table
+
+
+def ceilings_summary(frame: Any) -> dict[str, float]:
+    """The headline ceilings as numbers: copy GB/s, FMA and SGEMM TFLOP/s, SMs, clocks, latencies."""
+    ok = frame[frame["status"] == "ok"]
+
+    def value(metric: str) -> float:
+        rows = ok[ok["metric"] == metric]
+        return float(rows["value"].iloc[0]) if len(rows) else float("nan")
+
+    latency = latency_curve(frame)
+    l2 = value("l2_cache")
+    dram = latency[latency["footprint_bytes"] >= 4 * l2] if len(latency) else latency
+    in_l2 = latency[(latency["footprint_bytes"] <= l2 / 4) & (latency["footprint_bytes"] > 2**20)] if len(latency) else latency
+    out = {
+        "sm_count": value("sm_count"),
+        "sm_clock_mhz": value("sm_clock_measured"),
+        "l2_bytes": l2,
+        "shared_memory_per_sm": value("shared_memory_per_sm"),
+        "copy_gbps": value("copy_bandwidth"),
+        "fma_tflops": value("fp32_fma_peak"),
+        "sgemm_tflops": value("sgemm"),
+        "fp32_lanes_per_sm": value("fp32_lanes_per_sm"),
+        "dram_latency_cycles": float(dram["cycles"].iloc[0]) if len(dram) else float("nan"),
+        "l2_latency_cycles": float(in_l2["cycles"].iloc[-1]) if len(in_l2) else float("nan"),
+    }
+    out["fp32_theoretical_tflops"] = out["sm_count"] * out["fp32_lanes_per_sm"] * 2 * out["sm_clock_mhz"] / 1e6
+    out["ridge_flops_per_byte"] = out["sgemm_tflops"] * 1e3 / out["copy_gbps"]
+    return out
+
+
+def latency_curve(frame: Any) -> Any:
+    """The pointer-chase rows as (footprint_bytes, cycles), sorted by footprint."""
+    import json
+
+    import pandas as pd
+
+    rows = frame[(frame["metric"] == "load_latency") & (frame["status"] == "ok")]
+    curve = pd.DataFrame({"footprint_bytes": [json.loads(p)["footprint_bytes"] for p in rows["params"]],
+                          "cycles": rows["value"].astype(float).to_numpy()})  # fmt: skip
+    return curve.sort_values("footprint_bytes").reset_index(drop=True)
+
+
+def baseline_summary(frame: Any) -> Any:
+    """Per anchor: the direct kernel's time, the best cuDNN algorithm and its time, PyTorch's quoted time."""
+    import pandas as pd
+
+    from convkit.suites import ANCHORS
+
+    quoted = {(a.problem.label, a.problem.pad): a for a in ANCHORS}
+    records = []
+    for (label, pad), group in frame.groupby(["label", "pad"], sort=False):
+        ok = group[group["status"] == "ok"]
+        cudnn = ok[ok["impl"] == "cudnn"]
+        direct = ok[(ok["impl"] == "convkit") & (ok["variant"] == "direct")]
+        best = cudnn.loc[cudnn["time_ms_median"].idxmin()] if len(cudnn) else None
+        anchor = quoted.get((label, int(pad)))
+        records.append({
+            "configuration": anchor.name if anchor else label,
+            "label": label,
+            "GFLOP": ConvProblem.from_row(group.iloc[0]).flops / 1e9,
+            "direct_us": float(direct["time_ms_median"].iloc[0]) * 1e3 if len(direct) else float("nan"),
+            "best_cudnn": best["variant"] if best is not None else "none",
+            "best_cudnn_us": float(best["time_ms_median"]) * 1e3 if best is not None else float("nan"),
+            "pytorch_fp32_us": anchor.cudnn_fp32_us if anchor else float("nan"),
+            "supported_algorithms": int(len(cudnn)),
+            "not_supported": ", ".join(group[group["status"] == "not_supported"]["variant"]),
+        })  # fmt: skip
+    table = pd.DataFrame(records)
+    table["best_vs_pytorch"] = table["best_cudnn_us"] / table["pytorch_fp32_us"]
+    table["direct_vs_best"] = table["direct_us"] / table["best_cudnn_us"]
+    return table
+

@@ -1,0 +1,168 @@
+"""The ``convkit`` command: info, bench, kernels, reproduce, book."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from convkit.problem import ConvProblem
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from convkit import __version__, cudnn
+    from convkit.compile import find_nvcc
+    from convkit.gpu import gpu_status
+
+    ok, what = gpu_status()
+    print(f"convkit {__version__}")
+    print(f"GPU: {what if ok else 'none (' + what + ')'}")
+    if ok:
+        from convkit import provenance
+
+        for key, value in provenance.collect().items():
+            print(f"  {key}: {value}")
+    else:
+        print(f"cuDNN: {cudnn.library_origin()}")
+    print(f"nvcc (compile reports): {find_nvcc() or 'not found'}")
+    return 0
+
+
+def _problems(args: argparse.Namespace) -> list[ConvProblem]:
+    from convkit.suites import anchors
+
+    pad: Any = args.pad if args.pad == "same" else int(args.pad)
+    problems = [ConvProblem.from_label(label, pad=pad, stride=args.stride) for label in args.labels]
+    if args.suite == "anchors":
+        problems += [a.problem for a in anchors(quick=args.quick)]
+    if not problems:
+        raise SystemExit("convkit bench: give a label (e.g. 7-1-1-32-832) or --suite anchors")
+    return problems
+
+
+def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
+    header = f"{'impl':8} {'variant':22} {'status':20} {'median ms':>11} {'min ms':>10} {'max ms':>10} {'GFLOP/s':>9} {'rel err':>9}"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['impl']:8} {r['variant']:22} {r['status']:20} {r.get('time_ms_median') or '-':>11} "
+              f"{r.get('time_ms_min') or '-':>10} {r.get('time_ms_max') or '-':>10} "
+              f"{r.get('gflops') or '-':>9} {r.get('rel_err') or '-':>9}")  # fmt: skip
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from convkit import bench
+    from convkit.gpu import require_cupy
+    from convkit.results import case_key, row_key
+
+    require_cupy()
+    problems = _problems(args)
+    timing = {"flush_l2": args.flush_l2}
+    variants = args.variants.split(",") if args.variants else None
+    if args.csv:
+        csv = Path(args.csv)
+        bench.run_experiment(csv.stem, problems, directory=csv.parent, variants=variants,
+                             cudnn=not args.no_cudnn, timing=timing, progress=None)  # fmt: skip
+        from convkit.results import ResultStore
+
+        stored = {row_key(r): r for r in ResultStore(csv.parent, csv.stem).rows()}
+    for problem in problems:
+        todo = bench.cases(problem, variants, cudnn=not args.no_cudnn)
+        print(f"\n{problem.label}  N={problem.n} C={problem.c} HxW={problem.h}x{problem.w} M={problem.m} "
+              f"RxS={problem.r}x{problem.s} pad={problem.pad} stride={problem.stride}  "
+              f"{problem.flops / 1e9:.3f} GFLOP, {problem.min_bytes / 1e6:.2f} MB")  # fmt: skip
+        if args.csv:
+            rows = [stored[case_key(problem, c)] for c in todo]
+        else:
+            rows = list(bench.measure_problem(problem, todo, timing=timing))
+        _print_rows(rows)
+    if args.csv:
+        print(f"\nrows in {args.csv}, provenance in {Path(args.csv).with_suffix('.json')}")
+    return 0
+
+
+def _cmd_kernels(args: argparse.Namespace) -> int:
+    from convkit.compile import CHECKED_ARCHS, all_sources, ptxas_report
+
+    archs = args.arch or list(CHECKED_ARCHS)
+    print(f"{'source':12} {'kernel':24} {'arch':6} {'regs':>5} {'stack B':>8} {'spill st':>9} {'spill ld':>9} {'smem B':>7}")
+    for source in all_sources():
+        for arch in archs:
+            for k in ptxas_report(source, arch):
+                print(f"{k.source:12} {k.kernel:24} {k.arch:6} {k.registers:5} {k.stack_frame_bytes:8} "
+                      f"{k.spill_store_bytes:9} {k.spill_load_bytes:9} {k.shared_bytes:7}")  # fmt: skip
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from convkit.reproduce import NotebookFailure, reproduce
+
+    try:
+        reproduce(only=args.only, device=args.device, quick=args.quick)
+    except (NotebookFailure, ValueError) as exc:
+        print(f"convkit reproduce: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_book(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from convkit.reproduce import build_book
+
+    status = _cmd_reproduce(args)
+    if status:
+        return status
+    try:
+        html = build_book()
+    except subprocess.CalledProcessError as exc:
+        print(f"convkit book: jupyter-book failed ({exc.returncode})", file=sys.stderr)
+        return 1
+    print(f"book: {html / 'index.html'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``convkit`` command."""
+    parser = argparse.ArgumentParser(prog="convkit", description="A reproducible study of fast GPU convolution.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("info", help="GPU, library versions, which cuDNN was found").set_defaults(func=_cmd_info)
+
+    bench = sub.add_parser("bench", help="every convkit kernel and every cuDNN algorithm on one problem")
+    bench.add_argument("labels", nargs="*", help="cuConv labels input-batch-filter-filters-depth, e.g. 7-1-1-32-832")
+    bench.add_argument("--pad", default="same", help="'same' (default) or an int")
+    bench.add_argument("--stride", type=int, default=1)
+    bench.add_argument("--suite", choices=["anchors"], help="add the configurations of shared/papers/README.md")
+    bench.add_argument("--quick", action="store_true", help="with --suite: a small subset")
+    bench.add_argument("--variants", help="comma-separated convkit variants (default: all)")
+    bench.add_argument("--no-cudnn", action="store_true", help="skip the cuDNN algorithms")
+    bench.add_argument("--flush-l2", action="store_true", help="cold L2 before every timed run")
+    bench.add_argument("--csv", help="also record the rows (resumable) in this CSV, provenance beside it")
+    bench.set_defaults(func=_cmd_bench)
+
+    kernels = sub.add_parser("kernels", help="ptxas resource report of every kernel (needs nvcc, no GPU)")
+    kernels.add_argument("--arch", action="append", help="e.g. sm_90 (repeatable; default sm_75 and sm_90)")
+    kernels.set_defaults(func=_cmd_kernels)
+
+    for name, func, text in (("reproduce", _cmd_reproduce, "execute the notebooks with papermill"),
+                             ("book", _cmd_book, "reproduce, then build the book")):  # fmt: skip
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--only", help="a notebook name or prefix, e.g. 00")
+        p.add_argument("--device", choices=["auto", "gpu", "recorded"], default="auto",
+                       help="measure on the GPU, read recorded results, or GPU if present (default)")  # fmt: skip
+        p.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
+        p.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``convkit`` console script."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The study's figures, drawn from results tables (pandas DataFrames); matplotlib only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def latency_curve(curve: Any, *, l2_bytes: float | None = None, ax: Any = None) -> Any:
+    """Load latency in cycles against the pointer chase's footprint (log x), L2 size marked."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(6.5, 3.6))[1]
+    ax.plot(curve["footprint_bytes"] / 2**20, curve["cycles"], marker="o")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("footprint (MiB)")
+    ax.set_ylabel("cycles per dependent load")
+    if l2_bytes:
+        ax.axvline(l2_bytes / 2**20, color="grey", linestyle="--", label="L2 size")
+        ax.legend()
+    ax.set_title("Global-memory load latency (pointer chase)")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def roofline(copy_gbps: float, peak_tflops: float, *, points: Any = None, label: str = "SGEMM FP32",
+             ax: Any = None) -> Any:
+    """Roofline: attainable GFLOP/s against arithmetic intensity; ``points`` (name, FLOP/B, GFLOP/s)."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(6.5, 4))[1]
+    intensity = np.logspace(-2, 4, 200)
+    ax.plot(intensity, np.minimum(intensity * copy_gbps, peak_tflops * 1e3), color="black",
+            label=f"min({copy_gbps:.0f} GB/s x I, {peak_tflops:.1f} TFLOP/s {label})")  # fmt: skip
+    for name, ai, gflops in points if points is not None else []:
+        ax.scatter([ai], [gflops], s=18)
+        ax.annotate(name, (ai, gflops), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of minimal traffic)")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def algorithm_times(frame: Any, *, ax: Any = None) -> Any:
+    """Median time of every measured implementation per configuration (log scale), one marker each."""
+    import matplotlib.pyplot as plt
+
+    ok = frame[frame["status"] == "ok"].copy()
+    ok["name"] = np.where(ok["impl"] == "cudnn", "cuDNN " + ok["variant"], "convkit " + ok["variant"])
+    labels = list(dict.fromkeys(frame["label"]))
+    ax = ax or plt.subplots(figsize=(8, 0.32 * len(labels) + 1.5))[1]
+    markers = "os^vD<>xP*"
+    for i, (name, group) in enumerate(ok.groupby("name", sort=True)):
+        y = [labels.index(lbl) for lbl in group["label"]]
+        ax.scatter(group["time_ms_median"].astype(float) * 1e3, y, marker=markers[i % len(markers)], label=name, s=22)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("median time (us)")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return ax

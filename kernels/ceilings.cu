@@ -1,0 +1,64 @@
+// The GPU's ceilings: the roofline every chapter measures against (notebook 00).
+//
+// fma_peak: the FP32 FMA rate an ordinary kernel reaches. Each thread runs CHAINS independent
+//   FMA chains (enough to cover the 4-cycle FMA latency on every scheduler) for `iters` rounds;
+//   the result is stored so the compiler keeps the work. FLOPs = 2 * CHAINS * iters * threads.
+// pointer_chase: global-memory load latency in SM cycles, as Chang 2022 section 2.2 needs it
+//   (its Table 1 starts from the latency in cycles). One thread follows a random cyclic chain
+//   of indices laid out in `footprint` bytes: each load's address depends on the previous
+//   load, so nothing overlaps and clock64() over `steps` loads gives cycles per load. A
+//   footprint far beyond L2 gives DRAM latency; small ones show L1 and L2.
+// clock_rate: SM cycles counted against the global nanosecond timer, to convert cycles to
+//   time at the clock the GPU actually runs under load.
+
+#define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
+
+extern "C" __global__ void fma_peak(float* __restrict__ out, float seed, int iters)
+{
+    float acc[FMA_CHAINS];
+#pragma unroll
+    for (int k = 0; k < FMA_CHAINS; ++k) acc[k] = seed + (float)(threadIdx.x + k);
+    const float a = 1.0000001f, b = -1e-7f;  // keeps values bounded so no inf/denormal slows the FMA pipe
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int u = 0; u < 16; ++u) {
+#pragma unroll
+            for (int k = 0; k < FMA_CHAINS; ++k) acc[k] = fmaf(acc[k], a, b);
+        }
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < FMA_CHAINS; ++k) sum += acc[k];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+extern "C" __global__ void pointer_chase(const unsigned int* __restrict__ chain, int steps,
+                                         unsigned int* __restrict__ sink, long long* __restrict__ cycles)
+{
+    unsigned int j = 0;
+    // Warm the TLB and the caches along the path once, then time a second pass.
+    for (int i = 0; i < steps; ++i) j = __ldcg(chain + j);
+    const long long start = clock64();
+    for (int i = 0; i < steps; ++i) j = __ldcg(chain + j);
+    const long long stop = clock64();
+    sink[0] = j;  // the dependency chain must be observable
+    cycles[0] = stop - start;
+}
+
+__device__ __forceinline__ unsigned long long global_timer_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+extern "C" __global__ void clock_rate(long long spin_ns, long long* __restrict__ result)
+{
+    const unsigned long long t0 = global_timer_ns();
+    const long long c0 = clock64();
+    while (global_timer_ns() - t0 < (unsigned long long)spin_ns) { }
+    const long long c1 = clock64();
+    const unsigned long long t1 = global_timer_ns();
+    result[0] = c1 - c0;
+    result[1] = (long long)(t1 - t0);
+}

@@ -1,0 +1,19 @@
+// Support for convkit.timing: a kernel that holds the stream for a while.
+//
+// Launched before a batch of timed runs, it keeps the GPU busy while the host enqueues the
+// whole batch, so that host-side launch cost (CuPy's, or cuDNN's through ctypes) stays out of
+// each run's CUDA-event time: the batch then runs back to back on the device. This is the
+// "blocking kernel" of NVIDIA's nvbench.
+
+__device__ __forceinline__ unsigned long long global_timer_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+extern "C" __global__ void hold_stream(long long duration_ns)
+{
+    const unsigned long long t0 = global_timer_ns();
+    while (global_timer_ns() - t0 < (unsigned long long)duration_ns) { }
+}
