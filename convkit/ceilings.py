@@ -16,6 +16,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from convkit.compile import load_kernel
 from convkit.gpu import require_cupy
 from convkit.reference import relative_error
@@ -30,6 +32,8 @@ KEY_COLUMNS = ("measurement", "metric")
 #: FP32 lanes per SM by compute capability (CUDA C++ Programming Guide, arithmetic throughput table).
 FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
                      (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
+#: FMA_CHAINS and the inner unroll of fma_peak in kernels/ceilings.cu.
+FMA_CHAINS, FMA_UNROLL = 8, 16
 #: Pointer-chase footprints, bytes: L1-resident up to well past any current L2.
 CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 #: Distance between consecutive chain entries: one 128-byte cache line... times two, so that
@@ -54,7 +58,7 @@ def device_properties() -> list[dict[str, Any]]:
     dev = cupy.cuda.Device()
     attrs = dev.attributes
     major, minor = int(dev.compute_capability[:-1]), int(dev.compute_capability[-1])
-    free, total = cupy.cuda.runtime.memGetInfo()
+    _free, total = cupy.cuda.runtime.memGetInfo()
     rows = [
         _row("compute_capability", f"{major}.{minor}", ""),
         _row("sm_count", attrs["MultiProcessorCount"], "SMs"),
@@ -108,28 +112,33 @@ def fma_peak(iters: int = 2048, threads: int = 256, blocks_per_sm: int = 16) -> 
     blocks = dev.attributes["MultiProcessorCount"] * blocks_per_sm
     out = cupy.full(blocks * threads, math.nan, dtype=cupy.float32)
     seed = 0.5
+    a = float(np.float32(1.1 ** (1.0 / (iters * FMA_UNROLL))))
+    b = float(np.float32(1.0 - a))  # fixed point f = b / (1 - a) = 1
     kernel = load_kernel("ceilings", "fma_peak")
 
     def run() -> None:
-        kernel((blocks,), (threads,), (out, cupy.float32(seed), cupy.int32(iters)))
+        kernel((blocks,), (threads,), (out, cupy.float32(seed), cupy.float32(a), cupy.float32(b), cupy.int32(iters)))
 
     run()
-    # acc_{k+1} = a*acc_k + b  =>  acc_n = a^n (acc_0 - f) + f, f = b / (1 - a)
-    chains, unroll = 8, 16  # FMA_CHAINS and the inner unroll in kernels/ceilings.cu
-    a, b = float(cupy.float32(1.0000001)), float(cupy.float32(-1e-7))
-    steps = iters * unroll
-    fixed = b / (1 - a)
-    tid = cupy.arange(blocks * threads) % threads
-    acc0 = seed + (tid[:, None] + cupy.arange(chains)[None, :]).astype(cupy.float64)
-    expected = (a**steps * (acc0 - fixed) + fixed).sum(axis=1)
-    err = relative_error(out, expected)
-    if not err < 1e-4:
+    # acc_{k+1} = a*acc_k + b  =>  acc_n = a^n (acc_0 - f) + f, f = b / (1 - a). float32 rounding
+    # drifts along the n dependent FMAs (~1e-4 seen at n = 8192), so the check allows 1e-2; a is
+    # chosen so that a^n = 1.1: a kernel that skipped the work would be off by ~10%.
+    err = relative_error(out, _fma_expected(cupy, a, b, seed, iters * FMA_UNROLL, blocks, threads))
+    if not err < 1e-2:
         raise RuntimeError(f"fma_peak result off by {err:.2e} from the closed form")
     timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
-    flops = 2 * chains * unroll * iters * blocks * threads
+    flops = 2 * FMA_CHAINS * FMA_UNROLL * iters * blocks * threads
     return _row("fp32_fma_peak", flops / (timing.median_ms * 1e9), "TFLOP/s", timing=timing, rel_err=err,
                 params={"iters": iters, "threads": threads, "blocks": int(blocks)},
                 note="own kernel, 8 independent FMA chains per thread")  # fmt: skip
+
+
+def _fma_expected(cupy: Any, a: float, b: float, seed: float, steps: int, blocks: int, threads: int) -> Any:
+    """Closed form of what fma_peak leaves in each thread's output, in float64."""
+    fixed = b / (1 - a)
+    tid = cupy.arange(blocks * threads) % threads
+    acc0 = seed + (tid[:, None] + cupy.arange(FMA_CHAINS)[None, :]).astype(cupy.float64)
+    return (a**steps * (acc0 - fixed) + fixed).sum(axis=1)
 
 
 def sgemm(n: int = 8192) -> dict[str, Any]:
@@ -156,7 +165,7 @@ def load_latency(footprint: int, steps: int = 20000) -> dict[str, Any]:
     cupy = require_cupy()
     stride = CHASE_STRIDE_BYTES // 4
     lines = footprint // CHASE_STRIDE_BYTES
-    order = cupy.random.default_rng().permutation(lines).astype(cupy.uint32)
+    order = cupy.asarray(np.random.default_rng().permutation(lines).astype(np.uint32))
     chain = cupy.zeros(lines * stride, dtype=cupy.uint32)
     # entry at line order[i] points at line order[i+1]: one cycle through every line
     chain[order * stride] = cupy.roll(order, -1) * stride
@@ -206,6 +215,6 @@ def run(store: ResultStore, *, quick: bool = False, progress: Callable[[str], No
     return written
 
 
-def open_store(directory: Any, provenance: dict[str, Any]) -> ResultStore:
+def open_store(directory: Any, provenance: dict[str, Any], *, experiment: str = EXPERIMENT) -> ResultStore:
     """The ceilings experiment's store in ``directory`` (``results/<gpu-slug>``)."""
-    return ResultStore.open(directory, EXPERIMENT, provenance, columns=COLUMNS, key_columns=KEY_COLUMNS)
+    return ResultStore.open(directory, experiment, provenance, columns=COLUMNS, key_columns=KEY_COLUMNS)

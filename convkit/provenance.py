@@ -66,6 +66,6 @@ def collect() -> dict[str, Any]:
         "convkit_commit": convkit_commit(),
         "python": platform.python_version(),
         "host": platform.node(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "timing_method": TIMING_METHOD,
     }

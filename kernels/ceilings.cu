@@ -2,7 +2,9 @@
 //
 // fma_peak: the FP32 FMA rate an ordinary kernel reaches. Each thread runs CHAINS independent
 //   FMA chains (enough to cover the 4-cycle FMA latency on every scheduler) for `iters` rounds;
-//   the result is stored so the compiler keeps the work. FLOPs = 2 * CHAINS * iters * threads.
+//   the result is stored so the compiler keeps the work. FLOPs = 2 * CHAINS * 16 * iters * threads.
+//   a and b are run-time values (a^(16 iters) = 1.1 from the host) so nothing folds at compile
+//   time and the values stay normal: no inf or denormal slows the FMA pipe.
 // pointer_chase: global-memory load latency in SM cycles, as Chang 2022 section 2.2 needs it
 //   (its Table 1 starts from the latency in cycles). One thread follows a random cyclic chain
 //   of indices laid out in `footprint` bytes: each load's address depends on the previous
@@ -13,12 +15,11 @@
 
 #define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
 
-extern "C" __global__ void fma_peak(float* __restrict__ out, float seed, int iters)
+extern "C" __global__ void fma_peak(float* __restrict__ out, float seed, float a, float b, int iters)
 {
     float acc[FMA_CHAINS];
 #pragma unroll
     for (int k = 0; k < FMA_CHAINS; ++k) acc[k] = seed + (float)(threadIdx.x + k);
-    const float a = 1.0000001f, b = -1e-7f;  // keeps values bounded so no inf/denormal slows the FMA pipe
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int u = 0; u < 16; ++u) {

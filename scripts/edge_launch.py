@@ -1,0 +1,32 @@
+"""Launch every convkit kernel once on edge shapes, for compute-sanitizer (scripts/sanitize.sh).
+
+Edge shapes: sizes that are no multiple of any block, C=1, M=1, an input smaller than the
+filter with padding, stride 2. Each output is also checked against the float64 reference.
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from convkit import ceilings, reference
+from convkit.direct import conv2d_direct
+
+EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
+    (1, 1, 3, 2, 1, 5, 5, 2, 1),
+    (2, 3, 17, 13, 5, 3, 3, 1, 2),
+    (1, 5, 33, 31, 3, 7, 7, 3, 1),
+]
+
+for n, c, h, w, m, r, s, pad, stride in EDGE_SHAPES:
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((n, c, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, c, r, s), dtype=np.float32))
+    y = conv2d_direct(x, f, pad=pad, stride=stride, threads=96)  # 96: blocks straddle the end
+    err = reference.relative_error(y.get(), reference.conv2d(x.get(), f.get(), pad=pad, stride=stride))
+    assert err < 1e-5, (n, c, h, w, m, r, s, pad, stride, err)
+ceilings.fma_peak(iters=4, blocks_per_sm=1)
+ceilings.load_latency(1 << 14, steps=100)
+ceilings.sm_clock_under_load(spin_ms=1)
+cupy.cuda.runtime.deviceSynchronize()
+print("edge launches done")
