@@ -228,8 +228,8 @@ def baseline_verdict(summary: Any) -> str:
         f"within 1.25x in {within} of {len(quoted)} configurations (below 1: faster here, where PyTorch's "
         "per-call host overhead is not inside the timed region).",
         *(f"- Over 1.25x: {r.configuration} ({r.best_cudnn} {r.best_cudnn_us:.1f} us against "
-          f"{r.pytorch_fp32_us:.1f} us): PyTorch reaches cuDNN through the graph API, whose engines "
-          "include kernels that no legacy forward algorithm selects." for r in over.itertuples()),
+          f"{r.pytorch_fp32_us:.1f} us). A lead, not yet checked: PyTorch reaches cuDNN through the "
+          "graph API, whose engines may include kernels no legacy forward algorithm selects." for r in over.itertuples()),
         f"- The plain direct kernel takes {summary['direct_vs_best'].median():.1f}x the best cuDNN time "
         f"(median), from {fastest['direct_vs_best']:.2f}x on {fastest['configuration']} to "
         f"{slowest['direct_vs_best']:.1f}x on {slowest['configuration']}: the gap a naive kernel leaves, "

@@ -75,9 +75,14 @@ def reproduce(*, only: str | None = None, device: str = "auto", quick: bool = Fa
     return done
 
 
-def build_book(*, extra_args: tuple[str, ...] = ()) -> Path:
-    """``jupyter-book build book/``; returns the HTML directory. Raises CalledProcessError on failure."""
+def build_book(book: Path | None = None, *, extra_args: tuple[str, ...] = ()) -> Path:
+    """``jupyter-book build`` of ``book`` (default ``book/``); returns the HTML directory.
+
+    Raises CalledProcessError when the build fails (warnings count as failures: a missing
+    notebook or figure must not pass silently).
+    """
+    book = book or book_dir()
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
-    subprocess.run([*command, "build", str(book_dir()), *extra_args], check=True)
-    return book_dir() / "_build" / "html"
+    subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)
+    return book / "_build" / "html"
