@@ -1,0 +1,23 @@
+"""What the benchmark plans to measure (CPU); measuring itself is in test_cudnn_gpu.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from convkit import bench
+from convkit.cudnn import FORWARD_ALGORITHMS
+from convkit.problem import ConvProblem
+
+
+def test_cases_are_every_variant_then_every_cudnn_algorithm():
+    cases = bench.cases(ConvProblem.from_label("7-1-1-32-832"))
+    assert [c.variant for c in cases] == [*bench.VARIANTS, *FORWARD_ALGORITHMS]
+    assert {c.impl for c in cases} == {"convkit", "cudnn"}
+    assert len(FORWARD_ALGORITHMS) == 8
+
+
+def test_cases_without_cudnn_and_unknown_variants():
+    problem = ConvProblem.from_label("7-1-3-384-192")
+    assert [c.variant for c in bench.cases(problem, ["direct"], cudnn=False)] == ["direct"]
+    with pytest.raises(ValueError, match="unknown variants"):
+        bench.cases(problem, ["nope"])
