@@ -69,8 +69,9 @@ def _reference(problem: ConvProblem, x: Any, w: Any) -> Any:
     return reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
 
 
-def measure_problem(problem: ConvProblem, todo: list[Case], *, seed: int | None = None,
-                    timing: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+def measure_problem(
+    problem: ConvProblem, todo: list[Case], *, seed: int | None = None, timing: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
     """Check, then time, each case of ``todo`` on fresh random inputs; yields one row per case.
 
     Args:
@@ -100,8 +101,17 @@ def measure_problem(problem: ConvProblem, todo: list[Case], *, seed: int | None 
         cupy.get_default_memory_pool().free_all_blocks()  # cuDNN workspaces must not pile up
 
 
-def _measure_case(problem: ConvProblem, case: Case, x: Any, w: Any, y: Any, ref: Any,
-                  timing: dict[str, Any], benchmark: Callable[..., Any], cupy: Any) -> dict[str, Any]:
+def _measure_case(
+    problem: ConvProblem,
+    case: Case,
+    x: Any,
+    w: Any,
+    y: Any,
+    ref: Any,
+    timing: dict[str, Any],
+    benchmark: Callable[..., Any],
+    cupy: Any,
+) -> dict[str, Any]:
     """One row: check the case's output against ``ref``, time it if right, or say why not."""
     from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
 
@@ -140,9 +150,17 @@ def _measure_case(problem: ConvProblem, case: Case, x: Any, w: Any, y: Any, ref:
     return make_row(problem, case, status="ok", timing=result, rel_err=err, note=f"tolerance {tolerance:g}")
 
 
-def run_experiment(experiment: str, problems: Iterable[ConvProblem], *, directory: Path | None = None,
-                   variants: Iterable[str] | None = None, cudnn: bool = True, seed: int | None = None,
-                   timing: dict[str, Any] | None = None, progress: Callable[[str], None] | None = print) -> Path:
+def run_experiment(
+    experiment: str,
+    problems: Iterable[ConvProblem],
+    *,
+    directory: Path | None = None,
+    variants: Iterable[str] | None = None,
+    cudnn: bool = True,
+    seed: int | None = None,
+    timing: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> Path:
     """Measure ``problems`` into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
 
     Returns the directory written to.

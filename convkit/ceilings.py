@@ -41,8 +41,16 @@ CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 CHASE_STRIDE_BYTES = 256
 
 
-def _row(metric: str, value: float | int | str, unit: str, *, params: dict | None = None,
-         timing: Timing | None = None, rel_err: float | None = None, note: str = "") -> dict[str, Any]:
+def _row(
+    metric: str,
+    value: float | int | str,
+    unit: str,
+    *,
+    params: dict | None = None,
+    timing: Timing | None = None,
+    rel_err: float | None = None,
+    note: str = "",
+) -> dict[str, Any]:
     row: dict[str, Any] = {"metric": metric, "value": value, "unit": unit, "status": "ok",
                            "params": json.dumps(params or {}, sort_keys=True, separators=(",", ":")),
                            "rel_err": "" if rel_err is None else f"{rel_err:.3e}", "note": note}  # fmt: skip
@@ -87,8 +95,13 @@ def sm_clock_under_load(spin_ms: float = 20.0) -> dict[str, Any]:
     kernel = load_kernel("ceilings", "clock_rate")
     kernel((1,), (1,), (cupy.int64(int(spin_ms * 1e6)), result))
     cycles, ns = (int(v) for v in result.get())
-    return _row("sm_clock_measured", cycles / ns * 1e3, "MHz", params={"spin_ms": spin_ms},
-                note="clock64 cycles over %globaltimer ns, one thread spinning")
+    return _row(
+        "sm_clock_measured",
+        cycles / ns * 1e3,
+        "MHz",
+        params={"spin_ms": spin_ms},
+        note="clock64 cycles over %globaltimer ns, one thread spinning",
+    )
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> dict[str, Any]:
@@ -180,8 +193,13 @@ def load_latency(footprint: int, steps: int = 20000) -> dict[str, Any]:
     if int(sink.get()[0]) != expected:
         raise RuntimeError("pointer chase ended at the wrong entry")
     per_load = int(cycles.get()[0]) / steps
-    return _row("load_latency", per_load, "cycles", params={"footprint_bytes": footprint, "steps": steps},
-                note=f"one thread, dependent __ldcg loads, {CHASE_STRIDE_BYTES}-byte stride, random order")
+    return _row(
+        "load_latency",
+        per_load,
+        "cycles",
+        params={"footprint_bytes": footprint, "steps": steps},
+        note=f"one thread, dependent __ldcg loads, {CHASE_STRIDE_BYTES}-byte stride, random order",
+    )
 
 
 def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[dict[str, Any]] | dict[str, Any]]]]:

@@ -174,7 +174,6 @@ def baseline_summary(frame: Any) -> Any:
     return table
 
 
-
 def ceilings_table(frame: Any) -> Any:
     """The ceilings rows a reader needs: metric, value, unit, timing and check (pointer chase apart)."""
     rows = frame[frame["metric"] != "load_latency"].copy()
@@ -230,7 +229,8 @@ def baseline_verdict(summary: Any) -> str:
         "per-call host overhead is not inside the timed region).",
         *(f"- Over 1.25x: {r.Index} ({r.best_cudnn} {r.best_cudnn_us:.1f} us against "
           f"{r.pytorch_fp32_us:.1f} us). A lead, not yet checked: PyTorch reaches cuDNN through the "
-          "graph API, whose engines may include kernels no legacy forward algorithm selects." for r in over.itertuples()),
+          "graph API, whose engines may include kernels no legacy forward algorithm selects."
+          for r in over.itertuples()),
         f"- The plain direct kernel takes {summary['direct_vs_best'].median():.1f}x the best cuDNN time "
         f"(median), from {summary.loc[fastest, 'direct_vs_best']:.2f}x on {fastest} to "
         f"{summary.loc[slowest, 'direct_vs_best']:.1f}x on {slowest}: the gap a naive kernel leaves, "

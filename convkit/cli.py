@@ -43,7 +43,10 @@ def _problems(args: argparse.Namespace) -> list[ConvProblem]:
 
 
 def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
-    header = f"{'impl':8} {'variant':22} {'status':20} {'median ms':>11} {'min ms':>10} {'max ms':>10} {'GFLOP/s':>9} {'rel err':>9}"
+    header = (
+        f"{'impl':8} {'variant':22} {'status':20} {'median ms':>11} {'min ms':>10} {'max ms':>10} "
+        f"{'GFLOP/s':>9} {'rel err':>9}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -87,7 +90,10 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
     from convkit.compile import CHECKED_ARCHS, all_sources, ptxas_report
 
     archs = args.arch or list(CHECKED_ARCHS)
-    print(f"{'source':12} {'kernel':24} {'arch':6} {'regs':>5} {'stack B':>8} {'spill st':>9} {'spill ld':>9} {'smem B':>7}")
+    print(
+        f"{'source':12} {'kernel':24} {'arch':6} {'regs':>5} {'stack B':>8} "
+        f"{'spill st':>9} {'spill ld':>9} {'smem B':>7}"
+    )
     for source in all_sources():
         for arch in archs:
             for k in ptxas_report(source, arch):

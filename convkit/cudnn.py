@@ -238,8 +238,12 @@ class CudnnConvolution:
         _call("cudnnGetConvolutionForwardAlgorithmMaxCount", self.handle, ctypes.byref(count))
         perfs = (_AlgoPerf * count.value)()  # sized from the library: 10 in cuDNN 9, not 8
         returned = ctypes.c_int()
-        _check("cudnnGetConvolutionForwardAlgorithm_v7", lib.cudnnGetConvolutionForwardAlgorithm_v7(
-            self.handle, self._x, self._w, self._conv, self._y, count.value, ctypes.byref(returned), perfs))
+        _check(
+            "cudnnGetConvolutionForwardAlgorithm_v7",
+            lib.cudnnGetConvolutionForwardAlgorithm_v7(
+                self.handle, self._x, self._w, self._conv, self._y, count.value, ctypes.byref(returned), perfs
+            ),
+        )
         ranking = []
         for perf in perfs[: returned.value]:
             if 0 <= perf.algo < len(FORWARD_ALGORITHMS):

@@ -11,8 +11,9 @@ from convkit.compile import load_kernel
 DEFAULT_THREADS = 256
 
 
-def conv2d_direct(x: Any, w: Any, *, pad: int = 0, stride: int = 1, threads: int = DEFAULT_THREADS,
-                  out: Any = None) -> Any:
+def conv2d_direct(
+    x: Any, w: Any, *, pad: int = 0, stride: int = 1, threads: int = DEFAULT_THREADS, out: Any = None
+) -> Any:
     """Direct convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` on the GPU.
 
     Args:

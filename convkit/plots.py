@@ -24,8 +24,9 @@ def latency_curve(curve: Any, *, l2_bytes: float | None = None, ax: Any = None) 
     return ax
 
 
-def roofline(copy_gbps: float, peak_tflops: float, *, points: Any = None, label: str = "SGEMM FP32",
-             ax: Any = None) -> Any:
+def roofline(
+    copy_gbps: float, peak_tflops: float, *, points: Any = None, label: str = "SGEMM FP32", ax: Any = None
+) -> Any:
     """Roofline: attainable GFLOP/s against arithmetic intensity; ``points`` (name, FLOP/B, GFLOP/s)."""
     import matplotlib.pyplot as plt
 

@@ -13,9 +13,7 @@ from typing import Any
 
 FLOAT32_BYTES = 4
 
-_LABEL = re.compile(
-    r"^(?P<h>\d+)(?:x(?P<w>\d+))?-(?P<n>\d+)-(?P<r>\d+)(?:x(?P<s>\d+))?-(?P<m>\d+)-(?P<c>\d+)$"
-)
+_LABEL = re.compile(r"^(?P<h>\d+)(?:x(?P<w>\d+))?-(?P<n>\d+)-(?P<r>\d+)(?:x(?P<s>\d+))?-(?P<m>\d+)-(?P<c>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -80,8 +78,7 @@ class ConvProblem:
         match = _LABEL.match(label.strip())
         if not match:
             raise ValueError(
-                f"label must look like input-batch-filter-filters-depth (e.g. 7-1-1-32-832), "
-                f"got {label!r}"
+                f"label must look like input-batch-filter-filters-depth (e.g. 7-1-1-32-832), got {label!r}"
             )
         g = match.groupdict()
         h, r = int(g["h"]), int(g["r"])

@@ -43,8 +43,9 @@ def executed_dir() -> Path:
     return book_dir() / "notebooks"
 
 
-def run_notebook(path: Path, *, device: str = "auto", quick: bool = False, output_dir: Path | None = None,
-                 progress_bar: bool = True) -> Path:
+def run_notebook(
+    path: Path, *, device: str = "auto", quick: bool = False, output_dir: Path | None = None, progress_bar: bool = True
+) -> Path:
     """Execute one notebook with papermill, parameters ``device`` and ``quick``; returns the executed copy."""
     import papermill
     from papermill.exceptions import PapermillExecutionError

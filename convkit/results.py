@@ -60,8 +60,9 @@ def case_key(problem: ConvProblem, case: Case) -> tuple[str, ...]:
     return (problem.label, str(problem.pad), str(problem.stride), case.impl, case.variant, case.params)
 
 
-def make_row(problem: ConvProblem, case: Case, *, status: str, timing: Any = None,
-             rel_err: float | None = None, note: str = "") -> dict[str, Any]:
+def make_row(
+    problem: ConvProblem, case: Case, *, status: str, timing: Any = None, rel_err: float | None = None, note: str = ""
+) -> dict[str, Any]:
     """A results row for ``case`` on ``problem``; ``timing`` is a :class:`convkit.timing.Timing`."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
@@ -87,8 +88,15 @@ class ResultStore:
     (the ceilings: metric, value, unit) passes its own ``columns`` and ``key_columns``.
     """
 
-    def __init__(self, directory: Path, experiment: str, provenance: Mapping[str, Any] | None = None,
-                 *, columns: tuple[str, ...] = COLUMNS, key_columns: tuple[str, ...] = KEY_COLUMNS):
+    def __init__(
+        self,
+        directory: Path,
+        experiment: str,
+        provenance: Mapping[str, Any] | None = None,
+        *,
+        columns: tuple[str, ...] = COLUMNS,
+        key_columns: tuple[str, ...] = KEY_COLUMNS,
+    ):
         missing = {"experiment", "run_id", *key_columns} - set(columns)
         if missing:
             raise ValueError(f"columns lack {sorted(missing)}")
@@ -103,8 +111,9 @@ class ResultStore:
         self._repair()
 
     @classmethod
-    def open(cls, directory: Path, experiment: str, provenance: Mapping[str, Any] | None = None,
-             **layout: Any) -> ResultStore:
+    def open(
+        cls, directory: Path, experiment: str, provenance: Mapping[str, Any] | None = None, **layout: Any
+    ) -> ResultStore:
         """Open (creating if needed) a store and register this run's provenance."""
         store = cls(directory, experiment, provenance, **layout)
         store._write_provenance()

@@ -8,8 +8,8 @@ import shutil
 import nbformat
 import pytest
 
-from convkit.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
 from convkit.paths import book_dir
+from convkit.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
 
 pytestmark = pytest.mark.slow
 

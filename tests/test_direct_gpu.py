@@ -49,7 +49,7 @@ def test_direct_rejects_bad_arguments():
     x, f = _random(cupy, (1, 3, 8, 8)), _random(cupy, (4, 3, 3, 3))
     with pytest.raises(TypeError, match="x must be float32"):
         conv2d_direct(x.astype(cupy.float64), f)
-    with pytest.raises(TypeError, match="x must be a cupy.ndarray"):
+    with pytest.raises(TypeError, match=r"x must be a cupy\.ndarray"):
         conv2d_direct(x.get(), f)
     with pytest.raises(ValueError, match="x must be C-contiguous"):
         conv2d_direct(x.transpose(0, 1, 3, 2), f)
