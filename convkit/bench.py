@@ -48,8 +48,15 @@ def _direct(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
 VARIANTS: dict[str, Variant] = {"direct": Variant("direct", _direct, {"threads": 256})}
 
 
-def cases(problem: ConvProblem, variants: Iterable[str] | None = None, *, cudnn: bool = True) -> list[Case]:
-    """What to measure on ``problem``: the chosen convkit variants, then every cuDNN algorithm."""
+def cases(
+    problem: ConvProblem, variants: Iterable[str] | None = None, *, cudnn: bool = True, pytorch: bool | None = None
+) -> list[Case]:
+    """What to measure on ``problem``: the chosen convkit variants, then every cuDNN algorithm.
+
+    With ``cudnn``, PyTorch's autotuned convolution follows as a second opinion on the best cuDNN
+    time; ``pytorch=None`` includes it where PyTorch with CUDA is importable.
+    """
+    from convkit import pytorch as torch_baseline
     from convkit.cudnn import FORWARD_ALGORITHMS
 
     names = list(VARIANTS) if variants is None else list(variants)
@@ -59,6 +66,8 @@ def cases(problem: ConvProblem, variants: Iterable[str] | None = None, *, cudnn:
     out = [Case("convkit", n, params_text(VARIANTS[n].params)) for n in names if VARIANTS[n].supports(problem)]
     if cudnn:
         out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
+        if pytorch or (pytorch is None and torch_baseline.available()):
+            out.append(Case("pytorch", torch_baseline.VARIANT))
     return out
 
 
@@ -115,6 +124,7 @@ def _measure_case(
     """One row: check the case's output against ``ref``, time it if right, or say why not."""
     from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
 
+    check_run: Callable[[], None] | None = None  # where the checked run differs from the timed one
     try:
         if case.impl == "convkit":
             variant = VARIANTS[case.variant]
@@ -122,6 +132,18 @@ def _measure_case(
 
             def run() -> None:
                 variant.run(x, w, problem, y)
+        elif case.impl == "pytorch":
+            from convkit import pytorch
+
+            tolerance = TRANSFORM_TOLERANCE  # the autotuner may pick an FFT or Winograd engine
+            autotuned = pytorch.autotuned_conv2d(problem, x, w)
+
+            def run() -> None:
+                autotuned()
+
+            def check_run() -> None:  # PyTorch allocates its output: copy it into the poisoned one
+                cupy.copyto(y, autotuned())
+
         else:
             conv = CudnnConvolution(problem)
             need = conv.workspace(case.variant)
@@ -133,7 +155,7 @@ def _measure_case(
                 conv.forward(case.variant, x, w, y)
 
         y.fill(math.nan)  # poison: an element the kernel forgets to write fails the check
-        run()
+        (check_run or run)()
         cupy.cuda.get_current_stream().synchronize()
         on_gpu = problem.flops > GPU_REFERENCE_FLOPS  # compare where the reference lives
         err = reference.relative_error(y if on_gpu else y.get(), ref)

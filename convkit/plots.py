@@ -25,24 +25,47 @@ def latency_curve(curve: Any, *, l2_bytes: float | None = None, ax: Any = None) 
 
 
 def roofline(
-    copy_gbps: float, peak_tflops: float, *, points: Any = None, label: str = "SGEMM FP32", ax: Any = None
+    copy_gbps: float,
+    peak_tflops: float,
+    *,
+    points: Any = None,
+    label: str = "SGEMM FP32",
+    extra_ceilings: dict[str, float] | None = None,
+    ax: Any = None,
 ) -> Any:
-    """Roofline: attainable GFLOP/s against arithmetic intensity; ``points`` (name, FLOP/B, GFLOP/s)."""
+    """Roofline: attainable GFLOP/s against arithmetic intensity.
+
+    Args:
+        copy_gbps: memory ceiling (GB/s).
+        peak_tflops: compute ceiling (TFLOP/s), named ``label``.
+        points: (label, FLOP/byte, GFLOP/s, kind) tuples; one colour per kind.
+        extra_ceilings: further horizontal ceilings, name -> TFLOP/s.
+    """
     import matplotlib.pyplot as plt
 
     ax = ax or plt.subplots(figsize=(6.5, 4))[1]
     intensity = np.logspace(-2, 4, 200)
-    ax.plot(intensity, np.minimum(intensity * copy_gbps, peak_tflops * 1e3), color="black",
-            label=f"min({copy_gbps:.0f} GB/s x I, {peak_tflops:.1f} TFLOP/s {label})")  # fmt: skip
-    for name, ai, gflops in points if points is not None else []:
-        ax.scatter([ai], [gflops], s=18)
-        ax.annotate(name, (ai, gflops), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.plot(
+        intensity,
+        np.minimum(intensity * copy_gbps, peak_tflops * 1e3),
+        color="black",
+        label=f"{copy_gbps:.0f} GB/s, {peak_tflops:.1f} TFLOP/s {label}",
+    )
+    for i, (name, tflops) in enumerate((extra_ceilings or {}).items()):
+        ax.axhline(tflops * 1e3, color=f"C{i + 3}", linestyle=":", label=f"{name} {tflops:.1f} TFLOP/s")
+    kinds = list(dict.fromkeys(p[3] for p in points)) if points is not None else []
+    for k, kind in enumerate(kinds):
+        mine = [p for p in points if p[3] == kind]
+        ax.scatter([p[1] for p in mine], [p[2] for p in mine], s=18, color=f"C{k}", label=kind)
+        for name, ai, gflops, _ in mine:
+            if name:
+                ax.annotate(name, (ai, gflops), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte of minimal traffic)")
     ax.set_ylabel("GFLOP/s")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left")
     return ax
 
 
@@ -51,7 +74,7 @@ def algorithm_times(frame: Any, *, ax: Any = None) -> Any:
     import matplotlib.pyplot as plt
 
     ok = frame[frame["status"] == "ok"].copy()
-    ok["name"] = np.where(ok["impl"] == "cudnn", "cuDNN " + ok["variant"], "convkit " + ok["variant"])
+    ok["name"] = ok["impl"] + " " + ok["variant"]
     labels = list(dict.fromkeys(frame["label"]))
     ax = ax or plt.subplots(figsize=(8, 0.32 * len(labels) + 1.5))[1]
     markers = "os^vD<>xP*"

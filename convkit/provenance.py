@@ -46,7 +46,7 @@ def _cuda_version(v: int) -> str:
 
 def collect() -> dict[str, Any]:
     """Everything a results file must say about where it came from. Needs the GPU."""
-    from convkit import __version__, cudnn
+    from convkit import __version__, cudnn, pytorch
     from convkit.gpu import compute_capability, device_name, require_cupy
 
     cupy = require_cupy()
@@ -62,6 +62,7 @@ def collect() -> dict[str, Any]:
         "cupy": cupy.__version__,
         "cudnn": cudnn.version() or "not found",
         "cudnn_origin": cudnn.library_origin(),
+        "pytorch": pytorch.version() or "not installed",
         "convkit": __version__,
         "convkit_commit": convkit_commit(),
         "python": platform.python_version(),
