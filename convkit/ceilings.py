@@ -173,8 +173,8 @@ def sgemm(n: int = 8192) -> dict[str, Any]:
                 rel_err=err, note="cuBLAS via cupy.matmul, CUPY_TF32=0")  # fmt: skip
 
 
-def load_latency(footprint: int, steps: int = 20000) -> dict[str, Any]:
-    """Cycles per dependent global load, chasing a random cycle through ``footprint`` bytes."""
+def _chase_once(footprint: int, steps: int) -> float:
+    """Cycles per load along one fresh random cycle through ``footprint`` bytes, checked."""
     cupy = require_cupy()
     stride = CHASE_STRIDE_BYTES // 4
     lines = footprint // CHASE_STRIDE_BYTES
@@ -184,21 +184,31 @@ def load_latency(footprint: int, steps: int = 20000) -> dict[str, Any]:
     chain[order * stride] = cupy.roll(order, -1) * stride
     sink = cupy.zeros(1, dtype=cupy.uint32)
     cycles = cupy.zeros(1, dtype=cupy.int64)
-    kernel = load_kernel("ceilings", "pointer_chase")
-    steps = int(steps)
-    kernel((1,), (1,), (chain, cupy.int32(steps), sink, cycles))
-    # check: the chain is a single cycle, so `steps` hops from 0 land where the host says
+    load_kernel("ceilings", "pointer_chase")((1,), (1,), (chain, cupy.int32(steps), sink, cycles))
+    # check: the chain is a single cycle, so 2 * steps hops (warm pass + timed pass) from entry 0
+    # land where the host says
     start = int(cupy.flatnonzero(order == 0)[0])
     expected = int(order[(start + 2 * steps) % lines]) * stride
     if int(sink.get()[0]) != expected:
         raise RuntimeError("pointer chase ended at the wrong entry")
-    per_load = int(cycles.get()[0]) / steps
+    return int(cycles.get()[0]) / steps
+
+
+def load_latency(footprint: int, steps: int = 20000, repeats: int = 5) -> dict[str, Any]:
+    """Cycles per dependent global load: the median over ``repeats`` fresh random chains.
+
+    Each chain lands on different pages and L2 slices, so single chains vary (up to ~15% at DRAM
+    footprints on the H100); the row's note gives the spread.
+    """
+    samples = sorted(_chase_once(footprint, int(steps)) for _ in range(repeats))
+    median = float(np.median(samples))
     return _row(
         "load_latency",
-        per_load,
+        median,
         "cycles",
-        params={"footprint_bytes": footprint, "steps": steps},
-        note=f"one thread, dependent __ldcg loads, {CHASE_STRIDE_BYTES}-byte stride, random order",
+        params={"footprint_bytes": footprint, "steps": int(steps), "repeats": repeats},
+        note=f"median of {repeats} chains (min {samples[0]:.0f}, max {samples[-1]:.0f}); one thread, "
+        f"dependent __ldcg loads, {CHASE_STRIDE_BYTES}-byte stride, random order",
     )
 
 
@@ -210,7 +220,10 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     yield "fp32_fma_peak", lambda: fma_peak(iters=512 if quick else 2048)
     yield "sgemm", lambda: sgemm(4096 if quick else 8192)
     for footprint in CHASE_FOOTPRINTS[:: 2 if quick else 1]:
-        yield f"load_latency:{footprint}", lambda f=footprint: load_latency(f, steps=5000 if quick else 20000)
+        yield (
+            f"load_latency:{footprint}",
+            lambda f=footprint: load_latency(f, steps=5000 if quick else 20000, repeats=3 if quick else 5),
+        )
 
 
 def run(store: ResultStore, *, quick: bool = False, progress: Callable[[str], None] | None = None) -> int:

@@ -29,7 +29,7 @@ for n, c, h, w, m, r, s, pad, stride in EDGE_SHAPES:
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
 ceilings.fma_peak(iters=4, blocks_per_sm=1)
-ceilings.load_latency(1 << 14, steps=100)
+ceilings.load_latency(1 << 14, steps=100, repeats=1)
 ceilings.sm_clock_under_load(spin_ms=1)
 cupy.cuda.runtime.deviceSynchronize()
 print("edge launches done")
