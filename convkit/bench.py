@@ -90,7 +90,6 @@ def measure_problem(
         timing: keyword arguments for :func:`convkit.timing.benchmark` (budget, L2 flush, ...).
     """
     from convkit.gpu import require_cupy
-    from convkit.timing import benchmark
 
     cupy = require_cupy()
     timing = dict(timing or {})
@@ -106,7 +105,7 @@ def measure_problem(
     ref = _reference(problem, x, w)
 
     for case in todo:
-        yield _measure_case(problem, case, x, w, y, ref, timing, benchmark, cupy)
+        yield _measure_case(problem, case, x, w, y, ref, timing)
         cupy.get_default_memory_pool().free_all_blocks()  # cuDNN workspaces must not pile up
 
 
@@ -118,11 +117,12 @@ def _measure_case(
     y: Any,
     ref: Any,
     timing: dict[str, Any],
-    benchmark: Callable[..., Any],
-    cupy: Any,
 ) -> dict[str, Any]:
     """One row: check the case's output against ``ref``, time it if right, or say why not."""
+    import cupy
+
     from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
+    from convkit.timing import benchmark
 
     check_run: Callable[[], None] | None = None  # where the checked run differs from the timed one
     try:
