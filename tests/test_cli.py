@@ -1,0 +1,44 @@
+"""The convkit command on a machine without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from convkit import cli
+from convkit.compile import find_nvcc
+from convkit.gpu import GPUUnavailableError, has_gpu
+
+no_gpu = pytest.mark.skipif(has_gpu(), reason="checks the behaviour without a GPU")
+
+
+@no_gpu
+def test_info_says_there_is_no_gpu(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU: none" in out and "cuDNN:" in out and "nvcc" in out
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
+def test_kernels_lists_every_kernel(capsys):
+    assert cli.main(["kernels", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    for name in ("conv2d_direct", "fma_peak", "pointer_chase", "hold_stream"):
+        assert name in out
+
+
+@no_gpu
+def test_bench_without_a_gpu_says_why():
+    with pytest.raises(GPUUnavailableError, match="needs a CUDA GPU"):
+        cli.main(["bench", "7-1-1-32-832"])
+
+
+def test_reproduce_names_an_unknown_notebook(capsys):
+    assert cli.main(["reproduce", "--only", "nope"]) == 1
+    assert "matches no notebook" in capsys.readouterr().err
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "--device", "tpu"])
+    with pytest.raises(SystemExit):
+        cli.main([])

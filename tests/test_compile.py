@@ -1,0 +1,71 @@
+"""The ptxas report parser on real nvcc output, and every kernel compiling for sm_75 and sm_90."""
+
+from __future__ import annotations
+
+import pytest
+
+from convkit import compile as ck
+
+REAL_SM75_LOG = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'conv2d_direct' for 'sm_75'
+ptxas info    : Function properties for conv2d_direct
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 60 registers, used 0 barriers, 420 bytes cmem[0]
+"""
+
+SYNTHETIC_LOG = """\
+ptxas info    : Compiling entry function 'tiled' for 'sm_90'
+ptxas info    : Function properties for tiled
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, 4096 bytes smem, 384 bytes cmem[0]
+ptxas info    : Compiling entry function 'plain' for 'sm_90'
+ptxas info    : Function properties for plain
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers
+"""
+
+needs_nvcc = pytest.mark.skipif(ck.find_nvcc() is None, reason="nvcc is not on the PATH")
+
+
+def test_parse_real_log():
+    (k,) = ck.parse_ptxas(REAL_SM75_LOG, source="direct")
+    assert (k.source, k.kernel, k.arch, k.registers, k.constant_bytes) == ("direct", "conv2d_direct", "sm_75", 60, 420)
+    assert (k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes, k.shared_bytes) == (0, 0, 0, 0)
+
+
+def test_parse_spills_shared_memory_and_several_kernels():
+    tiled, plain = ck.parse_ptxas(SYNTHETIC_LOG)
+    assert (tiled.kernel, tiled.registers, tiled.shared_bytes, tiled.stack_frame_bytes) == ("tiled", 40, 4096, 8)
+    assert (tiled.spill_store_bytes, tiled.spill_load_bytes) == (4, 4)
+    assert (plain.kernel, plain.registers, plain.shared_bytes) == ("plain", 12, 0)
+
+
+def test_kernel_names_are_found_in_sources():
+    assert ck.kernel_names(ck.kernel_source("direct").read_text()) == ["conv2d_direct"]
+    assert set(ck.kernel_names(ck.kernel_source("ceilings").read_text())) == {"fma_peak", "pointer_chase", "clock_rate"}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ck.CHECKED_ARCHS)
+@pytest.mark.parametrize("source", ck.all_sources())
+def test_every_kernel_compiles_without_spills(source, arch):
+    report = {k.kernel: k for k in ck.ptxas_report(source, arch)}
+    for name in ck.kernel_names(ck.kernel_source(source).read_text()):
+        assert name in report, f"{name} missing from the {arch} report"
+        k = report[name]
+        assert k.arch == arch and k.registers > 0
+        assert k.spill_store_bytes == k.spill_load_bytes == 0, k
+
+
+@needs_nvcc
+def test_a_broken_source_raises_with_the_compiler_output(tmp_path, monkeypatch):
+    (tmp_path / "broken.cu").write_text('extern "C" __global__ void broken(float* y) { y[0] = undefined_name; }\n')
+    monkeypatch.setattr(ck, "kernels_dir", lambda: tmp_path)
+    with pytest.raises(RuntimeError, match="undefined_name"):
+        ck.ptxas_report("broken", "sm_90")
+
+
+def test_missing_source():
+    with pytest.raises(FileNotFoundError, match="no CUDA source"):
+        ck.kernel_source("no_such_family")

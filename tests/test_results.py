@@ -1,0 +1,124 @@
+"""The results store: appends, provenance, torn lines, resumable sweeps (a real kill included)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from convkit import ceilings
+from convkit.problem import ConvProblem
+from convkit.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import sweep_worker  # noqa: E402
+
+P1 = ConvProblem.from_label("7-1-1-32-832")
+P2 = ConvProblem.from_label("13-1-3-384-384")
+CASES = [Case("convkit", "direct", '{"threads":256}'), Case("cudnn", "GEMM")]
+
+
+def test_rows_are_appended_and_read_back_with_provenance(tmp_path):
+    store = ResultStore.open(tmp_path, "exp", {"gpu": "fake"})
+    store.append(make_row(P1, CASES[0], status="ok", rel_err=2e-7))
+    store.append(make_row(P1, CASES[1], status="not_supported", note="status 3000"))
+    rows = store.rows()
+    assert [r["variant"] for r in rows] == ["direct", "GEMM"]
+    assert rows[0]["label"] == "7-1-1-32-832" and rows[0]["C"] == "832" and rows[0]["experiment"] == "exp"
+    assert rows[0]["run_id"] == store.run_id
+    assert store.done_keys() == {case_key(P1, c) for c in CASES}
+    with open(store.csv_path, newline="") as f:
+        assert next(csv.reader(f)) == list(COLUMNS)
+    doc = json.loads(store.json_path.read_text())
+    assert doc["runs"][store.run_id] == {"gpu": "fake"}
+
+
+def test_a_second_run_adds_its_provenance_beside_the_first(tmp_path):
+    first = ResultStore.open(tmp_path, "exp", {"gpu": "a"})
+    second = ResultStore.open(tmp_path, "exp", {"gpu": "b"})
+    runs = json.loads(second.json_path.read_text())["runs"]
+    assert runs == {first.run_id: {"gpu": "a"}, second.run_id: {"gpu": "b"}}
+
+
+def test_a_torn_last_line_is_dropped_on_reopen(tmp_path):
+    store = ResultStore.open(tmp_path, "exp", {})
+    store.append(make_row(P1, CASES[0], status="ok"))
+    with open(store.csv_path, "a") as f:
+        f.write("exp,7-1-1-32-832,1,83")  # a kill in the middle of a write
+    reopened = ResultStore.open(tmp_path, "exp", {})
+    assert len(reopened.rows()) == 1
+    reopened.append(make_row(P1, CASES[1], status="ok"))
+    assert [r["variant"] for r in reopened.rows()] == ["direct", "GEMM"]
+
+
+def test_unknown_columns_and_statuses_are_refused(tmp_path):
+    store = ResultStore.open(tmp_path, "exp", {})
+    with pytest.raises(ValueError, match="columns the store does not know"):
+        store.append({"label": "x", "speed": 3})
+    with pytest.raises(ValueError, match="status must be one of"):
+        make_row(P1, CASES[0], status="fast")
+
+
+def test_sweep_skips_done_keys_and_records_failures(tmp_path):
+    store = ResultStore.open(tmp_path, "exp", {})
+    store.append(make_row(P1, CASES[0], status="ok"))
+    calls = []
+
+    def measure(problem, todo):
+        calls.append((problem.label, [c.variant for c in todo]))
+        if problem == P2:
+            yield make_row(problem, todo[0], status="ok")
+            raise RuntimeError("planted failure")
+        for case in todo:
+            yield make_row(problem, case, status="ok")
+
+    written = sweep(store, [P1, P2], lambda p: CASES, measure)
+    assert calls == [("7-1-1-32-832", ["GEMM"]), ("13-1-3-384-384", ["direct", "GEMM"])]
+    assert written == 3
+    rows = {row_key(r): r for r in store.rows()}
+    failed = rows[case_key(P2, CASES[1])]
+    assert failed["status"] == "error" and "planted failure" in failed["note"]
+    assert sweep(store, [P1, P2], lambda p: CASES, measure) == 0  # everything recorded, errors included
+
+
+def test_ceilings_layout(tmp_path):
+    store = ceilings.open_store(tmp_path, {"gpu": "fake"})
+    store.append({"measurement": "copy_bandwidth", "metric": "copy_bandwidth", "value": 3000.0, "unit": "GB/s"})
+    assert store.done_keys() == {("copy_bandwidth", "copy_bandwidth")}
+    frame, provenance = load_results(tmp_path, ceilings.EXPERIMENT)
+    assert frame.loc[0, "value"] == 3000.0 and provenance["runs"][store.run_id] == {"gpu": "fake"}
+    with pytest.raises(FileNotFoundError):
+        load_results(tmp_path, "missing")
+
+
+def test_a_sweep_killed_midway_resumes_with_no_row_lost_or_duplicated(tmp_path):
+    expected = {case_key(p, c) for p in sweep_worker.PROBLEMS for c in sweep_worker.CASES}
+    csv_path = tmp_path / "killtest.csv"
+    proc = subprocess.Popen([sys.executable, str(HERE / "sweep_worker.py"), str(tmp_path), "0.05"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if csv_path.exists() and csv_path.read_text().count("\n") > 6:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    partial = ResultStore(tmp_path, "killtest").rows()
+    assert 5 <= len(partial) < len(expected), "the kill did not land mid-sweep"
+
+    sweep_worker.run(tmp_path, 0.0)  # resume in this process
+    rows = ResultStore(tmp_path, "killtest").rows()
+    keys = [row_key(r) for r in rows]
+    assert len(keys) == len(set(keys)) == len(expected)
+    assert set(keys) == expected
+    assert all(r["status"] == "ok" and r["note"].startswith("c=") for r in rows)
+    assert len(json.loads((tmp_path / "killtest.json").read_text())["runs"]) == 2
