@@ -120,10 +120,16 @@ class ResultStore:
         return store
 
     def _repair(self) -> None:
-        """Drop a torn last line left by a kill mid-write, so appends start on a fresh line."""
+        """Drop a torn last line left by a kill mid-write, so appends start on a fresh line.
+
+        Refuses a file whose header is not this store's columns: appending would misalign rows.
+        """
         if not self.csv_path.exists():
             return
         data = self.csv_path.read_bytes()
+        header = data.split(b"\n", 1)[0].decode()
+        if b"\n" in data and header != ",".join(self.columns):  # a torn header alone is repaired below
+            raise ValueError(f"{self.csv_path} has other columns than this experiment writes: {header[:200]}")
         if data and not data.endswith(b"\n"):
             cut = data.rfind(b"\n") + 1
             with open(self.csv_path, "r+b") as f:

@@ -66,6 +66,12 @@ def test_unknown_columns_and_statuses_are_refused(tmp_path):
         make_row(P1, CASES[0], status="fast")
 
 
+def test_a_file_with_other_columns_is_refused(tmp_path):
+    (tmp_path / "exp.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="other columns"):
+        ResultStore.open(tmp_path, "exp", {})
+
+
 def test_sweep_skips_done_keys_and_records_failures(tmp_path):
     store = ResultStore.open(tmp_path, "exp", {})
     store.append(make_row(P1, CASES[0], status="ok"))
