@@ -182,6 +182,13 @@ def baseline_summary(frame: Any) -> Any:
     return table
 
 
+def baseline_table(summary: Any) -> Any:
+    """The columns of :func:`baseline_summary` a reader compares, rounded for display."""
+    columns = ["best_cudnn", "best_cudnn_us", "pytorch_us", "pytorch_quoted_us", "direct_us",
+               "best_vs_pytorch", "direct_vs_best"]  # fmt: skip
+    return summary[columns].round({c: 1 for c in columns[1:5]} | {"best_vs_pytorch": 2, "direct_vs_best": 1})
+
+
 def ceilings_table(frame: Any) -> Any:
     """The ceilings rows a reader needs: metric, value, unit, timing and check (pointer chase apart)."""
     rows = frame[frame["metric"] != "load_latency"].copy()

@@ -76,7 +76,7 @@ def algorithm_times(frame: Any, *, ax: Any = None) -> Any:
     ok = frame[frame["status"] == "ok"].copy()
     ok["name"] = ok["impl"] + " " + ok["variant"]
     labels = list(dict.fromkeys(frame["label"]))
-    ax = ax or plt.subplots(figsize=(8, 0.32 * len(labels) + 1.5))[1]
+    ax = ax or plt.subplots(figsize=(9, 0.35 * len(labels) + 1.5))[1]
     markers = "os^vD<>xP*"
     for i, (name, group) in enumerate(ok.groupby("name", sort=True)):
         y = [labels.index(lbl) for lbl in group["label"]]
