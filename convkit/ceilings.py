@@ -10,7 +10,6 @@ near 1e-4, FP32 near 1e-6).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ import numpy as np
 from convkit.compile import load_kernel
 from convkit.gpu import require_cupy
 from convkit.reference import relative_error
-from convkit.results import ResultStore
+from convkit.results import ResultStore, error_text, params_text, timing_columns
 from convkit.timing import Timing, benchmark
 
 EXPERIMENT = "ceilings"
@@ -52,12 +51,9 @@ def _row(
     note: str = "",
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"metric": metric, "value": value, "unit": unit, "status": "ok",
-                           "params": json.dumps(params or {}, sort_keys=True, separators=(",", ":")),
-                           "rel_err": "" if rel_err is None else f"{rel_err:.3e}", "note": note}  # fmt: skip
-    if timing is not None:
-        row |= {"time_ms_median": f"{timing.median_ms:.6g}", "time_ms_min": f"{timing.min_ms:.6g}",
-                "time_ms_max": f"{timing.max_ms:.6g}", "reps": timing.reps}  # fmt: skip
-    return row
+                           "params": params_text(params),
+                           "rel_err": error_text(rel_err), "note": note}  # fmt: skip
+    return row | (timing_columns(timing) if timing is not None else {})
 
 
 def device_properties() -> list[dict[str, Any]]:

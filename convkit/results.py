@@ -42,6 +42,17 @@ def params_text(params: Mapping[str, Any] | None) -> str:
     return json.dumps(dict(params or {}), sort_keys=True, separators=(",", ":"))
 
 
+def timing_columns(timing: Any) -> dict[str, Any]:
+    """The timing columns every results file shares, from a :class:`convkit.timing.Timing`."""
+    return {"time_ms_median": f"{timing.median_ms:.6g}", "time_ms_min": f"{timing.min_ms:.6g}",
+            "time_ms_max": f"{timing.max_ms:.6g}", "reps": timing.reps}  # fmt: skip
+
+
+def error_text(value: float | None) -> str:
+    """A relative error as the results files write it (empty when there was nothing to check)."""
+    return "" if value is None else f"{value:.3e}"
+
+
 @dataclass(frozen=True)
 class Case:
     """One thing to measure on one problem: an implementation, a variant, its parameters."""
@@ -68,16 +79,13 @@ def make_row(
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     row: dict[str, Any] = {"label": problem.label, **problem.as_dict(),
                            "impl": case.impl, "variant": case.variant, "params": case.params,
-                           "status": status, "rel_err": "" if rel_err is None else f"{rel_err:.3e}",
+                           "status": status, "rel_err": error_text(rel_err),
                            "note": note}  # fmt: skip
     if timing is not None:
-        median = timing.median_ms
-        row |= {
-            "time_ms_median": f"{median:.6g}", "time_ms_min": f"{timing.min_ms:.6g}",
-            "time_ms_max": f"{timing.max_ms:.6g}", "reps": timing.reps,
-            "gflops": f"{problem.flops / (median * 1e6):.6g}",
-            "gbytes_per_s": f"{problem.min_bytes / (median * 1e6):.6g}",
-        }  # fmt: skip
+        row |= timing_columns(timing) | {
+            "gflops": f"{problem.flops / (timing.median_ms * 1e6):.6g}",
+            "gbytes_per_s": f"{problem.min_bytes / (timing.median_ms * 1e6):.6g}",
+        }
     return row
 
 
