@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import bench
+from convkit import bench, pytorch
 from convkit.cudnn import FORWARD_ALGORITHMS
 from convkit.problem import ConvProblem
 
 
 def test_cases_are_every_variant_then_every_cudnn_algorithm():
-    cases = bench.cases(ConvProblem.from_label("7-1-1-32-832"))
+    cases = bench.cases(ConvProblem.from_label("7-1-1-32-832"), pytorch=False)
     assert [c.variant for c in cases] == [*bench.VARIANTS, *FORWARD_ALGORITHMS]
     assert {c.impl for c in cases} == {"convkit", "cudnn"}
     assert len(FORWARD_ALGORITHMS) == 8
+
+
+def test_pytorch_second_opinion_comes_last_when_asked():
+    cases = bench.cases(ConvProblem.from_label("7-1-1-32-832"), pytorch=True)
+    assert (cases[-1].impl, cases[-1].variant) == ("pytorch", pytorch.VARIANT)
+    default = bench.cases(ConvProblem.from_label("7-1-1-32-832"))
+    assert (default[-1].impl == "pytorch") == pytorch.available()
 
 
 def test_cases_without_cudnn_and_unknown_variants():
