@@ -8,9 +8,10 @@ resumable. Later chapters add their kernels to :data:`VARIANTS`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +30,44 @@ GPU_REFERENCE_FLOPS = 2e9
 
 @dataclass(frozen=True)
 class Variant:
-    """A convkit kernel as the benchmark sees it: how to run it into a given output."""
+    """A convkit kernel as the benchmark sees it: its launch knobs for a problem, and how to run it.
+
+    ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``knobs(problem)``
+    gives the knobs it runs with there, recorded in the row's ``params``.
+    """
 
     name: str
-    run: Callable[[Any, Any, ConvProblem, Any], Any]  # (x, w, problem, out) -> None
-    params: dict[str, Any] = field(default_factory=dict)
+    run: Callable[..., Any]
+    knobs: Callable[[ConvProblem], dict[str, Any]] = lambda p: {}
     tolerance: float = DIRECT_TOLERANCE
     supports: Callable[[ConvProblem], bool] = lambda p: True
 
 
-def _direct(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
     from convkit.direct import conv2d_direct
 
-    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out)
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, **knobs)
+
+
+def _cuconv(variant: str) -> Variant:
+    from convkit import cuconv
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        cuconv.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        from convkit.gpu import sm_count
+
+        return cuconv.default_knobs(p, variant, sm_count()).as_params()
+
+    return Variant(f"cuconv_{variant}", run, knobs)
 
 
 #: Every convkit kernel the benchmark knows, by variant name.
-VARIANTS: dict[str, Variant] = {"direct": Variant("direct", _direct, {"threads": 256})}
+VARIANTS: dict[str, Variant] = {
+    "direct": Variant("direct", _direct, lambda p: {"threads": 256}),
+    **{f"cuconv_{v}": _cuconv(v) for v in ("paper", "fused", "split")},
+}
 
 
 def cases(
@@ -63,7 +85,7 @@ def cases(
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
-    out = [Case("convkit", n, params_text(VARIANTS[n].params)) for n in names if VARIANTS[n].supports(problem)]
+    out = [Case("convkit", n, params_text(VARIANTS[n].knobs(problem))) for n in names if VARIANTS[n].supports(problem)]
     if cudnn:
         out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
         if pytorch or (pytorch is None and torch_baseline.available()):
@@ -129,9 +151,10 @@ def _measure_case(
         if case.impl == "convkit":
             variant = VARIANTS[case.variant]
             tolerance = variant.tolerance
+            knobs = json.loads(case.params)
 
             def run() -> None:
-                variant.run(x, w, problem, y)
+                variant.run(x, w, problem, y, **knobs)
         elif case.impl == "pytorch":
             from convkit import pytorch
 

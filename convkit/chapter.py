@@ -84,7 +84,7 @@ def baseline(device: str = "auto", *, quick: bool = False, recorded_gpu: str = D
     directory = _directory(mode, recorded_gpu)
     name = "baseline" + ("_quick" if quick and mode == "gpu" else "")
     if mode == "gpu":
-        run_experiment(name, [a.problem for a in anchors(quick)], directory=directory)
+        run_experiment(name, [a.problem for a in anchors(quick)], directory=directory, variants=["direct"])
     frame, prov = load_results(directory, name)
     return Results(frame, prov, directory, mode == "gpu")
 

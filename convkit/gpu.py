@@ -65,3 +65,12 @@ def compute_capability() -> tuple[int, int]:
 def gpu_slug(name: str) -> str:
     """A directory name for a GPU: ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def sm_count(default: int = 132) -> int:
+    """Multiprocessors of the current device; ``default`` (an H100's) where there is no GPU, for planning."""
+    if not has_gpu():
+        return default
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])

@@ -10,6 +10,7 @@ import cupy
 import numpy as np
 
 from convkit import ceilings, reference
+from convkit.cuconv import conv2d_cuconv
 from convkit.direct import conv2d_direct
 from convkit.timing import benchmark
 
@@ -23,9 +24,16 @@ for n, c, h, w, m, r, s, pad, stride in EDGE_SHAPES:
     rng = np.random.default_rng()
     x = cupy.asarray(rng.standard_normal((n, c, h, w), dtype=np.float32))
     f = cupy.asarray(rng.standard_normal((m, c, r, s), dtype=np.float32))
-    y = conv2d_direct(x, f, pad=pad, stride=stride, threads=96)  # 96: blocks straddle the end
-    err = reference.relative_error(y.get(), reference.conv2d(x.get(), f.get(), pad=pad, stride=stride))
-    assert err < 1e-5, (n, c, h, w, m, r, s, pad, stride, err)
+    ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
+    outputs = [
+        conv2d_direct(x, f, pad=pad, stride=stride, threads=96),  # 96: blocks straddle the end
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="paper", threads=96),
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="fused", threads=96, filters_per_thread=8),
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="split", threads=64, filters_per_thread=2, splits=c),
+    ]
+    for y in outputs:
+        err = reference.relative_error(y.get(), ref)
+        assert err < 1e-5, (n, c, h, w, m, r, s, pad, stride, err)
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
 ceilings.fma_peak(iters=4, blocks_per_sm=1)

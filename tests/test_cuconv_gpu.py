@@ -1,0 +1,75 @@
+"""Every cuConv variant against the float64 reference, outputs poisoned before launch (GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from convkit import reference
+from convkit.bench import DIRECT_TOLERANCE
+
+pytestmark = pytest.mark.gpu
+
+# (N, C, H, W, M, R, S, pad, stride): batch 1..8, odd sizes, C=1, M=1, 1x1 / 3x3 / 5x5 / 7x7.
+SHAPES = [
+    (1, 832, 7, 7, 32, 1, 1, 0, 1),
+    (1, 64, 27, 27, 37, 1, 1, 0, 1),
+    (3, 19, 13, 11, 5, 3, 3, 1, 1),
+    (1, 1, 31, 29, 7, 5, 5, 2, 1),
+    (8, 48, 7, 7, 1, 5, 5, 2, 1),
+    (2, 5, 9, 17, 3, 7, 7, 3, 1),
+    (1, 7, 3, 2, 6, 5, 5, 2, 1),  # input smaller than the filter
+    (2, 9, 15, 12, 10, 3, 3, 1, 2),  # stride 2: not in the paper, supported
+]
+# (variant, knobs): defaults, then knobs that stress the edges (tiny blocks, every MT, many splits)
+RUNS = [
+    ("paper", {}),
+    ("paper", {"threads": 32}),
+    ("fused", {}),
+    ("fused", {"filters_per_thread": 8, "threads": 64}),
+    ("fused", {"filters_per_thread": 1, "threads": 96}),
+    ("split", {}),
+    ("split", {"filters_per_thread": 2, "splits": 3}),
+]
+
+
+def _random(cupy, shape):
+    return cupy.asarray(np.random.default_rng().standard_normal(shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize(("variant", "knobs"), RUNS, ids=[f"{v}-{k}" for v, k in RUNS])
+def test_variant_matches_reference(shape, variant, knobs):
+    import cupy
+
+    from convkit.cuconv import conv2d_cuconv
+
+    n, c, h, w, m, r, s, pad, stride = shape
+    if knobs.get("splits", 1) > c:
+        pytest.skip("more splits than channels")
+    x, f = _random(cupy, (n, c, h, w)), _random(cupy, (m, c, r, s))
+    ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
+    out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
+    conv2d_cuconv(x, f, pad=pad, stride=stride, variant=variant, out=out, **knobs)
+    err = reference.relative_error(out.get(), ref)
+    assert err < DIRECT_TOLERANCE, err
+
+
+def test_bad_knobs_are_refused_before_launch():
+    import cupy
+
+    from convkit.cuconv import conv2d_cuconv
+
+    x, f = _random(cupy, (1, 4, 8, 8)), _random(cupy, (3, 4, 3, 3))
+    with pytest.raises(ValueError, match="variant must be one of"):
+        conv2d_cuconv(x, f, variant="fast")
+    with pytest.raises(ValueError, match="filters_per_thread must be one of"):
+        conv2d_cuconv(x, f, variant="fused", filters_per_thread=3)
+    with pytest.raises(ValueError, match="splits applies to variant 'split' only"):
+        conv2d_cuconv(x, f, variant="fused", splits=2)
+    with pytest.raises(ValueError, match="splits must be in"):
+        conv2d_cuconv(x, f, variant="split", splits=5)
+    with pytest.raises(ValueError, match="threads must be"):
+        conv2d_cuconv(x, f, variant="paper", threads=2048)
+    with pytest.raises(TypeError, match="x must be float32"):
+        conv2d_cuconv(x.astype(cupy.float16), f)
