@@ -33,12 +33,14 @@ class Variant:
     """A convkit kernel as the benchmark sees it: its launch knobs for a problem, and how to run it.
 
     ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``knobs(problem)``
-    gives the knobs it runs with there, recorded in the row's ``params``.
+    gives the knobs it runs with there (tuned where a tuner has run), recorded in the row's
+    ``params``; ``candidates(problem)`` the knob sets a tuning run measures.
     """
 
     name: str
     run: Callable[..., Any]
     knobs: Callable[[ConvProblem], dict[str, Any]] = lambda p: {}
+    candidates: Callable[[ConvProblem], list[dict[str, Any]]] | None = None
     tolerance: float = DIRECT_TOLERANCE
     supports: Callable[[ConvProblem], bool] = lambda p: True
 
@@ -55,28 +57,45 @@ def _cuconv(variant: str) -> Variant:
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
         cuconv.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
 
+    name = f"cuconv_{variant}"
+
     def knobs(p: ConvProblem) -> dict[str, Any]:
+        from convkit import tuner
         from convkit.gpu import sm_count
 
-        return cuconv.default_knobs(p, variant, sm_count()).as_params()
+        tuned = tuner.tuned_knobs(p, name)
+        return tuned if tuned is not None else cuconv.default_knobs(p, variant, sm_count()).as_params()
 
-    return Variant(f"cuconv_{variant}", run, knobs)
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        from convkit.gpu import sm_count
+
+        return [k.as_params() for k in cuconv.candidates(p, variant, sm_count())]
+
+    return Variant(name, run, knobs, candidates=candidates)
 
 
 #: Every convkit kernel the benchmark knows, by variant name.
 VARIANTS: dict[str, Variant] = {
     "direct": Variant("direct", _direct, lambda p: {"threads": 256}),
-    **{f"cuconv_{v}": _cuconv(v) for v in ("paper", "fused", "split")},
+    **{f"cuconv_{v}": _cuconv(v) for v in ("paper", "fused", "split", "tiled")},
 }
+#: The cuConv chapter's ladder: the paper's design, then each step past it.
+CUCONV_VARIANTS: tuple[str, ...] = ("cuconv_paper", "cuconv_fused", "cuconv_split", "cuconv_tiled")
 
 
 def cases(
-    problem: ConvProblem, variants: Iterable[str] | None = None, *, cudnn: bool = True, pytorch: bool | None = None
+    problem: ConvProblem,
+    variants: Iterable[str] | None = None,
+    *,
+    cudnn: bool = True,
+    pytorch: bool | None = None,
+    tune: bool = False,
 ) -> list[Case]:
     """What to measure on ``problem``: the chosen convkit variants, then every cuDNN algorithm.
 
     With ``cudnn``, PyTorch's autotuned convolution follows as a second opinion on the best cuDNN
-    time; ``pytorch=None`` includes it where PyTorch with CUDA is importable.
+    time; ``pytorch=None`` includes it where PyTorch with CUDA is importable. With ``tune``, each
+    variant gives one case per knob candidate instead of its (tuned) knobs.
     """
     from convkit import pytorch as torch_baseline
     from convkit.cudnn import FORWARD_ALGORITHMS
@@ -85,7 +104,15 @@ def cases(
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
-    out = [Case("convkit", n, params_text(VARIANTS[n].knobs(problem))) for n in names if VARIANTS[n].supports(problem)]
+    out = []
+    for name in names:
+        variant = VARIANTS[name]
+        if not variant.supports(problem):
+            continue
+        if tune and variant.candidates is not None:
+            out += [Case("convkit", name, params_text(k)) for k in variant.candidates(problem)]
+        else:
+            out.append(Case("convkit", name, params_text(variant.knobs(problem))))
     if cudnn:
         out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
         if pytorch or (pytorch is None and torch_baseline.available()):
@@ -202,13 +229,15 @@ def run_experiment(
     directory: Path | None = None,
     variants: Iterable[str] | None = None,
     cudnn: bool = True,
+    tune: bool = False,
     seed: int | None = None,
     timing: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = print,
 ) -> Path:
     """Measure ``problems`` into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
 
-    Returns the directory written to.
+    ``tune`` measures every knob candidate of the variants (see :func:`cases`). Returns the
+    directory written to.
     """
     from convkit import provenance
     from convkit.gpu import device_name, gpu_slug
@@ -217,6 +246,6 @@ def run_experiment(
     directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
     variants = list(variants) if variants is not None else None
     store = ResultStore.open(directory, experiment, provenance.collect())
-    sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn),
+    sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn, tune=tune),
           lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
     return directory

@@ -89,6 +89,78 @@ def baseline(device: str = "auto", *, quick: bool = False, recorded_gpu: str = D
     return Results(frame, prov, directory, mode == "gpu")
 
 
+#: The cuConv sweep's experiment, and its timing: a short budget (the sweep holds 616 problems x
+#: 13 cases), at least 5 timed runs after 2 warm-ups.
+CUCONV_EXPERIMENT = "cuconv"
+CUCONV_TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
+#: Configurations of a --quick cuConv run (batch 1): every eleventh of the 88.
+CUCONV_QUICK_STEP = 11
+
+
+def measure_cuconv(
+    directory: Path,
+    *,
+    batches: tuple[int, ...] | None = None,
+    quick: bool = False,
+    experiment: str = CUCONV_EXPERIMENT,
+    progress: Any = print,
+) -> None:
+    """Tune every cuConv variant's knobs, then sweep variants and cuDNN, one batch size at a time.
+
+    Batch 1 first (the paper's focus), so an interrupted session leaves whole batch sizes behind;
+    both experiments resume where they stopped. Writes ``cuconv_tuning.csv`` and ``<experiment>.csv``
+    under ``directory``.
+    """
+    from convkit import networks, tuner
+    from convkit.bench import CUCONV_VARIANTS, run_experiment
+
+    configs = networks.configurations()
+    if quick:
+        configs, batches = configs[::CUCONV_QUICK_STEP], (1,)
+    for batch in batches or networks.BATCH_SIZES:
+        problems = [c.problem(batch) for c in configs]
+        run_experiment(tuner.EXPERIMENT, problems, directory=directory, variants=CUCONV_VARIANTS, cudnn=False,
+                       tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
+        run_experiment(experiment, problems, directory=directory, variants=CUCONV_VARIANTS,
+                       timing=CUCONV_TIMING, progress=progress)  # fmt: skip
+
+
+def cuconv(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The cuConv sweep (notebook 02): tuned convkit variants and every cuDNN algorithm, 616 problems."""
+    from convkit.results import load_results
+
+    mode = resolve_device(device)
+    directory = _directory(mode, recorded_gpu)
+    name = CUCONV_EXPERIMENT + ("_quick" if quick and mode == "gpu" else "")
+    if mode == "gpu":
+        measure_cuconv(directory, quick=quick, experiment=name)
+    frame, prov = load_results(directory, name)
+    return Results(frame, prov, directory, mode == "gpu")
+
+
+def cuconv_kernels(device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The kernel-level profile of the paper's named configurations (Tables 3-5).
+
+    Measured with ``ncu`` where a GPU and ``ncu`` are present and nothing is recorded for this GPU
+    yet; otherwise read from ``results/``.
+    """
+    import shutil
+
+    from convkit import profile
+    from convkit.results import load_results
+
+    mode = resolve_device(device)
+    directory = _directory(mode, recorded_gpu)
+    if mode == "gpu" and not (directory / f"{profile.EXPERIMENT}.csv").exists():
+        if shutil.which("ncu"):
+            profile.profile(directory)
+        else:
+            print("ncu is not on the PATH: showing the recorded profile of", recorded_gpu)
+            directory = _directory("recorded", recorded_gpu)
+    frame, prov = load_results(directory, profile.EXPERIMENT)
+    return Results(frame, prov, directory, mode == "gpu")
+
+
 def provenance_table(results: Results) -> Any:
     """One row per run that wrote the results: GPU, driver, CUDA, NVRTC, CuPy, cuDNN, commit, date."""
     import pandas as pd

@@ -102,6 +102,27 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from convkit import chapter
+    from convkit.gpu import device_name, gpu_slug, require_cupy
+    from convkit.paths import results_dir
+
+    require_cupy()
+    directory = Path(args.directory) if args.directory else results_dir() / gpu_slug(device_name())
+    batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else None
+    experiment = chapter.CUCONV_EXPERIMENT + ("_quick" if args.quick else "")
+    chapter.measure_cuconv(directory, batches=batches, quick=args.quick, experiment=experiment)
+    print(f"rows in {directory / experiment}.csv")
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from convkit import profile
+
+    print(f"rows in {profile.profile(Path(args.directory) if args.directory else None)}")
+    return 0
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from convkit.reproduce import NotebookFailure, reproduce
 
@@ -152,6 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
     kernels = sub.add_parser("kernels", help="ptxas resource report of every kernel (needs nvcc, no GPU)")
     kernels.add_argument("--arch", action="append", help="e.g. sm_90 (repeatable; default sm_75 and sm_90)")
     kernels.set_defaults(func=_cmd_kernels)
+
+    sweep = sub.add_parser("sweep", help="tune, then sweep a chapter's configurations (resumable)")
+    sweep.add_argument("chapter", choices=["cuconv"])
+    sweep.add_argument("--batches", help="comma-separated batch sizes (default: all seven of the paper)")
+    sweep.add_argument("--quick", action="store_true", help="a few batch-1 configurations (seconds)")
+    sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
+    sweep.set_defaults(func=_cmd_sweep)
+
+    prof = sub.add_parser("profile", help="ncu kernel profile of the cuConv paper's named configurations")
+    prof.add_argument("--directory", help="results folder (default: results/<this GPU>)")
+    prof.set_defaults(func=_cmd_profile)
 
     for name, func, text in (("reproduce", _cmd_reproduce, "execute the notebooks with papermill"),
                              ("book", _cmd_book, "reproduce, then build the book")):  # fmt: skip

@@ -8,6 +8,12 @@ Variants, selectable by name (the chapter's ladder):
   one kernel, no temporary planes (the paper's thread-level work fusion, section 6).
 - ``split``: ``fused`` with the channel reduction split over ``splits`` blocks whose partial
   planes ``sum_planes`` adds (block-level parallelism for small batch-1 layers).
+- ``tiled``: ``tiled_gemm``, block-level fusion carried through: a ``tile`` of BM filters x BN
+  output positions per block, an 8x8 or 4x4 register tile per thread, the reduction over
+  C*R*S split ``splits`` ways when the tiles alone cannot fill the GPU.
+
+:func:`default_knobs` is each variant's heuristic; :func:`candidates` lists the knob sets the
+tuner (:mod:`convkit.tuner`) measures, whose fastest per problem the sweep then uses.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from convkit.arrays import check_conv_args, check_output
 from convkit.compile import load_kernel
 from convkit.problem import ConvProblem
 
-VARIANTS = ("paper", "fused", "split")
+VARIANTS = ("paper", "fused", "split", "tiled")
 #: Shared memory a block of fused_tile stages at most: the 48 KiB every GPU gives without opt-in.
 WEIGHT_TILE_BYTES = 48 * 1024
 #: Blocks to aim for when choosing `splits`: 4 per SM keeps every SM of an H100 (132) busy.
@@ -28,6 +34,18 @@ BLOCKS_PER_SM_TARGET = 4
 #: Fewest channels one split reduces, so partial planes do not cost more than they save.
 MIN_CHANNELS_PER_SPLIT = 16
 FILTERS_PER_THREAD = (1, 2, 4, 8)
+#: tiled_gemm's block tiles "BMxBN" (filters x positions) and their thread tiles (TM, TN), largest
+#: first; threads per block = (BM / TM) * (BN / TN). 8x8 thread tiles for the big blocks (64 FMAs
+#: per four float4 shared-memory reads), 4x4 where a block must stay small for small layers.
+TILES: dict[str, tuple[int, int]] = {
+    "128x128": (8, 8), "128x64": (8, 8), "64x128": (8, 8), "64x64": (4, 4),
+    "64x32": (4, 4), "32x64": (4, 4), "32x32": (4, 4), "16x64": (4, 4),
+}  # fmt: skip
+#: tiled_gemm's reduction slice (CONVKIT_BK in the kernel): split points are multiples of it.
+SLICE_K = 8
+#: Fewest reduction elements (of C*R*S) one tiled split takes: below this, partial planes cost more
+#: than the parallelism they add.
+MIN_K_PER_SPLIT = 64
 
 
 @dataclass(frozen=True)
@@ -37,13 +55,50 @@ class Knobs:
     threads: int
     filters_per_thread: int = 1
     splits: int = 1
+    tile: str | None = None  # tiled only: "BMxBN"; threads then follow from the tile
 
-    def as_params(self) -> dict[str, int]:
-        return {"threads": self.threads, "filters_per_thread": self.filters_per_thread, "splits": self.splits}
+    def as_params(self) -> dict[str, int | str]:
+        """The knobs as a results row records them (``tile`` only where it applies)."""
+        params: dict[str, int | str] = {
+            "threads": self.threads, "filters_per_thread": self.filters_per_thread, "splits": self.splits,
+        }  # fmt: skip
+        if self.tile is not None:
+            params["tile"] = self.tile
+        return params
 
 
 def _warp_round(n: int, limit: int = 256) -> int:
     return max(32, min(limit, 32 * math.ceil(n / 32)))
+
+
+def tile_shape(tile: str) -> tuple[int, int, int, int, int]:
+    """(BM, BN, TM, TN, threads) of a tiled_gemm tile name such as ``"64x128"``."""
+    if tile not in TILES:
+        raise ValueError(f"tile must be one of {tuple(TILES)}, got {tile!r}")
+    bm, bn = (int(v) for v in tile.split("x"))
+    tm, tn = TILES[tile]
+    return bm, bn, tm, tn, (bm // tm) * (bn // tn)
+
+
+def tile_blocks(problem: ConvProblem, tile: str) -> int:
+    """Blocks of one reduction split: position tiles x filter tiles."""
+    bm, bn, *_ = tile_shape(tile)
+    return math.ceil(problem.n * problem.out_h * problem.out_w / bn) * math.ceil(problem.m / bm)
+
+
+def tiled_splits(problem: ConvProblem, tile: str, target_blocks: int) -> int:
+    """Reduction splits that bring the tile's grid to about ``target_blocks``, each split at least
+    ``MIN_K_PER_SPLIT`` deep and a multiple of ``SLICE_K`` (so splits land on slice boundaries)."""
+    k = problem.c * problem.r * problem.s
+    wanted = math.ceil(target_blocks / tile_blocks(problem, tile))
+    splits = max(1, min(wanted, k // MIN_K_PER_SPLIT))
+    return math.ceil(k / k_per_split(problem, splits))
+
+
+def k_per_split(problem: ConvProblem, splits: int) -> int:
+    """Reduction elements per tiled split: C*R*S / splits rounded up to whole slices."""
+    k = problem.c * problem.r * problem.s
+    return SLICE_K * math.ceil(math.ceil(k / splits) / SLICE_K)
 
 
 def default_knobs(problem: ConvProblem, variant: str, sm_count: int = 132) -> Knobs:
@@ -59,6 +114,13 @@ def default_knobs(problem: ConvProblem, variant: str, sm_count: int = 132) -> Kn
     threads = _warp_round(positions)
     if variant == "paper":
         return Knobs(threads=threads)
+    if variant == "tiled":
+        # the largest tile that fills one wave by itself; else a small tile and a split reduction
+        for tile in TILES:
+            if tile_blocks(problem, tile) >= sm_count:
+                return Knobs(threads=tile_shape(tile)[4], tile=tile)
+        tile = "16x64" if problem.m <= 16 else "32x32"
+        return Knobs(threads=tile_shape(tile)[4], splits=tiled_splits(problem, tile, 2 * sm_count), tile=tile)
     mt = 4 if problem.m >= 4 else 1
     if variant == "fused":
         return Knobs(threads=threads, filters_per_thread=mt)
@@ -69,11 +131,47 @@ def default_knobs(problem: ConvProblem, variant: str, sm_count: int = 132) -> Kn
     return Knobs(threads=threads, filters_per_thread=mt, splits=min(splits, most))
 
 
+def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[Knobs]:
+    """The knob sets the tuner measures for ``variant`` on ``problem``, the heuristic's first.
+
+    ``paper``: threads per block 64..256. ``fused``: 2, 4 or 8 filters per thread. ``split``: the
+    heuristic's splits, half and twice that. ``tiled``: every tile that is not mostly padding
+    (BM <= 2M, BN <= 2 N*P*Q), unsplit where it gives two waves, else split to one and three waves
+    of blocks; for grids of many waves only the three largest tiles.
+    """
+    base = default_knobs(problem, variant, sm_count)
+    out = [base]
+    positions = problem.n * problem.out_h * problem.out_w
+    if variant == "paper":
+        out += [Knobs(threads=t) for t in (64, 128, 256) if t <= _warp_round(positions, 1024)]
+    elif variant == "fused":
+        out += [Knobs(base.threads, filters_per_thread=mt) for mt in (2, 4, 8) if mt <= max(1, problem.m)]
+    elif variant == "split":
+        for splits in (base.splits // 2, base.splits * 2):
+            if 1 <= splits <= problem.c:
+                out.append(Knobs(base.threads, base.filters_per_thread, splits))
+    else:
+        many_waves = tile_blocks(problem, "128x128") >= 8 * sm_count
+        for tile in list(TILES)[: 3 if many_waves else None]:
+            bm, bn, *_, threads = tile_shape(tile)
+            if (bm > 16 and bm > 2 * problem.m) or (bn > 32 and bn > 2 * positions):
+                continue
+            if tile_blocks(problem, tile) >= 2 * sm_count:
+                out.append(Knobs(threads, tile=tile))
+                continue
+            for waves in (1, 3):
+                out.append(Knobs(threads, splits=tiled_splits(problem, tile, waves * sm_count), tile=tile))
+    return list(dict.fromkeys(out))  # the heuristic's first, no repeats
+
+
 def workspace_elements(problem: ConvProblem, variant: str, knobs: Knobs) -> int:
     """float32 elements of temporary storage a launch needs (0 when it writes the output directly)."""
     out = problem.n * problem.m * problem.out_h * problem.out_w
     if variant == "paper":
         return 0 if problem.r * problem.s == 1 else problem.r * problem.s * out
+    if variant == "tiled":
+        splits = math.ceil(problem.c * problem.r * problem.s / k_per_split(problem, knobs.splits))
+        return 0 if splits == 1 else splits * out
     return 0 if knobs.splits == 1 else knobs.splits * out
 
 
@@ -82,8 +180,9 @@ def _check_knobs(problem: ConvProblem, variant: str, knobs: Knobs) -> None:
         raise ValueError(f"threads must be in 1..1024, got {knobs.threads}")
     if knobs.filters_per_thread not in FILTERS_PER_THREAD:
         raise ValueError(f"filters_per_thread must be one of {FILTERS_PER_THREAD}, got {knobs.filters_per_thread}")
-    if not 1 <= knobs.splits <= problem.c:
-        raise ValueError(f"splits must be in 1..C={problem.c}, got {knobs.splits}")
+    most = problem.c * problem.r * problem.s if variant == "tiled" else problem.c
+    if not 1 <= knobs.splits <= most:
+        raise ValueError(f"splits must be in 1..{most} for {variant!r}, got {knobs.splits}")
     if variant == "paper" and problem.m * problem.r * problem.s > 65535:
         raise ValueError("the paper's grid has one block row per filter row: M*R*S must be <= 65535")
 
@@ -98,6 +197,7 @@ def conv2d_cuconv(
     threads: int | None = None,
     filters_per_thread: int | None = None,
     splits: int | None = None,
+    tile: str | None = None,
     out: Any = None,
 ) -> Any:
     """cuConv convolution (cross-correlation) of NCHW ``x`` with MCRS ``w``.
@@ -107,10 +207,11 @@ def conv2d_cuconv(
         w: float32 ``cupy.ndarray`` (M, C, R, S), C-contiguous.
         pad: zero padding on every side.
         stride: window step in both directions.
-        variant: ``"paper"``, ``"fused"`` or ``"split"`` (see the module doc).
-        threads: threads per block; default from :func:`default_knobs`.
+        variant: ``"paper"``, ``"fused"``, ``"split"`` or ``"tiled"`` (see the module doc).
+        threads: threads per block; default from :func:`default_knobs` (tiled: set by the tile).
         filters_per_thread: filters each thread accumulates (fused, split): 1, 2, 4 or 8.
-        splits: channel splits (split only).
+        splits: reduction splits (split: over channels; tiled: over C*R*S).
+        tile: tiled's block tile, one of :data:`TILES`.
         out: optional float32 output (N, M, P, Q).
 
     Returns:
@@ -124,13 +225,22 @@ def conv2d_cuconv(
 
     sm_count = cupy.cuda.Device().attributes["MultiProcessorCount"]
     base = default_knobs(problem, variant, sm_count)
-    knobs = Knobs(
-        threads=threads or base.threads,
-        filters_per_thread=filters_per_thread or base.filters_per_thread,
-        splits=splits or base.splits,
-    )
-    if variant != "split" and knobs.splits != 1:
-        raise ValueError(f"splits applies to variant 'split' only, got splits={knobs.splits} for {variant!r}")
+    if variant == "tiled":
+        chosen_tile = tile or base.tile
+        tile_threads = tile_shape(chosen_tile)[4]
+        if threads is not None and threads != tile_threads:
+            raise ValueError(f"threads={threads} contradicts tile {chosen_tile!r}, which runs {tile_threads} threads")
+        knobs = Knobs(threads=tile_threads, splits=splits or (1 if tile else base.splits), tile=chosen_tile)
+    else:
+        if tile is not None:
+            raise ValueError(f"tile applies to variant 'tiled' only, got tile={tile!r} for {variant!r}")
+        knobs = Knobs(
+            threads=threads or base.threads,
+            filters_per_thread=filters_per_thread or base.filters_per_thread,
+            splits=splits or base.splits,
+        )
+    if variant not in ("split", "tiled") and knobs.splits != 1:
+        raise ValueError(f"splits applies to variants 'split' and 'tiled' only, got splits={knobs.splits} for {variant!r}")
     _check_knobs(problem, variant, knobs)
     if out is None:
         out = cupy.empty(problem.output_shape, dtype=cupy.float32)
@@ -148,6 +258,17 @@ def conv2d_cuconv(
         # (C = 3, compute-sanitizer on the H100; cause in the SASS not established)
         kernel(grid, (knobs.threads,), (x, w, temp, *dims), shared_mem=16 * math.ceil(p.c / 4))
         planes = p.r * p.s
+    elif variant == "tiled":
+        bm, bn, tm, tn, tile_threads = tile_shape(knobs.tile)
+        per_split = k_per_split(p, knobs.splits)
+        options = tuple(f"-DCONVKIT_{k}={v}" for k, v in
+                        (("BM", bm), ("BN", bn), ("TM", tm), ("TN", tn), ("BK", SLICE_K), ("R", p.r), ("S", p.s)))  # fmt: skip
+        kernel = load_kernel("cuconv", "tiled_gemm", options=options)
+        grid = (math.ceil(positions / bn), math.ceil(p.m / bm), math.ceil(p.c * p.r * p.s / per_split))
+        args = (x, w, temp, *(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride)),
+                cupy.int32(per_split))  # fmt: skip
+        kernel(grid, (tile_threads,), args)
+        planes = grid[2]
     else:
         mt = knobs.filters_per_thread
         per_split = math.ceil(p.c / knobs.splits)

@@ -30,6 +30,9 @@ for n, c, h, w, m, r, s, pad, stride in EDGE_SHAPES:
         conv2d_cuconv(x, f, pad=pad, stride=stride, variant="paper", threads=96),
         conv2d_cuconv(x, f, pad=pad, stride=stride, variant="fused", threads=96, filters_per_thread=8),
         conv2d_cuconv(x, f, pad=pad, stride=stride, variant="split", threads=64, filters_per_thread=2, splits=c),
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="128x128"),
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="16x64", splits=2),
+        conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="64x32", splits=c * r * s),
     ]
     for y in outputs:
         err = reference.relative_error(y.get(), ref)

@@ -30,6 +30,11 @@ RUNS = [
     ("fused", {"filters_per_thread": 1, "threads": 96}),
     ("split", {}),
     ("split", {"filters_per_thread": 2, "splits": 3}),
+    ("tiled", {}),
+    ("tiled", {"tile": "128x128"}),
+    ("tiled", {"tile": "64x128", "splits": 3}),
+    ("tiled", {"tile": "16x64", "splits": 5}),
+    ("tiled", {"tile": "32x32", "splits": 2}),
 ]
 
 
@@ -55,6 +60,30 @@ def test_variant_matches_reference(shape, variant, knobs):
     assert err < DIRECT_TOLERANCE, err
 
 
+@pytest.mark.parametrize("label", ["7-1-1-32-832", "13-2-3-48-17", "9-3-5-20-33"])
+def test_every_tuning_candidate_matches_reference(label):
+    """What the tuner may pick is correct: every candidate of every variant, poisoned output."""
+    import cupy
+
+    from convkit.cuconv import VARIANTS, candidates, conv2d_cuconv
+    from convkit.problem import ConvProblem
+
+    p = ConvProblem.from_label(label)
+    x, f = _random(cupy, p.input_shape), _random(cupy, p.filter_shape)
+    ref = reference.conv2d(x.get(), f.get(), pad=p.pad)
+    for variant in VARIANTS:
+        for knobs in candidates(p, variant):
+            out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
+            params = knobs.as_params()
+            if variant != "tiled":
+                params.pop("tile", None)
+            else:
+                params.pop("threads"), params.pop("filters_per_thread")
+            conv2d_cuconv(x, f, pad=p.pad, variant=variant, out=out, **params)
+            err = reference.relative_error(out.get(), ref)
+            assert err < DIRECT_TOLERANCE, (variant, params, err)
+
+
 def test_bad_knobs_are_refused_before_launch():
     import cupy
 
@@ -65,8 +94,14 @@ def test_bad_knobs_are_refused_before_launch():
         conv2d_cuconv(x, f, variant="fast")
     with pytest.raises(ValueError, match="filters_per_thread must be one of"):
         conv2d_cuconv(x, f, variant="fused", filters_per_thread=3)
-    with pytest.raises(ValueError, match="splits applies to variant 'split' only"):
+    with pytest.raises(ValueError, match="splits applies to variants 'split' and 'tiled' only"):
         conv2d_cuconv(x, f, variant="fused", splits=2)
+    with pytest.raises(ValueError, match="tile must be one of"):
+        conv2d_cuconv(x, f, variant="tiled", tile="48x48")
+    with pytest.raises(ValueError, match="tile applies to variant 'tiled' only"):
+        conv2d_cuconv(x, f, variant="paper", tile="64x64")
+    with pytest.raises(ValueError, match="contradicts tile"):
+        conv2d_cuconv(x, f, variant="tiled", tile="64x64", threads=128)
     with pytest.raises(ValueError, match="splits must be in"):
         conv2d_cuconv(x, f, variant="split", splits=5)
     with pytest.raises(ValueError, match="threads must be"):

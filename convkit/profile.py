@@ -1,0 +1,215 @@
+"""Kernel-level profile of named configurations (the cuConv paper's Tables 3-5) with Nsight Compute.
+
+Each implementation (convkit's variants with their tuned knobs, and every cuDNN forward algorithm)
+is checked against the float64 reference, warmed up, then launched once between two marker
+kernels (``profile_begin`` with as many blocks as the case's index + 1, then ``profile_end``), so
+that every kernel ``ncu`` records is attributed to its case by position alone. ``ncu`` runs with
+``--clock-control none --cache-control none``: the GPU's own clocks and a warm L2, as in the timed
+sweep. Rows (kernel name, blocks, threads per block, registers, duration) go to
+``results/<gpu>/cuconv_kernels.csv`` with provenance, so the book shows them without a GPU.
+
+Run on a GPU machine: ``python -m convkit.profile`` (needs ``ncu`` on the PATH).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from convkit.problem import ConvProblem
+
+EXPERIMENT = "cuconv_kernels"
+COLUMNS = ("experiment", "table", "config", "label", "impl", "variant", "params", "status", "rel_err",
+           "kernel_index", "kernel", "blocks", "threads_per_block", "registers", "time_us", "note",
+           "run_id")  # fmt: skip
+KEY_COLUMNS = ("label", "impl", "variant", "params", "kernel_index")
+
+#: The paper's named configurations: table -> (letter, label).
+NAMED_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Table 3 (1x1)": (("A", "7-1-1-256-832"), ("B", "14-1-1-1024-256"), ("C", "27-1-1-256-64")),
+    "Table 4 (3x3)": (("A", "7-1-3-384-192"), ("B", "13-1-3-384-384")),
+    "Table 5 (5x5)": (("A", "7-1-5-128-48"), ("B", "7-8-5-128-48")),
+}
+NCU_METRICS = ("gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread")
+
+
+def named_problems() -> list[tuple[str, str, ConvProblem]]:
+    """(table, letter, problem) for every named configuration, "same" padding, stride 1."""
+    return [(t, letter, ConvProblem.from_label(label)) for t, rows in NAMED_CONFIGS.items() for letter, label in rows]
+
+
+def attribute_kernels(kernels: Iterable[dict[str, Any]]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(case index, kernel index within the case, kernel) for the kernels between markers.
+
+    ``kernels`` are ncu's rows in launch order, each with ``name`` and ``blocks``; a
+    ``profile_begin`` of B blocks opens case B - 1 and ``profile_end`` closes it. Kernels outside
+    markers (warm-up, checks, reference) are dropped.
+    """
+    out = []
+    case, within = None, 0
+    for k in kernels:
+        if k["name"].startswith("profile_begin"):
+            case, within = int(k["blocks"]) - 1, 0
+        elif k["name"].startswith("profile_end"):
+            case = None
+        elif case is not None:
+            out.append((case, within, k))
+            within += 1
+    return out
+
+
+def parse_ncu_raw_csv(text: str) -> list[dict[str, Any]]:
+    """Kernels from ``ncu --import R --csv --page raw``: name, blocks, threads, registers, time (us), in ID order.
+
+    The raw page has a header row, a units row, then one row per kernel.
+    """
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
+    header, units = rows[start], rows[start + 1]
+    col = {name: i for i, name in enumerate(header)}
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+    time_unit = units[col["gpu__time_duration.sum"]]
+    kernels = []
+    for r in rows[start + 2 :]:
+        if len(r) < len(header):
+            continue
+        kernels.append({
+            "id": int(r[col["ID"]]),
+            "name": r[col["Kernel Name"]],
+            "blocks": int(float(r[col["launch__grid_size"]].replace(",", ""))),
+            "threads_per_block": int(float(r[col["launch__block_size"]].replace(",", ""))),
+            "registers": int(float(r[col["launch__registers_per_thread"]].replace(",", ""))),
+            "time_us": float(r[col["gpu__time_duration.sum"]].replace(",", "")) * scale.get(time_unit, 1.0),
+        })  # fmt: skip
+    return sorted(kernels, key=lambda k: k["id"])
+
+
+def _cases(problem: ConvProblem) -> list[Any]:
+    from convkit import bench
+
+    return bench.cases(problem, bench.CUCONV_VARIANTS, cudnn=True, pytorch=False)
+
+
+def drive(manifest_path: Path) -> None:
+    """The profiled process: check each case, warm it up, launch it once between markers.
+
+    Writes the manifest (case index -> table, config, problem, case, status, error) as JSON.
+    """
+    import cupy
+
+    from convkit import bench, reference
+    from convkit.compile import load_kernel
+    from convkit.cudnn import CudnnConvolution, CudnnError
+
+    begin, end = load_kernel("timing", "profile_begin"), load_kernel("timing", "profile_end")
+    manifest = []
+    for table, letter, problem in named_problems():
+        rng = cupy.random.default_rng()
+        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+        y = cupy.empty(problem.output_shape, dtype=cupy.float32)
+        ref = reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
+        conv = CudnnConvolution(problem)
+        for case in _cases(problem):
+            entry = {"table": table, "config": letter, "label": problem.label, "impl": case.impl,
+                     "variant": case.variant, "params": case.params, "status": "ok", "rel_err": "", "note": ""}  # fmt: skip
+            try:
+                if case.impl == "convkit":
+                    variant, knobs = bench.VARIANTS[case.variant], json.loads(case.params)
+
+                    def run(variant=variant, knobs=knobs) -> None:
+                        variant.run(x, w, problem, y, **knobs)
+                else:
+                    need = conv.workspace(case.variant)
+                    if need.status != "ok":
+                        entry.update(status=need.status, note=need.note)
+                        manifest.append(entry)
+                        continue
+
+                    def run(algo=case.variant) -> None:
+                        conv.forward(algo, x, w, y)
+
+                y.fill(cupy.nan)
+                run()
+                err = reference.relative_error(y.get(), ref)
+                entry["rel_err"] = f"{err:.3e}"
+                if not err <= bench.TRANSFORM_TOLERANCE:
+                    entry.update(status="wrong", note="failed the float64 check; not profiled")
+                    manifest.append(entry)
+                    continue
+                run()  # warm
+                cupy.cuda.get_current_stream().synchronize()
+                begin((len(manifest) + 1,), (1,), ())
+                run()
+                end((1,), (1,), ())
+                cupy.cuda.get_current_stream().synchronize()
+            except CudnnError as exc:
+                entry.update(status="not_supported" if exc.not_supported else "error", note=str(exc)[:200])
+            manifest.append(entry)
+    manifest_path.write_text(json.dumps(manifest, indent=1))
+
+
+def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results rows: one per profiled kernel, and one per case that ran no kernel (with its status)."""
+    per_case: dict[int, list[dict[str, Any]]] = {}
+    for case, within, k in attribute_kernels(kernels):
+        per_case.setdefault(case, []).append({"kernel_index": within, "kernel": k["name"], "blocks": k["blocks"],
+                                              "threads_per_block": k["threads_per_block"],
+                                              "registers": k["registers"], "time_us": f"{k['time_us']:.3f}"})  # fmt: skip
+    rows = []
+    for i, entry in enumerate(manifest):
+        kernels_of_case = per_case.get(i) or [{"kernel_index": -1}]
+        rows += [entry | k for k in kernels_of_case]
+    return rows
+
+
+def profile(directory: Path | None = None, *, ncu: str | None = None) -> Path:
+    """Run the driver under ``ncu``, parse its report and record the rows; returns the CSV path."""
+    from convkit import provenance
+    from convkit.gpu import device_name, gpu_slug
+    from convkit.paths import results_dir
+    from convkit.results import ResultStore
+
+    ncu = ncu or shutil.which("ncu")
+    if ncu is None:
+        raise RuntimeError("ncu (Nsight Compute) is not on the PATH")
+    directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest, report = Path(tmp) / "manifest.json", Path(tmp) / "profile"
+        env = os.environ | {"PYTHONUNBUFFERED": "1"}
+        subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", ",".join(NCU_METRICS),
+                        "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.profile",
+                        "--drive", str(manifest)], check=True, env=env)  # fmt: skip
+        raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw"], check=True,
+                             capture_output=True, text=True).stdout  # fmt: skip
+        rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw))
+    store = ResultStore.open(directory, EXPERIMENT, provenance.collect() | {"profiler": _ncu_version(ncu)},
+                             columns=COLUMNS, key_columns=KEY_COLUMNS)  # fmt: skip
+    done = store.done_keys()
+    from convkit.results import row_key
+
+    for row in rows:
+        if row_key(row, KEY_COLUMNS) not in done:
+            store.append(row)
+    return store.csv_path
+
+
+def _ncu_version(ncu: str) -> str:
+    out = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return out[-1] if out else "unknown"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--drive":
+        drive(Path(sys.argv[2]))
+    else:
+        print(profile())
