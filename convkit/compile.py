@@ -40,7 +40,8 @@ def kernel_source(name: str) -> Path:
 
 def kernel_names(source: str) -> list[str]:
     """The ``extern "C" __global__`` kernels a source defines, in order."""
-    return re.findall(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)', source)
+    bounds = r"(?:__launch_bounds__\([^)]*\)\s+)?"  # before or after the return type
+    return re.findall(rf'extern\s+"C"\s+__global__\s+{bounds}void\s+{bounds}(\w+)', source)
 
 
 @functools.cache

@@ -240,7 +240,9 @@ def conv2d_cuconv(
             splits=splits or base.splits,
         )
     if variant not in ("split", "tiled") and knobs.splits != 1:
-        raise ValueError(f"splits applies to variants 'split' and 'tiled' only, got splits={knobs.splits} for {variant!r}")
+        raise ValueError(
+            f"splits applies to variants 'split' and 'tiled' only, got splits={knobs.splits} for {variant!r}"
+        )
     _check_knobs(problem, variant, knobs)
     if out is None:
         out = cupy.empty(problem.output_shape, dtype=cupy.float32)
@@ -261,8 +263,8 @@ def conv2d_cuconv(
     elif variant == "tiled":
         bm, bn, tm, tn, tile_threads = tile_shape(knobs.tile)
         per_split = k_per_split(p, knobs.splits)
-        options = tuple(f"-DCONVKIT_{k}={v}" for k, v in
-                        (("BM", bm), ("BN", bn), ("TM", tm), ("TN", tn), ("BK", SLICE_K), ("R", p.r), ("S", p.s)))  # fmt: skip
+        macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "BK": SLICE_K, "R": p.r, "S": p.s}
+        options = tuple(f"-DCONVKIT_{k}={v}" for k, v in macros.items())
         kernel = load_kernel("cuconv", "tiled_gemm", options=options)
         grid = (math.ceil(positions / bn), math.ceil(p.m / bm), math.ceil(p.c * p.r * p.s / per_split))
         args = (x, w, temp, *(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride)),

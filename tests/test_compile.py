@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convkit import compile as ck
+from convkit.cuconv import TILES, tile_shape
 
 REAL_SM75_LOG = """\
 ptxas info    : 0 bytes gmem
@@ -56,6 +57,18 @@ def test_every_kernel_compiles_without_spills(source, arch):
         k = report[name]
         assert k.arch == arch and k.registers > 0
         assert k.spill_store_bytes == k.spill_load_bytes == 0, k
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ck.CHECKED_ARCHS)
+@pytest.mark.parametrize("tile", list(TILES))
+def test_every_tiled_gemm_tile_compiles_without_spills(tile, arch):
+    bm, bn, tm, tn, threads = tile_shape(tile)
+    macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "R": 5, "S": 5}
+    options = tuple(f"-DCONVKIT_{k}={v}" for k, v in macros.items())
+    (k,) = [k for k in ck.ptxas_report("cuconv", arch, options=options) if k.kernel == "tiled_gemm"]
+    assert k.spill_store_bytes == k.spill_load_bytes == k.stack_frame_bytes == 0, k
+    assert k.registers <= 65536 // threads, k
 
 
 @needs_nvcc

@@ -1,0 +1,202 @@
+"""The cuConv chapter's numbers, computed from the recorded sweep and profile (CPU only).
+
+:func:`speedup_table` turns the sweep's rows into one row per problem (each variant's time, the
+best cuDNN algorithm's, PyTorch's); :func:`headlines` sets the paper's claims and the issue's
+targets beside ours; :func:`kernel_table` lays out the profile like the paper's Tables 3-5.
+Every number here is computed from ``results/``; the paper's own numbers are quoted as data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from convkit.problem import ConvProblem
+
+#: The ladder's variants as the chapter names them.
+VARIANT_NAMES: dict[str, str] = {
+    "cuconv_paper": "paper", "cuconv_fused": "fused", "cuconv_split": "split", "cuconv_tiled": "tiled",
+}  # fmt: skip
+
+#: The paper's section 4.1 claims (V100, cuDNN 7.1).
+PAPER_CLAIMS: dict[str, float] = {
+    "share_faster": 8.31, "mean_speedup_where_faster": 1.46,
+    "1x1_batch1_mean": 1.23, "1x1_batch1_max": 2.29, "5x5_batch1_mean": 1.36, "5x5_batch1_max": 1.97,
+}  # fmt: skip
+#: The issue's targets for the best variant (H100).
+TARGETS: dict[str, float] = {"share_faster": 25.0, "batch1_geomean": 1.5, "max_speedup": 3.0}
+
+#: The paper's Tables 3-5: total microseconds per algorithm and configuration (V100), and the thread
+#: blocks its section 4.2 counts for Table 3's A and B.
+PAPER_KERNEL_TOTALS_US: dict[str, dict[str, dict[str, float]]] = {
+    "Table 3 (1x1)": {"IMPLICIT_GEMM": {"A": 128.13, "B": 47.87, "C": 19.20},
+                      "IMPLICIT_PRECOMP_GEMM": {"A": 107.29, "B": 45.23, "C": 24.29},
+                      "cuConv": {"A": 58.56, "B": 73.86, "C": 22.53}},
+    "Table 4 (3x3)": {"WINOGRAD": {"A": 111.03, "B": 232.35}, "WINOGRAD_NONFUSED": {"A": 105.63, "B": 327.55},
+                      "IMPLICIT_PRECOMP_GEMM": {"A": 203.45, "B": 389.08},
+                      "cuConv": {"A": 57.79, "B": 466.68}},
+    "Table 5 (5x5)": {"WINOGRAD_NONFUSED": {"A": 74.80, "B": 76.58}, "cuConv": {"A": 22.50, "B": 116.60}},
+}  # fmt: skip
+PAPER_BLOCKS: dict[str, dict[str, int]] = {
+    "A": {"cuConv": 256, "IMPLICIT_GEMM": 16, "IMPLICIT_PRECOMP_GEMM": 4},
+    "B": {"cuConv": 1024, "IMPLICIT_GEMM": 224, "IMPLICIT_PRECOMP_GEMM": 32},
+}  # fmt: skip
+#: The algorithms each of the paper's kernel tables shows.
+PAPER_TABLE_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "Table 3 (1x1)": ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM"),
+    "Table 4 (3x3)": ("WINOGRAD", "WINOGRAD_NONFUSED", "IMPLICIT_PRECOMP_GEMM"),
+    "Table 5 (5x5)": ("WINOGRAD_NONFUSED",),
+}
+
+
+def speedup_table(frame: Any) -> Any:
+    """One row per problem: each variant's and the best cuDNN algorithm's median time, speedups.
+
+    Columns: label, batch, size, filter, filters, depth, fig_label (``[input]-[filters]-[depth]``),
+    ``<variant>_us`` for each of :data:`VARIANT_NAMES`, best_variant, best_us, best_cudnn,
+    best_cudnn_us, pytorch_us, speedup_paper and speedup_best (best cuDNN time over ours: above 1,
+    convkit is faster), speedup_best_vs_pytorch. Variants that did not run correctly have NaN times.
+    """
+    import pandas as pd
+
+    records = []
+    for (label, _pad, _stride), group in frame.groupby(["label", "pad", "stride"], sort=False):
+        p = ConvProblem.from_row(group.iloc[0])
+        ok = group[group["status"] == "ok"]
+        times = ok.assign(us=ok["time_ms_median"].astype(float) * 1e3)
+        cudnn = times[times["impl"] == "cudnn"]
+        mine = times[times["impl"] == "convkit"]
+        rec: dict[str, Any] = {"label": label, "batch": p.n, "size": p.h, "filter": p.r, "filters": p.m,
+                               "depth": p.c, "fig_label": f"{p.h}-{p.m}-{p.c}", "gflop": p.flops / 1e9}  # fmt: skip
+        for variant, short in VARIANT_NAMES.items():
+            row = mine[mine["variant"] == variant]
+            rec[f"{short}_us"] = float(row["us"].min()) if len(row) else math.nan
+        if len(mine):
+            best = mine.loc[mine["us"].idxmin()]
+            rec["best_variant"], rec["best_us"] = VARIANT_NAMES.get(best["variant"], best["variant"]), float(best["us"])
+        else:
+            rec["best_variant"], rec["best_us"] = "none", math.nan
+        if len(cudnn):
+            best = cudnn.loc[cudnn["us"].idxmin()]
+            rec["best_cudnn"], rec["best_cudnn_us"] = best["variant"], float(best["us"])
+        else:
+            rec["best_cudnn"], rec["best_cudnn_us"] = "none", math.nan
+        torch = times[times["impl"] == "pytorch"]
+        rec["pytorch_us"] = float(torch["us"].min()) if len(torch) else math.nan
+        records.append(rec)
+    table = pd.DataFrame(records)
+    table["speedup_paper"] = table["best_cudnn_us"] / table["paper_us"]
+    table["speedup_best"] = table["best_cudnn_us"] / table["best_us"]
+    table["speedup_best_vs_pytorch"] = table["pytorch_us"] / table["best_us"]
+    return table
+
+
+def _geomean(values: Any) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def _share(speedups: Any) -> float:
+    s = speedups.dropna()
+    return 100.0 * float((s > 1).sum()) / len(s) if len(s) else math.nan
+
+
+def headlines(table: Any) -> Any:
+    """The paper's section 4.1 numbers beside ours (paper design and best variant) and the targets.
+
+    One row per claim; columns ``paper (V100)``, ``paper design (H100)``, ``best variant (H100)``,
+    ``target`` (where the issue sets one) and ``met``.
+    """
+    import pandas as pd
+
+    def stats(column: str) -> dict[str, Any]:
+        s = table[column]
+        faster = s[s > 1]
+        b1 = table[table["batch"] == 1]
+
+        def of(filter_size: int, how: str) -> float:
+            v = b1[b1["filter"] == filter_size][column].dropna()
+            if not len(v):
+                return math.nan
+            return float(v.mean()) if how == "mean" else float(v.max())
+
+        one = b1[b1["filter"] == 1]
+        return {
+            "configurations measured": float(s.notna().sum()),
+            "share faster than best cuDNN (%)": _share(s),
+            "mean speedup where faster": float(faster.mean()) if len(faster) else math.nan,
+            "1x1 batch 1: mean speedup": of(1, "mean"),
+            "1x1 batch 1: max speedup": of(1, "max"),
+            "1x1 batch 1: share faster (%)": _share(one[column]),
+            "3x3 batch 1: mean speedup": of(3, "mean"),
+            "3x3 batch 1: share faster (%)": _share(b1[b1["filter"] == 3][column]),
+            "5x5 batch 1: mean speedup": of(5, "mean"),
+            "5x5 batch 1: max speedup": of(5, "max"),
+            "batch 1: geometric-mean speedup": _geomean(b1[column]),
+            "max speedup": float(s.max()),
+        }
+
+    paper = {"share faster than best cuDNN (%)": PAPER_CLAIMS["share_faster"],
+             "mean speedup where faster": PAPER_CLAIMS["mean_speedup_where_faster"],
+             "1x1 batch 1: mean speedup": PAPER_CLAIMS["1x1_batch1_mean"],
+             "1x1 batch 1: max speedup": PAPER_CLAIMS["1x1_batch1_max"],
+             "5x5 batch 1: mean speedup": PAPER_CLAIMS["5x5_batch1_mean"],
+             "5x5 batch 1: max speedup": PAPER_CLAIMS["5x5_batch1_max"],
+             "max speedup": PAPER_CLAIMS["1x1_batch1_max"]}  # fmt: skip
+    target = {"share faster than best cuDNN (%)": TARGETS["share_faster"],
+              "1x1 batch 1: share faster (%)": 100.0,
+              "batch 1: geometric-mean speedup": TARGETS["batch1_geomean"],
+              "max speedup": TARGETS["max_speedup"]}  # fmt: skip
+    ours_paper, ours_best = stats("speedup_paper"), stats("speedup_best")
+    out = pd.DataFrame({"paper (V100)": pd.Series(paper), "paper design (H100)": pd.Series(ours_paper),
+                        "best variant (H100)": pd.Series(ours_best),
+                        "target (best variant)": pd.Series(target)})  # fmt: skip
+    out = out.loc[list(ours_best)]
+    out["met"] = [("yes" if ours_best[k] >= t else "no") if isinstance(t, float) and not math.isnan(t) else ""
+                  for k, t in out["target (best variant)"].items()]  # fmt: skip
+    return out
+
+
+def paper_design_target(table: Any) -> str:
+    """The paper design's share of configurations faster than best cuDNN against the paper's 8.31 %."""
+    share = _share(table["speedup_paper"])
+    met = "met" if share >= PAPER_CLAIMS["share_faster"] else "missed"
+    return f"paper design faster than best cuDNN on {share:.2f}% of configurations (paper: 8.31%): {met}"
+
+
+def batch_summary(table: Any) -> Any:
+    """Per batch size: configurations, share faster and geometric-mean speedup, paper design and best variant."""
+    import pandas as pd
+
+    rows = []
+    for batch, g in table.groupby("batch"):
+        rows.append({"batch": batch, "configurations": len(g),
+                     "paper design: share faster (%)": _share(g["speedup_paper"]),
+                     "paper design: geomean": _geomean(g["speedup_paper"]),
+                     "best variant: share faster (%)": _share(g["speedup_best"]),
+                     "best variant: geomean": _geomean(g["speedup_best"]),
+                     "best variant vs PyTorch: geomean": _geomean(g["speedup_best_vs_pytorch"])})  # fmt: skip
+    return pd.DataFrame(rows).set_index("batch")
+
+
+def main(directory: str) -> None:
+    """Print the headline table of a results folder (the device script's last word)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from convkit.results import load_results
+
+    frame, _ = load_results(Path(directory), "cuconv")
+    table = speedup_table(frame)
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
+        print(table.groupby("best_variant").size().to_string())
+        print(batch_summary(table).round(2).to_string())
+        print(headlines(table).round(2).to_string())
+        print(paper_design_target(table))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1])
