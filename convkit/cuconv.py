@@ -34,18 +34,21 @@ BLOCKS_PER_SM_TARGET = 4
 #: Fewest channels one split reduces, so partial planes do not cost more than they save.
 MIN_CHANNELS_PER_SPLIT = 16
 FILTERS_PER_THREAD = (1, 2, 4, 8)
-#: tiled_gemm's block tiles "BMxBN" (filters x positions) and their thread tiles (TM, TN), largest
-#: first; threads per block = (BM / TM) * (BN / TN). 8x8 thread tiles for the big blocks (64 FMAs
-#: per four float4 shared-memory reads), 4x4 where a block must stay small for small layers.
-TILES: dict[str, tuple[int, int]] = {
-    "128x128": (8, 8), "128x64": (8, 8), "64x128": (8, 8), "64x64": (4, 4),
-    "64x32": (4, 4), "32x64": (4, 4), "32x32": (4, 4), "16x64": (4, 4),
+#: tiled_gemm's block tiles "BMxBN" (filters x positions) -> thread tile (TM, TN) and reduction slice
+#: BK, largest first; threads per block = (BM / TM) * (BN / TN). 8x8 thread tiles for the big blocks
+#: (64 FMAs per four float4 shared-memory reads), 4x4 where a block must stay small for small layers.
+#: BK = 16 halves the dependent slices of short reductions; 128x128 keeps 8, as 16 spills there
+#: (ptxas, sm_90, at the two-blocks-per-SM register cap).
+TILES: dict[str, tuple[int, int, int]] = {
+    "128x128": (8, 8, 8), "128x64": (8, 8, 16), "64x128": (8, 8, 16), "64x64": (4, 4, 16),
+    "64x32": (4, 4, 16), "32x64": (4, 4, 16), "32x32": (4, 4, 16), "16x64": (4, 4, 16),
 }  # fmt: skip
-#: tiled_gemm's reduction slice (CONVKIT_BK in the kernel): split points are multiples of it.
-SLICE_K = 8
+#: Split points of a tiled reduction are multiples of this (the largest BK), so every tile's
+#: slices line up with them.
+SLICE_K = 16
 #: Fewest reduction elements (of C*R*S) one tiled split takes: below this, partial planes cost more
 #: than the parallelism they add.
-MIN_K_PER_SPLIT = 64
+MIN_K_PER_SPLIT = 32
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def tile_shape(tile: str) -> tuple[int, int, int, int, int]:
     if tile not in TILES:
         raise ValueError(f"tile must be one of {tuple(TILES)}, got {tile!r}")
     bm, bn = (int(v) for v in tile.split("x"))
-    tm, tn = TILES[tile]
+    tm, tn, _ = TILES[tile]
     return bm, bn, tm, tn, (bm // tm) * (bn // tn)
 
 
@@ -136,8 +139,8 @@ def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[
 
     ``paper``: threads per block 64..256. ``fused``: 2, 4 or 8 filters per thread. ``split``: the
     heuristic's splits, half and twice that. ``tiled``: every tile that is not mostly padding
-    (BM <= 2M, BN <= 2 N*P*Q), unsplit where it gives two waves, else split to one and three waves
-    of blocks; for grids of many waves only the three largest tiles.
+    (BM <= 2M, BN <= 2 N*P*Q), unsplit where it gives two waves, else split to one, two and four
+    waves of blocks; for grids of many waves only the three largest tiles.
     """
     base = default_knobs(problem, variant, sm_count)
     out = [base]
@@ -159,7 +162,7 @@ def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[
             if tile_blocks(problem, tile) >= 2 * sm_count:
                 out.append(Knobs(threads, tile=tile))
                 continue
-            for waves in (1, 3):
+            for waves in (1, 2, 4):
                 out.append(Knobs(threads, splits=tiled_splits(problem, tile, waves * sm_count), tile=tile))
     return list(dict.fromkeys(out))  # the heuristic's first, no repeats
 
@@ -169,7 +172,7 @@ def workspace_elements(problem: ConvProblem, variant: str, knobs: Knobs) -> int:
     out = problem.n * problem.m * problem.out_h * problem.out_w
     if variant == "paper":
         return 0 if problem.r * problem.s == 1 else problem.r * problem.s * out
-    if variant == "tiled":
+    if variant == "tiled":  # partial tiles of each split, added by the kernel's last block
         splits = math.ceil(problem.c * problem.r * problem.s / k_per_split(problem, knobs.splits))
         return 0 if splits == 1 else splits * out
     return 0 if knobs.splits == 1 else knobs.splits * out
@@ -263,14 +266,14 @@ def conv2d_cuconv(
     elif variant == "tiled":
         bm, bn, tm, tn, tile_threads = tile_shape(knobs.tile)
         per_split = k_per_split(p, knobs.splits)
-        macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "BK": SLICE_K, "R": p.r, "S": p.s}
+        macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "BK": TILES[knobs.tile][2], "R": p.r, "S": p.s}
         options = tuple(f"-DCONVKIT_{k}={v}" for k, v in macros.items())
         kernel = load_kernel("cuconv", "tiled_gemm", options=options)
         grid = (math.ceil(positions / bn), math.ceil(p.m / bm), math.ceil(p.c * p.r * p.s / per_split))
-        args = (x, w, temp, *(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride)),
-                cupy.int32(per_split))  # fmt: skip
-        kernel(grid, (tile_threads,), args)
-        planes = grid[2]
+        dims = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+        counters = _tile_counters(grid[0] * grid[1])
+        kernel(grid, (tile_threads,), (x, w, out, temp, counters, *dims, cupy.int32(per_split)))
+        return out  # the split reduction happens inside the kernel
     else:
         mt = knobs.filters_per_thread
         per_split = math.ceil(p.c / knobs.splits)
@@ -283,6 +286,22 @@ def conv2d_cuconv(
     if temp is not out:
         _sum_planes(temp, out, planes)
     return out
+
+
+_COUNTERS: dict[int, Any] = {}
+
+
+def _tile_counters(tiles: int) -> Any:
+    """tiled_gemm's per-tile arrival counters on the current device: zeros, and left zeroed by every
+    launch (the last block of a tile resets its counter), so they are allocated once, not per call.
+    Launches that run concurrently on several streams would share them: use one stream at a time."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    counters = _COUNTERS.get(device)
+    if counters is None or counters.size < tiles:
+        counters = _COUNTERS[device] = cupy.zeros(max(tiles, 1 << 16), dtype=cupy.int32)
+    return counters
 
 
 def _sum_planes(src: Any, out: Any, planes: int) -> None:

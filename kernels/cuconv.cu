@@ -163,7 +163,7 @@ extern "C" __global__ void fused_tile(
 #define CONVKIT_TN 4
 #endif
 #ifndef CONVKIT_BK
-#define CONVKIT_BK 8  // one 32-byte sector of a weight row per k-slice
+#define CONVKIT_BK 16  // 64 bytes of a weight row per slice; batch-1 layers have few slices to wait on
 #endif
 #ifndef CONVKIT_R
 #define CONVKIT_R 3
@@ -178,8 +178,13 @@ constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
 constexpr int THREADS = (BM / TM) * (BN / TN);
 constexpr int A_LOADS = BM * BK / THREADS;  // weights each thread stages per slice
 constexpr int B_LOADS = BN * BK / THREADS;  // input values each thread stages per slice
-// blocks per SM the register cap allows: 8x8 thread tiles fit without spilling (ptxas report, sm_75/sm_90)
+// blocks per SM the register cap allows: 8x8 thread tiles fit without spilling (ptxas report,
+// sm_90; Turing's compiler needs one block of 256 threads per SM for the 128x128 tile)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int MIN_BLOCKS = THREADS >= 256 ? (TM * TN >= 64 ? 1 : 2) : (THREADS >= 128 ? 3 : 4);
+#else
 constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : (THREADS >= 128 ? 3 : 4);
+#endif
 constexpr int A_PAD = 4;                    // As rows padded by 16 bytes: the transposing store is conflict-free
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are read from shared memory as float4");
 static_assert(THREADS % BK == 0 && THREADS % BN == 0, "load mapping: whole rows per pass");
@@ -188,9 +193,13 @@ static_assert(A_LOADS >= 1 && B_LOADS >= 1 && (BM * BK) % THREADS == 0 && (BN * 
 }  // namespace tiled
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = reduction splits
-// of k_per_split (a multiple of BK). out is y (one split) or partial planes [split][n][m][p][q].
+// of k_per_split (a multiple of BK). With one split the block writes y. With several, each block
+// writes its partial tile to partial[split][n][m][p][q] and counts itself in tile_done; the tile's
+// last block adds the partials in split order (deterministic) into y and resets the counter, so a
+// split reduction costs no second launch. tile_done: gridDim.x * gridDim.y zeros before the launch.
 extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) tiled_gemm(
-    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+    float* __restrict__ partial, int* __restrict__ tile_done,
     int N, int C, int H, int W, int M, int P, int Q, int pad, int stride, int k_per_split)
 {
     using namespace tiled;
@@ -271,7 +280,8 @@ extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) 
         __syncthreads();  // the slice is consumed before the next one overwrites it
     }
 
-    float* dst = out + (long long)blockIdx.z * N * M * PQ;
+    const bool split = gridDim.z > 1;
+    float* dst = split ? partial + (long long)blockIdx.z * N * M * PQ : y;
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
         const long long n = n0 + tx * TN + j;
@@ -281,6 +291,36 @@ extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) 
         for (int i = 0; i < TM; ++i) {
             const int m = m0 + ty * TM + i;
             if (m < M) dst[base + (long long)m * PQ] = acc[i][j];
+        }
+    }
+    if (!split) return;
+
+    // Split reduction by the tile's last block (the threadFenceReduction pattern of the CUDA samples).
+    __shared__ bool is_last;
+    __threadfence();  // this block's partials are visible GPU-wide before it is counted
+    __syncthreads();
+    if (tid == 0) {
+        int* counter = tile_done + blockIdx.y * gridDim.x + blockIdx.x;
+        is_last = atomicAdd(counter, 1) == (int)gridDim.z - 1;
+        if (is_last) *counter = 0;  // ready for the next launch
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const long long plane = (long long)N * M * PQ;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+        const long long n = n0 + tx * TN + j;
+        if (n >= NPQ) break;
+        const long long base = (n / PQ) * M * PQ + n % PQ;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int m = m0 + ty * TM + i;
+            if (m >= M) continue;
+            const long long at = base + (long long)m * PQ;
+            float sum = 0.0f;
+            for (int z = 0; z < (int)gridDim.z; ++z) sum += __ldcg(partial + z * plane + at);  // L2: other SMs wrote it
+            y[at] = sum;
         }
     }
 }

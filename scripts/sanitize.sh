@@ -2,6 +2,7 @@
 # Every convkit kernel under compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on edge
 # shapes. Run on a GPU machine from the repository root: bash scripts/sanitize.sh
 set -uo pipefail
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/edge_launch.py imports convkit from this checkout
 status=0
 for tool in memcheck racecheck initcheck synccheck; do
   echo "== compute-sanitizer --tool $tool"

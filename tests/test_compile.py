@@ -64,7 +64,7 @@ def test_every_kernel_compiles_without_spills(source, arch):
 @pytest.mark.parametrize("tile", list(TILES))
 def test_every_tiled_gemm_tile_compiles_without_spills(tile, arch):
     bm, bn, tm, tn, threads = tile_shape(tile)
-    macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "R": 5, "S": 5}
+    macros = {"BM": bm, "BN": bn, "TM": tm, "TN": tn, "BK": TILES[tile][2], "R": 5, "S": 5}
     options = tuple(f"-DCONVKIT_{k}={v}" for k, v in macros.items())
     (k,) = [k for k in ck.ptxas_report("cuconv", arch, options=options) if k.kernel == "tiled_gemm"]
     assert k.spill_store_bytes == k.spill_load_bytes == k.stack_frame_bytes == 0, k
