@@ -49,6 +49,8 @@ SLICE_K = 16
 #: Fewest reduction elements (of C*R*S) one tiled split takes: below this, partial planes cost more
 #: than the parallelism they add.
 MIN_K_PER_SPLIT = 32
+#: Above this many FLOPs the tuner measures only the heuristic knobs of paper, fused and split.
+SMALL_CANDIDATE_SET_FLOPS = 50e9
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ def default_knobs(problem: ConvProblem, variant: str, sm_count: int = 132) -> Kn
 def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[Knobs]:
     """The knob sets the tuner measures for ``variant`` on ``problem``, the heuristic's first.
 
+    Layers over ``SMALL_CANDIDATE_SET_FLOPS`` get the heuristic alone for every variant but tiled.
     ``paper``: threads per block 64..256. ``fused``: 2, 4 or 8 filters per thread. ``split``: the
     heuristic's splits, half and twice that. ``tiled``: every tile that is not mostly padding
     (BM <= 2M, BN <= 2 N*P*Q), unsplit where it gives two waves, else split to one, two and four
@@ -145,7 +148,9 @@ def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[
     base = default_knobs(problem, variant, sm_count)
     out = [base]
     positions = problem.n * problem.out_h * problem.out_w
-    if variant == "paper":
+    if variant != "tiled" and problem.flops > SMALL_CANDIDATE_SET_FLOPS:
+        pass  # the ladder's lower rungs keep their heuristic on large layers: tuning them costs minutes
+    elif variant == "paper":
         out += [Knobs(threads=t) for t in (64, 128, 256) if t <= _warp_round(positions, 1024)]
     elif variant == "fused":
         out += [Knobs(base.threads, filters_per_thread=mt) for mt in (2, 4, 8) if mt <= max(1, problem.m)]
@@ -172,7 +177,7 @@ def workspace_elements(problem: ConvProblem, variant: str, knobs: Knobs) -> int:
     out = problem.n * problem.m * problem.out_h * problem.out_w
     if variant == "paper":
         return 0 if problem.r * problem.s == 1 else problem.r * problem.s * out
-    if variant == "tiled":  # partial tiles of each split, added by the kernel's last block
+    if variant == "tiled":
         splits = math.ceil(problem.c * problem.r * problem.s / k_per_split(problem, knobs.splits))
         return 0 if splits == 1 else splits * out
     return 0 if knobs.splits == 1 else knobs.splits * out
@@ -271,9 +276,8 @@ def conv2d_cuconv(
         kernel = load_kernel("cuconv", "tiled_gemm", options=options)
         grid = (math.ceil(positions / bn), math.ceil(p.m / bm), math.ceil(p.c * p.r * p.s / per_split))
         dims = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
-        counters = _tile_counters(grid[0] * grid[1])
-        kernel(grid, (tile_threads,), (x, w, out, temp, counters, *dims, cupy.int32(per_split)))
-        return out  # the split reduction happens inside the kernel
+        kernel(grid, (tile_threads,), (x, w, temp, *dims, cupy.int32(per_split)))
+        planes = grid[2]
     else:
         mt = knobs.filters_per_thread
         per_split = math.ceil(p.c / knobs.splits)
@@ -286,22 +290,6 @@ def conv2d_cuconv(
     if temp is not out:
         _sum_planes(temp, out, planes)
     return out
-
-
-_COUNTERS: dict[int, Any] = {}
-
-
-def _tile_counters(tiles: int) -> Any:
-    """tiled_gemm's per-tile arrival counters on the current device: zeros, and left zeroed by every
-    launch (the last block of a tile resets its counter), so they are allocated once, not per call.
-    Launches that run concurrently on several streams would share them: use one stream at a time."""
-    import cupy
-
-    device = cupy.cuda.Device().id
-    counters = _COUNTERS.get(device)
-    if counters is None or counters.size < tiles:
-        counters = _COUNTERS[device] = cupy.zeros(max(tiles, 1 << 16), dtype=cupy.int32)
-    return counters
 
 
 def _sum_planes(src: Any, out: Any, planes: int) -> None:

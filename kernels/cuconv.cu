@@ -193,13 +193,11 @@ static_assert(A_LOADS >= 1 && B_LOADS >= 1 && (BM * BK) % THREADS == 0 && (BN * 
 }  // namespace tiled
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = reduction splits
-// of k_per_split (a multiple of BK). With one split the block writes y. With several, each block
-// writes its partial tile to partial[split][n][m][p][q] and counts itself in tile_done; the tile's
-// last block adds the partials in split order (deterministic) into y and resets the counter, so a
-// split reduction costs no second launch. tile_done: gridDim.x * gridDim.y zeros before the launch.
+// of k_per_split (a multiple of BK). out is y (one split) or partial planes [split][n][m][p][q] that
+// sum_planes adds. (Measured 2026-11-22 on the H100: adding the partials in the tile's last block,
+// which saves sum_planes' launch, was 2x slower at batch 1: that block's dependent L2 reads serialize.)
 extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) tiled_gemm(
-    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
-    float* __restrict__ partial, int* __restrict__ tile_done,
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
     int N, int C, int H, int W, int M, int P, int Q, int pad, int stride, int k_per_split)
 {
     using namespace tiled;
@@ -280,8 +278,7 @@ extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) 
         __syncthreads();  // the slice is consumed before the next one overwrites it
     }
 
-    const bool split = gridDim.z > 1;
-    float* dst = split ? partial + (long long)blockIdx.z * N * M * PQ : y;
+    float* dst = out + (long long)blockIdx.z * N * M * PQ;
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
         const long long n = n0 + tx * TN + j;
@@ -291,36 +288,6 @@ extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) 
         for (int i = 0; i < TM; ++i) {
             const int m = m0 + ty * TM + i;
             if (m < M) dst[base + (long long)m * PQ] = acc[i][j];
-        }
-    }
-    if (!split) return;
-
-    // Split reduction by the tile's last block (the threadFenceReduction pattern of the CUDA samples).
-    __shared__ bool is_last;
-    __threadfence();  // this block's partials are visible GPU-wide before it is counted
-    __syncthreads();
-    if (tid == 0) {
-        int* counter = tile_done + blockIdx.y * gridDim.x + blockIdx.x;
-        is_last = atomicAdd(counter, 1) == (int)gridDim.z - 1;
-        if (is_last) *counter = 0;  // ready for the next launch
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    const long long plane = (long long)N * M * PQ;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) {
-        const long long n = n0 + tx * TN + j;
-        if (n >= NPQ) break;
-        const long long base = (n / PQ) * M * PQ + n % PQ;
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int m = m0 + ty * TM + i;
-            if (m >= M) continue;
-            const long long at = base + (long long)m * PQ;
-            float sum = 0.0f;
-            for (int z = 0; z < (int)gridDim.z; ++z) sum += __ldcg(partial + z * plane + at);  // L2: other SMs wrote it
-            y[at] = sum;
         }
     }
 }
