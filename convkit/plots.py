@@ -88,3 +88,40 @@ def algorithm_times(frame: Any, *, ax: Any = None) -> Any:
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return ax
+
+
+def speedup_by_batch(
+    table: Any, *, filter_size: int, batches: tuple[int, ...], column: str, title: str, axes: Any = None
+) -> Any:
+    """The cuConv paper's Figures 5-7: speedup over the best cuDNN algorithm per configuration.
+
+    One panel per batch size, one bar per configuration labelled ``[input]-[filters]-[depth]``,
+    log scale with the break-even line at 1 (above it convkit is faster).
+
+    Args:
+        table: :func:`convkit.cuconv_results.speedup_table`.
+        filter_size: 1, 3 or 5.
+        batches: the batch sizes to show (the paper: 1x1 up to 64, 3x3 up to 16, 5x5 up to 256).
+        column: ``speedup_paper`` or ``speedup_best``.
+        title: the figure's title.
+    """
+    import matplotlib.pyplot as plt
+
+    rows = table[table["filter"] == filter_size]
+    labels = list(dict.fromkeys(rows.sort_values(["size", "filters", "depth"])["fig_label"]))
+    if axes is None:
+        fig, axes = plt.subplots(len(batches), 1, figsize=(max(6.0, 0.22 * len(labels) + 1.5), 1.9 * len(batches)),
+                                 sharex=True, squeeze=False)  # fmt: skip
+        axes = axes[:, 0]
+        fig.suptitle(title, fontsize=10)
+    for ax, batch in zip(axes, batches, strict=True):
+        values = rows[rows["batch"] == batch].set_index("fig_label")[column].reindex(labels)
+        colors = ["C2" if v > 1 else "C3" for v in values.fillna(0)]
+        ax.bar(range(len(labels)), values.to_numpy(), color=colors)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"batch {batch}", fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+    axes[-1].set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
+    plt.tight_layout()
+    return axes

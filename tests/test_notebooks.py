@@ -14,7 +14,7 @@ PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url"}
 
 
 def test_there_are_notebooks():
-    assert [p.stem for p in NOTEBOOKS][:2] == ["00_ceilings", "01_baseline"]
+    assert [p.stem for p in NOTEBOOKS][:3] == ["00_ceilings", "01_baseline", "02_cuconv"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

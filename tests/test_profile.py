@@ -1,0 +1,55 @@
+"""Attributing profiled kernels to cases by marker kernels, and parsing ncu's raw CSV (CPU)."""
+
+from __future__ import annotations
+
+from convkit import profile
+
+HEADER = '"ID","Kernel Name","gpu__time_duration.sum","launch__block_size","launch__grid_size",'
+RAW = (
+    HEADER
+    + """"launch__registers_per_thread"
+"","","nsecond","","",""
+"0","scalar_prods","5,000","64","3456","32"
+"1","profile_begin","1,024","1","1","16"
+"2","tiled_gemm","11,008","256","216","79"
+"3","sum_planes","3,744","256","74","32"
+"4","profile_end","900","1","1","16"
+"5","profile_begin","900","1","2","16"
+"6","void implicit_convolve_sgemm<float, float, 1024>(int, int)","79,904","64","24","64"
+"7","profile_end","900","1","1","16"
+"""
+)
+
+
+def test_parse_and_attribute():
+    kernels = profile.parse_ncu_raw_csv(RAW)
+    assert [k["name"] for k in kernels][:3] == ["scalar_prods", "profile_begin", "tiled_gemm"]
+    assert abs(kernels[2]["time_us"] - 11.008) < 1e-9 and kernels[2]["blocks"] == 216 and kernels[2]["registers"] == 79
+    attributed = profile.attribute_kernels(kernels)
+    assert [(case, i, k["name"]) for case, i, k in attributed] == [
+        (0, 0, "tiled_gemm"),
+        (0, 1, "sum_planes"),
+        (1, 0, "void implicit_convolve_sgemm<float, float, 1024>(int, int)"),
+    ]  # fmt: skip
+
+
+def test_rows_keep_cases_that_ran_nothing():
+    manifest = [{"label": "a", "impl": "convkit", "variant": "v", "status": "ok"},
+                {"label": "a", "impl": "cudnn", "variant": "WINOGRAD", "status": "not_supported"},
+                {"label": "a", "impl": "cudnn", "variant": "IMPLICIT_GEMM", "status": "ok"}]  # fmt: skip
+    kernels = profile.parse_ncu_raw_csv(
+        RAW.replace('"5","profile_begin","900","1","2"', '"5","profile_begin","900","1","3"')
+    )
+    rows = profile.rows_from(manifest, kernels)
+    assert [(r["variant"], r["kernel_index"]) for r in rows] == [
+        ("v", 0),
+        ("v", 1),
+        ("WINOGRAD", -1),
+        ("IMPLICIT_GEMM", 0),
+    ]
+
+
+def test_named_configurations_are_the_papers():
+    labels = [p.label for _, _, p in profile.named_problems()]
+    assert labels == ["7-1-1-256-832", "14-1-1-1024-256", "27-1-1-256-64", "7-1-3-384-192", "13-1-3-384-384",
+                      "7-1-5-128-48", "7-8-5-128-48"]  # fmt: skip
