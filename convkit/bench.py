@@ -120,6 +120,18 @@ def cases(
     return out
 
 
+def tolerance_for(case: Case) -> float:
+    """The relative error ``case`` must stay under: a convkit variant's own, looser for cuDNN's FFT
+    and Winograd algorithms and for PyTorch (whose autotuner may pick them), else the direct bar."""
+    from convkit.cudnn import TRANSFORM_ALGORITHMS
+
+    if case.impl == "convkit":
+        return VARIANTS[case.variant].tolerance
+    if case.impl == "pytorch" or (case.impl == "cudnn" and case.variant in TRANSFORM_ALGORITHMS):
+        return TRANSFORM_TOLERANCE
+    return DIRECT_TOLERANCE
+
+
 def _reference(problem: ConvProblem, x: Any, w: Any) -> Any:
     """float64 reference on the CPU, or on the GPU (same code) for large problems."""
     if problem.flops > GPU_REFERENCE_FLOPS:
@@ -170,14 +182,13 @@ def _measure_case(
     """One row: check the case's output against ``ref``, time it if right, or say why not."""
     import cupy
 
-    from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
+    from convkit.cudnn import CudnnConvolution, CudnnError
     from convkit.timing import benchmark
 
     check_run: Callable[[], None] | None = None  # where the checked run differs from the timed one
     try:
         if case.impl == "convkit":
             variant = VARIANTS[case.variant]
-            tolerance = variant.tolerance
             knobs = json.loads(case.params)
 
             def run() -> None:
@@ -185,7 +196,6 @@ def _measure_case(
         elif case.impl == "pytorch":
             from convkit import pytorch
 
-            tolerance = TRANSFORM_TOLERANCE  # the autotuner may pick an FFT or Winograd engine
             autotuned = pytorch.autotuned_conv2d(problem, x, w)
 
             def run() -> None:
@@ -199,11 +209,11 @@ def _measure_case(
             need = conv.workspace(case.variant)
             if need.status != "ok":
                 return make_row(problem, case, status=need.status, note=need.note)
-            tolerance = TRANSFORM_TOLERANCE if case.variant in TRANSFORM_ALGORITHMS else DIRECT_TOLERANCE
 
             def run() -> None:
                 conv.forward(case.variant, x, w, y)
 
+        tolerance = tolerance_for(case)
         y.fill(math.nan)  # poison: an element the kernel forgets to write fails the check
         (check_run or run)()
         cupy.cuda.get_current_stream().synchronize()

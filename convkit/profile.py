@@ -118,7 +118,7 @@ def drive(manifest_path: Path) -> None:
 
     from convkit import bench, reference
     from convkit.compile import load_kernel
-    from convkit.cudnn import TRANSFORM_ALGORITHMS, CudnnConvolution, CudnnError
+    from convkit.cudnn import CudnnConvolution, CudnnError
 
     begin, end = load_kernel("timing", "profile_begin"), load_kernel("timing", "profile_end")
     manifest = []
@@ -143,8 +143,7 @@ def drive(manifest_path: Path) -> None:
                 run()
                 err = reference.relative_error(y.get(), ref)
                 entry["rel_err"] = f"{err:.3e}"
-                transform = case.impl == "cudnn" and case.variant in TRANSFORM_ALGORITHMS
-                if not err <= (bench.TRANSFORM_TOLERANCE if transform else bench.DIRECT_TOLERANCE):
+                if not err <= bench.tolerance_for(case):
                     entry.update(status="wrong", note="failed the float64 check; not profiled")
                     manifest.append(entry)
                     continue
