@@ -126,8 +126,8 @@ def tolerance_for(case: Case) -> float:
     from convkit.cudnn import TRANSFORM_ALGORITHMS
 
     if case.impl == "convkit":
-        return VARIANTS[case.variant].tolerance
-    if case.impl == "pytorch" or (case.impl == "cudnn" and case.variant in TRANSFORM_ALGORITHMS):
+        return VARIANTS[case.variant].tolerance if case.variant in VARIANTS else DIRECT_TOLERANCE
+    if case.impl == "pytorch" or (case.impl.startswith("cudnn") and case.variant in TRANSFORM_ALGORITHMS):
         return TRANSFORM_TOLERANCE
     return DIRECT_TOLERANCE
 
@@ -180,45 +180,60 @@ def _measure_case(
     timing: dict[str, Any],
 ) -> dict[str, Any]:
     """One row: check the case's output against ``ref``, time it if right, or say why not."""
-    import cupy
 
-    from convkit.cudnn import CudnnConvolution, CudnnError
-    from convkit.timing import benchmark
-
-    check_run: Callable[[], None] | None = None  # where the checked run differs from the timed one
-    try:
+    def prepare() -> tuple[Callable[[], None], Callable[[], None] | None] | dict[str, Any]:
         if case.impl == "convkit":
             variant = VARIANTS[case.variant]
             knobs = json.loads(case.params)
+            return (lambda: variant.run(x, w, problem, y, **knobs)), None
+        if case.impl == "pytorch":
+            import cupy
 
-            def run() -> None:
-                variant.run(x, w, problem, y, **knobs)
-        elif case.impl == "pytorch":
             from convkit import pytorch
 
             autotuned = pytorch.autotuned_conv2d(problem, x, w)
+            # PyTorch allocates its output: the checked run copies it into the poisoned one
+            return (lambda: autotuned()), (lambda: cupy.copyto(y, autotuned()))
+        return _cudnn_prepare(problem, case, x, w, y)()
 
-            def run() -> None:
-                autotuned()
+    return check_and_time(problem, case, prepare, y, ref, timing)
 
-            def check_run() -> None:  # PyTorch allocates its output: copy it into the poisoned one
-                cupy.copyto(y, autotuned())
 
-        else:
-            conv = CudnnConvolution(problem)
-            need = conv.workspace(case.variant)
-            if need.status != "ok":
-                return make_row(problem, case, status=need.status, note=need.note)
+def check_and_time(
+    problem: ConvProblem,
+    case: Case,
+    prepare: Callable[[], Any],
+    out: Any,
+    ref: Any,
+    timing: dict[str, Any],
+    *,
+    min_bytes: int | None = None,
+) -> dict[str, Any]:
+    """The study's measuring rule for one case, as a results row.
 
-            def run() -> None:
-                conv.forward(case.variant, x, w, y)
+    ``prepare()`` returns ``(run, check_run)`` (``check_run`` None when the checked run is ``run``)
+    or a finished row (the case cannot run: e.g. a cuDNN algorithm over the workspace limit). The
+    output ``out`` is poisoned with NaN, the checked run fills it, the norm-wise relative error to
+    ``ref`` (where ``ref`` lives: CPU or GPU) must stay under :func:`tolerance_for`, and only then
+    is ``run`` timed. cuDNN refusals, out-of-memory and any other error become rows with their
+    message. ``min_bytes`` overrides the problem's minimal traffic in the bandwidth column.
+    """
+    import cupy
 
+    from convkit.cudnn import CudnnError
+    from convkit.timing import benchmark
+
+    try:
+        prepared = prepare()
+        if isinstance(prepared, dict):
+            return prepared
+        run, check_run = prepared
         tolerance = tolerance_for(case)
-        y.fill(math.nan)  # poison: an element the kernel forgets to write fails the check
+        out.fill(math.nan)  # poison: an element the kernel forgets to write fails the check
         (check_run or run)()
         cupy.cuda.get_current_stream().synchronize()
-        on_gpu = problem.flops > GPU_REFERENCE_FLOPS  # compare where the reference lives
-        err = reference.relative_error(y if on_gpu else y.get(), ref)
+        on_gpu = type(ref).__module__.split(".")[0] == "cupy"
+        err = reference.relative_error(out if on_gpu else out.get(), ref)
         if not err <= tolerance:  # NaN fails too
             return make_row(problem, case, status="wrong", rel_err=err,
                             note=f"relative error over the tolerance {tolerance:g}; not timed")  # fmt: skip
@@ -229,7 +244,10 @@ def _measure_case(
         return make_row(problem, case, status="oom", note=str(exc)[:300])
     except Exception as exc:  # recorded with its message; the sweep goes on
         return make_row(problem, case, status="error", note=f"{type(exc).__name__}: {exc}"[:300])
-    return make_row(problem, case, status="ok", timing=result, rel_err=err, note=f"tolerance {tolerance:g}")
+    row = make_row(problem, case, status="ok", timing=result, rel_err=err, note=f"tolerance {tolerance:g}")
+    if min_bytes is not None:
+        row["gbytes_per_s"] = f"{min_bytes / (result.median_ms * 1e6):.6g}"
+    return row
 
 
 def run_experiment(
@@ -258,4 +276,213 @@ def run_experiment(
     store = ResultStore.open(directory, experiment, provenance.collect())
     sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn, tune=tune),
           lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
+    return directory
+
+
+# --- The fused CNN layer (toy CNN chapter): conv 5x5 + bias + ReLU + 2x2 max-pool -------------------
+
+#: ``params`` of the cuDNN and PyTorch cases: the convolution alone, or the whole layer in steps.
+CONV_ONLY = params_text({"steps": "conv"})
+LAYER_STEPS = params_text({"steps": "conv+bias+relu+pool"})
+#: impl of the report's way of timing: one host-timed run including transfers (see measure_layer).
+HOST_TIMED = "convkit_host"
+
+
+def layer_cases(
+    problem: ConvProblem,
+    launches: Iterable[tuple[str, dict[str, Any]]],
+    *,
+    host_timed: Iterable[tuple[str, dict[str, Any]]] = (),
+    cudnn: bool = True,
+    pytorch: bool | None = None,
+) -> list[Case]:
+    """What to measure on a fused layer: convkit launches ``(variant, knobs)``, the same timed the
+    report's way (``host_timed``), then each cuDNN algorithm alone and followed by bias, ReLU and
+    pool as separate cuDNN calls, then PyTorch's autotuned layer (where PyTorch has CUDA)."""
+    from convkit import pytorch as torch_baseline
+    from convkit.cudnn import FORWARD_ALGORITHMS
+
+    out = [Case("convkit", f"toy_{v}", params_text(k)) for v, k in launches]
+    out += [Case(HOST_TIMED, f"toy_{v}", params_text(k)) for v, k in host_timed]
+    if cudnn:
+        out += [Case("cudnn", algo, CONV_ONLY) for algo in FORWARD_ALGORITHMS]
+        out += [Case("cudnn", algo, LAYER_STEPS) for algo in FORWARD_ALGORITHMS]
+        if pytorch or (pytorch is None and torch_baseline.available()):
+            out.append(Case("pytorch", torch_baseline.VARIANT, LAYER_STEPS))
+    return out
+
+
+def _toy_launch(params: str) -> dict[str, Any]:
+    """Launch keywords of :func:`convkit.toy_cnn.conv_relu_pool` from a row's params."""
+    from convkit.toy_cnn import TiledConfig
+
+    knobs = json.loads(params)
+    if "block" in knobs:
+        return {"block": tuple(knobs["block"]), "grid": tuple(knobs["grid"])}
+    return {"tile": TiledConfig(**knobs)} if knobs else {}
+
+
+def measure_layer(
+    problem: ConvProblem, todo: list[Case], *, seed: int | None = None, timing: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Check, then time, each case of ``todo`` (from :func:`layer_cases`) on fresh random inputs.
+
+    ``problem`` is the layer's convolution (one image, 5x5, no padding: the input comes padded).
+    Convolution-only cases are checked against the float64 convolution, the others against
+    ``maxpool(relu(conv + bias))`` in float64. ``convkit_host`` rows are timed the report's way:
+    one run on the host clock from NumPy inputs to NumPy output (allocation, copies both ways,
+    launch, synchronization), the kernel module already loaded; their output is checked too.
+    """
+    from convkit import reference, toy_cnn
+    from convkit.gpu import require_cupy
+
+    cupy = require_cupy()
+    timing = dict(timing or {})
+    try:
+        rng = cupy.random.default_rng(seed)
+        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+        bias = rng.standard_normal((problem.m,), dtype=cupy.float32)
+        pooled = cupy.empty(toy_cnn.layer_output_shape(problem), dtype=cupy.float32)
+        conv_out = cupy.empty(problem.output_shape, dtype=cupy.float32)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        for case in todo:
+            yield make_row(problem, case, status="oom", note=str(exc)[:300])
+        return
+    conv_ref = _reference(problem, x, w)
+    xp = cupy if type(conv_ref).__module__.startswith("cupy") else None
+    layer_ref = reference.max_pool2x2(reference.relu(reference.bias_add(conv_ref, bias if xp else bias.get())))
+    layer_bytes = toy_cnn.layer_min_bytes(problem)
+    host_inputs = (x.get(), w.get(), bias.get())
+
+    for case in todo:
+        if case.params == CONV_ONLY:
+            prepare = _cudnn_prepare(problem, case, x, w, conv_out)
+            yield check_and_time(problem, case, prepare, conv_out, conv_ref, timing)
+        elif case.impl == HOST_TIMED:
+            yield _host_timed_row(problem, case, host_inputs, pooled, layer_ref)
+        else:
+            prepare = layer_prepare(problem, case, x, w, bias, conv_out, pooled)
+            yield check_and_time(problem, case, prepare, pooled, layer_ref, timing, min_bytes=layer_bytes)
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _cudnn_prepare(problem: ConvProblem, case: Case, x: Any, w: Any, y: Any) -> Callable[[], Any]:
+    def prepare() -> Any:
+        from convkit.cudnn import CudnnConvolution
+
+        conv = CudnnConvolution(problem)
+        need = conv.workspace(case.variant)
+        if need.status != "ok":
+            return make_row(problem, case, status=need.status, note=need.note)
+        return (lambda: conv.forward(case.variant, x, w, y)), None
+
+    return prepare
+
+
+def layer_prepare(
+    problem: ConvProblem, case: Case, x: Any, w: Any, bias: Any, conv_out: Any, pooled: Any
+) -> Callable[[], Any]:
+    """For :func:`check_and_time`: a function giving ``(run, check_run)`` of a layer case writing
+    ``pooled`` (``conv_out`` is the cuDNN steps' intermediate), or a row saying why it cannot run."""
+
+    def prepare() -> Any:
+        import cupy
+
+        from convkit import toy_cnn
+
+        if case.impl == "convkit":
+            launch = _toy_launch(case.params)
+            variant = case.variant.removeprefix("toy_")
+            return (lambda: toy_cnn.conv_relu_pool(x, w, bias, variant=variant, out=pooled, **launch)), None
+        if case.impl == "pytorch":
+            layer = _pytorch_layer(x, w, bias)
+            return (lambda: layer()), (lambda: cupy.copyto(pooled, layer()))
+        prepared = _cudnn_prepare(problem, case, x, w, conv_out)()
+        if isinstance(prepared, dict):
+            return prepared
+        conv_run = prepared[0]
+        from convkit.cudnn import CudnnBiasReluPool
+
+        tail = CudnnBiasReluPool(problem.m, problem.out_h, problem.out_w)
+
+        def run() -> None:
+            conv_run()
+            tail(conv_out, bias, pooled)
+
+        return run, None
+
+    return prepare
+
+
+def _pytorch_layer(x: Any, w: Any, bias: Any) -> Callable[[], Any]:
+    """PyTorch's layer in true FP32 (cuDNN autotuned, TF32 off): conv2d with bias, relu, max_pool2d."""
+    import cupy
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    xt, wt, bt = torch.from_dlpack(x), torch.from_dlpack(w), torch.from_dlpack(bias)
+    functional = torch.nn.functional
+    return lambda: cupy.from_dlpack(functional.max_pool2d(functional.relu(functional.conv2d(xt, wt, bt)), 2))
+
+
+def _host_timed_row(
+    problem: ConvProblem, case: Case, host_inputs: tuple[Any, Any, Any], pooled: Any, layer_ref: Any
+) -> dict[str, Any]:
+    """The report's timing: one run on the host clock, NumPy in, NumPy out; checked, then recorded."""
+    import time
+
+    import cupy
+
+    from convkit import toy_cnn
+    from convkit.timing import Timing
+
+    variant = case.variant.removeprefix("toy_")
+    launch = _toy_launch(case.params)
+    x_h, w_h, b_h = host_inputs
+
+    def once() -> Any:
+        x, w, b = cupy.asarray(x_h), cupy.asarray(w_h), cupy.asarray(b_h)
+        return toy_cnn.conv_relu_pool(x, w, b, variant=variant, **launch).get()
+
+    try:
+        once()  # loads (compiles) the module: the report's binary was built before its timer started
+        cupy.cuda.get_current_stream().synchronize()
+        start = time.perf_counter()
+        result = once()
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        on_gpu = type(layer_ref).__module__.startswith("cupy")
+        err = reference.relative_error(cupy.asarray(result) if on_gpu else result, layer_ref)
+    except Exception as exc:
+        return make_row(problem, case, status="error", note=f"{type(exc).__name__}: {exc}"[:300])
+    if not err <= DIRECT_TOLERANCE:
+        return make_row(problem, case, status="wrong", rel_err=err, note="host-timed run failed the check")
+    row = make_row(problem, case, status="ok", timing=Timing((elapsed_ms,)), rel_err=err,
+                   note="one run on the host clock: allocation, copies both ways, launch, synchronize")  # fmt: skip
+    row["gbytes_per_s"] = f"{toy_cnn.layer_min_bytes(problem) / (elapsed_ms * 1e6):.6g}"
+    return row
+
+
+def run_layer_experiment(
+    experiment: str,
+    problems_and_cases: Iterable[tuple[ConvProblem, list[Case]]],
+    *,
+    directory: Path | None = None,
+    seed: int | None = None,
+    timing: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> Path:
+    """Measure fused-layer cases into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there."""
+    from convkit import provenance
+    from convkit.gpu import device_name, gpu_slug
+    from convkit.paths import results_dir
+
+    directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
+    plan = list(problems_and_cases)
+    by_problem = {p: c for p, c in plan}
+    store = ResultStore.open(directory, experiment, provenance.collect())
+    sweep(store, [p for p, _ in plan], lambda p: by_problem[p],
+          lambda p, todo: measure_layer(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
     return directory

@@ -7,6 +7,7 @@ reads ``results/<recorded_gpu>/``, ``"auto"`` measures when a GPU is present.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,62 @@ def cuconv_kernels(device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED
             print("ncu is not on the PATH: showing the recorded profile of", recorded_gpu)
             directory = _directory("recorded", recorded_gpu)
     frame, prov = load_results(directory, profile.EXPERIMENT)
+    return Results(frame, prov, directory, mode == "gpu")
+
+
+TOY_EXPERIMENT = "toy_cnn"
+#: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
+TOY_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 5, "max_reps": 50, "budget_ms": 100.0}
+
+
+def toy_cnn_plan(quick: bool = False) -> list[tuple[ConvProblem, list[Any]]]:
+    """What the toy-CNN chapter measures: (layer, cases) in order, the lab's layer first.
+
+    The lab layer: the ladder V0..V4 at the report's best launch (Table 1), V4 at the nine launches
+    of its Table 3 and over the wider block sweep (the heatmap), every tiled candidate fused and
+    unfused, the ladder and ``tiled`` timed the report's way too, then cuDNN (each algorithm alone
+    and with bias, ReLU and pool) and PyTorch. Then smaller layers, at the report's best block.
+    ``quick``: the lab layer's ladder, one tile and cuDNN.
+    """
+    from convkit import toy_cnn
+    from convkit.bench import layer_cases
+
+    lab = toy_cnn.LAB_LAYER
+    best = {"block": list(toy_cnn.REPORT_BEST_BLOCK), "grid": list(toy_cnn.REPORT_BEST_GRID)}
+    ladder = [(v, best) for v in toy_cnn.LADDER]
+    tiles = [("tiled", t.as_params()) for t in toy_cnn.TILED_CANDIDATES]
+    if quick:
+        return [(lab, layer_cases(lab, [*ladder, tiles[0]]))]
+    table3 = [("v4", {"block": list(b), "grid": list(g)}) for g, b, _, _ in toy_cnn.REPORT_TABLE3]
+    heatmap = [("v4", {"block": list(b), "grid": list(toy_cnn.report_grid(lab, b))}) for b in toy_cnn.block_shapes(lab)]
+    unfused = [("unfused", k) for _, k in tiles]
+    launches = list(dict.fromkeys((v, json.dumps(k)) for v, k in [*ladder, *table3, *heatmap, *tiles, *unfused]))
+    plan = [(lab, layer_cases(lab, [(v, json.loads(k)) for v, k in launches], host_timed=[*ladder, ("tiled", {})]))]
+    for layer in toy_cnn.SMALL_LAYERS:
+        block = toy_cnn.REPORT_BEST_BLOCK
+        small = [(v, {"block": list(block), "grid": list(toy_cnn.report_grid(layer, block))}) for v in toy_cnn.LADDER]
+        plan.append((layer, layer_cases(layer, [*small, *tiles, ("unfused", tiles[0][1])])))
+    return plan
+
+
+def measure_toy_cnn(directory: Path, *, quick: bool = False, experiment: str = TOY_EXPERIMENT,
+                    progress: Any = print) -> None:  # fmt: skip
+    """Run :func:`toy_cnn_plan` into ``<directory>/<experiment>.csv`` (resumable)."""
+    from convkit.bench import run_layer_experiment
+
+    run_layer_experiment(experiment, toy_cnn_plan(quick), directory=directory, timing=TOY_TIMING, progress=progress)
+
+
+def toy_cnn(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The fused-layer sweep (notebook 03): the report's ladder and launches, tiles, cuDNN, PyTorch."""
+    from convkit.results import load_results
+
+    mode = resolve_device(device)
+    directory = _directory(mode, recorded_gpu)
+    name = TOY_EXPERIMENT + ("_quick" if quick and mode == "gpu" else "")
+    if mode == "gpu":
+        measure_toy_cnn(directory, quick=quick, experiment=name)
+    frame, prov = load_results(directory, name)
     return Results(frame, prov, directory, mode == "gpu")
 
 

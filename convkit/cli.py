@@ -109,6 +109,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     require_cupy()
     directory = Path(args.directory) if args.directory else results_dir() / gpu_slug(device_name())
+    if args.chapter == "toy_cnn":
+        experiment = chapter.TOY_EXPERIMENT + ("_quick" if args.quick else "")
+        chapter.measure_toy_cnn(directory, quick=args.quick, experiment=experiment)
+        print(f"rows in {directory / experiment}.csv")
+        return 0
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else None
     experiment = chapter.CUCONV_EXPERIMENT + ("_quick" if args.quick else "")
     chapter.measure_cuconv(directory, batches=batches, quick=args.quick, experiment=experiment)
@@ -119,7 +124,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_profile(args: argparse.Namespace) -> int:
     from convkit import profile
 
-    print(f"rows in {profile.profile(Path(args.directory) if args.directory else None)}")
+    print(f"rows in {profile.profile(Path(args.directory) if args.directory else None, chapter=args.chapter)}")
     return 0
 
 
@@ -175,13 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
     kernels.set_defaults(func=_cmd_kernels)
 
     sweep = sub.add_parser("sweep", help="tune, then sweep a chapter's configurations (resumable)")
-    sweep.add_argument("chapter", choices=["cuconv"])
-    sweep.add_argument("--batches", help="comma-separated batch sizes (default: all seven of the paper)")
-    sweep.add_argument("--quick", action="store_true", help="a few batch-1 configurations (seconds)")
+    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn"])
+    sweep.add_argument("--batches", help="cuconv: comma-separated batch sizes (default: all seven of the paper)")
+    sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     sweep.set_defaults(func=_cmd_sweep)
 
-    prof = sub.add_parser("profile", help="ncu kernel profile of the cuConv paper's named configurations")
+    prof = sub.add_parser("profile", help="ncu kernel profile: cuConv named configurations, or the lab layer")
+    prof.add_argument("--chapter", choices=["cuconv", "toy_cnn"], default="cuconv")
     prof.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     prof.set_defaults(func=_cmd_profile)
 

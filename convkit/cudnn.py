@@ -249,3 +249,63 @@ class CudnnConvolution:
             if 0 <= perf.algo < len(FORWARD_ALGORITHMS):
                 ranking.append((FORWARD_ALGORITHMS[perf.algo], "ok" if perf.status == 0 else str(perf.status)))
         return ranking
+
+
+_ACTIVATION_RELU = 1  # cudnnActivationMode_t
+_POOLING_MAX = 0  # cudnnPoolingMode_t CUDNN_POOLING_MAX
+_NOT_PROPAGATE_NAN = 0
+
+
+class CudnnBiasReluPool:
+    """The rest of a CNN layer after a convolution, as three cuDNN calls: ``cudnnAddTensor`` (bias),
+    ``cudnnActivationForward`` (ReLU, in place) and ``cudnnPoolingForward`` (2x2 max, stride 2).
+
+    Args:
+        m: channels; conv_h, conv_w: the convolution output's size (one image).
+
+    Example:
+        >>> tail = CudnnBiasReluPool(256, 224, 224)  # doctest: +SKIP
+        >>> tail(conv_out, bias, pooled)              # conv_out is overwritten  # doctest: +SKIP
+    """
+
+    def __init__(self, m: int, conv_h: int, conv_w: int):
+        from convkit.gpu import require_cupy
+
+        self._cupy = require_cupy()
+        self.handle = _handle(self._cupy.cuda.Device().id)
+        self._conv, self._bias, self._pooled = (ctypes.c_void_p() for _ in range(3))
+        self._act, self._pool = ctypes.c_void_p(), ctypes.c_void_p()
+        for desc in (self._conv, self._bias, self._pooled):
+            _call("cudnnCreateTensorDescriptor", ctypes.byref(desc))
+        _call("cudnnCreateActivationDescriptor", ctypes.byref(self._act))
+        _call("cudnnCreatePoolingDescriptor", ctypes.byref(self._pool))
+        _call("cudnnSetTensor4dDescriptor", self._conv, _TENSOR_NCHW, _DATA_FLOAT, 1, m, conv_h, conv_w)
+        _call("cudnnSetTensor4dDescriptor", self._bias, _TENSOR_NCHW, _DATA_FLOAT, 1, m, 1, 1)
+        _call("cudnnSetActivationDescriptor", self._act, _ACTIVATION_RELU, _NOT_PROPAGATE_NAN, ctypes.c_double(0.0))
+        _call("cudnnSetPooling2dDescriptor", self._pool, _POOLING_MAX, _NOT_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2)
+        dims = [ctypes.c_int() for _ in range(4)]
+        _call("cudnnGetPooling2dForwardOutputDim", self._pool, self._conv, *(ctypes.byref(d) for d in dims))
+        self.output_shape = tuple(d.value for d in dims)
+        _call("cudnnSetTensor4dDescriptor", self._pooled, _TENSOR_NCHW, _DATA_FLOAT, *self.output_shape)
+
+    def __del__(self) -> None:
+        try:
+            lib = _library()[0]
+            for desc in (self._conv, self._bias, self._pooled):
+                lib.cudnnDestroyTensorDescriptor(desc)
+            lib.cudnnDestroyActivationDescriptor(self._act)
+            lib.cudnnDestroyPoolingDescriptor(self._pool)
+        except Exception:
+            pass
+
+    def __call__(self, conv: Any, bias: Any, pooled: Any) -> None:
+        """pooled = maxpool(relu(conv + bias)) on CuPy's current stream; ``conv`` is overwritten."""
+        _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
+        one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        conv_ptr = ctypes.c_void_p(conv.data.ptr)
+        _call("cudnnAddTensor", self.handle, ctypes.byref(one), self._bias, ctypes.c_void_p(bias.data.ptr),
+              ctypes.byref(one), self._conv, conv_ptr)  # fmt: skip
+        _call("cudnnActivationForward", self.handle, self._act, ctypes.byref(one), self._conv, conv_ptr,
+              ctypes.byref(zero), self._conv, conv_ptr)  # fmt: skip
+        _call("cudnnPoolingForward", self.handle, self._pool, ctypes.byref(one), self._conv, conv_ptr,
+              ctypes.byref(zero), self._pooled, ctypes.c_void_p(pooled.data.ptr))  # fmt: skip

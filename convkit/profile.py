@@ -67,11 +67,20 @@ def attribute_kernels(kernels: Iterable[dict[str, Any]]) -> list[tuple[int, int,
     return out
 
 
-def parse_ncu_raw_csv(text: str) -> list[dict[str, Any]]:
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Kernels from ``ncu --import R --csv --page raw``: name, blocks, threads, registers, time (us), in ID order.
 
-    The raw page has a header row, a units row, then one row per kernel.
+    The raw page has a header row, a units row, then one row per kernel. The ``extra`` metrics'
+    values (in the units ncu printed) come in each kernel's ``metrics``.
     """
+    extra = set(extra)
     rows = list(csv.reader(io.StringIO(text)))
     start = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
     header, units = rows[start], rows[start + 1]
@@ -89,6 +98,7 @@ def parse_ncu_raw_csv(text: str) -> list[dict[str, Any]]:
             "threads_per_block": int(float(r[col["launch__block_size"]].replace(",", ""))),
             "registers": int(float(r[col["launch__registers_per_thread"]].replace(",", ""))),
             "time_us": float(r[col["gpu__time_duration.sum"]].replace(",", "")) * scale.get(time_unit, 1.0),
+            "metrics": {m: _number(r[col[m]]) for m in header if m in extra},
         })  # fmt: skip
     return sorted(kernels, key=lambda k: k["id"])
 
@@ -109,7 +119,7 @@ def _runner(case: Any, problem: ConvProblem, conv: Any, x: Any, w: Any, y: Any) 
     return lambda: conv.forward(case.variant, x, w, y)
 
 
-def drive(manifest_path: Path) -> None:
+def drive(manifest_path: Path, chapter: str = "cuconv") -> None:
     """The profiled process: check each case, warm it up, launch it once between markers.
 
     Writes the manifest (case index -> table, config, problem, case, status, error) as JSON.
@@ -121,6 +131,9 @@ def drive(manifest_path: Path) -> None:
     from convkit.cudnn import CudnnConvolution, CudnnError
 
     begin, end = load_kernel("timing", "profile_begin"), load_kernel("timing", "profile_end")
+    if chapter == "toy_cnn":
+        manifest_path.write_text(json.dumps(_drive_toy(begin, end), indent=1))
+        return
     manifest = []
     for table, letter, problem in named_problems():
         rng = cupy.random.default_rng()
@@ -159,6 +172,86 @@ def drive(manifest_path: Path) -> None:
     manifest_path.write_text(json.dumps(manifest, indent=1))
 
 
+def _drive_toy(begin: Any, end: Any) -> list[dict[str, Any]]:
+    """The toy-CNN chapter's profiled cases on the lab layer (:func:`toy_profile_cases`): each one
+    checked against float64, warmed up, then run once between markers."""
+    import cupy
+
+    from convkit import bench, reference, toy_cnn
+
+    problem = toy_cnn.LAB_LAYER
+    rng = cupy.random.default_rng()
+    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    bias = rng.standard_normal((problem.m,), dtype=cupy.float32)
+    conv_out = cupy.empty(problem.output_shape, dtype=cupy.float32)
+    pooled = cupy.empty(toy_cnn.layer_output_shape(problem), dtype=cupy.float32)
+    ref = toy_cnn.reference_layer(x, w, bias)
+    manifest = []
+    for case in toy_profile_cases():
+        entry = {"table": "lab layer", "config": "", "label": problem.label, "impl": case.impl,
+                 "variant": case.variant, "params": case.params, "status": "ok", "rel_err": "", "note": ""}  # fmt: skip
+        prepared = bench.layer_prepare(problem, case, x, w, bias, conv_out, pooled)()
+        if isinstance(prepared, dict):  # cannot run here (workspace, support)
+            entry.update(status=prepared["status"], note=prepared["note"])
+            manifest.append(entry)
+            continue
+        run, check_run = prepared
+        pooled.fill(cupy.nan)
+        (check_run or run)()
+        err = reference.relative_error(pooled, ref)
+        entry["rel_err"] = f"{err:.3e}"
+        if err <= bench.tolerance_for(case):
+            run()  # warm
+            cupy.cuda.get_current_stream().synchronize()
+            begin((len(manifest) + 1,), (1,), ())
+            run()
+            end((1,), (1,), ())
+            cupy.cuda.get_current_stream().synchronize()
+        else:
+            entry.update(status="wrong", note="failed the float64 check; not profiled")
+        manifest.append(entry)
+    return manifest
+
+
+def toy_profile_cases() -> list[Any]:
+    """The lab layer's profiled cases: the ladder at the report's best launch, ``tiled`` and
+    ``unfused`` at the fastest recorded tile, and cuDNN's fastest recorded algorithm with its tail."""
+    from convkit import toy_cnn
+    from convkit.bench import LAYER_STEPS
+    from convkit.results import Case, params_text
+
+    best = {"block": list(toy_cnn.REPORT_BEST_BLOCK), "grid": list(toy_cnn.REPORT_BEST_GRID)}
+    tile, algorithm = _fastest_recorded()
+    cases = [Case("convkit", f"toy_{v}", params_text(best)) for v in toy_cnn.LADDER]
+    cases += [Case("convkit", f"toy_{v}", params_text(tile)) for v in ("tiled", "unfused")]
+    return [*cases, Case("cudnn", algorithm, LAYER_STEPS)]
+
+
+def _fastest_recorded() -> tuple[dict[str, Any], str]:
+    """(tiled knobs, cuDNN algorithm) fastest on the lab layer in this GPU's recorded toy_cnn sweep,
+    else the defaults (64x16x16, 4 channels a stage; IMPLICIT_PRECOMP_GEMM)."""
+    from convkit import toy_cnn
+    from convkit.gpu import device_name, gpu_slug
+    from convkit.paths import results_dir
+
+    tile, algorithm = toy_cnn.TiledConfig().as_params(), "IMPLICIT_PRECOMP_GEMM"
+    path = results_dir() / gpu_slug(device_name()) / "toy_cnn.csv"
+    if path.exists():
+        import pandas as pd
+
+        frame = pd.read_csv(path, keep_default_na=False)
+        ok = frame[(frame.status == "ok") & (frame.label == toy_cnn.LAB_LAYER.label)]
+        ok = ok.assign(t=ok.time_ms_median.astype(float))
+        tiled = ok[(ok.impl == "convkit") & (ok.variant == "toy_tiled")]
+        cudnn = ok[(ok.impl == "cudnn") & (ok.params.str.contains("pool"))]
+        if len(tiled):
+            tile = json.loads(tiled.sort_values("t").iloc[0].params)
+        if len(cudnn):
+            algorithm = cudnn.sort_values("t").iloc[0].variant
+    return tile, algorithm
+
+
 def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results rows: one per profiled kernel, and one per case that ran no kernel (with its status)."""
     per_case: dict[int, list[dict[str, Any]]] = {}
@@ -167,6 +260,7 @@ def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> 
             {"kernel_index": within, "kernel": k["name"], "blocks": k["blocks"],
              "threads_per_block": k["threads_per_block"], "registers": k["registers"],
              "time_us": f"{k['time_us']:.3f}"}
+            | {m.replace(".", "_"): "" if v is None else f"{v:.6g}" for m, v in k.get("metrics", {}).items()}
         )  # fmt: skip
     rows = []
     for i, entry in enumerate(manifest):
@@ -175,8 +269,28 @@ def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> 
     return rows
 
 
-def profile(directory: Path | None = None, *, ncu: str | None = None) -> Path:
-    """Run the driver under ``ncu``, parse its report and record the rows; returns the CSV path."""
+#: The toy-CNN chapter's profile: where the time goes (occupancy, FMA pipe, shared-memory wavefronts
+#: and bank conflicts, bytes from DRAM and L2, the clock the run saw).
+TOY_EXPERIMENT = "toy_cnn_kernels"
+TOY_METRICS = (
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_fma.sum", "smsp__inst_executed.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second",
+)  # fmt: skip
+TOY_COLUMNS = (*COLUMNS[:-2], *(m.replace(".", "_") for m in TOY_METRICS), "note", "run_id")
+
+
+def profile(directory: Path | None = None, *, ncu: str | None = None, chapter: str = "cuconv") -> Path:
+    """Run the driver under ``ncu``, parse its report and record the rows; returns the CSV path.
+
+    ``chapter``: ``"cuconv"`` (the paper's Tables 3-5, times and launch shapes) or ``"toy_cnn"``
+    (the lab layer, with :data:`TOY_METRICS`).
+    """
+    if chapter not in ("cuconv", "toy_cnn"):
+        raise ValueError(f"chapter must be 'cuconv' or 'toy_cnn', got {chapter!r}")
+    extra = TOY_METRICS if chapter == "toy_cnn" else ()
     from convkit import provenance
     from convkit.gpu import device_name, gpu_slug
     from convkit.paths import results_dir
@@ -189,14 +303,16 @@ def profile(directory: Path | None = None, *, ncu: str | None = None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         manifest, report = Path(tmp) / "manifest.json", Path(tmp) / "profile"
         env = os.environ | {"PYTHONUNBUFFERED": "1"}
-        subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", ",".join(NCU_METRICS),
+        metrics = ",".join((*NCU_METRICS, *extra))
+        subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", metrics,
                         "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.profile",
-                        "--drive", str(manifest)], check=True, env=env)  # fmt: skip
+                        "--drive", str(manifest), chapter], check=True, env=env)  # fmt: skip
         raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw"], check=True,
                              capture_output=True, text=True).stdout  # fmt: skip
-        rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw))
-    store = ResultStore.open(directory, EXPERIMENT, provenance.collect() | {"profiler": _ncu_version(ncu)},
-                             columns=COLUMNS, key_columns=KEY_COLUMNS)  # fmt: skip
+        rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, extra))
+    experiment, columns = (TOY_EXPERIMENT, TOY_COLUMNS) if chapter == "toy_cnn" else (EXPERIMENT, COLUMNS)
+    store = ResultStore.open(directory, experiment, provenance.collect() | {"profiler": _ncu_version(ncu)},
+                             columns=columns, key_columns=KEY_COLUMNS)  # fmt: skip
     done = store.done_keys()
     from convkit.results import row_key
 
@@ -212,7 +328,7 @@ def _ncu_version(ncu: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--drive":
-        drive(Path(sys.argv[2]))
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--drive":
+        drive(Path(sys.argv[2]), *sys.argv[3:])
     else:
         print(profile())

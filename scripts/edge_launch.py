@@ -13,6 +13,7 @@ from convkit import ceilings, reference
 from convkit.cuconv import conv2d_cuconv
 from convkit.direct import conv2d_direct
 from convkit.timing import benchmark
+from convkit.toy_cnn import TiledConfig, conv_relu_pool, reference_layer
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),
@@ -37,6 +38,22 @@ for n, c, h, w, m, r, s, pad, stride in EDGE_SHAPES:
     for y in outputs:
         err = reference.relative_error(y.get(), ref)
         assert err < 1e-5, (n, c, h, w, m, r, s, pad, stride, err)
+# The fused CNN layer (kernels/toy_cnn.cu): pooled outputs no block divides, grid.z above and below
+# one pass over the channels, channel counts no stage or tile divides, an unaligned input (4-byte copies).
+for c, h, w, m in [(3, 19, 23, 5), (9, 36, 44, 70)]:
+    rng = np.random.default_rng()
+    x, f, b = (cupy.asarray(rng.standard_normal(s, dtype=np.float32)) for s in ((1, c, h, w), (m, c, 5, 5), (m,)))
+    ref = reference_layer(x.get(), f.get(), b.get())
+    unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+    unaligned[...] = x
+    outputs = [conv_relu_pool(x, f, b, variant=v, block=(5, 3, 2), grid=(2, 3, 2)) for v in ("v0", "v1", "v2")]
+    outputs += [conv_relu_pool(x, f, b, variant=v, block=(4, 4, 4)) for v in ("v3", "v4")]
+    outputs += [conv_relu_pool(x, f, b, variant="tiled", tile=TiledConfig(64, 16, 16, 4)),
+                conv_relu_pool(unaligned, f, b, variant="tiled", tile=TiledConfig(32, 16, 16, 3)),
+                conv_relu_pool(x, f, b, variant="unfused", tile=TiledConfig(64, 8, 32, 2))]  # fmt: skip
+    for y in outputs:
+        err = reference.relative_error(y.get(), ref)
+        assert err < 1e-5, (c, h, w, m, err)
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
 ceilings.fma_peak(iters=4, blocks_per_sm=1)
