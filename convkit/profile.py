@@ -307,8 +307,8 @@ def profile(directory: Path | None = None, *, ncu: str | None = None, chapter: s
         subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", metrics,
                         "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.profile",
                         "--drive", str(manifest), chapter], check=True, env=env)  # fmt: skip
-        raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw"], check=True,
-                             capture_output=True, text=True).stdout  # fmt: skip
+        raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
+                             check=True, capture_output=True, text=True).stdout  # fmt: skip
         rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, extra))
     experiment, columns = (TOY_EXPERIMENT, TOY_COLUMNS) if chapter == "toy_cnn" else (EXPERIMENT, COLUMNS)
     store = ResultStore.open(directory, experiment, provenance.collect() | {"profiler": _ncu_version(ncu)},
