@@ -85,7 +85,7 @@ def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, An
     start = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
     header, units = rows[start], rows[start + 1]
     col = {name: i for i, name in enumerate(header)}
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
     time_unit = units[col["gpu__time_duration.sum"]]
     kernels = []
     for r in rows[start + 2 :]:

@@ -310,6 +310,10 @@ def conv_relu_pool(
     p = problem
     if variant in LADDER:
         block, grid = _check_launch(block, grid if grid is not None else report_grid(problem, block))
+        if grid[0] * block[0] < pw or grid[1] * block[1] < ph:
+            covered = f"{grid[0] * block[0]} x {grid[1] * block[1]}"
+            raise ValueError(f"grid {grid} x block {block} covers {covered} pooled columns x rows; the output has "
+                             f"{pw} x {ph} (only channels are strided over)")  # fmt: skip
         tile_h, tile_w = shared_tile_shape(block)
         shared = 0 if variant == "v0" else tile_h * tile_w * _FLOAT
         kernel = load_kernel("toy_cnn", f"toy_{variant}")

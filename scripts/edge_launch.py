@@ -12,8 +12,9 @@ import numpy as np
 from convkit import ceilings, reference
 from convkit.cuconv import conv2d_cuconv
 from convkit.direct import conv2d_direct
+from convkit.problem import ConvProblem
 from convkit.timing import benchmark
-from convkit.toy_cnn import TiledConfig, conv_relu_pool, reference_layer
+from convkit.toy_cnn import TiledConfig, conv_relu_pool, reference_layer, report_grid
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),
@@ -46,7 +47,8 @@ for c, h, w, m in [(3, 19, 23, 5), (9, 36, 44, 70)]:
     ref = reference_layer(x.get(), f.get(), b.get())
     unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
     unaligned[...] = x
-    outputs = [conv_relu_pool(x, f, b, variant=v, block=(5, 3, 2), grid=(2, 3, 2)) for v in ("v0", "v1", "v2")]
+    grid = report_grid(ConvProblem(1, c, h, w, m, 5, 5), (5, 3, 2), grid_z=2)  # 2 x 2 channels a pass
+    outputs = [conv_relu_pool(x, f, b, variant=v, block=(5, 3, 2), grid=grid) for v in ("v0", "v1", "v2")]
     outputs += [conv_relu_pool(x, f, b, variant=v, block=(4, 4, 4)) for v in ("v3", "v4")]
     outputs += [conv_relu_pool(x, f, b, variant="tiled", tile=TiledConfig(64, 16, 16, 4)),
                 conv_relu_pool(unaligned, f, b, variant="tiled", tile=TiledConfig(32, 16, 16, 3)),

@@ -110,6 +110,8 @@ def test_bad_arguments_are_named_before_launch():
         conv_relu_pool(x[:, :, :, ::2], w, b)
     with pytest.raises(ValueError, match="block"):
         conv_relu_pool(x, w, b, variant="v1", block=(32, 32, 2))
+    with pytest.raises(ValueError, match="grid"):
+        conv_relu_pool(x, w, b, variant="v0", block=(2, 2, 1), grid=(1, 1, 4))
     with pytest.raises(ValueError, match="variant"):
         conv_relu_pool(x, w, b, variant="v9")
     with pytest.raises(ValueError, match="pooled"):
