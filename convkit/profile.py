@@ -87,6 +87,8 @@ def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, An
     col = {name: i for i, name in enumerate(header)}
     scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
     time_unit = units[col["gpu__time_duration.sum"]]
+    if time_unit not in scale:
+        raise ValueError(f"unknown ncu time unit {time_unit!r}")
     kernels = []
     for r in rows[start + 2 :]:
         if len(r) < len(header):
@@ -97,7 +99,7 @@ def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, An
             "blocks": int(float(r[col["launch__grid_size"]].replace(",", ""))),
             "threads_per_block": int(float(r[col["launch__block_size"]].replace(",", ""))),
             "registers": int(float(r[col["launch__registers_per_thread"]].replace(",", ""))),
-            "time_us": float(r[col["gpu__time_duration.sum"]].replace(",", "")) * scale.get(time_unit, 1.0),
+            "time_us": float(r[col["gpu__time_duration.sum"]].replace(",", "")) * scale[time_unit],
             "metrics": {m: _number(r[col[m]]) for m in header if m in extra},
         })  # fmt: skip
     return sorted(kernels, key=lambda k: k["id"])
