@@ -145,21 +145,45 @@ def cuconv_kernels(device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED
     Measured with ``ncu`` where a GPU and ``ncu`` are present and nothing is recorded for this GPU
     yet; otherwise read from ``results/``.
     """
+    return _kernel_profile("cuconv", device, recorded_gpu)
+
+
+def toy_cnn_kernels(device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The ncu profile of the lab layer (occupancy, FMA pipe, shared-memory wavefronts and bank
+    conflicts, bytes moved), measured or recorded as :func:`cuconv_kernels`."""
+    return _kernel_profile("toy_cnn", device, recorded_gpu)
+
+
+def _kernel_profile(chapter_name: str, device: str, recorded_gpu: str) -> Results:
     import shutil
 
     from convkit import profile
     from convkit.results import load_results
 
+    experiment = profile.TOY_EXPERIMENT if chapter_name == "toy_cnn" else profile.EXPERIMENT
     mode = resolve_device(device)
     directory = _directory(mode, recorded_gpu)
-    if mode == "gpu" and not (directory / f"{profile.EXPERIMENT}.csv").exists():
+    if mode == "gpu" and not (directory / f"{experiment}.csv").exists():
         if shutil.which("ncu"):
-            profile.profile(directory)
+            profile.profile(directory, chapter=chapter_name)
         else:
             print("ncu is not on the PATH: showing the recorded profile of", recorded_gpu)
             directory = _directory("recorded", recorded_gpu)
-    frame, prov = load_results(directory, profile.EXPERIMENT)
+    frame, prov = load_results(directory, experiment)
     return Results(frame, prov, directory, mode == "gpu")
+
+
+def compiler_report(source: str, archs: tuple[str, ...] = ("sm_75", "sm_90")) -> Any:
+    """``ptxas -v`` of every kernel of ``kernels/<source>.cu`` per architecture (registers, stack,
+    spills, shared memory), or None where ``nvcc`` is not installed."""
+    import pandas as pd
+
+    from convkit.compile import find_nvcc, ptxas_report
+
+    if find_nvcc() is None:
+        return None
+    rows = [vars(k) for arch in archs for k in ptxas_report(source, arch)]
+    return pd.DataFrame(rows).set_index(["kernel", "arch"]).sort_index()
 
 
 TOY_EXPERIMENT = "toy_cnn"

@@ -125,3 +125,48 @@ def speedup_by_batch(
     axes[-1].set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
     plt.tight_layout()
     return axes
+
+
+def block_heatmap(sweep: Any, *, value: str = "tflops", title: str = "V4 over block shapes") -> Any:
+    """One heatmap per block z: block x across, block y down, ``value`` (TFLOP/s) in each cell.
+
+    ``sweep`` has columns bx, by, bz and ``value`` (:func:`convkit.toy_cnn_results.block_sweep`).
+    """
+    import matplotlib.pyplot as plt
+
+    zs = sorted(sweep["bz"].unique())
+    xs, ys = sorted(sweep["bx"].unique()), sorted(sweep["by"].unique())
+    fig, axes = plt.subplots(1, len(zs), figsize=(3.2 * len(zs), 3.2), squeeze=False, constrained_layout=True)
+    top = float(sweep[value].max())
+    for ax, z in zip(axes[0], zs, strict=True):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for _, row in sweep[sweep["bz"] == z].iterrows():
+            grid[ys.index(row["by"]), xs.index(row["bx"])] = row[value]
+        image = ax.imshow(grid, vmin=0, vmax=top, cmap="viridis", origin="lower")
+        for (i, j), v in np.ndenumerate(grid):
+            if not np.isnan(v):
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8, color="white" if v < 0.6 * top else "k")
+        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+        ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+        ax.set_xlabel("block x (pooled columns)")
+        ax.set_title(f"block z = {z}")
+    axes[0][0].set_ylabel("block y (pooled rows)")
+    fig.colorbar(image, ax=axes[0].tolist(), label="TFLOP/s")
+    fig.suptitle(title)
+    return axes
+
+
+def ladder(table: Any, *, ax: Any = None) -> Any:
+    """Table 2 as bars: TFLOP/s of each step on this GPU (log scale), the report's T4 GFLOP/s beside."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    positions = np.arange(len(table))
+    ax.bar(positions - 0.2, table["TFLOP/s"], width=0.4, label="this GPU")
+    ax.bar(positions + 0.2, table["report GFLOP/s"] / 1e3, width=0.4, label="report (T4)")
+    ax.set_xticks(positions, [name.split(" (")[0][:28] for name in table.index], rotation=20, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("TFLOP/s")
+    ax.legend()
+    return ax
