@@ -128,13 +128,19 @@ def measure_cuconv(
 
 def cuconv(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """The cuConv sweep (notebook 02): tuned convkit variants and every cuDNN algorithm, 616 problems."""
+    return _sweep_results(CUCONV_EXPERIMENT, measure_cuconv, device, quick, recorded_gpu)
+
+
+def _sweep_results(experiment: str, measure: Any, device: str, quick: bool, recorded_gpu: str) -> Results:
+    """A chapter's sweep: ``measure(directory, quick=, experiment=)`` on the GPU (``*_quick`` files for
+    quick runs), then the rows, or the recorded rows without a GPU."""
     from convkit.results import load_results
 
     mode = resolve_device(device)
     directory = _directory(mode, recorded_gpu)
-    name = CUCONV_EXPERIMENT + ("_quick" if quick and mode == "gpu" else "")
+    name = experiment + ("_quick" if quick and mode == "gpu" else "")
     if mode == "gpu":
-        measure_cuconv(directory, quick=quick, experiment=name)
+        measure(directory, quick=quick, experiment=name)
     frame, prov = load_results(directory, name)
     return Results(frame, prov, directory, mode == "gpu")
 
@@ -231,15 +237,7 @@ def measure_toy_cnn(directory: Path, *, quick: bool = False, experiment: str = T
 
 def toy_cnn(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """The fused-layer sweep (notebook 03): the report's ladder and launches, tiles, cuDNN, PyTorch."""
-    from convkit.results import load_results
-
-    mode = resolve_device(device)
-    directory = _directory(mode, recorded_gpu)
-    name = TOY_EXPERIMENT + ("_quick" if quick and mode == "gpu" else "")
-    if mode == "gpu":
-        measure_toy_cnn(directory, quick=quick, experiment=name)
-    frame, prov = load_results(directory, name)
-    return Results(frame, prov, directory, mode == "gpu")
+    return _sweep_results(TOY_EXPERIMENT, measure_toy_cnn, device, quick, recorded_gpu)
 
 
 def provenance_table(results: Results) -> Any:

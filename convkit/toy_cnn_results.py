@@ -158,9 +158,10 @@ def cudnn_table(frame: Any, label: str = toy_cnn.LAB_LAYER.label) -> Any:
     out = []
     for impl, params, what in (("cudnn", CONV_ONLY, "conv"), ("cudnn", LAYER_STEPS, "layer")):
         for _, r in rows[(rows["impl"] == impl) & (rows["params"] == params)].iterrows():
-            t = float(r["time_ms_median"]) if r["status"] == "ok" else float("nan")  # NaN TFLOP/s too
+            ok = r["status"] == "ok"
+            t, tflops = (float(r["time_ms_median"]), float(r["gflops"]) / 1e3) if ok else (float("nan"),) * 2
             out.append({"implementation": f"cuDNN {r['variant']}", "steps": what, "status": r["status"],
-                        "time ms": t, "TFLOP/s": t and float(r["gflops"]) / 1e3})  # fmt: skip
+                        "time ms": t, "TFLOP/s": tflops})  # fmt: skip
     best = best_rows(frame, label)
     for name, key in (("PyTorch (cuDNN autotuned)", "pytorch_layer"), ("convkit V5 fused", "tiled"),
                       ("convkit V5 unfused", "unfused")):  # fmt: skip
