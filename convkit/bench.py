@@ -74,13 +74,54 @@ def _cuconv(variant: str) -> Variant:
     return Variant(name, run, knobs, candidates=candidates)
 
 
+def _same_padded(p: ConvProblem) -> bool:
+    """The Chang 2022 kernels' problems: one image, square 1x1/3x3/5x5 filters, "same" padding, stride 1."""
+    return p.n == 1 and p.r == p.s and p.r in (1, 3, 5) and p.pad == (p.r - 1) // 2 and p.stride == 1
+
+
+def _chang_single(name: str, planner: str) -> Variant:
+    from convkit import chang2022 as chang
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        plan = getattr(chang, planner)(p, chang.latency_model(chang.current_figures()))
+        return plan.as_params()
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        chang.conv2d_single(x, w, plan=chang.SinglePlan(**knobs), out=out)
+
+    return Variant(name, run, knobs, supports=lambda p: p.c == 1 and _same_padded(p))
+
+
+def _chang_multi(name: str, paper: bool) -> Variant:
+    from convkit import chang2022 as chang
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        from convkit.gpu import sm_count
+
+        if paper:
+            return chang.paper_multi_config(p, chang.latency_model(chang.current_figures())).as_params()
+        return chang.multi_config(p, sm_count()).as_params()
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        chang.conv2d_multi(x, w, config=chang.MultiConfig(**knobs), out=out)
+
+    return Variant(name, run, knobs, supports=_same_padded)
+
+
 #: Every convkit kernel the benchmark knows, by variant name.
 VARIANTS: dict[str, Variant] = {
     "direct": Variant("direct", _direct, lambda p: {"threads": 256}),
     **{f"cuconv_{v}": _cuconv(v) for v in ("paper", "fused", "split", "tiled")},
+    "chang_single": _chang_single("chang_single", "plan_single"),
+    "chang_single_fill": _chang_single("chang_single_fill", "fill_plan"),
+    "chang_multi": _chang_multi("chang_multi", paper=True),
+    "chang_multi_async": _chang_multi("chang_multi_async", paper=False),
 }
 #: The cuConv chapter's ladder: the paper's design, then each step past it.
 CUCONV_VARIANTS: tuple[str, ...] = ("cuconv_paper", "cuconv_fused", "cuconv_split", "cuconv_tiled")
+#: The Chang 2022 chapter: the paper's plan and the H100's, for each of its two kernels.
+CHANG_SINGLE_VARIANTS: tuple[str, ...] = ("chang_single", "chang_single_fill")
+CHANG_MULTI_VARIANTS: tuple[str, ...] = ("chang_multi", "chang_multi_async")
 
 
 def cases(

@@ -240,6 +240,32 @@ def toy_cnn(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DE
     return _sweep_results(TOY_EXPERIMENT, measure_toy_cnn, device, quick, recorded_gpu)
 
 
+#: The Chang 2022 sweep's experiment and timing (117 problems x 2 variants + every cuDNN algorithm).
+CHANG_EXPERIMENT = "chang2022"
+CHANG_TIMING: dict[str, Any] = {"warmup": 3, "min_reps": 10, "max_reps": 300, "budget_ms": 40.0}
+#: Configurations of a --quick run: every seventh of each grid.
+CHANG_QUICK_STEP = 7
+
+
+def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str = CHANG_EXPERIMENT,
+                      progress: Any = print) -> None:  # fmt: skip
+    """Sweep the single-channel grid (both plans) and the multi-channel grid (both launches) against
+    every cuDNN algorithm and PyTorch into ``<experiment>.csv``; resumes where it stopped."""
+    from convkit import chang2022 as chang
+    from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, run_experiment
+
+    step = CHANG_QUICK_STEP if quick else 1
+    for problems, variants in ((chang.single_problems(), CHANG_SINGLE_VARIANTS),
+                               (chang.multi_problems(), CHANG_MULTI_VARIANTS)):  # fmt: skip
+        run_experiment(experiment, problems[::step], directory=directory, variants=variants, timing=CHANG_TIMING,
+                       progress=progress)  # fmt: skip
+
+
+def chang2022(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The Chang 2022 sweep (notebook 04): both kernels, both plans, every cuDNN algorithm, 117 problems."""
+    return _sweep_results(CHANG_EXPERIMENT, measure_chang2022, device, quick, recorded_gpu)
+
+
 def provenance_table(results: Results) -> Any:
     """One row per run that wrote the results: GPU, driver, CUDA, NVRTC, CuPy, cuDNN, commit, date."""
     import pandas as pd

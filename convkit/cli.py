@@ -109,9 +109,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     require_cupy()
     directory = Path(args.directory) if args.directory else results_dir() / gpu_slug(device_name())
-    if args.chapter == "toy_cnn":
-        experiment = chapter.TOY_EXPERIMENT + ("_quick" if args.quick else "")
-        chapter.measure_toy_cnn(directory, quick=args.quick, experiment=experiment)
+    simple = {"toy_cnn": (chapter.TOY_EXPERIMENT, chapter.measure_toy_cnn),
+              "chang2022": (chapter.CHANG_EXPERIMENT, chapter.measure_chang2022)}  # fmt: skip
+    if args.chapter in simple:
+        name, measure = simple[args.chapter]
+        experiment = name + ("_quick" if args.quick else "")
+        measure(directory, quick=args.quick, experiment=experiment)
         print(f"rows in {directory / experiment}.csv")
         return 0
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else None
@@ -180,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     kernels.set_defaults(func=_cmd_kernels)
 
     sweep = sub.add_parser("sweep", help="tune, then sweep a chapter's configurations (resumable)")
-    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn"])
+    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn", "chang2022"])
     sweep.add_argument("--batches", help="cuconv: comma-separated batch sizes (default: all seven of the paper)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")

@@ -38,6 +38,22 @@ def kernel_source(name: str) -> Path:
     return path
 
 
+_LOCAL_INCLUDE = re.compile(r'^#include "(?P<name>[\w.]+)"[^\n]*$', re.MULTILINE)
+
+
+def kernel_code(name: str) -> str:
+    """The text of ``kernels/<name>.cu`` with its ``#include "x.cuh"`` of ``kernels/`` headers inlined,
+    so NVRTC needs no include path and the build cache key covers the headers too."""
+
+    def inline(match: re.Match[str]) -> str:
+        header = kernels_dir() / match.group("name")
+        if not header.is_file():
+            raise FileNotFoundError(f"kernels/{name}.cu includes {match.group('name')}, not in {kernels_dir()}")
+        return header.read_text()
+
+    return _LOCAL_INCLUDE.sub(inline, kernel_source(name).read_text())
+
+
 def kernel_names(source: str) -> list[str]:
     """The ``extern "C" __global__`` kernels a source defines, in order."""
     bounds = r"(?:__launch_bounds__\([^)]*\)\s+)?"  # before or after the return type
@@ -63,7 +79,7 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
         the kernel, compiled once per (source text, options, architecture) in this process;
         CuPy also caches the binary on disk between processes.
     """
-    code = kernel_source(source).read_text()
+    code = kernel_code(source)
     if kernel not in kernel_names(code):
         raise ValueError(f"kernels/{source}.cu defines no kernel {kernel!r} (has {kernel_names(code)})")
     major, minor = compute_capability()

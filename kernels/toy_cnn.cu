@@ -39,6 +39,8 @@
 
 #include <cuda_runtime.h>
 
+#include "async_copy.cuh"
+
 constexpr int kKernelSize = 5;  // the lab's 5x5 filters
 constexpr int kPoolSize = 2;    // 2x2 max-pool, stride 2
 constexpr int kPoolStride = 2;
@@ -297,42 +299,6 @@ constexpr int kInStride = in_stride();
 constexpr int kInFloats = kInH * kInStride;  // one channel's input window
 constexpr int kWFloats = kTaps * kBM;         // one channel's weights, [tap][m]
 constexpr int kStageFloats = kCK * (kInFloats + kWFloats);
-
-__device__ __forceinline__ void copy4(float* dst, const float* src, bool valid)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0));
-#else
-    *dst = valid ? *src : 0.0f;  // Turing (Colab's T4) has no cp.async: a synchronous copy
-#endif
-}
-
-// 16 bytes, of which `bytes` (0 or 16) are read and the rest zero-filled.
-__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
-#else
-    *reinterpret_cast<float4*>(dst) = bytes ? *reinterpret_cast<const float4*>(src) : make_float4(0.f, 0.f, 0.f, 0.f);
-#endif
-}
-
-__device__ __forceinline__ void commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-template <int kPending>
-__device__ __forceinline__ void wait_stages()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-#endif
-}
 
 // Stage channels c0 .. c0+kCK-1: input windows [cc][row][col] and weights [cc][tap][m], zero
 // outside the input, past C, and past M.

@@ -10,6 +10,7 @@ import cupy
 import numpy as np
 
 from convkit import ceilings, reference
+from convkit import chang2022 as chang
 from convkit.cuconv import conv2d_cuconv
 from convkit.direct import conv2d_direct
 from convkit.problem import ConvProblem
@@ -56,6 +57,25 @@ for c, h, w, m in [(3, 19, 23, 5), (9, 36, 44, 70)]:
     for y in outputs:
         err = reference.relative_error(y.get(), ref)
         assert err < 1e-5, (c, h, w, m, err)
+# Chang 2022 (kernels/chang2022.cu): widths no strip divides, maps smaller than the halo, pieces along
+# both axes, channels no segment divides, a channel split (atomics), 4-byte and 16-byte copies.
+for h, w, m, k in [(7, 5, 9, 5), (13, 29, 11, 3), (3, 8, 2, 1)]:
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((1, 1, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, 1, k, k), dtype=np.float32))
+    ref = reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
+    for plan in (chang.SinglePlan("both", 3, 2, 5, 6, 2, 4, 128), chang.SinglePlan("maps", 1, 5, 1, 10**6, 1, 2, 512)):
+        assert reference.relative_error(chang.conv2d_single(x, f, plan=plan).get(), ref) < 1e-5, (h, w, m, k, plan)
+for c, h, w, m, k in [(13, 9, 11, 20, 3), (37, 16, 24, 70, 5), (3, 5, 8, 9, 1)]:
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((1, c, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, c, k, k), dtype=np.float32))
+    ref = reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
+    for cfg in (chang.MultiConfig(bm=16, tile_h=1, tile_w=32, px=1),
+                chang.MultiConfig(bm=40, tile_h=2, tile_w=16, px=1, ck=16),
+                chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, rows16=True, split=3),
+                chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True)):  # fmt: skip
+        assert reference.relative_error(chang.conv2d_multi(x, f, config=cfg).get(), ref) < 1e-5, (c, h, w, m, k, cfg)
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
 ceilings.fma_peak(iters=4, blocks_per_sm=1)

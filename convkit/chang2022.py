@@ -1,0 +1,614 @@
+"""Chang, Onishi, Maruyama 2022 (Pascal kernels): the latency-hiding model, the planners, the launchers.
+
+The paper's section 2.2 turns a GPU's figures into how much must be in flight to hide the
+global-memory latency (:func:`latency_model`, its Table 1). Section 3.1 divides a single-channel
+convolution (C = 1, M filters) over the SMs with the S/T procedure (:func:`plan_single`); section
+3.2 sizes the stride-fixed block of the multi-channel kernel (:func:`paper_multi_config`). The
+kernels are in ``kernels/chang2022.cu``:
+
+- ``chang_single``: executes a :class:`SinglePlan` (the paper's from :func:`plan_single`, or the
+  H100's from :func:`fill_plan`, which also divides the other axis so that every SM has work).
+- ``chang_multi``: the stride-fixed block; :func:`paper_multi_config` gives the paper's launch (one
+  pixel per thread on a 32-pixel line, 4-byte copies), :func:`multi_config` the H100's (2-D tiles of
+  4-pixel strips, 16-byte copies, channels split over blocks for small maps).
+
+Everything here but the launchers is pure arithmetic, tested on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from convkit.arrays import check_conv_args, check_output
+from convkit.compile import load_kernel
+from convkit.problem import ConvProblem
+
+_FLOAT = 4
+WARP = 32
+#: Filter sizes the kernels are built for (a thread reads 8 staged columns per row).
+FILTER_SIZES = (1, 3, 5)
+#: Blocks per SM in both of the paper's kernels ("two blocks are assigned to each SM").
+BLOCKS_PER_SM = 2
+#: The paper's claims (section 4, Figure 5): speedups over cuDNN 7.1 on the GTX 1080 Ti.
+PAPER_SPEEDUPS = {"single": {"min": 1.5, "mean": 2.6, "max": 5.6}, "multi": {"min": 1.05, "mean": 1.39, "max": 2.0}}
+
+
+# --- The model (section 2.2, Table 1) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """What the model needs to know about a GPU.
+
+    Args:
+        name: the GPU.
+        latency_cycles: global-memory load latency, SM clock cycles.
+        bandwidth_gbps: global-memory bandwidth, GB/s (1e9 bytes).
+        clock_mhz: SM clock the latency is counted in.
+        sm_count: streaming multiprocessors.
+        fp32_lanes_per_sm: FP32 cores per SM.
+        shared_bytes_per_sm: shared memory per SM.
+        registers_per_sm: 32-bit registers per SM.
+        source: where the figures come from.
+    """
+
+    name: str
+    latency_cycles: float
+    bandwidth_gbps: float
+    clock_mhz: float
+    sm_count: int
+    fp32_lanes_per_sm: int
+    shared_bytes_per_sm: int
+    registers_per_sm: int
+    source: str = ""
+
+
+#: The paper's Table 1 inputs: latency from Mei and Chu's microbenchmarks, base clock, 96 KB shared memory.
+GTX_1080TI = GpuFigures("GeForce GTX 1080 Ti", latency_cycles=258, bandwidth_gbps=484, clock_mhz=1480, sm_count=28,
+                        fp32_lanes_per_sm=128, shared_bytes_per_sm=96 * 1024, registers_per_sm=65536,
+                        source="the paper's Table 1")  # fmt: skip
+#: The paper counts two operations per core per clock ("Flops/clock cycle/core"; one FMA is two).
+PAPER_OPS_PER_LANE_CLOCK = 2
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Table 1: what must be in flight to hide the latency (the paper's quantities, per GPU and SM)."""
+
+    figures: GpuFigures
+    bytes_per_clock: int  # bandwidth / clock, rounded as the paper does (327)
+    data_requirement_bytes: int  # bytes in flight to cover one latency (84,366)
+    threads_required: int  # 4-byte loads in flight, whole warps (21,120)
+    warps_per_sm: int  # (24)
+    threads_per_sm: int  # (768)
+    data_per_sm_bytes: int  # (3,072)
+    min_volume_bytes: int  # threads_per_sm * SMs * 4 (86,016)
+    fma_requirement_per_sm: int  # C_FMA: operations per SM over one latency (256 x 258)
+
+    def table(self) -> dict[str, Any]:
+        """The rows of the paper's Table 1 (plus the FMA requirement), for display."""
+        f = self.figures
+        return {
+            "global memory latency (clock cycles)": f.latency_cycles,
+            "bandwidth (GB/s)": round(f.bandwidth_gbps, 1),
+            "clock (MHz)": round(f.clock_mhz, 1),
+            "SMs": f.sm_count,
+            "transmission rate (bytes/clock)": self.bytes_per_clock,
+            "data requirement (bytes)": self.data_requirement_bytes,
+            "thread requirement (whole GPU)": self.threads_required,
+            "thread requirement/SM": self.threads_per_sm,
+            "warp requirement/SM": self.warps_per_sm,
+            "data requirement/SM (bytes)": self.data_per_sm_bytes,
+            "minimum volume (bytes)": self.min_volume_bytes,
+            "FMA requirement/SM (C_FMA, paper's count)": self.fma_requirement_per_sm,
+            "shared memory/SM (bytes)": f.shared_bytes_per_sm,
+        }
+
+
+def latency_model(figures: GpuFigures) -> LatencyModel:
+    """The paper's section 2.2 arithmetic for ``figures``.
+
+    Bytes per clock is bandwidth over clock, rounded; the data requirement is that times the latency;
+    it takes one 4-byte load per thread, in whole warps, spread over the SMs (rounded up to warps).
+    The FMA requirement is the SM's operations over one latency, counted as the paper does (two per
+    core per clock: 256 x 258 = 66,048 on the 1080 Ti).
+
+    Example:
+        >>> m = latency_model(GTX_1080TI)
+        >>> m.bytes_per_clock, m.data_requirement_bytes, m.threads_per_sm, m.warps_per_sm, m.data_per_sm_bytes
+        (327, 84366, 768, 24, 3072)
+    """
+    f = figures
+    bytes_per_clock = round(f.bandwidth_gbps * 1e9 / (f.clock_mhz * 1e6))
+    data = round(bytes_per_clock * f.latency_cycles)
+    warps = math.ceil(math.ceil(data / _FLOAT) / WARP)
+    warps_per_sm = math.ceil(warps / f.sm_count)
+    threads_per_sm = warps_per_sm * WARP
+    return LatencyModel(
+        figures=f, bytes_per_clock=bytes_per_clock, data_requirement_bytes=data, threads_required=warps * WARP,
+        warps_per_sm=warps_per_sm, threads_per_sm=threads_per_sm, data_per_sm_bytes=threads_per_sm * _FLOAT,
+        min_volume_bytes=threads_per_sm * f.sm_count * _FLOAT,
+        fma_requirement_per_sm=round(PAPER_OPS_PER_LANE_CLOCK * f.fp32_lanes_per_sm * f.latency_cycles),
+    )  # fmt: skip
+
+
+def figures_from_ceilings(summary: dict[str, float], name: str, registers_per_sm: int = 65536) -> GpuFigures:
+    """A GPU's figures from its measured ceilings (:func:`convkit.chapter.ceilings_summary`): the
+    latency beyond L2 (DRAM), the copy bandwidth, the clock under load."""
+    return GpuFigures(name, latency_cycles=round(summary["dram_latency_cycles"]), bandwidth_gbps=summary["copy_gbps"],
+                      clock_mhz=summary["sm_clock_mhz"], sm_count=int(summary["sm_count"]),
+                      fp32_lanes_per_sm=int(summary["fp32_lanes_per_sm"]),
+                      shared_bytes_per_sm=int(summary["shared_memory_per_sm"]), registers_per_sm=registers_per_sm,
+                      source="measured ceilings (notebook 00)")  # fmt: skip
+
+
+#: Latency assumed where a GPU's ceilings were never recorded (cycles; the H100 measures 694).
+ASSUMED_LATENCY_CYCLES = 600
+
+
+def current_figures() -> GpuFigures:
+    """The figures of the GPU in use: its recorded ceilings if ``results/<gpu>/ceilings.csv`` exists,
+    else its properties with the theoretical bandwidth and :data:`ASSUMED_LATENCY_CYCLES`."""
+    from convkit.gpu import device_name, gpu_slug, require_cupy
+    from convkit.paths import results_dir
+
+    name = device_name()
+    directory = results_dir() / gpu_slug(name)
+    if (directory / "ceilings.csv").is_file():
+        from convkit.chapter import ceilings_summary
+        from convkit.results import load_results
+
+        summary = ceilings_summary(load_results(directory, "ceilings")[0])
+        if not math.isnan(summary["dram_latency_cycles"]):
+            return figures_from_ceilings(summary, name)
+    cupy = require_cupy()
+    attrs = cupy.cuda.Device().attributes
+    major, minor = (int(v) for v in cupy.cuda.Device().compute_capability)
+    from convkit.ceilings import FP32_LANES_PER_SM
+
+    memory_mhz = attrs.get("MemoryClockRate", 0) / 1e3
+    return GpuFigures(name, ASSUMED_LATENCY_CYCLES, 2 * memory_mhz * 1e6 * attrs["GlobalMemoryBusWidth"] / 8 / 1e9,
+                      attrs.get("ClockRate", 1e6) / 1e3, attrs["MultiProcessorCount"],
+                      FP32_LANES_PER_SM.get((major, minor), 64), attrs["MaxSharedMemoryPerMultiprocessor"],
+                      attrs["MaxRegistersPerMultiprocessor"], source="device properties, latency assumed")  # fmt: skip
+
+
+# --- Single channel: the S/T procedure (section 3.1) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SinglePlan:
+    """How ``chang_single`` divides a single-channel convolution (all JSON-able, recorded as knobs).
+
+    A block owns ``band_rows`` output rows and ``group_filters`` filters and works through them in
+    pieces of ``piece_rows`` x ``piece_filters``, prefetching the next piece. ``method`` is
+    ``"filters"`` (the paper's first: filters divided over the SMs, the map in ``s`` pieces),
+    ``"maps"`` (its second: the map divided over the SMs, the filters in ``t`` pieces) or ``"both"``
+    (:func:`fill_plan`).
+    """
+
+    method: str
+    s: int
+    t: int
+    band_rows: int
+    group_filters: int
+    piece_rows: int
+    piece_filters: int
+    threads: int = 256
+
+    def as_params(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def blocks(self, problem: ConvProblem) -> int:
+        return math.ceil(problem.h / self.band_rows) * math.ceil(problem.m / self.group_filters)
+
+
+def staged_row_floats(width: int) -> int:
+    """The kernel's staged input row stride (floats): 4 * ceil(W / 4) + 4."""
+    return 4 * math.ceil(width / 4) + 4
+
+
+def single_stage_bytes(problem: ConvProblem, rows: int, filters: int) -> int:
+    """Shared memory of one piece as ``chang_single`` stages it (the paper's D_1 / D_2, to the byte):
+    ``rows + K - 1`` input rows and ``filters`` (padded to 8) x K x K weights."""
+    k = problem.r
+    return _FLOAT * ((rows + k - 1) * staged_row_floats(problem.w) + k * k * math.ceil(filters / 8) * 8)
+
+
+def single_fmas(problem: ConvProblem, rows: int, filters: int) -> int:
+    """FMAs of one piece (the paper's F_1 / F_2): rows x W pixels x filters x K x K."""
+    return rows * problem.w * filters * problem.r * problem.s
+
+
+@dataclass(frozen=True)
+class SingleBounds:
+    """One method's side of the S/T procedure: the divisor's range and what was chosen."""
+
+    method: str
+    per_block: int  # filters (method "filters") or rows (method "maps") each block owns
+    lower: int  # from the shared-memory bound (two stages fit a block's share of the SM)
+    upper: int  # from the FMA requirement (pieces keep at least C_FMA per block)
+    chosen: int
+    stage_bytes: int
+    fmas: int
+
+    @property
+    def in_range(self) -> bool:
+        return self.lower <= self.upper
+
+
+def _smallest(lo: int, hi: int, ok: Any) -> int:
+    """Smallest d in lo..hi with ok(d), or hi + 1."""
+    for d in range(lo, hi + 1):
+        if ok(d):
+            return d
+    return hi + 1
+
+
+def single_bounds(problem: ConvProblem, model: LatencyModel, blocks_per_sm: int = BLOCKS_PER_SM) -> list[SingleBounds]:
+    """Both methods' S and T ranges (steps 1-3 of the procedure), per block (two blocks share an SM's
+    shared memory and FMA requirement)."""
+    f = model.figures
+    blocks = blocks_per_sm * f.sm_count
+    fma_req = math.ceil(model.fma_requirement_per_sm / blocks_per_sm)
+    stage_limit = f.shared_bytes_per_sm // blocks_per_sm // 2  # two stages per block
+    h, m = problem.h, problem.m
+    out = []
+    # Method 1: each block takes ceil(M / blocks) filters and the whole map, in S pieces of rows.
+    gf = math.ceil(m / blocks)
+    lower = _smallest(1, h, lambda s: single_stage_bytes(problem, math.ceil(h / s), gf) <= stage_limit)
+    upper = max((s for s in range(1, h + 1) if single_fmas(problem, math.ceil(h / s), gf) >= fma_req), default=0)
+    s = lower if lower <= upper else min(lower, h)
+    out.append(SingleBounds("filters", gf, lower, upper, s, single_stage_bytes(problem, math.ceil(h / s), gf),
+                            single_fmas(problem, math.ceil(h / s), gf)))  # fmt: skip
+    # Method 2: each block takes ceil(H / blocks) rows and all filters, in T pieces of filters.
+    rb = math.ceil(h / blocks)
+    lower = _smallest(1, m, lambda t: single_stage_bytes(problem, rb, math.ceil(m / t)) <= stage_limit)
+    upper = max((t for t in range(1, m + 1) if single_fmas(problem, rb, math.ceil(m / t)) >= fma_req), default=0)
+    t = lower if lower <= upper else min(lower, m)
+    out.append(SingleBounds("maps", rb, lower, upper, t, single_stage_bytes(problem, rb, math.ceil(m / t)),
+                            single_fmas(problem, rb, math.ceil(m / t))))  # fmt: skip
+    return out
+
+
+def plan_single(problem: ConvProblem, model: LatencyModel, *, blocks_per_sm: int = BLOCKS_PER_SM,
+                threads: int = 256) -> SinglePlan:  # fmt: skip
+    """The paper's S/T procedure (section 3.1) for a C = 1 problem.
+
+    1. S (method 1) and T (method 2) may not be so small that a piece's data outgrows shared memory
+       (here: two stages in a block's share of the SM) -- the lower bounds;
+    2. nor so large that a piece's FMAs fall below C_FMA -- the upper bounds;
+    3. the smallest value in range is taken; where the range is empty the paper sets 1, which
+       cannot fit large maps, so we take the smallest that fits (the piece then relies on the
+       volume in flight rather than on FMAs to hide the latency);
+    4. the method with the smaller piece data is used, the other divisor reset to 1.
+
+    The register bound does not apply: the kernel keeps 8 x 4 accumulators per thread and loops
+    over the piece, so registers do not grow with it.
+    """
+    one, two = single_bounds(problem, model, blocks_per_sm)
+    if one.stage_bytes <= two.stage_bytes:
+        return SinglePlan("filters", one.chosen, 1, problem.h, one.per_block, math.ceil(problem.h / one.chosen),
+                          one.per_block, threads)  # fmt: skip
+    return SinglePlan("maps", 1, two.chosen, two.per_block, problem.m, two.per_block,
+                      math.ceil(problem.m / two.chosen), threads)  # fmt: skip
+
+
+def fill_plan(problem: ConvProblem, model: LatencyModel, *, blocks_per_sm: int = BLOCKS_PER_SM,
+              threads: int = 256) -> SinglePlan:  # fmt: skip
+    """The paper's plan, then divided along the other axis too (its approach 3, "both") until there are
+    ``blocks_per_sm`` blocks per SM: with 132 SMs, M = 32 filters or a 28-row map leave most SMs idle
+    under either single division."""
+    plan = plan_single(problem, model, blocks_per_sm=blocks_per_sm, threads=threads)
+    target = blocks_per_sm * model.figures.sm_count
+    groups = math.ceil(problem.m / plan.group_filters)
+    bands = math.ceil(problem.h / plan.band_rows)
+    if bands * groups >= target:
+        return plan
+    if plan.method == "filters":  # few filter groups: cut the map into bands as well
+        band_rows = math.ceil(problem.h / min(problem.h, math.ceil(target / groups)))
+        return SinglePlan("both", plan.s, 1, band_rows, plan.group_filters, min(plan.piece_rows, band_rows),
+                          plan.piece_filters, threads)  # fmt: skip
+    group_filters = math.ceil(problem.m / min(problem.m, math.ceil(target / bands)))
+    return SinglePlan("both", 1, plan.t, plan.band_rows, group_filters, plan.piece_rows,
+                      min(plan.piece_filters, group_filters), threads)  # fmt: skip
+
+
+def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyModel,
+                      blocks_per_sm: int = BLOCKS_PER_SM) -> dict[str, Any]:  # fmt: skip
+    """What a plan does on a problem: blocks, pieces per block, bytes and FMAs per piece, whether a
+    piece's FMAs cover C_FMA (prefetch hides the latency) and whether the bytes in flight over the GPU
+    reach the data requirement (the paper's second approach)."""
+    blocks = plan.blocks(problem)
+    pieces = math.ceil(plan.band_rows / plan.piece_rows) * math.ceil(plan.group_filters / plan.piece_filters)
+    stage = single_stage_bytes(problem, plan.piece_rows, plan.piece_filters)
+    fmas = single_fmas(problem, plan.piece_rows, plan.piece_filters)
+    resident = min(blocks, blocks_per_sm * model.figures.sm_count)
+    return {"method": plan.method, "S": plan.s, "T": plan.t, "blocks": blocks, "pieces_per_block": pieces,
+            "piece_rows": plan.piece_rows, "piece_filters": plan.piece_filters, "stage_bytes": stage,
+            "fmas_per_piece": fmas,
+            "fma_hides_latency": fmas >= model.fma_requirement_per_sm / blocks_per_sm,
+            "volume_in_flight": resident * stage,
+            "volume_covers": resident * stage >= model.data_requirement_bytes}  # fmt: skip
+
+
+# --- Multi channel: the stride-fixed block (section 3.2) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MultiConfig:
+    """Compile-time block of ``chang_multi`` and its channel split.
+
+    Args:
+        bm: filters per block (the paper's N_f), a multiple of 8.
+        tile_h, tile_w: output rows and pixels per line (P_x) per block.
+        rpt: output rows per thread.
+        px: adjacent pixels per thread (1: the paper's one pixel per thread; 4).
+        ck: channels per segment (8: 32 x K x K bytes of each filter).
+        split: blocks sharing one output tile's channels (atomicAdd when above 1).
+        rows16: 16-byte copies of input rows where the map width allows.
+    """
+
+    bm: int = 64
+    tile_h: int = 1
+    tile_w: int = 32
+    rpt: int = 1
+    px: int = 1
+    ck: int = 8
+    split: int = 1
+    rows16: bool = False
+
+    def __post_init__(self) -> None:
+        if self.bm < 8 or self.bm % 8:
+            raise ValueError(f"bm must be a positive multiple of 8, got {self.bm!r}")
+        if self.px not in (1, 4):
+            raise ValueError(f"px must be 1 or 4, got {self.px!r}")
+        if self.tile_w % 4 or self.tile_w % self.px or self.tile_h % self.rpt or self.tile_h < 1:
+            raise ValueError(f"tile {self.tile_h}x{self.tile_w} must be whole threads of {self.rpt}x{self.px}, "
+                             "and 4-wide")  # fmt: skip
+        if self.threads % WARP or self.threads > 1024:
+            raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
+        if self.ck < 1 or self.split < 1:
+            raise ValueError("ck and split must be positive")
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // 8) * (self.tile_h // self.rpt) * (self.tile_w // self.px)
+
+    @property
+    def min_blocks(self) -> int:
+        """``__launch_bounds__`` blocks per SM: keeps ptxas at 128 registers or more per thread."""
+        return max(1, 65536 // (self.threads * 128))
+
+    def in_stride(self) -> int:
+        """Staged input row stride (floats), as the kernel's ``in_stride()`` computes it."""
+        width = self.tile_w + 8
+        threads_x = self.tile_w // self.px
+
+        def conflict_free(stride: int) -> bool:
+            if self.px != 4 or threads_x >= 8:
+                return True
+            words = [(lane // threads_x) * self.rpt * stride + (lane % threads_x) * 4 + k
+                     for lane in range(8) for k in range(4)]  # fmt: skip
+            return len({wd % 32 for wd in words}) == 32
+
+        for stride in range(width, width + 32, 4):
+            if conflict_free(stride):
+                return stride
+        return width
+
+    def shared_bytes(self, k: int) -> int:
+        """Dynamic shared memory: two stages of ``ck`` input windows and ``ck`` x K x K x (bm + 4) weights."""
+        stage = self.ck * (self.tile_h + k - 1) * self.in_stride() + self.ck * k * k * (self.bm + 4)
+        return 2 * stage * _FLOAT
+
+    def options(self, k: int) -> tuple[str, ...]:
+        return (f"-DCM_K={k}", f"-DCM_BM={self.bm}", f"-DCM_TILE_H={self.tile_h}", f"-DCM_TILE_W={self.tile_w}",
+                f"-DCM_RPT={self.rpt}", f"-DCM_PX={self.px}", f"-DCM_CK={self.ck}",
+                f"-DCM_MIN_BLOCKS={self.min_blocks}")  # fmt: skip
+
+    def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
+        return (math.ceil(problem.w / self.tile_w), math.ceil(problem.h / self.tile_h),
+                math.ceil(problem.m / self.bm) * self.split)  # fmt: skip
+
+    def split_channels(self, problem: ConvProblem) -> int:
+        """Channels per split, a multiple of ``ck``."""
+        return math.ceil(math.ceil(problem.c / self.split) / self.ck) * self.ck
+
+    def as_params(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: The paper's P_x: 32 pixels, 128 bytes of a feature-map line.
+PAPER_PX = 32
+#: Channels per segment: 8 x K x K floats, the paper's 32 bytes at 1x1 and a multiple of 32 bytes for any K.
+SEGMENT_CHANNELS = 8
+#: N_f cap: 8 filters per thread, 32 pixels per line, 1024 threads.
+MAX_PAPER_BM = 256
+
+
+def paper_multi_config(problem: ConvProblem, model: LatencyModel, *,
+                       blocks_per_sm: int = BLOCKS_PER_SM) -> MultiConfig:  # fmt: skip
+    """The paper's section 3.2 rule: S_B = 8 channels (32 bytes at 1x1), P_x = 32 pixels, and the
+    smallest N_f (a multiple of 8) with P_x x N_f x S_B/4 x K x K FMAs per segment >= C_FMA per block,
+    capped by the half-shared-memory bound (two segments in flight) and by M."""
+    k = problem.r
+    fma_req = model.fma_requirement_per_sm / blocks_per_sm
+    stage_limit = model.figures.shared_bytes_per_sm // blocks_per_sm
+    bm = max(8, math.ceil(fma_req / (PAPER_PX * SEGMENT_CHANNELS * k * k) / 8) * 8)
+    bm = min(bm, MAX_PAPER_BM, math.ceil(problem.m / 8) * 8)
+    while bm > 8 and MultiConfig(bm=bm).shared_bytes(k) > stage_limit:
+        bm -= 8
+    return MultiConfig(bm=bm, tile_h=1, tile_w=PAPER_PX, rpt=1, px=1, ck=SEGMENT_CHANNELS)
+
+
+#: Tiles :func:`multi_config` chooses from: (bm, tile_h, tile_w, rpt); 2 rows per thread only up to 3x3
+#: (5x5 spills at 128 registers).
+MULTI_TILES: tuple[tuple[int, int, int, int], ...] = (
+    (16, 32, 32, 2), (32, 16, 32, 1), (64, 16, 16, 1), (64, 8, 16, 1), (64, 8, 8, 1), (32, 8, 8, 1),
+)
+#: Fewest channels a split keeps: two segments.
+MIN_SPLIT_CHANNELS = 2 * SEGMENT_CHANNELS
+
+
+def multi_config(problem: ConvProblem, sm_count: int, *, shared_limit: int = 232448) -> MultiConfig:
+    """The H100's launch of the stride-fixed block: the largest tile of :data:`MULTI_TILES` (most reuse
+    per staged byte) unless a smaller one wastes at least 10% less work once padding and the GPU's
+    waves are counted; the channels are split over enough blocks to give every SM two."""
+    k = problem.r
+    target = 2 * sm_count
+    best, best_cost = None, math.inf
+    for bm, th, tw, rpt in MULTI_TILES:
+        if rpt > 1 and k > 3:
+            continue
+        base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=SEGMENT_CHANNELS)
+        if base.shared_bytes(k) > shared_limit:
+            continue
+        blocks = math.prod(base.grid(problem))
+        split = max(1, min(math.ceil(target / blocks), problem.c // MIN_SPLIT_CHANNELS))
+        padded = (math.ceil(problem.h / th) * th) * (math.ceil(problem.w / tw) * tw) * (math.ceil(problem.m / bm) * bm)
+        total = blocks * split
+        waves = math.ceil(total / target) * target / total  # idle share of the last wave
+        cost = padded * waves * (1.1 if split > 1 else 1.0)  # zeroing and atomics
+        if cost < 0.9 * best_cost:
+            best, best_cost = MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True), cost
+    if best is None:
+        raise ValueError(f"no tile of MULTI_TILES fits {shared_limit} bytes of shared memory for {k}x{k} filters")
+    return best
+
+
+# --- Launchers ------------------------------------------------------------------------------------------------
+
+
+def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
+    """Validate the arguments of both kernels before launch: one image, square K x K filters with K in
+    1, 3, 5, "same" padding implied; ``single`` also needs C = 1. Errors name the argument."""
+    k = w.shape[-1] if hasattr(w, "shape") and len(w.shape) == 4 else 1
+    problem = check_conv_args(x, w, pad=(k - 1) // 2 if k % 2 else 0, stride=1)
+    if problem.n != 1:
+        raise ValueError(f"x must hold one image (N = 1) as in the paper, got N = {problem.n}")
+    if problem.r != problem.s or problem.r not in FILTER_SIZES:
+        raise ValueError(f"w must hold square 1x1, 3x3 or 5x5 filters, got {problem.r}x{problem.s}")
+    if single and problem.c != 1:
+        raise ValueError(f"x must have one channel for the single-channel kernel, got C = {problem.c}")
+    p = problem
+    if max(p.c * p.h * p.w, p.m * p.c * p.r * p.s, p.m * p.h * p.w) >= 2**31:
+        raise ValueError("x, w or the output has 2^31 elements or more; the kernels index planes with int")
+    return problem
+
+
+def _output(out: Any, problem: ConvProblem) -> Any:
+    import cupy
+
+    if out is None:
+        return cupy.empty(problem.output_shape, dtype=cupy.float32)
+    check_output(out, problem)
+    return out
+
+
+def _prepare(kernel: Any, shared: int) -> None:
+    import cupy
+
+    limit = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+    if shared > limit:
+        raise ValueError(f"the launch needs {shared} bytes of shared memory; this GPU allows {limit}")
+    if shared > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = shared
+
+
+def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = None) -> Any:
+    """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``.
+
+    Args:
+        x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
+        plan: the division; default :func:`fill_plan` for this GPU's figures.
+        out: optional float32 (1, M, H, W) output.
+
+    Example:
+        >>> y = conv2d_single(x, w, plan=plan_single(problem, latency_model(current_figures())))  # doctest: +SKIP
+    """
+    import cupy
+
+    problem = check_same_args(x, w, single=True)
+    if plan is None:
+        plan = fill_plan(problem, latency_model(current_figures()))
+    if not isinstance(plan, SinglePlan):
+        raise TypeError(f"plan must be a SinglePlan, got {type(plan).__name__}")
+    for name in ("band_rows", "group_filters", "piece_rows", "piece_filters"):
+        if getattr(plan, name) < 1:
+            raise ValueError(f"plan.{name} must be positive, got {getattr(plan, name)}")
+    if plan.piece_rows > plan.band_rows or plan.piece_filters > plan.group_filters:
+        raise ValueError(f"plan pieces ({plan.piece_rows} rows x {plan.piece_filters} filters) exceed the block's "
+                         f"share ({plan.band_rows} x {plan.group_filters})")  # fmt: skip
+    if plan.threads not in (128, 256, 512):
+        raise ValueError(f"plan.threads must be 128, 256 or 512, got {plan.threads}")
+    out = _output(out, problem)
+    min_blocks = max(1, 512 // plan.threads)
+    options = (f"-DCS_K={problem.r}", f"-DCS_THREADS={plan.threads}", f"-DCS_MIN_BLOCKS={min_blocks}")
+    kernel = load_kernel("chang2022", "chang_single", options=options)
+    shared = 2 * single_stage_bytes(problem, plan.piece_rows, plan.piece_filters)
+    _prepare(kernel, shared)
+    p = problem
+    bands = math.ceil(p.h / plan.band_rows)
+    kernel((plan.blocks(p),), (plan.threads,),
+           (x, w, out, *(cupy.int32(v) for v in (p.h, p.w, p.m, plan.band_rows, bands, plan.group_filters,
+                                                  plan.piece_rows, plan.piece_filters))),
+           shared_mem=shared)  # fmt: skip
+    return out
+
+
+def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | None = None, out: Any = None) -> Any:
+    """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``.
+
+    Args:
+        x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
+        config: the block; default :func:`multi_config` for this GPU. With ``split`` above 1 the output
+            is zeroed first and the splits add into it.
+        out: optional float32 (1, M, H, W) output.
+    """
+    import cupy
+
+    from convkit.gpu import sm_count
+
+    problem = check_same_args(x, w, single=False)
+    config = config if config is not None else multi_config(problem, sm_count())
+    if not isinstance(config, MultiConfig):
+        raise TypeError(f"config must be a MultiConfig, got {type(config).__name__}")
+    grid = config.grid(problem)
+    if grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a taller tile or fewer splits)")
+    out = _output(out, problem)
+    kernel = load_kernel("chang2022", "chang_multi", options=config.options(problem.r))
+    shared = config.shared_bytes(problem.r)
+    _prepare(kernel, shared)
+    split_channels = config.split_channels(problem)
+    if split_channels < problem.c:
+        out.fill(0.0)  # the splits add into it
+    rows16 = config.rows16 and problem.w % 4 == 0 and x.data.ptr % 16 == 0
+    p = problem
+    kernel(grid, (config.threads,),
+           (x, w, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, split_channels, int(rows16)))),
+           shared_mem=shared)  # fmt: skip
+    return out
+
+
+# --- The chapter's grids (the paper's section 4, and the issue's) ---------------------------------------------
+
+#: Single-channel maps, filters M and filter sizes: 6 x 3 x 3 = 54 configurations.
+SINGLE_MAPS, SINGLE_FILTERS = (28, 56, 112, 224, 512, 1024), (32, 128, 512)
+#: Multi-channel maps and C = M: 7 x 3 x 3 = 63 configurations, batch 1.
+MULTI_MAPS, MULTI_CHANNELS = (7, 14, 28, 56, 112, 224, 512), (64, 256, 512)
+
+
+def single_problems() -> list[ConvProblem]:
+    """The single-channel grid: C = 1, maps 28..1024 square, M 32..512, filters 1, 3, 5."""
+    return [ConvProblem.same(1, 1, h, h, m, k) for h in SINGLE_MAPS for m in SINGLE_FILTERS for k in FILTER_SIZES]
+
+
+def multi_problems() -> list[ConvProblem]:
+    """The multi-channel grid: batch 1, maps 7..512 square, C = M in 64, 256, 512, filters 1, 3, 5."""
+    return [ConvProblem.same(1, c, h, h, c, k) for h in MULTI_MAPS for c in MULTI_CHANNELS for k in FILTER_SIZES]

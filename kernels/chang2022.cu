@@ -1,0 +1,427 @@
+// Chang, Onishi, Maruyama, "Fast convolution kernels on Pascal GPU with high memory efficiency"
+// (arXiv 2212.00404; GTX 1080 Ti, CUDA 8.0), and the study's steps past it on the H100.
+//
+//   out[m][y][x] = sum_{c,r,s} w[m][c][r][s] * in[c][y + r - pad][x + s - pad],  pad = (K - 1) / 2
+//
+// One image, NCHW float32, "same" padding, stride 1, K in {1, 3, 5}, FP32 FMA accumulation.
+//
+// chang_single (section 3.1, C = 1): executes a plan of convkit.chang2022.plan_single. A block owns
+//   a band of output rows and a group of filters, cut into pieces of piece_rows x piece_filters; each
+//   piece's input rows (plus the K - 1 halo rows) and filters are staged in shared memory, and the
+//   next piece is prefetched (cp.async double buffer) while the current one is computed. The
+//   paper's S divides the map (method 1: filters per SM, rows in S pieces); its T divides the
+//   filters (method 2: rows per SM, filters in T pieces). Each thread computes 8 filters x 4
+//   adjacent pixels at a time and loops over its share of the piece, so the piece's size is bounded
+//   by shared memory, not by registers (the paper keeps a piece's outputs in registers).
+//
+// chang_multi (section 3.2, the stride-fixed block): per stage a block stages a segment of CM_CK
+//   channels of each of its CM_BM filters (CM_CK * K * K contiguous floats per filter, at a fixed
+//   stride C * K * K apart: 32 * K * K bytes for 8 channels, the paper's 32-byte segment at 1x1)
+//   and the matching input lines of its pixels, double-buffered: the next segment is fetched while
+//   the current one is computed (cp.async: the copies stay in flight during the FMAs, as the
+//   paper's register prefetch did on Pascal, which has no cp.async; a register-staged version
+//   spilled 1.3 KB at 5x5 on sm_90 and was dropped). Each thread moves its window's pixels from
+//   shared memory to registers once per filter row and applies them to 8 filters.
+//     The paper's launch (variant chang_multi): 4-byte copies, one pixel per thread (CM_PX 1) on a
+//       line of P_x = CM_TILE_W pixels, N_f = CM_BM filters from the FMA requirement, no split.
+//     Past the paper (chang_multi_async): 16-byte copies of input rows where the width allows
+//       (rows16), 2-D tiles of CM_RPT x CM_PX pixels per thread, and a split of the channels over
+//       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed with atomicAdd into a zeroed
+//       output (the paper rejects the split, Figure 2(b); next to an idle GPU it is cheap).
+//
+// Not reproduced: the paper's sources (not published) and its S_B / P_x values (lost from the text).
+
+#include <cuda_runtime.h>
+
+#include "async_copy.cuh"
+
+extern __shared__ __align__(16) float dynamic_smem[];
+
+// ---------------------------------------------------------------------------------------------
+// Single channel (section 3.1)
+// ---------------------------------------------------------------------------------------------
+
+#ifndef CS_K
+#define CS_K 3  // filter size
+#endif
+#ifndef CS_THREADS
+#define CS_THREADS 256  // threads per block (the paper: 512; 256 keeps 95 registers, no spills)
+#endif
+#ifndef CS_MIN_BLOCKS
+#define CS_MIN_BLOCKS 2
+#endif
+
+namespace single {
+constexpr int kK = CS_K, kPad = (CS_K - 1) / 2, kTaps = kK * kK;
+constexpr int kFilters = 8;  // per thread: two float4 weight reads per tap
+constexpr int kPixels = 4;   // per thread, adjacent in a row: one float4 store per filter
+constexpr int kThreads = CS_THREADS;
+static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5: a thread reads 8 staged columns per row");
+
+// Staged input row stride: the thread of pixels 4q..4q+3 reads columns 4q..4q+7, and
+// 4 * quads + 4 >= W + K - 1 for K <= 5.
+__device__ __forceinline__ int in_stride(int W) { return 4 * ((W + 3) / 4) + 4; }
+
+struct Piece {
+    int row0, rows, f0, filters;
+};
+
+// Stage a piece: input rows row0 - pad .. row0 + rows + pad - 1 (zero outside the map; staged
+// column j is input column j - pad) and the piece's filters as [tap][g], g padded to g_stride.
+__device__ __forceinline__ void load_piece(
+    float* stage, const float* __restrict__ x, const float* __restrict__ w, const Piece& p, int H, int W,
+    int g_stride)
+{
+    const int stride = in_stride(W);
+    const int in_floats = (p.rows + kK - 1) * stride;
+    for (int i = threadIdx.x; i < in_floats; i += kThreads) {
+        const int gy = p.row0 - kPad + i / stride, gx = i % stride - kPad;
+        const bool valid = gy >= 0 && gy < H && gx >= 0 && gx < W;
+        copy4(stage + i, valid ? x + (long long)gy * W + gx : x, valid);
+    }
+    float* wt = stage + in_floats;
+    for (int i = threadIdx.x; i < kTaps * g_stride; i += kThreads) {
+        const int g = i % g_stride, tap = i / g_stride;
+        const bool valid = g < p.filters;
+        copy4(wt + i, valid ? w + (long long)(p.f0 + g) * kTaps + tap : w, valid);
+    }
+}
+
+__device__ __forceinline__ void compute_piece(
+    const float* stage, float* __restrict__ out, const Piece& p, int H, int W, int g_stride)
+{
+    const int stride = in_stride(W), quads = (W + 3) / 4;
+    const float* wt = stage + (p.rows + kK - 1) * stride;
+    const int groups = (p.filters + kFilters - 1) / kFilters;
+    const int units = groups * p.rows * quads;
+    const bool vector_store = W % 4 == 0;
+    for (int u = threadIdx.x; u < units; u += kThreads) {
+        const int q = u % quads, r = (u / quads) % p.rows, fg = u / (quads * p.rows);
+        float acc[kFilters][kPixels];
+#pragma unroll
+        for (int f = 0; f < kFilters; ++f)
+#pragma unroll
+            for (int i = 0; i < kPixels; ++i) acc[f][i] = 0.0f;
+#pragma unroll
+        for (int kh = 0; kh < kK; ++kh) {
+            const float* src = stage + (r + kh) * stride + 4 * q;
+            float v[8];
+            const float4 a = *reinterpret_cast<const float4*>(src);
+            v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+            if constexpr (kK > 1) {
+                const float4 b = *reinterpret_cast<const float4*>(src + 4);
+                v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+            }
+#pragma unroll
+            for (int kw = 0; kw < kK; ++kw) {
+                const float* wk = wt + (kh * kK + kw) * g_stride + fg * kFilters;
+                const float4 wa = *reinterpret_cast<const float4*>(wk);
+                const float4 wb = *reinterpret_cast<const float4*>(wk + 4);
+                const float wv[kFilters] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+                for (int f = 0; f < kFilters; ++f)
+#pragma unroll
+                    for (int i = 0; i < kPixels; ++i) acc[f][i] = fmaf(wv[f], v[i + kw], acc[f][i]);
+            }
+        }
+        const int y = p.row0 + r, x0 = 4 * q;
+#pragma unroll
+        for (int f = 0; f < kFilters; ++f) {
+            const int g = fg * kFilters + f;
+            if (g >= p.filters) break;
+            float* dst = out + ((long long)(p.f0 + g) * H + y) * W + x0;
+            if (vector_store && x0 + 4 <= W) {
+                *reinterpret_cast<float4*>(dst) = make_float4(acc[f][0], acc[f][1], acc[f][2], acc[f][3]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < kPixels; ++i)
+                    if (x0 + i < W) dst[i] = acc[f][i];
+            }
+        }
+    }
+}
+
+}  // namespace single
+
+// Block b owns rows [band * band_rows, +band_rows) x filters [group * group_filters, +group_filters)
+// with band = b % bands, group = b / bands, in pieces of piece_rows x piece_filters (filters
+// fastest). Dynamic shared memory: two stages of (piece_rows + K - 1) * in_stride(W) + K*K * g_stride
+// floats, g_stride = piece_filters rounded up to 8.
+extern "C" __global__ void __launch_bounds__(CS_THREADS, CS_MIN_BLOCKS) chang_single(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int H, int W, int M,
+    int band_rows, int bands, int group_filters, int piece_rows, int piece_filters)
+{
+    using namespace single;
+    const int band = blockIdx.x % bands, group = blockIdx.x / bands;
+    const int r_lo = band * band_rows, r_hi = min(H, r_lo + band_rows);
+    const int f_lo = group * group_filters, f_hi = min(M, f_lo + group_filters);
+    if (r_lo >= r_hi || f_lo >= f_hi) return;  // uniform over the block
+    const int g_stride = (piece_filters + kFilters - 1) / kFilters * kFilters;
+    const int stage_floats = (piece_rows + kK - 1) * in_stride(W) + kTaps * g_stride;
+    const int filter_pieces = (f_hi - f_lo + piece_filters - 1) / piece_filters;
+    const int pieces = (r_hi - r_lo + piece_rows - 1) / piece_rows * filter_pieces;
+    auto piece = [&](int i) {
+        const int row0 = r_lo + (i / filter_pieces) * piece_rows, f0 = f_lo + (i % filter_pieces) * piece_filters;
+        return Piece{row0, min(piece_rows, r_hi - row0), f0, min(piece_filters, f_hi - f0)};
+    };
+
+    load_piece(dynamic_smem, x, w, piece(0), H, W, g_stride);
+    commit();
+    for (int i = 0; i < pieces; ++i) {
+        if (i + 1 < pieces) {  // prefetch the next piece into the other buffer
+            load_piece(dynamic_smem + ((i + 1) & 1) * stage_floats, x, w, piece(i + 1), H, W, g_stride);
+            commit();
+            wait_stages<1>();
+        } else {
+            wait_stages<0>();
+        }
+        __syncthreads();
+        compute_piece(dynamic_smem + (i & 1) * stage_floats, out, piece(i), H, W, g_stride);
+        __syncthreads();  // the next prefetch overwrites this buffer
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi channel, stride-fixed block (section 3.2)
+// ---------------------------------------------------------------------------------------------
+
+#ifndef CM_K
+#define CM_K 3
+#endif
+#ifndef CM_BM
+#define CM_BM 64  // filters per block (the paper's N_f), a multiple of 8
+#endif
+#ifndef CM_TILE_H
+#define CM_TILE_H 1  // output rows per block
+#endif
+#ifndef CM_TILE_W
+#define CM_TILE_W 32  // output pixels per line (the paper's P_x), a multiple of CM_PX
+#endif
+#ifndef CM_RPT
+#define CM_RPT 1  // output rows per thread
+#endif
+#ifndef CM_PX
+#define CM_PX 1  // adjacent output pixels per thread: 1 or 4
+#endif
+#ifndef CM_CK
+#define CM_CK 8  // channels per segment: 8 * K * K floats of each filter (32 bytes at 1x1)
+#endif
+#ifndef CM_MIN_BLOCKS
+#define CM_MIN_BLOCKS 2
+#endif
+
+namespace multi {
+constexpr int kK = CM_K, kPad = (CM_K - 1) / 2, kTaps = kK * kK;
+constexpr int kBM = CM_BM, kTileH = CM_TILE_H, kTileW = CM_TILE_W, kRPT = CM_RPT, kPX = CM_PX, kCK = CM_CK;
+constexpr int kFilters = 8;  // per thread
+constexpr int kGroups = kBM / kFilters;
+constexpr int kThreadsX = kTileW / kPX, kThreadsY = kTileH / kRPT;
+constexpr int kPixelThreads = kThreadsX * kThreadsY;
+constexpr int kThreads = kGroups * kPixelThreads;
+// The staged window starts 4 columns left of the tile (16-byte aligned when the tile is) and is
+// kTileW + 8 wide: staged column j is input column x0 - 4 + j, and the window of output lx spans
+// staged columns lx + 4 - pad .. lx + 4 + pad.
+constexpr int kInH = kTileH + kK - 1, kInW = kTileW + 8;
+constexpr int kWStride = kBM + 4;  // [k][m] rows padded: the segment-ordered writes spread over banks
+static_assert(kBM % kFilters == 0, "CM_BM must be a multiple of 8");
+static_assert(kPX == 1 || kPX == 4, "CM_PX must be 1 or 4");
+static_assert(kTileW % kPX == 0 && kTileW % 4 == 0 && kTileH % kRPT == 0, "tile must be whole threads, 4-wide");
+static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
+
+// Row stride of the staged input: a multiple of 4 floats whose LDS.128 phases (8 lanes over
+// 8 / kThreadsX thread rows, kRPT input rows apart) hit distinct banks.
+constexpr bool conflict_free(int stride)
+{
+    if (kPX != 4 || kThreadsX >= 8) return true;
+    unsigned banks = 0;
+    for (int lane = 0; lane < 8; ++lane) {
+        const int word = (lane / kThreadsX) * kRPT * stride + (lane % kThreadsX) * 4;
+        for (int k = 0; k < 4; ++k) {
+            const unsigned bit = 1u << ((word + k) % 32);
+            if (banks & bit) return false;
+            banks |= bit;
+        }
+    }
+    return true;
+}
+constexpr int in_stride()
+{
+    int stride = kInW;
+    while (!conflict_free(stride) && stride < kInW + 32) stride += 4;
+    return conflict_free(stride) ? stride : kInW;
+}
+constexpr int kInStride = in_stride();
+constexpr int kInFloats = kInH * kInStride;          // one channel's input window
+constexpr int kSegFloats = kCK * kTaps;              // one filter's segment
+constexpr int kWFloats = kSegFloats * kWStride;      // the block's segments, [k][m]
+constexpr int kStageFloats = kCK * kInFloats + kWFloats;
+constexpr int kInElems = kCK * kInH * kInW, kStageElems = kInElems + kSegFloats * kBM;
+
+struct Tile {
+    int x0, y0, m0, c_lo, c_hi;  // output origin, first filter, this block's channel range
+};
+
+// Element e of a stage (input window first, then the filter segments in global order: a warp's
+// consecutive elements are one filter's contiguous segment) as a global source and a staged slot.
+__device__ __forceinline__ bool stage_element(
+    int e, int c0, const Tile& t, int C, int H, int W, int M, const float* x, const float* w, const float*& src,
+    int& slot)
+{
+    if (e < kInElems) {
+        const int cc = e / (kInH * kInW), row = (e / kInW) % kInH, col = e % kInW;
+        const int c = c0 + cc, gy = t.y0 - kPad + row, gx = t.x0 - 4 + col;
+        slot = cc * kInFloats + row * kInStride + col;
+        const bool valid = c < t.c_hi && gy >= 0 && gy < H && gx >= 0 && gx < W;
+        src = valid ? x + ((long long)c * H + gy) * W + gx : x;
+        return valid;
+    }
+    e -= kInElems;
+    const int m = e / kSegFloats, k = e % kSegFloats;  // k = cc * K*K + tap
+    slot = kCK * kInFloats + k * kWStride + m;
+    const bool valid = t.m0 + m < M && c0 + k / kTaps < t.c_hi;
+    src = valid ? w + ((long long)(t.m0 + m) * C + c0) * kTaps + k : w;
+    return valid;
+}
+
+// cp.async a stage; input rows in 16-byte pieces where W % 4 == 0 and x is 16-byte aligned.
+__device__ __forceinline__ void load_stage(
+    float* stage, int c0, const Tile& t, int C, int H, int W, int M, const float* x, const float* w, bool rows16)
+{
+    int first = 0;
+    if (rows16) {
+        constexpr int kPieces = kInW / 4;
+        for (int i = threadIdx.x; i < kCK * kInH * kPieces; i += kThreads) {
+            const int cc = i / (kInH * kPieces), row = (i / kPieces) % kInH, piece = i % kPieces;
+            const int c = c0 + cc, gy = t.y0 - kPad + row, gx = t.x0 - 4 + 4 * piece;
+            const bool valid = c < t.c_hi && gy >= 0 && gy < H && gx >= 0 && gx < W;
+            copy16(stage + cc * kInFloats + row * kInStride + 4 * piece,
+                   valid ? x + ((long long)c * H + gy) * W + gx : x, valid ? 16 : 0);
+        }
+        first = kInElems;
+    }
+    for (int e = first + threadIdx.x; e < kStageElems; e += kThreads) {
+        const float* src;
+        int slot;
+        const bool valid = stage_element(e, c0, t, C, H, W, M, x, w, src, slot);
+        copy4(stage + slot, src, valid);
+    }
+}
+
+// One stage's FMAs: kRPT x kPX outputs x 8 filters per thread.
+__device__ __forceinline__ void compute_stage(
+    const float* stage, float (&acc)[kRPT][kFilters][kPX], int group, int tx, int ty, int channels)
+{
+    const float* wt_base = stage + kCK * kInFloats + group * kFilters;
+#pragma unroll 1
+    for (int cc = 0; cc < channels; ++cc) {
+        const float* in_c = stage + cc * kInFloats + (kRPT * ty) * kInStride + kPX * tx;
+        const float* wt_c = wt_base + cc * kTaps * kWStride;
+#pragma unroll
+        for (int kh = 0; kh < kK; ++kh) {
+            // Staged columns kPX*tx + 4 - pad .. + kPX + 2*pad - 1 of each of the thread's rows.
+            constexpr int kFirst = 4 - kPad, kSpan = kPX + kK - 1;
+            float v[kRPT][kSpan];
+#pragma unroll
+            for (int o = 0; o < kRPT; ++o) {
+                const float* row = in_c + (kh + o) * kInStride;
+                if constexpr (kPX == 4) {
+                    float buf[12];
+#pragma unroll
+                    for (int q = kFirst / 4; q <= (kFirst + kSpan - 1) / 4; ++q) {
+                        const float4 f = *reinterpret_cast<const float4*>(row + 4 * q);
+                        buf[4 * q] = f.x; buf[4 * q + 1] = f.y; buf[4 * q + 2] = f.z; buf[4 * q + 3] = f.w;
+                    }
+#pragma unroll
+                    for (int i = 0; i < kSpan; ++i) v[o][i] = buf[kFirst + i];
+                } else {
+#pragma unroll
+                    for (int i = 0; i < kSpan; ++i) v[o][i] = row[kFirst + i];
+                }
+            }
+#pragma unroll
+            for (int kw = 0; kw < kK; ++kw) {
+                const float* wk = wt_c + (kh * kK + kw) * kWStride;
+                const float4 wa = *reinterpret_cast<const float4*>(wk);
+                const float4 wb = *reinterpret_cast<const float4*>(wk + 4);
+                const float wv[kFilters] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+                for (int o = 0; o < kRPT; ++o)
+#pragma unroll
+                    for (int f = 0; f < kFilters; ++f)
+#pragma unroll
+                        for (int i = 0; i < kPX; ++i) acc[o][f][i] = fmaf(wv[f], v[o][i + kw], acc[o][f][i]);
+            }
+        }
+    }
+}
+
+}  // namespace multi
+
+// Grid: (ceil(W / CM_TILE_W), ceil(H / CM_TILE_H), ceil(M / CM_BM) * splits); block z = filter
+// block + blocks * split, split s sums channels [s * split_channels, +split_channels). With
+// splits > 1 the output must be zeroed first (atomicAdd). Dynamic shared memory: 2 * kStageFloats.
+extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) chang_multi(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
+    int split_channels, int rows16)
+{
+    using namespace multi;
+    const int group = threadIdx.x / kPixelThreads;
+    const int pixel = threadIdx.x % kPixelThreads;
+    const int tx = pixel % kThreadsX, ty = pixel / kThreadsX;
+    const int m_blocks = (M + kBM - 1) / kBM;
+    const int split = blockIdx.z / m_blocks;
+    Tile t{static_cast<int>(blockIdx.x) * kTileW, static_cast<int>(blockIdx.y) * kTileH,
+           static_cast<int>(blockIdx.z % m_blocks) * kBM, split * split_channels,
+           min(C, (split + 1) * split_channels)};
+    const bool atomic = split_channels < C;
+
+    float acc[kRPT][kFilters][kPX];
+#pragma unroll
+    for (int o = 0; o < kRPT; ++o)
+#pragma unroll
+        for (int f = 0; f < kFilters; ++f)
+#pragma unroll
+            for (int i = 0; i < kPX; ++i) acc[o][f][i] = 0.0f;
+
+    const int stages = (t.c_hi - t.c_lo + kCK - 1) / kCK;
+    float* smem = dynamic_smem;
+    load_stage(smem, t.c_lo, t, C, H, W, M, x, w, rows16);
+    commit();
+    for (int s = 0; s < stages; ++s) {
+        const int c0 = t.c_lo + s * kCK;
+        if (s + 1 < stages) {  // prefetch the next segment into the other buffer
+            load_stage(smem + ((s + 1) & 1) * kStageFloats, c0 + kCK, t, C, H, W, M, x, w, rows16);
+            commit();
+            wait_stages<1>();
+        } else {
+            wait_stages<0>();
+        }
+        __syncthreads();
+        compute_stage(smem + (s & 1) * kStageFloats, acc, group, tx, ty, min(kCK, t.c_hi - c0));
+        __syncthreads();  // the next prefetch overwrites this buffer
+    }
+
+    const bool vector_store = !atomic && kPX == 4 && W % 4 == 0;
+#pragma unroll
+    for (int f = 0; f < kFilters; ++f) {
+        const int m = t.m0 + group * kFilters + f;
+        if (m >= M) break;
+#pragma unroll
+        for (int o = 0; o < kRPT; ++o) {
+            const int y = t.y0 + kRPT * ty + o, x0 = t.x0 + kPX * tx;
+            if (y >= H) continue;
+            float* dst = out + ((long long)m * H + y) * W + x0;
+            if (vector_store && x0 + 4 <= W) {
+                *reinterpret_cast<float4*>(dst) = make_float4(acc[o][f][0], acc[o][f][1], acc[o][f][2], acc[o][f][3]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < kPX; ++i) {
+                    if (x0 + i >= W) break;
+                    if (atomic) atomicAdd(dst + i, acc[o][f][i]);
+                    else dst[i] = acc[o][f][i];
+                }
+            }
+        }
+    }
+}

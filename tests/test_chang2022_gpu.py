@@ -1,0 +1,138 @@
+"""Both Chang 2022 kernels against the float64 reference, outputs poisoned before launch (GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from convkit import chang2022 as chang
+from convkit import reference
+from convkit.bench import DIRECT_TOLERANCE
+from convkit.problem import ConvProblem
+
+pytestmark = pytest.mark.gpu
+
+# (H, W, M, K): widths no 4-pixel strip divides, maps smaller than the filter's halo, M = 1, M not a
+# multiple of 8, one of the grid's sizes.
+SINGLE_SHAPES = [(13, 29, 11, 3), (1, 1, 1, 5), (7, 5, 9, 5), (33, 64, 40, 1), (28, 28, 32, 3), (2, 130, 3, 5)]
+# Plans by hand: many pieces along both axes, single-row pieces, one piece per block.
+HAND_PLANS = [
+    chang.SinglePlan("both", 3, 2, band_rows=5, group_filters=6, piece_rows=2, piece_filters=4, threads=128),
+    chang.SinglePlan("filters", 7, 1, band_rows=10**6, group_filters=3, piece_rows=1, piece_filters=3, threads=512),
+    chang.SinglePlan("maps", 1, 5, band_rows=1, group_filters=10**6, piece_rows=1, piece_filters=2, threads=256),
+]
+# (C, H, W, M, K): channels no segment divides, widths not multiples of 4 (4-byte copies), maps
+# smaller than a tile, M not a multiple of the block's filters.
+MULTI_SHAPES = [(13, 9, 11, 20, 3), (1, 7, 7, 5, 1), (37, 16, 24, 70, 5), (8, 3, 40, 16, 3), (64, 14, 14, 64, 1)]
+MULTI_CONFIGS = [
+    chang.MultiConfig(bm=16, tile_h=1, tile_w=32, px=1),
+    chang.MultiConfig(bm=40, tile_h=2, tile_w=16, px=1, ck=16),
+    chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True),
+    chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, rows16=True, split=3),
+    chang.MultiConfig(bm=64, tile_h=8, tile_w=16, px=4, rows16=True, split=2),
+]
+
+
+def _inputs(cupy, c, h, w, m, k):
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((1, c, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, c, k, k), dtype=np.float32))
+    return x, f, reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
+
+
+def _model():
+    return chang.latency_model(chang.current_figures())
+
+
+def _check(cupy, launch, ref, shape):
+    out = cupy.full(shape, math.nan, dtype=cupy.float32)
+    launch(out)
+    err = reference.relative_error(out.get(), ref)
+    assert err < DIRECT_TOLERANCE, err
+
+
+@pytest.mark.parametrize("shape", SINGLE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("planner", ["plan_single", "fill_plan", *range(len(HAND_PLANS))])
+def test_single_matches_reference(shape, planner):
+    import cupy
+
+    h, w, m, k = shape
+    x, f, ref = _inputs(cupy, 1, h, w, m, k)
+    problem = ConvProblem.same(1, 1, h, w, m, k)
+    plan = getattr(chang, planner)(problem, _model()) if isinstance(planner, str) else HAND_PLANS[planner]
+    _check(cupy, lambda out: chang.conv2d_single(x, f, plan=plan, out=out), ref, problem.output_shape)
+
+
+@pytest.mark.parametrize("shape", MULTI_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", ["paper", "h100", *range(len(MULTI_CONFIGS))])
+def test_multi_matches_reference(shape, config):
+    import cupy
+
+    from convkit.gpu import sm_count
+
+    c, h, w, m, k = shape
+    x, f, ref = _inputs(cupy, c, h, w, m, k)
+    problem = ConvProblem.same(1, c, h, w, m, k)
+    if config == "paper":
+        cfg = chang.paper_multi_config(problem, _model())
+    elif config == "h100":
+        cfg = chang.multi_config(problem, sm_count())
+    else:
+        cfg = MULTI_CONFIGS[config]
+    _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, problem.output_shape)
+
+
+@pytest.mark.parametrize("problem", [chang.single_problems()[-1], chang.multi_problems()[-1]], ids=["single", "multi"])
+def test_largest_grid_problems(problem):
+    """The grids' largest configurations (1024x1024 x 512 filters 5x5; 512x512, 512 -> 512, 5x5), default launches."""
+    import cupy
+
+    from convkit.bench import _reference
+
+    rng = cupy.random.default_rng()
+    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+    f = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    ref = _reference(problem, x, f)
+    out = cupy.full(problem.output_shape, math.nan, dtype=cupy.float32)
+    if problem.c == 1:
+        chang.conv2d_single(x, f, out=out)
+    else:
+        chang.conv2d_multi(x, f, out=out)
+    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+def test_unaligned_input_uses_four_byte_copies():
+    import cupy
+
+    x, f, ref = _inputs(cupy, 16, 12, 16, 24, 3)
+    unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+    unaligned[...] = x
+    cfg = chang.MultiConfig(bm=24, tile_h=8, tile_w=8, px=4, rows16=True)
+    _check(cupy, lambda out: chang.conv2d_multi(unaligned, f, config=cfg, out=out), ref, (1, 24, 12, 16))
+
+
+def test_bad_arguments_are_named():
+    import cupy
+
+    x = cupy.ones((1, 1, 8, 8), dtype=cupy.float32)
+    w = cupy.ones((4, 1, 3, 3), dtype=cupy.float32)
+    with pytest.raises(TypeError, match="x must be float32"):
+        chang.conv2d_single(x.astype(cupy.float64), w)
+    with pytest.raises(ValueError, match="one image"):
+        chang.conv2d_single(cupy.ones((2, 1, 8, 8), dtype=cupy.float32), w)
+    with pytest.raises(ValueError, match="1x1, 3x3 or 5x5"):
+        chang.conv2d_single(x, cupy.ones((4, 1, 7, 7), dtype=cupy.float32))
+    with pytest.raises(ValueError, match="one channel"):
+        chang.conv2d_single(cupy.ones((1, 2, 8, 8), dtype=cupy.float32), cupy.ones((4, 2, 3, 3), dtype=cupy.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        chang.conv2d_multi(cupy.ones((1, 2, 8, 16), dtype=cupy.float32)[..., ::2], cupy.ones((4, 2, 3, 3),
+                           dtype=cupy.float32))  # fmt: skip
+    with pytest.raises(ValueError, match="plan pieces"):
+        chang.conv2d_single(x, w, plan=chang.SinglePlan("maps", 1, 1, 2, 4, 3, 4))
+    with pytest.raises(ValueError, match="out must be"):
+        chang.conv2d_multi(x, w, out=cupy.empty((1, 4, 8, 7), dtype=cupy.float32))
+    with pytest.raises(ValueError, match="shared memory"):
+        chang.conv2d_multi(cupy.ones((1, 8, 8, 8), dtype=cupy.float32), cupy.ones((256, 8, 5, 5), dtype=cupy.float32),
+                           config=chang.MultiConfig(bm=256, tile_h=4, tile_w=32, px=1, ck=64))  # fmt: skip
