@@ -29,6 +29,8 @@ _FLOAT = 4
 WARP = 32
 #: Filter sizes the kernels are built for (a thread reads 8 staged columns per row).
 FILTER_SIZES = (1, 3, 5)
+#: Filters each thread of both kernels computes (two float4 weight reads per tap).
+FILTERS_PER_THREAD = 8
 #: Blocks per SM in both of the paper's kernels ("two blocks are assigned to each SM").
 BLOCKS_PER_SM = 2
 #: The paper's claims (section 4, Figure 5): speedups over cuDNN 7.1 on the GTX 1080 Ti.
@@ -256,8 +258,9 @@ def single_bounds(problem: ConvProblem, model: LatencyModel, blocks_per_sm: int 
     stage_limit = f.shared_bytes_per_sm // blocks_per_sm // 2  # two stages per block
     h, m = problem.h, problem.m
     out = []
-    # Method 1: each block takes ceil(M / blocks) filters and the whole map, in S pieces of rows.
-    gf = math.ceil(m / blocks)
+    # Method 1: each block takes ceil(M / blocks) filters (whole multiples of the kernel's 8 filters
+    # per thread) and the whole map, in S pieces of rows.
+    gf = min(m, math.ceil(m / blocks / FILTERS_PER_THREAD) * FILTERS_PER_THREAD)
     lower = _smallest(1, h, lambda s: single_stage_bytes(problem, math.ceil(h / s), gf) <= stage_limit)
     upper = max((s for s in range(1, h + 1) if single_fmas(problem, math.ceil(h / s), gf) >= fma_req), default=0)
     s = lower if lower <= upper else min(lower, h)
@@ -444,38 +447,54 @@ def paper_multi_config(problem: ConvProblem, model: LatencyModel, *,
     return MultiConfig(bm=bm, tile_h=1, tile_w=PAPER_PX, rpt=1, px=1, ck=SEGMENT_CHANNELS)
 
 
-#: Tiles :func:`multi_config` chooses from: (bm, tile_h, tile_w, rpt); 2 rows per thread only up to 3x3
-#: (5x5 spills at 128 registers).
+#: Tiles :func:`multi_config` chooses from, most reuse per staged byte first: (bm, tile_h, tile_w, rpt).
+#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more).
 MULTI_TILES: tuple[tuple[int, int, int, int], ...] = (
-    (16, 32, 32, 2), (32, 16, 32, 1), (64, 16, 16, 1), (64, 8, 16, 1), (64, 8, 8, 1), (32, 8, 8, 1),
-)
+    (32, 32, 32, 2), (16, 32, 32, 2), (64, 16, 16, 1), (32, 16, 32, 1), (16, 16, 32, 2), (64, 8, 16, 1),
+    (32, 16, 16, 1), (16, 16, 32, 1), (32, 8, 16, 1), (64, 8, 8, 1), (32, 8, 8, 1),
+)  # fmt: skip
 #: Fewest channels a split keeps: two segments.
 MIN_SPLIT_CHANNELS = 2 * SEGMENT_CHANNELS
+#: Warps per SM below which a launch is counted as losing latency hiding (proportionally).
+WARPS_TO_HIDE = 16
 
 
-def multi_config(problem: ConvProblem, sm_count: int, *, shared_limit: int = 232448) -> MultiConfig:
-    """The H100's launch of the stride-fixed block: the largest tile of :data:`MULTI_TILES` (most reuse
-    per staged byte) unless a smaller one wastes at least 10% less work once padding and the GPU's
-    waves are counted; the channels are split over enough blocks to give every SM two."""
+def resident_blocks(config: MultiConfig, k: int, shared_per_sm: int = 233472) -> int:
+    """Blocks of ``config`` one SM holds: by shared memory, by registers (128 per thread), by threads."""
+    return max(0, min(shared_per_sm // config.shared_bytes(k), 65536 // (128 * config.threads),
+                      2048 // config.threads))  # fmt: skip
+
+
+def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> MultiConfig:
+    """The H100's launch of the stride-fixed block.
+
+    Among :data:`MULTI_TILES`, the cost of a tile is its padded work, times the idle share of the
+    last wave, divided by the share of :data:`WARPS_TO_HIDE` warps its blocks keep on an SM; the
+    channels are split over enough blocks to give every SM its resident blocks (at most down to
+    :data:`MIN_SPLIT_CHANNELS` per split). An earlier (larger) tile is kept unless a later one
+    costs at least 10% less.
+    """
     k = problem.r
-    target = 2 * sm_count
     best, best_cost = None, math.inf
     for bm, th, tw, rpt in MULTI_TILES:
-        if rpt > 1 and k > 3:
+        if rpt > 1 and k > 1:
             continue
-        base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=SEGMENT_CHANNELS)
-        if base.shared_bytes(k) > shared_limit:
+        base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=SEGMENT_CHANNELS, rows16=True)
+        per_sm = resident_blocks(base, k, shared_per_sm)
+        if per_sm < 1:
             continue
+        target = per_sm * sm_count
         blocks = math.prod(base.grid(problem))
         split = max(1, min(math.ceil(target / blocks), problem.c // MIN_SPLIT_CHANNELS))
         padded = (math.ceil(problem.h / th) * th) * (math.ceil(problem.w / tw) * tw) * (math.ceil(problem.m / bm) * bm)
         total = blocks * split
-        waves = math.ceil(total / target) * target / total  # idle share of the last wave
-        cost = padded * waves * (1.1 if split > 1 else 1.0)  # zeroing and atomics
+        waves = math.ceil(total / target) * target / total
+        warps = min(per_sm, math.ceil(total / sm_count)) * base.threads // WARP
+        cost = padded * waves / min(1.0, warps / WARPS_TO_HIDE) * (1.1 if split > 1 else 1.0)
         if cost < 0.9 * best_cost:
             best, best_cost = MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True), cost
     if best is None:
-        raise ValueError(f"no tile of MULTI_TILES fits {shared_limit} bytes of shared memory for {k}x{k} filters")
+        raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")
     return best
 
 
@@ -575,7 +594,11 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | None = None, out: Any 
     from convkit.gpu import sm_count
 
     problem = check_same_args(x, w, single=False)
-    config = config if config is not None else multi_config(problem, sm_count())
+    if config is None:
+        import cupy
+
+        per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
+        config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
     if not isinstance(config, MultiConfig):
         raise TypeError(f"config must be a MultiConfig, got {type(config).__name__}")
     grid = config.grid(problem)

@@ -109,7 +109,7 @@ def test_unaligned_input_uses_four_byte_copies():
     x, f, ref = _inputs(cupy, 16, 12, 16, 24, 3)
     unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
     unaligned[...] = x
-    cfg = chang.MultiConfig(bm=24, tile_h=8, tile_w=8, px=4, rows16=True)
+    cfg = chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True)
     _check(cupy, lambda out: chang.conv2d_multi(unaligned, f, config=cfg, out=out), ref, (1, 24, 12, 16))
 
 
