@@ -79,6 +79,10 @@ def _same_padded(p: ConvProblem) -> bool:
     return p.n == 1 and p.r == p.s and p.r in (1, 3, 5) and p.pad == (p.r - 1) // 2 and p.stride == 1
 
 
+#: The tuning table of the H100 launch of the stride-fixed block (results/<gpu>/chang2022_tuning.csv).
+CHANG_TUNING = "chang2022_tuning"
+
+
 def _chang_single(name: str, planner: str) -> Variant:
     from convkit import chang2022 as chang
 
@@ -96,16 +100,23 @@ def _chang_multi(name: str, paper: bool) -> Variant:
     from convkit import chang2022 as chang
 
     def knobs(p: ConvProblem) -> dict[str, Any]:
+        from convkit import tuner
         from convkit.gpu import sm_count
 
         if paper:
             return chang.paper_multi_config(p, chang.latency_model(chang.current_figures())).as_params()
-        return chang.multi_config(p, sm_count()).as_params()
+        tuned = tuner.tuned_knobs(p, name, experiment=CHANG_TUNING)
+        return tuned if tuned is not None else chang.multi_config(p, sm_count()).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        from convkit.gpu import sm_count
+
+        return [c.as_params() for c in chang.ranked_multi_configs(p, sm_count())[: chang.TUNING_CANDIDATES]]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
         chang.conv2d_multi(x, w, config=chang.MultiConfig(**knobs), out=out)
 
-    return Variant(name, run, knobs, supports=_same_padded)
+    return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
 
 
 #: Every convkit kernel the benchmark knows, by variant name.

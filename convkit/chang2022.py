@@ -465,18 +465,17 @@ def resident_blocks(config: MultiConfig, k: int, shared_per_sm: int = 233472) ->
                       2048 // config.threads))  # fmt: skip
 
 
-def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> MultiConfig:
-    """The H100's launch of the stride-fixed block.
+def ranked_multi_configs(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> list[MultiConfig]:
+    """The H100's launches of the stride-fixed block, cheapest first by a simple model.
 
-    Among :data:`MULTI_TILES`, the cost of a tile is its padded work, times the idle share of the
-    last wave, divided by the share of :data:`WARPS_TO_HIDE` warps its blocks keep on an SM; the
-    channels are split over enough blocks to give every SM its resident blocks (at most down to
-    :data:`MIN_SPLIT_CHANNELS` per split). An earlier (larger) tile is kept unless a later one
-    costs at least 10% less.
+    Each tile of :data:`MULTI_TILES` gets its channels split over enough blocks to give every SM
+    its resident blocks (down to :data:`MIN_SPLIT_CHANNELS` per split); its cost is the padded work,
+    times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps its
+    blocks keep on an SM, plus 10% for a split (zeroing, atomics). Ties keep the larger tile.
     """
     k = problem.r
-    best, best_cost = None, math.inf
-    for bm, th, tw, rpt in MULTI_TILES:
+    ranked = []
+    for order, (bm, th, tw, rpt) in enumerate(MULTI_TILES):
         if rpt > 1 and k > 1:
             continue
         base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=SEGMENT_CHANNELS, rows16=True)
@@ -491,11 +490,19 @@ def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 23
         waves = math.ceil(total / target) * target / total
         warps = min(per_sm, math.ceil(total / sm_count)) * base.threads // WARP
         cost = padded * waves / min(1.0, warps / WARPS_TO_HIDE) * (1.1 if split > 1 else 1.0)
-        if cost < 0.9 * best_cost:
-            best, best_cost = MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True), cost
-    if best is None:
+        ranked.append((round(cost, 6), order, MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True)))
+    if not ranked:
         raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")
-    return best
+    return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
+
+
+#: Launches a tuning run measures per problem: the model's first few.
+TUNING_CANDIDATES = 5
+
+
+def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> MultiConfig:
+    """The H100's launch without tuning: the model's cheapest (:func:`ranked_multi_configs`)."""
+    return ranked_multi_configs(problem, sm_count, shared_per_sm=shared_per_sm)[0]
 
 
 # --- Launchers ------------------------------------------------------------------------------------------------

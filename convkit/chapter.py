@@ -249,12 +249,17 @@ CHANG_QUICK_STEP = 7
 
 def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str = CHANG_EXPERIMENT,
                       progress: Any = print) -> None:  # fmt: skip
-    """Sweep the single-channel grid (both plans) and the multi-channel grid (both launches) against
-    every cuDNN algorithm and PyTorch into ``<experiment>.csv``; resumes where it stopped."""
+    """Tune the H100 launch of the multi-channel kernel (``chang2022_tuning.csv``), then sweep the
+    single-channel grid (both plans) and the multi-channel grid (both launches) against every cuDNN
+    algorithm and PyTorch into ``<experiment>.csv``; both resume where they stopped."""
     from convkit import chang2022 as chang
-    from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, run_experiment
+    from convkit import tuner
+    from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, CHANG_TUNING, run_experiment
 
     step = CHANG_QUICK_STEP if quick else 1
+    # The H100 launch of the multi-channel kernel: its model's first candidates, measured once
+    run_experiment(CHANG_TUNING, chang.multi_problems()[::step], directory=directory, variants=["chang_multi_async"],
+                   cudnn=False, tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
     for problems, variants in ((chang.single_problems(), CHANG_SINGLE_VARIANTS),
                                (chang.multi_problems(), CHANG_MULTI_VARIANTS)):  # fmt: skip
         run_experiment(experiment, problems[::step], directory=directory, variants=variants, timing=CHANG_TIMING,

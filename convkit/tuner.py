@@ -46,10 +46,13 @@ def _table(csv_path: str, mtime_ns: int) -> dict[tuple[str, int, int, str], dict
             for r in fastest(frame).itertuples()}  # fmt: skip
 
 
-def tuned_knobs(problem: ConvProblem, variant: str, directory: Path | None = None) -> dict[str, Any] | None:
+def tuned_knobs(
+    problem: ConvProblem, variant: str, directory: Path | None = None, *, experiment: str = EXPERIMENT
+) -> dict[str, Any] | None:
     """The tuned knobs of ``variant`` (``"cuconv_tiled"``) on ``problem``, or None if not tuned.
 
     ``directory`` defaults to this GPU's results folder; without a GPU there is nothing to look up.
+    ``experiment`` names the tuning table (each chapter keeps its own).
     """
     if directory is None:
         from convkit.gpu import device_name, gpu_slug, has_gpu
@@ -58,7 +61,7 @@ def tuned_knobs(problem: ConvProblem, variant: str, directory: Path | None = Non
         if not has_gpu():
             return None
         directory = results_dir() / gpu_slug(device_name())
-    path = Path(directory) / f"{EXPERIMENT}.csv"
+    path = Path(directory) / f"{experiment}.csv"
     if not path.is_file():
         return None
     return _table(str(path), path.stat().st_mtime_ns).get((problem.label, problem.pad, problem.stride, variant))

@@ -135,4 +135,4 @@ def test_bad_arguments_are_named():
         chang.conv2d_multi(x, w, out=cupy.empty((1, 4, 8, 7), dtype=cupy.float32))
     with pytest.raises(ValueError, match="shared memory"):
         chang.conv2d_multi(cupy.ones((1, 8, 8, 8), dtype=cupy.float32), cupy.ones((256, 8, 5, 5), dtype=cupy.float32),
-                           config=chang.MultiConfig(bm=256, tile_h=4, tile_w=32, px=1, ck=64))  # fmt: skip
+                           config=chang.MultiConfig(bm=128, tile_h=1, tile_w=32, px=1, ck=64))  # fmt: skip
