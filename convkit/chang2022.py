@@ -496,8 +496,8 @@ def ranked_multi_configs(problem: ConvProblem, sm_count: int, *, shared_per_sm: 
     return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
-#: Launches a tuning run measures per problem: the model's first few.
-TUNING_CANDIDATES = 5
+#: Launches a tuning run measures per problem: every tile the model ranks (it picks well only on large layers).
+TUNING_CANDIDATES = len(MULTI_TILES)
 
 
 def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> MultiConfig:

@@ -257,7 +257,7 @@ def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str =
     from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, CHANG_TUNING, run_experiment
 
     step = CHANG_QUICK_STEP if quick else 1
-    # The H100 launch of the multi-channel kernel: its model's first candidates, measured once
+    # The H100 launch of the multi-channel kernel: every ranked tile, measured once
     run_experiment(CHANG_TUNING, chang.multi_problems()[::step], directory=directory, variants=["chang_multi_async"],
                    cudnn=False, tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
     for problems, variants in ((chang.single_problems(), CHANG_SINGLE_VARIANTS),
