@@ -414,11 +414,15 @@ class MultiConfig:
 
     def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
         return (math.ceil(problem.w / self.tile_w), math.ceil(problem.h / self.tile_h),
-                math.ceil(problem.m / self.bm) * self.split)  # fmt: skip
+                math.ceil(problem.m / self.bm) * self.splits(problem))  # fmt: skip
 
     def split_channels(self, problem: ConvProblem) -> int:
         """Channels per split, a multiple of ``ck``."""
         return math.ceil(math.ceil(problem.c / self.split) / self.ck) * self.ck
+
+    def splits(self, problem: ConvProblem) -> int:
+        """Splits that get channels (rounding the channels per split up to ``ck`` can leave fewer)."""
+        return math.ceil(problem.c / self.split_channels(problem))
 
     def as_params(self) -> dict[str, Any]:
         return asdict(self)

@@ -374,6 +374,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
     Tile t{static_cast<int>(blockIdx.x) * kTileW, static_cast<int>(blockIdx.y) * kTileH,
            static_cast<int>(blockIdx.z % m_blocks) * kBM, split * split_channels,
            min(C, (split + 1) * split_channels)};
+    if (t.c_lo >= C) return;  // uniform: a split past the channels (the launcher sizes the grid to avoid it)
     const bool atomic = split_channels < C;
 
     float acc[kRPT][kFilters][kPX];
