@@ -1,0 +1,191 @@
+"""The Chang 2022 chapter's numbers, computed from the recorded sweep and the ceilings (CPU only).
+
+:func:`speedup_table` gives one row per configuration: each kernel's time, the best library time
+(every cuDNN algorithm alone, and PyTorch's autotuned cuDNN), the roofline floor from the measured
+ceilings, each kernel's efficiency (floor / time) and cuDNN's room (its time over the floor).
+:func:`summary` and :func:`targets` set the paper's claims and the issue's targets beside ours.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from convkit import chang2022 as chang
+from convkit.problem import ConvProblem
+
+#: Launch cost added to the roofline floor (microseconds), as in the issue's room estimate.
+LAUNCH_US = 3.0
+#: The chapter's names for the variants.
+VARIANT_NAMES: dict[str, str] = {
+    "chang_single": "paper plan", "chang_single_fill": "fill plan",
+    "chang_multi": "paper launch", "chang_multi_async": "H100 launch",
+}  # fmt: skip
+#: The issue's targets (H100): the mean speedup over the best cuDNN FP32 algorithm per kernel.
+TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
+
+
+def floor_us(problem: ConvProblem, ceilings: dict[str, float]) -> float:
+    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the FMA peak, whichever
+    is longer, plus :data:`LAUNCH_US`."""
+    memory = problem.min_bytes / (ceilings["copy_gbps"] * 1e3)
+    compute = problem.flops / (ceilings["fma_tflops"] * 1e6)
+    return max(memory, compute) + LAUNCH_US
+
+
+def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
+    """One row per configuration (pandas): kind, map, C, M, K, floor_us, each variant's ``<variant>_us``,
+    best_lib / best_lib_us (fastest correct cuDNN algorithm or PyTorch), best_cudnn_us, room (best
+    cuDNN over the floor), ``speedup_<variant>`` (best library over ours) and ``efficiency_<variant>``
+    (floor over ours)."""
+    import pandas as pd
+
+    ok = frame[frame["status"] == "ok"].copy()
+    ok["us"] = ok["time_ms_median"].astype(float) * 1e3
+    rows = []
+    for label, group in ok.groupby("label", sort=False):
+        problem = ConvProblem.from_row(group.iloc[0])
+        lib = group[group["impl"] != "convkit"].sort_values("us")
+        cudnn = lib[lib["impl"] == "cudnn"]
+        floor = floor_us(problem, ceilings)
+        row: dict[str, Any] = {
+            "label": label, "kind": "single" if problem.c == 1 else "multi", "map": problem.h, "C": problem.c,
+            "M": problem.m, "K": problem.r, "floor_us": floor,
+            "best_lib": lib["variant"].iloc[0] if len(lib) else "", "best_lib_us": lib["us"].min(),
+            "best_cudnn": cudnn["variant"].iloc[0] if len(cudnn) else "", "best_cudnn_us": cudnn["us"].min(),
+        }  # fmt: skip
+        row["room"] = row["best_cudnn_us"] / floor
+        for variant in VARIANT_NAMES:
+            mine = group[(group["impl"] == "convkit") & (group["variant"] == variant)]
+            if mine.empty:
+                continue
+            us = float(mine["us"].min())
+            row[f"{variant}_us"] = us
+            row[f"speedup_{variant}"] = row["best_lib_us"] / us
+            row[f"efficiency_{variant}"] = floor / us
+            row[f"params_{variant}"] = mine["params"].iloc[0]
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["kind", "K", "map", "C", "M"], ascending=[False, True, True, True, True])
+
+
+def summary(table: Any) -> Any:
+    """Min / mean / max speedup over the best library per kernel and variant, beside the paper's."""
+    import pandas as pd
+
+    rows = []
+    for kind, variants in (("single", ("chang_single", "chang_single_fill")),
+                           ("multi", ("chang_multi", "chang_multi_async"))):  # fmt: skip
+        part = table[table["kind"] == kind]
+        paper = chang.PAPER_SPEEDUPS[kind]
+        rows.append({"kernel": kind, "variant": "paper (GTX 1080 Ti, cuDNN 7.1)", "configurations": None,
+                     "min": paper["min"], "mean": paper["mean"], "max": paper["max"], "slower in": None,
+                     "mean efficiency": None})  # fmt: skip
+        for variant in variants:
+            s = part[f"speedup_{variant}"].dropna()
+            rows.append({"kernel": kind, "variant": f"{VARIANT_NAMES[variant]} (H100)", "configurations": len(s),
+                         "min": s.min(), "mean": s.mean(), "max": s.max(), "slower in": int((s < 1).sum()),
+                         "mean efficiency": part[f"efficiency_{variant}"].mean()})  # fmt: skip
+        room = part["room"]
+        rows.append({"kernel": kind, "variant": "cuDNN's room: best cuDNN / floor", "configurations": len(room),
+                     "min": room.min(), "mean": room.mean(), "max": room.max(), "slower in": None,
+                     "mean efficiency": (1 / room).mean()})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def best_variant(table: Any, kind: str) -> str:
+    """The variant of ``kind`` with the higher mean speedup."""
+    variants = [
+        v for v in VARIANT_NAMES if f"speedup_{v}" in table and (v.startswith("chang_single")) == (kind == "single")
+    ]
+    part = table[table["kind"] == kind]
+    return max(variants, key=lambda v: part[f"speedup_{v}"].mean())
+
+
+def targets(table: Any) -> Any:
+    """The issue's targets against the best variant of each kernel."""
+    import pandas as pd
+
+    rows = []
+    for kind in ("single", "multi"):
+        variant = best_variant(table, kind)
+        s = table.loc[table["kind"] == kind, f"speedup_{variant}"].dropna()
+        rows.append({"target": f"{kind}-channel: mean speedup over the best library >= {TARGETS[kind]}",
+                     "variant": VARIANT_NAMES[variant], "measured": f"{s.mean():.2f}x",
+                     "met": bool(s.mean() >= TARGETS[kind])})  # fmt: skip
+        if kind == "single":
+            rows.append({"target": "single-channel: never slower", "variant": VARIANT_NAMES[variant],
+                         "measured": f"slower in {int((s < 1).sum())} of {len(s)} (min {s.min():.2f}x)",
+                         "met": bool((s >= 1).all())})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def model_table(figures: list[chang.GpuFigures]) -> Any:
+    """The paper's Table 1 for each GPU, side by side."""
+    import pandas as pd
+
+    return pd.DataFrame({f.name: chang.latency_model(f).table() for f in figures})
+
+
+def planner_table(table: Any, model: chang.LatencyModel) -> Any:
+    """Per single-channel configuration: the S/T bounds of both methods and the plan each variant ran
+    (from the recorded knobs), with the model's verdict on hiding the latency."""
+    import pandas as pd
+
+    rows = []
+    for r in table[table["kind"] == "single"].itertuples():
+        problem = ConvProblem.same(1, 1, r.map, r.map, r.M, r.K)
+        one, two = chang.single_bounds(problem, model)
+        plan = chang.SinglePlan(**json.loads(r.params_chang_single))
+        stats = chang.single_plan_stats(problem, plan, model)
+        fill = chang.single_plan_stats(problem, chang.SinglePlan(**json.loads(r.params_chang_single_fill)), model)
+        rows.append({"config": r.label, "S range": _range(one), "T range": _range(two),
+                     "method": plan.method, "S": plan.s, "T": plan.t, "blocks": stats["blocks"],
+                     "piece rows x filters": f"{plan.piece_rows} x {plan.piece_filters}",
+                     "FMAs/piece": stats["fmas_per_piece"], "FMAs hide latency": stats["fma_hides_latency"],
+                     "bytes in flight": stats["volume_in_flight"], "volume covers": stats["volume_covers"],
+                     "fill blocks": fill["blocks"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _range(bounds: chang.SingleBounds) -> str:
+    """A divisor's range, or why it is empty (fits shared memory from ``lower``; keeps C_FMA up to ``upper``)."""
+    return (
+        f"{bounds.lower}..{bounds.upper}"
+        if bounds.in_range
+        else f"none (fits from {bounds.lower}, C_FMA up to {bounds.upper})"
+    )
+
+
+def multi_launch_table(table: Any) -> Any:
+    """Per multi-channel configuration: the paper's launch and the tuned H100 launch (recorded knobs)."""
+    import pandas as pd
+
+    def text(params: str) -> str:
+        k = json.loads(params)
+        return (f"N_f {k['bm']}, {k['tile_h']}x{k['tile_w']} px, {k['rpt']}x{k['px']}/thread"
+                + (f", split {k['split']}" if k["split"] > 1 else ""))  # fmt: skip
+
+    part = table[table["kind"] == "multi"]
+    return pd.DataFrame({"config": part["label"], "paper launch": part["params_chang_multi"].map(text),
+                         "H100 launch (tuned)": part["params_chang_multi_async"].map(text)})  # fmt: skip
+
+
+def verdict(table: Any) -> str:
+    """Markdown: the targets, the room cuDNN leaves, and where the kernels lose."""
+    lines = []
+    for kind in ("single", "multi"):
+        variant = best_variant(table, kind)
+        part = table[table["kind"] == kind]
+        s = part[f"speedup_{variant}"]
+        losers = part[s < 1]
+        room = part["room"]
+        at_floor = (part["best_lib_us"] / part["floor_us"]).mean()
+        lines.append(
+            f"- **{kind}-channel** ({VARIANT_NAMES[variant]}): mean {s.mean():.2f}x over the best library "
+            f"(min {s.min():.2f}x, max {s.max():.2f}x; target {TARGETS[kind]}x, paper "
+            f"{chang.PAPER_SPEEDUPS[kind]['mean']}x). cuDNN's room over the floor here averages {room.mean():.2f}x, "
+            f"so a kernel at the floor everywhere would average about {at_floor:.2f}x. "
+            f"Mean efficiency (floor / time) {part[f'efficiency_{variant}'].mean():.0%}; slower than the best library "
+            f"in {len(losers)} of {len(part)}" + (f" (maps {sorted(set(losers['map']))})." if len(losers) else ".")
+        )
+    return "\n".join(lines)
