@@ -170,3 +170,25 @@ def ladder(table: Any, *, ax: Any = None) -> Any:
     ax.set_ylabel("TFLOP/s")
     ax.legend()
     return ax
+
+
+def speedups(table: Any, variants: dict[str, str], *, paper_mean: float | None = None, title: str = "") -> Any:
+    """Figure 5-style: speedup over the best library per configuration (one marker series per variant),
+    with the room a kernel at the roofline floor would have, parity and the paper's mean."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    x = range(len(table))
+    for variant, name in variants.items():
+        ax.plot(x, table[f"speedup_{variant}"], "o", ms=4, label=name)
+    ax.plot(x, table["best_lib_us"] / table["floor_us"], "_", color="grey", ms=8, label="at the floor")
+    ax.axhline(1.0, color="black", lw=0.8)
+    if paper_mean is not None:
+        ax.axhline(paper_mean, color="tab:red", ls="--", lw=0.8, label=f"paper's mean {paper_mean}x")
+    ax.set_xticks(list(x), table["label"], rotation=90, fontsize=6)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup over best library")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    return ax

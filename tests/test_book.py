@@ -13,7 +13,7 @@ from convkit.reproduce import NotebookFailure, build_book, run_notebook, select_
 
 pytestmark = pytest.mark.slow
 
-PAGES = ["intro", "rerun", "bibliography", "papers/lu2020", "papers/chang2022"]
+PAGES = ["intro", "rerun", "bibliography", "papers/lu2020"]
 
 
 @pytest.fixture(scope="module")
