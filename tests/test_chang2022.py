@@ -1,0 +1,81 @@
+"""Chang 2022 on the CPU: the latency model on the paper's inputs, the planners' bounds, the kernels' builds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from convkit import chang2022 as chang
+from convkit.problem import ConvProblem
+
+
+def test_model_reproduces_table1_for_the_1080ti():
+    m = chang.latency_model(chang.GTX_1080TI)
+    assert (m.bytes_per_clock, m.data_requirement_bytes, m.threads_required) == (327, 84366, 21120)
+    assert (m.threads_per_sm, m.warps_per_sm, m.data_per_sm_bytes) == (768, 24, 3072)
+    assert m.min_volume_bytes == 86016 and m.fma_requirement_per_sm == 256 * 258
+
+
+# (map, M, K): the S/T ranges must respect both bounds wherever they are not empty.
+@pytest.mark.parametrize(("h", "m", "k"), [(28, 512, 3), (224, 512, 5), (1024, 32, 5), (512, 128, 1), (56, 32, 3)])
+def test_single_bounds_hold(h, m, k):
+    model = chang.latency_model(chang.GTX_1080TI)
+    problem = ConvProblem.same(1, 1, h, h, m, k)
+    stage_limit = model.figures.shared_bytes_per_sm // chang.BLOCKS_PER_SM // 2
+    fma_req = model.fma_requirement_per_sm / chang.BLOCKS_PER_SM
+    one, two = chang.single_bounds(problem, model)
+    assert one.per_block % chang.FILTERS_PER_THREAD == 0 or one.per_block == m
+    for b, size in (
+        (one, lambda s: (math.ceil(h / s), one.per_block)),
+        (two, lambda t: (two.per_block, math.ceil(m / t))),
+    ):
+        assert chang.single_stage_bytes(problem, *size(b.chosen)) <= stage_limit  # shared memory always fits
+        if b.lower > 1:
+            assert chang.single_stage_bytes(problem, *size(b.lower - 1)) > stage_limit
+        if b.in_range:
+            assert b.chosen == b.lower and chang.single_fmas(problem, *size(b.chosen)) >= fma_req
+    plan = chang.plan_single(problem, model)
+    assert plan.method == ("filters" if one.stage_bytes <= two.stage_bytes else "maps")
+
+
+def test_fill_plan_gives_every_sm_work():
+    model = chang.latency_model(chang.GTX_1080TI)
+    for problem in chang.single_problems():
+        plan = chang.fill_plan(problem, model)
+        assert plan.piece_rows <= plan.band_rows and plan.piece_filters <= plan.group_filters
+        if problem.m * problem.h >= 2 * 28:
+            assert plan.blocks(problem) >= min(2 * 28, problem.h * math.ceil(problem.m / plan.group_filters))
+
+
+def test_paper_multi_config_meets_fma_and_half_shared_memory():
+    model = chang.latency_model(chang.GTX_1080TI)
+    for problem in chang.multi_problems():
+        cfg = chang.paper_multi_config(problem, model)
+        k = problem.r
+        assert cfg.shared_bytes(k) <= model.figures.shared_bytes_per_sm // chang.BLOCKS_PER_SM
+        fmas = chang.PAPER_PX * cfg.bm * chang.SEGMENT_CHANNELS * k * k
+        capped = cfg.bm in (chang.MAX_PAPER_BM, math.ceil(problem.m / 8) * 8)
+        assert fmas >= model.fma_requirement_per_sm / chang.BLOCKS_PER_SM or capped
+
+
+def test_h100_configs_fit_and_split_only_with_channels_to_spare():
+    for problem in chang.multi_problems():
+        for cfg in chang.ranked_multi_configs(problem, 132):
+            assert chang.resident_blocks(cfg, problem.r) >= 1
+            assert cfg.split_channels(problem) >= min(problem.c, chang.MIN_SPLIT_CHANNELS)
+            assert cfg.splits(problem) * cfg.split_channels(problem) >= problem.c
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_kernels_build_without_spills(arch):
+    from convkit.compile import find_nvcc, ptxas_report
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not on the PATH")
+    builds = [(f"-DCS_K={k}",) for k in (1, 3, 5)]
+    builds += [chang.MultiConfig(16, 1, 32).options(5), chang.MultiConfig(32, 32, 32, 2, 4).options(1),
+               chang.MultiConfig(64, 16, 16, 1, 4).options(5)]  # fmt: skip
+    for options in builds:
+        for r in ptxas_report("chang2022", arch, options=tuple(options)):
+            assert r.spill_store_bytes == 0, (options, r)
