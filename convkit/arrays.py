@@ -62,3 +62,14 @@ def check_output(out: Any, problem: ConvProblem) -> None:
         raise TypeError("out must be a float32 cupy.ndarray")
     if tuple(out.shape) != problem.output_shape or not out.flags.c_contiguous:
         raise ValueError(f"out must be C-contiguous with shape {problem.output_shape}, got {out.shape}")
+
+
+def output_for(out: Any, problem: ConvProblem) -> Any:
+    """``out`` checked with :func:`check_output`, or a new float32 output of the problem's shape."""
+    from convkit.gpu import require_cupy
+
+    if out is None:
+        cupy = require_cupy()
+        return cupy.empty(problem.output_shape, dtype=cupy.float32)
+    check_output(out, problem)
+    return out

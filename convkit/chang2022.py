@@ -21,8 +21,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from convkit.arrays import check_conv_args, check_output
-from convkit.compile import load_kernel
+from convkit.arrays import check_conv_args, output_for
+from convkit.compile import load_kernel, staged_row_stride, with_dynamic_shared
 from convkit.problem import ConvProblem
 
 _FLOAT = 4
@@ -386,21 +386,9 @@ class MultiConfig:
         return max(1, 65536 // (self.threads * 128))
 
     def in_stride(self) -> int:
-        """Staged input row stride (floats), as the kernel's ``in_stride()`` computes it."""
+        """Staged input row stride (floats), as the kernel computes it."""
         width = self.tile_w + 8
-        threads_x = self.tile_w // self.px
-
-        def conflict_free(stride: int) -> bool:
-            if self.px != 4 or threads_x >= 8:
-                return True
-            words = [(lane // threads_x) * self.rpt * stride + (lane % threads_x) * 4 + k
-                     for lane in range(8) for k in range(4)]  # fmt: skip
-            return len({wd % 32 for wd in words}) == 32
-
-        for stride in range(width, width + 32, 4):
-            if conflict_free(stride):
-                return stride
-        return width
+        return staged_row_stride(width, self.tile_w // 4, self.rpt) if self.px == 4 else width
 
     def shared_bytes(self, k: int) -> int:
         """Dynamic shared memory: two stages of ``ck`` input windows and ``ck`` x K x K x (bm + 4) weights."""
@@ -463,13 +451,19 @@ MIN_SPLIT_CHANNELS = 2 * SEGMENT_CHANNELS
 WARPS_TO_HIDE = 16
 
 
-def resident_blocks(config: MultiConfig, k: int, shared_per_sm: int = 233472) -> int:
+#: Shared memory per SM the H100 launch is ranked for when the GPU's own is not given (bytes).
+H100_SHARED_PER_SM = 233472
+
+
+def resident_blocks(config: MultiConfig, k: int, shared_per_sm: int = H100_SHARED_PER_SM) -> int:
     """Blocks of ``config`` one SM holds: by shared memory, by registers (128 per thread), by threads."""
     return max(0, min(shared_per_sm // config.shared_bytes(k), 65536 // (128 * config.threads),
                       2048 // config.threads))  # fmt: skip
 
 
-def ranked_multi_configs(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> list[MultiConfig]:
+def ranked_multi_configs(
+    problem: ConvProblem, sm_count: int, *, shared_per_sm: int = H100_SHARED_PER_SM
+) -> list[MultiConfig]:
     """The H100's launches of the stride-fixed block, cheapest first by a simple model.
 
     Each tile of :data:`MULTI_TILES` gets its channels split over enough blocks to give every SM
@@ -504,7 +498,7 @@ def ranked_multi_configs(problem: ConvProblem, sm_count: int, *, shared_per_sm: 
 TUNING_CANDIDATES = len(MULTI_TILES)
 
 
-def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = 233472) -> MultiConfig:
+def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = H100_SHARED_PER_SM) -> MultiConfig:
     """The H100's launch without tuning: the model's cheapest (:func:`ranked_multi_configs`)."""
     return ranked_multi_configs(problem, sm_count, shared_per_sm=shared_per_sm)[0]
 
@@ -527,25 +521,6 @@ def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
     if max(p.c * p.h * p.w, p.m * p.c * p.r * p.s, p.m * p.h * p.w) >= 2**31:
         raise ValueError("x, w or the output has 2^31 elements or more; the kernels index planes with int")
     return problem
-
-
-def _output(out: Any, problem: ConvProblem) -> Any:
-    import cupy
-
-    if out is None:
-        return cupy.empty(problem.output_shape, dtype=cupy.float32)
-    check_output(out, problem)
-    return out
-
-
-def _prepare(kernel: Any, shared: int) -> None:
-    import cupy
-
-    limit = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
-    if shared > limit:
-        raise ValueError(f"the launch needs {shared} bytes of shared memory; this GPU allows {limit}")
-    if shared > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = shared
 
 
 def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = None) -> Any:
@@ -575,12 +550,11 @@ def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = 
                          f"share ({plan.band_rows} x {plan.group_filters})")  # fmt: skip
     if plan.threads not in (128, 256, 512):
         raise ValueError(f"plan.threads must be 128, 256 or 512, got {plan.threads}")
-    out = _output(out, problem)
+    out = output_for(out, problem)
     min_blocks = max(1, 512 // plan.threads)
     options = (f"-DCS_K={problem.r}", f"-DCS_THREADS={plan.threads}", f"-DCS_MIN_BLOCKS={min_blocks}")
-    kernel = load_kernel("chang2022", "chang_single", options=options)
     shared = 2 * single_stage_bytes(problem, plan.piece_rows, plan.piece_filters)
-    _prepare(kernel, shared)
+    kernel = with_dynamic_shared(load_kernel("chang2022", "chang_single", options=options), shared, f"plan {plan}")
     p = problem
     bands = math.ceil(p.h / plan.band_rows)
     kernel((plan.blocks(p),), (plan.threads,),
@@ -615,10 +589,10 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | None = None, out: Any 
     grid = config.grid(problem)
     if grid[1] > 65535 or grid[2] > 65535:
         raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a taller tile or fewer splits)")
-    out = _output(out, problem)
-    kernel = load_kernel("chang2022", "chang_multi", options=config.options(problem.r))
+    out = output_for(out, problem)
     shared = config.shared_bytes(problem.r)
-    _prepare(kernel, shared)
+    kernel = with_dynamic_shared(load_kernel("chang2022", "chang_multi", options=config.options(problem.r)), shared,
+                                 f"config {config}")  # fmt: skip
     split_channels = config.split_channels(problem)
     if split_channels < problem.c:
         out.fill(0.0)  # the splits add into it

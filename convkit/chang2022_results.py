@@ -119,6 +119,12 @@ def targets(table: Any) -> Any:
     return pd.DataFrame(rows)
 
 
+def recorded_figures(ceilings: dict[str, float], provenance: dict[str, Any]) -> chang.GpuFigures:
+    """The model's inputs for the GPU a results file was recorded on, from its measured ceilings."""
+    name = next(iter(provenance["runs"].values()))["gpu"]
+    return chang.figures_from_ceilings(ceilings, name)
+
+
 def model_table(figures: list[chang.GpuFigures]) -> Any:
     """The paper's Table 1 for each GPU, side by side."""
     import pandas as pd
@@ -189,3 +195,26 @@ def verdict(table: Any) -> str:
             f"in {len(losers)} of {len(part)}" + (f" (maps {sorted(set(losers['map']))})." if len(losers) else ".")
         )
     return "\n".join(lines)
+
+
+def main(directory: str) -> None:
+    """Print the chapter's headline tables for a results folder (the device script's last word)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from convkit.chapter import ceilings_summary
+    from convkit.results import load_results
+
+    frame, _ = load_results(Path(directory), "chang2022")
+    table = speedup_table(frame, ceilings_summary(load_results(Path(directory), "ceilings")[0]))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
+        print(frame.groupby(["impl", "status"]).size().to_string())
+        print(summary(table).round(2).to_string())
+        print(targets(table).to_string())
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1])

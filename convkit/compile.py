@@ -54,6 +54,22 @@ def kernel_code(name: str) -> str:
     return _LOCAL_INCLUDE.sub(inline, kernel_source(name).read_text())
 
 
+def staged_row_stride(width: int, threads_x: int, rows_apart: int) -> int:
+    """Row stride (floats) of a staged shared-memory window, as ``conflict_free_stride`` in
+    ``kernels/staging.cuh`` computes it: the smallest multiple of 4 from ``width`` at which one LDS.128
+    phase (8 lanes, ``threads_x`` per thread row, thread rows ``rows_apart`` staged rows apart) hits 32
+    distinct banks; ``width`` rounded up to 4 if none does."""
+    first = -(-width // 4) * 4
+    if threads_x >= 8:
+        return first
+    for stride in range(first, first + 32, 4):  # banks repeat every 32 words
+        words = [(lane // threads_x) * rows_apart * stride + (lane % threads_x) * 4 + k
+                 for lane in range(8) for k in range(4)]  # fmt: skip
+        if len({word % 32 for word in words}) == 32:
+            return stride
+    return first
+
+
 def kernel_names(source: str) -> list[str]:
     """The ``extern "C" __global__`` kernels a source defines, in order."""
     bounds = r"(?:__launch_bounds__\([^)]*\)\s+)?"  # before or after the return type
@@ -87,6 +103,22 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
     all_options = COMMON_OPTIONS + tuple(options)
     digest = hashlib.sha256(code.encode()).hexdigest()
     return _module(digest, code, all_options, arch).get_function(kernel)
+
+
+#: Dynamic shared memory a block gets without opting in (bytes).
+DEFAULT_DYNAMIC_SHARED = 48 * 1024
+
+
+def with_dynamic_shared(kernel: Any, nbytes: int, what: str) -> Any:
+    """``kernel``, opted in to ``nbytes`` of dynamic shared memory per block where that is above the
+    default 48 KiB; raises ValueError naming ``what`` (the launch) if this GPU allows less."""
+    cupy = require_cupy()
+    limit = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+    if nbytes > limit:
+        raise ValueError(f"{what} needs {nbytes} bytes of shared memory; this GPU allows {limit}")
+    if nbytes > DEFAULT_DYNAMIC_SHARED:
+        kernel.max_dynamic_shared_size_bytes = nbytes
+    return kernel
 
 
 @dataclass(frozen=True)

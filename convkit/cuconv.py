@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from convkit.arrays import check_conv_args, check_output
+from convkit.arrays import check_conv_args, output_for
 from convkit.compile import load_kernel
 from convkit.problem import ConvProblem
 
@@ -252,10 +252,7 @@ def conv2d_cuconv(
             f"splits applies to variants 'split' and 'tiled' only, got splits={knobs.splits} for {variant!r}"
         )
     _check_knobs(problem, variant, knobs)
-    if out is None:
-        out = cupy.empty(problem.output_shape, dtype=cupy.float32)
-    else:
-        check_output(out, problem)
+    out = output_for(out, problem)
     temp_size = workspace_elements(problem, variant, knobs)
     temp = cupy.empty(temp_size, dtype=cupy.float32) if temp_size else out
     p = problem

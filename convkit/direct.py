@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.arrays import check_conv_args, check_output
+from convkit.arrays import check_conv_args, output_for
 from convkit.compile import load_kernel
 
 #: Threads per block: a multiple of the warp size that the launcher's grid cap divides well.
@@ -35,10 +35,7 @@ def conv2d_direct(
         raise ValueError(f"threads must be an int in 1..1024, got {threads!r}")
     import cupy
 
-    if out is None:
-        out = cupy.empty(problem.output_shape, dtype=cupy.float32)
-    else:
-        check_output(out, problem)
+    out = output_for(out, problem)
     total = out.size
     # Cap the grid (the kernel strides over the rest): 2^31-1 blocks is the x-dimension limit.
     blocks = min((total + threads - 1) // threads, 2**31 - 1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from convkit.arrays import check_conv_args
-from convkit.compile import load_kernel
+from convkit.compile import load_kernel, staged_row_stride, with_dynamic_shared
 from convkit.problem import ConvProblem
 
 KERNEL_SIZE = 5  # the lab's filters
@@ -152,20 +152,8 @@ def default_tile() -> TiledConfig:
 
 
 def tiled_in_stride(tile_w: int) -> int:
-    """The kernel's staged-input row stride: a multiple of 4 floats whose LDS.128 wavefronts
-    (8 lanes over 8 / (tile_w / 4) thread rows, two input rows apart) hit 32 distinct banks."""
-    threads_x = tile_w // 4
-    stride = math.ceil((tile_w + KERNEL_SIZE - 1) / 4) * 4
-
-    def conflict_free(s: int) -> bool:
-        if threads_x >= 8:
-            return True
-        words = [(lane // threads_x) * 2 * s + (lane % threads_x) * 4 + k for lane in range(8) for k in range(4)]
-        return len({wd % 32 for wd in words}) == 32
-
-    while not conflict_free(stride):
-        stride += 4
-    return stride
+    """The kernel's staged-input row stride: conflict-free LDS.128 reads of 2x4-output threads."""
+    return staged_row_stride(tile_w + KERNEL_SIZE - 1, tile_w // 4, 2)
 
 
 def pooled_shape(problem: ConvProblem) -> tuple[int, int]:
@@ -316,9 +304,7 @@ def conv_relu_pool(
                              f"{pw} x {ph} (only channels are strided over)")  # fmt: skip
         tile_h, tile_w = shared_tile_shape(block)
         shared = 0 if variant == "v0" else tile_h * tile_w * _FLOAT
-        kernel = load_kernel("toy_cnn", f"toy_{variant}")
-        if shared > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = shared
+        kernel = with_dynamic_shared(load_kernel("toy_cnn", f"toy_{variant}"), shared, f"block {block}")
         kernel(grid, block, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, ph, pw))),
                shared_mem=shared)  # fmt: skip
         return out
@@ -343,14 +329,10 @@ def _launch_tiled(
 
     if not isinstance(tile, TiledConfig):
         raise TypeError(f"tile must be a TiledConfig, got {type(tile).__name__}")
-    limit = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
-    if tile.shared_bytes > limit:
-        raise ValueError(f"tile {tile} needs {tile.shared_bytes} bytes of shared memory; this GPU allows {limit}")
     p = problem
     oh, ow = pooled_shape(p) if fuse_pool else (p.out_h, p.out_w)
     kernel = load_kernel("toy_cnn", "toy_fused_tiled", options=tile.options(fuse_pool=fuse_pool))
-    if tile.shared_bytes > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = tile.shared_bytes
+    with_dynamic_shared(kernel, tile.shared_bytes, f"tile {tile}")
     rows16 = p.w % 4 == 0 and x.data.ptr % 16 == 0  # 16-byte cp.async of whole input rows
     kernel(tiled_grid(p, tile), (tile.threads,),
            (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, oh, ow, int(rows16)))),

@@ -33,9 +33,28 @@
 
 #include <cuda_runtime.h>
 
-#include "async_copy.cuh"
+#include "staging.cuh"
 
 extern __shared__ __align__(16) float dynamic_smem[];
+
+// Write a thread's kN adjacent outputs of one row, `valid` of them inside it: one float4 store where
+// `vector` (16-byte aligned rows) and all four are inside, else scalar stores, atomicAdd for splits.
+template <int kN>
+__device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN], int valid, bool vector, bool atomic)
+{
+    if constexpr (kN == 4) {
+        if (vector && valid >= 4) {
+            *reinterpret_cast<float4*>(dst) = make_float4(vals[0], vals[1], vals[2], vals[3]);
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+        if (i >= valid) break;
+        if (atomic) atomicAdd(dst + i, vals[i]);
+        else dst[i] = vals[i];
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Single channel (section 3.1)
@@ -130,13 +149,7 @@ __device__ __forceinline__ void compute_piece(
             const int g = fg * kFilters + f;
             if (g >= p.filters) break;
             float* dst = out + ((long long)(p.f0 + g) * H + y) * W + x0;
-            if (vector_store && x0 + 4 <= W) {
-                *reinterpret_cast<float4*>(dst) = make_float4(acc[f][0], acc[f][1], acc[f][2], acc[f][3]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < kPixels; ++i)
-                    if (x0 + i < W) dst[i] = acc[f][i];
-            }
+            store_strip(dst, acc[f], W - x0, vector_store, false);
         }
     }
 }
@@ -229,29 +242,9 @@ static_assert(kTileW % kPX == 0 && kTileW % 4 == 0 && kTileH % kRPT == 0, "tile 
 static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
 static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
 
-// Row stride of the staged input: a multiple of 4 floats whose LDS.128 phases (8 lanes over
-// 8 / kThreadsX thread rows, kRPT input rows apart) hit distinct banks.
-constexpr bool conflict_free(int stride)
-{
-    if (kPX != 4 || kThreadsX >= 8) return true;
-    unsigned banks = 0;
-    for (int lane = 0; lane < 8; ++lane) {
-        const int word = (lane / kThreadsX) * kRPT * stride + (lane % kThreadsX) * 4;
-        for (int k = 0; k < 4; ++k) {
-            const unsigned bit = 1u << ((word + k) % 32);
-            if (banks & bit) return false;
-            banks |= bit;
-        }
-    }
-    return true;
-}
-constexpr int in_stride()
-{
-    int stride = kInW;
-    while (!conflict_free(stride) && stride < kInW + 32) stride += 4;
-    return conflict_free(stride) ? stride : kInW;
-}
-constexpr int kInStride = in_stride();
+// Row stride of the staged input: conflict-free float4 reads of 4-pixel strips (kRPT rows apart);
+// with one pixel per thread the reads are scalar and the window's own width will do.
+constexpr int kInStride = kPX == 4 ? conflict_free_stride(kInW, kThreadsX, kRPT) : kInW;
 constexpr int kInFloats = kInH * kInStride;          // one channel's input window
 constexpr int kSegFloats = kCK * kTaps;              // one filter's segment
 constexpr int kWFloats = kSegFloats * kWStride;      // the block's segments, [k][m]
@@ -403,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
         __syncthreads();  // the next prefetch overwrites this buffer
     }
 
-    const bool vector_store = !atomic && kPX == 4 && W % 4 == 0;
+    const bool vector_store = !atomic && W % 4 == 0;
 #pragma unroll
     for (int f = 0; f < kFilters; ++f) {
         const int m = t.m0 + group * kFilters + f;
@@ -413,16 +406,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             const int y = t.y0 + kRPT * ty + o, x0 = t.x0 + kPX * tx;
             if (y >= H) continue;
             float* dst = out + ((long long)m * H + y) * W + x0;
-            if (vector_store && x0 + 4 <= W) {
-                *reinterpret_cast<float4*>(dst) = make_float4(acc[o][f][0], acc[o][f][1], acc[o][f][2], acc[o][f][3]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < kPX; ++i) {
-                    if (x0 + i >= W) break;
-                    if (atomic) atomicAdd(dst + i, acc[o][f][i]);
-                    else dst[i] = acc[o][f][i];
-                }
-            }
+            store_strip(dst, acc[o][f], W - x0, vector_store, atomic);
         }
     }
 }

@@ -39,7 +39,7 @@
 
 #include <cuda_runtime.h>
 
-#include "async_copy.cuh"
+#include "staging.cuh"
 
 constexpr int kKernelSize = 5;  // the lab's 5x5 filters
 constexpr int kPoolSize = 2;    // 2x2 max-pool, stride 2
@@ -272,30 +272,9 @@ static_assert(kTileW % kColsPerThread == 0 && kTileH % kRowsPerThread == 0, "til
 static_assert(kPixelThreads % 32 == 0, "a warp must hold one channel group (broadcast weight reads)");
 static_assert(kThreads <= 1024, "at most 1024 threads per block");
 
-// Row stride of the staged input: a multiple of 4 floats (16-byte rows for float4 reads and
-// cp.async), chosen so that the 8 lanes of one LDS.128 wavefront, spread over 8 / kThreadsX thread
-// rows two input rows apart, hit 32 distinct banks.
-constexpr bool conflict_free(int stride)
-{
-    if (kThreadsX >= 8) return true;
-    unsigned banks = 0;
-    for (int lane = 0; lane < 8; ++lane) {
-        const int word = (lane / kThreadsX) * kRowsPerThread * stride + (lane % kThreadsX) * kColsPerThread;
-        for (int k = 0; k < 4; ++k) {
-            const unsigned bit = 1u << ((word + k) % 32);
-            if (banks & bit) return false;
-            banks |= bit;
-        }
-    }
-    return true;
-}
-constexpr int in_stride()
-{
-    int stride = (kInW + 3) / 4 * 4;
-    while (!conflict_free(stride)) stride += 4;
-    return stride;
-}
-constexpr int kInStride = in_stride();
+// Row stride of the staged input: 16-byte rows for float4 reads and cp.async, conflict-free for the
+// 8 lanes of one LDS.128 phase spread over 8 / kThreadsX thread rows two input rows apart.
+constexpr int kInStride = conflict_free_stride(kInW, kThreadsX, kRowsPerThread);
 constexpr int kInFloats = kInH * kInStride;  // one channel's input window
 constexpr int kWFloats = kTaps * kBM;         // one channel's weights, [tap][m]
 constexpr int kStageFloats = kCK * (kInFloats + kWFloats);

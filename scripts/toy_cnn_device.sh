@@ -5,17 +5,7 @@
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) SWEEP_SECONDS=400 bash scripts/toy_cnn_device.sh
 # The sweep stops after SWEEP_SECONDS (rows are flushed one by one; a later call resumes it).
 # Logs and the recorded CSV/JSON files are copied to $OUT (default ./out).
-set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-gpu_dir=results/$(python3 -c "from convkit.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
-if [ "${TESTS:-1}" = 1 ]; then
-  echo "=== GPU tests (toy CNN)"
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_toy_cnn_gpu.py 2>&1 | tail -n 4
-  echo "=== compute-sanitizer"
-  bash scripts/sanitize.sh 2>&1 | grep -E "^==|exit|ERROR SUMMARY"
-fi
+source scripts/device_session.sh tests/test_toy_cnn_gpu.py "toy CNN"
 echo "=== sweep (at most ${SWEEP_SECONDS:-400} s)"
 timeout "${SWEEP_SECONDS:-400}" python3 -m convkit.cli sweep toy_cnn > "$OUT/sweep.log" 2>&1
 echo "sweep exit $? (124: stopped by the time limit, resumable)"; tail -n 2 "$OUT/sweep.log"

@@ -1,7 +1,32 @@
-// Asynchronous global -> shared copies (cp.async, sm_80 and later) with a synchronous fallback for
-// Turing (Colab's T4), shared by the kernels that double-buffer their inputs. Included textually by
+// Staging inputs in shared memory, for the kernels that double-buffer them: asynchronous global ->
+// shared copies (cp.async, sm_80 and later, with a synchronous fallback for Turing, Colab's T4) and the
+// row stride that keeps float4 reads of the staged rows free of bank conflicts. Included textually by
 // convkit.compile (NVRTC) and by nvcc from this directory.
 #pragma once
+
+// Row stride (floats) of a staged window `width` floats wide: the smallest multiple of 4 from `width`
+// at which one LDS.128 phase (8 lanes, `threads_x` lanes per thread row, each reading 4 adjacent
+// floats, thread rows `rows_apart` staged rows apart) hits 32 distinct banks; `width` rounded up if
+// none does. Mirrored by convkit.compile.staged_row_stride.
+constexpr int conflict_free_stride(int width, int threads_x, int rows_apart)
+{
+    const int first = (width + 3) / 4 * 4;
+    if (threads_x >= 8) return first;
+    for (int stride = first; stride < first + 32; stride += 4) {  // banks repeat every 32 words
+        unsigned banks = 0;
+        bool free = true;
+        for (int lane = 0; lane < 8; ++lane) {
+            const int word = (lane / threads_x) * rows_apart * stride + (lane % threads_x) * 4;
+            for (int k = 0; k < 4; ++k) {
+                const unsigned bit = 1u << ((word + k) % 32);
+                if (banks & bit) free = false;
+                banks |= bit;
+            }
+        }
+        if (free) return stride;
+    }
+    return first;
+}
 
 // 4 bytes; `valid` false writes 0 (cp.async zero-fills what it does not read).
 __device__ __forceinline__ void copy4(float* dst, const float* src, bool valid)

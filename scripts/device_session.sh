@@ -1,0 +1,15 @@
+# The start every chapter's device script shares, sourced with the chapter's GPU test file and name:
+#   source scripts/device_session.sh tests/test_<chapter>_gpu.py "<chapter name>"
+# Sets OUT (default ./out, created), the Python environment and gpu_dir (results/<this GPU>); unless
+# TESTS=0, runs the chapter's GPU tests and every kernel under compute-sanitizer (scripts/sanitize.sh).
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+gpu_dir=results/$(python3 -c "from convkit.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+if [ "${TESTS:-1}" = 1 ]; then
+  echo "=== GPU tests ($2)"
+  python3 -m pytest -q -m gpu -p no:cacheprovider "$1" 2>&1 | tail -n 8
+  echo "=== compute-sanitizer"
+  bash scripts/sanitize.sh 2>&1 | grep -E "^==|exit|ERROR SUMMARY"
+fi
