@@ -119,6 +119,58 @@ def _chang_multi(name: str, paper: bool) -> Variant:
     return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
 
 
+#: The tuning table of the Lu 2020 kernels' launches (results/<gpu>/lu2020_tuning.csv).
+LU_TUNING = "lu2020_tuning"
+
+
+def _lu(variant: str) -> Variant:
+    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1) or ``lu_multi``, tuned where a tuning
+    run has measured its launches."""
+    from convkit import lu2020
+
+    name = f"lu_{variant}"
+    multi = variant == "multi"
+    launch_type = lu2020.MultiLaunch if multi else lu2020.SingleLaunch
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        from convkit import tuner
+
+        tuned = tuner.tuned_knobs(p, name, experiment=LU_TUNING)
+        if tuned is not None:
+            return tuned
+        return (lu2020.MultiLaunch() if multi else lu2020.default_single(variant)).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        launches = lu2020.MULTI_CANDIDATES if multi else lu2020.single_candidates(variant)
+        return [launch.as_params() for launch in launches]
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        if multi:
+            lu2020.conv2d_multi(x, w, pad=p.pad, launch=launch_type(**knobs), out=out)
+        else:
+            lu2020.conv2d_single(x, w, pad=p.pad, variant=variant, launch=launch_type(**knobs), out=out)
+
+    def supports(p: ConvProblem) -> bool:
+        return p.stride == 1 and p.r == p.s and p.r in lu2020.FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
+
+    return Variant(name, run, knobs, candidates=candidates, supports=supports)
+
+
+def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    from convkit.lu2020 import correlate_peer
+
+    correlate_peer(x, w, out)
+
+
+def _single_image(p: ConvProblem) -> bool:
+    from convkit.lu2020 import is_single_image
+
+    return is_single_image(p)
+
+
+#: Library peers outside cuDNN (impl ``cupyx``), measured where a chapter asks for them.
+PEERS: dict[str, Variant] = {"ndimage.correlate": Variant("ndimage.correlate", _correlate, supports=_single_image)}
+
 #: Every convkit kernel the benchmark knows, by variant name.
 VARIANTS: dict[str, Variant] = {
     "direct": Variant("direct", _direct, lambda p: {"threads": 256}),
@@ -127,12 +179,16 @@ VARIANTS: dict[str, Variant] = {
     "chang_single_fill": _chang_single("chang_single_fill", "fill_plan"),
     "chang_multi": _chang_multi("chang_multi", paper=True),
     "chang_multi_async": _chang_multi("chang_multi_async", paper=False),
+    **{f"lu_{v}": _lu(v) for v in ("direct", "column_naive", "column", "row", "combined", "multi")},
 }
 #: The cuConv chapter's ladder: the paper's design, then each step past it.
 CUCONV_VARIANTS: tuple[str, ...] = ("cuconv_paper", "cuconv_fused", "cuconv_split", "cuconv_tiled")
 #: The Chang 2022 chapter: the paper's plan and the H100's, for each of its two kernels.
 CHANG_SINGLE_VARIANTS: tuple[str, ...] = ("chang_single", "chang_single_fill")
 CHANG_MULTI_VARIANTS: tuple[str, ...] = ("chang_multi", "chang_multi_async")
+#: The Lu 2020 chapter: the paper's single-channel ladder, and its multi-channel form.
+LU_SINGLE_VARIANTS: tuple[str, ...] = ("lu_direct", "lu_column_naive", "lu_column", "lu_row", "lu_combined")
+LU_MULTI_VARIANTS: tuple[str, ...] = ("lu_multi",)
 
 
 def cases(
@@ -142,12 +198,14 @@ def cases(
     cudnn: bool = True,
     pytorch: bool | None = None,
     tune: bool = False,
+    peers: Iterable[str] = (),
 ) -> list[Case]:
     """What to measure on ``problem``: the chosen convkit variants, then every cuDNN algorithm.
 
     With ``cudnn``, PyTorch's autotuned convolution follows as a second opinion on the best cuDNN
     time; ``pytorch=None`` includes it where PyTorch with CUDA is importable. With ``tune``, each
-    variant gives one case per knob candidate instead of its (tuned) knobs.
+    variant gives one case per knob candidate instead of its (tuned) knobs. ``peers`` names
+    library peers of :data:`PEERS` (impl ``cupyx``), added where they support the problem.
     """
     from convkit import pytorch as torch_baseline
     from convkit.cudnn import FORWARD_ALGORITHMS
@@ -169,6 +227,11 @@ def cases(
         out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
         if pytorch or (pytorch is None and torch_baseline.available()):
             out.append(Case("pytorch", torch_baseline.VARIANT))
+    for peer in peers:
+        if peer not in PEERS:
+            raise ValueError(f"unknown peer {peer!r}; known: {sorted(PEERS)}")
+        if PEERS[peer].supports(problem):
+            out.append(Case("cupyx", peer))
     return out
 
 
@@ -238,6 +301,9 @@ def _measure_case(
             variant = VARIANTS[case.variant]
             knobs = json.loads(case.params)
             return (lambda: variant.run(x, w, problem, y, **knobs)), None
+        if case.impl == "cupyx":
+            peer = PEERS[case.variant]
+            return (lambda: peer.run(x, w, problem, y)), None
         if case.impl == "pytorch":
             import cupy
 
@@ -310,14 +376,15 @@ def run_experiment(
     variants: Iterable[str] | None = None,
     cudnn: bool = True,
     tune: bool = False,
+    peers: Iterable[str] = (),
     seed: int | None = None,
     timing: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = print,
 ) -> Path:
     """Measure ``problems`` into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
 
-    ``tune`` measures every knob candidate of the variants (see :func:`cases`). Returns the
-    directory written to.
+    ``tune`` measures every knob candidate of the variants, ``peers`` adds library peers (see
+    :func:`cases`). Returns the directory written to.
     """
     from convkit import provenance
     from convkit.gpu import device_name, gpu_slug
@@ -326,7 +393,8 @@ def run_experiment(
     directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
     variants = list(variants) if variants is not None else None
     store = ResultStore.open(directory, experiment, provenance.collect())
-    sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn, tune=tune),
+    peers = tuple(peers)
+    sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn, tune=tune, peers=peers),
           lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
     return directory
 

@@ -166,7 +166,7 @@ def _kernel_profile(chapter_name: str, device: str, recorded_gpu: str) -> Result
     from convkit import profile
     from convkit.results import load_results
 
-    experiment = profile.TOY_EXPERIMENT if chapter_name == "toy_cnn" else profile.EXPERIMENT
+    experiment = profile.CHAPTERS[chapter_name].experiment
     mode = resolve_device(device)
     directory = _directory(mode, recorded_gpu)
     if mode == "gpu" and not (directory / f"{experiment}.csv").exists():
@@ -269,6 +269,44 @@ def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str =
 def chang2022(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """The Chang 2022 sweep (notebook 04): both kernels, both plans, every cuDNN algorithm, 117 problems."""
     return _sweep_results(CHANG_EXPERIMENT, measure_chang2022, device, quick, recorded_gpu)
+
+
+#: The Lu 2020 sweep's experiment and timing (18 images and 26 layers; every cuDNN algorithm, PyTorch
+#: and, on single images, cupyx.scipy.ndimage).
+LU_EXPERIMENT = "lu2020"
+LU_TIMING: dict[str, Any] = {"warmup": 3, "min_reps": 10, "max_reps": 300, "budget_ms": 40.0}
+#: Problems of a --quick run: every fifth of each grid.
+LU_QUICK_STEP = 5
+
+
+def measure_lu2020(directory: Path, *, quick: bool = False, experiment: str = LU_EXPERIMENT,
+                   progress: Any = print) -> None:  # fmt: skip
+    """Tune the launches of every Lu 2020 kernel (``lu2020_tuning.csv``), then sweep the single-channel
+    images (the paper's ladder, cuDNN, PyTorch, ``cupyx.scipy.ndimage.correlate``) and the multi-channel
+    layers (``lu_multi``, cuDNN, PyTorch) into ``<experiment>.csv``; both resume where they stopped."""
+    from convkit import lu2020, tuner
+    from convkit.bench import LU_MULTI_VARIANTS, LU_SINGLE_VARIANTS, LU_TUNING, run_experiment
+
+    step = LU_QUICK_STEP if quick else 1
+    grids = ((lu2020.single_problems()[::step], LU_SINGLE_VARIANTS, ("ndimage.correlate",)),
+             (lu2020.multi_problems()[::step], LU_MULTI_VARIANTS, ()))  # fmt: skip
+    for problems, variants, peers in grids:
+        run_experiment(LU_TUNING, problems, directory=directory, variants=variants, cudnn=False, tune=True,
+                       timing=tuner.TIMING, progress=progress)  # fmt: skip
+        run_experiment(experiment, problems, directory=directory, variants=variants, peers=peers, timing=LU_TIMING,
+                       progress=progress)  # fmt: skip
+
+
+def lu2020(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The Lu 2020 sweep (notebook 05): the single-channel ladder and the multi-channel kernel against
+    every cuDNN algorithm, PyTorch and cupyx.scipy.ndimage."""
+    return _sweep_results(LU_EXPERIMENT, measure_lu2020, device, quick, recorded_gpu)
+
+
+def lu2020_kernels(device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
+    """The ncu load counters of the single-channel ladder (requests, sectors, local memory), measured or
+    recorded as :func:`cuconv_kernels`."""
+    return _kernel_profile("lu2020", device, recorded_gpu)
 
 
 def provenance_table(results: Results) -> Any:

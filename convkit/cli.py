@@ -110,7 +110,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     require_cupy()
     directory = Path(args.directory) if args.directory else results_dir() / gpu_slug(device_name())
     simple = {"toy_cnn": (chapter.TOY_EXPERIMENT, chapter.measure_toy_cnn),
-              "chang2022": (chapter.CHANG_EXPERIMENT, chapter.measure_chang2022)}  # fmt: skip
+              "chang2022": (chapter.CHANG_EXPERIMENT, chapter.measure_chang2022),
+              "lu2020": (chapter.LU_EXPERIMENT, chapter.measure_lu2020)}  # fmt: skip
     if args.chapter in simple:
         name, measure = simple[args.chapter]
         experiment = name + ("_quick" if args.quick else "")
@@ -183,14 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     kernels.set_defaults(func=_cmd_kernels)
 
     sweep = sub.add_parser("sweep", help="tune, then sweep a chapter's configurations (resumable)")
-    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn", "chang2022"])
+    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn", "chang2022", "lu2020"])
     sweep.add_argument("--batches", help="cuconv: comma-separated batch sizes (default: all seven of the paper)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     sweep.set_defaults(func=_cmd_sweep)
 
-    prof = sub.add_parser("profile", help="ncu kernel profile: cuConv named configurations, or the lab layer")
-    prof.add_argument("--chapter", choices=["cuconv", "toy_cnn"], default="cuconv")
+    prof = sub.add_parser("profile", help="ncu kernel profile: cuConv's named configurations, the lab layer, "
+                          "or the Lu 2020 ladder's load counters")  # fmt: skip
+    prof.add_argument("--chapter", choices=["cuconv", "toy_cnn", "lu2020"], default="cuconv")
     prof.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     prof.set_defaults(func=_cmd_profile)
 

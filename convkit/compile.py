@@ -189,6 +189,8 @@ def ptxas_report(source: str, arch: str = "sm_90", *, options: tuple[str, ...] =
     if nvcc is None:
         raise RuntimeError("nvcc is not on the PATH: the compile report needs the CUDA toolkit")
     path = kernel_source(source)
+    # nvcc splits option values at commas (NVRTC takes each option whole): escape them in macro values
+    options = tuple(o.replace(",", "\\,") if o.startswith("-D") else o for o in options)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *COMMON_OPTIONS, *options,

@@ -192,3 +192,57 @@ def speedups(table: Any, variants: dict[str, str], *, paper_mean: float | None =
     ax.legend(fontsize=7, ncol=4)
     fig.tight_layout()
     return ax
+
+
+def exchange_diagram(trace: Any, *, lanes: int = 8, ax: Any = None) -> Any:
+    """Lu et al. 2020 Figure 3 from a :func:`convkit.warp_sim.simulate_exchange` trace: what each lane holds.
+
+    One band per stage (the loads, then each shuffle step), one column per lane t0.., one cell per
+    window slot showing the global column it holds: loaded (blue), received earlier (pale orange),
+    received in this step (orange, "<tN" naming the sending lane); the slots sent in a step have a
+    thick edge. Why: the schedule, checked by the simulator, drawn as the paper draws it.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    k = trace.held.shape[1]
+    lanes = min(lanes, trace.held.shape[0])
+    band = k + 1.6  # cells plus the band's title
+    stages = [("loads", trace.loaded, None)] + [
+        (f"step {i + 1} (j={s.step.slot}, xor {s.step.mask})", s.held, s) for i, s in enumerate(trace.steps)
+    ]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.7 * lanes + 1.2, 0.3 * band * len(stages) + 0.4))
+    loaded = ~np.isnan(trace.loaded)
+    for n, (title, held, step) in enumerate(stages):
+        top = -n * band
+        ax.text(-0.5, top - 0.3, title, fontsize=8, va="center", ha="left", fontweight="bold")
+        for t in range(lanes):
+            for slot in range(k):
+                y = top - 1.4 - slot
+                if t == 0:
+                    ax.text(-0.6, y, f"s{slot}", ha="right", va="center", fontsize=6, color="grey")
+                new = step is not None and slot == step.step.slot
+                if np.isnan(held[t, slot]):
+                    color, text = "white", ""
+                elif loaded[t, slot]:
+                    color, text = "C0", f"{held[t, slot]:.0f}"
+                else:
+                    color, text = ("C1" if new else "#f7d9b5"), f"{held[t, slot]:.0f}"
+                sent = step is not None and slot == step.sent[t]
+                ax.add_patch(Rectangle((t - 0.45, y - 0.45), 0.9, 0.9, facecolor=color, alpha=0.85 if color != "white"
+                             else 1.0, edgecolor="black" if sent else "grey", linewidth=2.0 if sent else 0.5,
+                             linestyle="-" if text else ":"))  # fmt: skip
+                if text:
+                    ax.text(t, y, text, ha="center", va="center", fontsize=7, color="white" if color == "C0" else "k")
+                if new:
+                    ax.text(t + 0.42, y - 0.42, f"<t{step.partner[t]}", ha="right", va="bottom", fontsize=5)
+    for t in range(lanes):
+        ax.text(t, 0.7, f"t{t}", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(-1.0, lanes - 0.4)
+    ax.set_ylim(-len(stages) * band + 0.3, 1.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    legend = "loaded: blue, shuffled: orange (<tN: from lane N), thick edge: sent in the step"
+    ax.set_title(f"Column reuse, K = {k}: global column in each window slot\n{legend}", fontsize=8)
+    return ax

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,11 @@ def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, An
     return sorted(kernels, key=lambda k: k["id"])
 
 
-def _cases(problem: ConvProblem) -> list[Any]:
+def _cases(problem: ConvProblem, chapter: str = "cuconv") -> list[Any]:
     from convkit import bench
 
+    if chapter == "lu2020":  # the ladder at its tuned launches, and the image-processing peer
+        return bench.cases(problem, bench.LU_SINGLE_VARIANTS, cudnn=False, peers=("ndimage.correlate",))
     return bench.cases(problem, bench.CUCONV_VARIANTS, cudnn=True, pytorch=False)
 
 
@@ -118,6 +121,8 @@ def _runner(case: Any, problem: ConvProblem, conv: Any, x: Any, w: Any, y: Any) 
     if case.impl == "convkit":
         variant, knobs = bench.VARIANTS[case.variant], json.loads(case.params)
         return lambda: variant.run(x, w, problem, y, **knobs)
+    if case.impl == "cupyx":
+        return lambda: bench.PEERS[case.variant].run(x, w, problem, y)
     return lambda: conv.forward(case.variant, x, w, y)
 
 
@@ -137,14 +142,15 @@ def drive(manifest_path: Path, chapter: str = "cuconv") -> None:
         manifest_path.write_text(json.dumps(_drive_toy(begin, end), indent=1))
         return
     manifest = []
-    for table, letter, problem in named_problems():
+    named = lu_profile_problems() if chapter == "lu2020" else named_problems()
+    for table, letter, problem in named:
         rng = cupy.random.default_rng()
         x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
         w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
         y = cupy.empty(problem.output_shape, dtype=cupy.float32)
         ref = reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
         conv = CudnnConvolution(problem)
-        for case in _cases(problem):
+        for case in _cases(problem, chapter):
             entry = {"table": table, "config": letter, "label": problem.label, "impl": case.impl,
                      "variant": case.variant, "params": case.params, "status": "ok", "rel_err": "",
                      "note": ""}  # fmt: skip
@@ -281,18 +287,58 @@ TOY_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second",
 )  # fmt: skip
-TOY_COLUMNS = (*COLUMNS[:-2], *(m.replace(".", "_") for m in TOY_METRICS), "note", "run_id")
+
+
+#: The Lu 2020 chapter's profile: the global load requests and sectors the paper's argument is about,
+#: local-memory traffic (where a window array lands off registers), DRAM bytes.
+LU_EXPERIMENT = "lu2020_kernels"
+LU_METRICS = (
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum",
+)  # fmt: skip
+#: Images the ladder is profiled on: 2048 x 2048, each filter width, "same" padding.
+LU_PROFILE_SIZE = 2048
+
+
+def lu_profile_problems() -> list[tuple[str, str, ConvProblem]]:
+    """(table, config, problem) of the Lu 2020 profile: one image per filter width."""
+    from convkit.lu2020 import FILTER_SIZES
+
+    size = LU_PROFILE_SIZE
+    return [("single channel", f"{k}x{k}", ConvProblem.same(1, 1, size, size, 1, k)) for k in FILTER_SIZES]
+
+
+@dataclass(frozen=True)
+class ProfiledChapter:
+    """A chapter's ncu profile: its results experiment and the metrics beyond the launch shape and time."""
+
+    experiment: str
+    metrics: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The results file's columns: the common ones, one per extra metric, the note and run id."""
+        return (*COLUMNS[:-2], *(m.replace(".", "_") for m in self.metrics), "note", "run_id")
+
+
+CHAPTERS: dict[str, ProfiledChapter] = {
+    "cuconv": ProfiledChapter(EXPERIMENT),
+    "toy_cnn": ProfiledChapter(TOY_EXPERIMENT, TOY_METRICS),
+    "lu2020": ProfiledChapter(LU_EXPERIMENT, LU_METRICS),
+}
 
 
 def profile(directory: Path | None = None, *, ncu: str | None = None, chapter: str = "cuconv") -> Path:
     """Run the driver under ``ncu``, parse its report and record the rows; returns the CSV path.
 
-    ``chapter``: ``"cuconv"`` (the paper's Tables 3-5, times and launch shapes) or ``"toy_cnn"``
-    (the lab layer, with :data:`TOY_METRICS`).
+    ``chapter``: ``"cuconv"`` (the paper's Tables 3-5, times and launch shapes), ``"toy_cnn"``
+    (the lab layer, with :data:`TOY_METRICS`) or ``"lu2020"`` (the single-channel ladder, with
+    :data:`LU_METRICS`).
     """
-    if chapter not in ("cuconv", "toy_cnn"):
-        raise ValueError(f"chapter must be 'cuconv' or 'toy_cnn', got {chapter!r}")
-    extra = TOY_METRICS if chapter == "toy_cnn" else ()
+    if chapter not in CHAPTERS:
+        raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
+    extra = CHAPTERS[chapter].metrics
     from convkit import provenance
     from convkit.gpu import device_name, gpu_slug
     from convkit.paths import results_dir
@@ -312,7 +358,8 @@ def profile(directory: Path | None = None, *, ncu: str | None = None, chapter: s
         raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
         rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, extra))
-    experiment, columns = (TOY_EXPERIMENT, TOY_COLUMNS) if chapter == "toy_cnn" else (EXPERIMENT, COLUMNS)
+    experiment = CHAPTERS[chapter].experiment
+    columns = CHAPTERS[chapter].columns if CHAPTERS[chapter].metrics else COLUMNS
     store = ResultStore.open(directory, experiment, provenance.collect() | {"profiler": _ncu_version(ncu)},
                              columns=columns, key_columns=KEY_COLUMNS)  # fmt: skip
     done = store.done_keys()

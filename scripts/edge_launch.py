@@ -9,7 +9,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from convkit import ceilings, reference
+from convkit import ceilings, lu2020, reference
 from convkit import chang2022 as chang
 from convkit.cuconv import conv2d_cuconv
 from convkit.direct import conv2d_direct
@@ -81,5 +81,24 @@ benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_rep
 ceilings.fma_peak(iters=4, blocks_per_sm=1)
 ceilings.load_latency(1 << 14, steps=100, repeats=1)
 ceilings.sm_clock_under_load(spin_ms=1)
+# Lu 2020 (kernels/lu2020.cu): widths below a warp and no warp divides, an image smaller than the filter,
+# several images and filters, partial padding; the multi-channel form with channels no stage divides.
+for n, h, w, m, k, pad in [(2, 37, 45, 3, 5, 2), (1, 3, 2, 1, 7, 3), (1, 9, 70, 2, 3, 0)]:
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((n, 1, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, 1, k, k), dtype=np.float32))
+    ref = reference.conv2d(x.get(), f.get(), pad=pad)
+    for variant in lu2020.SINGLE_VARIANTS:
+        for launch in {lu2020.default_single(variant), lu2020.single_candidates(variant)[-1]}:
+            y = lu2020.conv2d_single(x, f, pad=pad, variant=variant, launch=launch)
+            assert reference.relative_error(y.get(), ref) < 1e-5, (n, h, w, m, k, pad, variant, launch)
+for n, c, h, w, m, k in [(1, 13, 9, 11, 20, 3), (2, 3, 5, 40, 9, 7)]:
+    rng = np.random.default_rng()
+    x = cupy.asarray(rng.standard_normal((n, c, h, w), dtype=np.float32))
+    f = cupy.asarray(rng.standard_normal((m, c, k, k), dtype=np.float32))
+    ref = reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
+    for launch in (lu2020.MultiLaunch(), lu2020.MultiLaunch(2, 16, 2), lu2020.MultiLaunch(1, 4, 1, 1)):
+        y = lu2020.conv2d_multi(x, f, pad=(k - 1) // 2, launch=launch)
+        assert reference.relative_error(y.get(), ref) < 1e-5, (n, c, h, w, m, k, launch)
 cupy.cuda.runtime.deviceSynchronize()
 print("edge launches done")
