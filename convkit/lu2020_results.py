@@ -235,7 +235,7 @@ def verdict(single: Any, multi: Any) -> str:
         lines.append(
             f"- Slowest against cuDNN: {worst['label']} at {worst['speedup']:.2f}x "
             f"({worst['tflops_lu_multi']:.1f} against {worst['tflops_best_cudnn']:.1f} TFLOP/s, counted as direct "
-                     f"convolution FLOPs: Winograd and FFT do fewer)."
+            f"convolution FLOPs: Winograd and FFT do fewer)."
         )
     return "\n".join(lines)
 
