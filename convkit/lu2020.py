@@ -34,13 +34,6 @@ FILTER_SIZES = (3, 5, 7)
 SINGLE_VARIANTS = ("direct", "column_naive", "column", "row", "combined")
 #: The variants with one output per thread (``rows`` is 1 for them).
 ONE_OUTPUT = ("direct", "column_naive", "column")
-#: The paper's claims (full paper, as summarized in shared/papers/README.md).
-PAPER_CLAIMS = {
-    "loads per 5-wide row": (5, 2),
-    "loads per 5x5 window": (25, 10),
-    "single-channel vs image-processing libraries": "more than 2x",
-    "multi-channel vs the fastest cuDNN algorithm": "up to 1.3x",
-}
 
 
 @dataclass(frozen=True)

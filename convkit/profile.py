@@ -126,6 +126,19 @@ def _runner(case: Any, problem: ConvProblem, conv: Any, x: Any, w: Any, y: Any) 
     return lambda: conv.forward(case.variant, x, w, y)
 
 
+def _launch_between_markers(run: Any, begin: Any, end: Any, case_index: int) -> None:
+    """Warm ``run`` up, then launch it once between ``profile_begin`` (``case_index + 1`` blocks: how
+    :func:`attribute_kernels` finds the case) and ``profile_end``."""
+    import cupy
+
+    run()
+    cupy.cuda.get_current_stream().synchronize()
+    begin((case_index + 1,), (1,), ())
+    run()
+    end((1,), (1,), ())
+    cupy.cuda.get_current_stream().synchronize()
+
+
 def drive(manifest_path: Path, chapter: str = "cuconv") -> None:
     """The profiled process: check each case, warm it up, launch it once between markers.
 
@@ -168,12 +181,7 @@ def drive(manifest_path: Path, chapter: str = "cuconv") -> None:
                     entry.update(status="wrong", note="failed the float64 check; not profiled")
                     manifest.append(entry)
                     continue
-                run()  # warm
-                cupy.cuda.get_current_stream().synchronize()
-                begin((len(manifest) + 1,), (1,), ())
-                run()
-                end((1,), (1,), ())
-                cupy.cuda.get_current_stream().synchronize()
+                _launch_between_markers(run, begin, end, len(manifest))
             except CudnnError as exc:
                 entry.update(status="not_supported" if exc.not_supported else "error", note=str(exc)[:200])
             manifest.append(entry)
@@ -210,12 +218,7 @@ def _drive_toy(begin: Any, end: Any) -> list[dict[str, Any]]:
         err = reference.relative_error(pooled, ref)
         entry["rel_err"] = f"{err:.3e}"
         if err <= bench.tolerance_for(case):
-            run()  # warm
-            cupy.cuda.get_current_stream().synchronize()
-            begin((len(manifest) + 1,), (1,), ())
-            run()
-            end((1,), (1,), ())
-            cupy.cuda.get_current_stream().synchronize()
+            _launch_between_markers(run, begin, end, len(manifest))
         else:
             entry.update(status="wrong", note="failed the float64 check; not profiled")
         manifest.append(entry)
