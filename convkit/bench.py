@@ -79,21 +79,32 @@ def _same_padded(p: ConvProblem) -> bool:
     return p.n == 1 and p.r == p.s and p.r in (1, 3, 5) and p.pad == (p.r - 1) // 2 and p.stride == 1
 
 
-#: The tuning table of the H100 launch of the stride-fixed block (results/<gpu>/chang2022_tuning.csv).
+#: The tuning table of the H100 plan and launch of both Chang 2022 kernels (results/<gpu>/chang2022_tuning.csv).
 CHANG_TUNING = "chang2022_tuning"
 
 
-def _chang_single(name: str, planner: str) -> Variant:
+def _chang_single(name: str, planner: str, tuned: bool) -> Variant:
+    """A single-channel plan: the paper's (``plan_single``), or the H100's (``fill_plan``, ``tuned``
+    over :func:`convkit.chang2022.single_candidates` where a tuning run has measured them)."""
     from convkit import chang2022 as chang
 
+    def model() -> Any:
+        return chang.latency_model(chang.current_figures())
+
     def knobs(p: ConvProblem) -> dict[str, Any]:
-        plan = getattr(chang, planner)(p, chang.latency_model(chang.current_figures()))
-        return plan.as_params()
+        from convkit import tuner
+
+        best = tuner.tuned_knobs(p, name, experiment=CHANG_TUNING) if tuned else None
+        return best if best is not None else getattr(chang, planner)(p, model()).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [plan.as_params() for plan in chang.single_candidates(p, model())]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
         chang.conv2d_single(x, w, plan=chang.SinglePlan(**knobs), out=out)
 
-    return Variant(name, run, knobs, supports=lambda p: p.c == 1 and _same_padded(p))
+    supports = lambda p: p.c == 1 and _same_padded(p)  # noqa: E731
+    return Variant(name, run, knobs, candidates=candidates if tuned else None, supports=supports)
 
 
 def _chang_multi(name: str, paper: bool) -> Variant:
@@ -114,7 +125,7 @@ def _chang_multi(name: str, paper: bool) -> Variant:
         return [c.as_params() for c in chang.ranked_multi_configs(p, sm_count())[: chang.TUNING_CANDIDATES]]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        chang.conv2d_multi(x, w, config=chang.MultiConfig(**knobs), out=out)
+        chang.conv2d_multi(x, w, config=chang.multi_launch(knobs), out=out)
 
     return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
 
@@ -175,8 +186,8 @@ PEERS: dict[str, Variant] = {"ndimage.correlate": Variant("ndimage.correlate", _
 VARIANTS: dict[str, Variant] = {
     "direct": Variant("direct", _direct, lambda p: {"threads": 256}),
     **{f"cuconv_{v}": _cuconv(v) for v in ("paper", "fused", "split", "tiled")},
-    "chang_single": _chang_single("chang_single", "plan_single"),
-    "chang_single_fill": _chang_single("chang_single_fill", "fill_plan"),
+    "chang_single": _chang_single("chang_single", "plan_single", tuned=False),
+    "chang_single_fill": _chang_single("chang_single_fill", "fill_plan", tuned=True),
     "chang_multi": _chang_multi("chang_multi", paper=True),
     "chang_multi_async": _chang_multi("chang_multi_async", paper=False),
     **{f"lu_{v}": _lu(v) for v in ("direct", "column_naive", "column", "row", "combined", "multi")},

@@ -319,6 +319,20 @@ def fill_plan(problem: ConvProblem, model: LatencyModel, *, blocks_per_sm: int =
                       min(plan.piece_filters, group_filters), threads)  # fmt: skip
 
 
+#: Blocks per SM the H100 plan's tuning tries (:func:`single_candidates`), and threads per block.
+SINGLE_TUNING_BLOCKS_PER_SM, SINGLE_TUNING_THREADS = (2, 4, 8), (128, 256)
+
+
+def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SinglePlan]:
+    """The plans a tuning run measures for the H100 plan: :func:`plan_single` and :func:`fill_plan` for
+    each of :data:`SINGLE_TUNING_BLOCKS_PER_SM` blocks per SM and :data:`SINGLE_TUNING_THREADS`
+    threads, without repeats. More blocks per SM mean smaller pieces, more of them in flight."""
+    plans = [planner(problem, model, blocks_per_sm=blocks, threads=threads)
+             for blocks in SINGLE_TUNING_BLOCKS_PER_SM for threads in SINGLE_TUNING_THREADS
+             for planner in (plan_single, fill_plan)]  # fmt: skip
+    return list(dict.fromkeys(plans))
+
+
 def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyModel,
                       blocks_per_sm: int = BLOCKS_PER_SM) -> dict[str, Any]:  # fmt: skip
     """What a plan does on a problem: blocks, pieces per block, bytes and FMAs per piece, whether a
@@ -338,6 +352,16 @@ def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyMode
 
 
 # --- Multi channel: the stride-fixed block (section 3.2) ---------------------------------------------------
+
+
+def _split_channels(channels: int, split: int, ck: int) -> int:
+    """Channels per split of ``channels`` over ``split`` blocks, a multiple of the segment ``ck``."""
+    return math.ceil(math.ceil(channels / split) / ck) * ck
+
+
+def _min_blocks(threads: int, registers: int = 128) -> int:
+    """``__launch_bounds__`` blocks per SM that leave ptxas ``registers`` or more per thread."""
+    return max(1, 65536 // (threads * registers))
 
 
 @dataclass(frozen=True)
@@ -380,10 +404,13 @@ class MultiConfig:
     def threads(self) -> int:
         return (self.bm // 8) * (self.tile_h // self.rpt) * (self.tile_w // self.px)
 
+    #: Registers per thread the block is built for (``__launch_bounds__``).
+    registers = 128
+
     @property
     def min_blocks(self) -> int:
         """``__launch_bounds__`` blocks per SM: keeps ptxas at 128 registers or more per thread."""
-        return max(1, 65536 // (self.threads * 128))
+        return _min_blocks(self.threads)
 
     def in_stride(self) -> int:
         """Staged input row stride (floats), as the kernel computes it."""
@@ -406,7 +433,7 @@ class MultiConfig:
 
     def split_channels(self, problem: ConvProblem) -> int:
         """Channels per split, a multiple of ``ck``."""
-        return math.ceil(math.ceil(problem.c / self.split) / self.ck) * self.ck
+        return _split_channels(problem.c, self.split, self.ck)
 
     def splits(self, problem: ConvProblem) -> int:
         """Splits that get channels (rounding the channels per split up to ``ck`` can leave fewer)."""
@@ -445,6 +472,76 @@ MULTI_TILES: tuple[tuple[int, int, int, int], ...] = (
     (32, 32, 32, 2), (16, 32, 32, 2), (64, 16, 16, 1), (32, 16, 32, 1), (16, 16, 32, 2), (64, 8, 16, 1),
     (32, 16, 16, 1), (16, 16, 32, 1), (32, 8, 16, 1), (64, 8, 8, 1), (32, 8, 8, 1),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PointwiseConfig:
+    """Compile-time block of ``chang_pointwise`` (1x1 filters: the stride-fixed block as a GEMM tile).
+
+    Args:
+        bm: filters per block.
+        bp: pixels per block, of the flattened H x W map.
+        tm, tp: filters and pixels per thread (4 or 8).
+        ck: channels per segment (8: the paper's 32 bytes of each filter; 16: 64 bytes).
+        split: blocks sharing one output tile's channels (atomicAdd when above 1).
+    """
+
+    bm: int = 128
+    bp: int = 128
+    tm: int = 8
+    tp: int = 8
+    ck: int = 8
+    split: int = 1
+
+    def __post_init__(self) -> None:
+        if self.tm not in (4, 8) or self.tp not in (4, 8):
+            raise ValueError(f"tm and tp must be 4 or 8, got {self.tm!r} and {self.tp!r}")
+        if self.bm % self.tm or self.bp % self.tp or self.bm < 1 or self.bp < 1:
+            raise ValueError(f"block {self.bm}x{self.bp} must be whole threads of {self.tm}x{self.tp}")
+        if self.threads % WARP or self.threads > 1024:
+            raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
+        if self.ck < 1 or self.split < 1:
+            raise ValueError("ck and split must be positive")
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bp // self.tp)
+
+    @property
+    def registers(self) -> int:
+        """Registers per thread the block is built for: an 8 x 8 tile needs about 150 (it spills at 128)."""
+        return 168 if self.tm * self.tp == 64 else 128
+
+    def shared_bytes(self, k: int = 1) -> int:
+        """Dynamic shared memory: two stages of ``ck`` x ``bp`` pixels and ``ck`` x (``bm`` + 4) weights."""
+        return 2 * self.ck * (self.bp + self.bm + 4) * _FLOAT
+
+    def options(self, k: int = 1) -> tuple[str, ...]:
+        return (f"-DCP_BM={self.bm}", f"-DCP_BP={self.bp}", f"-DCP_TM={self.tm}", f"-DCP_TP={self.tp}",
+                f"-DCP_CK={self.ck}", f"-DCP_MIN_BLOCKS={_min_blocks(self.threads, self.registers)}")  # fmt: skip
+
+    def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
+        """Filter blocks fastest: the blocks of one pixel tile run together and share it through L2."""
+        return math.ceil(problem.m / self.bm), math.ceil(problem.h * problem.w / self.bp), self.splits(problem)
+
+    def split_channels(self, problem: ConvProblem) -> int:
+        """Channels per split, a multiple of ``ck``."""
+        return _split_channels(problem.c, self.split, self.ck)
+
+    def splits(self, problem: ConvProblem) -> int:
+        """Splits that get channels."""
+        return math.ceil(problem.c / self.split_channels(problem))
+
+    def as_params(self) -> dict[str, Any]:
+        return {"kernel": "pointwise", **asdict(self)}
+
+
+#: Tiles of ``chang_pointwise`` the H100 launch chooses from at 1x1: (bm, bp, tm, tp, ck), the
+#: 128 x 128 GEMM tile of 8 x 8 per thread down to 4 x 4 per thread for layers of a few blocks.
+POINTWISE_TILES: tuple[tuple[int, int, int, int, int], ...] = (
+    (128, 128, 8, 8, 8), (128, 128, 8, 8, 16), (128, 64, 8, 8, 8), (64, 128, 8, 8, 8), (64, 64, 8, 8, 16),
+    (64, 64, 4, 8, 16), (64, 64, 4, 4, 16), (32, 64, 4, 4, 16), (32, 32, 4, 4, 32),
+)  # fmt: skip
 #: Fewest channels a split keeps: two segments.
 MIN_SPLIT_CHANNELS = 2 * SEGMENT_CHANNELS
 #: Warps per SM below which a launch is counted as losing latency hiding (proportionally).
@@ -455,24 +552,39 @@ WARPS_TO_HIDE = 16
 H100_SHARED_PER_SM = 233472
 
 
-def resident_blocks(config: MultiConfig, k: int, shared_per_sm: int = H100_SHARED_PER_SM) -> int:
-    """Blocks of ``config`` one SM holds: by shared memory, by registers (128 per thread), by threads."""
-    return max(0, min(shared_per_sm // config.shared_bytes(k), 65536 // (128 * config.threads),
+def resident_blocks(config: MultiConfig | PointwiseConfig, k: int, shared_per_sm: int = H100_SHARED_PER_SM) -> int:
+    """Blocks of ``config`` one SM holds: by shared memory, by registers, by threads."""
+    return max(0, min(shared_per_sm // config.shared_bytes(k), 65536 // (config.registers * config.threads),
                       2048 // config.threads))  # fmt: skip
+
+
+def _split_and_cost(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
+                    thread_tile: tuple[int, int]) -> tuple[int, float]:  # fmt: skip
+    """The channel split that gives every SM ``per_sm`` blocks (down to :data:`MIN_SPLIT_CHANNELS`
+    per split), and the model's cost: the ``padded`` work, times the idle share of the last wave,
+    divided by the share of :data:`WARPS_TO_HIDE` warps the blocks keep on an SM, times 0.5 plus the
+    shared-memory reads per FMA of the ``thread_tile`` (filters, pixels per thread), plus 10% for a
+    split (zeroing, atomics)."""
+    target = per_sm * sm_count
+    split = max(1, min(math.ceil(target / blocks), problem.c // MIN_SPLIT_CHANNELS))
+    total = blocks * split
+    waves = math.ceil(total / target) * target / total
+    warps = min(per_sm, math.ceil(total / sm_count)) * threads // WARP
+    reads = 0.5 + 1 / thread_tile[0] + 1 / thread_tile[1]
+    return split, round(padded * waves / min(1.0, warps / WARPS_TO_HIDE) * reads * (1.1 if split > 1 else 1.0), 6)
 
 
 def ranked_multi_configs(
     problem: ConvProblem, sm_count: int, *, shared_per_sm: int = H100_SHARED_PER_SM
-) -> list[MultiConfig]:
+) -> list[MultiConfig | PointwiseConfig]:
     """The H100's launches of the stride-fixed block, cheapest first by a simple model.
 
-    Each tile of :data:`MULTI_TILES` gets its channels split over enough blocks to give every SM
-    its resident blocks (down to :data:`MIN_SPLIT_CHANNELS` per split); its cost is the padded work,
-    times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps its
-    blocks keep on an SM, plus 10% for a split (zeroing, atomics). Ties keep the larger tile.
+    Each tile of :data:`MULTI_TILES` (and, at 1x1, of :data:`POINTWISE_TILES`) gets its channels
+    split over enough blocks to fill the SMs and is costed by :func:`_split_and_cost`. Ties keep
+    the earlier tile.
     """
     k = problem.r
-    ranked = []
+    ranked: list[tuple[float, int, MultiConfig | PointwiseConfig]] = []
     for order, (bm, th, tw, rpt) in enumerate(MULTI_TILES):
         if rpt > 1 and k > 1:
             continue
@@ -480,27 +592,44 @@ def ranked_multi_configs(
         per_sm = resident_blocks(base, k, shared_per_sm)
         if per_sm < 1:
             continue
-        target = per_sm * sm_count
-        blocks = math.prod(base.grid(problem))
-        split = max(1, min(math.ceil(target / blocks), problem.c // MIN_SPLIT_CHANNELS))
         padded = (math.ceil(problem.h / th) * th) * (math.ceil(problem.w / tw) * tw) * (math.ceil(problem.m / bm) * bm)
-        total = blocks * split
-        waves = math.ceil(total / target) * target / total
-        warps = min(per_sm, math.ceil(total / sm_count)) * base.threads // WARP
-        cost = padded * waves / min(1.0, warps / WARPS_TO_HIDE) * (1.1 if split > 1 else 1.0)
-        ranked.append((round(cost, 6), order, MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True)))
+        split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads, sm_count,
+                                      (FILTERS_PER_THREAD, 4 * rpt))  # fmt: skip
+        ranked.append((cost, order, MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True)))
+    if k == 1:
+        pixels = problem.h * problem.w
+        # Ahead of the 2-D tiles at equal cost: no halo columns to stage at 1x1.
+        for order, (bm, bp, tm, tp, ck) in enumerate(POINTWISE_TILES, start=-len(POINTWISE_TILES)):
+            base = PointwiseConfig(bm, bp, tm, tp, ck)
+            per_sm = resident_blocks(base, k, shared_per_sm)
+            if per_sm < 1:
+                continue
+            padded = math.ceil(pixels / bp) * bp * math.ceil(problem.m / bm) * bm
+            split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads,
+                                          sm_count, (tm, tp))  # fmt: skip
+            ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
     if not ranked:
         raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")
     return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
 #: Launches a tuning run measures per problem: every tile the model ranks (it picks well only on large layers).
-TUNING_CANDIDATES = len(MULTI_TILES)
+TUNING_CANDIDATES = len(MULTI_TILES) + len(POINTWISE_TILES)
 
 
-def multi_config(problem: ConvProblem, sm_count: int, *, shared_per_sm: int = H100_SHARED_PER_SM) -> MultiConfig:
+def multi_config(problem: ConvProblem, sm_count: int, *,
+                 shared_per_sm: int = H100_SHARED_PER_SM) -> MultiConfig | PointwiseConfig:  # fmt: skip
     """The H100's launch without tuning: the model's cheapest (:func:`ranked_multi_configs`)."""
     return ranked_multi_configs(problem, sm_count, shared_per_sm=shared_per_sm)[0]
+
+
+def multi_launch(params: dict[str, Any]) -> MultiConfig | PointwiseConfig:
+    """The launch recorded as ``params`` (a config's :meth:`as_params`): a :class:`PointwiseConfig`
+    where ``params["kernel"]`` is ``"pointwise"``, else a :class:`MultiConfig`."""
+    params = dict(params)
+    if params.pop("kernel", "stride_fixed") == "pointwise":
+        return PointwiseConfig(**params)
+    return MultiConfig(**params)
 
 
 # --- Launchers ------------------------------------------------------------------------------------------------
@@ -564,8 +693,9 @@ def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = 
     return out
 
 
-def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | None = None, out: Any = None) -> Any:
-    """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``.
+def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None = None, out: Any = None) -> Any:
+    """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
+    (or, for a :class:`PointwiseConfig` at 1x1, ``chang_pointwise``).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
@@ -580,27 +710,32 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | None = None, out: Any 
 
     problem = check_same_args(x, w, single=False)
     if config is None:
-        import cupy
-
         per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
         config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
-    if not isinstance(config, MultiConfig):
-        raise TypeError(f"config must be a MultiConfig, got {type(config).__name__}")
+    if not isinstance(config, (MultiConfig, PointwiseConfig)):
+        raise TypeError(f"config must be a MultiConfig or a PointwiseConfig, got {type(config).__name__}")
+    pointwise = isinstance(config, PointwiseConfig)
+    if pointwise and problem.r != 1:
+        raise ValueError(f"config {config} is for 1x1 filters; w is {problem.r}x{problem.s}")
     grid = config.grid(problem)
     if grid[1] > 65535 or grid[2] > 65535:
-        raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a taller tile or fewer splits)")
+        raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a larger tile or fewer splits)")
     out = output_for(out, problem)
     shared = config.shared_bytes(problem.r)
-    kernel = with_dynamic_shared(load_kernel("chang2022", "chang_multi", options=config.options(problem.r)), shared,
+    name = "chang_pointwise" if pointwise else "chang_multi"
+    kernel = with_dynamic_shared(load_kernel("chang2022", name, options=config.options(problem.r)), shared,
                                  f"config {config}")  # fmt: skip
     split_channels = config.split_channels(problem)
     if split_channels < problem.c:
         out.fill(0.0)  # the splits add into it
-    rows16 = config.rows16 and problem.w % 4 == 0 and x.data.ptr % 16 == 0
     p = problem
-    kernel(grid, (config.threads,),
-           (x, w, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, split_channels, int(rows16)))),
-           shared_mem=shared)  # fmt: skip
+    if pointwise:
+        vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
+        args = (p.c, p.h * p.w, p.m, split_channels, int(vec16))
+    else:
+        rows16 = config.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
+        args = (p.c, p.h, p.w, p.m, split_channels, int(rows16))
+    kernel(grid, (config.threads,), (x, w, out, *(cupy.int32(v) for v in args)), shared_mem=shared)
     return out
 
 

@@ -18,7 +18,7 @@ from convkit.problem import ConvProblem
 LAUNCH_US = 3.0
 #: The chapter's names for the variants.
 VARIANT_NAMES: dict[str, str] = {
-    "chang_single": "paper plan", "chang_single_fill": "fill plan",
+    "chang_single": "paper plan", "chang_single_fill": "H100 plan",
     "chang_multi": "paper launch", "chang_multi_async": "H100 launch",
 }  # fmt: skip
 #: The issue's targets (H100): the mean speedup over the best cuDNN FP32 algorithm per kernel.
@@ -168,8 +168,10 @@ def multi_launch_table(table: Any) -> Any:
 
     def text(params: str) -> str:
         k = json.loads(params)
-        return (f"N_f {k['bm']}, {k['tile_h']}x{k['tile_w']} px, {k['rpt']}x{k['px']}/thread"
-                + (f", split {k['split']}" if k["split"] > 1 else ""))  # fmt: skip
+        split = f", split {k['split']}" if k["split"] > 1 else ""
+        if k.get("kernel") == "pointwise":
+            return f"GEMM tile: N_f {k['bm']} x {k['bp']} px, {k['tm']}x{k['tp']}/thread, {k['ck']} ch/segment{split}"
+        return f"N_f {k['bm']}, {k['tile_h']}x{k['tile_w']} px, {k['rpt']}x{k['px']}/thread{split}"
 
     part = table[table["kind"] == "multi"]
     return pd.DataFrame({"config": part["label"], "paper launch": part["params_chang_multi"].map(text),

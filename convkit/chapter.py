@@ -249,7 +249,7 @@ CHANG_QUICK_STEP = 7
 
 def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str = CHANG_EXPERIMENT,
                       progress: Any = print) -> None:  # fmt: skip
-    """Tune the H100 launch of the multi-channel kernel (``chang2022_tuning.csv``), then sweep the
+    """Tune the H100 plan and launch of both kernels (``chang2022_tuning.csv``), then sweep the
     single-channel grid (both plans) and the multi-channel grid (both launches) against every cuDNN
     algorithm and PyTorch into ``<experiment>.csv``; both resume where they stopped."""
     from convkit import chang2022 as chang
@@ -257,9 +257,11 @@ def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str =
     from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, CHANG_TUNING, run_experiment
 
     step = CHANG_QUICK_STEP if quick else 1
-    # The H100 launch of the multi-channel kernel: every ranked tile, measured once
-    run_experiment(CHANG_TUNING, chang.multi_problems()[::step], directory=directory, variants=["chang_multi_async"],
-                   cudnn=False, tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
+    # The H100 plan and launch: every candidate plan and every ranked tile, measured once
+    for problems, variant in ((chang.single_problems(), "chang_single_fill"),
+                              (chang.multi_problems(), "chang_multi_async")):  # fmt: skip
+        run_experiment(CHANG_TUNING, problems[::step], directory=directory, variants=[variant], cudnn=False,
+                       tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
     for problems, variants in ((chang.single_problems(), CHANG_SINGLE_VARIANTS),
                                (chang.multi_problems(), CHANG_MULTI_VARIANTS)):  # fmt: skip
         run_experiment(experiment, problems[::step], directory=directory, variants=variants, timing=CHANG_TIMING,

@@ -410,3 +410,143 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Multi channel at 1x1: the stride-fixed block as a GEMM tile (past the paper)
+// ---------------------------------------------------------------------------------------------
+//
+// At K = 1 the convolution is out[M][P] = w[M][C] x[C][P] over the P = H * W pixels, and the 2-D
+// tile of chang_multi wastes its halo columns and, on 7x7..28x28 maps, most of the tile. This
+// kernel flattens the pixels: a block owns CP_BM filters x CP_BP pixels, each thread CP_TM filters
+// x CP_TP pixels (in strips of 4, CP_BP / (CP_TP / 4) apart, so a warp's float4 reads of one strip
+// are contiguous). Per stage it stages a segment of CP_CK channels of each filter (the paper's
+// 32-byte segment at CP_CK = 8, 64 bytes at 16; 4-byte copies, stored [k][m]) and the same
+// channels of its pixels (16-byte copies where P % 4 == 0), double-buffered with cp.async.
+// Filter blocks run fastest (blockIdx.x), so the blocks of one pixel tile share its staged input
+// through L2; blockIdx.z splits the channels (atomicAdd into a zeroed output) for small layers.
+
+#ifndef CP_BM
+#define CP_BM 128  // filters per block
+#endif
+#ifndef CP_BP
+#define CP_BP 128  // pixels per block
+#endif
+#ifndef CP_TM
+#define CP_TM 8  // filters per thread: 4 or 8
+#endif
+#ifndef CP_TP
+#define CP_TP 8  // pixels per thread: 4 or 8
+#endif
+#ifndef CP_CK
+#define CP_CK 8  // channels per segment
+#endif
+#ifndef CP_MIN_BLOCKS
+#define CP_MIN_BLOCKS 1
+#endif
+
+namespace pointwise {
+constexpr int kBM = CP_BM, kBP = CP_BP, kTM = CP_TM, kTP = CP_TP, kCK = CP_CK;
+constexpr int kStrips = kTP / 4, kStripStride = kBP / kStrips;
+constexpr int kThreadsP = kBP / kTP, kThreads = (kBM / kTM) * kThreadsP;
+constexpr int kWStride = kBM + 4;  // [k][m]: a warp's 4-byte writes (8 channels of 4 filters) hit 32 banks
+constexpr int kStageFloats = kCK * kBP + kCK * kWStride;
+static_assert((kTM == 4 || kTM == 8) && (kTP == 4 || kTP == 8), "CP_TM and CP_TP must be 4 or 8");
+static_assert(kBM % kTM == 0 && kBP % kTP == 0, "the block tile must be whole threads");
+static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+
+// cp.async one stage: channels c0 .. c0 + kCK - 1 (zero past c_hi) of the block's pixels and filters.
+__device__ __forceinline__ void load_stage(
+    float* stage, const float* __restrict__ x, const float* __restrict__ w, int c0, int c_hi, int p0, int m0, int C,
+    int P, int M, bool vec16)
+{
+    if (vec16) {  // P % 4 == 0 and x 16-byte aligned: a float4 is all inside the map or all outside
+        for (int i = threadIdx.x; i < kCK * kBP / 4; i += kThreads) {
+            const int k = i / (kBP / 4), p = p0 + 4 * (i % (kBP / 4));
+            const bool valid = c0 + k < c_hi && p < P;
+            copy16(stage + 4 * i, valid ? x + (long long)(c0 + k) * P + p : x, valid ? 16 : 0);
+        }
+    } else {
+        for (int i = threadIdx.x; i < kCK * kBP; i += kThreads) {
+            const int k = i / kBP, p = p0 + i % kBP;
+            const bool valid = c0 + k < c_hi && p < P;
+            copy4(stage + i, valid ? x + (long long)(c0 + k) * P + p : x, valid);
+        }
+    }
+    float* wt = stage + kCK * kBP;
+    for (int i = threadIdx.x; i < kCK * kBM; i += kThreads) {  // consecutive threads: one filter's segment
+        const int m = i / kCK, k = i % kCK;
+        const bool valid = m0 + m < M && c0 + k < c_hi;
+        copy4(wt + k * kWStride + m, valid ? w + (long long)(m0 + m) * C + c0 + k : w, valid);
+    }
+}
+}  // namespace pointwise
+
+// Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
+// +split_channels); with splits > 1 the output must be zeroed first. Dynamic shared memory:
+// 2 * kStageFloats floats.
+extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
+    int split_channels, int vec16)
+{
+    using namespace pointwise;
+    const int m0 = blockIdx.x * kBM, p0 = blockIdx.y * kBP;
+    const int c_lo = blockIdx.z * split_channels, c_hi = min(C, c_lo + split_channels);
+    if (c_lo >= C) return;  // uniform over the block
+    const int tm = threadIdx.x / kThreadsP, tp = threadIdx.x % kThreadsP;
+
+    float acc[kTM][kTP];
+#pragma unroll
+    for (int f = 0; f < kTM; ++f)
+#pragma unroll
+        for (int i = 0; i < kTP; ++i) acc[f][i] = 0.0f;
+
+    const int stages = (c_hi - c_lo + kCK - 1) / kCK;
+    load_stage(dynamic_smem, x, w, c_lo, c_hi, p0, m0, C, P, M, vec16);
+    commit();
+    for (int s = 0; s < stages; ++s) {
+        if (s + 1 < stages) {  // prefetch the next segment into the other buffer
+            load_stage(dynamic_smem + ((s + 1) & 1) * kStageFloats, x, w, c_lo + (s + 1) * kCK, c_hi, p0, m0, C, P,
+                       M, vec16);
+            commit();
+            wait_stages<1>();
+        } else {
+            wait_stages<0>();
+        }
+        __syncthreads();
+        const float* xs = dynamic_smem + (s & 1) * kStageFloats;
+        const float* ws = xs + kCK * kBP;
+#pragma unroll
+        for (int k = 0; k < kCK; ++k) {  // zero-filled past c_hi: a partial segment adds nothing
+            float wv[kTM], xv[kTP];
+#pragma unroll
+            for (int q = 0; q < kTM / 4; ++q) {
+                const float4 f4 = *reinterpret_cast<const float4*>(ws + k * kWStride + tm * kTM + 4 * q);
+                wv[4 * q] = f4.x; wv[4 * q + 1] = f4.y; wv[4 * q + 2] = f4.z; wv[4 * q + 3] = f4.w;
+            }
+#pragma unroll
+            for (int q = 0; q < kStrips; ++q) {
+                const float4 p4 = *reinterpret_cast<const float4*>(xs + k * kBP + q * kStripStride + 4 * tp);
+                xv[4 * q] = p4.x; xv[4 * q + 1] = p4.y; xv[4 * q + 2] = p4.z; xv[4 * q + 3] = p4.w;
+            }
+#pragma unroll
+            for (int f = 0; f < kTM; ++f)
+#pragma unroll
+                for (int i = 0; i < kTP; ++i) acc[f][i] = fmaf(wv[f], xv[i], acc[f][i]);
+        }
+        __syncthreads();  // the next prefetch overwrites this buffer
+    }
+
+    const bool atomic = split_channels < C, vector_store = !atomic && P % 4 == 0;
+#pragma unroll
+    for (int f = 0; f < kTM; ++f) {
+        const int m = m0 + tm * kTM + f;
+        if (m >= M) break;
+#pragma unroll
+        for (int q = 0; q < kStrips; ++q) {
+            const int p = p0 + q * kStripStride + 4 * tp;
+            if (p >= P) continue;
+            const float strip[4] = {acc[f][4 * q], acc[f][4 * q + 1], acc[f][4 * q + 2], acc[f][4 * q + 3]};
+            store_strip(out + (long long)m * P + p, strip, P - p, vector_store, atomic);
+        }
+    }
+}

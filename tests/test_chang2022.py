@@ -69,6 +69,33 @@ def test_h100_configs_fit_and_split_only_with_channels_to_spare():
             assert cfg.splits(problem) * cfg.split_channels(problem) >= problem.c
 
 
+def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
+    for problem in chang.multi_problems():
+        kinds = {type(cfg) for cfg in chang.ranked_multi_configs(problem, 132)}
+        assert (chang.PointwiseConfig in kinds) == (problem.r == 1)
+    cfg = chang.PointwiseConfig(64, 64, 4, 8, 16, split=3)
+    assert cfg.threads == 128 and cfg.shared_bytes() == 2 * 16 * (64 + 64 + 4) * 4
+    problem = ConvProblem.same(1, 100, 7, 9, 70, 1)  # 63 pixels, 100 channels in splits of 48
+    assert cfg.grid(problem) == (2, 1, 3) and cfg.split_channels(problem) == 48
+    assert chang.multi_launch(cfg.as_params()) == cfg
+    assert chang.multi_launch(chang.MultiConfig(bm=16).as_params()) == chang.MultiConfig(bm=16)
+    with pytest.raises(ValueError, match="tm and tp"):
+        chang.PointwiseConfig(tm=2)
+    with pytest.raises(ValueError, match="whole threads"):
+        chang.PointwiseConfig(bm=60)
+
+
+def test_single_candidates_include_both_plans_and_fit_shared_memory():
+    model = chang.latency_model(chang.GTX_1080TI)
+    for problem in chang.single_problems():
+        plans = chang.single_candidates(problem, model)
+        assert chang.plan_single(problem, model) in plans and chang.fill_plan(problem, model) in plans
+        assert len(plans) == len(set(plans))
+        for plan in plans:
+            assert plan.piece_rows <= plan.band_rows and plan.piece_filters <= plan.group_filters
+            assert 2 * chang.single_stage_bytes(problem, plan.piece_rows, plan.piece_filters) <= 232448
+
+
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_build_without_spills(arch):
     from convkit.compile import find_nvcc, ptxas_report
@@ -78,6 +105,7 @@ def test_kernels_build_without_spills(arch):
     builds = [(f"-DCS_K={k}",) for k in (1, 3, 5)]
     builds += [chang.MultiConfig(16, 1, 32).options(5), chang.MultiConfig(32, 32, 32, 2, 4).options(1),
                chang.MultiConfig(64, 16, 16, 1, 4).options(5)]  # fmt: skip
+    builds += [chang.PointwiseConfig(*tile).options() for tile in chang.POINTWISE_TILES]
     for options in builds:
         for r in ptxas_report("chang2022", arch, options=tuple(options)):
             assert r.spill_store_bytes == 0, (options, r)

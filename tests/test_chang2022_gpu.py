@@ -84,6 +84,35 @@ def test_multi_matches_reference(shape, config):
     _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, problem.output_shape)
 
 
+# (C, H, W, M): pixel counts no block or strip divides (odd: 4-byte copies), channels no segment
+# divides, M not a multiple of the block's filters, one of the grid's small layers.
+POINTWISE_SHAPES = [(37, 5, 7, 70, 1), (1, 3, 3, 5, 1), (100, 16, 17, 130, 1), (64, 14, 14, 64, 1), (24, 12, 12, 9, 1)]
+POINTWISE_CONFIGS = [
+    *(chang.PointwiseConfig(*tile) for tile in chang.POINTWISE_TILES),
+    chang.PointwiseConfig(64, 64, 8, 8, 8, split=3),
+    chang.PointwiseConfig(32, 32, 4, 4, 32, split=2),
+]
+
+
+@pytest.mark.parametrize("shape", POINTWISE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", range(len(POINTWISE_CONFIGS)))
+def test_pointwise_matches_reference(shape, config):
+    import cupy
+
+    c, h, w, m, k = shape
+    x, f, ref = _inputs(cupy, c, h, w, m, k)
+    cfg = POINTWISE_CONFIGS[config]
+    _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
+
+
+def test_pointwise_rejects_larger_filters():
+    import cupy
+
+    x, f = cupy.ones((1, 4, 8, 8), dtype=cupy.float32), cupy.ones((4, 4, 3, 3), dtype=cupy.float32)
+    with pytest.raises(ValueError, match="for 1x1 filters"):
+        chang.conv2d_multi(x, f, config=chang.PointwiseConfig())
+
+
 @pytest.mark.parametrize("problem", [chang.single_problems()[-1], chang.multi_problems()[-1]], ids=["single", "multi"])
 def test_largest_grid_problems(problem):
     """The grids' largest configurations (1024x1024 x 512 filters 5x5; 512x512, 512 -> 512, 5x5), default launches."""
@@ -111,6 +140,10 @@ def test_unaligned_input_uses_four_byte_copies():
     unaligned[...] = x
     cfg = chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True)
     _check(cupy, lambda out: chang.conv2d_multi(unaligned, f, config=cfg, out=out), ref, (1, 24, 12, 16))
+    x, f, ref = _inputs(cupy, 16, 12, 16, 24, 1)
+    unaligned[...] = x
+    _check(cupy, lambda out: chang.conv2d_multi(unaligned, f, config=chang.PointwiseConfig(64, 64, 4, 4), out=out),
+           ref, (1, 24, 12, 16))  # fmt: skip
 
 
 def test_bad_arguments_are_named():
