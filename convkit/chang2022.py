@@ -466,11 +466,14 @@ def paper_multi_config(problem: ConvProblem, model: LatencyModel, *,
     return MultiConfig(bm=bm, tile_h=1, tile_w=PAPER_PX, rpt=1, px=1, ck=SEGMENT_CHANNELS)
 
 
-#: Tiles :func:`multi_config` chooses from, most reuse per staged byte first: (bm, tile_h, tile_w, rpt).
-#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more).
-MULTI_TILES: tuple[tuple[int, int, int, int], ...] = (
-    (32, 32, 32, 2), (16, 32, 32, 2), (64, 16, 16, 1), (32, 16, 32, 1), (16, 16, 32, 2), (64, 8, 16, 1),
-    (32, 16, 16, 1), (16, 16, 32, 1), (32, 8, 16, 1), (64, 8, 8, 1), (32, 8, 8, 1),
+#: Tiles :func:`multi_config` chooses from, most reuse per staged byte first: (bm, tile_h, tile_w, rpt, ck).
+#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more). The last three
+#: are for maps of a few tiles: one-warp blocks and short segments, so that the channels split over
+#: many blocks and each thread's serial share stays small.
+MULTI_TILES: tuple[tuple[int, int, int, int, int], ...] = (
+    (32, 32, 32, 2, 8), (16, 32, 32, 2, 8), (64, 16, 16, 1, 8), (32, 16, 32, 1, 8), (16, 16, 32, 2, 8),
+    (64, 8, 16, 1, 8), (32, 16, 16, 1, 8), (16, 16, 32, 1, 8), (32, 8, 16, 1, 8), (64, 8, 8, 1, 8),
+    (32, 8, 8, 1, 8), (16, 8, 8, 1, 8), (16, 8, 8, 1, 4), (8, 8, 16, 1, 4),
 )  # fmt: skip
 
 
@@ -484,6 +487,7 @@ class PointwiseConfig:
         tm, tp: filters and pixels per thread (4 or 8).
         ck: channels per segment (8: the paper's 32 bytes of each filter; 16: 64 bytes).
         split: blocks sharing one output tile's channels (atomicAdd when above 1).
+        stages: segments in flight (a ring of shared-memory buffers; the paper double-buffers: 2).
     """
 
     bm: int = 128
@@ -492,6 +496,7 @@ class PointwiseConfig:
     tp: int = 8
     ck: int = 8
     split: int = 1
+    stages: int = 3
 
     def __post_init__(self) -> None:
         if self.tm not in (4, 8) or self.tp not in (4, 8):
@@ -502,6 +507,8 @@ class PointwiseConfig:
             raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
         if self.ck < 1 or self.split < 1:
             raise ValueError("ck and split must be positive")
+        if self.stages < 2:
+            raise ValueError(f"stages must be 2 or more, got {self.stages!r}")
 
     @property
     def threads(self) -> int:
@@ -509,16 +516,17 @@ class PointwiseConfig:
 
     @property
     def registers(self) -> int:
-        """Registers per thread the block is built for: an 8 x 8 tile needs about 150 (it spills at 128)."""
-        return 168 if self.tm * self.tp == 64 else 128
+        """Registers per thread the block is built for: 128, but an 8 x 8 tile of 128 threads spills there."""
+        return 168 if self.tm * self.tp == 64 and self.threads < 256 else 128
 
     def shared_bytes(self, k: int = 1) -> int:
-        """Dynamic shared memory: two stages of ``ck`` x ``bp`` pixels and ``ck`` x (``bm`` + 4) weights."""
-        return 2 * self.ck * (self.bp + self.bm + 4) * _FLOAT
+        """Dynamic shared memory: ``stages`` buffers of ``ck`` x ``bp`` pixels and ``ck`` x (``bm`` + 4) weights."""
+        return self.stages * self.ck * (self.bp + self.bm + 4) * _FLOAT
 
     def options(self, k: int = 1) -> tuple[str, ...]:
         return (f"-DCP_BM={self.bm}", f"-DCP_BP={self.bp}", f"-DCP_TM={self.tm}", f"-DCP_TP={self.tp}",
-                f"-DCP_CK={self.ck}", f"-DCP_MIN_BLOCKS={_min_blocks(self.threads, self.registers)}")  # fmt: skip
+                f"-DCP_CK={self.ck}", f"-DCP_STAGES={self.stages}",
+                f"-DCP_MIN_BLOCKS={_min_blocks(self.threads, self.registers)}")  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
         """Filter blocks fastest: the blocks of one pixel tile run together and share it through L2."""
@@ -537,13 +545,13 @@ class PointwiseConfig:
 
 
 #: Tiles of ``chang_pointwise`` the H100 launch chooses from at 1x1: (bm, bp, tm, tp, ck), the
-#: 128 x 128 GEMM tile of 8 x 8 per thread down to 4 x 4 per thread for layers of a few blocks.
+#: 128 x 128 GEMM tile of 8 x 8 per thread down to 4 x 4 per thread and one-warp blocks for layers
+#: of a few blocks.
 POINTWISE_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 128, 8, 8, 8), (128, 128, 8, 8, 16), (128, 64, 8, 8, 8), (64, 128, 8, 8, 8), (64, 64, 8, 8, 16),
-    (64, 64, 4, 8, 16), (64, 64, 4, 4, 16), (32, 64, 4, 4, 16), (32, 32, 4, 4, 32),
+    (64, 64, 4, 8, 16), (64, 64, 4, 4, 16), (32, 64, 4, 4, 16), (32, 32, 4, 4, 32), (32, 32, 4, 4, 8),
+    (16, 32, 4, 4, 4),
 )  # fmt: skip
-#: Fewest channels a split keeps: two segments.
-MIN_SPLIT_CHANNELS = 2 * SEGMENT_CHANNELS
 #: Warps per SM below which a launch is counted as losing latency hiding (proportionally).
 WARPS_TO_HIDE = 16
 
@@ -559,14 +567,14 @@ def resident_blocks(config: MultiConfig | PointwiseConfig, k: int, shared_per_sm
 
 
 def _split_and_cost(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
-                    thread_tile: tuple[int, int]) -> tuple[int, float]:  # fmt: skip
-    """The channel split that gives every SM ``per_sm`` blocks (down to :data:`MIN_SPLIT_CHANNELS`
-    per split), and the model's cost: the ``padded`` work, times the idle share of the last wave,
+                    thread_tile: tuple[int, int], ck: int) -> tuple[int, float]:  # fmt: skip
+    """The channel split that gives every SM ``per_sm`` blocks (down to one segment of ``ck``
+    channels per split), and the model's cost: the ``padded`` work, times the idle share of the last wave,
     divided by the share of :data:`WARPS_TO_HIDE` warps the blocks keep on an SM, times 0.5 plus the
     shared-memory reads per FMA of the ``thread_tile`` (filters, pixels per thread), plus 10% for a
     split (zeroing, atomics)."""
     target = per_sm * sm_count
-    split = max(1, min(math.ceil(target / blocks), problem.c // MIN_SPLIT_CHANNELS))
+    split = max(1, min(math.ceil(target / blocks), problem.c // ck))
     total = blocks * split
     waves = math.ceil(total / target) * target / total
     warps = min(per_sm, math.ceil(total / sm_count)) * threads // WARP
@@ -585,17 +593,17 @@ def ranked_multi_configs(
     """
     k = problem.r
     ranked: list[tuple[float, int, MultiConfig | PointwiseConfig]] = []
-    for order, (bm, th, tw, rpt) in enumerate(MULTI_TILES):
+    for order, (bm, th, tw, rpt, ck) in enumerate(MULTI_TILES):
         if rpt > 1 and k > 1:
             continue
-        base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=SEGMENT_CHANNELS, rows16=True)
+        base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=ck, rows16=True)
         per_sm = resident_blocks(base, k, shared_per_sm)
         if per_sm < 1:
             continue
         padded = (math.ceil(problem.h / th) * th) * (math.ceil(problem.w / tw) * tw) * (math.ceil(problem.m / bm) * bm)
         split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads, sm_count,
-                                      (FILTERS_PER_THREAD, 4 * rpt))  # fmt: skip
-        ranked.append((cost, order, MultiConfig(bm, th, tw, rpt, 4, SEGMENT_CHANNELS, split, rows16=True)))
+                                      (FILTERS_PER_THREAD, 4 * rpt), ck)  # fmt: skip
+        ranked.append((cost, order, MultiConfig(bm, th, tw, rpt, 4, ck, split, rows16=True)))
     if k == 1:
         pixels = problem.h * problem.w
         # Ahead of the 2-D tiles at equal cost: no halo columns to stage at 1x1.
@@ -606,7 +614,7 @@ def ranked_multi_configs(
                 continue
             padded = math.ceil(pixels / bp) * bp * math.ceil(problem.m / bm) * bm
             split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads,
-                                          sm_count, (tm, tp))  # fmt: skip
+                                          sm_count, (tm, tp), ck)  # fmt: skip
             ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
     if not ranked:
         raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")

@@ -421,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
 // x CP_TP pixels (in strips of 4, CP_BP / (CP_TP / 4) apart, so a warp's float4 reads of one strip
 // are contiguous). Per stage it stages a segment of CP_CK channels of each filter (the paper's
 // 32-byte segment at CP_CK = 8, 64 bytes at 16; 4-byte copies, stored [k][m]) and the same
-// channels of its pixels (16-byte copies where P % 4 == 0), double-buffered with cp.async.
+// channels of its pixels (16-byte copies where P % 4 == 0), CP_STAGES segments in flight (cp.async).
 // Filter blocks run fastest (blockIdx.x), so the blocks of one pixel tile share its staged input
 // through L2; blockIdx.z splits the channels (atomicAdd into a zeroed output) for small layers.
 
@@ -440,12 +440,15 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
 #ifndef CP_CK
 #define CP_CK 8  // channels per segment
 #endif
+#ifndef CP_STAGES
+#define CP_STAGES 3  // segments in flight: the copies of the next CP_STAGES - 1 overlap this one's FMAs
+#endif
 #ifndef CP_MIN_BLOCKS
 #define CP_MIN_BLOCKS 1
 #endif
 
 namespace pointwise {
-constexpr int kBM = CP_BM, kBP = CP_BP, kTM = CP_TM, kTP = CP_TP, kCK = CP_CK;
+constexpr int kBM = CP_BM, kBP = CP_BP, kTM = CP_TM, kTP = CP_TP, kCK = CP_CK, kStages = CP_STAGES;
 constexpr int kStrips = kTP / 4, kStripStride = kBP / kStrips;
 constexpr int kThreadsP = kBP / kTP, kThreads = (kBM / kTM) * kThreadsP;
 constexpr int kWStride = kBM + 4;  // [k][m]: a warp's 4-byte writes (8 channels of 4 filters) hit 32 banks
@@ -453,6 +456,7 @@ constexpr int kStageFloats = kCK * kBP + kCK * kWStride;
 static_assert((kTM == 4 || kTM == 8) && (kTP == 4 || kTP == 8), "CP_TM and CP_TP must be 4 or 8");
 static_assert(kBM % kTM == 0 && kBP % kTP == 0, "the block tile must be whole threads");
 static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+static_assert(kStages >= 2, "CP_STAGES must be 2 or more");
 
 // cp.async one stage: channels c0 .. c0 + kCK - 1 (zero past c_hi) of the block's pixels and filters.
 __device__ __forceinline__ void load_stage(
@@ -483,7 +487,7 @@ __device__ __forceinline__ void load_stage(
 
 // Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
 // +split_channels); with splits > 1 the output must be zeroed first. Dynamic shared memory:
-// 2 * kStageFloats floats.
+// CP_STAGES * kStageFloats floats.
 extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
     int split_channels, int vec16)
@@ -500,20 +504,23 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
 #pragma unroll
         for (int i = 0; i < kTP; ++i) acc[f][i] = 0.0f;
 
-    const int stages = (c_hi - c_lo + kCK - 1) / kCK;
-    load_stage(dynamic_smem, x, w, c_lo, c_hi, p0, m0, C, P, M, vec16);
-    commit();
-    for (int s = 0; s < stages; ++s) {
-        if (s + 1 < stages) {  // prefetch the next segment into the other buffer
-            load_stage(dynamic_smem + ((s + 1) & 1) * kStageFloats, x, w, c_lo + (s + 1) * kCK, c_hi, p0, m0, C, P,
-                       M, vec16);
-            commit();
-            wait_stages<1>();
-        } else {
-            wait_stages<0>();
-        }
+    // A ring of kStages buffers, one barrier per segment: after the barrier of segment s every thread
+    // is done with segment s - 1, whose buffer then takes segment s + kStages - 1. Every iteration
+    // commits a group (empty past the end), so wait_stages<kStages - 2> always means "segment s landed".
+    const int segments = (c_hi - c_lo + kCK - 1) / kCK;
+    auto buffer = [](int s) { return dynamic_smem + (s % kStages) * kStageFloats; };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+        if (s < segments) load_stage(buffer(s), x, w, c_lo + s * kCK, c_hi, p0, m0, C, P, M, vec16);
+        commit();
+    }
+    for (int s = 0; s < segments; ++s) {
+        wait_stages<kStages - 2>();
         __syncthreads();
-        const float* xs = dynamic_smem + (s & 1) * kStageFloats;
+        const int next = s + kStages - 1;
+        if (next < segments) load_stage(buffer(next), x, w, c_lo + next * kCK, c_hi, p0, m0, C, P, M, vec16);
+        commit();
+        const float* xs = buffer(s);
         const float* ws = xs + kCK * kBP;
 #pragma unroll
         for (int k = 0; k < kCK; ++k) {  // zero-filled past c_hi: a partial segment adds nothing
@@ -533,7 +540,6 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
 #pragma unroll
                 for (int i = 0; i < kTP; ++i) acc[f][i] = fmaf(wv[f], xv[i], acc[f][i]);
         }
-        __syncthreads();  // the next prefetch overwrites this buffer
     }
 
     const bool atomic = split_channels < C, vector_store = !atomic && P % 4 == 0;

@@ -74,7 +74,8 @@ for c, h, w, m, k in [(13, 9, 11, 20, 3), (37, 16, 24, 70, 5), (3, 5, 8, 9, 1)]:
     for cfg in (chang.MultiConfig(bm=16, tile_h=1, tile_w=32, px=1),
                 chang.MultiConfig(bm=40, tile_h=2, tile_w=16, px=1, ck=16),
                 chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, rows16=True, split=3),
-                chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True)):  # fmt: skip
+                chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True),
+                chang.MultiConfig(bm=8, tile_h=8, tile_w=16, px=4, ck=4, rows16=True, split=4)):  # fmt: skip
         assert reference.relative_error(chang.conv2d_multi(x, f, config=cfg).get(), ref) < 1e-5, (c, h, w, m, k, cfg)
 # The GEMM tile at 1x1: 16-byte and (odd pixel count) 4-byte copies, partial segments, a split.
 for c, h, w, m in [(3, 5, 8, 9), (37, 5, 7, 70)]:
@@ -82,7 +83,7 @@ for c, h, w, m in [(3, 5, 8, 9), (37, 5, 7, 70)]:
     x = cupy.asarray(rng.standard_normal((1, c, h, w), dtype=np.float32))
     f = cupy.asarray(rng.standard_normal((m, c, 1, 1), dtype=np.float32))
     ref = reference.conv2d(x.get(), f.get(), pad=0)
-    for cfg in (chang.PointwiseConfig(64, 64, 8, 8, 8, split=2), chang.PointwiseConfig(32, 32, 4, 4, 32)):
+    for cfg in (chang.PointwiseConfig(64, 64, 8, 8, 8, split=2), chang.PointwiseConfig(16, 32, 4, 4, 4, split=3)):
         assert reference.relative_error(chang.conv2d_multi(x, f, config=cfg).get(), ref) < 1e-5, (c, h, w, m, cfg)
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)

@@ -1,4 +1,5 @@
-"""Event time of an empty kernel, as convkit.timing measures it (one-off)."""
+"""The event time of an empty kernel as convkit.timing measures it: the launch share of every small
+configuration's time (the roofline floors assume 3 us). Run on a GPU: python3 scripts/launch_floor.py"""
 
 import cupy
 

@@ -65,7 +65,7 @@ def test_h100_configs_fit_and_split_only_with_channels_to_spare():
     for problem in chang.multi_problems():
         for cfg in chang.ranked_multi_configs(problem, 132):
             assert chang.resident_blocks(cfg, problem.r) >= 1
-            assert cfg.split_channels(problem) >= min(problem.c, chang.MIN_SPLIT_CHANNELS)
+            assert cfg.split_channels(problem) >= min(problem.c, cfg.ck)
             assert cfg.splits(problem) * cfg.split_channels(problem) >= problem.c
 
 
@@ -74,7 +74,7 @@ def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
         kinds = {type(cfg) for cfg in chang.ranked_multi_configs(problem, 132)}
         assert (chang.PointwiseConfig in kinds) == (problem.r == 1)
     cfg = chang.PointwiseConfig(64, 64, 4, 8, 16, split=3)
-    assert cfg.threads == 128 and cfg.shared_bytes() == 2 * 16 * (64 + 64 + 4) * 4
+    assert cfg.threads == 128 and cfg.shared_bytes() == cfg.stages * 16 * (64 + 64 + 4) * 4
     problem = ConvProblem.same(1, 100, 7, 9, 70, 1)  # 63 pixels, 100 channels in splits of 48
     assert cfg.grid(problem) == (2, 1, 3) and cfg.split_channels(problem) == 48
     assert chang.multi_launch(cfg.as_params()) == cfg

@@ -32,6 +32,8 @@ MULTI_CONFIGS = [
     chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True),
     chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, rows16=True, split=3),
     chang.MultiConfig(bm=64, tile_h=8, tile_w=16, px=4, rows16=True, split=2),
+    chang.MultiConfig(bm=16, tile_h=8, tile_w=8, px=4, ck=4, rows16=True, split=5),
+    chang.MultiConfig(bm=8, tile_h=8, tile_w=16, px=4, ck=4, rows16=True, split=64),
 ]
 
 
