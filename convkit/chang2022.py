@@ -374,7 +374,7 @@ class MultiConfig:
         rpt: output rows per thread.
         px: adjacent pixels per thread (1: the paper's one pixel per thread; 4).
         ck: channels per segment (8: 32 x K x K bytes of each filter).
-        split: blocks sharing one output tile's channels (atomicAdd when above 1).
+        split: blocks sharing one output tile's channels (when above 1, the first to finish stores, the rest add).
         rows16: 16-byte copies of input rows where the map width allows.
     """
 
@@ -486,7 +486,7 @@ class PointwiseConfig:
         bp: pixels per block, of the flattened H x W map.
         tm, tp: filters and pixels per thread (4 or 8).
         ck: channels per segment (8: the paper's 32 bytes of each filter; 16: 64 bytes).
-        split: blocks sharing one output tile's channels (atomicAdd when above 1).
+        split: blocks sharing one output tile's channels (when above 1, the first to finish stores, the rest add).
         stages: segments in flight (a ring of shared-memory buffers; the paper double-buffers: 2).
     """
 
@@ -566,20 +566,25 @@ def resident_blocks(config: MultiConfig | PointwiseConfig, k: int, shared_per_sm
                       2048 // config.threads))  # fmt: skip
 
 
-def _split_and_cost(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
-                    thread_tile: tuple[int, int], ck: int) -> tuple[int, float]:  # fmt: skip
+def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
+                      thread_tile: tuple[int, int], ck: int) -> list[tuple[int, float]]:  # fmt: skip
     """The channel split that gives every SM ``per_sm`` blocks (down to one segment of ``ck``
-    channels per split), and the model's cost: the ``padded`` work, times the idle share of the last wave,
-    divided by the share of :data:`WARPS_TO_HIDE` warps the blocks keep on an SM, times 0.5 plus the
-    shared-memory reads per FMA of the ``thread_tile`` (filters, pixels per thread), plus 10% for a
-    split (zeroing, atomics)."""
+    channels per split) and, where it is above 1, half of it (a split adds a second write of the
+    tile, which the model does not weigh well), each with the model's cost: the ``padded`` work,
+    times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps the
+    blocks keep on an SM, times 0.5 plus the shared-memory reads per FMA of the ``thread_tile``
+    (filters, pixels per thread), plus 10% for a split (the later splits' atomics)."""
     target = per_sm * sm_count
     split = max(1, min(math.ceil(target / blocks), problem.c // ck))
-    total = blocks * split
-    waves = math.ceil(total / target) * target / total
-    warps = min(per_sm, math.ceil(total / sm_count)) * threads // WARP
     reads = 0.5 + 1 / thread_tile[0] + 1 / thread_tile[1]
-    return split, round(padded * waves / min(1.0, warps / WARPS_TO_HIDE) * reads * (1.1 if split > 1 else 1.0), 6)
+    costed = []
+    for s in sorted({split, max(1, split // 2)}, reverse=True):
+        total = blocks * s
+        waves = math.ceil(total / target) * target / total
+        warps = min(per_sm, math.ceil(total / sm_count)) * threads // WARP
+        cost = padded * waves / min(1.0, warps / WARPS_TO_HIDE) * reads * (1.1 if s > 1 else 1.0)
+        costed.append((s, round(cost, 6)))
+    return costed
 
 
 def ranked_multi_configs(
@@ -588,8 +593,8 @@ def ranked_multi_configs(
     """The H100's launches of the stride-fixed block, cheapest first by a simple model.
 
     Each tile of :data:`MULTI_TILES` (and, at 1x1, of :data:`POINTWISE_TILES`) gets its channels
-    split over enough blocks to fill the SMs and is costed by :func:`_split_and_cost`. Ties keep
-    the earlier tile.
+    split over enough blocks to fill the SMs (and half that) and is costed by :func:`_splits_and_costs`.
+    Ties keep the earlier tile.
     """
     k = problem.r
     ranked: list[tuple[float, int, MultiConfig | PointwiseConfig]] = []
@@ -601,9 +606,9 @@ def ranked_multi_configs(
         if per_sm < 1:
             continue
         padded = (math.ceil(problem.h / th) * th) * (math.ceil(problem.w / tw) * tw) * (math.ceil(problem.m / bm) * bm)
-        split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads, sm_count,
-                                      (FILTERS_PER_THREAD, 4 * rpt), ck)  # fmt: skip
-        ranked.append((cost, order, MultiConfig(bm, th, tw, rpt, 4, ck, split, rows16=True)))
+        for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads,
+                                             sm_count, (FILTERS_PER_THREAD, 4 * rpt), ck):  # fmt: skip
+            ranked.append((cost, order, MultiConfig(bm, th, tw, rpt, 4, ck, split, rows16=True)))
     if k == 1:
         pixels = problem.h * problem.w
         # Ahead of the 2-D tiles at equal cost: no halo columns to stage at 1x1.
@@ -613,16 +618,17 @@ def ranked_multi_configs(
             if per_sm < 1:
                 continue
             padded = math.ceil(pixels / bp) * bp * math.ceil(problem.m / bm) * bm
-            split, cost = _split_and_cost(problem, padded, math.prod(base.grid(problem)), per_sm, base.threads,
-                                          sm_count, (tm, tp), ck)  # fmt: skip
-            ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
+            for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm,
+                                                 base.threads, sm_count, (tm, tp), ck):  # fmt: skip
+                ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
     if not ranked:
         raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")
     return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
-#: Launches a tuning run measures per problem: every tile the model ranks (it picks well only on large layers).
-TUNING_CANDIDATES = len(MULTI_TILES) + len(POINTWISE_TILES)
+#: Launches a tuning run measures per problem: every tile the model ranks, at both of its splits (the model
+#: picks well only on large layers).
+TUNING_CANDIDATES = 2 * (len(MULTI_TILES) + len(POINTWISE_TILES))
 
 
 def multi_config(problem: ConvProblem, sm_count: int, *,
@@ -708,8 +714,8 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None
     Args:
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
-        config: the block; default :func:`multi_config` for this GPU. With ``split`` above 1 the output
-            is zeroed first and the splits add into it.
+        config: the block; default :func:`multi_config` for this GPU. With ``split`` above 1 the splits
+            of each output tile sum into it in the same launch (the first stores, the others add).
         out: optional float32 (1, M, H, W) output.
     """
     import cupy
@@ -733,9 +739,8 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None
     name = "chang_pointwise" if pointwise else "chang_multi"
     kernel = with_dynamic_shared(load_kernel("chang2022", name, options=config.options(problem.r)), shared,
                                  f"config {config}")  # fmt: skip
-    split_channels = config.split_channels(problem)
-    if split_channels < problem.c:
-        out.fill(0.0)  # the splits add into it
+    split_channels, splits = config.split_channels(problem), config.splits(problem)
+    counters = split_counters(math.prod(grid) // splits if splits > 1 else 0)
     p = problem
     if pointwise:
         vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
@@ -743,8 +748,25 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None
     else:
         rows16 = config.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
         args = (p.c, p.h, p.w, p.m, split_channels, int(rows16))
-    kernel(grid, (config.threads,), (x, w, out, *(cupy.int32(v) for v in args)), shared_mem=shared)
+    kernel(grid, (config.threads,), (x, w, out, *(cupy.int32(v) for v in args), counters), shared_mem=shared)
     return out
+
+
+_SPLIT_COUNTERS: dict[tuple[int, int], Any] = {}
+
+
+def split_counters(tiles: int) -> Any:
+    """Zeroed int32 counters, 3 per output tile, for a launch that splits the channels (the kernels'
+    ``split::arrive``; they leave them zero again). One buffer per device and stream: launches on one
+    stream run in order, launches on two streams must not share counters."""
+    import cupy
+
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    counters = _SPLIT_COUNTERS.get(key)
+    if counters is None or counters.size < 3 * tiles:
+        counters = cupy.zeros(3 * max(tiles, 4096), dtype=cupy.int32)
+        _SPLIT_COUNTERS[key] = counters
+    return counters
 
 
 # --- The chapter's grids (the paper's section 4, and the issue's) ---------------------------------------------

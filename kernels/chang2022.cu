@@ -26,8 +26,9 @@
 //       line of P_x = CM_TILE_W pixels, N_f = CM_BM filters from the FMA requirement, no split.
 //     Past the paper (chang_multi_async): 16-byte copies of input rows where the width allows
 //       (rows16), 2-D tiles of CM_RPT x CM_PX pixels per thread, and a split of the channels over
-//       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed with atomicAdd into a zeroed
-//       output (the paper rejects the split, Figure 2(b); next to an idle GPU it is cheap).
+//       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed in one launch (split::arrive:
+//       the first split to finish stores, the others atomicAdd; the paper rejects the split, Figure
+//       2(b); next to an idle GPU it is cheap).
 //
 // Not reproduced: the paper's sources (not published) and its S_B / P_x values (lost from the text).
 
@@ -37,15 +38,28 @@
 
 extern __shared__ __align__(16) float dynamic_smem[];
 
-// Write a thread's kN adjacent outputs of one row, `valid` of them inside it: one float4 store where
-// `vector` (16-byte aligned rows) and all four are inside, else scalar stores, atomicAdd for splits.
+// Float4 stores need it: a caller's `out` may be a view at any float offset.
+__device__ __forceinline__ bool aligned16(const float* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
+
+// Write a thread's kN adjacent outputs of one row, `valid` of them inside it, or add them (`atomic`,
+// a later channel split): one float4 store (or, on sm_90, one float4 atomicAdd) where `vector` (the
+// strip is 16-byte aligned) and all four are inside, else scalar stores or atomicAdds.
 template <int kN>
 __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN], int valid, bool vector, bool atomic)
 {
     if constexpr (kN == 4) {
         if (vector && valid >= 4) {
-            *reinterpret_cast<float4*>(dst) = make_float4(vals[0], vals[1], vals[2], vals[3]);
-            return;
+            const float4 v = make_float4(vals[0], vals[1], vals[2], vals[3]);
+#if __CUDA_ARCH__ >= 900
+            if (atomic) {
+                atomicAdd(reinterpret_cast<float4*>(dst), v);
+                return;
+            }
+#endif
+            if (!atomic) {
+                *reinterpret_cast<float4*>(dst) = v;
+                return;
+            }
         }
     }
 #pragma unroll
@@ -55,6 +69,49 @@ __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN],
         else dst[i] = vals[i];
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Channel splits in one launch (past the paper)
+// ---------------------------------------------------------------------------------------------
+//
+// The splits of one output tile sum into it without a zeroing launch first (a second launch costs
+// about 2.3 us on the H100, a quarter of a 7x7 layer's time): each split takes a ticket when its sums
+// are ready; the first stores them, the others wait for that store and atomicAdd theirs. The last to
+// finish zeroes the tile's three counters (arrived, stored, finished) for the next launch, so they
+// are zero between launches. No deadlock: a split waits only for one that has already arrived.
+namespace split {
+
+// Block-uniform: true where this block adds into the tile (a later split), false where it stores.
+__device__ __forceinline__ bool arrive(int* counters)
+{
+    __shared__ int later;
+    if (threadIdx.x == 0) {
+        later = atomicAdd(counters, 1) != 0;
+        if (later) {
+            while (*reinterpret_cast<volatile int*>(counters + 1) == 0) __nanosleep(64);
+            __threadfence();  // the first split's stores are visible before this block adds
+        }
+    }
+    __syncthreads();
+    return later;
+}
+
+// After the block's stores or adds: publish them, and reset the counters once all `splits` are done.
+__device__ __forceinline__ void finish(int* counters, int splits, bool later)
+{
+    __threadfence();  // every thread's writes are visible GPU-wide before thread 0 signals
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (!later) atomicExch(counters + 1, 1);
+        if (atomicAdd(counters + 2, 1) == splits - 1) {
+            counters[0] = 0;
+            counters[1] = 0;
+            counters[2] = 0;
+        }
+    }
+}
+
+}  // namespace split
 
 // ---------------------------------------------------------------------------------------------
 // Single channel (section 3.1)
@@ -113,7 +170,7 @@ __device__ __forceinline__ void compute_piece(
     const float* wt = stage + (p.rows + kK - 1) * stride;
     const int groups = (p.filters + kFilters - 1) / kFilters;
     const int units = groups * p.rows * quads;
-    const bool vector_store = W % 4 == 0;
+    const bool vector_store = W % 4 == 0 && aligned16(out);
     for (int u = threadIdx.x; u < units; u += kThreads) {
         const int q = u % quads, r = (u / quads) % p.rows, fg = u / (quads * p.rows);
         float acc[kFilters][kPixels];
@@ -353,10 +410,11 @@ __device__ __forceinline__ void compute_stage(
 
 // Grid: (ceil(W / CM_TILE_W), ceil(H / CM_TILE_H), ceil(M / CM_BM) * splits); block z = filter
 // block + blocks * split, split s sums channels [s * split_channels, +split_channels). With
-// splits > 1 the output must be zeroed first (atomicAdd). Dynamic shared memory: 2 * kStageFloats.
+// splits > 1, `counters` holds 3 zeroed ints per output tile (split::arrive). Dynamic shared
+// memory: 2 * kStageFloats.
 extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) chang_multi(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
-    int split_channels, int rows16)
+    int split_channels, int rows16, int* __restrict__ counters)
 {
     using namespace multi;
     const int group = threadIdx.x / kPixelThreads;
@@ -368,7 +426,6 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
            static_cast<int>(blockIdx.z % m_blocks) * kBM, split * split_channels,
            min(C, (split + 1) * split_channels)};
     if (t.c_lo >= C) return;  // uniform: a split past the channels (the launcher sizes the grid to avoid it)
-    const bool atomic = split_channels < C;
 
     float acc[kRPT][kFilters][kPX];
 #pragma unroll
@@ -396,7 +453,11 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
         __syncthreads();  // the next prefetch overwrites this buffer
     }
 
-    const bool vector_store = !atomic && W % 4 == 0;
+    const int splits = (C + split_channels - 1) / split_channels;
+    int* tile_counters = counters + 3 * ((blockIdx.z % m_blocks) * gridDim.y * gridDim.x + blockIdx.y * gridDim.x
+                                         + blockIdx.x);
+    const bool add = splits > 1 && split::arrive(tile_counters);
+    const bool vector_store = W % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kFilters; ++f) {
         const int m = t.m0 + group * kFilters + f;
@@ -406,9 +467,10 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             const int y = t.y0 + kRPT * ty + o, x0 = t.x0 + kPX * tx;
             if (y >= H) continue;
             float* dst = out + ((long long)m * H + y) * W + x0;
-            store_strip(dst, acc[o][f], W - x0, vector_store, atomic);
+            store_strip(dst, acc[o][f], W - x0, vector_store, add);
         }
     }
+    if (splits > 1) split::finish(tile_counters, splits, add);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -423,7 +485,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
 // 32-byte segment at CP_CK = 8, 64 bytes at 16; 4-byte copies, stored [k][m]) and the same
 // channels of its pixels (16-byte copies where P % 4 == 0), CP_STAGES segments in flight (cp.async).
 // Filter blocks run fastest (blockIdx.x), so the blocks of one pixel tile share its staged input
-// through L2; blockIdx.z splits the channels (atomicAdd into a zeroed output) for small layers.
+// through L2; blockIdx.z splits the channels (summed in one launch, split::arrive) for small layers.
 
 #ifndef CP_BM
 #define CP_BM 128  // filters per block
@@ -486,11 +548,11 @@ __device__ __forceinline__ void load_stage(
 }  // namespace pointwise
 
 // Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
-// +split_channels); with splits > 1 the output must be zeroed first. Dynamic shared memory:
-// CP_STAGES * kStageFloats floats.
+// +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::arrive).
+// Dynamic shared memory: CP_STAGES * kStageFloats floats.
 extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
-    int split_channels, int vec16)
+    int split_channels, int vec16, int* __restrict__ counters)
 {
     using namespace pointwise;
     const int m0 = blockIdx.x * kBM, p0 = blockIdx.y * kBP;
@@ -542,7 +604,10 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
         }
     }
 
-    const bool atomic = split_channels < C, vector_store = !atomic && P % 4 == 0;
+    const int splits = (C + split_channels - 1) / split_channels;
+    int* tile_counters = counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x);
+    const bool add = splits > 1 && split::arrive(tile_counters);
+    const bool vector_store = P % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kTM; ++f) {
         const int m = m0 + tm * kTM + f;
@@ -552,7 +617,8 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
             const int p = p0 + q * kStripStride + 4 * tp;
             if (p >= P) continue;
             const float strip[4] = {acc[f][4 * q], acc[f][4 * q + 1], acc[f][4 * q + 2], acc[f][4 * q + 3]};
-            store_strip(out + (long long)m * P + p, strip, P - p, vector_store, atomic);
+            store_strip(out + (long long)m * P + p, strip, P - p, vector_store, add);
         }
     }
+    if (splits > 1) split::finish(tile_counters, splits, add);
 }

@@ -148,6 +148,48 @@ def test_unaligned_input_uses_four_byte_copies():
            ref, (1, 24, 12, 16))  # fmt: skip
 
 
+SPLIT_LAUNCHES = [
+    chang.MultiConfig(bm=16, tile_h=8, tile_w=8, px=4, ck=4, rows16=True, split=5),
+    chang.PointwiseConfig(32, 32, 4, 4, 8, split=4),
+]
+
+
+@pytest.mark.parametrize("config", SPLIT_LAUNCHES, ids=["multi", "pointwise"])
+def test_split_launches_leave_their_counters_zero(config):
+    """One-launch splits: back to back, on a second stream and at a larger grid, every launch is right."""
+    import cupy
+
+    k = 3 if isinstance(config, chang.MultiConfig) else 1
+    for c, h, w, m in [(40, 12, 16, 24), (40, 12, 16, 24), (37, 40, 36, 50)]:
+        x, f, ref = _inputs(cupy, c, h, w, m, k)
+        for stream in (cupy.cuda.Stream.null, cupy.cuda.Stream(non_blocking=True)):
+            with stream:
+                for _ in range(3):
+                    launch = lambda out, x=x, f=f: chang.conv2d_multi(x, f, config=config, out=out)  # noqa: E731
+                    _check(cupy, launch, ref, (1, m, h, w))
+
+
+def test_unaligned_output_uses_scalar_stores():
+    """An ``out`` one float off 16-byte alignment (a view): every kernel falls back to 4-byte stores."""
+    import cupy
+
+    def unaligned_nan(shape):
+        out = cupy.full(math.prod(shape) + 1, math.nan, dtype=cupy.float32)[1:].reshape(shape)
+        assert out.data.ptr % 16 == 4
+        return out
+
+    x, f, ref = _inputs(cupy, 1, 12, 16, 24, 3)
+    out = unaligned_nan((1, 24, 12, 16))
+    chang.conv2d_single(x, f, out=out)
+    assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
+    for config, k in [(chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True), 3), (SPLIT_LAUNCHES[0], 3),
+                      (chang.PointwiseConfig(64, 64, 4, 4), 1), (SPLIT_LAUNCHES[1], 1)]:  # fmt: skip
+        x, f, ref = _inputs(cupy, 16, 12, 16, 24, k)
+        out = unaligned_nan((1, 24, 12, 16))
+        chang.conv2d_multi(x, f, config=config, out=out)
+        assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE, config
+
+
 def test_bad_arguments_are_named():
     import cupy
 
