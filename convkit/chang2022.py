@@ -467,13 +467,13 @@ def paper_multi_config(problem: ConvProblem, model: LatencyModel, *,
 
 
 #: Tiles :func:`multi_config` chooses from, most reuse per staged byte first: (bm, tile_h, tile_w, rpt, ck).
-#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more). The last three
-#: are for maps of a few tiles: one-warp blocks and short segments, so that the channels split over
+#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more). The last four
+#: are for maps of a few tiles: small blocks and short segments, so that the channels split over
 #: many blocks and each thread's serial share stays small.
 MULTI_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (32, 32, 32, 2, 8), (16, 32, 32, 2, 8), (64, 16, 16, 1, 8), (32, 16, 32, 1, 8), (16, 16, 32, 2, 8),
     (64, 8, 16, 1, 8), (32, 16, 16, 1, 8), (16, 16, 32, 1, 8), (32, 8, 16, 1, 8), (64, 8, 8, 1, 8),
-    (32, 8, 8, 1, 8), (16, 8, 8, 1, 8), (16, 8, 8, 1, 4), (8, 8, 16, 1, 4),
+    (32, 8, 8, 1, 8), (16, 8, 8, 1, 8), (32, 8, 8, 1, 4), (16, 8, 8, 1, 4), (8, 8, 16, 1, 4),
 )  # fmt: skip
 
 
@@ -569,8 +569,8 @@ def resident_blocks(config: MultiConfig | PointwiseConfig, k: int, shared_per_sm
 def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
                       thread_tile: tuple[int, int], ck: int) -> list[tuple[int, float]]:  # fmt: skip
     """The channel split that gives every SM ``per_sm`` blocks (down to one segment of ``ck``
-    channels per split) and, where it is above 1, half of it (a split adds a second write of the
-    tile, which the model does not weigh well), each with the model's cost: the ``padded`` work,
+    channels per split) and, where it is above 1, half and twice of it (the model weighs neither the
+    later splits' atomics nor the latency of small blocks well), each with the model's cost: the ``padded`` work,
     times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps the
     blocks keep on an SM, times 0.5 plus the shared-memory reads per FMA of the ``thread_tile``
     (filters, pixels per thread), plus 10% for a split (the later splits' atomics)."""
@@ -578,7 +578,8 @@ def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: in
     split = max(1, min(math.ceil(target / blocks), problem.c // ck))
     reads = 0.5 + 1 / thread_tile[0] + 1 / thread_tile[1]
     costed = []
-    for s in sorted({split, max(1, split // 2)}, reverse=True):
+    alternatives = {split // 2, split, min(2 * split, problem.c // ck)} if split > 1 else {1}
+    for s in sorted(alternatives, reverse=True):
         total = blocks * s
         waves = math.ceil(total / target) * target / total
         warps = min(per_sm, math.ceil(total / sm_count)) * threads // WARP
@@ -626,9 +627,9 @@ def ranked_multi_configs(
     return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
-#: Launches a tuning run measures per problem: every tile the model ranks, at both of its splits (the model
+#: Launches a tuning run measures per problem: every tile the model ranks, at each of its splits (the model
 #: picks well only on large layers).
-TUNING_CANDIDATES = 2 * (len(MULTI_TILES) + len(POINTWISE_TILES))
+TUNING_CANDIDATES = 3 * (len(MULTI_TILES) + len(POINTWISE_TILES))
 
 
 def multi_config(problem: ConvProblem, sm_count: int, *,

@@ -96,13 +96,18 @@ __device__ __forceinline__ bool arrive(int* counters)
     return later;
 }
 
-// After the block's stores or adds: publish them, and reset the counters once all `splits` are done.
+// After the block's stores or adds: the first split publishes its stores (a later one's atomics need
+// no fence: nothing reads them before the launch ends, and waiting for them would stall the block on
+// the tile's contended L2 lines); the last of the `splits` to get here resets the counters.
 __device__ __forceinline__ void finish(int* counters, int splits, bool later)
 {
-    __threadfence();  // every thread's writes are visible GPU-wide before thread 0 signals
-    __syncthreads();
+    if (!later) {
+        __threadfence();  // every thread's stores are visible GPU-wide before thread 0 signals
+        __syncthreads();
+    }
     if (threadIdx.x == 0) {
         if (!later) atomicExch(counters + 1, 1);
+        // Every split has passed arrive (thread 0 counts after its own), so none reads them again.
         if (atomicAdd(counters + 2, 1) == splits - 1) {
             counters[0] = 0;
             counters[1] = 0;
