@@ -7,10 +7,14 @@ convolution (C = 1, M filters) over the SMs with the S/T procedure (:func:`plan_
 kernels are in ``kernels/chang2022.cu``:
 
 - ``chang_single``: executes a :class:`SinglePlan` (the paper's from :func:`plan_single`, or the
-  H100's from :func:`fill_plan`, which also divides the other axis so that every SM has work).
+  H100's, tuned over :func:`single_candidates`: both planners, :func:`fill_plan` also dividing the
+  other axis so that every SM has work).
 - ``chang_multi``: the stride-fixed block; :func:`paper_multi_config` gives the paper's launch (one
-  pixel per thread on a 32-pixel line, 4-byte copies), :func:`multi_config` the H100's (2-D tiles of
-  4-pixel strips, 16-byte copies, channels split over blocks for small maps).
+  pixel per thread on a 32-pixel line, 4-byte copies), :func:`ranked_multi_configs` the H100's
+  candidates (2-D tiles of 4-pixel strips, 16-byte copies, channels split over blocks for small maps,
+  summed in the same launch).
+- ``chang_pointwise``: the stride-fixed block as a GEMM tile at 1x1 (:class:`PointwiseConfig`), ranked
+  with the 2-D tiles.
 
 Everything here but the launchers is pure arithmetic, tested on the CPU.
 """
