@@ -378,7 +378,7 @@ class MultiConfig:
         rpt: output rows per thread.
         px: adjacent pixels per thread (1: the paper's one pixel per thread; 4).
         ck: channels per segment (8: 32 x K x K bytes of each filter).
-        split: blocks sharing one output tile's channels (when above 1, the first to finish stores, the rest add).
+        split: blocks sharing one output tile's channels (above 1: the first to start zeroes it, all add).
         rows16: 16-byte copies of input rows where the map width allows.
     """
 
@@ -490,7 +490,7 @@ class PointwiseConfig:
         bp: pixels per block, of the flattened H x W map.
         tm, tp: filters and pixels per thread (4 or 8).
         ck: channels per segment (8: the paper's 32 bytes of each filter; 16: 64 bytes).
-        split: blocks sharing one output tile's channels (when above 1, the first to finish stores, the rest add).
+        split: blocks sharing one output tile's channels (above 1: the first to start zeroes it, all add).
         stages: segments in flight (a ring of shared-memory buffers; the paper double-buffers: 2).
     """
 
@@ -574,7 +574,7 @@ def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: in
                       thread_tile: tuple[int, int], ck: int) -> list[tuple[int, float]]:  # fmt: skip
     """The channel split that gives every SM ``per_sm`` blocks (down to one segment of ``ck``
     channels per split) and, where it is above 1, half and twice of it (the model weighs neither the
-    later splits' atomics nor the latency of small blocks well), each with the model's cost: the ``padded`` work,
+    splits' atomics nor the latency of small blocks well), each with the model's cost: the ``padded`` work,
     times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps the
     blocks keep on an SM, times 0.5 plus the shared-memory reads per FMA of the ``thread_tile``
     (filters, pixels per thread), plus 10% for a split (the later splits' atomics)."""
@@ -720,7 +720,7 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
         config: the block; default :func:`multi_config` for this GPU. With ``split`` above 1 the splits
-            of each output tile sum into it in the same launch (the first stores, the others add).
+            of each output tile add into it with atomics in the same launch (the first to start zeroes it).
         out: optional float32 (1, M, H, W) output.
     """
     import cupy

@@ -26,8 +26,8 @@
 //       line of P_x = CM_TILE_W pixels, N_f = CM_BM filters from the FMA requirement, no split.
 //     Past the paper (chang_multi_async): 16-byte copies of input rows where the width allows
 //       (rows16), 2-D tiles of CM_RPT x CM_PX pixels per thread, and a split of the channels over
-//       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed in one launch (split::arrive:
-//       the first split to finish stores, the others atomicAdd; the paper rejects the split, Figure
+//       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed with atomics in one launch
+//       (split::first: the first split to start zeroes the tile; the paper rejects the split, Figure
 //       2(b); next to an idle GPU it is cheap).
 //
 // Not reproduced: the paper's sources (not published) and its S_B / P_x values (lost from the text).
@@ -42,7 +42,7 @@ extern __shared__ __align__(16) float dynamic_smem[];
 __device__ __forceinline__ bool aligned16(const float* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
 
 // Write a thread's kN adjacent outputs of one row, `valid` of them inside it, or add them (`atomic`,
-// a later channel split): one float4 store (or, on sm_90, one float4 atomicAdd) where `vector` (the
+// a channel split): one float4 store (or, on sm_90, one float4 atomicAdd) where `vector` (the
 // strip is 16-byte aligned) and all four are inside, else scalar stores or atomicAdds.
 template <int kN>
 __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN], int valid, bool vector, bool atomic)
@@ -74,45 +74,50 @@ __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN],
 // Channel splits in one launch (past the paper)
 // ---------------------------------------------------------------------------------------------
 //
-// The splits of one output tile sum into it without a zeroing launch first (a second launch costs
-// about 2.3 us on the H100, a quarter of a 7x7 layer's time): each split takes a ticket when its sums
-// are ready; the first stores them, the others wait for that store and atomicAdd theirs. The last to
-// finish zeroes the tile's three counters (arrived, stored, finished) for the next launch, so they
-// are zero between launches. No deadlock: a split waits only for one that has already arrived.
+// The splits of one output tile sum into it without a zeroing kernel first (a second launch costs
+// about 2.3 us on the H100, up to a third of a 7x7 layer's time): the first split of a tile to start
+// zeroes it, while its first segment's copies are in flight, and raises a flag; every split adds its
+// sums with atomics once the flag is up (by then it nearly always is). The last split to finish
+// zeroes the tile's three counters (started, zeroed, finished), so they are zero between launches.
+// No deadlock: a split only waits for one that has started. (Letting the first split to finish store
+// and the others wait for that store was 3-10% slower on 7x7 maps: their splits finish together.)
 namespace split {
 
-// Block-uniform: true where this block adds into the tile (a later split), false where it stores.
-__device__ __forceinline__ bool arrive(int* counters)
+// Block-uniform: true in the tile's first block to start, which zeroes the tile, then calls zeroed().
+__device__ __forceinline__ bool first(int* counters)
 {
-    __shared__ int later;
-    if (threadIdx.x == 0) {
-        later = atomicAdd(counters, 1) != 0;
-        if (later) {
-            while (*reinterpret_cast<volatile int*>(counters + 1) == 0) __nanosleep(64);
-            __threadfence();  // the first split's stores are visible before this block adds
-        }
-    }
+    __shared__ int is_first;
+    if (threadIdx.x == 0) is_first = atomicAdd(counters, 1) == 0;
     __syncthreads();
-    return later;
+    return is_first;
 }
 
-// After the block's stores or adds: the first split publishes its stores (a later one's atomics need
-// no fence: nothing reads them before the launch ends, and waiting for them would stall the block on
-// the tile's contended L2 lines); the last of the `splits` to get here resets the counters.
-__device__ __forceinline__ void finish(int* counters, int splits, bool later)
+// The first block, after every thread's zero stores: publish them.
+__device__ __forceinline__ void zeroed(int* counters)
 {
-    if (!later) {
-        __threadfence();  // every thread's stores are visible GPU-wide before thread 0 signals
-        __syncthreads();
-    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) atomicExch(counters + 1, 1);
+}
+
+// Every split, before its atomics: wait for the tile's zeros.
+__device__ __forceinline__ void await_zeroed(const int* counters)
+{
     if (threadIdx.x == 0) {
-        if (!later) atomicExch(counters + 1, 1);
-        // Every split has passed arrive (thread 0 counts after its own), so none reads them again.
-        if (atomicAdd(counters + 2, 1) == splits - 1) {
-            counters[0] = 0;
-            counters[1] = 0;
-            counters[2] = 0;
-        }
+        while (*reinterpret_cast<const volatile int*>(counters + 1) == 0) __nanosleep(32);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// After the block's atomics are issued (not completed: nothing reads them before the launch ends):
+// the last of the `splits` to get here, when every split is past await_zeroed, resets the counters.
+__device__ __forceinline__ void finish(int* counters, int splits)
+{
+    if (threadIdx.x == 0 && atomicAdd(counters + 2, 1) == splits - 1) {
+        counters[0] = 0;
+        counters[1] = 0;
+        counters[2] = 0;
     }
 }
 
@@ -415,7 +420,7 @@ __device__ __forceinline__ void compute_stage(
 
 // Grid: (ceil(W / CM_TILE_W), ceil(H / CM_TILE_H), ceil(M / CM_BM) * splits); block z = filter
 // block + blocks * split, split s sums channels [s * split_channels, +split_channels). With
-// splits > 1, `counters` holds 3 zeroed ints per output tile (split::arrive). Dynamic shared
+// splits > 1, `counters` holds 3 zeroed ints per output tile (split::first). Dynamic shared
 // memory: 2 * kStageFloats.
 extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) chang_multi(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
@@ -444,6 +449,16 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
     float* smem = dynamic_smem;
     load_stage(smem, t.c_lo, t, C, H, W, M, x, w, rows16);
     commit();
+    const int splits = (C + split_channels - 1) / split_channels;
+    int* tile_counters = counters + 3 * ((blockIdx.z % m_blocks) * gridDim.y * gridDim.x + blockIdx.y * gridDim.x
+                                         + blockIdx.x);
+    if (splits > 1 && split::first(tile_counters)) {  // zero the output tile while the copies fly
+        for (int i = threadIdx.x; i < kBM * kTileH * kTileW; i += kThreads) {
+            const int m = t.m0 + i / (kTileH * kTileW), y = t.y0 + i / kTileW % kTileH, x0 = t.x0 + i % kTileW;
+            if (m < M && y < H && x0 < W) out[((long long)m * H + y) * W + x0] = 0.0f;
+        }
+        split::zeroed(tile_counters);
+    }
     for (int s = 0; s < stages; ++s) {
         const int c0 = t.c_lo + s * kCK;
         if (s + 1 < stages) {  // prefetch the next segment into the other buffer
@@ -458,10 +473,8 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
         __syncthreads();  // the next prefetch overwrites this buffer
     }
 
-    const int splits = (C + split_channels - 1) / split_channels;
-    int* tile_counters = counters + 3 * ((blockIdx.z % m_blocks) * gridDim.y * gridDim.x + blockIdx.y * gridDim.x
-                                         + blockIdx.x);
-    const bool add = splits > 1 && split::arrive(tile_counters);
+    const bool add = splits > 1;
+    if (add) split::await_zeroed(tile_counters);
     const bool vector_store = W % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kFilters; ++f) {
@@ -475,7 +488,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             store_strip(dst, acc[o][f], W - x0, vector_store, add);
         }
     }
-    if (splits > 1) split::finish(tile_counters, splits, add);
+    if (add) split::finish(tile_counters, splits);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -490,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
 // 32-byte segment at CP_CK = 8, 64 bytes at 16; 4-byte copies, stored [k][m]) and the same
 // channels of its pixels (16-byte copies where P % 4 == 0), CP_STAGES segments in flight (cp.async).
 // Filter blocks run fastest (blockIdx.x), so the blocks of one pixel tile share its staged input
-// through L2; blockIdx.z splits the channels (summed in one launch, split::arrive) for small layers.
+// through L2; blockIdx.z splits the channels (summed in one launch, split::first) for small layers.
 
 #ifndef CP_BM
 #define CP_BM 128  // filters per block
@@ -553,7 +566,7 @@ __device__ __forceinline__ void load_stage(
 }  // namespace pointwise
 
 // Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
-// +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::arrive).
+// +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::first).
 // Dynamic shared memory: CP_STAGES * kStageFloats floats.
 extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
@@ -580,6 +593,15 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
     for (int s = 0; s < kStages - 1; ++s) {
         if (s < segments) load_stage(buffer(s), x, w, c_lo + s * kCK, c_hi, p0, m0, C, P, M, vec16);
         commit();
+    }
+    const int splits = (C + split_channels - 1) / split_channels;
+    int* tile_counters = counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x);
+    if (splits > 1 && split::first(tile_counters)) {  // zero the output tile while the copies fly
+        for (int i = threadIdx.x; i < kBM * kBP; i += kThreads) {
+            const int m = m0 + i / kBP, p = p0 + i % kBP;
+            if (m < M && p < P) out[(long long)m * P + p] = 0.0f;
+        }
+        split::zeroed(tile_counters);
     }
     for (int s = 0; s < segments; ++s) {
         wait_stages<kStages - 2>();
@@ -609,9 +631,8 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
         }
     }
 
-    const int splits = (C + split_channels - 1) / split_channels;
-    int* tile_counters = counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x);
-    const bool add = splits > 1 && split::arrive(tile_counters);
+    const bool add = splits > 1;
+    if (add) split::await_zeroed(tile_counters);
     const bool vector_store = P % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kTM; ++f) {
@@ -625,5 +646,5 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
             store_strip(out + (long long)m * P + p, strip, P - p, vector_store, add);
         }
     }
-    if (splits > 1) split::finish(tile_counters, splits, add);
+    if (add) split::finish(tile_counters, splits);
 }
