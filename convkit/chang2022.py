@@ -358,9 +358,20 @@ def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyMode
 # --- Multi channel: the stride-fixed block (section 3.2) ---------------------------------------------------
 
 
-def _split_channels(channels: int, split: int, ck: int) -> int:
-    """Channels per split of ``channels`` over ``split`` blocks, a multiple of the segment ``ck``."""
-    return math.ceil(math.ceil(channels / split) / ck) * ck
+class _ChannelSplit:
+    """What both multi-channel launches share: their channels in segments of ``ck``, split over ``split``
+    blocks per output tile."""
+
+    ck: int
+    split: int
+
+    def split_channels(self, problem: ConvProblem) -> int:
+        """Channels per split, a multiple of ``ck``."""
+        return math.ceil(math.ceil(problem.c / self.split) / self.ck) * self.ck
+
+    def splits(self, problem: ConvProblem) -> int:
+        """Splits that get channels (rounding the channels per split up to ``ck`` can leave fewer)."""
+        return math.ceil(problem.c / self.split_channels(problem))
 
 
 def _min_blocks(threads: int, registers: int = 128) -> int:
@@ -369,7 +380,7 @@ def _min_blocks(threads: int, registers: int = 128) -> int:
 
 
 @dataclass(frozen=True)
-class MultiConfig:
+class MultiConfig(_ChannelSplit):
     """Compile-time block of ``chang_multi`` and its channel split.
 
     Args:
@@ -435,14 +446,6 @@ class MultiConfig:
         return (math.ceil(problem.w / self.tile_w), math.ceil(problem.h / self.tile_h),
                 math.ceil(problem.m / self.bm) * self.splits(problem))  # fmt: skip
 
-    def split_channels(self, problem: ConvProblem) -> int:
-        """Channels per split, a multiple of ``ck``."""
-        return _split_channels(problem.c, self.split, self.ck)
-
-    def splits(self, problem: ConvProblem) -> int:
-        """Splits that get channels (rounding the channels per split up to ``ck`` can leave fewer)."""
-        return math.ceil(problem.c / self.split_channels(problem))
-
     def as_params(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -482,7 +485,7 @@ MULTI_TILES: tuple[tuple[int, int, int, int, int], ...] = (
 
 
 @dataclass(frozen=True)
-class PointwiseConfig:
+class PointwiseConfig(_ChannelSplit):
     """Compile-time block of ``chang_pointwise`` (1x1 filters: the stride-fixed block as a GEMM tile).
 
     Args:
@@ -535,14 +538,6 @@ class PointwiseConfig:
     def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
         """Filter blocks fastest: the blocks of one pixel tile run together and share it through L2."""
         return math.ceil(problem.m / self.bm), math.ceil(problem.h * problem.w / self.bp), self.splits(problem)
-
-    def split_channels(self, problem: ConvProblem) -> int:
-        """Channels per split, a multiple of ``ck``."""
-        return _split_channels(problem.c, self.split, self.ck)
-
-    def splits(self, problem: ConvProblem) -> int:
-        """Splits that get channels."""
-        return math.ceil(problem.c / self.split_channels(problem))
 
     def as_params(self) -> dict[str, Any]:
         return {"kernel": "pointwise", **asdict(self)}

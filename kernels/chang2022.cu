@@ -594,14 +594,16 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
         if (s < segments) load_stage(buffer(s), x, w, c_lo + s * kCK, c_hi, p0, m0, C, P, M, vec16);
         commit();
     }
-    const int splits = (C + split_channels - 1) / split_channels;
-    int* tile_counters = counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x);
-    if (splits > 1 && split::first(tile_counters)) {  // zero the output tile while the copies fly
+    // Recomputed where used (not kept live through the main loop: 8 x 8 tiles at 128 registers spill).
+    const auto tile_counters = [&] { return counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x); };
+    const bool add = split_channels < C;  // splits > 1
+    if (add && split::first(tile_counters())) {  // zero the output tile while the copies fly
+#pragma unroll 1
         for (int i = threadIdx.x; i < kBM * kBP; i += kThreads) {
             const int m = m0 + i / kBP, p = p0 + i % kBP;
             if (m < M && p < P) out[(long long)m * P + p] = 0.0f;
         }
-        split::zeroed(tile_counters);
+        split::zeroed(tile_counters());
     }
     for (int s = 0; s < segments; ++s) {
         wait_stages<kStages - 2>();
@@ -631,8 +633,7 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
         }
     }
 
-    const bool add = splits > 1;
-    if (add) split::await_zeroed(tile_counters);
+    if (add) split::await_zeroed(tile_counters());
     const bool vector_store = P % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kTM; ++f) {
@@ -646,5 +647,5 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
             store_strip(out + (long long)m * P + p, strip, P - p, vector_store, add);
         }
     }
-    if (add) split::finish(tile_counters, splits);
+    if (add) split::finish(tile_counters(), (C + split_channels - 1) / split_channels);
 }
