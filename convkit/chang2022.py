@@ -593,7 +593,7 @@ def ranked_multi_configs(
     """The H100's launches of the stride-fixed block, cheapest first by a simple model.
 
     Each tile of :data:`MULTI_TILES` (and, at 1x1, of :data:`POINTWISE_TILES`) gets its channels
-    split over enough blocks to fill the SMs (and half that) and is costed by :func:`_splits_and_costs`.
+    split over enough blocks to fill the SMs (and half and twice that), costed by :func:`_splits_and_costs`.
     Ties keep the earlier tile.
     """
     k = problem.r
@@ -757,7 +757,7 @@ _SPLIT_COUNTERS: dict[tuple[int, int], Any] = {}
 
 def split_counters(tiles: int) -> Any:
     """Zeroed int32 counters, 3 per output tile, for a launch that splits the channels (the kernels'
-    ``split::arrive``; they leave them zero again). One buffer per device and stream: launches on one
+    ``split::zero_tile_once``; they leave them zero again). One buffer per device and stream: launches on one
     stream run in order, launches on two streams must not share counters."""
     import cupy
 

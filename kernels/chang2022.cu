@@ -27,8 +27,8 @@
 //     Past the paper (chang_multi_async): 16-byte copies of input rows where the width allows
 //       (rows16), 2-D tiles of CM_RPT x CM_PX pixels per thread, and a split of the channels over
 //       blocks (blockIdx.z) for maps too small to fill 132 SMs, summed with atomics in one launch
-//       (split::first: the first split to start zeroes the tile; the paper rejects the split, Figure
-//       2(b); next to an idle GPU it is cheap).
+//       (split::zero_tile_once: the first split to start zeroes the tile; the paper rejects the split,
+//       Figure 2(b); next to an idle GPU it is cheap).
 //
 // Not reproduced: the paper's sources (not published) and its S_B / P_x values (lost from the text).
 
@@ -50,16 +50,14 @@ __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN],
     if constexpr (kN == 4) {
         if (vector && valid >= 4) {
             const float4 v = make_float4(vals[0], vals[1], vals[2], vals[3]);
-#if __CUDA_ARCH__ >= 900
-            if (atomic) {
-                atomicAdd(reinterpret_cast<float4*>(dst), v);
-                return;
-            }
-#endif
             if (!atomic) {
                 *reinterpret_cast<float4*>(dst) = v;
                 return;
             }
+#if __CUDA_ARCH__ >= 900
+            atomicAdd(reinterpret_cast<float4*>(dst), v);
+            return;
+#endif
         }
     }
 #pragma unroll
@@ -83,18 +81,19 @@ __device__ __forceinline__ void store_strip(float* dst, const float (&vals)[kN],
 // and the others wait for that store was 3-10% slower on 7x7 maps: their splits finish together.)
 namespace split {
 
-// Block-uniform: true in the tile's first block to start, which zeroes the tile, then calls zeroed().
-__device__ __forceinline__ bool first(int* counters)
+// Splits that get channels (the launcher rounds the channels per split up to whole segments).
+__device__ __forceinline__ int count(int C, int split_channels) { return (C + split_channels - 1) / split_channels; }
+
+// Every block of a split launch, at its start: the tile's first block to start runs `zero_tile` (all
+// its threads) and publishes the zeros.
+template <class ZeroTile>
+__device__ __forceinline__ void zero_tile_once(int* counters, ZeroTile zero_tile)
 {
     __shared__ int is_first;
     if (threadIdx.x == 0) is_first = atomicAdd(counters, 1) == 0;
     __syncthreads();
-    return is_first;
-}
-
-// The first block, after every thread's zero stores: publish them.
-__device__ __forceinline__ void zeroed(int* counters)
-{
+    if (!is_first) return;  // block-uniform
+    zero_tile();
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) atomicExch(counters + 1, 1);
@@ -420,7 +419,7 @@ __device__ __forceinline__ void compute_stage(
 
 // Grid: (ceil(W / CM_TILE_W), ceil(H / CM_TILE_H), ceil(M / CM_BM) * splits); block z = filter
 // block + blocks * split, split s sums channels [s * split_channels, +split_channels). With
-// splits > 1, `counters` holds 3 zeroed ints per output tile (split::first). Dynamic shared
+// splits > 1, `counters` holds 3 zeroed ints per output tile (split::zero_tile_once). Dynamic shared
 // memory: 2 * kStageFloats.
 extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) chang_multi(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
@@ -449,15 +448,19 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
     float* smem = dynamic_smem;
     load_stage(smem, t.c_lo, t, C, H, W, M, x, w, rows16);
     commit();
-    const int splits = (C + split_channels - 1) / split_channels;
-    int* tile_counters = counters + 3 * ((blockIdx.z % m_blocks) * gridDim.y * gridDim.x + blockIdx.y * gridDim.x
-                                         + blockIdx.x);
-    if (splits > 1 && split::first(tile_counters)) {  // zero the output tile while the copies fly
-        for (int i = threadIdx.x; i < kBM * kTileH * kTileW; i += kThreads) {
-            const int m = t.m0 + i / (kTileH * kTileW), y = t.y0 + i / kTileW % kTileH, x0 = t.x0 + i % kTileW;
-            if (m < M && y < H && x0 < W) out[((long long)m * H + y) * W + x0] = 0.0f;
-        }
-        split::zeroed(tile_counters);
+    // The tile's counters, recomputed where used (not kept live through the main loop).
+    const auto tile_counters = [&] {
+        return counters + 3 * ((blockIdx.z % m_blocks) * gridDim.y * gridDim.x + blockIdx.y * gridDim.x + blockIdx.x);
+    };
+    const bool add = split_channels < C;  // split: the tile is summed with atomics
+    if (add) {  // zeroed while the first segment's copies fly
+        split::zero_tile_once(tile_counters(), [&] {
+#pragma unroll 1
+            for (int i = threadIdx.x; i < kBM * kTileH * kTileW; i += kThreads) {
+                const int m = t.m0 + i / (kTileH * kTileW), y = t.y0 + i / kTileW % kTileH, x0 = t.x0 + i % kTileW;
+                if (m < M && y < H && x0 < W) out[((long long)m * H + y) * W + x0] = 0.0f;
+            }
+        });
     }
     for (int s = 0; s < stages; ++s) {
         const int c0 = t.c_lo + s * kCK;
@@ -473,8 +476,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
         __syncthreads();  // the next prefetch overwrites this buffer
     }
 
-    const bool add = splits > 1;
-    if (add) split::await_zeroed(tile_counters);
+    if (add) split::await_zeroed(tile_counters());
     const bool vector_store = W % 4 == 0 && aligned16(out);
 #pragma unroll
     for (int f = 0; f < kFilters; ++f) {
@@ -488,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             store_strip(dst, acc[o][f], W - x0, vector_store, add);
         }
     }
-    if (add) split::finish(tile_counters, splits);
+    if (add) split::finish(tile_counters(), split::count(C, split_channels));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -503,7 +505,7 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
 // 32-byte segment at CP_CK = 8, 64 bytes at 16; 4-byte copies, stored [k][m]) and the same
 // channels of its pixels (16-byte copies where P % 4 == 0), CP_STAGES segments in flight (cp.async).
 // Filter blocks run fastest (blockIdx.x), so the blocks of one pixel tile share its staged input
-// through L2; blockIdx.z splits the channels (summed in one launch, split::first) for small layers.
+// through L2; blockIdx.z splits the channels (summed in one launch, split::zero_tile_once) for small layers.
 
 #ifndef CP_BM
 #define CP_BM 128  // filters per block
@@ -566,7 +568,7 @@ __device__ __forceinline__ void load_stage(
 }  // namespace pointwise
 
 // Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
-// +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::first).
+// +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::zero_tile_once).
 // Dynamic shared memory: CP_STAGES * kStageFloats floats.
 extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
@@ -594,16 +596,17 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
         if (s < segments) load_stage(buffer(s), x, w, c_lo + s * kCK, c_hi, p0, m0, C, P, M, vec16);
         commit();
     }
-    // Recomputed where used (not kept live through the main loop: 8 x 8 tiles at 128 registers spill).
+    // The tile's counters, recomputed where used (kept live through the main loop, 8 x 8 tiles spill).
     const auto tile_counters = [&] { return counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x); };
-    const bool add = split_channels < C;  // splits > 1
-    if (add && split::first(tile_counters())) {  // zero the output tile while the copies fly
+    const bool add = split_channels < C;  // split: the tile is summed with atomics
+    if (add) {  // zeroed while the first segments' copies fly
+        split::zero_tile_once(tile_counters(), [&] {
 #pragma unroll 1
-        for (int i = threadIdx.x; i < kBM * kBP; i += kThreads) {
-            const int m = m0 + i / kBP, p = p0 + i % kBP;
-            if (m < M && p < P) out[(long long)m * P + p] = 0.0f;
-        }
-        split::zeroed(tile_counters());
+            for (int i = threadIdx.x; i < kBM * kBP; i += kThreads) {
+                const int m = m0 + i / kBP, p = p0 + i % kBP;
+                if (m < M && p < P) out[(long long)m * P + p] = 0.0f;
+            }
+        });
     }
     for (int s = 0; s < segments; ++s) {
         wait_stages<kStages - 2>();
@@ -647,5 +650,5 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
             store_strip(out + (long long)m * P + p, strip, P - p, vector_store, add);
         }
     }
-    if (add) split::finish(tile_counters(), (C + split_channels - 1) / split_channels);
+    if (add) split::finish(tile_counters(), split::count(C, split_channels));
 }

@@ -58,8 +58,8 @@ for c, h, w, m in [(3, 19, 23, 5), (9, 36, 44, 70)]:
         err = reference.relative_error(y.get(), ref)
         assert err < 1e-5, (c, h, w, m, err)
 # Chang 2022 (kernels/chang2022.cu): widths no strip divides, maps smaller than the halo, pieces along
-# both axes, channels no segment divides, channel splits (one launch: a store, then atomics), 4-byte and
-# 16-byte copies.
+# both axes, channels no segment divides, channel splits (one launch: the first split zeroes the tile, all
+# add), 4-byte and 16-byte copies.
 for h, w, m, k in [(7, 5, 9, 5), (13, 29, 11, 3), (3, 8, 2, 1)]:
     rng = np.random.default_rng()
     x = cupy.asarray(rng.standard_normal((1, 1, h, w), dtype=np.float32))
