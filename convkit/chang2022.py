@@ -373,6 +373,10 @@ class _ChannelSplit:
         """Splits that get channels (rounding the channels per split up to ``ck`` can leave fewer)."""
         return math.ceil(problem.c / self.split_channels(problem))
 
+    def segments(self, problem: ConvProblem) -> int:
+        """Segments of ``ck`` channels a block sums (a double-buffered block of one segment needs one buffer)."""
+        return math.ceil(self.split_channels(problem) / self.ck)
+
 
 def _min_blocks(threads: int, registers: int = 128) -> int:
     """``__launch_bounds__`` blocks per SM that leave ptxas ``registers`` or more per thread."""
@@ -432,10 +436,11 @@ class MultiConfig(_ChannelSplit):
         width = self.tile_w + 8
         return staged_row_stride(width, self.tile_w // 4, self.rpt) if self.px == 4 else width
 
-    def shared_bytes(self, k: int) -> int:
-        """Dynamic shared memory: two stages of ``ck`` input windows and ``ck`` x K x K x (bm + 4) weights."""
+    def shared_bytes(self, k: int, segments: int = 2) -> int:
+        """Dynamic shared memory: two stages (one for a block of one segment) of ``ck`` input windows and
+        ``ck`` x K x K x (bm + 4) weights."""
         stage = self.ck * (self.tile_h + k - 1) * self.in_stride() + self.ck * k * k * (self.bm + 4)
-        return 2 * stage * _FLOAT
+        return min(2, segments) * stage * _FLOAT
 
     def options(self, k: int) -> tuple[str, ...]:
         return (f"-DCM_K={k}", f"-DCM_BM={self.bm}", f"-DCM_TILE_H={self.tile_h}", f"-DCM_TILE_W={self.tile_w}",
@@ -526,9 +531,11 @@ class PointwiseConfig(_ChannelSplit):
         """Registers per thread the block is built for: 128, but an 8 x 8 tile of 128 threads spills there."""
         return 168 if self.tm * self.tp == 64 and self.threads < 256 else 128
 
-    def shared_bytes(self, k: int = 1) -> int:
-        """Dynamic shared memory: ``stages`` buffers of ``ck`` x ``bp`` pixels and ``ck`` x (``bm`` + 4) weights."""
-        return self.stages * self.ck * (self.bp + self.bm + 4) * _FLOAT
+    def shared_bytes(self, k: int = 1, segments: int | None = None) -> int:
+        """Dynamic shared memory: ``stages`` buffers (fewer for a block of fewer ``segments``) of ``ck`` x ``bp``
+        pixels and ``ck`` x (``bm`` + 4) weights."""
+        buffers = self.stages if segments is None else min(self.stages, segments)
+        return buffers * self.ck * (self.bp + self.bm + 4) * _FLOAT
 
     def options(self, k: int = 1) -> tuple[str, ...]:
         return (f"-DCP_BM={self.bm}", f"-DCP_BP={self.bp}", f"-DCP_TM={self.tm}", f"-DCP_TP={self.tp}",
@@ -551,6 +558,96 @@ POINTWISE_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (64, 64, 4, 8, 16), (64, 64, 4, 4, 16), (32, 64, 4, 4, 16), (32, 32, 4, 4, 32), (32, 32, 4, 4, 8),
     (16, 32, 4, 4, 4),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BroadcastConfig(_ChannelSplit):
+    """Compile-time block of ``chang_broadcast`` (3x3 and 5x5: a filter per thread, the input broadcast
+    to a warp's 32 filters).
+
+    Args:
+        filters: filters per block, one per thread of each tile (whole warps).
+        tiles: output tiles per block (their warps share the staged weights).
+        tile_h, tile_w: outputs per thread: one filter's tile_h x tile_w tile.
+        ck: channels per segment, a multiple of 4 (16-byte copies of each filter's segment).
+        split: blocks sharing one output tile's channels (above 1: the first to start zeroes it, all add).
+    """
+
+    filters: int = 64
+    tiles: int = 1
+    tile_h: int = 7
+    tile_w: int = 7
+    ck: int = 4
+    split: int = 1
+
+    #: Registers per thread the block is built for (``__launch_bounds__``): 49 accumulators, 25 weights.
+    registers = 128
+
+    def __post_init__(self) -> None:
+        if self.filters < WARP or self.filters % WARP or self.tiles < 1 or self.threads > 1024:
+            raise ValueError(f"filters ({self.filters!r}) must be whole warps and tiles ({self.tiles!r}) positive, "
+                             "at most 1024 threads")  # fmt: skip
+        if self.tile_h < 1 or self.tile_w < 1 or self.tile_h * self.tile_w > 64:
+            raise ValueError(f"tile {self.tile_h}x{self.tile_w}: 1 to 64 outputs per thread")
+        if self.ck < 4 or self.ck % 4:
+            raise ValueError(f"ck must be a positive multiple of 4, got {self.ck!r}")
+        if self.split < 1:
+            raise ValueError("split must be positive")
+
+    @property
+    def threads(self) -> int:
+        return self.filters * self.tiles
+
+    def in_stride(self, k: int) -> int:
+        """Staged input row stride (floats): whole float4s."""
+        return math.ceil((self.tile_w + k - 1) / 4) * 4
+
+    def weight_stride(self, k: int) -> int:
+        """Staged floats per filter row: the segment, padded to an odd number of float4s."""
+        seg = self.ck * k * k
+        return seg if (seg // 4) % 2 else seg + 4
+
+    def shared_bytes(self, k: int, segments: int = 2) -> int:
+        """Dynamic shared memory: two stages (one for a block of one segment) of ``ck`` input windows per
+        tile and ``filters`` weight rows."""
+        windows = self.tiles * self.ck * (self.tile_h + k - 1) * self.in_stride(k)
+        return min(2, segments) * (windows + self.filters * self.weight_stride(k)) * _FLOAT
+
+    def options(self, k: int) -> tuple[str, ...]:
+        return (f"-DCB_K={k}", f"-DCB_FILTERS={self.filters}", f"-DCB_TILES={self.tiles}",
+                f"-DCB_TILE_H={self.tile_h}", f"-DCB_TILE_W={self.tile_w}", f"-DCB_CK={self.ck}",
+                f"-DCB_MIN_BLOCKS={_min_blocks(self.threads, self.registers)}")  # fmt: skip
+
+    def tile_count(self, problem: ConvProblem) -> int:
+        """Output tiles of tile_h x tile_w in the map."""
+        return math.ceil(problem.h / self.tile_h) * math.ceil(problem.w / self.tile_w)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
+        """Filter blocks fastest: the blocks of one tile run together and share its input through L2."""
+        return (
+            math.ceil(problem.m / self.filters),
+            math.ceil(self.tile_count(problem) / self.tiles),
+            self.splits(problem),
+        )
+
+    def as_params(self) -> dict[str, Any]:
+        return {"kernel": "broadcast", **asdict(self)}
+
+
+#: Blocks of ``chang_broadcast`` the H100 launch chooses from at 3x3 and 5x5: (filters, tiles, tile_h,
+#: tile_w, ck); one tile per block for maps of a few tiles, two or four (twice or four times the warps
+#: per SM for the same staged weights) for larger maps.
+BROADCAST_TILES: tuple[tuple[int, int, int, int, int], ...] = (
+    (128, 1, 7, 7, 4), (64, 1, 7, 7, 4), (32, 1, 7, 7, 4), (64, 1, 7, 7, 8), (64, 2, 7, 7, 4), (32, 4, 7, 7, 4),
+    (128, 2, 7, 7, 4),
+)  # fmt: skip
+#: Maps (in 7x7 tiles) up to which the H100 launch tries ``chang_broadcast``: on 224x224 and 512x512 maps
+#: (1024 tiles and more) it ran 4-11% slower than ``chang_multi``'s 16 x 32 tiles on the H100 (2026-11-23).
+BROADCAST_MAX_TILES = 256
+#: Any of the three launches of the multi-channel kernels.
+MultiLaunch = MultiConfig | PointwiseConfig | BroadcastConfig
+
+
 #: Warps per SM below which a launch is counted as losing latency hiding (proportionally).
 WARPS_TO_HIDE = 16
 
@@ -559,23 +656,24 @@ WARPS_TO_HIDE = 16
 H100_SHARED_PER_SM = 233472
 
 
-def resident_blocks(config: MultiConfig | PointwiseConfig, k: int, shared_per_sm: int = H100_SHARED_PER_SM) -> int:
+def resident_blocks(config: MultiLaunch, k: int, shared_per_sm: int = H100_SHARED_PER_SM) -> int:
     """Blocks of ``config`` one SM holds: by shared memory, by registers, by threads."""
     return max(0, min(shared_per_sm // config.shared_bytes(k), 65536 // (config.registers * config.threads),
                       2048 // config.threads))  # fmt: skip
 
 
 def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: int, threads: int, sm_count: int,
-                      thread_tile: tuple[int, int], ck: int) -> list[tuple[int, float]]:  # fmt: skip
+                      reuse: tuple[int, int], ck: int) -> list[tuple[int, float]]:  # fmt: skip
     """The channel split that gives every SM ``per_sm`` blocks (down to one segment of ``ck``
     channels per split) and, where it is above 1, half and twice of it (the model weighs neither the
     splits' atomics nor the latency of small blocks well), each with the model's cost: the ``padded`` work,
     times the idle share of the last wave, divided by the share of :data:`WARPS_TO_HIDE` warps the
-    blocks keep on an SM, times 0.5 plus the shared-memory reads per FMA of the ``thread_tile``
-    (filters, pixels per thread), plus 10% for a split (the later splits' atomics)."""
+    blocks keep on an SM, times 0.5 plus the shared-memory reads per FMA, 1 / a + 1 / b for a thread
+    that uses its two operands' reads ``reuse`` = (a, b) times each (8 filters x 4 pixels: 8 and 4), plus 10% for
+    a split (the later splits' atomics)."""
     target = per_sm * sm_count
     split = max(1, min(math.ceil(target / blocks), problem.c // ck))
-    reads = 0.5 + 1 / thread_tile[0] + 1 / thread_tile[1]
+    reads = 0.5 + 1 / reuse[0] + 1 / reuse[1]
     costed = []
     alternatives = {split // 2, split, min(2 * split, problem.c // ck)} if split > 1 else {1}
     for s in sorted(alternatives, reverse=True):
@@ -589,15 +687,16 @@ def _splits_and_costs(problem: ConvProblem, padded: int, blocks: int, per_sm: in
 
 def ranked_multi_configs(
     problem: ConvProblem, sm_count: int, *, shared_per_sm: int = H100_SHARED_PER_SM
-) -> list[MultiConfig | PointwiseConfig]:
-    """The H100's launches of the stride-fixed block, cheapest first by a simple model.
+) -> list[MultiLaunch]:
+    """The H100's launches of the multi-channel kernels, cheapest first by a simple model.
 
-    Each tile of :data:`MULTI_TILES` (and, at 1x1, of :data:`POINTWISE_TILES`) gets its channels
+    Each tile of :data:`MULTI_TILES` (at 1x1 also of :data:`POINTWISE_TILES`, at 3x3 and 5x5 of
+    :data:`BROADCAST_TILES`) gets its channels
     split over enough blocks to fill the SMs (and half and twice that), costed by :func:`_splits_and_costs`.
     Ties keep the earlier tile.
     """
     k = problem.r
-    ranked: list[tuple[float, int, MultiConfig | PointwiseConfig]] = []
+    ranked: list[tuple[float, int, MultiLaunch]] = []
     for order, (bm, th, tw, rpt, ck) in enumerate(MULTI_TILES):
         if rpt > 1 and k > 1:
             continue
@@ -621,6 +720,18 @@ def ranked_multi_configs(
             for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm,
                                                  base.threads, sm_count, (tm, tp), ck):  # fmt: skip
                 ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
+    if k > 1 and math.ceil(problem.h / 7) * math.ceil(problem.w / 7) <= BROADCAST_MAX_TILES:
+        # A thread's reuse: each weight it reads serves its tile_h x tile_w outputs, each input read (a
+        # broadcast) up to K x K taps.
+        for order, (filters, tiles, th, tw, ck) in enumerate(BROADCAST_TILES, start=len(MULTI_TILES)):
+            base = BroadcastConfig(filters, tiles, th, tw, ck)
+            per_sm = resident_blocks(base, k, shared_per_sm)
+            if per_sm < 1:
+                continue
+            padded = base.grid(problem)[1] * tiles * th * tw * math.ceil(problem.m / filters) * filters
+            for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm,
+                                                 base.threads, sm_count, (th * tw, k * k), ck):  # fmt: skip
+                ranked.append((cost, order, BroadcastConfig(filters, tiles, th, tw, ck, split)))
     if not ranked:
         raise ValueError(f"no tile of MULTI_TILES fits {shared_per_sm} bytes of shared memory for {k}x{k} filters")
     return [config for _, _, config in sorted(ranked, key=lambda r: (r[0], r[1]))]
@@ -628,22 +739,22 @@ def ranked_multi_configs(
 
 #: Launches a tuning run measures per problem: every tile the model ranks, at each of its splits (the model
 #: picks well only on large layers).
-TUNING_CANDIDATES = 3 * (len(MULTI_TILES) + len(POINTWISE_TILES))
+TUNING_CANDIDATES = 3 * (len(MULTI_TILES) + len(POINTWISE_TILES) + len(BROADCAST_TILES))
 
 
 def multi_config(problem: ConvProblem, sm_count: int, *,
-                 shared_per_sm: int = H100_SHARED_PER_SM) -> MultiConfig | PointwiseConfig:  # fmt: skip
+                 shared_per_sm: int = H100_SHARED_PER_SM) -> MultiLaunch:  # fmt: skip
     """The H100's launch without tuning: the model's cheapest (:func:`ranked_multi_configs`)."""
     return ranked_multi_configs(problem, sm_count, shared_per_sm=shared_per_sm)[0]
 
 
-def multi_launch(params: dict[str, Any]) -> MultiConfig | PointwiseConfig:
-    """The launch recorded as ``params`` (a config's :meth:`as_params`): a :class:`PointwiseConfig`
-    where ``params["kernel"]`` is ``"pointwise"``, else a :class:`MultiConfig`."""
+def multi_launch(params: dict[str, Any]) -> MultiLaunch:
+    """The launch recorded as ``params`` (a config's :meth:`as_params`): by ``params["kernel"]``, a
+    :class:`PointwiseConfig` (``"pointwise"``), a :class:`BroadcastConfig` (``"broadcast"``), else a
+    :class:`MultiConfig`."""
     params = dict(params)
-    if params.pop("kernel", "stride_fixed") == "pointwise":
-        return PointwiseConfig(**params)
-    return MultiConfig(**params)
+    kinds = {"pointwise": PointwiseConfig, "broadcast": BroadcastConfig, "stride_fixed": MultiConfig}
+    return kinds[params.pop("kernel", "stride_fixed")](**params)
 
 
 # --- Launchers ------------------------------------------------------------------------------------------------
@@ -707,9 +818,9 @@ def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = 
     return out
 
 
-def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None = None, out: Any = None) -> Any:
+def conv2d_multi(x: Any, w: Any, *, config: MultiLaunch | None = None, out: Any = None) -> Any:
     """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
-    (or, for a :class:`PointwiseConfig` at 1x1, ``chang_pointwise``).
+    (``chang_pointwise`` for a :class:`PointwiseConfig` at 1x1, ``chang_broadcast`` for a :class:`BroadcastConfig`).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
@@ -726,25 +837,29 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiConfig | PointwiseConfig | None
     if config is None:
         per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
         config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
-    if not isinstance(config, (MultiConfig, PointwiseConfig)):
-        raise TypeError(f"config must be a MultiConfig or a PointwiseConfig, got {type(config).__name__}")
-    pointwise = isinstance(config, PointwiseConfig)
-    if pointwise and problem.r != 1:
+    if not isinstance(config, (MultiConfig, PointwiseConfig, BroadcastConfig)):
+        raise TypeError(
+            f"config must be a MultiConfig, PointwiseConfig or BroadcastConfig, got {type(config).__name__}"
+        )
+    if isinstance(config, PointwiseConfig) and problem.r != 1:
         raise ValueError(f"config {config} is for 1x1 filters; w is {problem.r}x{problem.s}")
     grid = config.grid(problem)
     if grid[1] > 65535 or grid[2] > 65535:
         raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a larger tile or fewer splits)")
     out = output_for(out, problem)
-    shared = config.shared_bytes(problem.r)
-    name = "chang_pointwise" if pointwise else "chang_multi"
+    shared = config.shared_bytes(problem.r, config.segments(problem))
+    name = {PointwiseConfig: "chang_pointwise", BroadcastConfig: "chang_broadcast"}.get(type(config), "chang_multi")
     kernel = with_dynamic_shared(load_kernel("chang2022", name, options=config.options(problem.r)), shared,
                                  f"config {config}")  # fmt: skip
     split_channels, splits = config.split_channels(problem), config.splits(problem)
     counters = split_counters(math.prod(grid) // splits if splits > 1 else 0)
     p = problem
-    if pointwise:
+    if isinstance(config, PointwiseConfig):
         vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
         args = (p.c, p.h * p.w, p.m, split_channels, int(vec16))
+    elif isinstance(config, BroadcastConfig):  # 16-byte pieces of each filter's segment
+        vec16 = p.c % 4 == 0 and w.data.ptr % 16 == 0
+        args = (p.c, p.h, p.w, p.m, split_channels, int(vec16))
     else:
         rows16 = config.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
         args = (p.c, p.h, p.w, p.m, split_channels, int(rows16))

@@ -652,3 +652,205 @@ extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS)
     }
     if (add) split::finish(tile_counters(), split::count(C, split_channels));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Multi channel, 3x3 and 5x5: a filter per thread, the input broadcast (past the paper)
+// ---------------------------------------------------------------------------------------------
+//
+// chang_multi's 8 filters x 4 pixels per thread stage transposed weights with 4-byte copies; on small
+// maps those copies cost more instructions than the FMAs, and few warps fit an SM (ncu at
+// 7-1-5-512-512: 45% of the instructions are FMAs, 8 warps per SM). Here a thread owns one filter's
+// CB_TILE_H x CB_TILE_W outputs (49 accumulators at 7x7) and a warp's 32 threads are 32 filters of the
+// same tile: every staged input read is a broadcast, and each input row read serves every tap that
+// touches it (ncu at 56-1-5-512-512: 82% FMAs). The weights stay in global order
+// ([filter][channel][tap]), so a segment of CB_CK channels is copied in 16-byte pieces where C % 4 == 0.
+// A block holds CB_FILTERS filters for CB_TILES tiles (the warps of different tiles read the same
+// staged weights: more warps per SM for the same shared memory). The channels split over blocks
+// (blockIdx.z) as in chang_multi.
+
+#ifndef CB_K
+#define CB_K 3
+#endif
+#ifndef CB_FILTERS
+#define CB_FILTERS 64  // filters per block: one per thread of each tile
+#endif
+#ifndef CB_TILES
+#define CB_TILES 1  // output tiles per block
+#endif
+#ifndef CB_TILE_H
+#define CB_TILE_H 7  // output rows per thread
+#endif
+#ifndef CB_TILE_W
+#define CB_TILE_W 7  // output columns per thread
+#endif
+#ifndef CB_CK
+#define CB_CK 4  // channels per segment: a multiple of 4, so a segment is whole 16-byte pieces
+#endif
+#ifndef CB_MIN_BLOCKS
+#define CB_MIN_BLOCKS 2
+#endif
+
+namespace broadcast {
+constexpr int kK = CB_K, kPad = (CB_K - 1) / 2, kTaps = kK * kK;
+constexpr int kFilters = CB_FILTERS, kTiles = CB_TILES, kThreads = kFilters * kTiles;
+constexpr int kTileH = CB_TILE_H, kTileW = CB_TILE_W, kCK = CB_CK;
+constexpr int kInH = kTileH + kK - 1, kInW = kTileW + kK - 1;
+constexpr int kInStride = (kInW + 3) / 4 * 4;  // whole float4s per staged row
+constexpr int kWindowFloats = kCK * kInH * kInStride;  // one tile's input windows of a segment
+constexpr int kInFloats = kTiles * kWindowFloats;
+constexpr int kSeg = kCK * kTaps;  // one filter's segment
+// A warp reads one column of 32 filter rows: a stride of an odd number of float4s spreads them over 8
+// bank quads (4-way, the least a 16-byte-aligned row allows).
+constexpr int kWStride = (kSeg / 4) % 2 ? kSeg : kSeg + 4;
+constexpr int kStageFloats = kInFloats + kFilters * kWStride;
+static_assert(kFilters % 32 == 0 && kThreads <= 1024, "CB_FILTERS: whole warps; at most 1024 threads");
+static_assert(kCK % 4 == 0, "CB_CK must be a multiple of 4");
+static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
+
+// The block's tiles: tile first + j (j < kTiles) of `count`, row-major over tiles_x per row.
+struct Tiles {
+    int first, count, tiles_x;
+    __device__ __forceinline__ int x0(int j) const { return (first + j) % tiles_x * kTileW; }
+    __device__ __forceinline__ int y0(int j) const { return (first + j) / tiles_x * kTileH; }
+};
+
+struct Block {
+    Tiles tiles;
+    int m0, c_lo, c_hi;  // first filter, this block's channel range
+};
+
+// cp.async the segment of channels c0 .. c0 + kCK - 1 (zero past c_hi): each tile's input windows
+// ([tile][channel][row][column], column j is input column x0 - pad + j) and the block's filters' weights
+// ([filter][channel][tap]); 16-byte pieces of weights where `vec16` (C % 4 == 0 and w 16-byte aligned:
+// then a piece never straddles c_hi, a multiple of 4 channels from c0).
+__device__ __forceinline__ void load_stage(
+    float* stage, const float* __restrict__ x, const float* __restrict__ w, int c0, const Block& b, int C, int H,
+    int W, int M, bool vec16)
+{
+    for (int i = threadIdx.x; i < kTiles * kCK * kInH * kInW; i += kThreads) {
+        const int j = i / (kCK * kInH * kInW), cc = i / (kInH * kInW) % kCK, row = i / kInW % kInH, col = i % kInW;
+        const int c = c0 + cc, gy = b.tiles.y0(j) - kPad + row, gx = b.tiles.x0(j) - kPad + col;
+        const bool valid = b.tiles.first + j < b.tiles.count && c < b.c_hi && gy >= 0 && gy < H && gx >= 0 && gx < W;
+        copy4(stage + ((j * kCK + cc) * kInH + row) * kInStride + col,
+              valid ? x + ((long long)c * H + gy) * W + gx : x, valid);
+    }
+    float* ws = stage + kInFloats;
+    if (vec16) {
+        constexpr int kPieces = kSeg / 4;
+        for (int i = threadIdx.x; i < kFilters * kPieces; i += kThreads) {  // a warp: one filter's segment
+            const int f = i / kPieces, k = 4 * (i % kPieces);
+            const bool valid = b.m0 + f < M && c0 + k / kTaps < b.c_hi;
+            copy16(ws + f * kWStride + k, valid ? w + ((long long)(b.m0 + f) * C + c0) * kTaps + k : w, valid ? 16 : 0);
+        }
+    } else {
+        for (int i = threadIdx.x; i < kFilters * kSeg; i += kThreads) {
+            const int f = i / kSeg, k = i % kSeg;
+            const bool valid = b.m0 + f < M && c0 + k / kTaps < b.c_hi;
+            copy4(ws + f * kWStride + k, valid ? w + ((long long)(b.m0 + f) * C + c0) * kTaps + k : w, valid);
+        }
+    }
+}
+
+// One segment's FMAs for this thread's filter `f` and tile `j` (zero-filled past c_hi: a partial
+// segment adds nothing). Input row iy of a channel feeds output rows iy - r for each filter row r.
+__device__ __forceinline__ void compute_stage(const float* stage, float (&acc)[kTileH][kTileW], int f, int j)
+{
+    const float* wrow = stage + kInFloats + f * kWStride;
+#pragma unroll 1
+    for (int cc = 0; cc < kCK; ++cc) {
+        float wv[kTaps];
+#pragma unroll
+        for (int k = 0; k < kTaps; ++k) wv[k] = wrow[cc * kTaps + k];
+        const float* in_c = stage + j * kWindowFloats + cc * kInH * kInStride;
+#pragma unroll
+        for (int iy = 0; iy < kInH; ++iy) {
+            float v[kInStride];
+#pragma unroll
+            for (int q = 0; q < kInStride / 4; ++q) {
+                const float4 p = *reinterpret_cast<const float4*>(in_c + iy * kInStride + 4 * q);
+                v[4 * q] = p.x; v[4 * q + 1] = p.y; v[4 * q + 2] = p.z; v[4 * q + 3] = p.w;
+            }
+#pragma unroll
+            for (int r = 0; r < kK; ++r) {
+                const int oy = iy - r;
+                if (oy < 0 || oy >= kTileH) continue;  // resolved at compile time
+#pragma unroll
+                for (int s = 0; s < kK; ++s)
+#pragma unroll
+                    for (int ox = 0; ox < kTileW; ++ox) acc[oy][ox] = fmaf(wv[r * kK + s], v[ox + s], acc[oy][ox]);
+            }
+        }
+    }
+}
+}  // namespace broadcast
+
+// Grid: (ceil(M / CB_FILTERS), ceil(tiles / CB_TILES), splits), tiles = ceil(H / CB_TILE_H) x
+// ceil(W / CB_TILE_W); split s sums channels [s * split_channels, +split_channels); with splits > 1,
+// `counters` holds 3 zeroed ints per (tile group, filter block) (split::zero_tile_once). Thread t:
+// filter t % CB_FILTERS of tile t / CB_FILTERS. Dynamic shared memory: 2 * kStageFloats floats.
+extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS) chang_broadcast(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
+    int split_channels, int vec16, int* __restrict__ counters)
+{
+    using namespace broadcast;
+    const int tiles_x = (W + kTileW - 1) / kTileW;
+    const Block b{{static_cast<int>(blockIdx.y) * kTiles, tiles_x * ((H + kTileH - 1) / kTileH), tiles_x},
+                  static_cast<int>(blockIdx.x) * kFilters, static_cast<int>(blockIdx.z) * split_channels,
+                  min(C, static_cast<int>(blockIdx.z + 1) * split_channels)};
+    if (b.c_lo >= C) return;  // uniform over the block
+    const int f = threadIdx.x % kFilters, j = threadIdx.x / kFilters;
+
+    float acc[kTileH][kTileW];
+#pragma unroll
+    for (int oy = 0; oy < kTileH; ++oy)
+#pragma unroll
+        for (int ox = 0; ox < kTileW; ++ox) acc[oy][ox] = 0.0f;
+
+    const int segments = (b.c_hi - b.c_lo + kCK - 1) / kCK;
+    load_stage(dynamic_smem, x, w, b.c_lo, b, C, H, W, M, vec16);
+    commit();
+    const auto tile_counters = [&] { return counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x); };
+    const bool add = split_channels < C;  // split: the tile is summed with atomics
+    if (add) {  // zeroed while the first segment's copies fly
+        split::zero_tile_once(tile_counters(), [&] {
+#pragma unroll 1
+            for (int i = threadIdx.x; i < kTiles * kFilters * kTileH * kTileW; i += kThreads) {
+                const int tile = i / (kFilters * kTileH * kTileW), m = b.m0 + i / (kTileH * kTileW) % kFilters;
+                const int y = b.tiles.y0(tile) + i / kTileW % kTileH, x0 = b.tiles.x0(tile) + i % kTileW;
+                if (b.tiles.first + tile < b.tiles.count && m < M && y < H && x0 < W)
+                    out[((long long)m * H + y) * W + x0] = 0.0f;
+            }
+        });
+    }
+    for (int s = 0; s < segments; ++s) {
+        if (s + 1 < segments) {  // prefetch the next segment into the other buffer
+            load_stage(dynamic_smem + ((s + 1) & 1) * kStageFloats, x, w, b.c_lo + (s + 1) * kCK, b, C, H, W, M,
+                       vec16);
+            commit();
+            wait_stages<1>();
+        } else {
+            wait_stages<0>();
+        }
+        __syncthreads();
+        compute_stage(dynamic_smem + (s & 1) * kStageFloats, acc, f, j);
+        __syncthreads();  // the next prefetch overwrites this buffer
+    }
+
+    if (add) split::await_zeroed(tile_counters());
+    const int m = b.m0 + f;
+    if (m < M && b.tiles.first + j < b.tiles.count) {
+        const int y0 = b.tiles.y0(j), x0 = b.tiles.x0(j);
+#pragma unroll
+        for (int oy = 0; oy < kTileH; ++oy) {
+            if (y0 + oy >= H) break;
+            float* row = out + ((long long)m * H + y0 + oy) * W + x0;
+#pragma unroll
+            for (int ox = 0; ox < kTileW; ++ox) {
+                if (x0 + ox >= W) break;
+                if (add) atomicAdd(row + ox, acc[oy][ox]);
+                else row[ox] = acc[oy][ox];
+            }
+        }
+    }
+    if (add) split::finish(tile_counters(), split::count(C, split_channels));
+}

@@ -85,6 +85,28 @@ def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
         chang.PointwiseConfig(bm=60)
 
 
+def test_broadcast_blocks_join_the_h100_launch_at_3x3_and_5x5_on_small_maps():
+    for problem in chang.multi_problems():
+        kinds = {type(cfg) for cfg in chang.ranked_multi_configs(problem, 132)}
+        small = math.ceil(problem.h / 7) * math.ceil(problem.w / 7) <= chang.BROADCAST_MAX_TILES
+        assert (chang.BroadcastConfig in kinds) == (problem.r > 1 and small)
+    cfg = chang.BroadcastConfig(32, 4, 7, 7, 8, split=3)
+    problem = ConvProblem.same(1, 100, 15, 20, 70, 5)  # 3 x 3 tiles, 100 channels in splits of 40
+    assert cfg.threads == 128 and cfg.grid(problem) == (3, 3, 3) and cfg.split_channels(problem) == 40
+    # Two buffers of 4 windows (8 channels x 11 rows x 12 floats) and 32 rows of 200 + 4 weights; one buffer
+    # for a block of one segment.
+    assert cfg.shared_bytes(5) == 2 * (4 * 8 * 11 * 12 + 32 * 204) * 4
+    assert cfg.shared_bytes(5, segments=1) == cfg.shared_bytes(5) // 2 and cfg.segments(problem) == 5
+    assert chang.BroadcastConfig(32, ck=4).weight_stride(5) == 100  # 25 float4s: odd already
+    assert chang.multi_launch(cfg.as_params()) == cfg
+    with pytest.raises(ValueError, match="multiple of 4"):
+        chang.BroadcastConfig(ck=6)
+    with pytest.raises(ValueError, match="whole warps"):
+        chang.BroadcastConfig(filters=48)
+    with pytest.raises(ValueError, match="1024 threads"):
+        chang.BroadcastConfig(filters=512, tiles=4)
+
+
 def test_single_candidates_include_both_plans_and_fit_shared_memory():
     model = chang.latency_model(chang.GTX_1080TI)
     for problem in chang.single_problems():
@@ -106,6 +128,7 @@ def test_kernels_build_without_spills(arch):
     builds += [chang.MultiConfig(16, 1, 32).options(5), chang.MultiConfig(32, 32, 32, 2, 4).options(1),
                chang.MultiConfig(64, 16, 16, 1, 4).options(5)]  # fmt: skip
     builds += [chang.PointwiseConfig(*tile).options() for tile in chang.POINTWISE_TILES]
+    builds += [chang.BroadcastConfig(*tile).options(k) for tile in chang.BROADCAST_TILES for k in (3, 5)]
     for options in builds:
         for r in ptxas_report("chang2022", arch, options=tuple(options)):
             assert r.spill_store_bytes == 0, (options, r)

@@ -107,6 +107,27 @@ def test_pointwise_matches_reference(shape, config):
     _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
 
 
+# (C, H, W, M, K): maps no 7x7 tile divides, C not a multiple of 4 (4-byte weight copies) or of a segment,
+# M not a multiple of the block's filters, a 1x1 layer, one of the grid's small layers.
+BROADCAST_SHAPES = [(6, 13, 11, 40, 3), (5, 9, 17, 33, 5), (64, 7, 7, 64, 5), (12, 30, 29, 70, 3), (3, 5, 5, 32, 1)]
+BROADCAST_CONFIGS = [
+    *(chang.BroadcastConfig(*tile) for tile in chang.BROADCAST_TILES),
+    chang.BroadcastConfig(64, 2, 7, 7, 8, split=3),
+    chang.BroadcastConfig(32, 4, 4, 8, 4, split=2),
+]
+
+
+@pytest.mark.parametrize("shape", BROADCAST_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", range(len(BROADCAST_CONFIGS)))
+def test_broadcast_matches_reference(shape, config):
+    import cupy
+
+    c, h, w, m, k = shape
+    x, f, ref = _inputs(cupy, c, h, w, m, k)
+    cfg = BROADCAST_CONFIGS[config]
+    _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
+
+
 def test_pointwise_rejects_larger_filters():
     import cupy
 
@@ -148,18 +169,29 @@ def test_unaligned_input_uses_four_byte_copies():
            ref, (1, 24, 12, 16))  # fmt: skip
 
 
+def test_unaligned_weights_use_four_byte_copies():
+    import cupy
+
+    x, f, ref = _inputs(cupy, 16, 12, 16, 24, 5)
+    unaligned = cupy.empty(f.size + 1, dtype=cupy.float32)[1:].reshape(f.shape)
+    unaligned[...] = f
+    cfg = chang.BroadcastConfig(32, 2, 7, 7, 4, split=2)
+    _check(cupy, lambda out: chang.conv2d_multi(x, unaligned, config=cfg, out=out), ref, (1, 24, 12, 16))
+
+
 SPLIT_LAUNCHES = [
     chang.MultiConfig(bm=16, tile_h=8, tile_w=8, px=4, ck=4, rows16=True, split=5),
     chang.PointwiseConfig(32, 32, 4, 4, 8, split=4),
+    chang.BroadcastConfig(32, 2, 7, 7, 4, split=5),
 ]
 
 
-@pytest.mark.parametrize("config", SPLIT_LAUNCHES, ids=["multi", "pointwise"])
+@pytest.mark.parametrize("config", SPLIT_LAUNCHES, ids=["multi", "pointwise", "broadcast"])
 def test_split_launches_leave_their_counters_zero(config):
     """One-launch splits: back to back, on a second stream and at a larger grid, every launch is right."""
     import cupy
 
-    k = 3 if isinstance(config, chang.MultiConfig) else 1
+    k = 1 if isinstance(config, chang.PointwiseConfig) else 3
     for c, h, w, m in [(40, 12, 16, 24), (40, 12, 16, 24), (37, 40, 36, 50)]:
         x, f, ref = _inputs(cupy, c, h, w, m, k)
         for stream in (cupy.cuda.Stream.null, cupy.cuda.Stream(non_blocking=True)):
@@ -183,7 +215,8 @@ def test_unaligned_output_uses_scalar_stores():
     chang.conv2d_single(x, f, out=out)
     assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
     for config, k in [(chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True), 3), (SPLIT_LAUNCHES[0], 3),
-                      (chang.PointwiseConfig(64, 64, 4, 4), 1), (SPLIT_LAUNCHES[1], 1)]:  # fmt: skip
+                      (chang.PointwiseConfig(64, 64, 4, 4), 1), (SPLIT_LAUNCHES[1], 1),
+                      (chang.BroadcastConfig(32, 1, 7, 7, 4), 5), (SPLIT_LAUNCHES[2], 3)]:  # fmt: skip
         x, f, ref = _inputs(cupy, 16, 12, 16, 24, k)
         out = unaligned_nan((1, 24, 12, 16))
         chang.conv2d_multi(x, f, config=config, out=out)
