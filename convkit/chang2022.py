@@ -15,6 +15,8 @@ kernels are in ``kernels/chang2022.cu``:
   summed in the same launch).
 - ``chang_pointwise``: the stride-fixed block as a GEMM tile at 1x1 (:class:`PointwiseConfig`), ranked
   with the 2-D tiles.
+- ``chang_broadcast``: at 3x3 and 5x5 on maps up to 112x112, a filter's 7x7 outputs per thread with the
+  input broadcast to a warp's 32 filters (:class:`BroadcastConfig`), ranked with the 2-D tiles.
 
 Everything here but the launchers is pure arithmetic, tested on the CPU.
 """

@@ -171,6 +171,10 @@ def multi_launch_table(table: Any) -> Any:
         split = f", split {k['split']}" if k["split"] > 1 else ""
         if k.get("kernel") == "pointwise":
             return f"GEMM tile: N_f {k['bm']} x {k['bp']} px, {k['tm']}x{k['tp']}/thread, {k['ck']} ch/segment{split}"
+        if k.get("kernel") == "broadcast":
+            tiles = f" x {k['tiles']} tiles" if k["tiles"] > 1 else ""
+            return (f"filter per thread: {k['filters']} filters{tiles}, {k['tile_h']}x{k['tile_w']}/thread, "
+                    f"{k['ck']} ch/segment{split}")  # fmt: skip
         return f"N_f {k['bm']}, {k['tile_h']}x{k['tile_w']} px, {k['rpt']}x{k['px']}/thread{split}"
 
     part = table[table["kind"] == "multi"]
