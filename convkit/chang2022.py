@@ -644,7 +644,8 @@ BROADCAST_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 2, 7, 7, 4),
 )  # fmt: skip
 #: Maps (in 7x7 tiles) up to which the H100 launch tries ``chang_broadcast``: on 224x224 and 512x512 maps
-#: (1024 tiles and more) it ran 4-11% slower than ``chang_multi``'s 16 x 32 tiles on the H100 (2026-11-23).
+#: (1024 tiles and more) it ran 4-11% slower than ``chang_multi``'s 16 x 32 tiles with 256 and 512 channels, 18-42%
+#: with 64, on the H100 (2026-11-23).
 BROADCAST_MAX_TILES = 256
 #: Any of the three launches of the multi-channel kernels.
 MultiLaunch = MultiConfig | PointwiseConfig | BroadcastConfig

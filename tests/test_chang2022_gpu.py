@@ -96,17 +96,6 @@ POINTWISE_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("shape", POINTWISE_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("config", range(len(POINTWISE_CONFIGS)))
-def test_pointwise_matches_reference(shape, config):
-    import cupy
-
-    c, h, w, m, k = shape
-    x, f, ref = _inputs(cupy, c, h, w, m, k)
-    cfg = POINTWISE_CONFIGS[config]
-    _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
-
-
 # (C, H, W, M, K): maps no 7x7 tile divides, C not a multiple of 4 (4-byte weight copies) or of a segment,
 # M not a multiple of the block's filters, a 1x1 layer, one of the grid's small layers.
 BROADCAST_SHAPES = [(6, 13, 11, 40, 3), (5, 9, 17, 33, 5), (64, 7, 7, 64, 5), (12, 30, 29, 70, 3), (3, 5, 5, 32, 1)]
@@ -117,14 +106,22 @@ BROADCAST_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("shape", BROADCAST_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("config", range(len(BROADCAST_CONFIGS)))
-def test_broadcast_matches_reference(shape, config):
+# The kernels past the paper, each on its own shapes: (shape, config index) pairs.
+PAST_THE_PAPER = [
+    *((shape, ("pointwise", i)) for i in range(len(POINTWISE_CONFIGS)) for shape in POINTWISE_SHAPES),
+    *((shape, ("broadcast", i)) for i in range(len(BROADCAST_CONFIGS)) for shape in BROADCAST_SHAPES),
+]
+
+
+@pytest.mark.parametrize(("shape", "config"), PAST_THE_PAPER,
+                         ids=[f"{kind}{i}-{'x'.join(map(str, s))}" for s, (kind, i) in PAST_THE_PAPER])  # fmt: skip
+def test_past_the_paper_kernels_match_reference(shape, config):
     import cupy
 
     c, h, w, m, k = shape
     x, f, ref = _inputs(cupy, c, h, w, m, k)
-    cfg = BROADCAST_CONFIGS[config]
+    kind, index = config
+    cfg = (POINTWISE_CONFIGS if kind == "pointwise" else BROADCAST_CONFIGS)[index]
     _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
 
 
