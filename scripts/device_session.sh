@@ -2,11 +2,14 @@
 #   source scripts/device_session.sh tests/test_<chapter>_gpu.py "<chapter name>"
 # Sets OUT (default ./out, created), the Python environment and gpu_dir (results/<this GPU>); unless
 # TESTS=0, runs the chapter's GPU tests and every kernel under compute-sanitizer (scripts/sanitize.sh).
+# Results record CONVKIT_COMMIT, else the tree's git HEAD: where the tree arrives as a copy whose .git may
+# lag behind it (a lent GPU machine), give the commit measured literally, taken where it was committed.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 gpu_dir=results/$(python3 -c "from convkit.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+echo "=== recording as convkit commit $(python3 -c "from convkit.provenance import convkit_commit; print(convkit_commit())")"
 if [ "${TESTS:-1}" = 1 ]; then
   echo "=== GPU tests ($2)"
   python3 -m pytest -q -m gpu -p no:cacheprovider "$1" 2>&1 | tail -n 8
