@@ -453,6 +453,15 @@ class MultiConfig(_ChannelSplit):
         return (math.ceil(problem.w / self.tile_w), math.ceil(problem.h / self.tile_h),
                 math.ceil(problem.m / self.bm) * self.splits(problem))  # fmt: skip
 
+    #: The kernel this block compiles.
+    kernel_name = "chang_multi"
+
+    def kernel_args(self, problem: ConvProblem, x: Any, w: Any) -> tuple[int, ...]:
+        """The kernel's integer arguments: 16-byte copies of input rows where the width and ``x`` allow."""
+        p = problem
+        rows16 = self.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
+        return p.c, p.h, p.w, p.m, self.split_channels(p), int(rows16)
+
     def as_params(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -548,6 +557,15 @@ class PointwiseConfig(_ChannelSplit):
         """Filter blocks fastest: the blocks of one pixel tile run together and share it through L2."""
         return math.ceil(problem.m / self.bm), math.ceil(problem.h * problem.w / self.bp), self.splits(problem)
 
+    #: The kernel this block compiles.
+    kernel_name = "chang_pointwise"
+
+    def kernel_args(self, problem: ConvProblem, x: Any, w: Any) -> tuple[int, ...]:
+        """The kernel's integer arguments, the pixels flattened: 16-byte copies where P % 4 == 0 and ``x`` allows."""
+        p = problem
+        vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
+        return p.c, p.h * p.w, p.m, self.split_channels(p), int(vec16)
+
     def as_params(self) -> dict[str, Any]:
         return {"kernel": "pointwise", **asdict(self)}
 
@@ -631,6 +649,16 @@ class BroadcastConfig(_ChannelSplit):
             math.ceil(self.tile_count(problem) / self.tiles),
             self.splits(problem),
         )
+
+    #: The kernel this block compiles.
+    kernel_name = "chang_broadcast"
+
+    def kernel_args(self, problem: ConvProblem, x: Any, w: Any) -> tuple[int, ...]:
+        """The kernel's integer arguments: 16-byte pieces of each filter's segment where C % 4 == 0 and ``w``
+        allows."""
+        p = problem
+        vec16 = p.c % 4 == 0 and w.data.ptr % 16 == 0
+        return p.c, p.h, p.w, p.m, self.split_channels(p), int(vec16)
 
     def as_params(self) -> dict[str, Any]:
         return {"kernel": "broadcast", **asdict(self)}
@@ -723,13 +751,13 @@ def ranked_multi_configs(
             for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm,
                                                  base.threads, sm_count, (tm, tp), ck):  # fmt: skip
                 ranked.append((cost, order, PointwiseConfig(bm, bp, tm, tp, ck, split)))
-    if k > 1 and math.ceil(problem.h / 7) * math.ceil(problem.w / 7) <= BROADCAST_MAX_TILES:
+    if k > 1:
         # A thread's reuse: each weight it reads serves its tile_h x tile_w outputs, each input read (a
         # broadcast) up to K x K taps.
         for order, (filters, tiles, th, tw, ck) in enumerate(BROADCAST_TILES, start=len(MULTI_TILES)):
             base = BroadcastConfig(filters, tiles, th, tw, ck)
             per_sm = resident_blocks(base, k, shared_per_sm)
-            if per_sm < 1:
+            if per_sm < 1 or base.tile_count(problem) > BROADCAST_MAX_TILES:
                 continue
             padded = base.grid(problem)[1] * tiles * th * tw * math.ceil(problem.m / filters) * filters
             for split, cost in _splits_and_costs(problem, padded, math.prod(base.grid(problem)), per_sm,
@@ -840,7 +868,7 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiLaunch | None = None, out: Any 
     if config is None:
         per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
         config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
-    if not isinstance(config, (MultiConfig, PointwiseConfig, BroadcastConfig)):
+    if not isinstance(config, MultiLaunch):
         raise TypeError(
             f"config must be a MultiConfig, PointwiseConfig or BroadcastConfig, got {type(config).__name__}"
         )
@@ -851,21 +879,11 @@ def conv2d_multi(x: Any, w: Any, *, config: MultiLaunch | None = None, out: Any 
         raise ValueError(f"grid {grid}: y and z must be at most 65535 (use a larger tile or fewer splits)")
     out = output_for(out, problem)
     shared = config.shared_bytes(problem.r, config.segments(problem))
-    name = {PointwiseConfig: "chang_pointwise", BroadcastConfig: "chang_broadcast"}.get(type(config), "chang_multi")
-    kernel = with_dynamic_shared(load_kernel("chang2022", name, options=config.options(problem.r)), shared,
-                                 f"config {config}")  # fmt: skip
-    split_channels, splits = config.split_channels(problem), config.splits(problem)
+    kernel = with_dynamic_shared(load_kernel("chang2022", config.kernel_name, options=config.options(problem.r)),
+                                 shared, f"config {config}")  # fmt: skip
+    splits = config.splits(problem)
     counters = split_counters(math.prod(grid) // splits if splits > 1 else 0)
-    p = problem
-    if isinstance(config, PointwiseConfig):
-        vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
-        args = (p.c, p.h * p.w, p.m, split_channels, int(vec16))
-    elif isinstance(config, BroadcastConfig):  # 16-byte pieces of each filter's segment
-        vec16 = p.c % 4 == 0 and w.data.ptr % 16 == 0
-        args = (p.c, p.h, p.w, p.m, split_channels, int(vec16))
-    else:
-        rows16 = config.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
-        args = (p.c, p.h, p.w, p.m, split_channels, int(rows16))
+    args = config.kernel_args(problem, x, w)
     kernel(grid, (config.threads,), (x, w, out, *(cupy.int32(v) for v in args), counters), shared_mem=shared)
     return out
 

@@ -248,20 +248,11 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS, CS_MIN_BLOCKS) chang_si
         return Piece{row0, min(piece_rows, r_hi - row0), f0, min(piece_filters, f_hi - f0)};
     };
 
-    load_piece(dynamic_smem, x, w, piece(0), H, W, g_stride);
+    const auto load = [&](float* buffer, int i) { load_piece(buffer, x, w, piece(i), H, W, g_stride); };
+    load(dynamic_smem, 0);
     commit();
-    for (int i = 0; i < pieces; ++i) {
-        if (i + 1 < pieces) {  // prefetch the next piece into the other buffer
-            load_piece(dynamic_smem + ((i + 1) & 1) * stage_floats, x, w, piece(i + 1), H, W, g_stride);
-            commit();
-            wait_stages<1>();
-        } else {
-            wait_stages<0>();
-        }
-        __syncthreads();
-        compute_piece(dynamic_smem + (i & 1) * stage_floats, out, piece(i), H, W, g_stride);
-        __syncthreads();  // the next prefetch overwrites this buffer
-    }
+    double_buffered(dynamic_smem, stage_floats, pieces, load,
+                    [&](const float* buffer, int i) { compute_piece(buffer, out, piece(i), H, W, g_stride); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -424,7 +415,7 @@ __device__ __forceinline__ void compute_stage(
 // Grid: (ceil(W / CM_TILE_W), ceil(H / CM_TILE_H), ceil(M / CM_BM) * splits); block z = filter
 // block + blocks * split, split s sums channels [s * split_channels, +split_channels). With
 // splits > 1, `counters` holds 3 zeroed ints per output tile (split::zero_tile_once). Dynamic shared
-// memory: 2 * kStageFloats.
+// memory: 2 * kStageFloats (1 * where a block sums one segment: double_buffered never touches the second).
 extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) chang_multi(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
     int split_channels, int rows16, int* __restrict__ counters)
@@ -449,8 +440,8 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             for (int i = 0; i < kPX; ++i) acc[o][f][i] = 0.0f;
 
     const int stages = (t.c_hi - t.c_lo + kCK - 1) / kCK;
-    float* smem = dynamic_smem;
-    load_stage(smem, t.c_lo, t, C, H, W, M, x, w, rows16);
+    const auto load = [&](float* buffer, int s) { load_stage(buffer, t.c_lo + s * kCK, t, C, H, W, M, x, w, rows16); };
+    load(dynamic_smem, 0);
     commit();
     // The tile's counters, recomputed where used (not kept live through the main loop).
     const auto tile_counters = [&] {
@@ -466,19 +457,9 @@ extern "C" __global__ void __launch_bounds__(multi::kThreads, CM_MIN_BLOCKS) cha
             }
         });
     }
-    for (int s = 0; s < stages; ++s) {
-        const int c0 = t.c_lo + s * kCK;
-        if (s + 1 < stages) {  // prefetch the next segment into the other buffer
-            load_stage(smem + ((s + 1) & 1) * kStageFloats, c0 + kCK, t, C, H, W, M, x, w, rows16);
-            commit();
-            wait_stages<1>();
-        } else {
-            wait_stages<0>();
-        }
-        __syncthreads();
-        compute_stage(smem + (s & 1) * kStageFloats, acc, group, tx, ty, min(kCK, t.c_hi - c0));
-        __syncthreads();  // the next prefetch overwrites this buffer
-    }
+    double_buffered(dynamic_smem, kStageFloats, stages, load, [&](const float* buffer, int s) {
+        compute_stage(buffer, acc, group, tx, ty, min(kCK, t.c_hi - t.c_lo - s * kCK));
+    });
 
     if (add) split::await_zeroed(tile_counters());
     const bool vector_store = W % 4 == 0 && aligned16(out);
@@ -573,7 +554,7 @@ __device__ __forceinline__ void load_stage(
 
 // Grid: (ceil(M / CP_BM), ceil(P / CP_BP), splits); split s sums channels [s * split_channels,
 // +split_channels); with splits > 1, `counters` holds 3 zeroed ints per output tile (split::zero_tile_once).
-// Dynamic shared memory: CP_STAGES * kStageFloats floats.
+// Dynamic shared memory: CP_STAGES * kStageFloats floats (fewer where a block sums fewer segments).
 extern "C" __global__ void __launch_bounds__(pointwise::kThreads, CP_MIN_BLOCKS) chang_pointwise(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int P, int M,
     int split_channels, int vec16, int* __restrict__ counters)
@@ -791,7 +772,8 @@ __device__ __forceinline__ void compute_stage(const float* stage, float (&acc)[k
 // Grid: (ceil(M / CB_FILTERS), ceil(tiles / CB_TILES), splits), tiles = ceil(H / CB_TILE_H) x
 // ceil(W / CB_TILE_W); split s sums channels [s * split_channels, +split_channels); with splits > 1,
 // `counters` holds 3 zeroed ints per (tile group, filter block) (split::zero_tile_once). Thread t:
-// filter t % CB_FILTERS of tile t / CB_FILTERS. Dynamic shared memory: 2 * kStageFloats floats.
+// filter t % CB_FILTERS of tile t / CB_FILTERS. Dynamic shared memory: 2 * kStageFloats
+// floats (1 * where a block sums one segment).
 extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS) chang_broadcast(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
     int split_channels, int vec16, int* __restrict__ counters)
@@ -811,7 +793,8 @@ extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS)
         for (int ox = 0; ox < kTileW; ++ox) acc[oy][ox] = 0.0f;
 
     const int segments = (b.c_hi - b.c_lo + kCK - 1) / kCK;
-    load_stage(dynamic_smem, x, w, b.c_lo, b, C, H, W, M, vec16);
+    const auto load = [&](float* buffer, int s) { load_stage(buffer, x, w, b.c_lo + s * kCK, b, C, H, W, M, vec16); };
+    load(dynamic_smem, 0);
     commit();
     const auto tile_counters = [&] { return counters + 3 * (blockIdx.y * gridDim.x + blockIdx.x); };
     const bool add = split_channels < C;  // split: the tile is summed with atomics
@@ -826,19 +809,8 @@ extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS)
             }
         });
     }
-    for (int s = 0; s < segments; ++s) {
-        if (s + 1 < segments) {  // prefetch the next segment into the other buffer
-            load_stage(dynamic_smem + ((s + 1) & 1) * kStageFloats, x, w, b.c_lo + (s + 1) * kCK, b, C, H, W, M,
-                       vec16);
-            commit();
-            wait_stages<1>();
-        } else {
-            wait_stages<0>();
-        }
-        __syncthreads();
-        compute_stage(dynamic_smem + (s & 1) * kStageFloats, acc, f, j);
-        __syncthreads();  // the next prefetch overwrites this buffer
-    }
+    double_buffered(dynamic_smem, kStageFloats, segments, load,
+                    [&](const float* buffer, int) { compute_stage(buffer, acc, f, j); });
 
     if (add) split::await_zeroed(tile_counters());
     const int m = b.m0 + f;

@@ -1,7 +1,7 @@
 // Staging inputs in shared memory, for the kernels that double-buffer them: asynchronous global ->
-// shared copies (cp.async, sm_80 and later, with a synchronous fallback for Turing, Colab's T4) and the
-// row stride that keeps float4 reads of the staged rows free of bank conflicts. Included textually by
-// convkit.compile (NVRTC) and by nvcc from this directory.
+// shared copies (cp.async, sm_80 and later, with a synchronous fallback for Turing, Colab's T4), the
+// row stride that keeps float4 reads of the staged rows free of bank conflicts, and the double-buffered
+// loop over stages. Included textually by convkit.compile (NVRTC) and by nvcc from this directory.
 #pragma once
 
 // Row stride (floats) of a staged window `width` floats wide: the smallest multiple of 4 from `width`
@@ -65,4 +65,26 @@ __device__ __forceinline__ void wait_stages()
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 #endif
+}
+
+// The double-buffered pipeline of `stages` stages in `buffers` (two of `stage_floats`): stage i is
+// computed from buffer i & 1 while stage i + 1 is copied into the other. The caller has issued and
+// committed stage 0's copies into the first buffer; `load(buffer, i)` issues stage i's copies and
+// `compute(buffer, i)` uses them. Every thread of the block calls it (it holds barriers).
+template <class Load, class Compute>
+__device__ __forceinline__ void double_buffered(
+    float* buffers, int stage_floats, int stages, Load load, Compute compute)
+{
+    for (int i = 0; i < stages; ++i) {
+        if (i + 1 < stages) {  // prefetch the next stage into the other buffer
+            load(buffers + ((i + 1) & 1) * stage_floats, i + 1);
+            commit();
+            wait_stages<1>();
+        } else {
+            wait_stages<0>();
+        }
+        __syncthreads();
+        compute(buffers + (i & 1) * stage_floats, i);
+        __syncthreads();  // the next prefetch overwrites this buffer
+    }
 }
