@@ -212,6 +212,23 @@ class SinglePlan:
     def blocks(self, problem: ConvProblem) -> int:
         return math.ceil(problem.h / self.band_rows) * math.ceil(problem.m / self.group_filters)
 
+    #: The kernel a plan runs.
+    kernel_name = "chang_single"
+
+    def options(self, k: int) -> tuple[str, ...]:
+        """The kernel's compile-time macros for K x K filters."""
+        return f"-DCS_K={k}", f"-DCS_THREADS={self.threads}", f"-DCS_MIN_BLOCKS={max(1, 512 // self.threads)}"
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """Dynamic shared memory: two pieces (:func:`single_stage_bytes`), the current and the prefetched."""
+        return 2 * single_stage_bytes(problem, self.piece_rows, self.piece_filters)
+
+    def kernel_args(self, problem: ConvProblem) -> tuple[int, ...]:
+        """The kernel's integer arguments."""
+        p = problem
+        bands = math.ceil(p.h / self.band_rows)
+        return p.h, p.w, p.m, self.band_rows, bands, self.group_filters, self.piece_rows, self.piece_filters
+
 
 def staged_row_floats(width: int) -> int:
     """The kernel's staged input row stride (floats): 4 * ceil(W / 4) + 4."""
@@ -836,16 +853,11 @@ def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = 
     if plan.threads not in (128, 256, 512):
         raise ValueError(f"plan.threads must be 128, 256 or 512, got {plan.threads}")
     out = output_for(out, problem)
-    min_blocks = max(1, 512 // plan.threads)
-    options = (f"-DCS_K={problem.r}", f"-DCS_THREADS={plan.threads}", f"-DCS_MIN_BLOCKS={min_blocks}")
-    shared = 2 * single_stage_bytes(problem, plan.piece_rows, plan.piece_filters)
-    kernel = with_dynamic_shared(load_kernel("chang2022", "chang_single", options=options), shared, f"plan {plan}")
-    p = problem
-    bands = math.ceil(p.h / plan.band_rows)
-    kernel((plan.blocks(p),), (plan.threads,),
-           (x, w, out, *(cupy.int32(v) for v in (p.h, p.w, p.m, plan.band_rows, bands, plan.group_filters,
-                                                  plan.piece_rows, plan.piece_filters))),
-           shared_mem=shared)  # fmt: skip
+    shared = plan.shared_bytes(problem)
+    kernel = with_dynamic_shared(load_kernel("chang2022", plan.kernel_name, options=plan.options(problem.r)),
+                                 shared, f"plan {plan}")  # fmt: skip
+    args = plan.kernel_args(problem)
+    kernel((plan.blocks(problem),), (plan.threads,), (x, w, out, *(cupy.int32(v) for v in args)), shared_mem=shared)
     return out
 
 

@@ -1,0 +1,131 @@
+// A CPU stand-in for the CUDA features the chang2022 kernels use, so that their index arithmetic,
+// staging and channel-split protocol run (and are checked) on a machine with no GPU.
+//
+// - A block's threads are fibers (ucontext): the scheduler runs each in turn up to its next
+//   __syncthreads, then the next round; a thread that ends while others wait at a barrier is an error
+//   (what compute-sanitizer's synccheck reports).
+// - Blocks run one after another, so a static stands for a __shared__ variable, and a split that waits
+//   for another block's zeros only ever waits for a block that has already run (the kernels' own rule).
+// - __CUDA_ARCH__ is undefined: the kernels take their synchronous-copy paths (Turing's), not cp.async.
+// - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
+//   untouched (a launch that uses more than it was given fails).
+#pragma once
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+inline dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+#define __shared__ static  // blocks run one at a time: a static is the running block's
+using std::max;
+using std::min;
+
+// Blocks run in order, so the fibers see each other's writes: fences are no-ops, atomics plain.
+inline void __threadfence() {}
+inline float atomicAdd(float* p, float v) { const float old = *p; *p = old + v; return old; }
+inline int atomicAdd(int* p, int v) { const int old = *p; *p = old + v; return old; }
+inline int atomicExch(int* p, int v) { const int old = *p; *p = v; return old; }
+
+// A spin-wait that sleeps this often waits for something no earlier block did: it would hang.
+inline void __nanosleep(unsigned)
+{
+    static long sleeps = 0;
+    if (++sleeps > 1000000) {
+        std::fprintf(stderr, "a thread waits for a write no earlier block made\n");
+        std::exit(5);
+    }
+}
+
+namespace emu {
+struct Fiber {
+    ucontext_t context;
+    std::vector<char> stack = std::vector<char>(1 << 18);
+    bool done = false;
+    dim3 index;
+};
+inline ucontext_t scheduler;
+inline std::vector<Fiber>* fibers = nullptr;
+inline int current = 0;
+inline std::function<void()> body;
+
+inline void run_current()
+{
+    body();
+    (*fibers)[current].done = true;  // then uc_link returns to the scheduler
+}
+
+// Launch `kernel` (the call, capturing its arguments) over `grid`, with `shared_bytes` of dynamic
+// shared memory pointed to by `dynamic_smem` (the kernel source's extern array, made a pointer).
+inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_smem, std::function<void()> kernel)
+{
+    gridDim = grid;
+    blockDim = block;
+    const int threads = block.x * block.y * block.z;
+    const size_t words = (shared_bytes + 3) / 4, guard = 1024;
+    std::vector<float4> smem((words + guard + 3) / 4);
+    float* const smem_words = &smem[0].x;
+    std::vector<Fiber> block_fibers(threads);
+    fibers = &block_fibers;
+    body = std::move(kernel);
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                blockIdx = {bx, by, bz};
+                std::fill_n(smem_words, smem.size() * 4, NAN);
+                dynamic_smem = smem_words;
+                for (int t = 0; t < threads; ++t) {
+                    Fiber& f = block_fibers[t];
+                    f.done = false;
+                    f.index = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+                    getcontext(&f.context);
+                    f.context.uc_stack.ss_sp = f.stack.data();
+                    f.context.uc_stack.ss_size = f.stack.size();
+                    f.context.uc_link = &scheduler;
+                    makecontext(&f.context, run_current, 0);
+                }
+                for (;;) {  // a round: every live thread runs to its next barrier or its end
+                    int waiting = 0, ended = 0;
+                    for (int t = 0; t < threads; ++t) {
+                        if (block_fibers[t].done) continue;
+                        current = t;
+                        threadIdx = block_fibers[t].index;
+                        swapcontext(&scheduler, &block_fibers[t].context);
+                        block_fibers[t].done ? ++ended : ++waiting;
+                    }
+                    if (waiting == 0) break;
+                    if (ended) {
+                        std::fprintf(stderr, "block (%u,%u,%u): %d threads wait at a barrier that %d left\n", bx, by,
+                                     bz, waiting, ended);
+                        std::exit(3);
+                    }
+                }
+                for (size_t i = words; i < words + guard; ++i)
+                    if (!std::isnan(smem_words[i])) {
+                        std::fprintf(stderr, "block (%u,%u,%u) wrote shared memory past its %zu bytes\n", bx, by, bz,
+                                     shared_bytes);
+                        std::exit(4);
+                    }
+            }
+}
+}  // namespace emu
+
+inline void __syncthreads() { swapcontext(&(*emu::fibers)[emu::current].context, &emu::scheduler); }

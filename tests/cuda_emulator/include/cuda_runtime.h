@@ -1,0 +1,2 @@
+// Empty: cuda_emu.h stands in for the CUDA runtime on the CPU.
+#pragma once

@@ -1,0 +1,107 @@
+"""The chang2022 kernels on the CPU: their launches (grid, block, shared memory and arguments from convkit's
+configs) run under ``tests/cuda_emulator`` and are checked against a float64 reference, so that CI checks the
+kernels' indexing, staging and channel-split protocol without a GPU. The emulator takes the kernels'
+synchronous-copy (Turing) paths; the GPU tests cover cp.async and the real timing of threads."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import types
+from pathlib import Path
+
+import pytest
+
+from convkit import chang2022 as chang
+from convkit.compile import kernel_code
+from convkit.problem import ConvProblem
+
+EMULATOR = Path(__file__).parent / "cuda_emulator"
+CXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
+
+#: The kernels' one declaration of dynamic shared memory, a pointer under the emulator.
+DYNAMIC_SMEM = "extern __shared__ __align__(16) float dynamic_smem[];"
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """chang2022.cu (its headers inlined) as the emulator includes it."""
+    directory = tmp_path_factory.mktemp("emulated")
+    source = kernel_code("chang2022")
+    assert DYNAMIC_SMEM in source
+    (directory / "kernel_source.cu").write_text(source.replace(DYNAMIC_SMEM, "float* dynamic_smem;"))
+    return directory
+
+
+def emulate(build_dir: Path, launch, problem: ConvProblem, call: str, grid, threads: int, shared: int,
+            args: tuple[int, ...], *, w_offset: int = 0, out_offset: int = 0) -> str:  # fmt: skip
+    """Build (once per macro set) and run one launch; return the driver's report, failing the test on a wrong
+    result. ``call`` is the kernel call in the driver's names (x, w, out, ints, counters)."""
+    options = launch.options(problem.r)
+    key = hashlib.sha1(" ".join((*options, call)).encode()).hexdigest()[:16]
+    exe = build_dir / f"launch_{key}"
+    if not exe.exists():
+        subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{build_dir}",
+                        f"-DKERNEL_CALL={call}", *options, str(EMULATOR / "conv_driver.cpp"), "-o", str(exe)],
+                       check=True)  # fmt: skip
+    p = problem
+    argv = (p.c, p.h, p.w, p.m, p.r, *grid, *[1] * (3 - len(grid)), threads, shared, w_offset, out_offset, 7, *args)
+    run = subprocess.run([str(exe), *map(str, argv)], capture_output=True, text=True, timeout=300)
+    report = (run.stdout + run.stderr).strip()
+    assert run.returncode == 0, f"{launch} on {p.label}: {report}"
+    return report
+
+
+def pointer(offset_floats: int):
+    """The ``.data.ptr`` the configs' kernel_args read, for an array ``offset_floats`` past 16 bytes."""
+    return types.SimpleNamespace(data=types.SimpleNamespace(ptr=4096 + 4 * offset_floats))
+
+
+def same(c: int, h: int, w: int, m: int, k: int) -> ConvProblem:
+    return ConvProblem(n=1, c=c, h=h, w=w, m=m, r=k, s=k, pad=(k - 1) // 2)
+
+
+#: (launch, problems): maps no tile divides, channels no segment divides, splits, several tiles per block.
+MULTI_CASES = [
+    (chang.BroadcastConfig(64, 1, 7, 7, 4), [same(8, 7, 7, 64, 3), same(12, 9, 11, 70, 5), same(3, 7, 7, 32, 3)]),
+    (chang.BroadcastConfig(32, 2, 7, 7, 4, split=3), [same(16, 14, 14, 40, 5), same(13, 15, 9, 33, 3)]),
+    (chang.BroadcastConfig(32, 2, 4, 7, 8, split=2), [same(16, 7, 7, 64, 5), same(20, 13, 10, 35, 3)]),
+    (chang.BroadcastConfig(64, 1, 7, 7, 4, split=4), [same(16, 7, 7, 100, 5), same(16, 5, 6, 70, 3)]),
+    (chang.BroadcastConfig(128, 1, 7, 7, 8), [same(8, 7, 7, 130, 3), same(9, 6, 5, 64, 5)]),
+    (chang.MultiConfig(bm=32, tile_h=8, tile_w=8, rpt=1, px=4, ck=8, rows16=True, split=2), [same(16, 9, 13, 40, 3)]),
+    (chang.MultiConfig(bm=16, tile_h=16, tile_w=32, rpt=2, px=4, ck=8, rows16=True), [same(12, 20, 36, 20, 1)]),
+    (chang.MultiConfig(bm=8, tile_h=1, tile_w=32, rpt=1, px=1, ck=8), [same(10, 5, 37, 12, 5)]),
+    (chang.PointwiseConfig(64, 64, 4, 8, 16, split=3), [same(40, 9, 11, 70, 1)]),
+    (chang.PointwiseConfig(32, 32, 4, 4, 8), [same(13, 7, 7, 33, 1)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("launch", "problem", "offset"),
+    [(launch, p, offset) for launch, problems in MULTI_CASES for p in problems for offset in (0, 1)],
+    ids=lambda v: v.label if isinstance(v, ConvProblem) else (f"off{v}" if isinstance(v, int) else None),
+)
+def test_multi_channel_launch_matches_reference(build_dir: Path, launch, problem: ConvProblem, offset: int) -> None:
+    """Each multi-channel kernel, with its launch as conv2d_multi builds it; offset 1 puts w and out off 16
+    bytes (the kernels' 4-byte fallbacks)."""
+    args = launch.kernel_args(problem, pointer(offset), pointer(offset))
+    ints = ",".join(f"ints[{i}]" for i in range(len(args)))
+    call = f"{launch.kernel_name}(x,w,out,{ints},counters.data())"
+    shared = launch.shared_bytes(problem.r, launch.segments(problem))
+    report = emulate(build_dir, launch, problem, call, launch.grid(problem), launch.threads, shared, args,
+                     w_offset=offset, out_offset=offset)  # fmt: skip
+    assert re.search(r"nans 0 counters_zero 1", report)
+
+
+@pytest.mark.parametrize("problem", [same(1, 28, 28, 32, 3), same(1, 30, 17, 40, 5), same(1, 9, 33, 12, 1)],
+                         ids=lambda p: p.label)  # fmt: skip
+def test_single_channel_plan_matches_reference(build_dir: Path, problem: ConvProblem) -> None:
+    """chang_single with a plan of several bands, filter groups and pieces (none dividing the map or M)."""
+    plan = chang.SinglePlan("both", 1, 1, band_rows=11, group_filters=24, piece_rows=4, piece_filters=16,
+                            threads=128)  # fmt: skip
+    args = plan.kernel_args(problem)
+    call = f"{plan.kernel_name}(x,w,out,{','.join(f'ints[{i}]' for i in range(len(args)))})"
+    emulate(build_dir, plan, problem, call, (plan.blocks(problem),), plan.threads, plan.shared_bytes(problem), args)
