@@ -1,7 +1,8 @@
 """The GPU's ceilings (notebook 00): the roofline every chapter measures against.
 
 Measured, not looked up: device-to-device copy bandwidth (bytes read plus written), the FP32
-FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the SM clock under load, and the
+FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the SM clock under load, the event
+time of an empty kernel (the least any timed kernel costs), and the
 global-memory load latency in cycles by pointer chasing over footprints from L1-sized to far
 beyond L2 (Chang 2022's latency-hiding model starts from that number). Every measurement is
 checked before it is timed; SGEMM's error against float64 also proves TF32 was off (TF32 lands
@@ -98,6 +99,26 @@ def sm_clock_under_load(spin_ms: float = 20.0) -> dict[str, Any]:
         params={"spin_ms": spin_ms},
         note="clock64 cycles over %globaltimer ns, one thread spinning",
     )
+
+
+def launch_floor(threads: int = 256) -> dict[str, Any]:
+    """Event time of a kernel that does nothing, one block per SM (``kernels/ceilings.cu``: launch_floor),
+    timed as every kernel here is timed: the launch share of a small layer's time, and the roofline
+    floors' launch term."""
+    cupy = require_cupy()
+    blocks = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    ran = cupy.full(blocks, -1, dtype=cupy.int32)
+    kernel = load_kernel("ceilings", "launch_floor")
+
+    def run() -> None:
+        kernel((blocks,), (threads,), (ran,))
+
+    run()
+    if not bool(cupy.array_equal(ran, cupy.arange(blocks, dtype=cupy.int32))):
+        raise RuntimeError("launch_floor: not every block ran")
+    timing = benchmark(run, warmup=10, min_reps=200, max_reps=400)
+    return _row("launch_floor", timing.median_ms * 1e3, "us", params={"blocks": blocks, "threads": threads},
+                timing=timing, note="empty kernel, one block per SM, CUDA events")  # fmt: skip
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> dict[str, Any]:
@@ -212,6 +233,7 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     """(metric key, function) for every ceiling, in the order they are measured."""
     yield "properties", device_properties
     yield "sm_clock_measured", sm_clock_under_load
+    yield "launch_floor", launch_floor
     yield "copy_bandwidth", lambda: copy_bandwidth(1 << (28 if quick else 30))
     yield "fp32_fma_peak", lambda: fma_peak(iters=512 if quick else 2048)
     yield "sgemm", lambda: sgemm(4096 if quick else 8192)

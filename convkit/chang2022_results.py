@@ -12,10 +12,9 @@ import json
 from typing import Any
 
 from convkit import chang2022 as chang
+from convkit.chapter import floor_us
 from convkit.problem import ConvProblem
 
-#: Launch cost added to the roofline floor (microseconds), as in the issue's room estimate.
-LAUNCH_US = 3.0
 #: The chapter's names for the variants.
 VARIANT_NAMES: dict[str, str] = {
     "chang_single": "paper plan", "chang_single_fill": "H100 plan",
@@ -23,14 +22,6 @@ VARIANT_NAMES: dict[str, str] = {
 }  # fmt: skip
 #: The issue's targets (H100): the mean speedup over the best cuDNN FP32 algorithm per kernel.
 TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
-
-
-def floor_us(problem: ConvProblem, ceilings: dict[str, float]) -> float:
-    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the FMA peak, whichever
-    is longer, plus :data:`LAUNCH_US`."""
-    memory = problem.min_bytes / (ceilings["copy_gbps"] * 1e3)
-    compute = problem.flops / (ceilings["fma_tflops"] * 1e6)
-    return max(memory, compute) + LAUNCH_US
 
 
 def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:

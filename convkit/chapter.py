@@ -8,12 +8,17 @@ reads ``results/<recorded_gpu>/``, ``"auto"`` measures when a GPU is present.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from convkit.paths import results_dir
 from convkit.problem import ConvProblem
+
+#: Launch cost added to the roofline floor (microseconds) where the ceilings record no launch floor: the
+#: issue's room estimate.
+LAUNCH_US = 3.0
 
 #: The GPU whose recorded results the book shows when built without one.
 DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
@@ -325,7 +330,8 @@ def provenance_table(results: Results) -> Any:
 
 
 def ceilings_summary(frame: Any) -> dict[str, float]:
-    """The headline ceilings as numbers: copy GB/s, FMA and SGEMM TFLOP/s, SMs, clocks, latencies."""
+    """The headline ceilings as numbers: copy GB/s, FMA and SGEMM TFLOP/s, SMs, clocks, latencies, and
+    ``launch_us`` (an empty kernel's time) where the results record it."""
     ok = frame[frame["status"] == "ok"]
 
     def value(metric: str) -> float:
@@ -348,9 +354,33 @@ def ceilings_summary(frame: Any) -> dict[str, float]:
         "dram_latency_cycles": float(dram["cycles"].iloc[0]) if len(dram) else float("nan"),
         "l2_latency_cycles": float(in_l2["cycles"].iloc[-1]) if len(in_l2) else float("nan"),
     }
+    if not math.isnan(launch := value("launch_floor")):  # recorded from 2026-11-23 on
+        out["launch_us"] = launch
     out["fp32_theoretical_tflops"] = out["sm_count"] * out["fp32_lanes_per_sm"] * 2 * out["sm_clock_mhz"] / 1e6
     out["ridge_flops_per_byte"] = out["sgemm_tflops"] * 1e3 / out["copy_gbps"]
     return out
+
+
+def launch_us(ceilings: dict[str, float]) -> float:
+    """The floors' launch term: the measured launch floor (``ceilings["launch_us"]``) where recorded, else
+    :data:`LAUNCH_US`."""
+    return ceilings.get("launch_us", LAUNCH_US)
+
+
+def launch_text(ceilings: dict[str, float]) -> str:
+    """The floors' launch term in words, for the chapters: measured, or the assumed :data:`LAUNCH_US`."""
+    if "launch_us" in ceilings:
+        return f"The floors' launch: {ceilings['launch_us']:.1f} us, an empty kernel measured in notebook 00."
+    return (f"The floors' launch: {LAUNCH_US:.0f} us, assumed: these ceilings record no launch floor "
+            "(notebook 00 measures one where it runs on a GPU).")  # fmt: skip
+
+
+def floor_us(problem: ConvProblem, ceilings: dict[str, float]) -> float:
+    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the FMA peak, whichever
+    is longer, plus the launch (:func:`launch_us`)."""
+    memory = problem.min_bytes / (ceilings["copy_gbps"] * 1e3)
+    compute = problem.flops / (ceilings["fma_tflops"] * 1e6)
+    return max(memory, compute) + launch_us(ceilings)
 
 
 def latency_curve(frame: Any) -> Any:
@@ -439,6 +469,9 @@ def ceilings_verdict(summary: dict[str, float], gpu: str) -> str:
         f"({summary['dram_latency_cycles'] / summary['sm_clock_mhz'] * 1e3:.0f} ns at the measured clock), "
         f"{summary['l2_latency_cycles']:.0f} cycles from L2.",
     ]
+    if "launch_us" in summary:
+        lines.append(f"- **Launch floor** {summary['launch_us']:.1f} us: an empty kernel timed as every kernel "
+                     "here is timed, the least any of them can take.")  # fmt: skip
     if "H100" not in gpu:
         lines.append(f"- These results come from {gpu}; the specification's anchors are for the H100.")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from convkit import lu2020, warp_sim
-from convkit.chang2022_results import floor_us
+from convkit.chapter import floor_us
 from convkit.problem import ConvProblem
 
 #: The chapter's names for the kernels (results variant -> name).

@@ -12,6 +12,8 @@
 //   footprint far beyond L2 gives DRAM latency; small ones show L1 and L2.
 // clock_rate: SM cycles counted against the global nanosecond timer, to convert cycles to
 //   time at the clock the GPU actually runs under load.
+// launch_floor: a launch that does nothing but show it ran (each block's thread 0 writes the
+//   block's index): the least any kernel timed with CUDA events costs, the roofline floors' launch.
 
 #define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
 
@@ -62,4 +64,9 @@ extern "C" __global__ void clock_rate(long long spin_ns, long long* __restrict__
     const unsigned long long t1 = global_timer_ns();
     result[0] = c1 - c0;
     result[1] = (long long)(t1 - t0);
+}
+
+extern "C" __global__ void launch_floor(int* __restrict__ ran)
+{
+    if (threadIdx.x == 0) ran[blockIdx.x] = blockIdx.x;
 }

@@ -101,6 +101,7 @@ benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_rep
 ceilings.fma_peak(iters=4, blocks_per_sm=1)
 ceilings.load_latency(1 << 14, steps=100, repeats=1)
 ceilings.sm_clock_under_load(spin_ms=1)
+ceilings.launch_floor(threads=32)
 # Lu 2020 (kernels/lu2020.cu): widths below a warp and no warp divides, an image smaller than the filter,
 # several images and filters, partial padding; the multi-channel form with channels no stage divides.
 for n, h, w, m, k, pad in [(2, 37, 45, 3, 5, 2), (1, 3, 2, 1, 7, 3), (1, 9, 70, 2, 3, 0)]:

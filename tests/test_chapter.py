@@ -7,6 +7,7 @@ import math
 import pytest
 
 from convkit import chapter
+from convkit.problem import ConvProblem
 from convkit.suites import ANCHORS
 
 
@@ -37,6 +38,20 @@ def test_ceilings_summary_is_complete_and_plausible(ceilings):
     assert s["fma_tflops"] < s["fp32_theoretical_tflops"] * 1.01
     assert s["dram_latency_cycles"] > s["l2_latency_cycles"]
     assert "Copy bandwidth" in chapter.ceilings_verdict(s, "NVIDIA H100 80GB HBM3")
+
+
+def test_floors_use_the_recorded_launch_floor_else_the_assumed_launch(ceilings):
+    import pandas as pd
+
+    problem = ConvProblem.same(1, 1, 28, 28, 32, 3)
+    assumed = chapter.ceilings_summary(ceilings.frame)
+    launch = {"metric": "launch_floor", "measurement": "launch_floor", "value": 3.7, "unit": "us", "status": "ok"}
+    measured = chapter.ceilings_summary(pd.concat([ceilings.frame, pd.DataFrame([launch])], ignore_index=True))
+    assert measured["launch_us"] == 3.7 and "launch_us" not in assumed
+    assert chapter.floor_us(problem, measured) - chapter.floor_us(problem, assumed) == pytest.approx(0.7)
+    assert "3.7 us, an empty kernel measured" in chapter.launch_text(measured)
+    assert "3 us, assumed" in chapter.launch_text(assumed)
+    assert "Launch floor" in chapter.ceilings_verdict(measured, "NVIDIA H100 80GB HBM3")
 
 
 def test_baseline_summary_covers_every_anchor(baseline):
