@@ -6,7 +6,6 @@ synchronous-copy (Turing) paths; the GPU tests cover cp.async and the real timin
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import subprocess
 import types
@@ -36,8 +35,9 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def emulate(build_dir: Path, launch, problem: ConvProblem, call: str, grid, threads: int, shared: int,
-            args: tuple[int, ...], *, w_offset: int = 0, out_offset: int = 0) -> str:  # fmt: skip
+def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SinglePlan, problem: ConvProblem, call: str,
+            grid: tuple[int, ...], threads: int, shared: int, args: tuple[int, ...], *, w_offset: int = 0,
+            out_offset: int = 0) -> str:  # fmt: skip
     """Build (once per macro set) and run one launch; return the driver's report, failing the test on a wrong
     result. ``call`` is the kernel call in the driver's names (x, w, out, ints, counters)."""
     options = launch.options(problem.r)
@@ -55,12 +55,13 @@ def emulate(build_dir: Path, launch, problem: ConvProblem, call: str, grid, thre
     return report
 
 
-def pointer(offset_floats: int):
+def pointer(offset_floats: int) -> types.SimpleNamespace:
     """The ``.data.ptr`` the configs' kernel_args read, for an array ``offset_floats`` past 16 bytes."""
     return types.SimpleNamespace(data=types.SimpleNamespace(ptr=4096 + 4 * offset_floats))
 
 
 def same(c: int, h: int, w: int, m: int, k: int) -> ConvProblem:
+    """One image, "same" padding."""
     return ConvProblem(n=1, c=c, h=h, w=w, m=m, r=k, s=k, pad=(k - 1) // 2)
 
 
@@ -84,16 +85,17 @@ MULTI_CASES = [
     [(launch, p, offset) for launch, problems in MULTI_CASES for p in problems for offset in (0, 1)],
     ids=lambda v: v.label if isinstance(v, ConvProblem) else (f"off{v}" if isinstance(v, int) else None),
 )
-def test_multi_channel_launch_matches_reference(build_dir: Path, launch, problem: ConvProblem, offset: int) -> None:
+def test_multi_channel_launch_matches_reference(
+    build_dir: Path, launch: chang.MultiLaunch, problem: ConvProblem, offset: int
+) -> None:
     """Each multi-channel kernel, with its launch as conv2d_multi builds it; offset 1 puts w and out off 16
     bytes (the kernels' 4-byte fallbacks)."""
     args = launch.kernel_args(problem, pointer(offset), pointer(offset))
     ints = ",".join(f"ints[{i}]" for i in range(len(args)))
     call = f"{launch.kernel_name}(x,w,out,{ints},counters.data())"
     shared = launch.shared_bytes(problem.r, launch.segments(problem))
-    report = emulate(build_dir, launch, problem, call, launch.grid(problem), launch.threads, shared, args,
-                     w_offset=offset, out_offset=offset)  # fmt: skip
-    assert re.search(r"nans 0 counters_zero 1", report)
+    emulate(build_dir, launch, problem, call, launch.grid(problem), launch.threads, shared, args,
+            w_offset=offset, out_offset=offset)  # fmt: skip
 
 
 @pytest.mark.parametrize("problem", [same(1, 28, 28, 32, 3), same(1, 30, 17, 40, 5), same(1, 9, 33, 12, 1)],
