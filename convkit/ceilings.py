@@ -2,9 +2,9 @@
 
 Measured, not looked up: device-to-device copy bandwidth (bytes read plus written), the FP32
 FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the SM clock under load, the event
-time of an empty kernel (the least any timed kernel costs), and the
-global-memory load latency in cycles by pointer chasing over footprints from L1-sized to far
-beyond L2 (Chang 2022's latency-hiding model starts from that number). Every measurement is
+time of an empty kernel (the least any timed kernel costs), and the global-memory load latency
+in cycles by pointer chasing over footprints from L1-sized to far beyond L2 (Chang 2022's
+latency-hiding model starts from that number). Every measurement is
 checked before it is timed; SGEMM's error against float64 also proves TF32 was off (TF32 lands
 near 1e-4, FP32 near 1e-6).
 """
