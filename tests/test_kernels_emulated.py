@@ -1,7 +1,7 @@
 """The chang2022 kernels on the CPU: their launches (grid, block, shared memory and arguments from convkit's
-configs) run under ``tests/cuda_emulator`` and are checked against a float64 reference, so that CI checks the
-kernels' indexing, staging and channel-split protocol without a GPU. The emulator takes the kernels'
-synchronous-copy (Turing) paths; the GPU tests cover cp.async and the real timing of threads."""
+configs) run under ``tests/cuda_emulator`` and are checked against convkit's float64 reference, so that CI
+checks the kernels' indexing, staging and channel-split protocol without a GPU. The emulator takes the
+kernels' synchronous-copy (Turing) paths; the GPU tests cover cp.async and the real timing of threads."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import subprocess
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from convkit import chang2022 as chang
+from convkit import reference
+from convkit.bench import DIRECT_TOLERANCE
 from convkit.compile import kernel_code
 from convkit.problem import ConvProblem
 
@@ -35,24 +38,34 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SinglePlan, problem: ConvProblem, call: str,
-            grid: tuple[int, ...], threads: int, shared: int, args: tuple[int, ...], *, w_offset: int = 0,
-            out_offset: int = 0) -> str:  # fmt: skip
-    """Build (once per macro set) and run one launch; return the driver's report, failing the test on a wrong
-    result. ``call`` is the kernel call in the driver's names (x, w, out, ints, counters)."""
+def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SinglePlan, problem: ConvProblem,
+            grid: tuple[int, ...], threads: int, shared: int, args: tuple[int, ...], *, counters: bool = True,
+            offset: int = 0) -> None:  # fmt: skip
+    """Build (once per macro set) and run one launch on fresh random inputs, ``w`` and ``out`` ``offset`` floats
+    off 16 bytes, and check it against :func:`convkit.reference.conv2d`. ``counters``: the kernel takes the
+    split counters last."""
     options = launch.options(problem.r)
-    key = hashlib.sha1(" ".join((*options, call)).encode()).hexdigest()[:16]
-    exe = build_dir / f"launch_{key}"
+    ints = ",".join(f"ints[{i}]" for i in range(len(args)))
+    call = f"{launch.kernel_name}(x,w,out,{ints}{',counters.data()' if counters else ''})"
+    exe = build_dir / f"launch_{hashlib.sha1(' '.join((*options, call)).encode()).hexdigest()[:16]}"
     if not exe.exists():
         subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{build_dir}",
                         f"-DKERNEL_CALL={call}", *options, str(EMULATOR / "conv_driver.cpp"), "-o", str(exe)],
                        check=True)  # fmt: skip
     p = problem
-    argv = (p.c, p.h, p.w, p.m, p.r, *grid, *[1] * (3 - len(grid)), threads, shared, w_offset, out_offset, 7, *args)
-    run = subprocess.run([str(exe), *map(str, argv)], capture_output=True, text=True, timeout=300)
-    report = (run.stdout + run.stderr).strip()
-    assert run.returncode == 0, f"{launch} on {p.label}: {report}"
-    return report
+    rng = np.random.default_rng()
+    x = rng.standard_normal((1, p.c, p.h, p.w), dtype=np.float32)
+    w = rng.standard_normal((p.m, p.c, p.r, p.s), dtype=np.float32)
+    files = [build_dir / f"{exe.name}.{name}" for name in ("x", "w", "out")]
+    x.tofile(files[0])
+    w.tofile(files[1])
+    dims = (p.c, p.h, p.w, p.m, p.r, *grid, *[1] * (3 - len(grid)), threads, shared, offset, offset, *args)
+    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
+    out = np.fromfile(files[2], dtype=np.float32).reshape(1, p.m, p.h, p.w)
+    assert not np.isnan(out).any(), f"{launch} on {p.label}: outputs left unwritten"
+    err = reference.relative_error(out, reference.conv2d(x, w, pad=p.pad))
+    assert err < DIRECT_TOLERANCE, f"{launch} on {p.label}: relative error {err:.2e}"
 
 
 def pointer(offset_floats: int) -> types.SimpleNamespace:
@@ -91,11 +104,8 @@ def test_multi_channel_launch_matches_reference(
     """Each multi-channel kernel, with its launch as conv2d_multi builds it; offset 1 puts w and out off 16
     bytes (the kernels' 4-byte fallbacks)."""
     args = launch.kernel_args(problem, pointer(offset), pointer(offset))
-    ints = ",".join(f"ints[{i}]" for i in range(len(args)))
-    call = f"{launch.kernel_name}(x,w,out,{ints},counters.data())"
     shared = launch.shared_bytes(problem.r, launch.segments(problem))
-    emulate(build_dir, launch, problem, call, launch.grid(problem), launch.threads, shared, args,
-            w_offset=offset, out_offset=offset)  # fmt: skip
+    emulate(build_dir, launch, problem, launch.grid(problem), launch.threads, shared, args, offset=offset)
 
 
 @pytest.mark.parametrize("problem", [same(1, 28, 28, 32, 3), same(1, 30, 17, 40, 5), same(1, 9, 33, 12, 1)],
@@ -104,6 +114,5 @@ def test_single_channel_plan_matches_reference(build_dir: Path, problem: ConvPro
     """chang_single with a plan of several bands, filter groups and pieces (none dividing the map or M)."""
     plan = chang.SinglePlan("both", 1, 1, band_rows=11, group_filters=24, piece_rows=4, piece_filters=16,
                             threads=128)  # fmt: skip
-    args = plan.kernel_args(problem)
-    call = f"{plan.kernel_name}(x,w,out,{','.join(f'ints[{i}]' for i in range(len(args)))})"
-    emulate(build_dir, plan, problem, call, (plan.blocks(problem),), plan.threads, plan.shared_bytes(problem), args)
+    emulate(build_dir, plan, problem, (plan.blocks(problem),), plan.threads, plan.shared_bytes(problem),
+            plan.kernel_args(problem), counters=False)  # fmt: skip
