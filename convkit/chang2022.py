@@ -646,9 +646,12 @@ class BroadcastConfig(_ChannelSplit):
 
     def shared_bytes(self, k: int, segments: int = 2) -> int:
         """Dynamic shared memory: two stages (one for a block of one segment) of ``ck`` input windows per
-        tile and ``filters`` weight rows."""
+        tile and ``filters`` weight rows; at least the block's sums on their way out (a tile per thread, an
+        odd number of floats apart)."""
         windows = self.tiles * self.ck * (self.tile_h + k - 1) * self.in_stride(k)
-        return min(2, segments) * (windows + self.filters * self.weight_stride(k)) * _FLOAT
+        stages = min(2, segments) * (windows + self.filters * self.weight_stride(k))
+        sums = self.threads * (self.tile_h * self.tile_w | 1)
+        return max(stages, sums) * _FLOAT
 
     def options(self, k: int) -> tuple[str, ...]:
         return (f"-DCB_K={k}", f"-DCB_FILTERS={self.filters}", f"-DCB_TILES={self.tiles}",
@@ -683,10 +686,12 @@ class BroadcastConfig(_ChannelSplit):
 
 #: Blocks of ``chang_broadcast`` the H100 launch chooses from at 3x3 and 5x5: (filters, tiles, tile_h,
 #: tile_w, ck); one tile per block for maps of a few tiles, two or four (twice or four times the warps
-#: per SM for the same staged weights) for larger maps.
+#: per SM for the same staged weights) for larger maps. The 4 x 7 tiles double the threads on 7x7 and
+#: 14x14 maps (an eighth of the rows wasted), so that fewer channel splits, each adding into the output,
+#: fill the SMs.
 BROADCAST_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 1, 7, 7, 4), (64, 1, 7, 7, 4), (32, 1, 7, 7, 4), (64, 1, 7, 7, 8), (64, 2, 7, 7, 4), (32, 4, 7, 7, 4),
-    (128, 2, 7, 7, 4),
+    (128, 2, 7, 7, 4), (64, 2, 4, 7, 4), (128, 2, 4, 7, 4),
 )  # fmt: skip
 #: Maps (in 7x7 tiles) up to which the H100 launch tries ``chang_broadcast``: on 224x224 and 512x512 maps
 #: (1024 tiles and more) it ran 4-11% slower than ``chang_multi``'s 16 x 32 tiles with 256 and 512 channels, 18-42%

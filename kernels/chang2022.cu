@@ -688,6 +688,9 @@ constexpr int kSeg = kCK * kTaps;  // one filter's segment
 // bank quads (4-way, the least a 16-byte-aligned row allows).
 constexpr int kWStride = (kSeg / 4) % 2 ? kSeg : kSeg + 4;
 constexpr int kStageFloats = kInFloats + kFilters * kWStride;
+// The epilogue's staging of the block's sums (over the stage buffers, after the last stage): a tile's
+// outputs per thread, an odd stride apart so that a warp's 32 filters write 32 different banks.
+constexpr int kTileOut = kTileH * kTileW, kOutStride = kTileOut | 1, kOutFloats = kThreads * kOutStride;
 static_assert(kFilters % 32 == 0 && kThreads <= 1024, "CB_FILTERS: whole warps; at most 1024 threads");
 static_assert(kCK % 4 == 0, "CB_CK must be a multiple of 4");
 static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
@@ -767,13 +770,55 @@ __device__ __forceinline__ void compute_stage(const float* stage, float (&acc)[k
         }
     }
 }
+
+// Write (or add, `add`: a channel split) the block's sums. A thread's own outputs are one filter's
+// tile, and a warp's 32 filters lie a map apart: stored directly, each warp instruction would touch 32
+// sectors. So the sums go through shared memory and consecutive threads take consecutive outputs of a
+// filter's tile (runs of kTileW adjacent floats). Where the map is one tile, the block's filters'
+// outputs are one contiguous run, written in float4s (float4 atomics on sm_90) where 16-byte aligned.
+__device__ __forceinline__ void store_sums(float* sums, const float (&acc)[kTileH][kTileW], const Block& b, int f,
+                                           int j, float* __restrict__ out, int H, int W, int M, bool add)
+{
+    float* mine = sums + (j * kFilters + f) * kOutStride;
+#pragma unroll
+    for (int oy = 0; oy < kTileH; ++oy)
+#pragma unroll
+        for (int ox = 0; ox < kTileW; ++ox) mine[oy * kTileW + ox] = acc[oy][ox];
+    __syncthreads();
+    if (b.tiles.count == 1) {  // the map in one tile: filter m's outputs are out[m * H * W ...]
+        const int hw = H * W, n = min(kFilters, M - b.m0) * hw;
+        float* run = out + (long long)b.m0 * hw;  // 16-byte aligned with `out`: m0 is a multiple of 32
+        const bool vector = aligned16(run);
+#pragma unroll 1
+        for (int e = 4 * threadIdx.x; e < n; e += 4 * kThreads) {
+            float v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int q = (e + i) % hw;  // position in the map, row-major
+                v[i] = e + i < n ? sums[(e + i) / hw * kOutStride + q / W * kTileW + q % W] : 0.0f;
+            }
+            store_strip(run + e, v, n - e, vector, add);
+        }
+        return;
+    }
+#pragma unroll 1
+    for (int e = threadIdx.x; e < kThreads * kTileOut; e += kThreads) {
+        const int tile = e / (kFilters * kTileOut), m = b.m0 + e / kTileOut % kFilters, p = e % kTileOut;
+        const int y = b.tiles.y0(tile) + p / kTileW, x = b.tiles.x0(tile) + p % kTileW;
+        if (b.tiles.first + tile >= b.tiles.count || m >= M || y >= H || x >= W) continue;
+        const float v = sums[e / kTileOut * kOutStride + p];
+        float* dst = out + ((long long)m * H + y) * W + x;
+        if (add) atomicAdd(dst, v);
+        else *dst = v;
+    }
+}
 }  // namespace broadcast
 
 // Grid: (ceil(M / CB_FILTERS), ceil(tiles / CB_TILES), splits), tiles = ceil(H / CB_TILE_H) x
 // ceil(W / CB_TILE_W); split s sums channels [s * split_channels, +split_channels); with splits > 1,
 // `counters` holds 3 zeroed ints per (tile group, filter block) (split::zero_tile_once). Thread t:
 // filter t % CB_FILTERS of tile t / CB_FILTERS. Dynamic shared memory: 2 * kStageFloats
-// floats (1 * where a block sums one segment).
+// floats (1 * where a block sums one segment), and at least kOutFloats (store_sums).
 extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS) chang_broadcast(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
     int split_channels, int vec16, int* __restrict__ counters)
@@ -813,20 +858,6 @@ extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS)
                     [&](const float* buffer, int) { compute_stage(buffer, acc, f, j); });
 
     if (add) split::await_zeroed(tile_counters());
-    const int m = b.m0 + f;
-    if (m < M && b.tiles.first + j < b.tiles.count) {
-        const int y0 = b.tiles.y0(j), x0 = b.tiles.x0(j);
-#pragma unroll
-        for (int oy = 0; oy < kTileH; ++oy) {
-            if (y0 + oy >= H) break;
-            float* row = out + ((long long)m * H + y0 + oy) * W + x0;
-#pragma unroll
-            for (int ox = 0; ox < kTileW; ++ox) {
-                if (x0 + ox >= W) break;
-                if (add) atomicAdd(row + ox, acc[oy][ox]);
-                else row[ox] = acc[oy][ox];
-            }
-        }
-    }
+    store_sums(dynamic_smem, acc, b, f, j, out, H, W, M, add);
     if (add) split::finish(tile_counters(), split::count(C, split_channels));
 }

@@ -98,6 +98,9 @@ def test_broadcast_blocks_join_the_h100_launch_at_3x3_and_5x5_on_small_maps():
     assert cfg.shared_bytes(5) == 2 * (4 * 8 * 11 * 12 + 32 * 204) * 4
     assert cfg.shared_bytes(5, segments=1) == cfg.shared_bytes(5) // 2 and cfg.segments(problem) == 5
     assert chang.BroadcastConfig(32, ck=4).weight_stride(5) == 100  # 25 float4s: odd already
+    # At least the block's sums on their way out: 49 floats per thread (odd already), 28 padded to 29.
+    assert chang.BroadcastConfig(128, ck=4).shared_bytes(3, segments=1) == 128 * 49 * 4
+    assert chang.BroadcastConfig(64, 2, 4, 7, 4).shared_bytes(3, segments=1) == 128 * 29 * 4
     assert chang.multi_launch(cfg.as_params()) == cfg
     with pytest.raises(ValueError, match="multiple of 4"):
         chang.BroadcastConfig(ck=6)
