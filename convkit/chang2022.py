@@ -688,10 +688,11 @@ class BroadcastConfig(_ChannelSplit):
 #: tile_w, ck); one tile per block for maps of a few tiles, two or four (twice or four times the warps
 #: per SM for the same staged weights) for larger maps. The 4 x 7 tiles double the threads on 7x7 and
 #: 14x14 maps (an eighth of the rows wasted), so that fewer channel splits, each adding into the output,
-#: fill the SMs.
+#: fill the SMs. The 2 x 7 and 1 x 7 tiles are for the small layers, whose time is the chain of one
+#: thread's work (7x7 tiles: 1,764 FMAs a segment at 3x3), not the GPU's throughput.
 BROADCAST_TILES: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 1, 7, 7, 4), (64, 1, 7, 7, 4), (32, 1, 7, 7, 4), (64, 1, 7, 7, 8), (64, 2, 7, 7, 4), (32, 4, 7, 7, 4),
-    (128, 2, 7, 7, 4), (64, 2, 4, 7, 4), (128, 2, 4, 7, 4),
+    (128, 2, 7, 7, 4), (64, 2, 4, 7, 4), (128, 2, 4, 7, 4), (64, 1, 2, 7, 4), (32, 1, 1, 7, 4),
 )  # fmt: skip
 #: Maps (in 7x7 tiles) up to which the H100 launch tries ``chang_broadcast``: on 224x224 and 512x512 maps
 #: (1024 tiles and more) it ran 4-11% slower than ``chang_multi``'s 16 x 32 tiles with 256 and 512 channels, 18-42%

@@ -87,6 +87,8 @@ MULTI_CASES = [
     (chang.BroadcastConfig(128, 1, 7, 7, 8), [same(8, 7, 7, 130, 3), same(9, 6, 5, 64, 5)]),
     (chang.BroadcastConfig(64, 2, 7, 7, 8, split=3), [same(16, 7, 7, 70, 5)]),
     (chang.BroadcastConfig(128, 2, 4, 7, 4, split=2), [same(12, 14, 14, 130, 5), same(8, 7, 7, 64, 3)]),
+    (chang.BroadcastConfig(32, 1, 1, 7, 4, split=4), [same(16, 7, 7, 40, 5), same(9, 5, 12, 32, 3)]),
+    (chang.BroadcastConfig(64, 1, 2, 7, 4), [same(8, 14, 14, 64, 3)]),
     (chang.MultiConfig(bm=32, tile_h=8, tile_w=8, rpt=1, px=4, ck=8, rows16=True, split=2), [same(16, 9, 13, 40, 3)]),
     (chang.MultiConfig(bm=16, tile_h=16, tile_w=32, rpt=2, px=4, ck=8, rows16=True), [same(12, 20, 36, 20, 1)]),
     (chang.MultiConfig(bm=8, tile_h=1, tile_w=32, rpt=1, px=1, ck=8), [same(10, 5, 37, 12, 5)]),
