@@ -507,7 +507,8 @@ def paper_multi_config(problem: ConvProblem, model: LatencyModel, *,
 
 
 #: Tiles :func:`multi_config` chooses from, most reuse per staged byte first: (bm, tile_h, tile_w, rpt, ck).
-#: Two rows per thread only at 1x1 (3x3 spills 36 bytes at 128 registers, 5x5 more). The last four
+#: Two rows per thread (8 filters x 2 x 4 pixels: each staged weight feeds 8 FMAs, not 4) build without
+#: spills at 1x1, 3x3 and 5x5 (118-125 registers, sm_75 and sm_90, NVCC 13). The last four
 #: are for maps of a few tiles: small blocks and short segments, so that the channels split over
 #: many blocks and each thread's serial share stays small.
 MULTI_TILES: tuple[tuple[int, int, int, int, int], ...] = (
@@ -752,8 +753,6 @@ def ranked_multi_configs(
     k = problem.r
     ranked: list[tuple[float, int, MultiLaunch]] = []
     for order, (bm, th, tw, rpt, ck) in enumerate(MULTI_TILES):
-        if rpt > 1 and k > 1:
-            continue
         base = MultiConfig(bm=bm, tile_h=th, tile_w=tw, rpt=rpt, px=4, ck=ck, rows16=True)
         per_sm = resident_blocks(base, k, shared_per_sm)
         if per_sm < 1:

@@ -91,6 +91,10 @@ MULTI_CASES = [
     (chang.BroadcastConfig(64, 1, 2, 7, 4), [same(8, 14, 14, 64, 3)]),
     (chang.MultiConfig(bm=32, tile_h=8, tile_w=8, rpt=1, px=4, ck=8, rows16=True, split=2), [same(16, 9, 13, 40, 3)]),
     (chang.MultiConfig(bm=16, tile_h=16, tile_w=32, rpt=2, px=4, ck=8, rows16=True), [same(12, 20, 36, 20, 1)]),
+    (
+        chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, ck=8, rows16=True, split=3),
+        [same(12, 19, 37, 20, 3), same(9, 35, 33, 17, 5)],
+    ),
     (chang.MultiConfig(bm=8, tile_h=1, tile_w=32, rpt=1, px=1, ck=8), [same(10, 5, 37, 12, 5)]),
     (chang.PointwiseConfig(64, 64, 4, 8, 16, split=3), [same(40, 9, 11, 70, 1)]),
     (chang.PointwiseConfig(32, 32, 4, 4, 8), [same(13, 7, 7, 33, 1)]),
