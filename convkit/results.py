@@ -116,16 +116,19 @@ class ResultStore:
         self.json_path = self.directory / f"{experiment}.json"
         self.run_id = uuid.uuid4().hex[:12]
         self._provenance = dict(provenance or {})
+        self._registered = False  # provenance goes to the JSON with the run's first row
         self._repair()
 
     @classmethod
     def open(
         cls, directory: Path, experiment: str, provenance: Mapping[str, Any] | None = None, **layout: Any
     ) -> ResultStore:
-        """Open (creating if needed) a store and register this run's provenance."""
-        store = cls(directory, experiment, provenance, **layout)
-        store._write_provenance()
-        return store
+        """Open (creating if needed) a store; this run's provenance is registered with its first row.
+
+        A run that records nothing (every key already done, or killed before its first row) leaves the
+        JSON as it was, so every run id there has rows.
+        """
+        return cls(directory, experiment, provenance, **layout)
 
     def _repair(self) -> None:
         """Drop a torn last line left by a kill mid-write, so appends start on a fresh line.
@@ -154,6 +157,7 @@ class ResultStore:
         tmp = self.json_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, self.json_path)  # atomic: a kill leaves the old or the new file
+        self._registered = True
 
     def rows(self) -> list[dict[str, str]]:
         """Every complete row recorded so far."""
@@ -171,6 +175,8 @@ class ResultStore:
         unknown = set(row) - set(self.columns)
         if unknown:
             raise ValueError(f"row has columns the store does not know: {sorted(unknown)}")
+        if not self._registered:  # before the row: no row without its provenance
+            self._write_provenance()
         full = {k: "" for k in self.columns} | dict(row) | {"experiment": self.experiment, "run_id": self.run_id}
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")

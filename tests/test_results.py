@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from convkit import ceilings
+from convkit import ceilings, results
 from convkit.problem import ConvProblem
 from convkit.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
 
@@ -42,9 +42,18 @@ def test_rows_are_appended_and_read_back_with_provenance(tmp_path):
 
 def test_a_second_run_adds_its_provenance_beside_the_first(tmp_path):
     first = ResultStore.open(tmp_path, "exp", {"gpu": "a"})
+    first.append(make_row(P1, CASES[0], status="ok"))
     second = ResultStore.open(tmp_path, "exp", {"gpu": "b"})
+    second.append(make_row(P1, CASES[1], status="ok"))
     runs = json.loads(second.json_path.read_text())["runs"]
     assert runs == {first.run_id: {"gpu": "a"}, second.run_id: {"gpu": "b"}}
+
+
+def test_a_run_that_records_nothing_leaves_no_provenance(tmp_path):
+    first = ResultStore.open(tmp_path, "exp", {"gpu": "a"})
+    first.append(make_row(P1, CASES[0], status="ok"))
+    ResultStore.open(tmp_path, "exp", {"gpu": "b"})  # e.g. a resumed sweep with nothing left to do
+    assert json.loads(first.json_path.read_text())["runs"] == {first.run_id: {"gpu": "a"}}
 
 
 def test_a_torn_last_line_is_dropped_on_reopen(tmp_path):
@@ -128,3 +137,26 @@ def test_a_sweep_killed_midway_resumes_with_no_row_lost_or_duplicated(tmp_path):
     assert set(keys) == expected
     assert all(r["status"] == "ok" and r["note"].startswith("c=") for r in rows)
     assert len(json.loads((tmp_path / "killtest.json").read_text())["runs"]) == 2
+
+
+RECORDED = sorted((HERE.parent / "results").glob("*/*.csv"))
+
+
+@pytest.mark.parametrize("csv_path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
+    from convkit import profile
+
+    if csv_path.stem == "ceilings":
+        keys = ceilings.KEY_COLUMNS
+    elif csv_path.stem.endswith("_kernels"):
+        keys = profile.KEY_COLUMNS
+    else:
+        keys = results.KEY_COLUMNS
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    runs = json.loads(csv_path.with_suffix(".json").read_text())["runs"]
+    assert {r["run_id"] for r in rows} == set(runs), "a row without provenance, or provenance without rows"
+    for run in runs.values():
+        for key in ("gpu", "driver", "cuda_runtime", "nvrtc", "cupy", "cudnn", "convkit_commit", "date"):
+            assert str(run.get(key, "")), key
+    assert len({row_key(r, keys) for r in rows}) == len(rows), "a key recorded twice"
