@@ -173,6 +173,36 @@ def multi_launch_table(table: Any) -> Any:
                          "H100 launch (tuned)": part["params_chang_multi_async"].map(text)})  # fmt: skip
 
 
+#: The multi-channel launch's kernel families, as the chapter names them (:func:`kernel_family`).
+FAMILIES: tuple[str, ...] = ("2-D tiles", "2-D tiles, 2 rows", "filter per thread, 7x7", "filter per thread, small")
+
+
+def kernel_family(params: str) -> str:
+    """The family of a tuned multi-channel launch (its recorded knobs): the GEMM tile (1x1), the 2-D tiles
+    with one or two rows of 4-pixel strips per thread, or a filter per thread on a 7x7 or smaller tile."""
+    k = json.loads(params)
+    if k.get("kernel") == "pointwise":
+        return "GEMM tile"
+    if k.get("kernel") == "broadcast":
+        return FAMILIES[2] if k["tile_h"] == 7 else FAMILIES[3]
+    return FAMILIES[1] if k["rpt"] == 2 else FAMILIES[0]
+
+
+def family_table(tuning: Any) -> Any:
+    """Per 3x3 and 5x5 configuration of the tuning run: each family's best checked time (us), the
+    winner, and its margin over the runner-up family (runner-up time / winner time)."""
+    rows = tuning[(tuning["variant"] == "chang_multi_async") & (tuning["status"] == "ok") & (tuning["R"] > 1)]
+    rows = rows.assign(family=rows["params"].map(kernel_family), us=rows["time_ms_median"] * 1e3)
+    best = rows.pivot_table(index="label", columns="family", values="us", aggfunc="min")
+    best = best.reindex(columns=[f for f in FAMILIES if f in best.columns])
+    order = {p.label: i for i, p in enumerate(chang.multi_problems())}
+    best = best.loc[sorted(best.index, key=order.__getitem__)]
+    times = [best.loc[label].dropna().sort_values() for label in best.index]
+    best["winner"] = [t.index[0] for t in times]
+    best["margin"] = [t.iloc[1] / t.iloc[0] if len(t) > 1 else float("nan") for t in times]
+    return best.reset_index().rename_axis(columns=None)
+
+
 def verdict(table: Any) -> str:
     """Markdown: the targets, the room cuDNN leaves, and where the kernels lose."""
     lines = []

@@ -1,0 +1,60 @@
+"""The Chang 2022 chapter's numbers from the recorded H100 results (CPU): what notebook 04 shows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from convkit import chang2022 as chang
+from convkit import chang2022_results, chapter
+from convkit.bench import CHANG_TUNING
+from convkit.results import load_results
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    results = chapter.chang2022("recorded")
+    ceilings = chapter.ceilings_summary(chapter.ceilings("recorded").frame)
+    return results, chang2022_results.speedup_table(results.frame, ceilings)
+
+
+def test_every_configuration_has_both_kernels_and_a_library_time(recorded):
+    _, table = recorded
+    assert len(table) == len(chang.single_problems()) + len(chang.multi_problems())
+    for variant in ("chang_single", "chang_single_fill", "chang_multi", "chang_multi_async"):
+        kind = "single" if variant.startswith("chang_single") else "multi"
+        part = table[table["kind"] == kind]
+        assert (part[f"{variant}_us"] > 0).all() and (part["best_lib_us"] > 0).all(), variant
+
+
+def test_targets_agree_with_the_summary(recorded):
+    _, table = recorded
+    summary = chang2022_results.summary(table).set_index(["kernel", "variant"])
+    targets = chang2022_results.targets(table)
+    multi = targets[targets["target"].str.startswith("multi")].iloc[0]
+    mean = summary.loc[("multi", "H100 launch (H100)"), "mean"]
+    assert multi["measured"] == f"{mean:.2f}x" and multi["met"] == (mean >= chang2022_results.TARGETS["multi"])
+    assert "multi-channel** (H100 launch): mean" in chang2022_results.verdict(table)
+
+
+def test_family_table_names_the_fastest_family_of_each_3x3_and_5x5_launch(recorded):
+    results, _ = recorded
+    tuning, _ = load_results(results.directory, CHANG_TUNING)
+    families = chang2022_results.family_table(tuning)
+    assert list(families["label"]) == [p.label for p in chang.multi_problems() if p.r > 1]
+    for _, row in families.iterrows():
+        times = row[list(chang2022_results.FAMILIES)].dropna()
+        assert row["winner"] == times.idxmin()
+        assert math.isnan(row["margin"]) or row["margin"] >= 1.0
+    # the filter-per-thread blocks are offered on maps up to 112x112 only
+    large = families[families["label"].str.startswith(("224-", "512-"))]
+    assert large["filter per thread, 7x7"].isna().all()
+
+
+def test_kernel_family_reads_the_recorded_knobs():
+    family = chang2022_results.kernel_family
+    assert family('{"kernel": "pointwise", "bm": 32}') == "GEMM tile"
+    assert family('{"kernel": "broadcast", "tile_h": 7}') == "filter per thread, 7x7"
+    assert family('{"kernel": "broadcast", "tile_h": 2}') == "filter per thread, small"
+    assert family('{"rpt": 2}') == "2-D tiles, 2 rows" and family('{"rpt": 1}') == "2-D tiles"
