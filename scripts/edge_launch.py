@@ -87,7 +87,8 @@ for c, h, w, m in [(3, 5, 8, 9), (37, 5, 7, 70)]:
     for cfg in (chang.PointwiseConfig(64, 64, 8, 8, 8, split=2), chang.PointwiseConfig(16, 32, 4, 4, 4, split=3)):
         assert reference.relative_error(chang.conv2d_multi(x, f, config=cfg).get(), ref) < 1e-5, (c, h, w, m, cfg)
 # A filter per thread (3x3, 5x5): tiles the map does not divide, 4-byte weight copies (C % 4 != 0),
-# partial segments, several tiles per block, a split; a map in one tile (the sums stored as one run).
+# partial segments, several tiles per block, a split; a map in one tile (the sums stored as one run); the short
+# 4x7, 2x7 and 1x7 tiles.
 for c, h, w, m, k in [(6, 13, 11, 40, 3), (8, 9, 17, 33, 5), (8, 7, 7, 70, 5)]:
     rng = np.random.default_rng()
     x = cupy.asarray(rng.standard_normal((1, c, h, w), dtype=np.float32))
@@ -95,7 +96,8 @@ for c, h, w, m, k in [(6, 13, 11, 40, 3), (8, 9, 17, 33, 5), (8, 7, 7, 70, 5)]:
     ref = reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
     for cfg in (chang.BroadcastConfig(32, 1, 7, 7, 4), chang.BroadcastConfig(32, 2, 7, 7, 4, split=2),
                 chang.BroadcastConfig(64, 2, 7, 7, 8, split=3),
-                chang.BroadcastConfig(64, 2, 4, 7, 4, split=2)):  # fmt: skip
+                chang.BroadcastConfig(64, 2, 4, 7, 4, split=2), chang.BroadcastConfig(64, 1, 2, 7, 4, split=3),
+                chang.BroadcastConfig(32, 1, 1, 7, 4)):  # fmt: skip
         assert reference.relative_error(chang.conv2d_multi(x, f, config=cfg).get(), ref) < 1e-5, (c, h, w, m, cfg)
 # the timing harness's stream-holding kernel, around a direct launch
 benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
