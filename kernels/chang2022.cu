@@ -31,8 +31,9 @@
 //       Figure 2(b); next to an idle GPU it is cheap).
 //
 // chang_pointwise (past the paper, 1x1): the stride-fixed block as a GEMM tile over the flattened pixels.
-// chang_broadcast (past the paper, 3x3 and 5x5): a filter's 7x7 outputs per thread, the input broadcast
-//   to a warp's 32 filters, the weights copied in global order with 16-byte copies.
+// chang_broadcast (past the paper, 3x3 and 5x5): a filter's outputs on a 7-wide tile of 7, 4, 2 or 1 rows
+//   per thread, the input broadcast to a warp's 32 filters, the weights copied in global order with
+//   16-byte copies; the sums leave through shared memory so that a warp's stores are contiguous.
 //
 // Not reproduced: the paper's sources (not published) and its S_B / P_x values (lost from the text).
 
