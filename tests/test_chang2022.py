@@ -7,6 +7,7 @@ import math
 import pytest
 
 from convkit import chang2022 as chang
+from convkit import chapter
 from convkit.problem import ConvProblem
 
 
@@ -136,3 +137,18 @@ def test_kernels_build_without_spills(arch):
     for options in builds:
         for r in ptxas_report("chang2022", arch, options=tuple(options)):
             assert r.spill_store_bytes == 0, (options, r)
+
+
+def test_launch_bound_maps_also_try_one_wave_of_short_pieces():
+    h100 = chang.figures_from_ceilings(chapter.ceilings_summary(chapter.ceilings("recorded").frame), "H100")
+    model = chang.latency_model(h100)
+    for problem in chang.single_problems():
+        extra = set(chang.single_candidates(problem, model)) - {
+            planner(problem, model, blocks_per_sm=b, threads=t)
+            for b in chang.SINGLE_TUNING_BLOCKS_PER_SM for t in chang.SINGLE_TUNING_THREADS
+            for planner in (chang.plan_single, chang.fill_plan)}  # fmt: skip
+        if problem.h > chang.SINGLE_GRID_MAX_MAP:
+            assert not extra, problem.label
+            continue
+        assert extra, problem.label
+        assert all(p.blocks(problem) <= 2 * model.figures.sm_count for p in extra)
