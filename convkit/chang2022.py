@@ -348,7 +348,7 @@ SINGLE_TUNING_BLOCKS_PER_SM, SINGLE_TUNING_THREADS = (2, 4, 8), (128, 256)
 #: Launch-bound maps (up to 56 x 56): the tuning also tries each band of these rows x group of these
 #: filters that fits one wave at two blocks per SM. There a layer's time is the launch plus one block's
 #: chain (copy in, FMAs, store), so a short piece wins; on the H100 (2026-11-23) bands of 2-14 rows
-#: x 4-16 filters, about one block per SM, ran 0.1-1.6 us faster than the procedure's plans.
+#: x 4-16 filters, about one block per SM, ran up to 1.6 us faster than the procedure's plans.
 SINGLE_GRID_MAX_MAP, SINGLE_GRID_BANDS, SINGLE_GRID_FILTERS = 56, (1, 2, 4, 7, 14), (4, 8, 16, 32)
 
 
