@@ -352,22 +352,28 @@ SINGLE_TUNING_BLOCKS_PER_SM, SINGLE_TUNING_THREADS = (2, 4, 8), (128, 256)
 SINGLE_GRID_MAX_MAP, SINGLE_GRID_BANDS, SINGLE_GRID_FILTERS = 56, (1, 2, 4, 7, 14), (4, 8, 16, 32)
 
 
+def short_piece_plans(problem: ConvProblem, model: LatencyModel) -> list[SinglePlan]:
+    """The one-wave grid of short pieces the tuning adds on launch-bound maps: each band of
+    :data:`SINGLE_GRID_BANDS` rows x group of :data:`SINGLE_GRID_FILTERS` filters, one piece per block,
+    with at most two blocks per SM. Empty for maps larger than :data:`SINGLE_GRID_MAX_MAP`."""
+    if max(problem.h, problem.w) > SINGLE_GRID_MAX_MAP:
+        return []
+    wave = 2 * model.figures.sm_count
+    shapes = itertools.product(SINGLE_GRID_BANDS, SINGLE_GRID_FILTERS, SINGLE_TUNING_THREADS)
+    plans = (SinglePlan("both", 1, 1, band, group, band, group, threads)
+             for band, group, threads in shapes if band <= problem.h and group <= problem.m)  # fmt: skip
+    return [plan for plan in plans if plan.blocks(problem) <= wave]
+
+
 def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SinglePlan]:
     """The plans a tuning run measures for the H100 plan: :func:`plan_single` and :func:`fill_plan` for
     each of :data:`SINGLE_TUNING_BLOCKS_PER_SM` blocks per SM and :data:`SINGLE_TUNING_THREADS`
-    threads, and on launch-bound maps the one-wave grid of bands x filter groups
-    (:data:`SINGLE_GRID_BANDS`, :data:`SINGLE_GRID_FILTERS`), without repeats. More blocks per SM mean
-    smaller pieces, more of them in flight."""
+    threads, then :func:`short_piece_plans`, without repeats. More blocks per SM mean smaller pieces,
+    more of them in flight."""
     plans = [planner(problem, model, blocks_per_sm=blocks, threads=threads)
              for blocks in SINGLE_TUNING_BLOCKS_PER_SM for threads in SINGLE_TUNING_THREADS
              for planner in (plan_single, fill_plan)]  # fmt: skip
-    if max(problem.h, problem.w) <= SINGLE_GRID_MAX_MAP:
-        wave = 2 * model.figures.sm_count
-        for band, group, threads in itertools.product(SINGLE_GRID_BANDS, SINGLE_GRID_FILTERS, SINGLE_TUNING_THREADS):
-            plan = SinglePlan("both", 1, 1, band, group, band, group, threads)
-            if band <= problem.h and group <= problem.m and plan.blocks(problem) <= wave:
-                plans.append(plan)
-    return list(dict.fromkeys(plans))
+    return list(dict.fromkeys(plans + short_piece_plans(problem, model)))
 
 
 def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyModel,

@@ -181,7 +181,9 @@ def multi_launch_table(table: Any) -> Any:
 
 
 #: The multi-channel launch's kernel families, as the chapter names them (:func:`kernel_family`).
-FAMILIES: tuple[str, ...] = ("2-D tiles", "2-D tiles, 2 rows", "filter per thread, 7x7", "filter per thread, small")
+TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL = ("2-D tiles", "2-D tiles, 2 rows", "filter per thread, 7x7",
+                                                  "filter per thread, small")  # fmt: skip
+FAMILIES: tuple[str, ...] = (TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL)
 
 
 def kernel_family(params: str) -> str:
@@ -191,8 +193,8 @@ def kernel_family(params: str) -> str:
     if k.get("kernel") == "pointwise":
         return "GEMM tile"
     if k.get("kernel") == "broadcast":
-        return FAMILIES[2] if k["tile_h"] == 7 else FAMILIES[3]
-    return FAMILIES[1] if k["rpt"] == 2 else FAMILIES[0]
+        return FILTER_7X7 if k["tile_h"] == 7 else FILTER_SMALL
+    return TILES_TWO_ROWS if k["rpt"] == 2 else TILES
 
 
 def family_table(tuning: Any) -> Any:

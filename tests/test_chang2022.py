@@ -143,12 +143,11 @@ def test_launch_bound_maps_also_try_one_wave_of_short_pieces():
     h100 = chang.figures_from_ceilings(chapter.ceilings_summary(chapter.ceilings("recorded").frame), "H100")
     model = chang.latency_model(h100)
     for problem in chang.single_problems():
-        extra = set(chang.single_candidates(problem, model)) - {
-            planner(problem, model, blocks_per_sm=b, threads=t)
-            for b in chang.SINGLE_TUNING_BLOCKS_PER_SM for t in chang.SINGLE_TUNING_THREADS
-            for planner in (chang.plan_single, chang.fill_plan)}  # fmt: skip
+        short = chang.short_piece_plans(problem, model)
         if problem.h > chang.SINGLE_GRID_MAX_MAP:
-            assert not extra, problem.label
+            assert not short, problem.label
             continue
-        assert extra, problem.label
-        assert all(p.blocks(problem) <= 2 * model.figures.sm_count for p in extra)
+        assert short, problem.label
+        assert all(p.blocks(problem) <= 2 * model.figures.sm_count for p in short)
+        assert all(p.piece_rows == p.band_rows and p.piece_filters == p.group_filters for p in short)
+        assert set(short) <= set(chang.single_candidates(problem, model))
