@@ -101,7 +101,7 @@ def _chang_single(name: str, planner: str, tuned: bool) -> Variant:
         return [plan.as_params() for plan in chang.single_candidates(p, model())]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        chang.conv2d_single(x, w, plan=chang.SinglePlan(**knobs), out=out)
+        chang.conv2d_single(x, w, plan=chang.single_launch(knobs), out=out)
 
     supports = lambda p: p.c == 1 and _same_padded(p)  # noqa: E731
     return Variant(name, run, knobs, candidates=candidates if tuned else None, supports=supports)

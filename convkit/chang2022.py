@@ -9,6 +9,8 @@ kernels are in ``kernels/chang2022.cu``:
 - ``chang_single``: executes a :class:`SinglePlan` (the paper's from :func:`plan_single`, or the
   H100's, tuned over :func:`single_candidates`: both planners, :func:`fill_plan` also dividing the
   other axis so that every SM has work).
+- ``chang_single_pointwise``: at 1x1, a streaming launch (:class:`SinglePointwisePlan`, no staging), tuned
+  with the plans.
 - ``chang_multi``: the stride-fixed block; :func:`paper_multi_config` gives the paper's launch (one
   pixel per thread on a 32-pixel line, 4-byte copies), :func:`ranked_multi_configs` the H100's
   candidates (2-D tiles of 4-pixel strips, 16-byte copies, channels split over blocks for small maps,
@@ -230,6 +232,77 @@ class SinglePlan:
         bands = math.ceil(p.h / self.band_rows)
         return p.h, p.w, p.m, self.band_rows, bands, self.group_filters, self.piece_rows, self.piece_filters
 
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (self.blocks(problem),)
+
+    def check(self, problem: ConvProblem) -> None:
+        """Raise ValueError, naming the field, if the kernel cannot run this plan."""
+        for name in ("band_rows", "group_filters", "piece_rows", "piece_filters"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"plan.{name} must be positive, got {getattr(self, name)}")
+        if self.piece_rows > self.band_rows or self.piece_filters > self.group_filters:
+            raise ValueError(f"plan pieces ({self.piece_rows} rows x {self.piece_filters} filters) exceed the block's "
+                             f"share ({self.band_rows} x {self.group_filters})")  # fmt: skip
+        if self.threads not in (128, 256, 512):
+            raise ValueError(f"plan.threads must be 128, 256 or 512, got {self.threads}")
+
+
+@dataclass(frozen=True)
+class SinglePointwisePlan:
+    """The streaming 1x1 launch (``chang_single_pointwise``, past the paper): a thread scales 4 adjacent
+    pixels of the flattened map by ``filters`` consecutive filters, ``threads`` per block. A 1x1 filter
+    reuses no input, so nothing is staged."""
+
+    filters: int
+    threads: int = 128
+
+    #: The kernel a plan runs.
+    kernel_name = "chang_single_pointwise"
+
+    def as_params(self) -> dict[str, Any]:
+        return {"kernel": "pointwise", **asdict(self)}
+
+    def grid(self, problem: ConvProblem) -> tuple[int, int]:
+        quads = math.ceil(problem.h * problem.w / 4)
+        return math.ceil(quads / self.threads), math.ceil(problem.m / self.filters)
+
+    def blocks(self, problem: ConvProblem) -> int:
+        return math.prod(self.grid(problem))
+
+    def options(self, k: int) -> tuple[str, ...]:
+        """The kernel's compile-time macros (``k`` must be 1)."""
+        return (f"-DCSP_FILTERS={self.filters}",)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def kernel_args(self, problem: ConvProblem) -> tuple[int, ...]:
+        """The kernel's integer arguments: pixels, M."""
+        return problem.h * problem.w, problem.m
+
+    def check(self, problem: ConvProblem) -> None:
+        """Raise ValueError, naming the field, if the kernel cannot run this plan on ``problem``."""
+        if problem.r != 1:
+            raise ValueError(f"plan {self} is for 1x1 filters; w is {problem.r}x{problem.s}")
+        if not 1 <= self.filters <= 32:
+            raise ValueError(f"plan.filters must be 1 to 32, got {self.filters}")
+        if self.threads % 32 or not 32 <= self.threads <= 1024:
+            raise ValueError(f"plan.threads must be a multiple of 32 from 32 to 1024, got {self.threads}")
+        if self.grid(problem)[1] > 65535:
+            raise ValueError(f"plan.filters = {self.filters}: {problem.m} filters make more than 65535 groups")
+
+
+#: Either single-channel launch.
+SingleLaunch = SinglePlan | SinglePointwisePlan
+
+
+def single_launch(params: dict[str, Any]) -> SingleLaunch:
+    """The single-channel launch recorded as ``params`` (:meth:`SinglePlan.as_params` or
+    :meth:`SinglePointwisePlan.as_params`)."""
+    if params.get("kernel") == "pointwise":
+        return SinglePointwisePlan(**{k: v for k, v in params.items() if k != "kernel"})
+    return SinglePlan(**params)
+
 
 def staged_row_floats(width: int) -> int:
     """The kernel's staged input row stride (floats): 4 * ceil(W / 4) + 4."""
@@ -365,15 +438,29 @@ def short_piece_plans(problem: ConvProblem, model: LatencyModel) -> list[SingleP
     return [plan for plan in plans if plan.blocks(problem) <= wave]
 
 
-def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SinglePlan]:
-    """The plans a tuning run measures for the H100 plan: :func:`plan_single` and :func:`fill_plan` for
+#: The streaming 1x1 launches the tuning tries (:class:`SinglePointwisePlan`): filters per thread x threads.
+SINGLE_POINTWISE_FILTERS, SINGLE_POINTWISE_THREADS = (1, 2, 4, 8, 16), (64, 128, 256)
+
+
+def pointwise_plans(problem: ConvProblem) -> list[SinglePointwisePlan]:
+    """At 1x1, each streaming launch of :data:`SINGLE_POINTWISE_FILTERS` x :data:`SINGLE_POINTWISE_THREADS`
+    with no more filters per thread than M; else none."""
+    if problem.r != 1:
+        return []
+    return [SinglePointwisePlan(filters, threads)
+            for filters, threads in itertools.product(SINGLE_POINTWISE_FILTERS, SINGLE_POINTWISE_THREADS)
+            if filters <= problem.m]  # fmt: skip
+
+
+def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SingleLaunch]:
+    """The launches a tuning run measures for the H100 plan: :func:`plan_single` and :func:`fill_plan` for
     each of :data:`SINGLE_TUNING_BLOCKS_PER_SM` blocks per SM and :data:`SINGLE_TUNING_THREADS`
-    threads, then :func:`short_piece_plans`, without repeats. More blocks per SM mean smaller pieces,
-    more of them in flight."""
-    plans = [planner(problem, model, blocks_per_sm=blocks, threads=threads)
-             for blocks in SINGLE_TUNING_BLOCKS_PER_SM for threads in SINGLE_TUNING_THREADS
-             for planner in (plan_single, fill_plan)]  # fmt: skip
-    return list(dict.fromkeys(plans + short_piece_plans(problem, model)))
+    threads, then :func:`short_piece_plans` and :func:`pointwise_plans`, without repeats. More blocks per
+    SM mean smaller pieces, more of them in flight."""
+    plans: list[SingleLaunch] = [planner(problem, model, blocks_per_sm=blocks, threads=threads)
+                                 for blocks in SINGLE_TUNING_BLOCKS_PER_SM for threads in SINGLE_TUNING_THREADS
+                                 for planner in (plan_single, fill_plan)]  # fmt: skip
+    return list(dict.fromkeys(plans + short_piece_plans(problem, model) + pointwise_plans(problem)))
 
 
 def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyModel,
@@ -850,13 +937,15 @@ def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
     return problem
 
 
-def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = None) -> Any:
-    """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``.
+def conv2d_single(x: Any, w: Any, *, plan: SingleLaunch | None = None, out: Any = None) -> Any:
+    """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``
+    (``chang_single_pointwise`` for a :class:`SinglePointwisePlan` at 1x1).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
-        plan: the division; default :func:`fill_plan` for this GPU's figures.
+        plan: the division; default :func:`fill_plan` for this GPU's figures. A :class:`SinglePointwisePlan`
+            runs the streaming 1x1 kernel.
         out: optional float32 (1, M, H, W) output.
 
     Example:
@@ -867,22 +956,15 @@ def conv2d_single(x: Any, w: Any, *, plan: SinglePlan | None = None, out: Any = 
     problem = check_same_args(x, w, single=True)
     if plan is None:
         plan = fill_plan(problem, latency_model(current_figures()))
-    if not isinstance(plan, SinglePlan):
-        raise TypeError(f"plan must be a SinglePlan, got {type(plan).__name__}")
-    for name in ("band_rows", "group_filters", "piece_rows", "piece_filters"):
-        if getattr(plan, name) < 1:
-            raise ValueError(f"plan.{name} must be positive, got {getattr(plan, name)}")
-    if plan.piece_rows > plan.band_rows or plan.piece_filters > plan.group_filters:
-        raise ValueError(f"plan pieces ({plan.piece_rows} rows x {plan.piece_filters} filters) exceed the block's "
-                         f"share ({plan.band_rows} x {plan.group_filters})")  # fmt: skip
-    if plan.threads not in (128, 256, 512):
-        raise ValueError(f"plan.threads must be 128, 256 or 512, got {plan.threads}")
+    if not isinstance(plan, SinglePlan | SinglePointwisePlan):
+        raise TypeError(f"plan must be a SinglePlan or SinglePointwisePlan, got {type(plan).__name__}")
+    plan.check(problem)
     out = output_for(out, problem)
     shared = plan.shared_bytes(problem)
     kernel = with_dynamic_shared(load_kernel("chang2022", plan.kernel_name, options=plan.options(problem.r)),
                                  shared, f"plan {plan}")  # fmt: skip
     args = plan.kernel_args(problem)
-    kernel((plan.blocks(problem),), (plan.threads,), (x, w, out, *(cupy.int32(v) for v in args)), shared_mem=shared)
+    kernel(plan.grid(problem), (plan.threads,), (x, w, out, *(cupy.int32(v) for v in args)), shared_mem=shared)
     return out
 
 

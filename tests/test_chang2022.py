@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -118,8 +119,8 @@ def test_single_candidates_include_both_plans_and_fit_shared_memory():
         assert chang.plan_single(problem, model) in plans and chang.fill_plan(problem, model) in plans
         assert len(plans) == len(set(plans))
         for plan in plans:
-            assert plan.piece_rows <= plan.band_rows and plan.piece_filters <= plan.group_filters
-            assert 2 * chang.single_stage_bytes(problem, plan.piece_rows, plan.piece_filters) <= 232448
+            plan.check(problem)
+            assert plan.shared_bytes(problem) <= 232448
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
@@ -151,3 +152,32 @@ def test_launch_bound_maps_also_try_one_wave_of_short_pieces():
         assert all(p.blocks(problem) <= 2 * model.figures.sm_count for p in short)
         assert all(p.piece_rows == p.band_rows and p.piece_filters == p.group_filters for p in short)
         assert set(short) <= set(chang.single_candidates(problem, model))
+
+
+def test_pointwise_plans_are_tried_at_1x1_only():
+    h100 = chang.figures_from_ceilings(chapter.ceilings_summary(chapter.ceilings("recorded").frame), "H100")
+    model = chang.latency_model(h100)
+    for problem in chang.single_problems():
+        streaming = chang.pointwise_plans(problem)
+        assert bool(streaming) == (problem.r == 1), problem.label
+        assert all(p.filters <= problem.m for p in streaming)
+        assert set(streaming) <= set(chang.single_candidates(problem, model))
+
+
+@pytest.mark.parametrize("launch", [chang.SinglePlan("both", 1, 2, 3, 4, 3, 4, 128), chang.SinglePointwisePlan(8, 64)])
+def test_single_launch_round_trips_its_params(launch):
+    assert chang.single_launch(json.loads(json.dumps(launch.as_params()))) == launch
+
+
+def test_single_pointwise_plan_checks_name_the_field():
+    one = ConvProblem.same(1, 1, 28, 28, 32, 1)
+    chang.SinglePointwisePlan(4, 128).check(one)
+    assert chang.SinglePointwisePlan(4, 128).grid(ConvProblem.same(1, 1, 7, 5, 9, 1)) == (1, 3)  # 9 quads, 3 groups
+    with pytest.raises(ValueError, match="for 1x1 filters"):
+        chang.SinglePointwisePlan(4).check(ConvProblem.same(1, 1, 28, 28, 32, 3))
+    with pytest.raises(ValueError, match=r"plan\.filters"):
+        chang.SinglePointwisePlan(0).check(one)
+    with pytest.raises(ValueError, match=r"plan\.threads"):
+        chang.SinglePointwisePlan(4, 48).check(one)
+    with pytest.raises(ValueError, match="65535 groups"):
+        chang.SinglePointwisePlan(1).check(ConvProblem.same(1, 1, 4, 4, 70000, 1))

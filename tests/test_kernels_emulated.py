@@ -38,7 +38,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SinglePlan, problem: ConvProblem,
+def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SingleLaunch, problem: ConvProblem,
             grid: tuple[int, ...], threads: int, shared: int, args: tuple[int, ...], *, counters: bool = True,
             offset: int = 0) -> None:  # fmt: skip
     """Build (once per macro set) and run one launch on fresh random inputs, ``w`` and ``out`` ``offset`` floats
@@ -114,6 +114,17 @@ def test_multi_channel_launch_matches_reference(
     args = launch.kernel_args(problem, pointer(offset), pointer(offset))
     shared = launch.shared_bytes(problem.r, launch.segments(problem))
     emulate(build_dir, launch, problem, launch.grid(problem), launch.threads, shared, args, offset=offset)
+
+
+@pytest.mark.parametrize("problem", [same(1, 7, 5, 9, 1), same(1, 28, 28, 32, 1), same(1, 1, 3, 2, 1)],
+                         ids=lambda p: p.label)  # fmt: skip
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+def test_single_pointwise_matches_reference(build_dir: Path, problem: ConvProblem, offset: int) -> None:
+    """chang_single_pointwise on maps no 4-pixel quad divides and M no filter group divides; offset 1 puts w
+    and out off 16 bytes (scalar stores)."""
+    plan = chang.SinglePointwisePlan(4, 32)
+    emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
+            plan.kernel_args(problem), counters=False, offset=offset)  # fmt: skip
 
 
 @pytest.mark.parametrize("problem", [same(1, 28, 28, 32, 3), same(1, 30, 17, 40, 5), same(1, 9, 33, 12, 1)],
