@@ -9,8 +9,8 @@ kernels are in ``kernels/chang2022.cu``:
 - ``chang_single``: executes a :class:`SinglePlan` (the paper's from :func:`plan_single`, or the
   H100's, tuned over :func:`single_candidates`: both planners, :func:`fill_plan` also dividing the
   other axis so that every SM has work).
-- ``chang_single_pointwise``: at 1x1, a streaming launch (:class:`SinglePointwisePlan`, no staging), tuned
-  with the plans.
+- ``chang_single_direct``: an unstaged launch (:class:`SingleDirectPlan`: input read straight into
+  registers) for 1x1 and launch-bound maps, tuned with the plans.
 - ``chang_multi``: the stride-fixed block; :func:`paper_multi_config` gives the paper's launch (one
   pixel per thread on a 32-pixel line, 4-byte copies), :func:`ranked_multi_configs` the H100's
   candidates (2-D tiles of 4-pixel strips, 16-byte copies, channels split over blocks for small maps,
@@ -248,42 +248,45 @@ class SinglePlan:
 
 
 @dataclass(frozen=True)
-class SinglePointwisePlan:
-    """The streaming 1x1 launch (``chang_single_pointwise``, past the paper): a thread scales 4 adjacent
-    pixels of the flattened map by ``filters`` consecutive filters, ``threads`` per block. A 1x1 filter
-    reuses no input, so nothing is staged."""
+class SingleDirectPlan:
+    """The unstaged launch (``chang_single_direct``, past the paper): a thread reads the input of 4 adjacent
+    outputs straight into registers and writes them for ``filters`` consecutive filters, ``threads`` per
+    block. At 1x1 the map is flattened (a pixel is used once)."""
 
     filters: int
     threads: int = 128
 
     #: The kernel a plan runs.
-    kernel_name = "chang_single_pointwise"
+    kernel_name = "chang_single_direct"
 
     def as_params(self) -> dict[str, Any]:
-        return {"kernel": "pointwise", **asdict(self)}
+        return {"kernel": "direct", **asdict(self)}
+
+    @staticmethod
+    def rows_and_width(problem: ConvProblem) -> tuple[int, int]:
+        """The map as the kernel walks it: H x W, or at 1x1 one row of H * W pixels."""
+        return (1, problem.h * problem.w) if problem.r == 1 else (problem.h, problem.w)
 
     def grid(self, problem: ConvProblem) -> tuple[int, int]:
-        quads = math.ceil(problem.h * problem.w / 4)
-        return math.ceil(quads / self.threads), math.ceil(problem.m / self.filters)
+        rows, width = self.rows_and_width(problem)
+        return math.ceil(rows * math.ceil(width / 4) / self.threads), math.ceil(problem.m / self.filters)
 
     def blocks(self, problem: ConvProblem) -> int:
         return math.prod(self.grid(problem))
 
     def options(self, k: int) -> tuple[str, ...]:
-        """The kernel's compile-time macros (``k`` must be 1)."""
-        return (f"-DCSP_FILTERS={self.filters}",)
+        """The kernel's compile-time macros for K x K filters."""
+        return f"-DCSD_K={k}", f"-DCSD_FILTERS={self.filters}"
 
     def shared_bytes(self, problem: ConvProblem) -> int:
         return 0
 
     def kernel_args(self, problem: ConvProblem) -> tuple[int, ...]:
-        """The kernel's integer arguments: pixels, M."""
-        return problem.h * problem.w, problem.m
+        """The kernel's integer arguments: rows, width, M."""
+        return (*self.rows_and_width(problem), problem.m)
 
     def check(self, problem: ConvProblem) -> None:
         """Raise ValueError, naming the field, if the kernel cannot run this plan on ``problem``."""
-        if problem.r != 1:
-            raise ValueError(f"plan {self} is for 1x1 filters; w is {problem.r}x{problem.s}")
         if not 1 <= self.filters <= 32:
             raise ValueError(f"plan.filters must be 1 to 32, got {self.filters}")
         if self.threads % 32 or not 32 <= self.threads <= 1024:
@@ -293,14 +296,14 @@ class SinglePointwisePlan:
 
 
 #: Either single-channel launch.
-SingleLaunch = SinglePlan | SinglePointwisePlan
+SingleLaunch = SinglePlan | SingleDirectPlan
 
 
 def single_launch(params: dict[str, Any]) -> SingleLaunch:
     """The single-channel launch recorded as ``params`` (:meth:`SinglePlan.as_params` or
-    :meth:`SinglePointwisePlan.as_params`)."""
-    if params.get("kernel") == "pointwise":
-        return SinglePointwisePlan(**{k: v for k, v in params.items() if k != "kernel"})
+    :meth:`SingleDirectPlan.as_params`)."""
+    if params.get("kernel") == "direct":
+        return SingleDirectPlan(**{k: v for k, v in params.items() if k != "kernel"})
     return SinglePlan(**params)
 
 
@@ -438,29 +441,31 @@ def short_piece_plans(problem: ConvProblem, model: LatencyModel) -> list[SingleP
     return [plan for plan in plans if plan.blocks(problem) <= wave]
 
 
-#: The streaming 1x1 launches the tuning tries (:class:`SinglePointwisePlan`): filters per thread x threads.
-SINGLE_POINTWISE_FILTERS, SINGLE_POINTWISE_THREADS = (1, 2, 4, 8, 16), (64, 128, 256)
+#: The unstaged launches the tuning tries (:class:`SingleDirectPlan`): filters per thread x threads, at 1x1 on
+#: every map and at 3x3 and 5x5 on maps up to 112x112 (there a staged plan's copy, wait and barrier are a
+#: large part of a block's chain; on larger maps staging's reuse of each pixel across taps pays).
+SINGLE_DIRECT_FILTERS, SINGLE_DIRECT_THREADS, SINGLE_DIRECT_MAX_MAP = (1, 2, 4, 8, 16), (64, 128, 256), 112
 
 
-def pointwise_plans(problem: ConvProblem) -> list[SinglePointwisePlan]:
-    """At 1x1, each streaming launch of :data:`SINGLE_POINTWISE_FILTERS` x :data:`SINGLE_POINTWISE_THREADS`
-    with no more filters per thread than M; else none."""
-    if problem.r != 1:
+def direct_plans(problem: ConvProblem) -> list[SingleDirectPlan]:
+    """Each unstaged launch of :data:`SINGLE_DIRECT_FILTERS` x :data:`SINGLE_DIRECT_THREADS` with no more
+    filters per thread than M, at 1x1 or on maps up to :data:`SINGLE_DIRECT_MAX_MAP`; else none."""
+    if problem.r != 1 and max(problem.h, problem.w) > SINGLE_DIRECT_MAX_MAP:
         return []
-    return [SinglePointwisePlan(filters, threads)
-            for filters, threads in itertools.product(SINGLE_POINTWISE_FILTERS, SINGLE_POINTWISE_THREADS)
+    return [SingleDirectPlan(filters, threads)
+            for filters, threads in itertools.product(SINGLE_DIRECT_FILTERS, SINGLE_DIRECT_THREADS)
             if filters <= problem.m]  # fmt: skip
 
 
 def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SingleLaunch]:
     """The launches a tuning run measures for the H100 plan: :func:`plan_single` and :func:`fill_plan` for
     each of :data:`SINGLE_TUNING_BLOCKS_PER_SM` blocks per SM and :data:`SINGLE_TUNING_THREADS`
-    threads, then :func:`short_piece_plans` and :func:`pointwise_plans`, without repeats. More blocks per
+    threads, then :func:`short_piece_plans` and :func:`direct_plans`, without repeats. More blocks per
     SM mean smaller pieces, more of them in flight."""
     plans: list[SingleLaunch] = [planner(problem, model, blocks_per_sm=blocks, threads=threads)
                                  for blocks in SINGLE_TUNING_BLOCKS_PER_SM for threads in SINGLE_TUNING_THREADS
                                  for planner in (plan_single, fill_plan)]  # fmt: skip
-    return list(dict.fromkeys(plans + short_piece_plans(problem, model) + pointwise_plans(problem)))
+    return list(dict.fromkeys(plans + short_piece_plans(problem, model) + direct_plans(problem)))
 
 
 def single_plan_stats(problem: ConvProblem, plan: SinglePlan, model: LatencyModel,
@@ -939,13 +944,13 @@ def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
 
 def conv2d_single(x: Any, w: Any, *, plan: SingleLaunch | None = None, out: Any = None) -> Any:
     """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``
-    (``chang_single_pointwise`` for a :class:`SinglePointwisePlan` at 1x1).
+    (``chang_single_direct`` for a :class:`SingleDirectPlan`).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
-        plan: the division; default :func:`fill_plan` for this GPU's figures. A :class:`SinglePointwisePlan`
-            runs the streaming 1x1 kernel.
+        plan: the division; default :func:`fill_plan` for this GPU's figures. A :class:`SingleDirectPlan`
+            runs the unstaged kernel.
         out: optional float32 (1, M, H, W) output.
 
     Example:
@@ -956,8 +961,8 @@ def conv2d_single(x: Any, w: Any, *, plan: SingleLaunch | None = None, out: Any 
     problem = check_same_args(x, w, single=True)
     if plan is None:
         plan = fill_plan(problem, latency_model(current_figures()))
-    if not isinstance(plan, SinglePlan | SinglePointwisePlan):
-        raise TypeError(f"plan must be a SinglePlan or SinglePointwisePlan, got {type(plan).__name__}")
+    if not isinstance(plan, SinglePlan | SingleDirectPlan):
+        raise TypeError(f"plan must be a SinglePlan or SingleDirectPlan, got {type(plan).__name__}")
     plan.check(problem)
     out = output_for(out, problem)
     shared = plan.shared_bytes(problem)

@@ -152,9 +152,10 @@ def planner_table(table: Any, model: chang.LatencyModel) -> Any:
 
 
 def single_launch_text(launch: chang.SingleLaunch) -> str:
-    """A single-channel launch in a few words: a plan's block share and piece, or the streaming 1x1 launch."""
-    if isinstance(launch, chang.SinglePointwisePlan):
-        return f"streaming 1x1: {launch.filters} filters x 4 pixels per thread, {launch.threads} threads"
+    """A single-channel launch in a few words: a plan's block share and piece, or the unstaged launch."""
+    if isinstance(launch, chang.SingleDirectPlan):
+        filters = f"{launch.filters} filter{'s' if launch.filters > 1 else ''}"
+        return f"unstaged: {filters} x 4 pixels per thread, {launch.threads} threads"
     return (f"{launch.band_rows} rows x {launch.group_filters} filters per block, "
             f"pieces {launch.piece_rows} x {launch.piece_filters}, {launch.threads} threads")  # fmt: skip
 

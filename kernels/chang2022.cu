@@ -14,8 +14,8 @@
 //   adjacent pixels at a time and loops over its share of the piece, so the piece's size is bounded
 //   by shared memory, not by registers (the paper keeps a piece's outputs in registers).
 //
-// chang_single_pointwise (past the paper, 1x1, C = 1): streams 4 pixels x CSP_FILTERS filters per thread,
-//   no staging (a 1x1 filter reuses nothing).
+// chang_single_direct (past the paper, C = 1): 4 pixels x CSD_FILTERS filters per thread from the input read
+//   straight into registers, no staging, no barrier: for launch-bound maps and 1x1 filters.
 //
 // chang_multi (section 3.2, the stride-fixed block): per stage a block stages a segment of CM_CK
 //   channels of each of its CM_BM filters (CM_CK * K * K contiguous floats per filter, at a fixed
@@ -259,39 +259,60 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS, CS_MIN_BLOCKS) chang_si
                     [&](const float* buffer, int i) { compute_piece(buffer, out, piece(i), H, W, g_stride); });
 }
 
-// chang_single_pointwise (past the paper, 1x1): out[m][p] = w[m] * x[p] needs no staging. A thread
-// loads 4 adjacent pixels once and writes them scaled by CSP_FILTERS consecutive filters; there is no
-// shared memory and no barrier, so a launch-bound layer's chain is one load and the stores (chang_single's
-// copy to shared memory, wait and barrier cost about 1 us on a 28x28 map on the H100). Grid: x over the
-// 4-pixel quads of the flattened map, y over groups of CSP_FILTERS filters.
-#ifndef CSP_FILTERS
-#define CSP_FILTERS 4
+// chang_single_direct (past the paper): no staging. A thread reads the input its 4 adjacent outputs need
+// straight from global memory (through L1: neighbouring threads share the halo) into registers, then
+// writes them for CSD_FILTERS consecutive filters, reading the weights block-uniformly. No shared memory and
+// no barrier, so a launch-bound layer's chain is one round of loads and the stores (chang_single's copy to
+// shared memory, wait and barrier cost about 1 us on a 28x28 map on the H100). At 1x1, where a pixel is
+// used once, the map is passed flattened (rows 1, width H * W) and read with 16-byte loads where aligned.
+// Grid: x over the 4-pixel quads of the rows, y over groups of CSD_FILTERS filters.
+#ifndef CSD_K
+#define CSD_K 1
+#endif
+#ifndef CSD_FILTERS
+#define CSD_FILTERS 4
 #endif
 
-extern "C" __global__ void chang_single_pointwise(
-    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int pixels, int M)
+extern "C" __global__ void chang_single_direct(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int rows, int width, int M)
 {
-    constexpr int kF = CSP_FILTERS;
-    const int p0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x), f0 = blockIdx.y * kF;
-    if (p0 >= pixels) return;
-    const int valid = min(4, pixels - p0);
-    float wv[kF];
+    constexpr int kK = CSD_K, kPad = (CSD_K - 1) / 2, kF = CSD_FILTERS, kCols = 4 + kK - 1;
+    static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
+    const int quads = (width + 3) / 4, t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = t / quads, x0 = 4 * (t % quads), f0 = blockIdx.y * kF;
+    if (y >= rows) return;
+    const int valid = min(4, width - x0);
+    float v[kK][kCols];  // the input window: row y + kh - pad, columns x0 - pad ..
 #pragma unroll
-    for (int f = 0; f < kF; ++f) wv[f] = f0 + f < M ? w[f0 + f] : 0.0f;
-    float v[4];
-    if (valid == 4 && aligned16(x + p0)) {
-        const float4 a = *reinterpret_cast<const float4*>(x + p0);
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    } else {
+    for (int kh = 0; kh < kK; ++kh) {
+        const int gy = y + kh - kPad;
+        const float* row = x + (long long)gy * width;
+        if (kK == 1 && valid == 4 && aligned16(row + x0)) {
+            const float4 a = *reinterpret_cast<const float4*>(row + x0);
+            v[kh][0] = a.x; v[kh][1] = a.y; v[kh][2] = a.z; v[kh][kCols - 1] = a.w;
+            continue;
+        }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = i < valid ? x[p0 + i] : 0.0f;
+        for (int j = 0; j < kCols; ++j) {
+            const int gx = x0 - kPad + j;
+            v[kh][j] = gy >= 0 && gy < rows && gx >= 0 && gx < width ? row[gx] : 0.0f;
+        }
     }
-    const bool vector_store = pixels % 4 == 0 && aligned16(out);  // every filter's plane starts aligned
+    const bool vector_store = width % 4 == 0 && aligned16(out);  // every output row starts aligned
 #pragma unroll
     for (int f = 0; f < kF; ++f) {
         if (f0 + f >= M) break;
-        const float vals[4] = {wv[f] * v[0], wv[f] * v[1], wv[f] * v[2], wv[f] * v[3]};
-        store_strip(out + (long long)(f0 + f) * pixels + p0, vals, valid, vector_store, false);
+        const float* wf = w + (long long)(f0 + f) * kK * kK;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int kh = 0; kh < kK; ++kh)
+#pragma unroll
+            for (int kw = 0; kw < kK; ++kw) {
+                const float wt = wf[kh * kK + kw];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[i] = fmaf(wt, v[kh][i + kw], acc[i]);
+            }
+        store_strip(out + ((long long)(f0 + f) * rows + y) * width + x0, acc, valid, vector_store, false);
     }
 }
 

@@ -66,8 +66,8 @@ for h, w, m, k in [(7, 5, 9, 5), (13, 29, 11, 3), (3, 8, 2, 1), (5, 7, 9, 1)]:
     f = cupy.asarray(rng.standard_normal((m, 1, k, k), dtype=np.float32))
     ref = reference.conv2d(x.get(), f.get(), pad=(k - 1) // 2)
     plans = [chang.SinglePlan("both", 3, 2, 5, 6, 2, 4, 128), chang.SinglePlan("maps", 1, 5, 1, 10**6, 1, 2, 512)]
-    if k == 1:  # the streaming 1x1 launch: 24 and 35 pixels (a partial quad), partial filter groups and blocks
-        plans += [chang.SinglePointwisePlan(4, 64), chang.SinglePointwisePlan(1, 32)]
+    # the unstaged launch: partial quads, filter groups and blocks, maps smaller than the halo
+    plans += [chang.SingleDirectPlan(4, 64), chang.SingleDirectPlan(1, 32)]
     for plan in plans:
         assert reference.relative_error(chang.conv2d_single(x, f, plan=plan).get(), ref) < 1e-5, (h, w, m, k, plan)
 for c, h, w, m, k in [(13, 9, 11, 20, 3), (37, 16, 24, 70, 5), (3, 5, 8, 9, 1)]:

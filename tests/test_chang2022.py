@@ -154,30 +154,32 @@ def test_launch_bound_maps_also_try_one_wave_of_short_pieces():
         assert set(short) <= set(chang.single_candidates(problem, model))
 
 
-def test_pointwise_plans_are_tried_at_1x1_only():
+def test_direct_plans_are_tried_at_1x1_and_on_small_maps():
     h100 = chang.figures_from_ceilings(chapter.ceilings_summary(chapter.ceilings("recorded").frame), "H100")
     model = chang.latency_model(h100)
     for problem in chang.single_problems():
-        streaming = chang.pointwise_plans(problem)
-        assert bool(streaming) == (problem.r == 1), problem.label
-        assert all(p.filters <= problem.m for p in streaming)
-        assert set(streaming) <= set(chang.single_candidates(problem, model))
+        direct = chang.direct_plans(problem)
+        assert bool(direct) == (problem.r == 1 or problem.h <= chang.SINGLE_DIRECT_MAX_MAP), problem.label
+        assert all(p.filters <= problem.m for p in direct)
+        assert set(direct) <= set(chang.single_candidates(problem, model))
 
 
-@pytest.mark.parametrize("launch", [chang.SinglePlan("both", 1, 2, 3, 4, 3, 4, 128), chang.SinglePointwisePlan(8, 64)])
+@pytest.mark.parametrize("launch", [chang.SinglePlan("both", 1, 2, 3, 4, 3, 4, 128), chang.SingleDirectPlan(8, 64)])
 def test_single_launch_round_trips_its_params(launch):
     assert chang.single_launch(json.loads(json.dumps(launch.as_params()))) == launch
 
 
-def test_single_pointwise_plan_checks_name_the_field():
+def test_single_direct_plan_grid_and_checks():
     one = ConvProblem.same(1, 1, 28, 28, 32, 1)
-    chang.SinglePointwisePlan(4, 128).check(one)
-    assert chang.SinglePointwisePlan(4, 128).grid(ConvProblem.same(1, 1, 7, 5, 9, 1)) == (1, 3)  # 9 quads, 3 groups
-    with pytest.raises(ValueError, match="for 1x1 filters"):
-        chang.SinglePointwisePlan(4).check(ConvProblem.same(1, 1, 28, 28, 32, 3))
+    chang.SingleDirectPlan(4, 128).check(one)
+    # 1x1: the 35 pixels flattened are 9 quads; 3x3: 7 rows of 2 quads; 9 filters in 3 groups of 4
+    assert chang.SingleDirectPlan(4, 128).grid(ConvProblem.same(1, 1, 7, 5, 9, 1)) == (1, 3)
+    assert chang.SingleDirectPlan(4, 128).kernel_args(ConvProblem.same(1, 1, 7, 5, 9, 1)) == (1, 35, 9)
+    assert chang.SingleDirectPlan(4, 32).grid(ConvProblem.same(1, 1, 7, 5, 9, 3)) == (1, 3)
+    assert chang.SingleDirectPlan(4, 32).kernel_args(ConvProblem.same(1, 1, 7, 5, 9, 3)) == (7, 5, 9)
     with pytest.raises(ValueError, match=r"plan\.filters"):
-        chang.SinglePointwisePlan(0).check(one)
+        chang.SingleDirectPlan(0).check(one)
     with pytest.raises(ValueError, match=r"plan\.threads"):
-        chang.SinglePointwisePlan(4, 48).check(one)
+        chang.SingleDirectPlan(4, 48).check(one)
     with pytest.raises(ValueError, match="65535 groups"):
-        chang.SinglePointwisePlan(1).check(ConvProblem.same(1, 1, 4, 4, 70000, 1))
+        chang.SingleDirectPlan(1).check(ConvProblem.same(1, 1, 4, 4, 70000, 1))

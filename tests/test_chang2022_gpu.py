@@ -125,20 +125,21 @@ def test_past_the_paper_kernels_match_reference(shape, config):
     _check(cupy, lambda out: chang.conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
 
 
-# (H, W, M): maps of 1, 35 and 377 pixels (no 4-pixel quad divides them), M not a multiple of the filters
-# per thread, one of the grid's sizes.
-SINGLE_POINTWISE_SHAPES = [(1, 1, 1), (7, 5, 9), (13, 29, 3), (33, 64, 40), (28, 28, 32)]
-SINGLE_POINTWISE_PLANS = [chang.SinglePointwisePlan(1, 64), chang.SinglePointwisePlan(4, 128),
-                          chang.SinglePointwisePlan(16, 32), chang.SinglePointwisePlan(8, 256)]  # fmt: skip
+# (H, W, M): maps of 1, 35 and 377 pixels and widths no 4-pixel quad divides, maps smaller than the halo,
+# M not a multiple of the filters per thread, one of the grid's sizes.
+SINGLE_DIRECT_SHAPES = [(1, 1, 1), (7, 5, 9), (13, 29, 3), (33, 64, 40), (28, 28, 32), (2, 3, 5)]
+SINGLE_DIRECT_PLANS = [chang.SingleDirectPlan(1, 64), chang.SingleDirectPlan(4, 128),
+                       chang.SingleDirectPlan(16, 32), chang.SingleDirectPlan(8, 256)]  # fmt: skip
 
 
-@pytest.mark.parametrize("shape", SINGLE_POINTWISE_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("plan", SINGLE_POINTWISE_PLANS, ids=lambda p: f"f{p.filters}t{p.threads}")
-def test_single_pointwise_matches_reference(shape, plan):
+@pytest.mark.parametrize("shape", SINGLE_DIRECT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("k", chang.FILTER_SIZES)
+@pytest.mark.parametrize("plan", SINGLE_DIRECT_PLANS, ids=lambda p: f"f{p.filters}t{p.threads}")
+def test_single_direct_matches_reference(shape, k, plan):
     import cupy
 
     h, w, m = shape
-    x, f, ref = _inputs(cupy, 1, h, w, m, 1)
+    x, f, ref = _inputs(cupy, 1, h, w, m, k)
     _check(cupy, lambda out: chang.conv2d_single(x, f, plan=plan, out=out), ref, (1, m, h, w))
 
 
@@ -148,9 +149,6 @@ def test_pointwise_rejects_larger_filters():
     x, f = cupy.ones((1, 4, 8, 8), dtype=cupy.float32), cupy.ones((4, 4, 3, 3), dtype=cupy.float32)
     with pytest.raises(ValueError, match="for 1x1 filters"):
         chang.conv2d_multi(x, f, config=chang.PointwiseConfig())
-    x, f = cupy.ones((1, 1, 8, 8), dtype=cupy.float32), cupy.ones((4, 1, 3, 3), dtype=cupy.float32)
-    with pytest.raises(ValueError, match="for 1x1 filters"):
-        chang.conv2d_single(x, f, plan=chang.SinglePointwisePlan(4))
 
 
 @pytest.mark.parametrize("problem", [chang.single_problems()[-1], chang.multi_problems()[-1]], ids=["single", "multi"])
@@ -187,7 +185,7 @@ def test_unaligned_input_uses_four_byte_copies():
     x, f, ref = _inputs(cupy, 1, 12, 16, 24, 1)
     unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
     unaligned[...] = x
-    plan = chang.SinglePointwisePlan(4, 64)
+    plan = chang.SingleDirectPlan(4, 64)
     _check(cupy, lambda out: chang.conv2d_single(unaligned, f, plan=plan, out=out), ref, (1, 24, 12, 16))
 
 
@@ -238,7 +236,7 @@ def test_unaligned_output_uses_scalar_stores():
     assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
     x, f, ref = _inputs(cupy, 1, 12, 16, 24, 1)
     out = unaligned_nan((1, 24, 12, 16))
-    chang.conv2d_single(x, f, plan=chang.SinglePointwisePlan(4, 64), out=out)
+    chang.conv2d_single(x, f, plan=chang.SingleDirectPlan(4, 64), out=out)
     assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
     for config, k in [(chang.MultiConfig(bm=32, tile_h=8, tile_w=8, px=4, rows16=True), 3), (SPLIT_LAUNCHES[0], 3),
                       (chang.PointwiseConfig(64, 64, 4, 4), 1), (SPLIT_LAUNCHES[1], 1),

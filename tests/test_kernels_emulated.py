@@ -116,13 +116,16 @@ def test_multi_channel_launch_matches_reference(
     emulate(build_dir, launch, problem, launch.grid(problem), launch.threads, shared, args, offset=offset)
 
 
-@pytest.mark.parametrize("problem", [same(1, 7, 5, 9, 1), same(1, 28, 28, 32, 1), same(1, 1, 3, 2, 1)],
-                         ids=lambda p: p.label)  # fmt: skip
+SINGLE_DIRECT_PROBLEMS = [*(same(1, 7, 5, 9, k) for k in (1, 3, 5)), same(1, 28, 28, 32, 1), same(1, 1, 3, 2, 1),
+                          same(1, 2, 6, 5, 5), same(1, 13, 29, 11, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize("problem", SINGLE_DIRECT_PROBLEMS, ids=lambda p: p.label)
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
-def test_single_pointwise_matches_reference(build_dir: Path, problem: ConvProblem, offset: int) -> None:
-    """chang_single_pointwise on maps no 4-pixel quad divides and M no filter group divides; offset 1 puts w
-    and out off 16 bytes (scalar stores)."""
-    plan = chang.SinglePointwisePlan(4, 32)
+def test_single_direct_matches_reference(build_dir: Path, problem: ConvProblem, offset: int) -> None:
+    """chang_single_direct on maps and widths no 4-pixel quad divides, maps smaller than the halo and M no
+    filter group divides; offset 1 puts w and out off 16 bytes (scalar stores)."""
+    plan = chang.SingleDirectPlan(4, 32)
     emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
             plan.kernel_args(problem), counters=False, offset=offset)  # fmt: skip
 
