@@ -289,7 +289,7 @@ extern "C" __global__ void chang_single_direct(
         const float* row = x + (long long)gy * width;
         if (kK == 1 && valid == 4 && aligned16(row + x0)) {
             const float4 a = *reinterpret_cast<const float4*>(row + x0);
-            v[kh][0] = a.x; v[kh][1] = a.y; v[kh][2] = a.z; v[kh][kCols - 1] = a.w;
+            v[kh][0] = a.x; v[kh][1] = a.y; v[kh][2] = a.z; v[kh][3] = a.w;
             continue;
         }
 #pragma unroll
