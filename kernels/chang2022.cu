@@ -751,7 +751,7 @@ constexpr int kWStride = (kSeg / 4) % 2 ? kSeg : kSeg + 4;
 constexpr int kStageFloats = kInFloats + kFilters * kWStride;
 // The epilogue's staging of the block's sums (over the stage buffers, after the last stage): a tile's
 // outputs per thread, an odd stride apart so that a warp's 32 filters write 32 different banks.
-constexpr int kTileOut = kTileH * kTileW, kOutStride = kTileOut | 1, kOutFloats = kThreads * kOutStride;
+constexpr int kTileOut = kTileH * kTileW, kOutStride = kTileOut | 1;
 static_assert(kFilters % 32 == 0 && kThreads <= 1024, "CB_FILTERS: whole warps; at most 1024 threads");
 static_assert(kCK % 4 == 0, "CB_CK must be a multiple of 4");
 static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
@@ -879,7 +879,7 @@ __device__ __forceinline__ void store_sums(float* sums, const float (&acc)[kTile
 // ceil(W / CB_TILE_W); split s sums channels [s * split_channels, +split_channels); with splits > 1,
 // `counters` holds 3 zeroed ints per (tile group, filter block) (split::zero_tile_once). Thread t:
 // filter t % CB_FILTERS of tile t / CB_FILTERS. Dynamic shared memory: 2 * kStageFloats
-// floats (1 * where a block sums one segment), and at least kOutFloats (store_sums).
+// floats (1 * where a block sums one segment), and at least kThreads * kOutStride (store_sums).
 extern "C" __global__ void __launch_bounds__(broadcast::kThreads, CB_MIN_BLOCKS) chang_broadcast(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int C, int H, int W, int M,
     int split_channels, int vec16, int* __restrict__ counters)
