@@ -130,6 +130,7 @@ def test_kernels_build_without_spills(arch):
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")
     builds = [(f"-DCS_K={k}",) for k in (1, 3, 5)]
+    builds += [chang.SingleDirectPlan(max(chang.SINGLE_DIRECT_FILTERS)).options(k) for k in (3, 5)]
     builds += [chang.MultiConfig(16, 1, 32).options(5), chang.MultiConfig(64, 16, 16, 1, 4).options(5)]
     builds += [chang.MultiConfig(bm, th, tw, rpt, 4, ck).options(k)
                for bm, th, tw, rpt, ck in chang.MULTI_TILES if rpt > 1 for k in (1, 3, 5)]  # fmt: skip
