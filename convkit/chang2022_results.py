@@ -27,8 +27,9 @@ TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
 def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
     """One row per configuration (pandas): kind, map, C, M, K, floor_us, each variant's ``<variant>_us``,
     best_lib / best_lib_us (fastest correct cuDNN algorithm or PyTorch), best_cudnn_us, room (best
-    cuDNN over the floor), ``speedup_<variant>`` (best library over ours) and ``efficiency_<variant>``
-    (floor over ours)."""
+    cuDNN over the floor), ``speedup_<variant>`` (best library over ours), ``cudnn_speedup_<variant>``
+    (the best cuDNN algorithm alone over ours, the issue's wording) and ``efficiency_<variant>`` (floor
+    over ours)."""
     import pandas as pd
 
     ok = frame[frame["status"] == "ok"].copy()
@@ -53,6 +54,7 @@ def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
             us = float(mine["us"].min())
             row[f"{variant}_us"] = us
             row[f"speedup_{variant}"] = row["best_lib_us"] / us
+            row[f"cudnn_speedup_{variant}"] = row["best_cudnn_us"] / us
             row[f"efficiency_{variant}"] = floor / us
             row[f"params_{variant}"] = mine["params"].iloc[0]
         rows.append(row)
@@ -103,7 +105,7 @@ def targets(table: Any) -> Any:
         variant = best_variant(table, kind)
         part = table[table["kind"] == kind]
         s = part[f"speedup_{variant}"].dropna()
-        alone = (part["best_cudnn_us"] / part[f"{variant}_us"]).dropna()
+        alone = part[f"cudnn_speedup_{variant}"].dropna()
         rows.append({"target": f"{kind}-channel: mean speedup over the best library >= {TARGETS[kind]}",
                      "variant": VARIANT_NAMES[variant], "measured": f"{s.mean():.2f}x",
                      "over the best cuDNN algorithm alone": f"{alone.mean():.2f}x",
@@ -193,6 +195,8 @@ def multi_launch_table(table: Any) -> Any:
 TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL = ("2-D tiles", "2-D tiles, 2 rows", "filter per thread, 7x7",
                                                   "filter per thread, small")  # fmt: skip
 FAMILIES: tuple[str, ...] = (TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL)
+#: The 1x1 launch's family (not in :data:`FAMILIES`: the family table covers 3x3 and 5x5).
+GEMM_TILE = "GEMM tile"
 
 
 def kernel_family(params: str) -> str:
@@ -200,7 +204,7 @@ def kernel_family(params: str) -> str:
     with one or two rows of 4-pixel strips per thread, or a filter per thread on a 7x7 or smaller tile."""
     k = json.loads(params)
     if k.get("kernel") == "pointwise":
-        return "GEMM tile"
+        return GEMM_TILE
     if k.get("kernel") == "broadcast":
         return FILTER_7X7 if k["tile_h"] == 7 else FILTER_SMALL
     return TILES_TWO_ROWS if k["rpt"] == 2 else TILES
@@ -231,7 +235,7 @@ def verdict(table: Any) -> str:
         losers = part[s < 1]
         room = part["room"]
         at_floor = (part["best_lib_us"] / part["floor_us"]).mean()
-        alone = (part["best_cudnn_us"] / part[f"{variant}_us"]).mean()
+        alone = part[f"cudnn_speedup_{variant}"].mean()
         lines.append(
             f"- **{kind}-channel** ({VARIANT_NAMES[variant]}): mean {s.mean():.2f}x over the best library "
             f"(min {s.min():.2f}x, max {s.max():.2f}x; target {TARGETS[kind]}x, paper "

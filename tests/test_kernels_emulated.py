@@ -136,5 +136,5 @@ def test_single_channel_plan_matches_reference(build_dir: Path, problem: ConvPro
     """chang_single with a plan of several bands, filter groups and pieces (none dividing the map or M)."""
     plan = chang.SinglePlan("both", 1, 1, band_rows=11, group_filters=24, piece_rows=4, piece_filters=16,
                             threads=128)  # fmt: skip
-    emulate(build_dir, plan, problem, (plan.blocks(problem),), plan.threads, plan.shared_bytes(problem),
+    emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
             plan.kernel_args(problem), counters=False)  # fmt: skip
