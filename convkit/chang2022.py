@@ -249,18 +249,27 @@ class SinglePlan:
 
 @dataclass(frozen=True)
 class SingleDirectPlan:
-    """The unstaged launch (``chang_single_direct``, past the paper): a thread reads the input of 4 adjacent
-    outputs straight into registers and writes them for ``filters`` consecutive filters, ``threads`` per
-    block. At 1x1 the map is flattened (a pixel is used once)."""
+    """The unstaged launch (``chang_single_direct``, past the paper): a thread reads the input of ``rows`` x 4
+    adjacent outputs straight into registers and writes them for ``filters`` consecutive filters, ``threads``
+    per block. The weights come from global memory, or with ``shared_weights`` from a copy in shared memory
+    made once per block (read 4 taps at a time). At 1x1 the map is flattened (a pixel is used once), so
+    ``rows`` is 1."""
 
     filters: int
     threads: int = 128
+    rows: int = 1
+    shared_weights: bool = False
 
     #: The kernel a plan runs.
     kernel_name = "chang_single_direct"
 
     def as_params(self) -> dict[str, Any]:
-        return {"kernel": "direct", **asdict(self)}
+        """The plan as recorded; ``rows`` and ``shared_weights`` only where not at their defaults, so the plans
+        recorded before those knobs existed (the same code: the kernel's PTX is unchanged there) name the
+        same launch."""
+        params = {"kernel": "direct", **asdict(self)}
+        defaults = {"rows": 1, "shared_weights": False}
+        return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
 
     @staticmethod
     def rows_and_width(problem: ConvProblem) -> tuple[int, int]:
@@ -269,16 +278,19 @@ class SingleDirectPlan:
 
     def grid(self, problem: ConvProblem) -> tuple[int, int]:
         rows, width = self.rows_and_width(problem)
-        return math.ceil(rows * math.ceil(width / 4) / self.threads), math.ceil(problem.m / self.filters)
+        tiles = math.ceil(rows / self.rows) * math.ceil(width / 4)
+        return math.ceil(tiles / self.threads), math.ceil(problem.m / self.filters)
 
     def blocks(self, problem: ConvProblem) -> int:
         return math.prod(self.grid(problem))
 
     def options(self, k: int) -> tuple[str, ...]:
         """The kernel's compile-time macros for K x K filters."""
-        return f"-DCSD_K={k}", f"-DCSD_FILTERS={self.filters}"
+        return (f"-DCSD_K={k}", f"-DCSD_FILTERS={self.filters}", f"-DCSD_ROWS={self.rows}",
+                f"-DCSD_SHARED_WEIGHTS={int(self.shared_weights)}")  # fmt: skip
 
     def shared_bytes(self, problem: ConvProblem) -> int:
+        """Dynamic shared memory: none (the weights' copy is static)."""
         return 0
 
     def kernel_args(self, problem: ConvProblem) -> tuple[int, ...]:
@@ -291,6 +303,10 @@ class SingleDirectPlan:
             raise ValueError(f"plan.filters must be 1 to 32, got {self.filters}")
         if self.threads % 32 or not 32 <= self.threads <= 1024:
             raise ValueError(f"plan.threads must be a multiple of 32 from 32 to 1024, got {self.threads}")
+        if self.rows not in (1, 2, 4):
+            raise ValueError(f"plan.rows must be 1, 2 or 4, got {self.rows}")
+        if self.rows != 1 and problem.r == 1:
+            raise ValueError(f"plan.rows must be 1 at 1x1 (the map is flattened to one row), got {self.rows}")
         if self.grid(problem)[1] > 65535:
             raise ValueError(f"plan.filters = {self.filters}: {problem.m} filters make more than 65535 groups")
 
@@ -441,21 +457,31 @@ def short_piece_plans(problem: ConvProblem, model: LatencyModel) -> list[SingleP
     return [plan for plan in plans if plan.blocks(problem) <= wave]
 
 
-#: The unstaged launches the tuning tries (:class:`SingleDirectPlan`): filters per thread x threads, at 1x1 on
-#: every map and at 3x3 and 5x5 on maps up to 224x224. On the small maps a staged plan's copy, wait and
-#: barrier are a large part of a block's chain; at 112-1-5-512 the direct launch was also 22% faster (H100,
-#: 2026-11-23). On the larger maps staging's reuse of each pixel across taps is left to pay.
+#: The unstaged launches the tuning tries (:class:`SingleDirectPlan`): filters per thread x threads with the
+#: weights from global memory, one output row per thread, at 1x1 on every map and at 3x3 and 5x5 on maps up to
+#: 224x224. On the small maps a staged plan's copy, wait and barrier are a large part of a block's chain; at
+#: 112-1-5-512 the direct launch was also 22% faster (H100, 2026-11-23).
 SINGLE_DIRECT_FILTERS, SINGLE_DIRECT_THREADS, SINGLE_DIRECT_MAX_MAP = (1, 2, 4, 8, 16), (64, 128, 256), 224
+#: At 3x3 and 5x5, on every map, also with the weights in shared memory and these output rows per thread: in
+#: a scratch A/B (H100, 2026-11-23) 5-35% faster than the launch above from 56x56 up, 25-35% at 512x512 5x5,
+#: where the staged plans had won; 0.1-0.2 us slower (the barrier) on some 28x28 layers.
+SINGLE_DIRECT_ROWS = (1, 2, 4)
 
 
 def direct_plans(problem: ConvProblem) -> list[SingleDirectPlan]:
-    """Each unstaged launch of :data:`SINGLE_DIRECT_FILTERS` x :data:`SINGLE_DIRECT_THREADS` with no more
-    filters per thread than M, at 1x1 or on maps up to :data:`SINGLE_DIRECT_MAX_MAP`; else none."""
-    if problem.r != 1 and max(problem.h, problem.w) > SINGLE_DIRECT_MAX_MAP:
-        return []
-    return [SingleDirectPlan(filters, threads)
-            for filters, threads in itertools.product(SINGLE_DIRECT_FILTERS, SINGLE_DIRECT_THREADS)
-            if filters <= problem.m]  # fmt: skip
+    """The unstaged launches of :data:`SINGLE_DIRECT_FILTERS` x :data:`SINGLE_DIRECT_THREADS` with no more
+    filters per thread than M: with the weights from global memory at 1x1 or on maps up to
+    :data:`SINGLE_DIRECT_MAX_MAP`, and at 3x3 and 5x5 with the weights in shared memory and each of
+    :data:`SINGLE_DIRECT_ROWS` rows per thread."""
+    shapes = [(filters, threads) for filters, threads in itertools.product(SINGLE_DIRECT_FILTERS, SINGLE_DIRECT_THREADS)
+              if filters <= problem.m]  # fmt: skip
+    plans = []
+    if problem.r == 1 or max(problem.h, problem.w) <= SINGLE_DIRECT_MAX_MAP:
+        plans += [SingleDirectPlan(filters, threads) for filters, threads in shapes]
+    if problem.r != 1:
+        plans += [SingleDirectPlan(filters, threads, rows, shared_weights=True)
+                  for rows in SINGLE_DIRECT_ROWS for filters, threads in shapes]  # fmt: skip
+    return plans
 
 
 def single_candidates(problem: ConvProblem, model: LatencyModel) -> list[SingleLaunch]:

@@ -157,7 +157,9 @@ def single_launch_text(launch: chang.SingleLaunch) -> str:
     """A single-channel launch in a few words: a plan's block share and piece, or the unstaged launch."""
     if isinstance(launch, chang.SingleDirectPlan):
         filters = f"{launch.filters} filter{'s' if launch.filters > 1 else ''}"
-        return f"direct (no staging): {filters} x 4 pixels per thread, {launch.threads} threads"
+        weights = ", weights in shared memory" if launch.shared_weights else ""
+        return (f"direct (no staging): {filters} x {launch.rows}x4 pixels per thread, {launch.threads} threads"
+                f"{weights}")  # fmt: skip
     return (f"{launch.band_rows} rows x {launch.group_filters} filters per block, "
             f"pieces {launch.piece_rows} x {launch.piece_filters}, {launch.threads} threads")  # fmt: skip
 

@@ -14,8 +14,9 @@
 //   adjacent pixels at a time and loops over its share of the piece, so the piece's size is bounded
 //   by shared memory, not by registers (the paper keeps a piece's outputs in registers).
 //
-// chang_single_direct (past the paper, C = 1): 4 pixels x CSD_FILTERS filters per thread from the input read
-//   straight into registers, no staging, no barrier: for launch-bound maps and 1x1 filters.
+// chang_single_direct (past the paper, C = 1): CSD_ROWS x 4 pixels x CSD_FILTERS filters per thread from the
+//   input read straight into registers, no staging of the input; the weights from global memory or, copied
+//   once per block, from shared memory.
 //
 // chang_multi (section 3.2, the stride-fixed block): per stage a block stages a segment of CM_CK
 //   channels of each of its CM_BM filters (CM_CK * K * K contiguous floats per filter, at a fixed
@@ -259,33 +260,55 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS, CS_MIN_BLOCKS) chang_si
                     [&](const float* buffer, int i) { compute_piece(buffer, out, piece(i), H, W, g_stride); });
 }
 
-// chang_single_direct (past the paper): no staging. A thread reads the input its 4 adjacent outputs need
-// straight from global memory (through L1: neighbouring threads share the halo) into registers, then
-// writes them for CSD_FILTERS consecutive filters, reading the weights block-uniformly. No shared memory and
-// no barrier, so a launch-bound layer's chain is one round of loads and the stores (chang_single's copy to
-// shared memory, wait and barrier cost about 1 us on a 28x28 map on the H100). At 1x1, where a pixel is
-// used once, the map is passed flattened (rows 1, width H * W) and read with 16-byte loads where aligned.
-// Grid: x over the 4-pixel quads of the rows, y over groups of CSD_FILTERS filters.
+// chang_single_direct (past the paper): no staging of the input. A thread reads the input its CSD_ROWS x 4
+// adjacent outputs need straight from global memory (through L1: neighbouring threads share the halo) into
+// registers, then writes them for CSD_FILTERS consecutive filters. No copy to shared memory and no wait for
+// it, so a launch-bound layer's chain is one round of loads and the stores (chang_single's copy, wait and
+// barrier cost about 1 us on a 28x28 map on the H100). At 1x1, where a pixel is used once, the map is passed
+// flattened (rows 1, width H * W) and read with 16-byte loads where aligned.
+// The weights are block-uniform: read from global memory (one load per tap, through L1), or, with
+// CSD_SHARED_WEIGHTS, copied once per block to shared memory, each filter's taps padded to a multiple of 4
+// floats, and read with 16-byte loads: 7 loads for a 5x5 filter's 25 FMAs x 4 x CSD_ROWS instead of 25
+// (on a 512x512 5x5 layer on the H100 that was 25-35% faster; on 28x28 maps the barrier costs 0.1-0.2 us).
+// Grid: x over the (CSD_ROWS x 4)-pixel tiles of the rows, y over groups of CSD_FILTERS filters.
 #ifndef CSD_K
 #define CSD_K 1
 #endif
 #ifndef CSD_FILTERS
 #define CSD_FILTERS 4
 #endif
+#ifndef CSD_ROWS
+#define CSD_ROWS 1
+#endif
+#ifndef CSD_SHARED_WEIGHTS
+#define CSD_SHARED_WEIGHTS 0
+#endif
 
 extern "C" __global__ void chang_single_direct(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int rows, int width, int M)
 {
-    constexpr int kK = CSD_K, kPad = (CSD_K - 1) / 2, kF = CSD_FILTERS, kCols = 4 + kK - 1;
+    constexpr int kK = CSD_K, kPad = (CSD_K - 1) / 2, kF = CSD_FILTERS, kR = CSD_ROWS, kCols = 4 + kK - 1;
+    constexpr int kTaps = kK * kK, kTapStride = (kTaps + 3) / 4 * 4;  // a filter's taps in shared memory
+    constexpr bool kSharedWeights = CSD_SHARED_WEIGHTS;
     static_assert(kK % 2 == 1 && kK <= 5, "K must be 1, 3 or 5");
+    static_assert(kR == 1 || kR == 2 || kR == 4, "CSD_ROWS must be 1, 2 or 4");
     const int quads = (width + 3) / 4, t = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = t / quads, x0 = 4 * (t % quads), f0 = blockIdx.y * kF;
-    if (y >= rows) return;
+    const int y0 = kR * (t / quads), x0 = 4 * (t % quads), f0 = blockIdx.y * kF;
+    const bool live = y0 < rows;
+    if constexpr (!kSharedWeights) {
+        if (!live) return;
+    }
+    [[maybe_unused]] __shared__ float4 taps[kSharedWeights ? kF * kTapStride / 4 : 1];  // float4: 16-byte reads
+    if constexpr (kSharedWeights) {
+        float* const copy = reinterpret_cast<float*>(taps);
+        for (int i = threadIdx.x; i < kF * kTaps; i += blockDim.x)
+            copy[i / kTaps * kTapStride + i % kTaps] = f0 + i / kTaps < M ? w[(long long)f0 * kTaps + i] : 0.0f;
+    }
     const int valid = min(4, width - x0);
-    float v[kK][kCols];  // the input window: row y + kh - pad, columns x0 - pad ..
+    float v[kR + kK - 1][kCols];  // the input window: rows y0 - pad .., columns x0 - pad ..
 #pragma unroll
-    for (int kh = 0; kh < kK; ++kh) {
-        const int gy = y + kh - kPad;
+    for (int kh = 0; kh < kR + kK - 1; ++kh) {
+        const int gy = y0 + kh - kPad;
         const float* row = x + (long long)gy * width;
         if (kK == 1 && valid == 4 && aligned16(row + x0)) {
             const float4 a = *reinterpret_cast<const float4*>(row + x0);
@@ -295,24 +318,42 @@ extern "C" __global__ void chang_single_direct(
 #pragma unroll
         for (int j = 0; j < kCols; ++j) {
             const int gx = x0 - kPad + j;
-            v[kh][j] = gy >= 0 && gy < rows && gx >= 0 && gx < width ? row[gx] : 0.0f;
+            v[kh][j] = (kSharedWeights ? live : true) && gy >= 0 && gy < rows && gx >= 0 && gx < width ? row[gx] : 0.0f;
         }
+    }
+    if constexpr (kSharedWeights) {
+        __syncthreads();  // the taps are in
+        if (!live) return;
     }
     const bool vector_store = width % 4 == 0 && aligned16(out);  // every output row starts aligned
 #pragma unroll
     for (int f = 0; f < kF; ++f) {
         if (f0 + f >= M) break;
-        const float* wf = w + (long long)(f0 + f) * kK * kK;
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float wt[kTapStride];
+        if constexpr (kSharedWeights) {
+#pragma unroll
+            for (int j = 0; j < kTapStride; j += 4) {
+                const float4 q = taps[(f * kTapStride + j) / 4];
+                wt[j] = q.x; wt[j + 1] = q.y; wt[j + 2] = q.z; wt[j + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < kTaps; ++j) wt[j] = w[(long long)(f0 + f) * kTaps + j];
+        }
+        float acc[kR][4] = {};
 #pragma unroll
         for (int kh = 0; kh < kK; ++kh)
 #pragma unroll
-            for (int kw = 0; kw < kK; ++kw) {
-                const float wt = wf[kh * kK + kw];
+            for (int kw = 0; kw < kK; ++kw)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) acc[i] = fmaf(wt, v[kh][i + kw], acc[i]);
-            }
-        store_strip(out + ((long long)(f0 + f) * rows + y) * width + x0, acc, valid, vector_store, false);
+                for (int r = 0; r < kR; ++r)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[r][i] = fmaf(wt[kh * kK + kw], v[r + kh][i + kw], acc[r][i]);
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+            if (y0 + r >= rows) break;
+            store_strip(out + ((long long)(f0 + f) * rows + y0 + r) * width + x0, acc[r], valid, vector_store, false);
+        }
     }
 }
 

@@ -68,6 +68,9 @@ for h, w, m, k in [(7, 5, 9, 5), (13, 29, 11, 3), (3, 8, 2, 1), (5, 7, 9, 1)]:
     plans = [chang.SinglePlan("both", 3, 2, 5, 6, 2, 4, 128), chang.SinglePlan("maps", 1, 5, 1, 10**6, 1, 2, 512)]
     # the unstaged launch: partial quads, filter groups and blocks, maps smaller than the halo
     plans += [chang.SingleDirectPlan(4, 64), chang.SingleDirectPlan(1, 32)]
+    if k > 1:  # weights in shared memory (a block-wide copy and barrier), 2 and 4 rows per thread
+        plans += [chang.SingleDirectPlan(4, 64, rows=2, shared_weights=True),
+                  chang.SingleDirectPlan(3, 32, rows=4, shared_weights=True)]  # fmt: skip
     for plan in plans:
         assert reference.relative_error(chang.conv2d_single(x, f, plan=plan).get(), ref) < 1e-5, (h, w, m, k, plan)
 for c, h, w, m, k in [(13, 9, 11, 20, 3), (37, 16, 24, 70, 5), (3, 5, 8, 9, 1)]:

@@ -130,7 +130,8 @@ def test_kernels_build_without_spills(arch):
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")
     builds = [(f"-DCS_K={k}",) for k in (1, 3, 5)]
-    builds += [chang.SingleDirectPlan(max(chang.SINGLE_DIRECT_FILTERS)).options(k) for k in (3, 5)]
+    builds += [chang.SingleDirectPlan(max(chang.SINGLE_DIRECT_FILTERS), rows=rows, shared_weights=shared).options(k)
+               for k in (3, 5) for rows, shared in ((1, False), (max(chang.SINGLE_DIRECT_ROWS), True))]  # fmt: skip
     builds += [chang.MultiConfig(16, 1, 32).options(5), chang.MultiConfig(64, 16, 16, 1, 4).options(5)]
     builds += [chang.MultiConfig(bm, th, tw, rpt, 4, ck).options(k)
                for bm, th, tw, rpt, ck in chang.MULTI_TILES if rpt > 1 for k in (1, 3, 5)]  # fmt: skip
@@ -155,19 +156,33 @@ def test_launch_bound_maps_also_try_one_wave_of_short_pieces():
         assert set(short) <= set(chang.single_candidates(problem, model))
 
 
-def test_direct_plans_are_tried_at_1x1_and_on_small_maps():
+def test_direct_plans_read_weights_from_global_on_small_maps_and_from_shared_memory_at_3x3_and_5x5():
     h100 = chang.figures_from_ceilings(chapter.ceilings_summary(chapter.ceilings("recorded").frame), "H100")
     model = chang.latency_model(h100)
     for problem in chang.single_problems():
         direct = chang.direct_plans(problem)
-        assert bool(direct) == (problem.r == 1 or problem.h <= chang.SINGLE_DIRECT_MAX_MAP), problem.label
+        from_global = [p for p in direct if not p.shared_weights]
+        assert bool(from_global) == (problem.r == 1 or problem.h <= chang.SINGLE_DIRECT_MAX_MAP), problem.label
+        assert all(p.rows == 1 for p in from_global)
+        from_shared = {p.rows for p in direct if p.shared_weights}
+        assert from_shared == (set() if problem.r == 1 else set(chang.SINGLE_DIRECT_ROWS)), problem.label
         assert all(p.filters <= problem.m for p in direct)
+        for plan in direct:
+            plan.check(problem)
         assert set(direct) <= set(chang.single_candidates(problem, model))
 
 
-@pytest.mark.parametrize("launch", [chang.SinglePlan("both", 1, 2, 3, 4, 3, 4, 128), chang.SingleDirectPlan(8, 64)])
+@pytest.mark.parametrize("launch", [chang.SinglePlan("both", 1, 2, 3, 4, 3, 4, 128), chang.SingleDirectPlan(8, 64),
+                                    chang.SingleDirectPlan(8, 64, rows=4, shared_weights=True)])  # fmt: skip
 def test_single_launch_round_trips_its_params(launch):
     assert chang.single_launch(json.loads(json.dumps(launch.as_params()))) == launch
+
+
+def test_direct_plan_params_leave_out_the_defaults_of_the_later_knobs():
+    """Plans recorded before rows and shared_weights existed name the same launch (and the same results key)."""
+    assert chang.SingleDirectPlan(8, 64).as_params() == {"kernel": "direct", "filters": 8, "threads": 64}
+    assert chang.SingleDirectPlan(8, 64, rows=2).as_params()["rows"] == 2
+    assert chang.SingleDirectPlan(8, 64, shared_weights=True).as_params()["shared_weights"] is True
 
 
 def test_single_direct_plan_grid_and_checks():
@@ -184,3 +199,11 @@ def test_single_direct_plan_grid_and_checks():
         chang.SingleDirectPlan(4, 48).check(one)
     with pytest.raises(ValueError, match="65535 groups"):
         chang.SingleDirectPlan(1).check(ConvProblem.same(1, 1, 4, 4, 70000, 1))
+    # rows per thread: 7 rows in 4 pairs (or 2 quads) of rows x 2 quads = 8 (4) tiles
+    assert chang.SingleDirectPlan(4, 32, rows=2).grid(ConvProblem.same(1, 1, 7, 5, 9, 3)) == (1, 3)
+    assert chang.SingleDirectPlan(4, 4 * 32, rows=2).grid(ConvProblem.same(1, 1, 70, 5, 9, 3)) == (1, 3)
+    assert chang.SingleDirectPlan(4, 32, rows=4).grid(ConvProblem.same(1, 1, 70, 5, 9, 3)) == (2, 3)
+    with pytest.raises(ValueError, match=r"plan\.rows must be 1, 2 or 4"):
+        chang.SingleDirectPlan(4, rows=3).check(ConvProblem.same(1, 1, 7, 5, 9, 3))
+    with pytest.raises(ValueError, match=r"plan\.rows must be 1 at 1x1"):
+        chang.SingleDirectPlan(4, rows=2).check(one)

@@ -129,12 +129,18 @@ def test_past_the_paper_kernels_match_reference(shape, config):
 # M not a multiple of the filters per thread, one of the grid's sizes.
 SINGLE_DIRECT_SHAPES = [(1, 1, 1), (7, 5, 9), (13, 29, 3), (33, 64, 40), (28, 28, 32), (2, 3, 5)]
 SINGLE_DIRECT_PLANS = [chang.SingleDirectPlan(1, 64), chang.SingleDirectPlan(4, 128),
-                       chang.SingleDirectPlan(16, 32), chang.SingleDirectPlan(8, 256)]  # fmt: skip
+                       chang.SingleDirectPlan(16, 32), chang.SingleDirectPlan(8, 256),
+                       chang.SingleDirectPlan(1, 64, rows=4, shared_weights=True),
+                       chang.SingleDirectPlan(16, 32, rows=2, shared_weights=True),
+                       chang.SingleDirectPlan(5, 128, rows=1, shared_weights=True)]  # fmt: skip
+# at 1x1 the map is one row: rows 1 only
+SINGLE_DIRECT_CASES = [(k, plan) for k in chang.FILTER_SIZES for plan in SINGLE_DIRECT_PLANS if plan.rows == 1 or k > 1]
 
 
 @pytest.mark.parametrize("shape", SINGLE_DIRECT_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("k", chang.FILTER_SIZES)
-@pytest.mark.parametrize("plan", SINGLE_DIRECT_PLANS, ids=lambda p: f"f{p.filters}t{p.threads}")
+@pytest.mark.parametrize(("k", "plan"), SINGLE_DIRECT_CASES,
+                         ids=[f"k{k}-f{p.filters}t{p.threads}r{p.rows}{'s' * p.shared_weights}"
+                              for k, p in SINGLE_DIRECT_CASES])  # fmt: skip
 def test_single_direct_matches_reference(shape, k, plan):
     import cupy
 

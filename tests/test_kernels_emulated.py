@@ -120,12 +120,22 @@ SINGLE_DIRECT_PROBLEMS = [*(same(1, 7, 5, 9, k) for k in (1, 3, 5)), same(1, 28,
                           same(1, 2, 6, 5, 5), same(1, 13, 29, 11, 3)]  # fmt: skip
 
 
-@pytest.mark.parametrize("problem", SINGLE_DIRECT_PROBLEMS, ids=lambda p: p.label)
+#: The direct launch with the weights from global memory, and from shared memory on 2 and 4 rows per thread
+#: (3 filters: M = 9 leaves no partial group, 5 and 11 do; 32 threads copy 3 x 25 taps in three rounds),
+#: paired with each problem it can run (at 1x1 the map is one row: rows 1 only).
+SINGLE_DIRECT_EMULATED = [chang.SingleDirectPlan(4, 32), chang.SingleDirectPlan(4, 32, rows=2, shared_weights=True),
+                          chang.SingleDirectPlan(3, 64, rows=4, shared_weights=True)]  # fmt: skip
+SINGLE_DIRECT_CASES = [(problem, plan) for problem in SINGLE_DIRECT_PROBLEMS for plan in SINGLE_DIRECT_EMULATED
+                       if plan.rows == 1 or problem.r > 1]  # fmt: skip
+
+
+@pytest.mark.parametrize(("problem", "plan"), SINGLE_DIRECT_CASES, ids=lambda case: str(getattr(case, "label", case)))
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
-def test_single_direct_matches_reference(build_dir: Path, problem: ConvProblem, offset: int) -> None:
-    """chang_single_direct on maps and widths no 4-pixel quad divides, maps smaller than the halo and M no
-    filter group divides; offset 1 puts w and out off 16 bytes (scalar stores)."""
-    plan = chang.SingleDirectPlan(4, 32)
+def test_single_direct_matches_reference(
+    build_dir: Path, problem: ConvProblem, plan: chang.SingleDirectPlan, offset: int
+) -> None:
+    """chang_single_direct on maps and widths no 4-pixel quad (or row pair or quad) divides, maps smaller than
+    the halo and M no filter group divides; offset 1 puts w and out off 16 bytes (scalar stores)."""
     emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
             plan.kernel_args(problem), counters=False, offset=offset)  # fmt: skip
 
