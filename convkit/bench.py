@@ -391,11 +391,14 @@ def run_experiment(
     seed: int | None = None,
     timing: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = print,
+    remeasure_changed: bool = False,
 ) -> Path:
     """Measure ``problems`` into ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
 
     ``tune`` measures every knob candidate of the variants, ``peers`` adds library peers (see
-    :func:`cases`). Returns the directory written to.
+    :func:`cases`). ``remeasure_changed``: a problem whose variant now runs other knobs than its rows
+    record (tuned again) is measured again whole (:func:`convkit.results.sweep`). Returns the directory
+    written to.
     """
     from convkit import provenance
     from convkit.gpu import device_name, gpu_slug
@@ -406,7 +409,8 @@ def run_experiment(
     store = ResultStore.open(directory, experiment, provenance.collect())
     peers = tuple(peers)
     sweep(store, problems, lambda p: cases(p, variants, cudnn=cudnn, tune=tune, peers=peers),
-          lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress)  # fmt: skip
+          lambda p, todo: measure_problem(p, todo, seed=seed, timing=timing), progress=progress,
+          remeasure_changed=remeasure_changed)  # fmt: skip
     return directory
 
 

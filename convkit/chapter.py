@@ -114,8 +114,8 @@ def measure_cuconv(
     """Tune every cuConv variant's knobs, then sweep variants and cuDNN, one batch size at a time.
 
     Batch 1 first (the paper's focus), so an interrupted session leaves whole batch sizes behind;
-    both experiments resume where they stopped. Writes ``cuconv_tuning.csv`` and ``<experiment>.csv``
-    under ``directory``.
+    both experiments resume where they stopped, and a problem whose tuned knobs changed is swept again
+    whole. Writes ``cuconv_tuning.csv`` and ``<experiment>.csv`` under ``directory``.
     """
     from convkit import networks, tuner
     from convkit.bench import CUCONV_VARIANTS, run_experiment
@@ -128,7 +128,7 @@ def measure_cuconv(
         run_experiment(tuner.EXPERIMENT, problems, directory=directory, variants=CUCONV_VARIANTS, cudnn=False,
                        tune=True, timing=tuner.TIMING, progress=progress)  # fmt: skip
         run_experiment(experiment, problems, directory=directory, variants=CUCONV_VARIANTS,
-                       timing=CUCONV_TIMING, progress=progress)  # fmt: skip
+                       timing=CUCONV_TIMING, progress=progress, remeasure_changed=True)  # fmt: skip
 
 
 def cuconv(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
@@ -256,7 +256,8 @@ def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str =
                       progress: Any = print) -> None:  # fmt: skip
     """Tune the H100 plan and launch of both kernels (``chang2022_tuning.csv``), then sweep the
     single-channel grid (both plans) and the multi-channel grid (both launches) against every cuDNN
-    algorithm and PyTorch into ``<experiment>.csv``; both resume where they stopped."""
+    algorithm and PyTorch into ``<experiment>.csv``; both resume where they stopped, and a configuration
+    whose tuned launch changed is swept again whole."""
     from convkit import chang2022 as chang
     from convkit import tuner
     from convkit.bench import CHANG_MULTI_VARIANTS, CHANG_SINGLE_VARIANTS, CHANG_TUNING, run_experiment
@@ -270,7 +271,7 @@ def measure_chang2022(directory: Path, *, quick: bool = False, experiment: str =
     for problems, variants in ((chang.single_problems(), CHANG_SINGLE_VARIANTS),
                                (chang.multi_problems(), CHANG_MULTI_VARIANTS)):  # fmt: skip
         run_experiment(experiment, problems[::step], directory=directory, variants=variants, timing=CHANG_TIMING,
-                       progress=progress)  # fmt: skip
+                       progress=progress, remeasure_changed=True)  # fmt: skip
 
 
 def chang2022(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
@@ -290,7 +291,8 @@ def measure_lu2020(directory: Path, *, quick: bool = False, experiment: str = LU
                    progress: Any = print) -> None:  # fmt: skip
     """Tune the launches of every Lu 2020 kernel (``lu2020_tuning.csv``), then sweep the single-channel
     images (the paper's ladder, cuDNN, PyTorch, ``cupyx.scipy.ndimage.correlate``) and the multi-channel
-    layers (``lu_multi``, cuDNN, PyTorch) into ``<experiment>.csv``; both resume where they stopped."""
+    layers (``lu_multi``, cuDNN, PyTorch) into ``<experiment>.csv``; both resume where they stopped, and a
+    problem whose tuned launch changed is swept again whole."""
     from convkit import lu2020, tuner
     from convkit.bench import LU_MULTI_VARIANTS, LU_SINGLE_VARIANTS, LU_TUNING, run_experiment
 
@@ -301,7 +303,7 @@ def measure_lu2020(directory: Path, *, quick: bool = False, experiment: str = LU
         run_experiment(LU_TUNING, problems, directory=directory, variants=variants, cudnn=False, tune=True,
                        timing=tuner.TIMING, progress=progress)  # fmt: skip
         run_experiment(experiment, problems, directory=directory, variants=variants, peers=peers, timing=LU_TIMING,
-                       progress=progress)  # fmt: skip
+                       progress=progress, remeasure_changed=True)  # fmt: skip
 
 
 def lu2020(device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:

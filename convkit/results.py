@@ -169,6 +169,30 @@ class ResultStore:
     def done_keys(self) -> set[tuple[str, ...]]:
         return {row_key(r, self.key_columns) for r in self.rows()}
 
+    def drop(self, where: Callable[[dict[str, str]], bool]) -> int:
+        """Remove the rows ``where`` selects (each as :meth:`rows` gives it), and the provenance of runs left
+        with no row; returns how many were removed. Both files are replaced atomically: a kill leaves the
+        old or the new one."""
+        rows = self.rows()
+        keep = [r for r in rows if not where(r)]
+        if len(keep) == len(rows):
+            return 0
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(keep)
+        tmp = self.csv_path.with_suffix(".csv.tmp")
+        tmp.write_text(buf.getvalue())
+        os.replace(tmp, self.csv_path)
+        if self.json_path.exists():
+            doc = json.loads(self.json_path.read_text())
+            runs = {r["run_id"] for r in keep} | ({self.run_id} if self._registered else set())
+            doc["runs"] = {run: prov for run, prov in doc["runs"].items() if run in runs}
+            tmp = self.json_path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, self.json_path)
+        return len(rows) - len(keep)
+
     def append(self, row: Mapping[str, Any]) -> None:
         """Write one row and force it to disk before returning."""
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -200,17 +224,33 @@ def sweep(
     measure: Measure,
     *,
     progress: Callable[[str], None] | None = None,
+    remeasure_changed: bool = False,
 ) -> int:
     """Measure every case of every problem that the store does not hold yet; returns rows written.
 
     ``measure(problem, todo)`` yields one row per case in ``todo`` (built with :func:`make_row`);
     each is stored as soon as it is yielded. If it raises, the cases it had not yielded are
     recorded with status ``error`` and the message, and the sweep goes on with the next problem.
+
+    ``remeasure_changed`` (for experiments with one launch per implementation and variant): a problem
+    whose rows hold a case's implementation and variant with other ``params`` than the case has now (a
+    launch tuned again, a changed plan) is measured again whole: its rows are dropped first, so that
+    every implementation of it still comes from one run, and no variant has two rows.
     """
     done = store.done_keys()
+    recorded: dict[tuple[str, ...], set[str]] = {}  # (label, pad, stride, impl, variant) -> the params it ran
+    for key in done if remeasure_changed else ():
+        recorded.setdefault(key[:-1], set()).add(key[-1])
     written = 0
     for problem in problems:
-        todo = [c for c in cases(problem) if case_key(problem, c) not in done]
+        keys = {case_key(problem, c): c for c in cases(problem)}
+        if remeasure_changed and any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys):
+            where = (problem.label, str(problem.pad), str(problem.stride))
+            store.drop(lambda row, at=where: (row["label"], row["pad"], row["stride"]) == at)
+            done = {key for key in done if key[:3] != where}
+            if progress:
+                progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: a launch changed, measured again")
+        todo = [case for key, case in keys.items() if key not in done]
         if not todo:
             continue
         if progress:

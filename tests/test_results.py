@@ -103,6 +103,56 @@ def test_sweep_skips_done_keys_and_records_failures(tmp_path):
     assert sweep(store, [P1, P2], lambda p: CASES, measure) == 0  # everything recorded, errors included
 
 
+def test_a_problem_whose_launch_changed_is_measured_again_whole(tmp_path):
+    """remeasure_changed: P1's convkit row ran other params than its case has now (tuned again), so all of P1's
+    rows go (cuDNN's too: one run per problem) with their run's provenance, and P1 is measured again; P2,
+    unchanged, is not touched."""
+    old = ResultStore.open(tmp_path, "exp", {"run": "old"})
+    retuned = Case("convkit", "direct", '{"threads":128}')
+    for problem in (P1, P2):
+        for case in CASES:
+            old.append(make_row(problem, case, status="ok"))
+    calls = []
+
+    def measure(problem, todo):
+        calls.append((problem.label, [c.params for c in todo]))
+        for case in todo:
+            yield make_row(problem, case, status="ok")
+
+    def cases(problem):
+        return [retuned, CASES[1]] if problem == P1 else CASES
+
+    assert sweep(ResultStore.open(tmp_path, "exp", {"run": "new"}), [P1, P2], cases, measure) == 1  # P1's new launch
+    assert calls == [("7-1-1-32-832", ['{"threads":128}'])]
+    calls.clear()
+    store = ResultStore.open(tmp_path, "exp", {"run": "third"})
+    assert sweep(store, [P1, P2], cases, measure, remeasure_changed=True) == 2
+    assert calls == [("7-1-1-32-832", ['{"threads":128}', "{}"])]
+    rows = store.rows()
+    assert sorted(row_key(r) for r in rows) == sorted(
+        [case_key(P1, c) for c in cases(P1)] + [case_key(P2, c) for c in CASES]
+    )
+    runs = json.loads(store.json_path.read_text())["runs"]
+    assert {r["run_id"] for r in rows} == set(runs)  # the second run's only row went with P1
+    assert sorted(p["run"] for p in runs.values()) == ["old", "third"]
+    assert sweep(store, [P1, P2], cases, measure, remeasure_changed=True) == 0
+
+
+def test_drop_removes_rows_and_the_provenance_left_without_rows(tmp_path):
+    first = ResultStore.open(tmp_path, "exp", {"run": "first"})
+    first.append(make_row(P1, CASES[0], status="ok"))
+    second = ResultStore.open(tmp_path, "exp", {"run": "second"})
+    second.append(make_row(P2, CASES[0], status="ok"))
+    second.append(make_row(P2, CASES[1], status="ok"))
+    assert second.drop(lambda row: row["label"] == P2.label and row["impl"] == "cudnn") == 1
+    assert len(json.loads(second.json_path.read_text())["runs"]) == 2
+    assert second.drop(lambda row: row["label"] == P1.label) == 1
+    assert [p["run"] for p in json.loads(second.json_path.read_text())["runs"].values()] == ["second"]
+    assert second.drop(lambda row: False) == 0
+    frame, _ = load_results(tmp_path, "exp")
+    assert list(frame["label"]) == [P2.label]
+
+
 def test_ceilings_layout(tmp_path):
     store = ceilings.open_store(tmp_path, {"gpu": "fake"})
     store.append({"measurement": "copy_bandwidth", "metric": "copy_bandwidth", "value": 3000.0, "unit": "GB/s"})
