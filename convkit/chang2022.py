@@ -988,7 +988,7 @@ def conv2d_single(x: Any, w: Any, *, plan: SingleLaunch | None = None, out: Any 
     problem = check_same_args(x, w, single=True)
     if plan is None:
         plan = fill_plan(problem, latency_model(current_figures()))
-    if not isinstance(plan, SinglePlan | SingleDirectPlan):
+    if not isinstance(plan, SingleLaunch):
         raise TypeError(f"plan must be a SinglePlan or SingleDirectPlan, got {type(plan).__name__}")
     plan.check(problem)
     out = output_for(out, problem)

@@ -62,6 +62,13 @@ class Case:
     params: str = "{}"
 
 
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file and a rename: a kill leaves the old or the new file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def row_key(row: Mapping[str, Any], key_columns: tuple[str, ...] = KEY_COLUMNS) -> tuple[str, ...]:
     """What makes a row unique in an experiment: by default the problem and the case."""
     return tuple(str(row[k]) for k in key_columns)
@@ -154,9 +161,7 @@ class ResultStore:
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
         doc["runs"][self.run_id] = self._provenance
-        tmp = self.json_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.json_path)  # atomic: a kill leaves the old or the new file
+        _replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         self._registered = True
 
     def rows(self) -> list[dict[str, str]]:
@@ -181,16 +186,12 @@ class ResultStore:
         writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows(keep)
-        tmp = self.csv_path.with_suffix(".csv.tmp")
-        tmp.write_text(buf.getvalue())
-        os.replace(tmp, self.csv_path)
+        _replace_text(self.csv_path, buf.getvalue())
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
             runs = {r["run_id"] for r in keep} | ({self.run_id} if self._registered else set())
             doc["runs"] = {run: prov for run, prov in doc["runs"].items() if run in runs}
-            tmp = self.json_path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp, self.json_path)
+            _replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return len(rows) - len(keep)
 
     def append(self, row: Mapping[str, Any]) -> None:

@@ -318,7 +318,7 @@ extern "C" __global__ void chang_single_direct(
 #pragma unroll
         for (int j = 0; j < kCols; ++j) {
             const int gx = x0 - kPad + j;
-            v[kh][j] = (kSharedWeights ? live : true) && gy >= 0 && gy < rows && gx >= 0 && gx < width ? row[gx] : 0.0f;
+            v[kh][j] = live && gy >= 0 && gy < rows && gx >= 0 && gx < width ? row[gx] : 0.0f;
         }
     }
     if constexpr (kSharedWeights) {
