@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from convkit.measure import Variant
+from convkit.papers import PAPERS, names, paper
 from convkit.problem import ConvProblem
 
 
@@ -31,15 +33,31 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _problems(args: argparse.Namespace) -> list[ConvProblem]:
-    from convkit.suites import anchors
-
     pad: Any = args.pad if args.pad == "same" else int(args.pad)
     problems = [ConvProblem.from_label(label, pad=pad, stride=args.stride) for label in args.labels]
-    if args.suite == "anchors":
-        problems += [a.problem for a in anchors(quick=args.quick)]
+    if args.suite:
+        suite = paper(args.suite).problems
+        if suite is None:
+            raise SystemExit(f"convkit bench: {args.suite} declares no problems; try one of {_suites()}")
+        problems += suite(args.quick)
     if not problems:
-        raise SystemExit("convkit bench: give a label (e.g. 7-1-1-32-832) or --suite anchors")
+        raise SystemExit("convkit bench: give a label (e.g. 7-1-1-32-832) or --suite baseline")
     return problems
+
+
+def _suites() -> list[str]:
+    return [p.name for p in PAPERS if p.problems is not None]
+
+
+def _variants(names: str | None) -> list[Variant]:
+    """The registered variants called ``names`` (comma-separated), or all of them."""
+    known = {v.name: v for p in PAPERS for v in p.variants}
+    if not names:
+        return list(known.values())
+    unknown = [n for n in names.split(",") if n not in known]
+    if unknown:
+        raise SystemExit(f"convkit bench: unknown variants {unknown}; known: {sorted(known)}")
+    return [known[n] for n in names.split(",")]
 
 
 def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
@@ -56,30 +74,29 @@ def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from convkit import bench
+    from convkit import measure
     from convkit.gpu import require_cupy
-    from convkit.results import case_key, row_key
+    from convkit.results import ResultStore, case_key, row_key
 
     require_cupy()
     problems = _problems(args)
     timing = {"flush_l2": args.flush_l2}
-    variants = args.variants.split(",") if args.variants else None
+    variants = _variants(args.variants)
+    kernels = measure.Kernels(tuple(variants))
     if args.csv:
         csv = Path(args.csv)
-        bench.run_experiment(csv.stem, problems, directory=csv.parent, variants=variants,
-                             cudnn=not args.no_cudnn, timing=timing, progress=None)  # fmt: skip
-        from convkit.results import ResultStore
-
+        measure.run_experiment(csv.stem, problems, variants, directory=csv.parent, cudnn=not args.no_cudnn,
+                               timing=timing, progress=None)  # fmt: skip
         stored = {row_key(r): r for r in ResultStore(csv.parent, csv.stem).rows()}
     for problem in problems:
-        todo = bench.cases(problem, variants, cudnn=not args.no_cudnn)
+        todo = measure.cases(problem, variants, cudnn=not args.no_cudnn)
         print(f"\n{problem.label}  N={problem.n} C={problem.c} HxW={problem.h}x{problem.w} M={problem.m} "
               f"RxS={problem.r}x{problem.s} pad={problem.pad} stride={problem.stride}  "
               f"{problem.flops / 1e9:.3f} GFLOP, {problem.min_bytes / 1e6:.2f} MB")  # fmt: skip
         if args.csv:
             rows = [stored[case_key(problem, c)] for c in todo]
         else:
-            rows = list(bench.measure_problem(problem, todo, timing=timing))
+            rows = list(measure.measure_problem(problem, todo, kernels, timing=timing))
         _print_rows(rows)
     if args.csv:
         print(f"\nrows in {args.csv}, provenance in {Path(args.csv).with_suffix('.json')}")
@@ -103,24 +120,16 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from convkit import chapter
-    from convkit.gpu import device_name, gpu_slug, require_cupy
-    from convkit.paths import results_dir
+    from convkit.chapter import QUICK_SUFFIX
+    from convkit.gpu import require_cupy
+    from convkit.measure import gpu_results_dir
 
     require_cupy()
-    directory = Path(args.directory) if args.directory else results_dir() / gpu_slug(device_name())
-    simple = {"toy_cnn": (chapter.TOY_EXPERIMENT, chapter.measure_toy_cnn),
-              "chang2022": (chapter.CHANG_EXPERIMENT, chapter.measure_chang2022),
-              "lu2020": (chapter.LU_EXPERIMENT, chapter.measure_lu2020)}  # fmt: skip
-    if args.chapter in simple:
-        name, measure = simple[args.chapter]
-        experiment = name + ("_quick" if args.quick else "")
-        measure(directory, quick=args.quick, experiment=experiment)
-        print(f"rows in {directory / experiment}.csv")
-        return 0
-    batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else None
-    experiment = chapter.CUCONV_EXPERIMENT + ("_quick" if args.quick else "")
-    chapter.measure_cuconv(directory, batches=batches, quick=args.quick, experiment=experiment)
+    entry = paper(args.paper)
+    directory = gpu_results_dir(Path(args.directory) if args.directory else None)
+    options = {"batches": tuple(int(b) for b in args.batches.split(","))} if args.batches else {}
+    experiment = entry.experiment + (QUICK_SUFFIX if args.quick else "")
+    entry.measure(directory, quick=args.quick, experiment=experiment, **options)
     print(f"rows in {directory / experiment}.csv")
     return 0
 
@@ -128,7 +137,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_profile(args: argparse.Namespace) -> int:
     from convkit import profile
 
-    print(f"rows in {profile.profile(Path(args.directory) if args.directory else None, chapter=args.chapter)}")
+    print(f"rows in {profile.profile(args.paper, Path(args.directory) if args.directory else None)}")
     return 0
 
 
@@ -171,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("labels", nargs="*", help="cuConv labels input-batch-filter-filters-depth, e.g. 7-1-1-32-832")
     bench.add_argument("--pad", default="same", help="'same' (default) or an int")
     bench.add_argument("--stride", type=int, default=1)
-    bench.add_argument("--suite", choices=["anchors"], help="add the configurations of shared/papers/README.md")
+    bench.add_argument("--suite", choices=_suites(), help="add a chapter's problems (baseline: the anchors)")
     bench.add_argument("--quick", action="store_true", help="with --suite: a small subset")
     bench.add_argument("--variants", help="comma-separated convkit variants (default: all)")
     bench.add_argument("--no-cudnn", action="store_true", help="skip the cuDNN algorithms")
@@ -184,15 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     kernels.set_defaults(func=_cmd_kernels)
 
     sweep = sub.add_parser("sweep", help="tune, then sweep a chapter's configurations (resumable)")
-    sweep.add_argument("chapter", choices=["cuconv", "toy_cnn", "chang2022", "lu2020"])
-    sweep.add_argument("--batches", help="cuconv: comma-separated batch sizes (default: all seven of the paper)")
+    sweep.add_argument("paper", choices=names())
+    sweep.add_argument("--batches", help="comma-separated batch sizes, where a chapter sweeps several (cuconv)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     sweep.set_defaults(func=_cmd_sweep)
 
-    prof = sub.add_parser("profile", help="ncu kernel profile: cuConv's named configurations, the lab layer, "
-                          "or the Lu 2020 ladder's load counters")  # fmt: skip
-    prof.add_argument("--chapter", choices=["cuconv", "toy_cnn", "lu2020"], default="cuconv")
+    prof = sub.add_parser("profile", help="ncu kernel profile of a chapter's named cases")
+    prof.add_argument("paper", choices=[p.name for p in PAPERS if p.profile is not None])
     prof.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     prof.set_defaults(func=_cmd_profile)
 

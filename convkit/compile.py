@@ -1,7 +1,9 @@
 """Compiling ``kernels/*.cu``: at run time through CuPy (NVRTC), and ahead of time through ``nvcc``.
 
 Run time: :func:`load_kernel` builds a source once per (source text, options, architecture) for
-the GPU in use and hands back a ``cupy.RawKernel``.
+the GPU in use and hands back a ``cupy.RawKernel``; :func:`launch` is the one way a launcher runs a
+kernel: it asks a :class:`Launch` (CUTLASS's device adapter, in Python) whether it can implement the
+problem, then builds, opts in to its shared memory and launches it on the current stream.
 
 Ahead of time, with no GPU: :func:`ptxas_report` compiles the same source with
 ``nvcc -cubin -Xptxas -v`` for a given architecture and parses the resource usage of every
@@ -19,7 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from convkit.gpu import compute_capability, require_cupy
 from convkit.paths import kernels_dir
@@ -83,6 +85,11 @@ def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> A
     return cupy.RawModule(code=code, options=options, name_expressions=None)
 
 
+#: Kernels already loaded, by (source, kernel, options, device): a launch finds its kernel without reading
+#: a file, running a regular expression or hashing (CuPy memoizes its own kernels per device the same way).
+_LOADED: dict[tuple[str, str, tuple[str, ...], int], Any] = {}
+
+
 def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> Any:
     """A ``cupy.RawKernel`` for ``kernel`` from ``kernels/<source>.cu``, built for the current GPU.
 
@@ -92,9 +99,15 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
         options: extra NVRTC options (``-D`` macros for compile-time knobs).
 
     Returns:
-        the kernel, compiled once per (source text, options, architecture) in this process;
-        CuPy also caches the binary on disk between processes.
+        the kernel, compiled once per (source text, options, architecture) and looked up once per
+        (source, kernel, options, device) in this process; CuPy also caches the binary on disk between
+        processes. A source edited while a process runs is picked up by the next process.
     """
+    cupy = require_cupy()
+    key = (source, kernel, tuple(options), cupy.cuda.runtime.getDevice())
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
     code = kernel_code(source)
     if kernel not in kernel_names(code):
         raise ValueError(f"kernels/{source}.cu defines no kernel {kernel!r} (has {kernel_names(code)})")
@@ -102,7 +115,8 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
     arch = f"sm_{major}{minor}"
     all_options = COMMON_OPTIONS + tuple(options)
     digest = hashlib.sha256(code.encode()).hexdigest()
-    return _module(digest, code, all_options, arch).get_function(kernel)
+    found = _LOADED[key] = _module(digest, code, all_options, arch).get_function(kernel)
+    return found
 
 
 #: Dynamic shared memory a block gets without opting in (bytes).
@@ -119,6 +133,52 @@ def with_dynamic_shared(kernel: Any, nbytes: int, what: str) -> Any:
     if nbytes > DEFAULT_DYNAMIC_SHARED:
         kernel.max_dynamic_shared_size_bytes = nbytes
     return kernel
+
+
+@runtime_checkable
+class Launch(Protocol):
+    """What a kernel launch declares before it runs, for one problem.
+
+    Every family's launch objects (frozen dataclasses of their knobs, recorded as a row's ``params``
+    through ``as_params``) satisfy this; :func:`launch` is the only code that turns one into a launch.
+    """
+
+    #: The file under ``kernels/`` (stem) that defines the kernel.
+    source: str
+
+    def kernel_name(self, problem: Any) -> str:
+        """The ``extern "C"`` kernel this launch runs on ``problem``."""
+        ...
+
+    def options(self, problem: Any) -> tuple[str, ...]:
+        """Compile-time options (``-D`` macros) for ``problem``."""
+        ...
+
+    def grid(self, problem: Any) -> tuple[int, ...]: ...
+
+    def block(self, problem: Any) -> tuple[int, ...]: ...
+
+    def shared_bytes(self, problem: Any) -> int:
+        """Dynamic shared memory per block (bytes)."""
+        ...
+
+    def can_implement(self, problem: Any) -> None:
+        """Raise ValueError, naming the knob or argument, if the kernel cannot run this launch on ``problem``."""
+        ...
+
+    def as_params(self) -> dict[str, Any]:
+        """The knobs as a results row records them."""
+        ...
+
+
+def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
+    """Check ``spec`` against ``problem`` (:meth:`Launch.can_implement`), build its kernel for this GPU and
+    enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them)."""
+    spec.can_implement(problem)
+    shared = spec.shared_bytes(problem)
+    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
+    with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
+    kernel(spec.grid(problem), spec.block(problem), args, shared_mem=shared)
 
 
 @dataclass(frozen=True)

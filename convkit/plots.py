@@ -93,13 +93,13 @@ def algorithm_times(frame: Any, *, ax: Any = None) -> Any:
 def speedup_by_batch(
     table: Any, *, filter_size: int, batches: tuple[int, ...], column: str, title: str, axes: Any = None
 ) -> Any:
-    """The cuConv paper's Figures 5-7: speedup over the best cuDNN algorithm per configuration.
+    """Speed-up over a baseline per configuration, one panel per batch size (the layout of cuConv's Figures 5-7).
 
     One panel per batch size, one bar per configuration labelled ``[input]-[filters]-[depth]``,
     log scale with the break-even line at 1 (above it convkit is faster).
 
     Args:
-        table: :func:`convkit.cuconv_results.speedup_table`.
+        table: one row per problem with columns batch, filter, fig_label and ``column``.
         filter_size: 1, 3 or 5.
         batches: the batch sizes to show (the paper: 1x1 up to 64, 3x3 up to 16, 5x5 up to 256).
         column: ``speedup_paper`` or ``speedup_best``.
@@ -130,7 +130,7 @@ def speedup_by_batch(
 def block_heatmap(sweep: Any, *, value: str = "tflops", title: str = "V4 over block shapes") -> Any:
     """One heatmap per block z: block x across, block y down, ``value`` (TFLOP/s) in each cell.
 
-    ``sweep`` has columns bx, by, bz and ``value`` (:func:`convkit.toy_cnn_results.block_sweep`).
+    ``sweep`` has columns bx, by, bz and ``value``.
     """
     import matplotlib.pyplot as plt
 
@@ -195,7 +195,8 @@ def speedups(table: Any, variants: dict[str, str], *, paper_mean: float | None =
 
 
 def exchange_diagram(trace: Any, *, lanes: int = 8, ax: Any = None) -> Any:
-    """Lu et al. 2020 Figure 3 from a :func:`convkit.warp_sim.simulate_exchange` trace: what each lane holds.
+    """A warp's register exchange (the layout of Lu et al. 2020's Figure 3) from a simulated trace: what each
+    lane holds.
 
     One band per stage (the loads, then each shuffle step), one column per lane t0.., one cell per
     window slot showing the global column it holds: loaded (blue), received earlier (pale orange),

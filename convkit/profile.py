@@ -1,14 +1,14 @@
-"""Kernel-level profile of named configurations (the cuConv paper's Tables 3-5) with Nsight Compute.
+"""Kernel-level profiles with Nsight Compute, for any paper that declares one (:class:`convkit.paper.Profile`).
 
-Each implementation (convkit's variants with their tuned knobs, and every cuDNN forward algorithm)
-is checked against the float64 reference, warmed up, then launched once between two marker
-kernels (``profile_begin`` with as many blocks as the case's index + 1, then ``profile_end``), so
-that every kernel ``ncu`` records is attributed to its case by position alone. ``ncu`` runs with
-``--clock-control none --cache-control none``: the GPU's own clocks and a warm L2, as in the timed
-sweep. Rows (kernel name, blocks, threads per block, registers, duration) go to
-``results/<gpu>/cuconv_kernels.csv`` with provenance, so the book shows them without a GPU.
+Each of the paper's profiled cases is checked against its float64 reference (output poisoned with
+NaN), warmed up, then launched once between two marker kernels (``profile_begin`` with as many
+blocks as the case's index + 1, then ``profile_end``), so that every kernel ``ncu`` records is
+attributed to its case by position alone. ``ncu`` runs with ``--clock-control none
+--cache-control none``: the GPU's own clocks and a warm L2, as in the timed sweep. Rows (kernel
+name, blocks, threads per block, registers, duration, the paper's extra metrics) go to
+``results/<gpu>/<experiment>.csv`` with provenance, so the book shows them without a GPU.
 
-Run on a GPU machine: ``python -m convkit.profile`` (needs ``ncu`` on the PATH).
+Run on a GPU machine: ``convkit profile <paper>`` (needs ``ncu`` on the PATH).
 """
 
 from __future__ import annotations
@@ -22,30 +22,24 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit.problem import ConvProblem
+from convkit.paper import Profile
+from convkit.papers import paper
 
-EXPERIMENT = "cuconv_kernels"
 COLUMNS = ("experiment", "table", "config", "label", "impl", "variant", "params", "status", "rel_err",
            "kernel_index", "kernel", "blocks", "threads_per_block", "registers", "time_us", "note",
            "run_id")  # fmt: skip
 KEY_COLUMNS = ("label", "impl", "variant", "params", "kernel_index")
-
-#: The paper's named configurations: table -> (letter, label).
-NAMED_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Table 3 (1x1)": (("A", "7-1-1-256-832"), ("B", "14-1-1-1024-256"), ("C", "27-1-1-256-64")),
-    "Table 4 (3x3)": (("A", "7-1-3-384-192"), ("B", "13-1-3-384-384")),
-    "Table 5 (5x5)": (("A", "7-1-5-128-48"), ("B", "7-8-5-128-48")),
-}
 NCU_METRICS = ("gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread")
 
 
-def named_problems() -> list[tuple[str, str, ConvProblem]]:
-    """(table, letter, problem) for every named configuration, "same" padding, stride 1."""
-    return [(t, letter, ConvProblem.from_label(label)) for t, rows in NAMED_CONFIGS.items() for letter, label in rows]
+def columns(spec: Profile) -> tuple[str, ...]:
+    """A profile's results columns: the common ones, one per extra metric, the note and run id."""
+    if not spec.metrics:
+        return COLUMNS
+    return (*COLUMNS[:-2], *(m.replace(".", "_") for m in spec.metrics), "note", "run_id")
 
 
 def attribute_kernels(kernels: Iterable[dict[str, Any]]) -> list[tuple[int, int, dict[str, Any]]]:
@@ -106,26 +100,6 @@ def parse_ncu_raw_csv(text: str, extra: Iterable[str] = ()) -> list[dict[str, An
     return sorted(kernels, key=lambda k: k["id"])
 
 
-def _cases(problem: ConvProblem, chapter: str = "cuconv") -> list[Any]:
-    from convkit import bench
-
-    if chapter == "lu2020":  # the ladder at its tuned launches, and the image-processing peer
-        return bench.cases(problem, bench.LU_SINGLE_VARIANTS, cudnn=False, peers=("ndimage.correlate",))
-    return bench.cases(problem, bench.CUCONV_VARIANTS, cudnn=True, pytorch=False)
-
-
-def _runner(case: Any, problem: ConvProblem, conv: Any, x: Any, w: Any, y: Any) -> Any:
-    """A callable that runs ``case`` once into ``y``."""
-    from convkit import bench
-
-    if case.impl == "convkit":
-        variant, knobs = bench.VARIANTS[case.variant], json.loads(case.params)
-        return lambda: variant.run(x, w, problem, y, **knobs)
-    if case.impl == "cupyx":
-        return lambda: bench.PEERS[case.variant].run(x, w, problem, y)
-    return lambda: conv.forward(case.variant, x, w, y)
-
-
 def _launch_between_markers(run: Any, begin: Any, end: Any, case_index: int) -> None:
     """Warm ``run`` up, then launch it once between ``profile_begin`` (``case_index + 1`` blocks: how
     :func:`attribute_kernels` finds the case) and ``profile_end``."""
@@ -139,128 +113,36 @@ def _launch_between_markers(run: Any, begin: Any, end: Any, case_index: int) -> 
     cupy.cuda.get_current_stream().synchronize()
 
 
-def drive(manifest_path: Path, chapter: str = "cuconv") -> None:
-    """The profiled process: check each case, warm it up, launch it once between markers.
-
-    Writes the manifest (case index -> table, config, problem, case, status, error) as JSON.
-    """
-    import cupy
-
-    from convkit import bench, reference
+def drive(manifest_path: Path, name: str) -> None:
+    """The profiled process: check each of the paper's profiled cases, warm it up, launch it once between
+    markers. Writes the manifest (case index -> entry with status, error and note) as JSON."""
     from convkit.compile import load_kernel
-    from convkit.cudnn import CudnnConvolution, CudnnError
+    from convkit.cudnn import CudnnError
+    from convkit.measure import check_output
 
+    spec = paper(name).profile
+    if spec is None:
+        raise ValueError(f"paper {name!r} declares no profile")
     begin, end = load_kernel("timing", "profile_begin"), load_kernel("timing", "profile_end")
-    if chapter == "toy_cnn":
-        manifest_path.write_text(json.dumps(_drive_toy(begin, end), indent=1))
-        return
-    manifest = []
-    named = lu_profile_problems() if chapter == "lu2020" else named_problems()
-    for table, letter, problem in named:
-        rng = cupy.random.default_rng()
-        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
-        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
-        y = cupy.empty(problem.output_shape, dtype=cupy.float32)
-        ref = reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
-        conv = CudnnConvolution(problem)
-        for case in _cases(problem, chapter):
-            entry = {"table": table, "config": letter, "label": problem.label, "impl": case.impl,
-                     "variant": case.variant, "params": case.params, "status": "ok", "rel_err": "",
-                     "note": ""}  # fmt: skip
-            try:
-                if case.impl == "cudnn" and (need := conv.workspace(case.variant)).status != "ok":
-                    entry.update(status=need.status, note=need.note)
-                    manifest.append(entry)
-                    continue
-                run = _runner(case, problem, conv, x, w, y)
-                y.fill(cupy.nan)
-                run()
-                err = reference.relative_error(y.get(), ref)
+    manifest: list[dict[str, Any]] = []
+    for case in spec.cases():
+        entry = {"status": "ok", "rel_err": "", "note": ""} | dict(case.entry)
+        try:
+            prepared = case.prepare()
+            if isinstance(prepared, dict):  # cannot run here (workspace, support)
+                entry.update(status=prepared["status"], note=prepared["note"])
+            else:
+                run, check_run = prepared
+                err = check_output(case.out, case.ref, check_run or run)
                 entry["rel_err"] = f"{err:.3e}"
-                if not err <= bench.tolerance_for(case):
+                if err <= case.tolerance:
+                    _launch_between_markers(run, begin, end, len(manifest))
+                else:
                     entry.update(status="wrong", note="failed the float64 check; not profiled")
-                    manifest.append(entry)
-                    continue
-                _launch_between_markers(run, begin, end, len(manifest))
-            except CudnnError as exc:
-                entry.update(status="not_supported" if exc.not_supported else "error", note=str(exc)[:200])
-            manifest.append(entry)
-    manifest_path.write_text(json.dumps(manifest, indent=1))
-
-
-def _drive_toy(begin: Any, end: Any) -> list[dict[str, Any]]:
-    """The toy-CNN chapter's profiled cases on the lab layer (:func:`toy_profile_cases`): each one
-    checked against float64, warmed up, then run once between markers."""
-    import cupy
-
-    from convkit import bench, reference, toy_cnn
-
-    problem = toy_cnn.LAB_LAYER
-    rng = cupy.random.default_rng()
-    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
-    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
-    bias = rng.standard_normal((problem.m,), dtype=cupy.float32)
-    conv_out = cupy.empty(problem.output_shape, dtype=cupy.float32)
-    pooled = cupy.empty(toy_cnn.layer_output_shape(problem), dtype=cupy.float32)
-    ref = toy_cnn.reference_layer(x, w, bias)
-    manifest = []
-    for case in toy_profile_cases():
-        entry = {"table": "lab layer", "config": "", "label": problem.label, "impl": case.impl,
-                 "variant": case.variant, "params": case.params, "status": "ok", "rel_err": "", "note": ""}  # fmt: skip
-        prepared = bench.layer_prepare(problem, case, x, w, bias, conv_out, pooled)()
-        if isinstance(prepared, dict):  # cannot run here (workspace, support)
-            entry.update(status=prepared["status"], note=prepared["note"])
-            manifest.append(entry)
-            continue
-        run, check_run = prepared
-        pooled.fill(cupy.nan)
-        (check_run or run)()
-        err = reference.relative_error(pooled, ref)
-        entry["rel_err"] = f"{err:.3e}"
-        if err <= bench.tolerance_for(case):
-            _launch_between_markers(run, begin, end, len(manifest))
-        else:
-            entry.update(status="wrong", note="failed the float64 check; not profiled")
+        except CudnnError as exc:
+            entry.update(status="not_supported" if exc.not_supported else "error", note=str(exc)[:200])
         manifest.append(entry)
-    return manifest
-
-
-def toy_profile_cases() -> list[Any]:
-    """The lab layer's profiled cases: the ladder at the report's best launch, ``tiled`` and
-    ``unfused`` at the fastest recorded tile, and cuDNN's fastest recorded algorithm with its tail."""
-    from convkit import toy_cnn
-    from convkit.bench import LAYER_STEPS
-    from convkit.results import Case, params_text
-
-    best = {"block": list(toy_cnn.REPORT_BEST_BLOCK), "grid": list(toy_cnn.REPORT_BEST_GRID)}
-    tile, algorithm = _fastest_recorded()
-    cases = [Case("convkit", f"toy_{v}", params_text(best)) for v in toy_cnn.LADDER]
-    cases += [Case("convkit", f"toy_{v}", params_text(tile)) for v in ("tiled", "unfused")]
-    return [*cases, Case("cudnn", algorithm, LAYER_STEPS)]
-
-
-def _fastest_recorded() -> tuple[dict[str, Any], str]:
-    """(tiled knobs, cuDNN algorithm) fastest on the lab layer in this GPU's recorded toy_cnn sweep,
-    else the defaults (64x16x16, 4 channels a stage; IMPLICIT_PRECOMP_GEMM)."""
-    from convkit import toy_cnn
-    from convkit.gpu import device_name, gpu_slug
-    from convkit.paths import results_dir
-
-    tile, algorithm = toy_cnn.TiledConfig().as_params(), "IMPLICIT_PRECOMP_GEMM"
-    path = results_dir() / gpu_slug(device_name()) / "toy_cnn.csv"
-    if path.exists():
-        import pandas as pd
-
-        frame = pd.read_csv(path, keep_default_na=False)
-        ok = frame[(frame.status == "ok") & (frame.label == toy_cnn.LAB_LAYER.label)]
-        ok = ok.assign(t=ok.time_ms_median.astype(float))
-        tiled = ok[(ok.impl == "convkit") & (ok.variant == "toy_tiled")]
-        cudnn = ok[(ok.impl == "cudnn") & (ok.params.str.contains("pool"))]
-        if len(tiled):
-            tile = json.loads(tiled.sort_values("t").iloc[0].params)
-        if len(cudnn):
-            algorithm = cudnn.sort_values("t").iloc[0].variant
-    return tile, algorithm
+    manifest_path.write_text(json.dumps(manifest, indent=1))
 
 
 def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -280,94 +162,35 @@ def rows_from(manifest: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> 
     return rows
 
 
-#: The toy-CNN chapter's profile: where the time goes (occupancy, FMA pipe, shared-memory wavefronts
-#: and bank conflicts, bytes from DRAM and L2, the clock the run saw).
-TOY_EXPERIMENT = "toy_cnn_kernels"
-TOY_METRICS = (
-    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_fma.sum", "smsp__inst_executed.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second",
-)  # fmt: skip
+def profile(name: str, directory: Path | None = None, *, ncu: str | None = None) -> Path:
+    """Run the driver for paper ``name`` under ``ncu``, parse its report and record the rows; returns the CSV.
 
-
-#: The Lu 2020 chapter's profile: the global load requests and sectors the paper's argument is about,
-#: local-memory traffic (where a window array lands off registers), DRAM bytes.
-LU_EXPERIMENT = "lu2020_kernels"
-LU_METRICS = (
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-    "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum",
-)  # fmt: skip
-#: Images the ladder is profiled on: 2048 x 2048, each filter width, "same" padding.
-LU_PROFILE_SIZE = 2048
-
-
-def lu_profile_problems() -> list[tuple[str, str, ConvProblem]]:
-    """(table, config, problem) of the Lu 2020 profile: one image per filter width."""
-    from convkit.lu2020 import FILTER_SIZES
-
-    size = LU_PROFILE_SIZE
-    return [("single channel", f"{k}x{k}", ConvProblem.same(1, 1, size, size, 1, k)) for k in FILTER_SIZES]
-
-
-@dataclass(frozen=True)
-class ProfiledChapter:
-    """A chapter's ncu profile: its results experiment and the metrics beyond the launch shape and time."""
-
-    experiment: str
-    metrics: tuple[str, ...] = ()
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The results file's columns: the common ones, one per extra metric, the note and run id."""
-        return (*COLUMNS[:-2], *(m.replace(".", "_") for m in self.metrics), "note", "run_id")
-
-
-CHAPTERS: dict[str, ProfiledChapter] = {
-    "cuconv": ProfiledChapter(EXPERIMENT),
-    "toy_cnn": ProfiledChapter(TOY_EXPERIMENT, TOY_METRICS),
-    "lu2020": ProfiledChapter(LU_EXPERIMENT, LU_METRICS),
-}
-
-
-def profile(directory: Path | None = None, *, ncu: str | None = None, chapter: str = "cuconv") -> Path:
-    """Run the driver under ``ncu``, parse its report and record the rows; returns the CSV path.
-
-    ``chapter``: ``"cuconv"`` (the paper's Tables 3-5, times and launch shapes), ``"toy_cnn"``
-    (the lab layer, with :data:`TOY_METRICS`) or ``"lu2020"`` (the single-channel ladder, with
-    :data:`LU_METRICS`).
+    Rows already recorded (by key) are kept, so a profile interrupted part-way resumes.
     """
-    if chapter not in CHAPTERS:
-        raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
-    extra = CHAPTERS[chapter].metrics
     from convkit import provenance
-    from convkit.gpu import device_name, gpu_slug
-    from convkit.paths import results_dir
-    from convkit.results import ResultStore
+    from convkit.measure import gpu_results_dir
+    from convkit.results import ResultStore, row_key
 
+    spec = paper(name).profile
+    if spec is None:
+        raise ValueError(f"paper {name!r} declares no profile")
     ncu = ncu or shutil.which("ncu")
     if ncu is None:
         raise RuntimeError("ncu (Nsight Compute) is not on the PATH")
-    directory = Path(directory) if directory is not None else results_dir() / gpu_slug(device_name())
+    directory = gpu_results_dir(directory)
     with tempfile.TemporaryDirectory() as tmp:
         manifest, report = Path(tmp) / "manifest.json", Path(tmp) / "profile"
         env = os.environ | {"PYTHONUNBUFFERED": "1"}
-        metrics = ",".join((*NCU_METRICS, *extra))
+        metrics = ",".join((*NCU_METRICS, *spec.metrics))
         subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", metrics,
                         "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.profile",
-                        "--drive", str(manifest), chapter], check=True, env=env)  # fmt: skip
+                        "--drive", str(manifest), name], check=True, env=env)  # fmt: skip
         raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
-        rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, extra))
-    experiment = CHAPTERS[chapter].experiment
-    columns = CHAPTERS[chapter].columns if CHAPTERS[chapter].metrics else COLUMNS
-    store = ResultStore.open(directory, experiment, provenance.collect() | {"profiler": _ncu_version(ncu)},
-                             columns=columns, key_columns=KEY_COLUMNS)  # fmt: skip
+        rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, spec.metrics))
+    store = ResultStore.open(directory, spec.experiment, provenance.collect() | {"profiler": _ncu_version(ncu)},
+                             columns=columns(spec), key_columns=KEY_COLUMNS)  # fmt: skip
     done = store.done_keys()
-    from convkit.results import row_key
-
     for row in rows:
         if row_key(row, KEY_COLUMNS) not in done:
             store.append(row)
@@ -380,7 +203,7 @@ def _ncu_version(ncu: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "--drive":
-        drive(Path(sys.argv[2]), *sys.argv[3:])
+    if len(sys.argv) == 4 and sys.argv[1] == "--drive":
+        drive(Path(sys.argv[2]), sys.argv[3])
     else:
-        print(profile())
+        print(profile(sys.argv[1] if len(sys.argv) > 1 else "cuconv"))

@@ -13,6 +13,11 @@ import numpy as np
 
 Array = Any  # numpy.ndarray or cupy.ndarray
 
+#: Relative error a direct FP32 method must stay under (the study's correctness bar).
+DIRECT_TOLERANCE = 1e-5
+#: FFT and Winograd transforms round more: they land near 1e-6..1e-4 on FP32 data.
+TRANSFORM_TOLERANCE = 1e-3
+
 
 def _xp(a: Array) -> Any:
     """The array module (numpy or cupy) an array belongs to."""

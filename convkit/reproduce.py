@@ -30,13 +30,19 @@ class NotebookFailure(Exception):
 
 
 def select_notebooks(only: str | None = None) -> list[Path]:
-    """The notebooks in run order; ``only`` keeps those whose name starts with it or equals its stem."""
-    books = sorted(notebooks_dir().glob("*.ipynb"))
+    """The registered papers' notebooks in reading order; ``only`` keeps those whose stem equals it or starts
+    with it, or whose paper it names (``"00"``, ``"03_cuconv"``, ``"cuconv"``)."""
+    from convkit.papers import PAPERS
+
+    books = [(p.name, notebooks_dir() / f"{p.notebook}.ipynb") for p in PAPERS]
     if only:
-        books = [p for p in books if p.stem == only or p.stem.startswith(only) or p.name == only]
+        books = [(name, b) for name, b in books if only in (name, b.name) or b.stem.startswith(only)]
         if not books:
             raise ValueError(f"--only {only!r} matches no notebook in {notebooks_dir()}")
-    return books
+    missing = [b.name for _, b in books if not b.is_file()]
+    if missing:
+        raise FileNotFoundError(f"registered notebooks missing from {notebooks_dir()}: {missing}")
+    return [b for _, b in books]
 
 
 def executed_dir() -> Path:
@@ -63,7 +69,29 @@ def run_notebook(
     except PapermillExecutionError as exc:
         raise NotebookFailure(path.name, f"cell {exc.cell_index} (execution count {exc.exec_count})",
                               f"{exc.ename}: {exc.evalue}") from None  # fmt: skip
+    hide_parameters(out)
     return out
+
+
+#: Cell tags papermill gives the parameters it injects; the book removes those cells (a reader needs no
+#: ``device = "recorded"``), as it removes the notebook's own parameters cell (tagged in the notebook).
+INJECTED = "injected-parameters"
+REMOVED = "remove-cell"
+
+
+def hide_parameters(path: Path) -> None:
+    """Tag the cell papermill injected in the executed notebook ``path`` so the book leaves it out."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if INJECTED in tags and REMOVED not in tags:
+            tags.append(REMOVED)
+            changed = True
+    if changed:
+        nbformat.write(nb, path)
 
 
 def reproduce(*, only: str | None = None, device: str = "auto", quick: bool = False) -> list[Path]:

@@ -194,7 +194,7 @@ static_assert(A_LOADS >= 1 && B_LOADS >= 1 && (BM * BK) % THREADS == 0 && (BN * 
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = reduction splits
 // of k_per_split (a multiple of BK). out is y (one split) or partial planes [split][n][m][p][q] that
-// sum_planes adds. (Measured 2026-11-22 on the H100: adding the partials in the tile's last block,
+// sum_planes adds. (On the H100, adding the partials in the tile's last block,
 // which saves sum_planes' launch, was 2x slower at batch 1: that block's dependent L2 reads serialize.)
 extern "C" __global__ void __launch_bounds__(tiled::THREADS, tiled::MIN_BLOCKS) tiled_gemm(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,

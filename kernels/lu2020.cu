@@ -12,7 +12,7 @@
 //   (slot j, xor mask m) is legal when every lane holds slots j - m and j + m: a lane whose bit m is
 //   clear gets partner t + m's slot j - m, a lane whose bit m is set gets partner t - m's slot j + m.
 //   So the slot a lane SENDS depends on its lane id. The schedule (LU_STEPS) is computed by
-//   convkit.warp_sim.exchange_schedule and passed in as macros, so the simulator and the kernel run
+//   convkit.papers.lu2020.warp_sim.exchange_schedule and passed in as macros, so the simulator and the kernel run
 //   the same exchange.
 //     naive: win[lane-dependent index] -- the dynamic indexing the paper says puts the window in
 //       local memory.
@@ -30,7 +30,7 @@
 // planes = N * M for the single-channel kernels (C = 1) and N * ceil(M / LU_FILTERS) for lu_multi.
 // Every lane takes part in the shuffles, also those right of the output (their loads feed
 // neighbours); loads outside the image read zero. Memory traffic per warp is what
-// convkit.warp_sim.problem_loads counts: the filter (K * K uniform loads), then for each input row
+// convkit.papers.lu2020.warp_sim.problem_loads counts: the filter (K * K uniform loads), then for each input row
 // inside the image one load instruction per loaded slot.
 //
 // Not reproduced: the paper's sources (not published), its thread-block shapes and its

@@ -6,7 +6,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/edge_launch.py im
 status=0
 for tool in memcheck racecheck initcheck synccheck; do
   echo "== compute-sanitizer --tool $tool"
-  compute-sanitizer --tool "$tool" --error-exitcode 97 python3 scripts/edge_launch.py 2>&1 | tail -n 5
+  compute-sanitizer --tool "$tool" --error-exitcode 97 python3 scripts/edge_launch.py 2>&1 | tail -n 12
   rc=${PIPESTATUS[0]}
   echo "   exit $rc"
   [ "$rc" -eq 0 ] || status=1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convkit import compile as ck
-from convkit.cuconv import TILES, tile_shape
+from convkit.papers.cuconv.launch import TILES, tile_shape
 
 REAL_SM75_LOG = """\
 ptxas info    : 0 bytes gmem

@@ -1,4 +1,5 @@
-"""Every cuConv variant against the float64 reference, outputs poisoned before launch (GPU)."""
+"""cuConv's launches past the generic check (tests/test_variants_gpu.py), outputs poisoned before launch (GPU):
+knobs that stress the edges on odd shapes, every tuning candidate, argument errors before launch."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from convkit import reference
-from convkit.bench import DIRECT_TOLERANCE
+from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -47,7 +48,7 @@ def _random(cupy, shape):
 def test_variant_matches_reference(shape, variant, knobs):
     import cupy
 
-    from convkit.cuconv import conv2d_cuconv
+    from convkit.papers.cuconv.launch import conv2d_cuconv
 
     n, c, h, w, m, r, s, pad, stride = shape
     if knobs.get("splits", 1) > c:
@@ -65,7 +66,7 @@ def test_every_tuning_candidate_matches_reference(label):
     """What the tuner may pick is correct: every candidate of every variant, poisoned output."""
     import cupy
 
-    from convkit.cuconv import VARIANTS, candidates, conv2d_cuconv
+    from convkit.papers.cuconv.launch import VARIANTS, candidates, conv2d_cuconv
     from convkit.problem import ConvProblem
 
     p = ConvProblem.from_label(label)
@@ -87,7 +88,7 @@ def test_every_tuning_candidate_matches_reference(label):
 def test_bad_knobs_are_refused_before_launch():
     import cupy
 
-    from convkit.cuconv import conv2d_cuconv
+    from convkit.papers.cuconv.launch import conv2d_cuconv
 
     x, f = _random(cupy, (1, 4, 8, 8)), _random(cupy, (3, 4, 3, 3))
     with pytest.raises(ValueError, match="variant must be one of"):

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from convkit import cuconv_results as cr
 from convkit.chapter import DEFAULT_RECORDED_GPU
+from convkit.papers.cuconv import results as cr
 from convkit.paths import results_dir
 from convkit.problem import ConvProblem
 from convkit.results import load_results

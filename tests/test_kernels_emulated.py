@@ -1,5 +1,5 @@
 """The chang2022 kernels on the CPU: their launches (grid, block, shared memory and arguments from convkit's
-configs) run under ``tests/cuda_emulator`` and are checked against convkit's float64 reference, so that CI
+launches) run under ``tests/cuda_emulator`` and are checked against convkit's float64 reference, so that CI
 checks the kernels' indexing, staging and channel-split protocol without a GPU. The emulator takes the
 kernels' synchronous-copy (Turing) paths; the GPU tests cover cp.async and the real timing of threads."""
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convkit import chang2022 as chang
 from convkit import reference
-from convkit.bench import DIRECT_TOLERANCE
-from convkit.compile import kernel_code
+from convkit.compile import Launch, kernel_code
+from convkit.papers.chang2022 import multi, single
 from convkit.problem import ConvProblem
+from convkit.reference import DIRECT_TOLERANCE
 
 EMULATOR = Path(__file__).parent / "cuda_emulator"
 CXX = shutil.which("g++")
@@ -38,15 +38,17 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def emulate(build_dir: Path, launch: chang.MultiLaunch | chang.SingleLaunch, problem: ConvProblem,
-            grid: tuple[int, ...], threads: int, shared: int, args: tuple[int, ...], *, counters: bool = True,
+def emulate(build_dir: Path, launch: Launch, problem: ConvProblem, args: tuple[int, ...], *, counters: bool = True,
             offset: int = 0) -> None:  # fmt: skip
-    """Build (once per macro set) and run one launch on fresh random inputs, ``w`` and ``out`` ``offset`` floats
-    off 16 bytes, and check it against :func:`convkit.reference.conv2d`. ``counters``: the kernel takes the
-    split counters last."""
-    options = launch.options(problem.r)
+    """Build (once per macro set) and run one launch (its grid, block and shared memory as
+    :func:`convkit.compile.launch` takes them) on fresh random inputs, ``w`` and ``out`` ``offset`` floats off
+    16 bytes, and check it against :func:`convkit.reference.conv2d`. ``counters``: the kernel takes the split
+    counters last."""
+    launch.can_implement(problem)
+    grid, (threads,), shared = launch.grid(problem), launch.block(problem), launch.shared_bytes(problem)
+    options = launch.options(problem)
     ints = ",".join(f"ints[{i}]" for i in range(len(args)))
-    call = f"{launch.kernel_name}(x,w,out,{ints}{',counters.data()' if counters else ''})"
+    call = f"{launch.kernel_name(problem)}(x,w,out,{ints}{',counters.data()' if counters else ''})"
     exe = build_dir / f"launch_{hashlib.sha1(' '.join((*options, call)).encode()).hexdigest()[:16]}"
     if not exe.exists():
         subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{build_dir}",
@@ -80,24 +82,27 @@ def same(c: int, h: int, w: int, m: int, k: int) -> ConvProblem:
 
 #: (launch, problems): maps no tile divides, channels no segment divides, splits, several tiles per block.
 MULTI_CASES = [
-    (chang.BroadcastConfig(64, 1, 7, 7, 4), [same(8, 7, 7, 64, 3), same(12, 9, 11, 70, 5), same(3, 7, 7, 32, 3)]),
-    (chang.BroadcastConfig(32, 2, 7, 7, 4, split=3), [same(16, 14, 14, 40, 5), same(13, 15, 9, 33, 3)]),
-    (chang.BroadcastConfig(32, 2, 4, 7, 8, split=2), [same(16, 7, 7, 64, 5), same(20, 13, 10, 35, 3)]),
-    (chang.BroadcastConfig(64, 1, 7, 7, 4, split=4), [same(16, 7, 7, 100, 5), same(16, 5, 6, 70, 3)]),
-    (chang.BroadcastConfig(128, 1, 7, 7, 8), [same(8, 7, 7, 130, 3), same(9, 6, 5, 64, 5)]),
-    (chang.BroadcastConfig(64, 2, 7, 7, 8, split=3), [same(16, 7, 7, 70, 5)]),
-    (chang.BroadcastConfig(128, 2, 4, 7, 4, split=2), [same(12, 14, 14, 130, 5), same(8, 7, 7, 64, 3)]),
-    (chang.BroadcastConfig(32, 1, 1, 7, 4, split=4), [same(16, 7, 7, 40, 5), same(9, 5, 12, 32, 3)]),
-    (chang.BroadcastConfig(64, 1, 2, 7, 4), [same(8, 14, 14, 64, 3)]),
-    (chang.MultiConfig(bm=32, tile_h=8, tile_w=8, rpt=1, px=4, ck=8, rows16=True, split=2), [same(16, 9, 13, 40, 3)]),
-    (chang.MultiConfig(bm=16, tile_h=16, tile_w=32, rpt=2, px=4, ck=8, rows16=True), [same(12, 20, 36, 20, 1)]),
+    (multi.BroadcastMultiLaunch(64, 1, 7, 7, 4), [same(8, 7, 7, 64, 3), same(12, 9, 11, 70, 5), same(3, 7, 7, 32, 3)]),
+    (multi.BroadcastMultiLaunch(32, 2, 7, 7, 4, split=3), [same(16, 14, 14, 40, 5), same(13, 15, 9, 33, 3)]),
+    (multi.BroadcastMultiLaunch(32, 2, 4, 7, 8, split=2), [same(16, 7, 7, 64, 5), same(20, 13, 10, 35, 3)]),
+    (multi.BroadcastMultiLaunch(64, 1, 7, 7, 4, split=4), [same(16, 7, 7, 100, 5), same(16, 5, 6, 70, 3)]),
+    (multi.BroadcastMultiLaunch(128, 1, 7, 7, 8), [same(8, 7, 7, 130, 3), same(9, 6, 5, 64, 5)]),
+    (multi.BroadcastMultiLaunch(64, 2, 7, 7, 8, split=3), [same(16, 7, 7, 70, 5)]),
+    (multi.BroadcastMultiLaunch(128, 2, 4, 7, 4, split=2), [same(12, 14, 14, 130, 5), same(8, 7, 7, 64, 3)]),
+    (multi.BroadcastMultiLaunch(32, 1, 1, 7, 4, split=4), [same(16, 7, 7, 40, 5), same(9, 5, 12, 32, 3)]),
+    (multi.BroadcastMultiLaunch(64, 1, 2, 7, 4), [same(8, 14, 14, 64, 3)]),
     (
-        chang.MultiConfig(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, ck=8, rows16=True, split=3),
+        multi.TiledMultiLaunch(bm=32, tile_h=8, tile_w=8, rpt=1, px=4, ck=8, rows16=True, split=2),
+        [same(16, 9, 13, 40, 3)],
+    ),
+    (multi.TiledMultiLaunch(bm=16, tile_h=16, tile_w=32, rpt=2, px=4, ck=8, rows16=True), [same(12, 20, 36, 20, 1)]),
+    (
+        multi.TiledMultiLaunch(bm=16, tile_h=32, tile_w=32, rpt=2, px=4, ck=8, rows16=True, split=3),
         [same(12, 19, 37, 20, 3), same(9, 35, 33, 17, 5)],
     ),
-    (chang.MultiConfig(bm=8, tile_h=1, tile_w=32, rpt=1, px=1, ck=8), [same(10, 5, 37, 12, 5)]),
-    (chang.PointwiseConfig(64, 64, 4, 8, 16, split=3), [same(40, 9, 11, 70, 1)]),
-    (chang.PointwiseConfig(32, 32, 4, 4, 8), [same(13, 7, 7, 33, 1)]),
+    (multi.TiledMultiLaunch(bm=8, tile_h=1, tile_w=32, rpt=1, px=1, ck=8), [same(10, 5, 37, 12, 5)]),
+    (multi.PointwiseMultiLaunch(64, 64, 4, 8, 16, split=3), [same(40, 9, 11, 70, 1)]),
+    (multi.PointwiseMultiLaunch(32, 32, 4, 4, 8), [same(13, 7, 7, 33, 1)]),
 ]
 
 
@@ -107,13 +112,11 @@ MULTI_CASES = [
     ids=lambda v: v.label if isinstance(v, ConvProblem) else (f"off{v}" if isinstance(v, int) else None),
 )
 def test_multi_channel_launch_matches_reference(
-    build_dir: Path, launch: chang.MultiLaunch, problem: ConvProblem, offset: int
+    build_dir: Path, launch: multi.ChangMultiLaunch, problem: ConvProblem, offset: int
 ) -> None:
     """Each multi-channel kernel, with its launch as conv2d_multi builds it; offset 1 puts w and out off 16
     bytes (the kernels' 4-byte fallbacks)."""
-    args = launch.kernel_args(problem, pointer(offset), pointer(offset))
-    shared = launch.shared_bytes(problem.r, launch.segments(problem))
-    emulate(build_dir, launch, problem, launch.grid(problem), launch.threads, shared, args, offset=offset)
+    emulate(build_dir, launch, problem, launch.kernel_args(problem, pointer(offset), pointer(offset)), offset=offset)
 
 
 SINGLE_DIRECT_PROBLEMS = [*(same(1, 7, 5, 9, k) for k in (1, 3, 5)), same(1, 28, 28, 32, 1), same(1, 1, 3, 2, 1),
@@ -123,8 +126,9 @@ SINGLE_DIRECT_PROBLEMS = [*(same(1, 7, 5, 9, k) for k in (1, 3, 5)), same(1, 28,
 #: The direct launch with the weights from global memory, and from shared memory on 2 and 4 rows per thread
 #: (3 filters: M = 9 leaves no partial group, 5 and 11 do; 32 threads copy 3 x 25 taps in three rounds),
 #: paired with each problem it can run (at 1x1 the map is one row: rows 1 only).
-SINGLE_DIRECT_EMULATED = [chang.SingleDirectPlan(4, 32), chang.SingleDirectPlan(4, 32, rows=2, shared_weights=True),
-                          chang.SingleDirectPlan(3, 64, rows=4, shared_weights=True)]  # fmt: skip
+SINGLE_DIRECT_EMULATED = [single.DirectSingleLaunch(4, 32),
+                          single.DirectSingleLaunch(4, 32, rows=2, shared_weights=True),
+                          single.DirectSingleLaunch(3, 64, rows=4, shared_weights=True)]  # fmt: skip
 SINGLE_DIRECT_CASES = [(problem, plan) for problem in SINGLE_DIRECT_PROBLEMS for plan in SINGLE_DIRECT_EMULATED
                        if plan.rows == 1 or problem.r > 1]  # fmt: skip
 
@@ -132,19 +136,17 @@ SINGLE_DIRECT_CASES = [(problem, plan) for problem in SINGLE_DIRECT_PROBLEMS for
 @pytest.mark.parametrize(("problem", "plan"), SINGLE_DIRECT_CASES, ids=lambda case: str(getattr(case, "label", case)))
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
 def test_single_direct_matches_reference(
-    build_dir: Path, problem: ConvProblem, plan: chang.SingleDirectPlan, offset: int
+    build_dir: Path, problem: ConvProblem, plan: single.DirectSingleLaunch, offset: int
 ) -> None:
     """chang_single_direct on maps and widths no 4-pixel quad (or row pair or quad) divides, maps smaller than
     the halo and M no filter group divides; offset 1 puts w and out off 16 bytes (scalar stores)."""
-    emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
-            plan.kernel_args(problem), counters=False, offset=offset)  # fmt: skip
+    emulate(build_dir, plan, problem, plan.kernel_args(problem), counters=False, offset=offset)
 
 
 @pytest.mark.parametrize("problem", [same(1, 28, 28, 32, 3), same(1, 30, 17, 40, 5), same(1, 9, 33, 12, 1)],
                          ids=lambda p: p.label)  # fmt: skip
 def test_single_channel_plan_matches_reference(build_dir: Path, problem: ConvProblem) -> None:
     """chang_single with a plan of several bands, filter groups and pieces (none dividing the map or M)."""
-    plan = chang.SinglePlan("both", 1, 1, band_rows=11, group_filters=24, piece_rows=4, piece_filters=16,
+    plan = single.StagedSingleLaunch("both", 1, 1, band_rows=11, group_filters=24, piece_rows=4, piece_filters=16,
                             threads=128)  # fmt: skip
-    emulate(build_dir, plan, problem, plan.grid(problem), plan.threads, plan.shared_bytes(problem),
-            plan.kernel_args(problem), counters=False)  # fmt: skip
+    emulate(build_dir, plan, problem, plan.kernel_args(problem), counters=False)

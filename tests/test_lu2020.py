@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import bench, lu2020, warp_sim
-from convkit.compile import find_nvcc, ptxas_report
+from convkit.compile import Launch, find_nvcc, ptxas_report
+from convkit.measure import cases
+from convkit.papers import lu2020 as chapter
+from convkit.papers.lu2020 import launch as lu2020
+from convkit.papers.lu2020 import warp_sim
 from convkit.problem import ConvProblem
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
@@ -31,7 +34,7 @@ def test_only_the_naive_window_goes_to_local_memory(k, arch):
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_multi_channel_tiles_do_not_spill_at_3x3(arch):
-    for launch in (lu2020.MultiLaunch(), lu2020.MultiLaunch(4, 16, 2), lu2020.MultiLaunch(8, 8, 2)):
+    for launch in (lu2020.LuMultiLaunch(), lu2020.LuMultiLaunch(4, 16, 2), lu2020.LuMultiLaunch(8, 8, 2)):
         options = lu2020.build_options(3, **launch.as_params())
         multi = next(r for r in ptxas_report("lu2020", arch, options=options) if r.kernel == "lu_multi")
         assert (multi.stack_frame_bytes, multi.spill_store_bytes) == (0, 0), launch
@@ -54,14 +57,53 @@ def test_chapter_problems():
 
 def test_cases_add_the_image_peer_on_single_images_only():
     image, layer = lu2020.single_problems()[0], lu2020.multi_problems()[0]
-    peers = ("ndimage.correlate",)
-    image_cases = bench.cases(image, bench.LU_SINGLE_VARIANTS, pytorch=False, peers=peers)
-    assert [c.variant for c in image_cases if c.impl == "cupyx"] == ["ndimage.correlate"]
-    assert [c.variant for c in image_cases if c.impl == "convkit"] == list(bench.LU_SINGLE_VARIANTS)
-    layer_cases = bench.cases(layer, [*bench.LU_SINGLE_VARIANTS, "lu_multi"], pytorch=False, peers=peers)
+    peers = (chapter.NDIMAGE,)
+    image_cases = cases(image, chapter.SINGLE, pytorch=False, peers=peers)
+    assert [(c.impl, c.variant) for c in image_cases if c.impl == "cupyx"] == [("cupyx", "ndimage.correlate")]
+    assert [c.variant for c in image_cases if c.impl == "convkit"] == [v.name for v in chapter.SINGLE]
+    layer_cases = cases(layer, [*chapter.SINGLE, *chapter.MULTI], pytorch=False, peers=peers)
     assert [c.variant for c in layer_cases if c.impl in ("convkit", "cupyx")] == ["lu_multi"]
-    with pytest.raises(ValueError, match="unknown peer"):
-        bench.cases(image, [], peers=("scipy",))
+
+
+def test_paper_declares_the_chapter():
+    paper = chapter.PAPER
+    assert [v.name for v in paper.variants] == [f"lu_{v}" for v in (*lu2020.SINGLE_VARIANTS, "multi")]
+    assert [p.name for p in paper.peers] == ["ndimage.correlate"] and paper.peers[0].impl == "cupyx"
+    assert (paper.experiment, paper.tuning, paper.profile.experiment) == ("lu2020", "lu2020_tuning", "lu2020_kernels")
+    assert len(paper.problems(False)) == 18 + 26 and len(paper.problems(True)) == 4 + 6
+    assert all(any(v.supports(p) for v in paper.variants) for p in paper.sample_problems())
+    checked = {case.variant for _, todo in paper.checks() for case in todo}
+    assert checked == {v.name for v in paper.variants}  # the generic GPU test reaches every kernel
+
+
+def test_launches_follow_the_protocol_and_record_the_old_params():
+    single, multi = lu2020.default_single("combined"), lu2020.LuMultiLaunch()
+    assert isinstance(single, Launch) and isinstance(multi, Launch)
+    assert single.as_params() == {"rows": 8, "warps": 4}  # the variant is the row's own column
+    assert multi.as_params() == {"rows": 4, "filters": 8, "warps": 4, "stage_channels": 8}
+    image = ConvProblem.same(2, 1, 100, 70, 3, 5)
+    assert single.kernel_name(image) == "lu_combined" and single.block(image) == (32, 4)
+    assert single.grid(image) == (3, 4, 6)  # ceil(70 / 32), ceil(100 / (8 rows x 4 warps)), N x M
+    assert multi.grid(ConvProblem.same(2, 16, 100, 70, 20, 3)) == (3, 7, 6)  # N x ceil(20 / 8) filter groups
+    assert single.options(image) == lu2020.build_options(5, rows=8, warps=4)
+
+
+def test_can_implement_names_the_argument_or_knob():
+    image = ConvProblem.same(1, 1, 16, 16, 1, 5)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        lu2020.LuSingleLaunch("shared").can_implement(image)
+    with pytest.raises(ValueError, match=r"launch\.rows"):
+        lu2020.LuSingleLaunch("column", rows=4).can_implement(image)
+    with pytest.raises(ValueError, match=r"launch\.filters"):
+        lu2020.LuMultiLaunch(filters=6).can_implement(image)
+    with pytest.raises(ValueError, match="C = 1"):
+        lu2020.default_single("row").can_implement(ConvProblem.same(1, 2, 16, 16, 1, 5))
+    with pytest.raises(ValueError, match="square 3x3, 5x5 or 7x7"):
+        lu2020.LuMultiLaunch().can_implement(ConvProblem(1, 2, 16, 16, 1, 3, 5, pad=1))
+    with pytest.raises(ValueError, match="stride must be 1"):
+        lu2020.LuMultiLaunch().can_implement(ConvProblem(1, 2, 16, 16, 1, 3, 3, pad=1, stride=2))
+    with pytest.raises(ValueError, match="pad must be below"):
+        lu2020.LuMultiLaunch().can_implement(ConvProblem(1, 2, 16, 16, 1, 3, 3, pad=3))
 
 
 def test_tuning_candidates():

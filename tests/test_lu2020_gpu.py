@@ -1,4 +1,5 @@
-"""Every Lu 2020 kernel against the float64 reference, outputs poisoned before launch (GPU)."""
+"""Every Lu 2020 kernel at many launches against the float64 reference, outputs poisoned before launch, the
+image peer, the largest problems and the argument checks (GPU)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from convkit import lu2020, reference
-from convkit.bench import DIRECT_TOLERANCE, PEERS
+from convkit import reference
+from convkit.papers.lu2020 import NDIMAGE
+from convkit.papers.lu2020 import launch as lu2020
 from convkit.problem import ConvProblem
+from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -52,7 +55,7 @@ def test_single_matches_reference(variant, shape, k):
     x, f, ref = _inputs(cupy, n, 1, h, w, m, k, pad)
     launches = [*lu2020.single_candidates(variant)[::2], lu2020.default_single(variant)]
     for launch in launches:
-        _check(cupy, lambda out, a=launch: lu2020.conv2d_single(x, f, pad=pad, variant=variant, launch=a, out=out), ref)
+        _check(cupy, lambda out, a=launch: lu2020.conv2d_single(x, f, pad=pad, launch=a, out=out), ref)
 
 
 @pytest.mark.parametrize("k", lu2020.FILTER_SIZES)
@@ -63,7 +66,7 @@ def test_multi_matches_reference(shape, k):
     n, c, h, w, m = shape
     pad = (k - 1) // 2
     x, f, ref = _inputs(cupy, n, c, h, w, m, k, pad)
-    for launch in (*lu2020.MULTI_CANDIDATES[::3], lu2020.MultiLaunch(rows=1, filters=4, warps=1, stage_channels=1)):
+    for launch in (*lu2020.MULTI_CANDIDATES[::3], lu2020.LuMultiLaunch(rows=1, filters=4, warps=1, stage_channels=1)):
         _check(cupy, lambda out, a=launch: lu2020.conv2d_multi(x, f, pad=pad, launch=a, out=out), ref)
 
 
@@ -90,7 +93,7 @@ def test_correlate_peer_is_same_convolution():
 
     problem = ConvProblem.same(1, 1, 61, 83, 1, 7)
     x, f, ref = _inputs(cupy, 1, 1, 61, 83, 1, 7, 3)
-    _check(cupy, lambda out: PEERS["ndimage.correlate"].run(x, f, problem, out), ref)
+    _check(cupy, lambda out: NDIMAGE.run(x, f, problem, out), ref)
 
 
 def test_unaligned_input():
@@ -121,8 +124,12 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="variant must be one of"):
         lu2020.conv2d_single(x, w, pad=2, variant="shared")
     with pytest.raises(ValueError, match=r"launch\.rows"):
-        lu2020.conv2d_single(x, w, pad=2, variant="column", launch=lu2020.SingleLaunch(rows=4))
+        lu2020.conv2d_single(x, w, pad=2, variant="column", launch=lu2020.LuSingleLaunch("column", rows=4))
+    with pytest.raises(ValueError, match=r"launch\.variant is 'row' but variant is 'column'"):
+        lu2020.conv2d_single(x, w, pad=2, variant="column", launch=lu2020.LuSingleLaunch("row"))
+    with pytest.raises(TypeError, match="launch must be a LuSingleLaunch"):
+        lu2020.conv2d_single(x, w, pad=2, launch=lu2020.LuMultiLaunch())
     with pytest.raises(ValueError, match=r"launch\.filters"):
-        lu2020.conv2d_multi(x, w, pad=2, launch=lu2020.MultiLaunch(filters=6))
+        lu2020.conv2d_multi(x, w, pad=2, launch=lu2020.LuMultiLaunch(filters=6))
     with pytest.raises(ValueError, match="C-contiguous"):
         lu2020.conv2d_single(cupy.zeros((1, 1, 16, 32), dtype=cupy.float32)[..., ::2], w, pad=2)

@@ -13,8 +13,9 @@ NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url"}
 
 
-def test_there_are_notebooks():
-    assert [p.stem for p in NOTEBOOKS][:3] == ["00_ceilings", "01_baseline", "02_cuconv"]
+def test_notebooks_are_numbered_in_reading_order():
+    assert [p.stem for p in NOTEBOOKS] == ["00_ceilings", "01_baseline", "02_lu2020", "03_cuconv", "04_toy_cnn",
+                                           "05_chang2022"]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

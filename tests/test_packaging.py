@@ -48,7 +48,7 @@ def test_import_convkit_without_cupy():
     code = (
         "import sys; sys.modules['cupy'] = None\n"
         "import convkit, convkit.reference, convkit.results, convkit.plots, convkit.compile, convkit.chapter\n"
-        "import convkit.bench, convkit.cudnn, convkit.ceilings, convkit.cli\n"
+        "import convkit.measure, convkit.cudnn, convkit.papers, convkit.cli, convkit.profile\n"
         "assert not convkit.has_gpu()\n"
         "print('ok')"
     )

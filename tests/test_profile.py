@@ -49,7 +49,9 @@ def test_rows_keep_cases_that_ran_nothing():
     ]
 
 
-def test_named_configurations_are_the_papers():
-    labels = [p.label for _, _, p in profile.named_problems()]
-    assert labels == ["7-1-1-256-832", "14-1-1-1024-256", "27-1-1-256-64", "7-1-3-384-192", "13-1-3-384-384",
-                      "7-1-5-128-48", "7-8-5-128-48"]  # fmt: skip
+def test_profile_columns_add_the_metrics_before_the_note():
+    from convkit.paper import Profile
+
+    assert profile.columns(Profile("x", list)) == profile.COLUMNS
+    cols = profile.columns(Profile("x", list, ("dram__bytes_read.sum",)))
+    assert cols[-3:] == ("dram__bytes_read_sum", "note", "run_id")

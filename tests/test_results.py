@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from convkit import ceilings, results
+from convkit import results
+from convkit.papers.ceilings import measure as ceilings
 from convkit.problem import ConvProblem
 from convkit.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
 

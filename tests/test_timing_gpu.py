@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import bench, ceilings
+from convkit import measure
+from convkit.papers.ceilings import measure as ceilings
 from convkit.problem import ConvProblem
 from convkit.results import ResultStore
 from convkit.timing import benchmark
@@ -44,6 +45,6 @@ def test_quick_ceilings_all_pass_their_checks(tmp_path):
 
 def test_a_problem_too_large_for_the_gpu_is_recorded_as_oom():
     problem = ConvProblem(4096, 1024, 128, 128, 64, 3, 3, pad=1)  # a 275 GB input
-    todo = bench.cases(problem)
-    rows = list(bench.measure_problem(problem, todo))
+    todo = measure.cases(problem, ())
+    rows = list(measure.measure_problem(problem, todo, measure.Kernels()))
     assert [r["status"] for r in rows] == ["oom"] * len(todo)

@@ -7,11 +7,15 @@ import re
 import pytest
 
 from convkit import compile as ck_compile
-from convkit import toy_cnn, toy_cnn_results
+from convkit.compile import Launch
+from convkit.papers import toy_cnn as paper
+from convkit.papers.toy_cnn import launch as toy_cnn
+from convkit.papers.toy_cnn import results as toy_cnn_results
+from convkit.papers.toy_cnn.launch import LAB_LAYER, ToyEpilogueLaunch, ToyLadderLaunch, ToyTiledLaunch
+from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 from convkit.paths import kernels_dir
 from convkit.problem import ConvProblem
 from convkit.results import load_results
-from convkit.toy_cnn import LAB_LAYER, TiledConfig
 
 RECORDED = kernels_dir().parent / "results" / "nvidia-h100-80gb-hbm3"
 
@@ -45,13 +49,13 @@ def test_block_sweep_respects_the_thread_limit():
 
 
 def test_tiled_config_arithmetic():
-    t = TiledConfig(64, 16, 16, 4)
+    t = ToyTiledLaunch(64, 16, 16, 4)
     assert (t.pixel_threads, t.threads, t.min_blocks) == (32, 256, 2)
     assert t.in_stride == 24  # 20 columns padded so two thread rows' float4 reads share no bank
-    assert t.shared_bytes == 2 * 4 * (20 * 24 + 25 * 64) * 4
-    assert toy_cnn.tiled_grid(LAB_LAYER, t) == (14, 14, 4)
-    assert toy_cnn.tiled_grid(LAB_LAYER, TiledConfig(16, 32, 32, 4)) == (7, 7, 16)
-    assert TiledConfig(32, 32, 32, 2).in_stride == 36  # 8 threads across: any multiple of 4
+    assert t.shared_bytes(LAB_LAYER) == 2 * 4 * (20 * 24 + 25 * 64) * 4
+    assert t.grid(LAB_LAYER) == (14, 14, 4) and t.block(LAB_LAYER) == (256,)
+    assert ToyTiledLaunch(16, 32, 32, 4).grid(LAB_LAYER) == (7, 7, 16)
+    assert ToyTiledLaunch(32, 32, 32, 2).in_stride == 36  # 8 threads across: any multiple of 4
 
 
 @pytest.mark.parametrize(("knobs", "match"), [
@@ -60,19 +64,65 @@ def test_tiled_config_arithmetic():
 ])  # fmt: skip
 def test_tiled_config_rejects_bad_tiles(knobs, match):
     with pytest.raises(ValueError, match=match):
-        TiledConfig(**knobs)
+        ToyTiledLaunch(**knobs)
 
 
 def test_every_candidate_tile_builds_without_spills():
     """Each tile the sweep measures compiles for the T4 and the H100 within its register cap, no local memory."""
     if ck_compile.find_nvcc() is None:
         pytest.skip("nvcc not found")
-    for tile in (TiledConfig(), toy_cnn.TILED_CANDIDATES[-1]):
+    for tile in (ToyTiledLaunch(), toy_cnn.TILED_CANDIDATES[-1]):
         for arch in ck_compile.CHECKED_ARCHS:
-            report = {k.kernel: k for k in ck_compile.ptxas_report("toy_cnn", arch, options=tile.options())}
+            report = {k.kernel: k for k in ck_compile.ptxas_report("toy_cnn", arch, options=tile.options(LAB_LAYER))}
             tiled = report["toy_fused_tiled"]
             assert tiled.registers <= toy_cnn.TILED_REGISTERS
             assert tiled.stack_frame_bytes == tiled.spill_store_bytes == tiled.spill_load_bytes == 0, (tile, arch)
+
+
+def test_launches_follow_the_launch_protocol_and_record_their_params_as_before():
+    tile, ladder = ToyTiledLaunch(64, 16, 16, 4), ToyLadderLaunch("v2", (16, 8, 4), (7, 14, 96))
+    assert all(isinstance(spec, Launch) for spec in (tile, ladder, ToyEpilogueLaunch()))
+    assert tile.as_params() == {"bm": 64, "tile_h": 16, "tile_w": 16, "ck": 4}
+    assert ToyTiledLaunch(**tile.as_params()) == tile
+    assert tile.kernel_name(LAB_LAYER) == "toy_fused_tiled" and "-DTOY_FUSE_POOL=1" in tile.options(LAB_LAYER)
+    assert "-DTOY_FUSE_POOL=0" in ToyTiledLaunch(fuse_pool=False).options(LAB_LAYER)
+    assert ToyTiledLaunch(fuse_pool=False).as_params() == tile.as_params()  # the variant says it, not the params
+    assert ladder.as_params() == {"block": [16, 8, 4], "grid": [7, 14, 96]}
+    assert ladder.kernel_name(LAB_LAYER) == "toy_v2" and ladder.shared_bytes(LAB_LAYER) == 20 * 36 * 4
+    assert ToyLadderLaunch("v0", (16, 8, 4), (7, 14, 96)).shared_bytes(LAB_LAYER) == 0
+    assert ToyEpilogueLaunch().grid(LAB_LAYER) == (256 * 112 * 112 // 256,)
+    ladder.can_implement(LAB_LAYER)
+
+
+@pytest.mark.parametrize(("launch", "match"), [
+    (ToyLadderLaunch("v9", (16, 8, 4), (7, 14, 96)), "variant"),
+    (ToyLadderLaunch("v1", (32, 32, 2), (4, 4, 128)), "block"),
+    (ToyLadderLaunch("v1", (16, 8), (7, 14, 96)), "block must be three positive ints"),
+    (ToyLadderLaunch("v0", (2, 2, 1), (1, 1, 4)), "grid"),
+    (ToyLadderLaunch("v0", (16, 8, 4), (7, 14, 70000)), "grid"),
+])  # fmt: skip
+def test_ladder_launches_name_what_cannot_run(launch, match):
+    with pytest.raises(ValueError, match=match):
+        launch.can_implement(LAB_LAYER)
+
+
+def test_the_plan_is_the_recorded_sweep():
+    """Every case the plan measures is recorded, in the recorded order (PyTorch's where it is importable)."""
+    frame, _ = load_results(RECORDED, "toy_cnn")
+    recorded = [(r.label, r.impl, r.variant, r.params) for r in frame.itertuples()]
+    planned = [(p.label, c.impl, c.variant, c.params) for p, cases in paper.plan() for c in cases]
+    assert set(planned) <= set(recorded)
+    assert [k for k in recorded if k in set(planned)] == planned
+    assert {k for k in recorded if k not in set(planned)} <= {k for k in recorded if k[1] == "pytorch"}
+    assert {impl for _, impl, _, _ in planned} >= {"convkit", HOST_TIMED, "cudnn"}
+    assert {params for _, impl, _, params in planned if impl == "cudnn"} == {CONV_ONLY, LAYER_STEPS}
+
+
+def test_sample_checks_cover_every_kernel_without_the_libraries():
+    checks = paper.PAPER.checks()
+    variants = {c.variant for _, cases in checks for c in cases}
+    assert variants == {f"toy_{v}" for v in toy_cnn.VARIANTS}
+    assert {c.impl for _, cases in checks for c in cases} == {"convkit", HOST_TIMED}
 
 
 def test_kernel_constants_match_the_launcher():

@@ -1,4 +1,6 @@
-"""Every fused-layer variant against the float64 reference, outputs poisoned before launch (GPU)."""
+"""The fused layer's launches past the generic check (tests/test_variants_gpu.py), outputs poisoned before
+launch (GPU): blocks straddling the output, grid.z above and below one pass, every tile shape, the lab layer,
+an unaligned input, argument errors before launch."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ import numpy as np
 import pytest
 
 from convkit import reference
-from convkit.bench import DIRECT_TOLERANCE
-from convkit.toy_cnn import LAB_LAYER, TiledConfig, conv_relu_pool, reference_layer
+from convkit.papers.toy_cnn.launch import LAB_LAYER, ToyTiledLaunch, conv_relu_pool, reference_layer, report_grid
+from convkit.problem import ConvProblem
+from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -26,12 +29,12 @@ RUNS = [
     ("v4", {"block": (16, 8, 4)}),
     ("v4", {"block": (32, 2, 1), "grid_z": 2}),
     ("tiled", {}),
-    ("tiled", {"tile": TiledConfig(32, 16, 16, 4)}),
-    ("tiled", {"tile": TiledConfig(128, 16, 16, 2)}),
-    ("tiled", {"tile": TiledConfig(64, 8, 32, 3)}),
-    ("tiled", {"tile": TiledConfig(64, 32, 16, 1)}),
+    ("tiled", {"tile": ToyTiledLaunch(32, 16, 16, 4)}),
+    ("tiled", {"tile": ToyTiledLaunch(128, 16, 16, 2)}),
+    ("tiled", {"tile": ToyTiledLaunch(64, 8, 32, 3)}),
+    ("tiled", {"tile": ToyTiledLaunch(64, 32, 16, 1)}),
     ("unfused", {}),
-    ("unfused", {"tile": TiledConfig(32, 16, 16, 4)}),
+    ("unfused", {"tile": ToyTiledLaunch(32, 16, 16, 4)}),
 ]
 
 
@@ -41,9 +44,6 @@ def _inputs(cupy, c, h, w, m):
 
 
 def _launch(variant, launch, problem_shape):
-    from convkit.problem import ConvProblem
-    from convkit.toy_cnn import report_grid
-
     launch = dict(launch)
     if "grid_z" in launch:
         c, h, w, m = problem_shape

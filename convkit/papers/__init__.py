@@ -1,0 +1,33 @@
+"""The registry: every chapter of the study, in the book's reading order.
+
+The only list of papers. Each entry is the :class:`convkit.paper.Paper` its folder declares; only the
+top of the stack (the command line, the notebooks' chapter API, the profiler, the book) iterates it.
+A new paper is its folder, one line here and one line in ``book/_toc.yml``.
+"""
+
+from __future__ import annotations
+
+from convkit.paper import Paper
+from convkit.papers import baseline, ceilings, chang2022, cuconv, lu2020, toy_cnn
+
+PAPERS: tuple[Paper, ...] = (
+    ceilings.PAPER,
+    baseline.PAPER,
+    lu2020.PAPER,
+    cuconv.PAPER,
+    toy_cnn.PAPER,
+    chang2022.PAPER,
+)
+
+
+def paper(name: str) -> Paper:
+    """The registered paper called ``name``; raises ValueError listing the names."""
+    for entry in PAPERS:
+        if entry.name == name:
+            return entry
+    raise ValueError(f"no paper {name!r}; the study has {[p.name for p in PAPERS]}")
+
+
+def names() -> list[str]:
+    """Every paper's name, in reading order."""
+    return [p.name for p in PAPERS]

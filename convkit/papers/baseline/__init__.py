@@ -1,0 +1,74 @@
+"""The baseline: a plain direct kernel and every legacy cuDNN forward algorithm on the anchor configurations.
+
+Before any paper's kernel, the chapter measures what the GPU's own library does on the configurations
+of ``shared/papers/README.md`` (:mod:`.anchors`): each of cuDNN's eight forward algorithms called alone,
+PyTorch's autotuned cuDNN in the same run, and the naive one-thread-per-output kernel
+(:mod:`.direct`, ``kernels/direct.cu``) whose gap the papers' kernels set out to close. :mod:`.results`
+turns the rows into the chapter's numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from convkit.measure import Variant, run_experiment
+from convkit.paper import Paper
+from convkit.papers.baseline.anchors import anchors
+from convkit.papers.baseline.direct import DEFAULT_THREADS, DirectLaunch, conv2d_direct
+from convkit.papers.baseline.edges import edge_check
+from convkit.problem import ConvProblem
+
+#: The sweep's experiment (``results/<gpu>/baseline.csv``).
+EXPERIMENT = "baseline"
+
+
+def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, **knobs)
+
+
+def _direct_knobs(p: ConvProblem) -> dict[str, Any]:
+    return DirectLaunch(DEFAULT_THREADS).as_params()
+
+
+#: The direct kernel at its one launch (no tuning).
+DIRECT = Variant("direct", _direct, _direct_knobs)
+
+
+def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
+            **options: Any) -> None:  # fmt: skip
+    """Measure the direct kernel, every cuDNN algorithm and PyTorch on the anchors (``quick``: a few small
+    ones) into ``<experiment>.csv``, resuming what is there."""
+    if options:
+        raise TypeError(f"the baseline sweep takes no options, got {sorted(options)}")
+    run_experiment(experiment, problems(quick), [DIRECT], directory=directory, progress=progress)
+
+
+def problems(quick: bool = False) -> list[ConvProblem]:
+    """The anchor configurations (``quick``: a few small ones)."""
+    return [a.problem for a in anchors(quick)]
+
+
+def sample_problems() -> list[ConvProblem]:
+    """Small problems for the generic GPU test: odd sizes, C = 1, M = 1, an input smaller than the filter
+    with padding, stride 2, non-square filters, a 1x1 layer of many channels."""
+    return [
+        ConvProblem(1, 3, 17, 23, 5, 3, 3, pad=1), ConvProblem(2, 1, 31, 29, 7, 5, 5, pad=2),
+        ConvProblem(1, 16, 9, 9, 1, 1, 1), ConvProblem(3, 5, 2, 3, 4, 5, 5, pad=2),
+        ConvProblem(1, 7, 13, 11, 6, 3, 5, pad=1, stride=2), ConvProblem(2, 4, 1, 1, 3, 3, 3, pad=1),
+        ConvProblem(1, 832, 7, 7, 32, 1, 1),
+    ]  # fmt: skip
+
+
+PAPER = Paper(
+    name="baseline",
+    title="The baseline: every cuDNN algorithm",
+    notebook="01_baseline",
+    experiment=EXPERIMENT,
+    measure=measure,
+    variants=(DIRECT,),
+    sources=("direct",),
+    sample_problems=sample_problems,
+    problems=problems,
+    edge_check=edge_check,
+)

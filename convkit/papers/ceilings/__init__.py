@@ -1,0 +1,24 @@
+"""The GPU's ceilings: the roofline every chapter measures against, measured rather than looked up.
+
+:mod:`.measure` takes each ceiling, checked before it is timed: device-to-device copy bandwidth, the FP32
+FMA rate of an own kernel (``kernels/ceilings.cu``) and of cuBLAS SGEMM with TF32 off, the SM clock
+under load, the time of an empty kernel, and the global-memory load latency by pointer chasing.
+:func:`convkit.roofline.ceilings_summary` turns them into the numbers every chapter's floors use;
+:mod:`.results` gives the chapter's table and verdict, :mod:`.edges` the sanitizer's launches.
+"""
+
+from __future__ import annotations
+
+from convkit.paper import Paper
+from convkit.papers.ceilings.edges import edge_check
+from convkit.papers.ceilings.measure import EXPERIMENT, record
+
+PAPER = Paper(
+    name="ceilings",
+    title="The GPU's ceilings",
+    notebook="00_ceilings",
+    experiment=EXPERIMENT,
+    measure=record,
+    sources=("ceilings",),
+    edge_check=edge_check,
+)

@@ -1,0 +1,17 @@
+"""The ceilings' own kernels, each run once small (compute-sanitizer's driver); each checks its own result."""
+
+from __future__ import annotations
+
+from convkit.papers.ceilings.measure import fma_peak, launch_floor, load_latency, sm_clock_under_load
+
+
+def edge_check() -> None:
+    """Launch the FMA, pointer-chase, clock and empty kernels once each with small sizes; each measurement
+    raises RuntimeError where its check fails."""
+    import cupy
+
+    fma_peak(iters=4, blocks_per_sm=1)
+    load_latency(1 << 14, steps=100, repeats=1)
+    sm_clock_under_load(spin_ms=1)
+    launch_floor(threads=32)
+    cupy.cuda.runtime.deviceSynchronize()

@@ -1,0 +1,111 @@
+"""Chang 2022's launchers: check the arguments, pick a default launch for this GPU, launch it.
+
+Both kernels of the paper take one image, square 1x1, 3x3 or 5x5 filters and "same" padding
+(:func:`check_same_args`). :func:`conv2d_single` runs a single-channel launch
+(:mod:`convkit.papers.chang2022.single`), :func:`conv2d_multi` a multi-channel one
+(:mod:`convkit.papers.chang2022.multi`), each through :func:`convkit.compile.launch`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from convkit.arrays import check_conv_args, output_for
+from convkit.compile import launch
+from convkit.gpu import require_cupy, sm_count
+from convkit.papers.chang2022.model import FILTER_SIZES, current_figures, latency_model
+from convkit.papers.chang2022.multi import ChangMultiLaunch, multi_config
+from convkit.papers.chang2022.single import ChangSingleLaunch, fill_plan
+from convkit.problem import ConvProblem
+
+
+def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
+    """Validate the arguments of both kernels before launch: one image, square K x K filters with K in
+    1, 3, 5, "same" padding implied; ``single`` also needs C = 1. Errors name the argument."""
+    k = w.shape[-1] if hasattr(w, "shape") and len(w.shape) == 4 else 1
+    problem = check_conv_args(x, w, pad=(k - 1) // 2 if k % 2 else 0, stride=1)
+    if problem.n != 1:
+        raise ValueError(f"x must hold one image (N = 1) as in the paper, got N = {problem.n}")
+    if problem.r != problem.s or problem.r not in FILTER_SIZES:
+        raise ValueError(f"w must hold square 1x1, 3x3 or 5x5 filters, got {problem.r}x{problem.s}")
+    if single and problem.c != 1:
+        raise ValueError(f"x must have one channel for the single-channel kernel, got C = {problem.c}")
+    p = problem
+    if max(p.c * p.h * p.w, p.m * p.c * p.r * p.s, p.m * p.h * p.w) >= 2**31:
+        raise ValueError("x, w or the output has 2^31 elements or more; the kernels index planes with int")
+    return problem
+
+
+def conv2d_single(x: Any, w: Any, *, plan: ChangSingleLaunch | None = None, out: Any = None) -> Any:
+    """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``
+    (``chang_single_direct`` for a :class:`~convkit.papers.chang2022.single.DirectSingleLaunch`).
+
+    Args:
+        x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
+        plan: the division; default :func:`~convkit.papers.chang2022.single.fill_plan` for this GPU's figures.
+            A :class:`~convkit.papers.chang2022.single.DirectSingleLaunch` runs the unstaged kernel.
+        out: optional float32 (1, M, H, W) output.
+
+    Example:
+        >>> y = conv2d_single(x, w, plan=plan_single(problem, latency_model(current_figures())))  # doctest: +SKIP
+    """
+    cupy = require_cupy()
+    problem = check_same_args(x, w, single=True)
+    if plan is None:
+        plan = fill_plan(problem, latency_model(current_figures()))
+    if not isinstance(plan, ChangSingleLaunch):
+        raise TypeError(f"plan must be a StagedSingleLaunch or DirectSingleLaunch, got {type(plan).__name__}")
+    plan.can_implement(problem)  # before the output is allocated: a bad plan is named first
+    out = output_for(out, problem)
+    launch(plan, problem, (x, w, out, *(cupy.int32(v) for v in plan.kernel_args(problem))))
+    return out
+
+
+def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out: Any = None) -> Any:
+    """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
+    (``chang_pointwise`` for a :class:`~convkit.papers.chang2022.multi.PointwiseMultiLaunch` at 1x1,
+    ``chang_broadcast`` for a :class:`~convkit.papers.chang2022.multi.BroadcastMultiLaunch`).
+
+    Args:
+        x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
+        config: the block; default :func:`~convkit.papers.chang2022.multi.multi_config` for this GPU. With
+            ``split`` above 1 the splits of each output tile add into it with atomics in the same launch (the
+            first to start zeroes it).
+        out: optional float32 (1, M, H, W) output.
+    """
+    cupy = require_cupy()
+    problem = check_same_args(x, w, single=False)
+    if config is None:
+        per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
+        config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
+    if not isinstance(config, ChangMultiLaunch):
+        raise TypeError(
+            "config must be a TiledMultiLaunch, PointwiseMultiLaunch or BroadcastMultiLaunch, "
+            f"got {type(config).__name__}"
+        )
+    config.can_implement(problem)  # before the output is allocated: a bad launch is named first
+    out = output_for(out, problem)
+    splits = config.splits(problem)
+    counters = split_counters(math.prod(config.grid(problem)) // splits if splits > 1 else 0)
+    args = config.kernel_args(problem, x, w)
+    launch(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
+    return out
+
+
+_SPLIT_COUNTERS: dict[tuple[int, int], Any] = {}
+
+
+def split_counters(tiles: int) -> Any:
+    """Zeroed int32 counters, 3 per output tile, for a launch that splits the channels (the kernels'
+    ``split::zero_tile_once``; they leave them zero again). One buffer per device and stream: launches on one
+    stream run in order, launches on two streams must not share counters."""
+    cupy = require_cupy()
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    counters = _SPLIT_COUNTERS.get(key)
+    if counters is None or counters.size < 3 * tiles:
+        counters = cupy.zeros(3 * max(tiles, 4096), dtype=cupy.int32)
+        _SPLIT_COUNTERS[key] = counters
+    return counters

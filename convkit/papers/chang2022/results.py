@@ -1,0 +1,268 @@
+"""The Chang 2022 chapter's numbers, computed from the recorded sweep and the ceilings (CPU only).
+
+:func:`speedup_table` gives one row per configuration: each kernel's time, the best library time
+(every cuDNN algorithm alone, and PyTorch's autotuned cuDNN), the roofline floor from the measured
+ceilings, each kernel's efficiency (floor / time) and cuDNN's room (its time over the floor).
+:func:`summary` and :func:`targets` set the paper's claims and the issue's targets beside ours.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from convkit import tables
+from convkit.papers.chang2022.model import GpuFigures, LatencyModel, figures_from_ceilings, latency_model
+from convkit.papers.chang2022.problems import multi_problems
+from convkit.papers.chang2022.single import (
+    ChangSingleLaunch,
+    DirectSingleLaunch,
+    SingleBounds,
+    StagedSingleLaunch,
+    single_bounds,
+    single_launch,
+    single_plan_stats,
+)
+from convkit.problem import ConvProblem
+from convkit.roofline import recorded_ceilings
+
+#: The paper's claims (section 4, Figure 5): speedups over cuDNN 7.1 on the GTX 1080 Ti.
+PAPER_SPEEDUPS = {"single": {"min": 1.5, "mean": 2.6, "max": 5.6}, "multi": {"min": 1.05, "mean": 1.39, "max": 2.0}}
+#: The chapter's names for the variants.
+VARIANT_NAMES: dict[str, str] = {
+    "chang_single": "paper plan", "chang_single_fill": "H100 plan",
+    "chang_multi": "paper launch", "chang_multi_async": "H100 launch",
+}  # fmt: skip
+#: The issue's targets (H100): the mean speedup over the best cuDNN FP32 algorithm per kernel.
+TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
+
+
+def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
+    """One row per configuration (pandas; single channel first, then by K, map, C, M): the shared columns of
+    :func:`convkit.tables.problem_row` (floor_us, each variant's ``<variant>_us``, best_lib / best_lib_us:
+    the fastest correct cuDNN algorithm or PyTorch, best_cudnn_us, ``speedup_<variant>``: best library over
+    ours, ``cudnn_speedup_<variant>``: the best cuDNN algorithm alone over ours, the issue's wording,
+    ``efficiency_<variant>``: floor over ours), then kind, map, C, M, K and room (best cuDNN over the floor)."""
+    import pandas as pd
+
+    rows = tables.problem_rows(frame, list(VARIANT_NAMES), ceilings)
+    for row in rows:
+        problem: ConvProblem = row["problem"]
+        row.update({"kind": "single" if problem.c == 1 else "multi", "map": problem.h, "C": problem.c,
+                    "M": problem.m, "K": problem.r, "room": row["best_cudnn_us"] / row["floor_us"]})  # fmt: skip
+    return pd.DataFrame(rows).sort_values(["kind", "K", "map", "C", "M"], ascending=[False, True, True, True, True])
+
+
+def summary(table: Any) -> Any:
+    """Min / mean / max speedup over the best library per kernel and variant, beside the paper's."""
+    import pandas as pd
+
+    rows = []
+    for kind, variants in (("single", ("chang_single", "chang_single_fill")),
+                           ("multi", ("chang_multi", "chang_multi_async"))):  # fmt: skip
+        part = table[table["kind"] == kind]
+        paper = PAPER_SPEEDUPS[kind]
+        rows.append({"kernel": kind, "variant": "paper (GTX 1080 Ti, cuDNN 7.1)", "configurations": None,
+                     "min": paper["min"], "mean": paper["mean"], "max": paper["max"], "slower in": None,
+                     "mean efficiency": None})  # fmt: skip
+        for variant in variants:
+            s = part[f"speedup_{variant}"].dropna()
+            rows.append({"kernel": kind, "variant": f"{VARIANT_NAMES[variant]} (H100)", "configurations": len(s),
+                         "min": s.min(), "mean": s.mean(), "max": s.max(), "slower in": int((s < 1).sum()),
+                         "mean efficiency": part[f"efficiency_{variant}"].mean()})  # fmt: skip
+        room = part["room"]
+        rows.append({"kernel": kind, "variant": "cuDNN's room: best cuDNN / floor", "configurations": len(room),
+                     "min": room.min(), "mean": room.mean(), "max": room.max(), "slower in": None,
+                     "mean efficiency": (1 / room).mean()})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def best_variant(table: Any, kind: str) -> str:
+    """The variant of ``kind`` with the higher mean speedup."""
+    variants = [
+        v for v in VARIANT_NAMES if f"speedup_{v}" in table and (v.startswith("chang_single")) == (kind == "single")
+    ]
+    part = table[table["kind"] == kind]
+    return max(variants, key=lambda v: part[f"speedup_{v}"].mean())
+
+
+def targets(table: Any) -> Any:
+    """The issue's targets against the best variant of each kernel. ``met`` is judged against the best
+    library (PyTorch's autotuned cuDNN included); the issue names the best cuDNN algorithm alone, whose
+    speed-up is shown beside it."""
+    import pandas as pd
+
+    rows = []
+    for kind in ("single", "multi"):
+        variant = best_variant(table, kind)
+        part = table[table["kind"] == kind]
+        s = part[f"speedup_{variant}"].dropna()
+        alone = part[f"cudnn_speedup_{variant}"].dropna()
+        rows.append({"target": f"{kind}-channel: mean speedup over the best library >= {TARGETS[kind]}",
+                     "variant": VARIANT_NAMES[variant], "measured": f"{s.mean():.2f}x",
+                     "over the best cuDNN algorithm alone": f"{alone.mean():.2f}x",
+                     "met": bool(s.mean() >= TARGETS[kind])})  # fmt: skip
+        if kind == "single":
+            rows.append({"target": "single-channel: never slower", "variant": VARIANT_NAMES[variant],
+                         "measured": f"slower in {int((s < 1).sum())} of {len(s)} (min {s.min():.2f}x)",
+                         "over the best cuDNN algorithm alone":
+                             f"slower in {int((alone < 1).sum())} of {len(alone)} (min {alone.min():.2f}x)",
+                         "met": bool((s >= 1).all())})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def recorded_figures(ceilings: dict[str, float], provenance: dict[str, Any]) -> GpuFigures:
+    """The model's inputs for the GPU a results file was recorded on, from its measured ceilings."""
+    name = next(iter(provenance["runs"].values()))["gpu"]
+    return figures_from_ceilings(ceilings, name)
+
+
+def model_table(figures: list[GpuFigures]) -> Any:
+    """The paper's Table 1 for each GPU, side by side."""
+    import pandas as pd
+
+    return pd.DataFrame({f.name: latency_model(f).table() for f in figures})
+
+
+def planner_table(table: Any, model: LatencyModel) -> Any:
+    """Per single-channel configuration: the S/T bounds of both methods, the paper plan that ran with the
+    model's verdict on hiding the latency, and the tuned H100 plan (from the recorded knobs)."""
+    import pandas as pd
+
+    rows = []
+    for r in table[table["kind"] == "single"].itertuples():
+        problem = ConvProblem.same(1, 1, r.map, r.map, r.M, r.K)
+        one, two = single_bounds(problem, model)
+        plan = StagedSingleLaunch(**json.loads(r.params_chang_single))
+        stats = single_plan_stats(problem, plan, model)
+        h100 = single_launch(json.loads(r.params_chang_single_fill))
+        rows.append({"config": r.label, "S range": _range(one), "T range": _range(two),
+                     "method": plan.method, "S": plan.s, "T": plan.t, "blocks": stats["blocks"],
+                     "piece rows x filters": f"{plan.piece_rows} x {plan.piece_filters}",
+                     "FMAs/piece": stats["fmas_per_piece"], "FMAs hide latency": stats["fma_hides_latency"],
+                     "bytes in flight": stats["volume_in_flight"], "volume covers": stats["volume_covers"],
+                     "H100 plan (tuned)": single_launch_text(h100), "H100 blocks": h100.blocks(problem)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def single_launch_text(launch: ChangSingleLaunch) -> str:
+    """A single-channel launch in a few words: a plan's block share and piece, or the unstaged launch."""
+    if isinstance(launch, DirectSingleLaunch):
+        filters = f"{launch.filters} filter{'s' if launch.filters > 1 else ''}"
+        weights = ", weights in shared memory" if launch.shared_weights else ""
+        return (f"direct (no staging): {filters} x {launch.rows}x4 pixels per thread, {launch.threads} threads"
+                f"{weights}")  # fmt: skip
+    return (f"{launch.band_rows} rows x {launch.group_filters} filters per block, "
+            f"pieces {launch.piece_rows} x {launch.piece_filters}, {launch.threads} threads")  # fmt: skip
+
+
+def _range(bounds: SingleBounds) -> str:
+    """A divisor's range, or why it is empty (fits shared memory from ``lower``; keeps C_FMA up to ``upper``)."""
+    return (
+        f"{bounds.lower}..{bounds.upper}"
+        if bounds.in_range
+        else f"none (fits from {bounds.lower}, C_FMA up to {bounds.upper})"
+    )
+
+
+def multi_launch_table(table: Any) -> Any:
+    """Per multi-channel configuration: the paper's launch and the tuned H100 launch (recorded knobs)."""
+    import pandas as pd
+
+    def text(params: str) -> str:
+        k = json.loads(params)
+        split = f", split {k['split']}" if k["split"] > 1 else ""
+        if k.get("kernel") == "pointwise":
+            return f"GEMM tile: N_f {k['bm']} x {k['bp']} px, {k['tm']}x{k['tp']}/thread, {k['ck']} ch/segment{split}"
+        if k.get("kernel") == "broadcast":
+            tiles = f" x {k['tiles']} tiles" if k["tiles"] > 1 else ""
+            return (f"filter per thread: {k['filters']} filters{tiles}, {k['tile_h']}x{k['tile_w']}/thread, "
+                    f"{k['ck']} ch/segment{split}")  # fmt: skip
+        return f"N_f {k['bm']}, {k['tile_h']}x{k['tile_w']} px, {k['rpt']}x{k['px']}/thread{split}"
+
+    part = table[table["kind"] == "multi"]
+    return pd.DataFrame({"config": part["label"], "paper launch": part["params_chang_multi"].map(text),
+                         "H100 launch (tuned)": part["params_chang_multi_async"].map(text)})  # fmt: skip
+
+
+#: The multi-channel launch's kernel families, as the chapter names them (:func:`kernel_family`).
+TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL = ("2-D tiles", "2-D tiles, 2 rows", "filter per thread, 7x7",
+                                                  "filter per thread, small")  # fmt: skip
+FAMILIES: tuple[str, ...] = (TILES, TILES_TWO_ROWS, FILTER_7X7, FILTER_SMALL)
+#: The 1x1 launch's family (not in :data:`FAMILIES`: the family table covers 3x3 and 5x5).
+GEMM_TILE = "GEMM tile"
+
+
+def kernel_family(params: str) -> str:
+    """The family of a tuned multi-channel launch (its recorded knobs): the GEMM tile (1x1), the 2-D tiles
+    with one or two rows of 4-pixel strips per thread, or a filter per thread on a 7x7 or smaller tile."""
+    k = json.loads(params)
+    if k.get("kernel") == "pointwise":
+        return GEMM_TILE
+    if k.get("kernel") == "broadcast":
+        return FILTER_7X7 if k["tile_h"] == 7 else FILTER_SMALL
+    return TILES_TWO_ROWS if k["rpt"] == 2 else TILES
+
+
+def family_table(tuning: Any) -> Any:
+    """Per 3x3 and 5x5 configuration of the tuning run: each family's best checked time (us), the
+    winner, and its margin over the runner-up family (runner-up time / winner time)."""
+    rows = tuning[(tuning["variant"] == "chang_multi_async") & (tuning["status"] == "ok") & (tuning["R"] > 1)]
+    rows = rows.assign(family=rows["params"].map(kernel_family), us=rows["time_ms_median"] * 1e3)
+    best = rows.pivot_table(index="label", columns="family", values="us", aggfunc="min")
+    best = best.reindex(columns=[f for f in FAMILIES if f in best.columns])
+    order = {p.label: i for i, p in enumerate(multi_problems())}
+    best = best.loc[sorted(best.index, key=order.__getitem__)]
+    times = [best.loc[label].dropna().sort_values() for label in best.index]
+    best["winner"] = [t.index[0] for t in times]
+    best["margin"] = [t.iloc[1] / t.iloc[0] if len(t) > 1 else float("nan") for t in times]
+    return best.reset_index().rename_axis(columns=None)
+
+
+def verdict(table: Any) -> str:
+    """Markdown: the targets, the room cuDNN leaves, and where the kernels lose."""
+    lines = []
+    for kind in ("single", "multi"):
+        variant = best_variant(table, kind)
+        part = table[table["kind"] == kind]
+        s = part[f"speedup_{variant}"]
+        losers = part[s < 1]
+        room = part["room"]
+        at_floor = (part["best_lib_us"] / part["floor_us"]).mean()
+        alone = part[f"cudnn_speedup_{variant}"].mean()
+        lines.append(
+            f"- **{kind}-channel** ({VARIANT_NAMES[variant]}): mean {s.mean():.2f}x over the best library "
+            f"(min {s.min():.2f}x, max {s.max():.2f}x; target {TARGETS[kind]}x, paper "
+            f"{PAPER_SPEEDUPS[kind]['mean']}x). cuDNN's room over the floor here averages {room.mean():.2f}x, "
+            f"so a kernel at the floor everywhere would average about {at_floor:.2f}x over the best library and "
+            f"{room.mean():.2f}x over the best cuDNN algorithm alone, against which this one averages {alone:.2f}x "
+            f"({alone / room.mean():.0%} of it). "
+            f"Mean efficiency (floor / time) {part[f'efficiency_{variant}'].mean():.0%}; slower than the best library "
+            f"in {len(losers)} of {len(part)}" + (f" (maps {sorted(set(losers['map']))})." if len(losers) else ".")
+        )
+    return "\n".join(lines)
+
+
+def main(directory: str) -> None:
+    """Print the chapter's headline tables for a results folder (the device script's last word)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from convkit.results import load_results
+
+    frame, _ = load_results(Path(directory), "chang2022")
+    ceilings = recorded_ceilings(Path(directory))
+    if ceilings is None:
+        raise SystemExit(f"no ceilings.csv in {directory}: the floors need the measured ceilings")
+    table = speedup_table(frame, ceilings)
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
+        print(frame.groupby(["impl", "status"]).size().to_string())
+        print(summary(table).round(2).to_string())
+        print(targets(table).to_string())
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1])

@@ -1,0 +1,130 @@
+"""cuConv (Jorda, Valero-Lara and Peña 2022): convolution as scalar products read in place, and the ladder past it.
+
+The chapter measures the paper's two-stage design and three steps past it (:mod:`.launch`: ``paper``,
+``fused``, ``split``, ``tiled``) against every cuDNN forward algorithm and PyTorch on the 616 problems
+of five networks' stride-1 layers (:mod:`convkit.networks`: 88 configurations x 7 batch sizes), each
+variant at the launch a tuning run found fastest. :mod:`.results` turns the rows into the chapter's
+numbers; the ncu profile covers the paper's named configurations of its Tables 3-5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from convkit import networks, tuning
+from convkit.gpu import sm_count
+from convkit.measure import (
+    Kernels,
+    Variant,
+    run_experiment,
+)
+from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.papers.cuconv import edges, launch
+from convkit.problem import ConvProblem
+
+#: The sweep's experiment, and the tuning table of every variant's launch (results/<gpu>/cuconv_tuning.csv).
+CUCONV_EXPERIMENT = "cuconv"
+CUCONV_TUNING = "cuconv_tuning"
+#: The sweep's timing: a short budget (616 problems x 13 cases), at least 5 timed runs after 2 warm-ups.
+CUCONV_TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
+#: Configurations of a quick run (batch 1): every eleventh of the 88.
+CUCONV_QUICK_STEP = 11
+#: The paper's named configurations: table -> (letter, label).
+NAMED_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Table 3 (1x1)": (("A", "7-1-1-256-832"), ("B", "14-1-1-1024-256"), ("C", "27-1-1-256-64")),
+    "Table 4 (3x3)": (("A", "7-1-3-384-192"), ("B", "13-1-3-384-384")),
+    "Table 5 (5x5)": (("A", "7-1-5-128-48"), ("B", "7-8-5-128-48")),
+}
+
+
+def _variant(variant: str) -> Variant:
+    """``cuconv_<variant>`` at its tuned launch where a tuning run has measured it, else the heuristic's."""
+    name = f"cuconv_{variant}"
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        tuned = tuning.tuned_knobs(p, name, experiment=CUCONV_TUNING)
+        return tuned if tuned is not None else launch.default_knobs(p, variant, sm_count()).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [k.as_params() for k in launch.candidates(p, variant, sm_count())]
+
+    return Variant(name, run, knobs, candidates=candidates)
+
+
+#: The chapter's ladder: the paper's design, then each step past it.
+CUCONV_VARIANTS: tuple[Variant, ...] = tuple(_variant(v) for v in launch.VARIANTS)
+
+
+def measure(
+    directory: Path,
+    *,
+    quick: bool = False,
+    experiment: str = CUCONV_EXPERIMENT,
+    progress: Callable[[str], None] | None = print,
+    batches: tuple[int, ...] | None = None,
+) -> None:
+    """Tune every variant's launch, then sweep the variants, cuDNN and PyTorch, one batch size at a time.
+
+    Batch 1 first (the paper's focus), so an interrupted session leaves whole batch sizes behind; both
+    experiments resume where they stopped, and a problem whose tuned launch changed is swept again whole.
+    ``batches`` picks batch sizes (default: the paper's seven); ``quick``: every eleventh configuration at
+    batch 1. Writes ``cuconv_tuning.csv`` and ``<experiment>.csv`` under ``directory``.
+    """
+    configs = networks.configurations()
+    if quick:
+        configs, batches = configs[::CUCONV_QUICK_STEP], (1,)
+    for batch in batches or networks.BATCH_SIZES:
+        problems = [c.problem(batch) for c in configs]
+        run_experiment(CUCONV_TUNING, problems, CUCONV_VARIANTS, directory=directory, cudnn=False, tune=True,
+                       timing=tuning.TIMING, progress=progress)  # fmt: skip
+        run_experiment(experiment, problems, CUCONV_VARIANTS, directory=directory, timing=CUCONV_TIMING,
+                       progress=progress, remeasure_changed=True)  # fmt: skip
+
+
+def problems(quick: bool = False) -> list[ConvProblem]:
+    """The sweep's 616 problems, or (``quick``) every eleventh configuration at batch 1."""
+    if quick:
+        return [c.problem(1) for c in networks.configurations()[::CUCONV_QUICK_STEP]]
+    return networks.problems()
+
+
+def sample_problems() -> list[ConvProblem]:
+    """Small problems for the generic GPU test: 1x1, 3x3 and 5x5 layers of the networks' kind, an odd
+    batch and sizes, an input smaller than the filter, stride 2 (not in the paper, supported)."""
+    return [
+        ConvProblem.from_label("7-1-1-32-832"), ConvProblem.from_label("13-2-3-48-17"),
+        ConvProblem.from_label("9-3-5-20-33"), ConvProblem(3, 19, 13, 11, 5, 3, 3, pad=1),
+        ConvProblem(1, 7, 3, 2, 6, 5, 5, pad=2), ConvProblem(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2),
+    ]  # fmt: skip
+
+
+def named_problems() -> list[tuple[str, str, ConvProblem]]:
+    """(table, letter, problem) for every named configuration of the paper's Tables 3-5, "same" padding."""
+    return [(t, letter, ConvProblem.from_label(label)) for t, rows in NAMED_CONFIGS.items() for letter, label in rows]
+
+
+def profiled_cases() -> Iterator[ProfiledCase]:
+    """The profile's cases, in order: on each named configuration, every variant at its tuned launch, then
+    every cuDNN forward algorithm."""
+    return convolution_cases(named_problems(), Kernels(CUCONV_VARIANTS), cudnn=True)
+
+
+PAPER = Paper(
+    name="cuconv",
+    title="cuConv (Jorda et al. 2022)",
+    notebook="03_cuconv",
+    experiment=CUCONV_EXPERIMENT,
+    measure=measure,
+    variants=CUCONV_VARIANTS,
+    tuning=CUCONV_TUNING,
+    sources=("cuconv",),
+    sample_problems=sample_problems,
+    problems=problems,
+    profile=Profile("cuconv_kernels", profiled_cases),
+    edge_check=edges.edge_check,
+)

@@ -1,0 +1,169 @@
+"""Lu, Zhang, Wang 2020 (memory transactions): column and row reuse through warp shuffles, and their cost.
+
+The paper cuts a convolution's global loads by sharing each warp's input window through
+``__shfl_xor_sync`` (column reuse) and each thread's input rows across its outputs (row reuse). The
+chapter measures its ladder of single-channel kernels (:mod:`.launch`: ``lu_direct`` ..
+``lu_combined``) on one image and one filter against every cuDNN algorithm, PyTorch and
+``cupyx.scipy.ndimage.correlate``, and its multi-channel form (``lu_multi``) on the 3x3 layers of VGG19
+and ResNet-50, each kernel at the launch a tuning run found fastest. :mod:`.warp_sim` computes the
+exchange the kernels run and counts their loads on the CPU; :mod:`.results` turns the rows, the ncu
+load counters and ptxas's verdict on the window array into the chapter's numbers; :mod:`.edges` is
+the sanitizer's driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from convkit import tuning
+from convkit.measure import (
+    Kernels,
+    Variant,
+    run_experiment,
+)
+from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.papers.lu2020 import edges
+from convkit.papers.lu2020.launch import (
+    FILTER_SIZES,
+    MULTI_CANDIDATES,
+    NDIMAGE_PEER,
+    SINGLE_VARIANTS,
+    LuMultiLaunch,
+    LuSingleLaunch,
+    conv2d_multi,
+    conv2d_single,
+    correlate_peer,
+    default_single,
+    is_single_image,
+    multi_problems,
+    single_candidates,
+    single_problems,
+)
+from convkit.problem import ConvProblem
+
+#: The sweep's experiment (``results/<gpu>/lu2020.csv``: 18 images and 26 layers; every cuDNN algorithm,
+#: PyTorch and, on single images, cupyx.scipy.ndimage).
+EXPERIMENT = "lu2020"
+#: The tuning table of every kernel's launch (``results/<gpu>/lu2020_tuning.csv``).
+TUNING = "lu2020_tuning"
+#: The sweep's timing.
+TIMING: dict[str, Any] = {"warmup": 3, "min_reps": 10, "max_reps": 300, "budget_ms": 40.0}
+#: Problems of a quick run: every fifth of each grid.
+QUICK_STEP = 5
+#: The profile's experiment and counters: the global load requests and sectors the paper's argument is
+#: about, local-memory traffic (where a window array lands off registers), DRAM bytes.
+PROFILE_EXPERIMENT = "lu2020_kernels"
+METRICS = (
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum",
+)  # fmt: skip
+#: Images the ladder is profiled on: 2048 x 2048, each filter width, "same" padding.
+PROFILE_SIZE = 2048
+
+
+def _lu(variant: str) -> Variant:
+    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1) or ``lu_multi``, at its tuned launch where a
+    tuning run has measured it, else the untuned one."""
+    name = f"lu_{variant}"
+    multi = variant == "multi"
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        tuned = tuning.tuned_knobs(p, name, experiment=TUNING)
+        if tuned is not None:
+            return tuned
+        return (LuMultiLaunch() if multi else default_single(variant)).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [launch.as_params() for launch in (MULTI_CANDIDATES if multi else single_candidates(variant))]
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        if multi:
+            conv2d_multi(x, w, pad=p.pad, launch=LuMultiLaunch(**knobs), out=out)
+        else:
+            conv2d_single(x, w, pad=p.pad, launch=LuSingleLaunch(variant, **knobs), out=out)
+
+    def supports(p: ConvProblem) -> bool:
+        return p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
+
+    return Variant(name, run, knobs, candidates=candidates, supports=supports)
+
+
+def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    correlate_peer(x, w, out)
+
+
+#: The paper's single-channel ladder, and its multi-channel form.
+SINGLE: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
+MULTI: tuple[Variant, ...] = (_lu("multi"),)
+#: The image-processing peer, on single images.
+NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
+
+
+def _grids(quick: bool) -> tuple[tuple[list[ConvProblem], tuple[Variant, ...], tuple[Variant, ...]], ...]:
+    """(problems, variants, peers) of the two grids; ``quick``: every :data:`QUICK_STEP`-th problem."""
+    step = QUICK_STEP if quick else 1
+    return (single_problems()[::step], SINGLE, (NDIMAGE,)), (multi_problems()[::step], MULTI, ())
+
+
+def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
+            **options: Any) -> None:  # fmt: skip
+    """Tune the launches of every kernel (``lu2020_tuning.csv``), then sweep the single-channel images (the
+    paper's ladder, cuDNN, PyTorch, ``cupyx.scipy.ndimage.correlate``) and the multi-channel layers
+    (``lu_multi``, cuDNN, PyTorch) into ``<experiment>.csv``; both resume where they stopped, and a problem
+    whose tuned launch changed is swept again whole."""
+    if options:
+        raise TypeError(f"the lu2020 sweep takes no options, got {sorted(options)}")
+    for problems, variants, peers in _grids(quick):
+        run_experiment(TUNING, problems, variants, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
+                       progress=progress)  # fmt: skip
+        run_experiment(experiment, problems, variants, directory=directory, peers=peers, timing=TIMING,
+                       progress=progress, remeasure_changed=True)  # fmt: skip
+
+
+def problems(quick: bool = False) -> list[ConvProblem]:
+    """The sweep's images then layers (``quick``: every fifth of each)."""
+    return [p for grid, _, _ in _grids(quick) for p in grid]
+
+
+def sample_problems() -> list[ConvProblem]:
+    """Small problems for the generic GPU test: widths below a warp and no warp divides, an image smaller
+    than the filter, several images and filters, "valid" and partial padding (C = 1); channels no stage
+    divides and filters no thread's group divides (C > 1); K 3, 5, 7."""
+    same = ConvProblem.same
+    return [
+        same(1, 1, 37, 45, 1, 5), same(2, 1, 70, 97, 3, 3), same(1, 1, 5, 3, 1, 7), same(3, 1, 2, 2, 1, 3),
+        ConvProblem(1, 1, 131, 33, 1, 5, 5, pad=0), ConvProblem(1, 1, 9, 200, 2, 7, 7, pad=1),
+        same(1, 13, 9, 11, 20, 3), same(2, 3, 40, 33, 8, 5), same(1, 17, 28, 28, 37, 7), same(1, 1, 5, 70, 4, 3),
+    ]  # fmt: skip
+
+
+def profile_problems() -> list[tuple[str, str, ConvProblem]]:
+    """(table, config, problem) of the profile: one :data:`PROFILE_SIZE` image per filter width."""
+    size = PROFILE_SIZE
+    return [("single channel", f"{k}x{k}", ConvProblem.same(1, 1, size, size, 1, k)) for k in FILTER_SIZES]
+
+
+def profiled_cases() -> Iterator[ProfiledCase]:
+    """The profile's cases, in order: on each image, the ladder at its tuned launches, then the image peer
+    (no cuDNN: the counters are about the paper's kernels)."""
+    return convolution_cases(profile_problems(), Kernels(SINGLE, (NDIMAGE,)), cudnn=False)
+
+
+PAPER = Paper(
+    name="lu2020",
+    title="Lu 2020, memory transactions",
+    notebook="02_lu2020",
+    experiment=EXPERIMENT,
+    measure=measure,
+    variants=(*SINGLE, *MULTI),
+    peers=(NDIMAGE,),
+    tuning=TUNING,
+    sources=("lu2020",),
+    sample_problems=sample_problems,
+    problems=problems,
+    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS),
+    edge_check=edges.edge_check,
+)

@@ -1,0 +1,171 @@
+"""The fused CNN layer (Grisett): conv 5x5 + bias + ReLU + 2x2 max-pool in one kernel, the report's ladder and past it.
+
+The chapter measures the report's ladder V0..V4 (:mod:`.launch`) at its launches (its Tables 1 and 3,
+and a wider block sweep), the study's register-tiled V5 fused and unfused, each cuDNN algorithm alone
+and followed by bias, ReLU and pool, and PyTorch's layer (:mod:`.measure`), on the course lab's layer
+and three smaller ones. Its cases are layers, not plain convolutions, so the paper declares no
+:class:`convkit.measure.Variant`: its generic GPU check runs :func:`sample_checks` through
+:func:`.measure.measure_layer`. :mod:`.results` turns the rows into the chapter's tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from convkit.measure import gpu_results_dir, tolerance_for
+from convkit.paper import Paper, Profile, ProfiledCase
+from convkit.papers.toy_cnn import edges
+from convkit.papers.toy_cnn.launch import (
+    LAB_LAYER,
+    LADDER,
+    REPORT_BEST_BLOCK,
+    REPORT_BEST_GRID,
+    REPORT_TABLE3,
+    SMALL_LAYERS,
+    TILED_CANDIDATES,
+    ToyLadderLaunch,
+    ToyTiledLaunch,
+    block_shapes,
+    layer_output_shape,
+    reference_layer,
+    report_grid,
+)
+from convkit.papers.toy_cnn.measure import LAYER_STEPS, layer_cases, layer_prepare, measure_layer, run_layer_experiment
+from convkit.problem import ConvProblem
+from convkit.results import Case, params_text
+
+TOY_EXPERIMENT = "toy_cnn"
+#: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
+TOY_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 5, "max_reps": 50, "budget_ms": 100.0}
+#: The profile's metrics: where the time goes (occupancy, FMA pipe, shared-memory wavefronts and bank
+#: conflicts, bytes from DRAM and L2, the clock the run saw).
+TOY_METRICS = (
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_fma.sum", "smsp__inst_executed.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second",
+)  # fmt: skip
+#: Small layers the generic GPU test checks every kernel on (pre-padded): pooled outputs no block or
+#: tile divides, C = 1 and M = 1 at the smallest size, more filters than a tile holds.
+SAMPLE_LAYERS: tuple[ConvProblem, ...] = (
+    ConvProblem(1, 3, 36, 36, 8, 5, 5), ConvProblem(1, 19, 41, 29, 37, 5, 5), ConvProblem(1, 1, 6, 6, 1, 5, 5),
+    ConvProblem(1, 64, 23, 47, 70, 5, 5),
+)  # fmt: skip
+
+
+def _ladder(variant: str, block: Sequence[int], grid: Sequence[int]) -> tuple[str, dict[str, Any]]:
+    """(variant, knobs) of a ladder launch, as its rows record it."""
+    return variant, ToyLadderLaunch(variant, tuple(block), tuple(grid)).as_params()
+
+
+def plan(quick: bool = False) -> list[tuple[ConvProblem, list[Case]]]:
+    """What the chapter measures: (layer, cases) in order, the lab's layer first.
+
+    The lab layer: the ladder V0..V4 at the report's best launch (Table 1), V4 at the nine launches
+    of its Table 3 and over the wider block sweep (the heatmap), every tiled candidate fused and
+    unfused, the ladder and ``tiled`` timed the report's way too, then cuDNN (each algorithm alone
+    and with bias, ReLU and pool) and PyTorch. Then smaller layers, at the report's best block.
+    ``quick``: the lab layer's ladder, one tile and cuDNN.
+    """
+    lab = LAB_LAYER
+    ladder = [_ladder(v, REPORT_BEST_BLOCK, REPORT_BEST_GRID) for v in LADDER]
+    tiles = [("tiled", t.as_params()) for t in TILED_CANDIDATES]
+    if quick:
+        return [(lab, layer_cases(lab, [*ladder, tiles[0]]))]
+    table3 = [_ladder("v4", block, grid) for grid, block, _, _ in REPORT_TABLE3]
+    heatmap = [_ladder("v4", block, report_grid(lab, block)) for block in block_shapes(lab)]
+    unfused = [("unfused", k) for _, k in tiles]
+    launches = list(dict.fromkeys((v, json.dumps(k)) for v, k in [*ladder, *table3, *heatmap, *tiles, *unfused]))
+    out = [(lab, layer_cases(lab, [(v, json.loads(k)) for v, k in launches], host_timed=[*ladder, ("tiled", {})]))]
+    for layer in SMALL_LAYERS:
+        small = [_ladder(v, REPORT_BEST_BLOCK, report_grid(layer, REPORT_BEST_BLOCK)) for v in LADDER]
+        out.append((layer, layer_cases(layer, [*small, *tiles, ("unfused", tiles[0][1])])))
+    return out
+
+
+def measure(
+    directory: Path,
+    *,
+    quick: bool = False,
+    experiment: str = TOY_EXPERIMENT,
+    progress: Callable[[str], None] | None = print,
+) -> None:
+    """Run :func:`plan` into ``<directory>/<experiment>.csv`` (resumable)."""
+    run_layer_experiment(experiment, plan(quick), directory=directory, timing=TOY_TIMING, progress=progress)
+
+
+def sample_checks() -> Iterator[tuple[ConvProblem, list[Case]]]:
+    """(layer, cases) for the generic GPU test: on each of :data:`SAMPLE_LAYERS`, the ladder at the report's
+    best block, the first and last tiled candidates, ``unfused``, and ``tiled`` timed the report's way."""
+    first, last = TILED_CANDIDATES[0].as_params(), TILED_CANDIDATES[-1].as_params()
+    for layer in SAMPLE_LAYERS:
+        ladder = [_ladder(v, REPORT_BEST_BLOCK, report_grid(layer, REPORT_BEST_BLOCK)) for v in LADDER]
+        launches = [*ladder, ("tiled", first), ("tiled", last), ("unfused", first)]
+        yield layer, layer_cases(layer, launches, host_timed=[("tiled", {})], cudnn=False)
+
+
+def _fastest_recorded() -> tuple[dict[str, Any], str]:
+    """(tiled knobs, cuDNN algorithm) fastest on the lab layer in this GPU's recorded sweep, else the
+    defaults (64x16x16, 4 channels a stage; IMPLICIT_PRECOMP_GEMM)."""
+    tile, algorithm = ToyTiledLaunch().as_params(), "IMPLICIT_PRECOMP_GEMM"
+    path = gpu_results_dir(None) / f"{TOY_EXPERIMENT}.csv"
+    if path.exists():
+        import pandas as pd
+
+        frame = pd.read_csv(path, keep_default_na=False)
+        ok = frame[(frame.status == "ok") & (frame.label == LAB_LAYER.label)]
+        ok = ok.assign(t=ok.time_ms_median.astype(float))
+        tiled = ok[(ok.impl == "convkit") & (ok.variant == "toy_tiled")]
+        cudnn = ok[(ok.impl == "cudnn") & (ok.params.str.contains("pool"))]
+        if len(tiled):
+            tile = json.loads(tiled.sort_values("t").iloc[0].params)
+        if len(cudnn):
+            algorithm = cudnn.sort_values("t").iloc[0].variant
+    return tile, algorithm
+
+
+def profile_cases() -> list[Case]:
+    """The lab layer's profiled cases: the ladder at the report's best launch, ``tiled`` and ``unfused`` at
+    the fastest recorded tile, and cuDNN's fastest recorded algorithm with its bias, ReLU and pool."""
+    tile, algorithm = _fastest_recorded()
+    best = params_text(_ladder("v0", REPORT_BEST_BLOCK, REPORT_BEST_GRID)[1])
+    cases = [Case("convkit", f"toy_{v}", best) for v in LADDER]
+    cases += [Case("convkit", f"toy_{v}", params_text(tile)) for v in ("tiled", "unfused")]
+    return [*cases, Case("cudnn", algorithm, LAYER_STEPS)]
+
+
+def profiled_cases() -> Iterator[ProfiledCase]:
+    """:func:`profile_cases` on one draw of the lab layer's inputs, each checked against the float64 layer."""
+    import cupy
+
+    problem = LAB_LAYER
+    rng = cupy.random.default_rng()
+    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    bias = rng.standard_normal((problem.m,), dtype=cupy.float32)
+    conv_out = cupy.empty(problem.output_shape, dtype=cupy.float32)
+    pooled = cupy.empty(layer_output_shape(problem), dtype=cupy.float32)
+    ref = reference_layer(x, w, bias)
+    for case in profile_cases():
+        entry = {"table": "lab layer", "config": "", "label": problem.label, "impl": case.impl,
+                 "variant": case.variant, "params": case.params}  # fmt: skip
+        prepare = layer_prepare(problem, case, x, w, bias, conv_out, pooled)
+        yield ProfiledCase(entry, prepare, pooled, ref, tolerance_for(case))
+
+
+PAPER = Paper(
+    name="toy_cnn",
+    title="Fused CNN layer (Grisett)",
+    notebook="04_toy_cnn",
+    experiment=TOY_EXPERIMENT,
+    measure=measure,
+    sources=("toy_cnn",),
+    sample_checks=sample_checks,
+    measure_rows=measure_layer,
+    profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
+    edge_check=edges.edge_check,
+)

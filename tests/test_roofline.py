@@ -1,0 +1,67 @@
+"""The roofline's numbers from the recorded H100 ceilings (CPU): the summary, the floors, the launch term."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from convkit.paths import results_dir
+from convkit.problem import ConvProblem
+from convkit.results import load_results
+from convkit.roofline import (
+    LAUNCH_US,
+    ceilings_summary,
+    floor_us,
+    latency_curve,
+    launch_text,
+    launch_us,
+    recorded_ceilings,
+)
+
+H100 = results_dir() / "nvidia-h100-80gb-hbm3"
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return load_results(H100, "ceilings")[0]
+
+
+def test_ceilings_summary_is_complete_and_plausible(frame):
+    s = ceilings_summary(frame)
+    assert all(not math.isnan(v) for v in s.values()), s
+    assert s["sgemm_tflops"] < s["fp32_theoretical_tflops"] * 1.01
+    assert s["fma_tflops"] < s["fp32_theoretical_tflops"] * 1.01
+    assert s["dram_latency_cycles"] > s["l2_latency_cycles"]
+    assert recorded_ceilings(H100) == s
+    assert recorded_ceilings(H100 / "nowhere") is None
+
+
+def test_floors_use_the_recorded_launch_floor_else_the_assumed_launch(frame):
+    problem = ConvProblem.same(1, 1, 28, 28, 32, 3)
+    recorded = ceilings_summary(frame)
+    assert 1.0 < recorded["launch_us"] < 20.0  # the H100's, measured in notebook 00
+    without = frame[frame["measurement"] != "launch_floor"]  # a GPU recorded before it
+    assumed = ceilings_summary(without)
+    launch = {"metric": "launch_floor", "measurement": "launch_floor", "value": 3.7, "unit": "us", "status": "ok"}
+    measured = ceilings_summary(pd.concat([without, pd.DataFrame([launch])], ignore_index=True))
+    assert measured["launch_us"] == 3.7 and "launch_us" not in assumed
+    assert launch_us(assumed) == LAUNCH_US and launch_us(measured) == 3.7
+    assert floor_us(problem, measured) - floor_us(problem, assumed) == pytest.approx(0.7)
+    assert "3.7 us, an empty kernel measured" in launch_text(measured)
+    assert "3 us, assumed" in launch_text(assumed)
+
+
+def test_floor_is_the_longer_of_memory_and_compute():
+    ceil = {"copy_gbps": 1000.0, "fma_tflops": 10.0, "launch_us": 0.0}
+    small = ConvProblem.same(1, 1, 28, 28, 1, 3)  # memory-bound
+    assert floor_us(small, ceil) == pytest.approx(small.min_bytes / 1e6)
+    big = ConvProblem.same(1, 256, 56, 56, 256, 3)  # compute-bound
+    assert floor_us(big, ceil) == pytest.approx(big.flops / 1e7)
+
+
+def test_latency_curve_is_sorted_by_footprint(frame):
+    curve = latency_curve(frame)
+    assert list(curve.columns) == ["footprint_bytes", "cycles"] and curve["footprint_bytes"].is_monotonic_increasing
+    assert len(curve) == int((frame["metric"] == "load_latency").sum())
