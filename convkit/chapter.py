@@ -182,3 +182,41 @@ def provenance_runs(*results: Results) -> Any:
     rows = [{labels.get(k, k): (str(info.get(k, ""))[:12] if k == "convkit_commit" else info.get(k, ""))
              for k in keys} for info in _runs(*results)]  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def findings(directory: Path) -> Any:
+    """The book's findings table: every registered paper's claims, its number beside ours, computed from the
+    results recorded in ``directory`` (one row per claim; :data:`convkit.paper.FINDING_COLUMNS`)."""
+    import pandas as pd
+
+    from convkit.paper import FINDING_COLUMNS
+    from convkit.papers import PAPERS
+
+    rows = [row for p in PAPERS if p.findings is not None for row in p.findings(Path(directory))]
+    return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
+
+
+def findings_markdown(directory: Path) -> str:
+    """:func:`findings` as the intro shows it: a Markdown table of the numbers (paper and claim, the paper's
+    number, the paper's design, our best with its roofline efficiency, the best library, on the GPU measured),
+    then what changed since each paper, numbered to match, and the GPU the numbers come from."""
+    from convkit.results import load_results
+
+    table = findings(directory)
+    gpu = next(iter(load_results(Path(directory), "ceilings")[1].get("runs", {}).values()), {}).get("gpu", "")
+
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ").strip() or "–"
+
+    header = ["paper and claim", "paper's number", "paper's design", "our best (vs the roofline floor)",
+              "best library"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    notes = []
+    for i, row in enumerate(table.to_dict("records"), 1):
+        best = cell(row["our best on the H100"]) + (f" ({cell(row['efficiency'])})" if row["efficiency"] else "")
+        numbers = [cell(row["paper's number"]), cell(row["paper's design on the H100"]), best,
+                   cell(row["best library on the H100"])]  # fmt: skip
+        lines.append(f"| {i}. **{cell(row['paper'])}**: {cell(row['claim'])} | " + " | ".join(numbers) + " |")
+        notes.append(f"{i}. {cell(row['what changed'])}")
+    where = f"Our numbers: {gpu}; each paper's on its own GPU, as named. " if gpu else ""
+    return "\n".join(lines) + f"\n\n{where}What changed since each paper:\n\n" + "\n".join(notes) + "\n"

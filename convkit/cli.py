@@ -145,7 +145,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from convkit.reproduce import NotebookFailure, reproduce
 
     try:
-        reproduce(only=args.only, device=args.device, quick=args.quick)
+        reproduce(only=args.only, device=args.device, quick=args.quick, record_times=args.record_times)
     except (NotebookFailure, ValueError) as exc:
         print(f"convkit reproduce: {exc}", file=sys.stderr)
         return 1
@@ -161,7 +161,7 @@ def _cmd_book(args: argparse.Namespace) -> int:
     if status:
         return status
     try:
-        html = build_book()
+        html = build_book(device=args.device)
     except subprocess.CalledProcessError as exc:
         print(f"convkit book: jupyter-book failed ({exc.returncode})", file=sys.stderr)
         return 1
@@ -211,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", choices=["auto", "gpu", "recorded"], default="auto",
                        help="measure on the GPU, read recorded results, or GPU if present (default)")  # fmt: skip
         p.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
+        p.add_argument("--record-times", action="store_true",
+                       help="record each notebook's wall time in results/<gpu>/notebook_runs.csv")  # fmt: skip
         p.set_defaults(func=func)
     return parser
 

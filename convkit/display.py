@@ -111,7 +111,7 @@ class _Notes:
         return f"<sup>{self.texts.index(text) + 1}</sup>"
 
 
-def _cell(value: Any, notes: _Notes, missing_why: str, digits: int) -> str:
+def _cell(value: Any, notes: _Notes, missing_why: str, digits: int, max_cell: int = MAX_CELL) -> str:
     if _missing(value):
         return DASH + notes.mark(missing_why)
     if isinstance(value, bool):
@@ -123,8 +123,8 @@ def _cell(value: Any, notes: _Notes, missing_why: str, digits: int) -> str:
     text = str(value)
     if text.startswith("{") and text.endswith("}"):
         text = params_text(text)
-    if len(text) > MAX_CELL:
-        return html.escape(text[: MAX_CELL - 1]) + "…" + notes.mark(html.escape(text))
+    if len(text) > max_cell:
+        return html.escape(text[: max_cell - 1]) + "…" + notes.mark(html.escape(text))
     return html.escape(text)
 
 
@@ -137,6 +137,7 @@ def table(
     index: bool | None = None,
     caption: str = "",
     columns: Iterable[str] | None = None,
+    max_cell: int = MAX_CELL,
 ) -> Shown:
     """A pandas frame as the book's table.
 
@@ -147,6 +148,8 @@ def table(
         missing: the footnote of a dash (why a cell has no number).
         caption: a line above the table.
         columns: the columns to show, in order (default: all).
+        max_cell: longest text shown in a cell (longer is cut, the full text in a footnote); raise it for
+            tables of prose.
     """
     import pandas as pd
 
@@ -157,7 +160,7 @@ def table(
     notes = _Notes()
     head = "".join(f"<th>{html.escape(header(c, units))}</th>" for c in frame.columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{_cell(v, notes, missing, digits)}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{_cell(v, notes, missing, digits, max_cell)}</td>" for v in row) + "</tr>"
         for row in frame.itertuples(index=False)
     )
     foot = "".join(f"<li>{t}</li>" for t in notes.texts)

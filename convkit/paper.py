@@ -62,6 +62,13 @@ class Profile:
     metrics: tuple[str, ...] = ()
 
 
+#: The book's findings table: one row per claim of a paper, its number beside ours.
+FINDING_COLUMNS: tuple[str, ...] = (
+    "paper", "claim", "paper's number", "paper's design on the H100", "our best on the H100",
+    "best library on the H100", "efficiency", "what changed",
+)  # fmt: skip
+
+
 def convolution_cases(
     named: Iterable[tuple[str, str, ConvProblem]], kernels: Kernels, *, cudnn: bool
 ) -> Iterator[ProfiledCase]:
@@ -98,6 +105,8 @@ class Paper:
         sources: its ``kernels/*.cu`` stems.
         sample_problems: small problems the generic GPU test checks every variant on.
         problems: the problems its sweep measures (``quick``: the subset), for ``convkit bench --suite``.
+        findings: the rows it adds to the book's findings table (:data:`FINDING_COLUMNS`), computed from the
+            results recorded in a folder.
         profile: its ncu profile, if it has one.
         edge_check: launches its kernels on edge shapes and checks them (compute-sanitizer's driver).
         sample_checks: (problem, cases) for the generic GPU test; default: each variant on each sample
@@ -117,6 +126,7 @@ class Paper:
     sources: tuple[str, ...] = ()
     sample_problems: Callable[[], list[ConvProblem]] = _no_problems
     problems: Callable[[bool], list[ConvProblem]] | None = None
+    findings: Callable[[Path], list[dict[str, str]]] | None = None
     profile: Profile | None = None
     edge_check: Callable[[], None] | None = None
     sample_checks: Callable[[], Iterable[tuple[ConvProblem, list[Case]]]] | None = None

@@ -11,8 +11,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from convkit.paths import book_dir, notebooks_dir
+from convkit.results import ResultStore
 
 DEVICE_MODES = ("auto", "gpu", "recorded")
 
@@ -94,23 +96,120 @@ def hide_parameters(path: Path) -> None:
         nbformat.write(nb, path)
 
 
-def reproduce(*, only: str | None = None, device: str = "auto", quick: bool = False) -> list[Path]:
-    """Run every selected notebook in order; stops at the first failure (raises NotebookFailure)."""
+#: The experiment that records how long each notebook took on a GPU (``convkit reproduce --record-times``).
+RUN_TIMES = "notebook_runs"
+RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
+
+
+def reproduce(
+    *, only: str | None = None, device: str = "auto", quick: bool = False, record_times: bool = False
+) -> list[Path]:
+    """Run every selected notebook in order; stops at the first failure (raises NotebookFailure).
+
+    ``record_times`` (measuring on a GPU only): each notebook's wall time, start to end of its execution, goes
+    to ``results/<gpu>/notebook_runs.csv`` (one row per notebook and mode; a notebook already recorded in that
+    mode is skipped, so an interrupted run resumes).
+    """
+    import time
+
     paths = select_notebooks(only)
+    store = _run_times_store(device) if record_times else None
+    mode = "quick" if quick else "full"
+    done_keys = store.done_keys() if store else set()
     done = []
     for i, path in enumerate(paths, 1):
+        if (path.stem, mode) in done_keys:
+            continue
         print(f"[{i}/{len(paths)}] {path.name} (device={device}{', quick' if quick else ''})", flush=True)
-        done.append(run_notebook(path, device=device, quick=quick))
+        start = time.perf_counter()
+        try:
+            done.append(run_notebook(path, device=device, quick=quick))
+        except NotebookFailure as exc:
+            if store:
+                store.append({"notebook": path.stem, "mode": mode, "status": "error", "note": str(exc)[:300],
+                              "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
+            raise
+        if store:
+            store.append({"notebook": path.stem, "mode": mode, "status": "ok",
+                          "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
     return done
 
 
-def build_book(book: Path | None = None, *, extra_args: tuple[str, ...] = ()) -> Path:
+def _run_times_store(device: str) -> ResultStore:
+    """The store of notebook run times on this GPU (measuring only: a recorded run times nothing)."""
+    from convkit import chapter, provenance
+
+    if chapter.resolve_device(device) != "gpu":
+        raise ValueError("record_times needs device 'gpu' (or 'auto' on a GPU): only a measuring run has a time")
+    return ResultStore.open(chapter.results_directory("gpu"), RUN_TIMES, provenance.collect(),
+                            columns=RUN_TIME_COLUMNS, key_columns=("notebook", "mode"))  # fmt: skip
+
+
+#: The intro's findings table and the rerun page's chapter table, written from the recorded results at each
+#: build (ignored by git).
+FINDINGS_PAGE = "findings.md"
+RERUN_PAGE = "rerun_chapters.md"
+
+
+def repository_url(book: Path | None = None) -> str:
+    """The study's repository, as ``book/_config.yml`` names it (the one place it is set)."""
+    import yaml
+
+    config = yaml.safe_load(((book or book_dir()) / "_config.yml").read_text())
+    return str(config["repository"]["url"]).rstrip("/")
+
+
+def _full_run(paper: Any, directory: Path) -> str:
+    """What a full run of ``paper`` measures, in words: its problems (declared, else as recorded) and cases."""
+    from convkit.results import load_results
+
+    if not (directory / f"{paper.experiment}.csv").is_file():
+        return "see the chapter"
+    frame, _ = load_results(directory, paper.experiment)
+    if "label" not in frame:
+        return f"{len(frame)} measurements"
+    problems = len(paper.problems(False)) if paper.problems else frame["label"].nunique()
+    tuned = ", tuned first" if paper.tuning else ""
+    return f"{problems} problems, {len(frame):,} checked and timed cases{tuned}"
+
+
+def rerun_markdown(directory: Path, repo_url: str) -> str:
+    """The rerun page's table: each chapter, its notebook, a Colab link to the committed notebook, what a full
+    run measures, and the quick run's wall time measured on this GPU (``notebook_runs.csv``) where recorded."""
+    from convkit.papers import PAPERS
+    from convkit.results import load_results
+
+    times: dict[str, str] = {}
+    if (Path(directory) / f"{RUN_TIMES}.csv").is_file():
+        frame, _ = load_results(Path(directory), RUN_TIMES)
+        for row in frame[(frame["status"] == "ok") & (frame["mode"] == "quick")].itertuples():
+            times[row.notebook] = f"{float(row.wall_s) / 60:.1f} min"
+    github = repo_url.removeprefix("https://github.com/")
+    lines = ["| chapter | notebook | open in Colab | a full run measures | quick run on the H100 |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for p in PAPERS:
+        path = f"notebooks/{p.notebook}.ipynb"
+        colab = f"[Colab](https://colab.research.google.com/github/{github}/blob/main/{path})"
+        full = _full_run(p, Path(directory))
+        lines.append(f"| {p.title} | `{path}` | {colab} | {full} | {times.get(p.notebook, 'not recorded')} |")
+    return "\n".join(lines) + "\n"
+
+
+def build_book(book: Path | None = None, *, device: str = "recorded", extra_args: tuple[str, ...] = ()) -> Path:
     """``jupyter-book build`` of ``book`` (default ``book/``); returns the HTML directory.
 
-    Raises CalledProcessError when the build fails (warnings count as failures: a missing
-    notebook or figure must not pass silently).
+    The intro's findings table (:data:`FINDINGS_PAGE`) is computed first from the results the chapters
+    show (``device``: this GPU's when measuring, else the recorded GPU's). Raises CalledProcessError when
+    the build fails (warnings count as failures: a missing notebook or figure must not pass silently).
     """
+    from convkit import chapter
+
     book = book or book_dir()
+    directory = chapter.results_directory(chapter.resolve_device(device))
+    if not (directory / "ceilings.csv").is_file():  # a GPU with quick runs only: the recorded findings
+        directory = chapter.results_directory("recorded")
+    (book / FINDINGS_PAGE).write_text(chapter.findings_markdown(directory))
+    (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book)))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
     subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)

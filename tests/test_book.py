@@ -1,14 +1,18 @@
-"""Every notebook executed by papermill in recorded mode, then the book built from them (CPU)."""
+"""Every notebook executed by papermill in recorded mode, then the book built from them and read the way a
+reader meets it (CPU)."""
 
 from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from convkit.paths import book_dir
+from convkit.paths import book_dir, project_root
 from convkit.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
 
 pytestmark = pytest.mark.slow
@@ -55,14 +59,14 @@ def test_book_pages_exist_with_their_figures(built_book):
 def test_cuconv_chapter_shows_the_paper_beside_the_measurements(built_book):
     _, _, html = built_book
     text = (html / "notebooks" / "03_cuconv.html").read_text()
-    for needle in ("8.31", "2.29", "Table 3 (1x1)", "WINOGRAD", "not supported", "target"):
+    for needle in ("8.31", "2.29", "Table 3 (1x1)", "WINOGRAD", "not supported", "Result"):
         assert needle in text, needle
 
 
 def test_lu2020_chapter_shows_the_paper_beside_the_measurements(built_book):
     _, _, html = built_book
     text = (html / "notebooks" / "02_lu2020.html").read_text()
-    for needle in ("loads per 5x5 window", "cupyx.ndimage", "stack frame", "requests / output (ncu)", "target"):
+    for needle in ("loads per 5x5 window", "cupyx.ndimage", "stack frame", "requests / output (ncu)", "Result"):
         assert needle in text, needle
 
 
@@ -80,3 +84,96 @@ def test_a_failing_notebook_names_itself_and_the_cell(tmp_path):
         run_notebook(path, device="recorded", output_dir=tmp_path / "out", progress_bar=False)
     message = str(info.value)
     assert "99_broken.ipynb" in message and "planted failure" in message and "cell" in message
+
+
+class ReaderView(HTMLParser):
+    """What a page shows outside collapsed sections (``<details>``): code inputs, table rows, the first table
+    and the first result box (an admonition), and every table cell's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.collapsed = self.skip = 0
+        self.inputs = self.rows = 0
+        self.words: list[str] = []
+        self.first_table = self.first_box = None
+        self.cells: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        cls = dict(attrs).get("class") or ""
+        self.collapsed += tag == "details"
+        self.skip += tag in ("script", "style")
+        if not self.collapsed:
+            self.inputs += tag == "div" and "cell_input" in cls
+            self.rows += tag == "tr"
+            if tag == "table" and self.first_table is None:
+                self.first_table = len(self.words)
+            if "admonition" in cls and self.first_box is None:
+                self.first_box = len(self.words)
+        if tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        self.collapsed -= tag == "details"
+        self.skip -= tag in ("script", "style")
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.skip:
+            return
+        if self._cell is not None:
+            self._cell.append(data)
+        self.words += data.split()
+
+
+def _read(page: Path) -> ReaderView:
+    view = ReaderView()
+    view.feed(page.read_text())
+    return view
+
+
+CHAPTER_ROWS = 80  # table rows a chapter shows before its collapsed appendix
+TEAM_WORDS = re.compile(r"\bissue \d|issue'?s targets?|\(issue\b|\btarget met\b", re.I)
+MACHINE_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.-]+/){2,}[\w.-]+")
+
+
+def test_every_page_reads_as_a_reader_meets_it(built_book):
+    _, executed, html = built_book
+    for page in [html / "intro.html", *(html / "notebooks" / f"{p.stem}.html" for p in executed)]:
+        view = _read(page)
+        text = " ".join(view.words)
+        assert view.inputs == 0, f"{page.name}: {view.inputs} code inputs shown"
+        assert not MACHINE_PATH.search(text), f"{page.name}: machine path {MACHINE_PATH.search(text).group()}"
+        assert not TEAM_WORDS.search(text), f"{page.name}: words for the team: {TEAM_WORDS.search(text).group()}"
+        bad = [c for c in view.cells if c.lower() in ("nan", "<na>", "none") or c.startswith(('{"', "{'"))]
+        assert not bad, f"{page.name}: raw cells {bad[:3]}"
+        if page.name == "intro.html":
+            assert "8.31" in text and view.first_table is not None, "intro: no findings table"
+            continue
+        assert view.rows <= CHAPTER_ROWS, f"{page.name}: {view.rows} table rows outside collapsed sections"
+        assert view.first_box is not None, f"{page.name}: no result box"
+        assert view.first_table is None or view.first_box < view.first_table, f"{page.name}: box after a table"
+
+
+def test_launch_buttons_open_committed_notebooks(built_book):
+    _, executed, html = built_book
+    tracked = set(subprocess.run(["git", "ls-files", "notebooks"], cwd=project_root(), capture_output=True,
+                                 text=True, check=True).stdout.split())  # fmt: skip
+    for path in executed:
+        page = (html / "notebooks" / f"{path.stem}.html").read_text()
+        links = re.findall(r'href="https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/([^"]+)"', page)
+        assert links, f"{path.stem}: no Colab launch button"
+        assert all(link in tracked for link in links), (path.stem, links)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_every_page_renders_in_a_headless_browser(built_book, tmp_path):
+    _, executed, html = built_book
+    for page in [html / "intro.html", html / "rerun.html", *(html / "notebooks" / f"{p.stem}.html" for p in executed)]:
+        shot = tmp_path / f"{page.stem}.png"
+        subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
+                       check=True, capture_output=True, timeout=120)  # fmt: skip
+        assert shot.stat().st_size > 20_000, page.name

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import math
+import shutil
 
+import pandas as pd
 import pytest
 
-from convkit import chapter
+from convkit import chapter, display
+from convkit.paper import FINDING_COLUMNS
 from convkit.papers import ceilings
 from convkit.papers.ceilings import results as ceilings_results
 from convkit.papers.ceilings.measure import CHASE_FOOTPRINTS, COLUMNS, EXPERIMENT, KEY_COLUMNS, measurements
+from convkit.results import load_results
 from convkit.roofline import CEILINGS_EXPERIMENT, ceilings_summary
 
 H100 = "NVIDIA H100 80GB HBM3"
+H100_DIR = chapter.results_directory("recorded")
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +34,59 @@ def test_recorded_mode_reads_the_h100_results(recorded):
         assert all(table[key].astype(str).str.len() > 0), key
 
 
-def test_verdict_and_table(recorded):
-    s = ceilings_summary(recorded.frame)
-    verdict = ceilings_results.ceilings_verdict(s, H100)
-    assert "Copy bandwidth" in verdict and "Launch floor" in verdict and "come from" not in verdict
-    assert "come from NVIDIA T4" in ceilings_results.ceilings_verdict(s, "NVIDIA T4")
-    table = ceilings_results.ceilings_table(recorded.frame)
-    assert "load_latency" not in table.index and {"copy_bandwidth", "sgemm", "fp32_fma_peak"} <= set(table.index)
-    assert chapter.ceilings("recorded") == s
+def test_tables_show_readable_numbers(recorded):
+    comparison = ceilings_results.comparison_table(recorded.frame)
+    assert list(comparison.index[:2]) == ["copy, device to device", "SGEMM 8192³, TF32 off"]
+    assert comparison.loc["copy, device to device", "specification (H100)"] == ceilings_results.SPEC_COPY_GBPS
+    assert 80 < comparison.loc["copy, device to device", "of datasheet (%)"] < 100  # 3352 GB/s on the H100 SXM
+    assert math.isnan(comparison.loc["TF32 GEMM 8192³", "measured here"])  # the study is FP32 throughout
+    props = ceilings_results.properties_table(recorded.frame)
+    assert props.loc["global memory", "unit"] == "GiB" and props.loc["global memory", "value"] < 100
+    assert props.loc["compute capability", "value"] == "9.0"
+    timed = ceilings_results.measurements_table(recorded.frame)
+    assert "load latency" not in timed.index and {"SM clock under load", "launch floor (empty kernel)"} <= set(
+        timed.index
+    )
+    assert timed.loc["launch floor (empty kernel)", "median time a run (us)"] == pytest.approx(
+        timed.loc["launch floor (empty kernel)", "value"]
+    )  # one unit of time: microseconds
+    assert timed.loc["copy bandwidth (device to device)", "settings"] == "1 GiB copied"
+    assert list(ceilings_results.latency_table(recorded.frame).index[:2]) == ["16 KiB", "64 KiB"]
+    assert chapter.ceilings("recorded") == ceilings_summary(recorded.frame)
+    for table in (comparison, props, timed, ceilings_results.bounds_table(recorded.frame)):
+        markup = display.table(table).markup
+        assert '{"' not in markup and "nan" not in markup.lower()
+
+
+def _copy(tmp_path):
+    for suffix in ("csv", "json"):
+        shutil.copy(H100_DIR / f"ceilings.{suffix}", tmp_path / f"ceilings.{suffix}")
+    return tmp_path
+
+
+def _edit(directory, metric, value):
+    frame = pd.read_csv(directory / "ceilings.csv", dtype=str, keep_default_na=False)
+    frame.loc[frame["metric"] == metric, "value"] = str(value)
+    frame.to_csv(directory / "ceilings.csv", index=False)
+
+
+def test_result_box_and_findings_follow_the_recorded_values(recorded, tmp_path):
+    directory = _copy(tmp_path)
+    lines = ceilings_results.result_lines(recorded.frame, recorded.provenance)
+    assert len(lines) in range(3, 6) and "3003 GB/s" in lines[1] and "within 5% of the anchors" in lines[-1]
+    assert H100 in lines[1]
+    row = ceilings_results.findings(directory)
+    assert [list(r) for r in row] == [list(FINDING_COLUMNS)] and row[0]["our best on the H100"].startswith("3003 GB/s")
+    assert row[0]["paper's design on the H100"] == "n/a" and "—" not in "".join(row[0].values())
+    _edit(directory, "sgemm", 40.0)
+    frame, provenance = load_results(directory, "ceilings")
+    edited = ceilings_results.result_lines(frame, provenance)
+    assert "SGEMM **40.0 TFLOP/s**" in edited[1] and "not within 5%" in edited[-1] and edited != lines
+    assert ceilings_results.findings(directory)[0]["our best on the H100"] == "3003 GB/s, 40.0 TFLOP/s"
+
+
+def test_findings_are_registered():
+    assert ceilings.PAPER.findings is ceilings_results.findings
 
 
 def test_paper_declares_the_chapter():

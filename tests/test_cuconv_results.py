@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import pandas as pd
 import pytest
 
 from convkit.chapter import DEFAULT_RECORDED_GPU
+from convkit.paper import FINDING_COLUMNS
+from convkit.papers import cuconv
+from convkit.papers.cuconv import claims
 from convkit.papers.cuconv import results as cr
 from convkit.paths import results_dir
 from convkit.problem import ConvProblem
@@ -41,8 +45,9 @@ def test_speedups_take_the_best_correct_cudnn_algorithm_and_variant():
     assert t.loc["7-8-1-32-832", "fig_label"] == "7-32-832" and t.loc["7-8-1-32-832", "batch"] == 8
     h = cr.headlines(t.reset_index())
     assert h.loc["share faster than best cuDNN (%)", "best variant (H100)"] == pytest.approx(50.0)
-    assert h.loc["share faster than best cuDNN (%)", "paper (V100)"] == 8.31
-    assert h.loc["max speedup", "met"] == "no" and h.loc["batch 1: geometric-mean speedup", "met"] == "yes"
+    assert h.loc["share faster than best cuDNN (%)", "paper (V100)"] == "8.31"
+    assert h.loc["max speedup, any batch (x)", "best variant (H100)"] == pytest.approx(2.0)
+    assert "met" not in h.columns
 
 
 def test_short_kernel_names():
@@ -60,7 +65,6 @@ def test_recorded_results_give_every_table_and_headline():
     frame, _ = load_results(directory, "cuconv")
     table = cr.speedup_table(frame)
     assert len(table) == 616 and table["speedup_best"].notna().all()
-    assert "8.31" in cr.verdict(table) or "8.31%" in cr.verdict(table)
     kernels, _ = load_results(directory, "cuconv_kernels")
     for name in cr.PAPER_KERNEL_TOTALS_US:
         kt = cr.kernel_table(kernels, name)
@@ -68,3 +72,55 @@ def test_recorded_results_give_every_table_and_headline():
         assert kt.shape[1] == len(cr.PAPER_KERNEL_TOTALS_US[name]["cuConv"])
     assert ("cuDNN WINOGRAD", "not supported") in cr.kernel_table(kernels, "Table 4 (3x3)").index
     assert not cr.blocks_table(kernels).empty
+    blocks = cr.blocks_comparison(kernels)
+    assert len(blocks) == 6 and list(blocks["paper's blocks (V100)"][:3]) == [256, 16, 4]
+    totals = cr.totals_table(kernels, "Table 4 (3x3)")
+    assert totals.loc["cuDNN WINOGRAD", "A: H100 (us)"] == "not supported"
+
+
+def _copy(tmp_path):
+    for path in (results_dir() / DEFAULT_RECORDED_GPU).glob("*"):
+        if path.name.startswith(("cuconv", "ceilings")):
+            shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+def _edit(directory, experiment, where, column, value):
+    path = directory / f"{experiment}.csv"
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    hits = where(frame)
+    assert hits.sum() == 1
+    frame.loc[hits, column] = value
+    frame.to_csv(path, index=False)
+
+
+def _precomp_on_table3_a(frame):
+    return (
+        (frame["table"] == "Table 3 (1x1)") & (frame["config"] == "A") & (frame["variant"] == "IMPLICIT_PRECOMP_GEMM")
+    )
+
+
+def test_result_box_and_paper_items_follow_the_recorded_files(tmp_path):
+    directory = _copy(tmp_path)
+    lines = claims.result_lines(directory)
+    assert 3 <= len(lines) <= 5 and "4.8x" in lines[-1]
+    assert "107.3 to 22.4 us (4.8x)" in claims.design_change_text(directory)
+    items = claims.paper_items(directory)
+    assert len(items) == 9 and items["ours (H100)"].str.len().gt(0).all()
+    _edit(directory, "cuconv_kernels", _precomp_on_table3_a, "time_us", "53.645")
+    changed = claims.result_lines(directory)
+    assert "2.0x" in changed[-1] and changed[-1] != lines[-1]
+    assert "107.3 to 53.6 us (2.0x)" in claims.design_change_text(directory)
+
+
+def test_findings_rows_follow_the_recorded_files(tmp_path):
+    directory = _copy(tmp_path)
+    rows = claims.findings(directory)
+    assert rows and all(list(row) == list(FINDING_COLUMNS) for row in rows)
+    assert rows[0]["paper's number"] == "8.31% (V100)" and rows[0]["paper's design on the H100"] == "4.71%"
+    frame = pd.read_csv(directory / "cuconv.csv", keep_default_na=False, dtype=str)
+    label = frame[(frame["variant"] == "cuconv_paper")].iloc[0]["label"]
+    _edit(directory, "cuconv", lambda f: (f["label"] == label) & (f["variant"] == "cuconv_paper"), "time_ms_median",
+          "0.0001")  # fmt: skip
+    assert claims.findings(directory)[0]["paper's design on the H100"] != "4.71%"
+    assert cuconv.PAPER.findings is not None and cuconv.PAPER.findings(directory)[0] == claims.findings(directory)[0]

@@ -110,3 +110,46 @@ def test_tuning_candidates():
     assert [c.rows for c in lu2020.single_candidates("column")] == [1, 1, 1]
     assert {c.rows for c in lu2020.single_candidates("combined")} == {2, 4, 8, 16}
     assert all(c.rows * c.filters <= 64 for c in lu2020.MULTI_CANDIDATES)
+
+
+def _recorded_copy(tmp_path):
+    """The Lu 2020 sweep, its ncu profile and the ceilings, copied from the recorded H100 results."""
+    import shutil
+
+    from convkit.chapter import results_directory
+
+    source = results_directory("recorded")
+    for name in ("lu2020", "lu2020_kernels", "ceilings"):
+        for suffix in (".csv", ".json"):
+            shutil.copy(source / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
+    return source, tmp_path
+
+
+def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
+    import pandas as pd
+
+    from convkit.paper import FINDING_COLUMNS
+    from convkit.papers.lu2020 import results as lu_results
+
+    source, copy = _recorded_copy(tmp_path)
+    box = lu_results.result_lines(*lu_results.chapter_tables(source))
+    rows = lu_results.findings(source)
+    assert len(box) == 4 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
+    assert len(rows) == 3 and all(tuple(r) == FINDING_COLUMNS for r in rows)
+    assert rows[0]["paper's design on the H100"].startswith("25 -> 10")
+    frame = pd.read_csv(copy / "lu2020.csv")
+    combined = frame["variant"] == "lu_combined"
+    frame.loc[combined, "time_ms_median"] *= 2.0
+    frame.to_csv(copy / "lu2020.csv", index=False)
+    assert lu_results.result_lines(*lu_results.chapter_tables(copy))[1] != box[1]
+    edited = lu_results.findings(copy)
+    assert edited[1] != rows[1] and edited[0] == rows[0]
+
+
+def test_the_papers_examples_are_counted_by_the_simulator():
+    from convkit.papers.lu2020 import results as lu_results
+
+    figure1 = lu_results.figure1_table().set_index("kernel")["input loads"]
+    assert figure1.to_dict() == {"direct": 50, "column reuse, packed": 20, "row reuse": 30, "column + row reuse": 12}
+    example = lu_results.row_reuse_table().iloc[0]
+    assert (example["input rows, direct"], example["input rows, row reuse"], example["paper"]) == (9, 5, "9 -> 5")

@@ -65,3 +65,27 @@ def test_latency_curve_is_sorted_by_footprint(frame):
     curve = latency_curve(frame)
     assert list(curve.columns) == ["footprint_bytes", "cycles"] and curve["footprint_bytes"].is_monotonic_increasing
     assert len(curve) == int((frame["metric"] == "load_latency").sum())
+
+
+def test_plots_draw_the_specification_beside_the_measurement(frame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convkit import plots
+
+    s = ceilings_summary(frame)
+    ax = plots.roofline(s["copy_gbps"], s["sgemm_tflops"], roofs={"specification (H100)": (3006.0, 51.7)},
+                        points=[("", 1.0, 500.0, "a layer")])  # fmt: skip
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[1] == "specification (H100): 3006 GB/s, 51.7 TFLOP/s" and "a layer" in labels
+    assert ax.get_ylim()[1] > s["sgemm_tflops"] * 1e3 and ax.get_xlabel().startswith("arithmetic intensity")
+    ax = plots.latency_curve(latency_curve(frame), l2_bytes=s["l2_bytes"], clock_mhz=s["sm_clock_mhz"])
+    assert "L2 size (50 MiB)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    results = load_results(H100, "baseline")[0]
+    label = results["label"].iloc[0]
+    ax = plots.algorithm_times(results, names={label: "first"}, quoted={label: 43.1})
+    assert ax.get_yticklabels()[0].get_text() == "first"
+    assert "PyTorch, quoted by the specification" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close("all")

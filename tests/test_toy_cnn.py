@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import shutil
 
+import pandas as pd
 import pytest
 
 from convkit import compile as ck_compile
 from convkit.compile import Launch
+from convkit.paper import FINDING_COLUMNS
 from convkit.papers import toy_cnn as paper
 from convkit.papers.toy_cnn import launch as toy_cnn
 from convkit.papers.toy_cnn import results as toy_cnn_results
@@ -138,9 +141,51 @@ def test_recorded_tables():
     assert (ladder["TFLOP/s"] > 0).all()
     assert len(toy_cnn_results.table3(frame).dropna()) == 9
     assert len(toy_cnn_results.block_sweep(frame)) == len(toy_cnn.block_shapes(LAB_LAYER))
-    targets = toy_cnn_results.targets(frame, 65.3, 51.7)
-    assert targets["met"].iloc[0] in (True, False)
+    goals = toy_cnn_results.goals(frame, 65.3, 51.7)
+    assert goals["reached"].iloc[0] in ("yes", "no")
+    shares = toy_cnn_results.peak_shares(frame, 65.3)
+    assert shares["share of peak (%)"].iloc[0] == pytest.approx(100 * 1.69298 / 8.1)
+    timing = toy_cnn_results.timing_methods(frame)
+    assert timing.loc["tiled", "launch"].startswith("default tile")
     assert "Ladder" in toy_cnn_results.verdict(frame, 65.3)
     assert set(toy_cnn_results.cudnn_table(frame)["steps"]) == {"conv", "layer"}
     kernels, _ = load_results(RECORDED, "toy_cnn_kernels")
     assert (toy_cnn_results.kernel_table(kernels)["time ms"] > 0).all()
+
+
+def _copy(tmp_path):
+    for path in RECORDED.glob("*"):
+        if path.name.startswith(("toy_cnn", "ceilings")):
+            shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+def _slow_down_v5(directory):
+    """Make V5's fastest recorded lab-layer run three times slower in the copied sweep."""
+    path = directory / "toy_cnn.csv"
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    rows = frame[(frame["label"] == LAB_LAYER.label) & (frame["variant"] == "toy_tiled") & (frame["impl"] == "convkit")]
+    fastest = rows["time_ms_median"].astype(float).idxmin()
+    frame.loc[rows.index, "time_ms_median"] = (rows["time_ms_median"].astype(float) * 3).map(str)
+    frame.loc[rows.index, "gflops"] = (rows["gflops"].astype(float) / 3).map(str)
+    frame.to_csv(path, index=False)
+    return float(frame.loc[fastest, "time_ms_median"])
+
+
+def test_result_box_follows_the_recorded_files(tmp_path):
+    directory = _copy(tmp_path)
+    lines = toy_cnn_results.result_lines(directory)
+    assert 3 <= len(lines) <= 5 and "21% of the T4's FP32 peak" in lines[0]
+    slow = _slow_down_v5(directory)
+    changed = toy_cnn_results.result_lines(directory)
+    assert changed[2] != lines[2] and f"{slow:.2f} ms" in changed[2]
+
+
+def test_findings_follow_the_recorded_files(tmp_path):
+    directory = _copy(tmp_path)
+    rows = toy_cnn_results.findings(directory)
+    assert rows and all(list(row) == list(FINDING_COLUMNS) for row in rows)
+    assert paper.PAPER.findings is not None
+    before = rows[0]["our best on the H100"]
+    _slow_down_v5(directory)
+    assert toy_cnn_results.findings(directory)[0]["our best on the H100"] != before

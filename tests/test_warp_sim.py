@@ -159,7 +159,7 @@ def test_exchange_diagram_draws() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from convkit.plots import exchange_diagram
+    from convkit.papers.lu2020.figures import exchange_diagram
 
     ax = exchange_diagram(simulate_exchange(5), lanes=8)
     assert ax.patches and any("xor 2" in text.get_text() for text in ax.texts)

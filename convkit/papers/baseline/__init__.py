@@ -17,6 +17,7 @@ from convkit.paper import Paper
 from convkit.papers.baseline.anchors import anchors
 from convkit.papers.baseline.direct import DEFAULT_THREADS, DirectLaunch, conv2d_direct
 from convkit.papers.baseline.edges import edge_check
+from convkit.papers.baseline.results import findings
 from convkit.problem import ConvProblem
 
 #: The sweep's experiment (``results/<gpu>/baseline.csv``).
@@ -70,5 +71,6 @@ PAPER = Paper(
     sources=("direct",),
     sample_problems=sample_problems,
     problems=problems,
+    findings=findings,
     edge_check=edge_check,
 )

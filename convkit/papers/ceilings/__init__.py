@@ -12,6 +12,7 @@ from __future__ import annotations
 from convkit.paper import Paper
 from convkit.papers.ceilings.edges import edge_check
 from convkit.papers.ceilings.measure import EXPERIMENT, record
+from convkit.papers.ceilings.results import findings
 
 PAPER = Paper(
     name="ceilings",
@@ -20,5 +21,6 @@ PAPER = Paper(
     experiment=EXPERIMENT,
     measure=record,
     sources=("ceilings",),
+    findings=findings,
     edge_check=edge_check,
 )

@@ -33,6 +33,7 @@ from convkit.papers.chang2022.multi import (
     ranked_multi_configs,
 )
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
+from convkit.papers.chang2022.results import findings
 from convkit.papers.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
 from convkit.problem import ConvProblem
 
@@ -139,5 +140,6 @@ PAPER = Paper(
     sources=("chang2022",),
     sample_problems=sample_problems,
     problems=sweep_problems,
+    findings=findings,
     edge_check=edge_check,
 )

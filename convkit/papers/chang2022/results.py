@@ -3,12 +3,14 @@
 :func:`speedup_table` gives one row per configuration: each kernel's time, the best library time
 (every cuDNN algorithm alone, and PyTorch's autotuned cuDNN), the roofline floor from the measured
 ceilings, each kernel's efficiency (floor / time) and cuDNN's room (its time over the floor).
-:func:`summary` and :func:`targets` set the paper's claims and the issue's targets beside ours.
+:func:`summary` and :func:`paper_vs_ours` set the paper's claims beside ours, :func:`result_lines` is the
+chapter's result box, :func:`goals` what the study set out to reach and :func:`findings` the book's findings rows.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from convkit import tables
@@ -26,6 +28,8 @@ from convkit.papers.chang2022.single import (
 from convkit.problem import ConvProblem
 from convkit.roofline import recorded_ceilings
 
+#: The sweep's experiment (as :mod:`convkit.papers.chang2022` names it).
+EXPERIMENT = "chang2022"
 #: The paper's claims (section 4, Figure 5): speedups over cuDNN 7.1 on the GTX 1080 Ti.
 PAPER_SPEEDUPS = {"single": {"min": 1.5, "mean": 2.6, "max": 5.6}, "multi": {"min": 1.05, "mean": 1.39, "max": 2.0}}
 #: The chapter's names for the variants.
@@ -33,7 +37,7 @@ VARIANT_NAMES: dict[str, str] = {
     "chang_single": "paper plan", "chang_single_fill": "H100 plan",
     "chang_multi": "paper launch", "chang_multi_async": "H100 launch",
 }  # fmt: skip
-#: The issue's targets (H100): the mean speedup over the best cuDNN FP32 algorithm per kernel.
+#: What the study set out to reach on the H100: the mean speed-up over the best library per kernel.
 TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
 
 
@@ -41,7 +45,7 @@ def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
     """One row per configuration (pandas; single channel first, then by K, map, C, M): the shared columns of
     :func:`convkit.tables.problem_row` (floor_us, each variant's ``<variant>_us``, best_lib / best_lib_us:
     the fastest correct cuDNN algorithm or PyTorch, best_cudnn_us, ``speedup_<variant>``: best library over
-    ours, ``cudnn_speedup_<variant>``: the best cuDNN algorithm alone over ours, the issue's wording,
+    ours, ``cudnn_speedup_<variant>``: the best cuDNN algorithm alone over ours, the paper's comparison,
     ``efficiency_<variant>``: floor over ours), then kind, map, C, M, K and room (best cuDNN over the floor)."""
     import pandas as pd
 
@@ -74,7 +78,7 @@ def summary(table: Any) -> Any:
         rows.append({"kernel": kind, "variant": "cuDNN's room: best cuDNN / floor", "configurations": len(room),
                      "min": room.min(), "mean": room.mean(), "max": room.max(), "slower in": None,
                      "mean efficiency": (1 / room).mean()})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, dtype=object)  # counts stay integers beside the paper's empty cells
 
 
 def best_variant(table: Any, kind: str) -> str:
@@ -86,10 +90,10 @@ def best_variant(table: Any, kind: str) -> str:
     return max(variants, key=lambda v: part[f"speedup_{v}"].mean())
 
 
-def targets(table: Any) -> Any:
-    """The issue's targets against the best variant of each kernel. ``met`` is judged against the best
-    library (PyTorch's autotuned cuDNN included); the issue names the best cuDNN algorithm alone, whose
-    speed-up is shown beside it."""
+def goals(table: Any) -> Any:
+    """What the study set out to reach against the best variant of each kernel. ``reached`` is judged against
+    the best library (PyTorch's autotuned cuDNN included); the speed-up over the best cuDNN algorithm alone is
+    shown beside it."""
     import pandas as pd
 
     rows = []
@@ -98,17 +102,123 @@ def targets(table: Any) -> Any:
         part = table[table["kind"] == kind]
         s = part[f"speedup_{variant}"].dropna()
         alone = part[f"cudnn_speedup_{variant}"].dropna()
-        rows.append({"target": f"{kind}-channel: mean speedup over the best library >= {TARGETS[kind]}",
+        rows.append({"what the study set out to reach": f"{kind}-channel: mean speed-up over the best library "
+                                                        f">= {TARGETS[kind]}x",
                      "variant": VARIANT_NAMES[variant], "measured": f"{s.mean():.2f}x",
                      "over the best cuDNN algorithm alone": f"{alone.mean():.2f}x",
-                     "met": bool(s.mean() >= TARGETS[kind])})  # fmt: skip
+                     "reached": bool(s.mean() >= TARGETS[kind])})  # fmt: skip
         if kind == "single":
-            rows.append({"target": "single-channel: never slower", "variant": VARIANT_NAMES[variant],
+            rows.append({"what the study set out to reach": "single-channel: never slower",
+                         "variant": VARIANT_NAMES[variant],
                          "measured": f"slower in {int((s < 1).sum())} of {len(s)} (min {s.min():.2f}x)",
                          "over the best cuDNN algorithm alone":
                              f"slower in {int((alone < 1).sum())} of {len(alone)} (min {alone.min():.2f}x)",
-                         "met": bool((s >= 1).all())})  # fmt: skip
+                         "reached": bool((s >= 1).all())})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+#: The paper's results on Maxwell (GTX Titan X, section 4): speed-ups over cuDNN (min, max).
+PAPER_MAXWELL = {"single": (1.3, 3.7), "multi": (1.08, 1.8)}
+#: The paper's comparison with Chen et al. (DAC 2017, Kepler): 4x faster, on a GPU of 2.4x the peak.
+PAPER_CHEN = (4.0, 2.4)
+
+
+def _range_text(s: Any) -> str:
+    return f"{s.min():.2f}x-{s.max():.2f}x, mean {s.mean():.2f}x (slower in {int((s < 1).sum())} of {len(s)})"
+
+
+def paper_vs_ours(table: Any, h100: LatencyModel) -> Any:
+    """Every table, figure and number of the paper beside the H100's (pandas), in the paper's order."""
+    import pandas as pd
+
+    from convkit.papers.chang2022.model import GTX_1080TI
+
+    ti = latency_model(GTX_1080TI)
+    rows = [{"item": "Table 1: bytes in flight to hide the latency; threads per SM",
+             "paper (GTX 1080 Ti)": "84,366 B; 768 threads/SM",
+             "paper's design on the H100": f"1080 Ti: {ti.data_requirement_bytes:,} B, {ti.threads_per_sm} "
+                                           f"(computed); H100: {h100.data_requirement_bytes:,} B, "
+                                           f"{h100.threads_per_sm:,}",
+             "our best on the H100": "a model: nothing to run"}]  # fmt: skip
+    for kind, figure, count in (("single", "Figure 5 left: single channel over cuDNN", "all tested cases"),
+                                ("multi", "Figure 5 right: multi channel over cuDNN", "all tested cases")):  # fmt: skip
+        part = table[table["kind"] == kind]
+        paper = PAPER_SPEEDUPS[kind]
+        design, best = (("chang_single", "chang_single_fill") if kind == "single"
+                        else ("chang_multi", "chang_multi_async"))  # fmt: skip
+        rows.append({"item": figure,
+                     "paper (GTX 1080 Ti)": f"{paper['min']}x-{paper['max']}x, mean {paper['mean']}x, "
+                                            f"faster in {count}",
+                     "paper's design on the H100": _range_text(part[f"speedup_{design}"].dropna()),
+                     "our best on the H100": _range_text(part[f"speedup_{best}"].dropna())})  # fmt: skip
+    for kind in ("single", "multi"):
+        low, high = PAPER_MAXWELL[kind]
+        rows.append({"item": f"{kind} channel on Maxwell (GTX Titan X) over cuDNN",
+                     "paper (GTX 1080 Ti)": f"{low}x-{high}x (GTX Titan X)",
+                     "paper's design on the H100": "not measured: no Maxwell GPU here",
+                     "our best on the H100": "not measured: no Maxwell GPU here"})  # fmt: skip
+    rows.append({"item": "against Chen et al. (DAC 2017, Kepler)",
+                 "paper (GTX 1080 Ti)": f"{PAPER_CHEN[0]:.0f}x faster, on a GPU of {PAPER_CHEN[1]}x the peak",
+                 "paper's design on the H100": "not measured: Chen et al.'s kernels are not available",
+                 "our best on the H100": "not measured: Chen et al.'s kernels are not available"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def result_lines(table: Any) -> list[str]:
+    """The chapter's result box: the paper's claims, what the H100 measured, the verdict."""
+    lines = [
+        "**The paper** (GTX 1080 Ti, cuDNN 7.1): the single-channel kernel runs "
+        f"{PAPER_SPEEDUPS['single']['min']}x-{PAPER_SPEEDUPS['single']['max']}x faster than cuDNN (mean "
+        f"{PAPER_SPEEDUPS['single']['mean']}x), the multi-channel one {PAPER_SPEEDUPS['multi']['min']}x-"
+        f"{PAPER_SPEEDUPS['multi']['max']}x (mean {PAPER_SPEEDUPS['multi']['mean']}x), faster in every case."
+    ]
+    verdicts = []
+    for kind, design in (("single", "chang_single"), ("multi", "chang_multi")):
+        part = table[table["kind"] == kind]
+        best = best_variant(table, kind)
+        s, paper_form = part[f"speedup_{best}"], part[f"speedup_{design}"]
+        floor = (part["best_lib_us"] / part["floor_us"]).mean()
+        lines.append(f"**{kind.capitalize()} channel on the H100** ({len(part)} configurations): the "
+                     f"{VARIANT_NAMES[best]} runs {s.min():.2f}x-{s.max():.2f}x faster than the best library "
+                     f"(mean {s.mean():.2f}x, slower in {int((s < 1).sum())}); the paper's own form as-is "
+                     f"averages {paper_form.mean():.2f}x. A kernel at the roofline floor would average "
+                     f"{floor:.2f}x.")  # fmt: skip
+        holds = s.mean() >= PAPER_SPEEDUPS[kind]["mean"]
+        verdicts.append(f"the {kind}-channel mean " + ("holds" if holds else "falls short")
+                        + (" (less room: cuDNN is closer to the floor on the H100)" if not holds and
+                           floor < PAPER_SPEEDUPS[kind]["mean"] else "")
+                        + ("" if (s >= 1).all() else ", not on every configuration"))  # fmt: skip
+    lines.append("**Verdict** on the H100, with the kernels retuned for it: " + "; ".join(verdicts) + ".")
+    return lines
+
+
+def findings(directory: Path) -> list[dict[str, str]]:
+    """The book's findings rows of this paper (:data:`convkit.paper.FINDING_COLUMNS`), from the results recorded
+    in ``directory``."""
+    from convkit.results import load_results
+
+    frame, _ = load_results(Path(directory), EXPERIMENT)
+    ceilings = recorded_ceilings(Path(directory))
+    if ceilings is None:
+        raise FileNotFoundError(f"no ceilings recorded in {Path(directory).name}: the floors need them")
+    table = speedup_table(frame, ceilings)
+    rows = []
+    for kind, design, changed in (
+        ("single", "chang_single", "no staging at all wins most maps: the H100's L1 and launch floor"),
+        ("multi", "chang_multi", "16-byte copies, 2-D tiles, channel splits; 1x1 as a GEMM tile"),
+    ):
+        part = table[table["kind"] == kind]
+        best = best_variant(table, kind)
+        s = part[f"speedup_{best}"]
+        counts = part["best_lib"].map(lambda v: "PyTorch (cuDNN)" if v == "cudnn.benchmark" else f"cuDNN {v}")
+        counts = counts.value_counts()
+        rows.append({"paper": "Chang 2022", "claim": f"{kind}-channel kernel beats cuDNN",
+                     "paper's number": f"{PAPER_SPEEDUPS[kind]['mean']}x mean (GTX 1080 Ti)",
+                     "paper's design on the H100": f"{part[f'speedup_{design}'].mean():.2f}x mean",
+                     "our best on the H100": f"{s.mean():.2f}x mean, slower in {int((s < 1).sum())} of {len(s)}",
+                     "best library on the H100": f"{counts.index[0]} ({counts.iloc[0]} of {len(part)})",
+                     "efficiency": f"{part[f'efficiency_{best}'].mean():.0%}", "what changed": changed})  # fmt: skip
+    return rows
 
 
 def recorded_figures(ceilings: dict[str, float], provenance: dict[str, Any]) -> GpuFigures:
@@ -121,7 +231,7 @@ def model_table(figures: list[GpuFigures]) -> Any:
     """The paper's Table 1 for each GPU, side by side."""
     import pandas as pd
 
-    return pd.DataFrame({f.name: latency_model(f).table() for f in figures})
+    return pd.DataFrame({f.name: latency_model(f).table() for f in figures}, dtype=object)
 
 
 def planner_table(table: Any, model: LatencyModel) -> Any:
@@ -220,7 +330,7 @@ def family_table(tuning: Any) -> Any:
 
 
 def verdict(table: Any) -> str:
-    """Markdown: the targets, the room cuDNN leaves, and where the kernels lose."""
+    """Markdown: the mean speed-ups, the room cuDNN leaves, and where the kernels lose."""
     lines = []
     for kind in ("single", "multi"):
         variant = best_variant(table, kind)
@@ -232,7 +342,7 @@ def verdict(table: Any) -> str:
         alone = part[f"cudnn_speedup_{variant}"].mean()
         lines.append(
             f"- **{kind}-channel** ({VARIANT_NAMES[variant]}): mean {s.mean():.2f}x over the best library "
-            f"(min {s.min():.2f}x, max {s.max():.2f}x; target {TARGETS[kind]}x, paper "
+            f"(min {s.min():.2f}x, max {s.max():.2f}x; the study's goal {TARGETS[kind]}x, paper "
             f"{PAPER_SPEEDUPS[kind]['mean']}x). cuDNN's room over the floor here averages {room.mean():.2f}x, "
             f"so a kernel at the floor everywhere would average about {at_floor:.2f}x over the best library and "
             f"{room.mean():.2f}x over the best cuDNN algorithm alone, against which this one averages {alone:.2f}x "
@@ -259,7 +369,7 @@ def main(directory: str) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         print(frame.groupby(["impl", "status"]).size().to_string())
         print(summary(table).round(2).to_string())
-        print(targets(table).to_string())
+        print(goals(table).to_string())
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from convkit.measure import (
     run_experiment,
 )
 from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.cuconv import edges, launch
+from convkit.papers.cuconv import claims, edges, launch
+from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.problem import ConvProblem
 
 #: The sweep's experiment, and the tuning table of every variant's launch (results/<gpu>/cuconv_tuning.csv).
@@ -31,12 +32,6 @@ CUCONV_TUNING = "cuconv_tuning"
 CUCONV_TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 #: Configurations of a quick run (batch 1): every eleventh of the 88.
 CUCONV_QUICK_STEP = 11
-#: The paper's named configurations: table -> (letter, label).
-NAMED_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Table 3 (1x1)": (("A", "7-1-1-256-832"), ("B", "14-1-1-1024-256"), ("C", "27-1-1-256-64")),
-    "Table 4 (3x3)": (("A", "7-1-3-384-192"), ("B", "13-1-3-384-384")),
-    "Table 5 (5x5)": (("A", "7-1-5-128-48"), ("B", "7-8-5-128-48")),
-}
 
 
 def _variant(variant: str) -> Variant:
@@ -127,4 +122,5 @@ PAPER = Paper(
     problems=problems,
     profile=Profile("cuconv_kernels", profiled_cases),
     edge_check=edges.edge_check,
+    findings=claims.findings,
 )

@@ -41,6 +41,7 @@ from convkit.papers.lu2020.launch import (
     single_candidates,
     single_problems,
 )
+from convkit.papers.lu2020.results import findings
 from convkit.problem import ConvProblem
 
 #: The sweep's experiment (``results/<gpu>/lu2020.csv``: 18 images and 26 layers; every cuDNN algorithm,
@@ -164,6 +165,7 @@ PAPER = Paper(
     sources=("lu2020",),
     sample_problems=sample_problems,
     problems=problems,
+    findings=findings,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS),
     edge_check=edges.edge_check,
 )

@@ -34,6 +34,7 @@ from convkit.papers.toy_cnn.launch import (
     report_grid,
 )
 from convkit.papers.toy_cnn.measure import LAYER_STEPS, layer_cases, layer_prepare, measure_layer, run_layer_experiment
+from convkit.papers.toy_cnn.results import findings
 from convkit.problem import ConvProblem
 from convkit.results import Case, params_text
 
@@ -168,4 +169,5 @@ PAPER = Paper(
     measure_rows=measure_layer,
     profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
     edge_check=edges.edge_check,
+    findings=findings,
 )
