@@ -29,6 +29,7 @@ class Results:
     provenance: dict[str, Any]
     directory: Path
     measured_now: bool
+    experiment: str = ""  # the file's stem under ``directory`` (``cuconv``, or ``cuconv_quick`` for a quick run)
 
 
 def resolve_device(device: str) -> str:
@@ -62,7 +63,7 @@ def _load(directory: Path, experiment: str, measured_now: bool) -> Results:
     from convkit.results import load_results
 
     frame, provenance = load_results(directory, experiment)
-    return Results(frame, provenance, directory, measured_now)
+    return Results(frame, provenance, directory, measured_now, experiment)
 
 
 def results(

@@ -115,7 +115,10 @@ def reproduce(
     paths = select_notebooks(only)
     store = _run_times_store(device) if record_times else None
     mode = "quick" if quick else "full"
-    done_keys = store.done_keys() if store else set()
+    done_keys: set[tuple[str, ...]] = set()
+    if store:  # a failed run is measured again, its row replaced
+        store.drop(lambda row: row["mode"] == mode and row["status"] != "ok")
+        done_keys = store.done_keys()
     done = []
     for i, path in enumerate(paths, 1):
         if (path.stem, mode) in done_keys:

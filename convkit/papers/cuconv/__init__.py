@@ -25,6 +25,9 @@ from convkit.papers.cuconv import claims, edges, launch
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.problem import ConvProblem
 
+#: The paper's largest speed-up (its section 4.1): 7x7 input, 1x1 filters, 32 filters, depth 832, batch 1.
+PAPER_MAX_LABEL = "7-1-1-32-832"
+
 #: The sweep's experiment, and the tuning table of every variant's launch (results/<gpu>/cuconv_tuning.csv).
 CUCONV_EXPERIMENT = "cuconv"
 CUCONV_TUNING = "cuconv_tuning"
@@ -67,12 +70,12 @@ def measure(
 
     Batch 1 first (the paper's focus), so an interrupted session leaves whole batch sizes behind; both
     experiments resume where they stopped, and a problem whose tuned launch changed is swept again whole.
-    ``batches`` picks batch sizes (default: the paper's seven); ``quick``: every eleventh configuration at
+    ``batches`` picks batch sizes (default: the paper's seven); ``quick``: :func:`quick_configurations` at
     batch 1. Writes ``cuconv_tuning.csv`` and ``<experiment>.csv`` under ``directory``.
     """
     configs = networks.configurations()
     if quick:
-        configs, batches = configs[::CUCONV_QUICK_STEP], (1,)
+        configs, batches = quick_configurations(), (1,)
     for batch in batches or networks.BATCH_SIZES:
         problems = [c.problem(batch) for c in configs]
         run_experiment(CUCONV_TUNING, problems, CUCONV_VARIANTS, directory=directory, cudnn=False, tune=True,
@@ -81,10 +84,24 @@ def measure(
                        progress=progress, remeasure_changed=True)  # fmt: skip
 
 
+def quick_configurations() -> list[networks.Config]:
+    """A quick run's configurations: every eleventh, and those the paper names (its Tables 3-5 and its largest
+    speed-up), so that every table and figure of the chapter has its rows."""
+
+    def shape(p: ConvProblem) -> tuple[int, int, int, int]:
+        return p.h, p.r, p.m, p.c
+
+    named = {shape(ConvProblem.from_label(label)) for rows in NAMED_CONFIGS.values() for _, label in rows}
+    named.add(shape(ConvProblem.from_label(PAPER_MAX_LABEL)))
+    every = networks.configurations()
+    picked = every[::CUCONV_QUICK_STEP]
+    return [c for c in every if c in picked or shape(c.problem(1)) in named]
+
+
 def problems(quick: bool = False) -> list[ConvProblem]:
-    """The sweep's 616 problems, or (``quick``) every eleventh configuration at batch 1."""
+    """The sweep's 616 problems, or (``quick``) :func:`quick_configurations` at batch 1."""
     if quick:
-        return [c.problem(1) for c in networks.configurations()[::CUCONV_QUICK_STEP]]
+        return [c.problem(1) for c in quick_configurations()]
     return networks.problems()
 
 

@@ -32,20 +32,24 @@ THREADS_PER_SM = 2048
 REGISTERS_PER_SM = 65536
 
 
+#: The sweep's experiment in a results folder (a quick run writes ``cuconv_quick``).
+SWEEP = "cuconv"
+
+
 @lru_cache(maxsize=8)
-def _load(directory: str, stamp: float) -> tuple[Any, Any]:
+def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
     from convkit.results import load_results
 
-    frame, _ = load_results(Path(directory), "cuconv")
+    frame, _ = load_results(Path(directory), experiment)
     kernels, _ = load_results(Path(directory), "cuconv_kernels")
     return cr.speedup_table(frame), kernels
 
 
-def load(directory: Path) -> tuple[Any, Any]:
-    """(speedup table, profile rows) of a results folder (cached while its files are unchanged)."""
+def load(directory: Path, experiment: str = SWEEP) -> tuple[Any, Any]:
+    """(speedup table, profile rows) of a results folder's ``experiment`` (cached while its files are unchanged)."""
     directory = Path(directory)
     stamp = sum(f.stat().st_mtime_ns for f in directory.glob("cuconv*.csv"))
-    return _load(str(directory), stamp)
+    return _load(str(directory), experiment, stamp)
 
 
 def _totals(kernels: Any, table: str, config: str) -> dict[str, float]:
@@ -81,11 +85,11 @@ def design_change(directory: Path) -> Any:
     return pd.DataFrame(rows).set_index("configuration")
 
 
-def design_change_text(directory: Path) -> str:
+def design_change_text(directory: Path, experiment: str = SWEEP) -> str:
     """One paragraph: config A of Table 3, cuDNN's gain against the paper kernel's, and the median of all."""
     change = design_change(directory)
     a = change.iloc[0]
-    table, _ = load(directory)
+    table, _ = load(directory, experiment)
     won = change[change.index.str.contains("A: ")]
     return (f"From the V100 to the H100, cuDNN's best algorithm on Table 3's configuration A went from "
             f"{a['best cuDNN V100 (us)']:.1f} to {a['best cuDNN H100 (us)']:.1f} us ({a['cuDNN gain (x)']:.1f}x), "
@@ -122,14 +126,14 @@ def _runner_up_share(frame_table: Any, frame: Any) -> float:
     return 100 * hits / counted if counted else math.nan
 
 
-def paper_items(directory: Path, sm_count: int = 132) -> Any:
+def paper_items(directory: Path, sm_count: int = 132, experiment: str = SWEEP) -> Any:
     """The paper's further numbers, one row each: the paper's value, ours, and how ours was computed."""
     import pandas as pd
 
     from convkit.results import load_results
 
-    table, kernels = load(directory)
-    frame, _ = load_results(Path(directory), "cuconv")
+    table, kernels = load(directory, experiment)
+    frame, _ = load_results(Path(directory), experiment)
     b = {name: _totals(kernels, "Table 4 (3x3)", c) for name, c in (("A", "A"), ("B", "B"))}
     prec = {c: b[c]["cuDNN IMPLICIT_PRECOMP_GEMM"] for c in b}
     sp = kernels[(kernels["table"] == "Table 4 (3x3)") & (kernels["config"] == "B")
@@ -173,9 +177,9 @@ def paper_items(directory: Path, sm_count: int = 132) -> Any:
     return pd.DataFrame(rows, columns=columns).set_index("paper's number")
 
 
-def result_lines(directory: Path) -> list[str]:
+def result_lines(directory: Path, experiment: str = SWEEP) -> list[str]:
     """The result box: the paper's claim, what we measured (paper design, best variant), the verdict."""
-    table, _ = load(directory)
+    table, _ = load(directory, experiment)
     h = cr.headlines(table)
     design, best = h["paper design (H100)"], h["best variant (H100)"]
     change = design_change(directory).iloc[0]

@@ -63,6 +63,10 @@ def _ladder(variant: str, block: Sequence[int], grid: Sequence[int]) -> tuple[st
     return variant, ToyLadderLaunch(variant, tuple(block), tuple(grid)).as_params()
 
 
+#: A quick run's block sweep: every this-many-th block shape of the heatmap.
+QUICK_BLOCK_STEP = 7
+
+
 def plan(quick: bool = False) -> list[tuple[ConvProblem, list[Case]]]:
     """What the chapter measures: (layer, cases) in order, the lab's layer first.
 
@@ -70,15 +74,22 @@ def plan(quick: bool = False) -> list[tuple[ConvProblem, list[Case]]]:
     of its Table 3 and over the wider block sweep (the heatmap), every tiled candidate fused and
     unfused, the ladder and ``tiled`` timed the report's way too, then cuDNN (each algorithm alone
     and with bias, ReLU and pool) and PyTorch. Then smaller layers, at the report's best block.
-    ``quick``: the lab layer's ladder, one tile and cuDNN.
+    ``quick``: the same tables and figures from fewer launches: the ladder, three of Table 3's launches, every
+    :data:`QUICK_BLOCK_STEP`-th block shape, one tile fused and unfused, the ladder's first and last steps
+    timed the report's way, cuDNN and PyTorch; one smaller layer.
     """
     lab = LAB_LAYER
     ladder = [_ladder(v, REPORT_BEST_BLOCK, REPORT_BEST_GRID) for v in LADDER]
     tiles = [("tiled", t.as_params()) for t in TILED_CANDIDATES]
-    if quick:
-        return [(lab, layer_cases(lab, [*ladder, tiles[0]]))]
     table3 = [_ladder("v4", block, grid) for grid, block, _, _ in REPORT_TABLE3]
     heatmap = [_ladder("v4", block, report_grid(lab, block)) for block in block_shapes(lab)]
+    if quick:
+        launches = [*ladder, *table3[:3], *heatmap[::QUICK_BLOCK_STEP], tiles[0], ("unfused", tiles[0][1])]
+        host = [ladder[0], ladder[-1], ("tiled", {})]
+        small = SMALL_LAYERS[0]
+        small_cases = [_ladder("v4", REPORT_BEST_BLOCK, report_grid(small, REPORT_BEST_BLOCK)), tiles[0],
+                       ("unfused", tiles[0][1])]  # fmt: skip
+        return [(lab, layer_cases(lab, launches, host_timed=host)), (small, layer_cases(small, small_cases))]
     unfused = [("unfused", k) for _, k in tiles]
     launches = list(dict.fromkeys((v, json.dumps(k)) for v, k in [*ladder, *table3, *heatmap, *tiles, *unfused]))
     out = [(lab, layer_cases(lab, [(v, json.loads(k)) for v, k in launches], host_timed=[*ladder, ("tiled", {})]))]

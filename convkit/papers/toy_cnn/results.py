@@ -327,11 +327,11 @@ def peak_shares(frame: Any, fp32_peak_tflops: float) -> Any:
     return pd.DataFrame(rows).set_index("kernel")
 
 
-def result_lines(directory: Path) -> list[str]:
-    """The result box: the report's claim, what we measured, the verdict (from the recorded files)."""
+def result_lines(directory: Path, experiment: str = TOY_EXPERIMENT) -> list[str]:
+    """The result box: the report's claim, what we measured, the verdict (from ``experiment``'s recorded file)."""
     from convkit.results import load_results
 
-    frame, _ = load_results(Path(directory), TOY_EXPERIMENT)
+    frame, _ = load_results(Path(directory), experiment)
     peak = _ceilings(directory)["fma_tflops"]
     best = best_rows(frame)
     v0, v1, v4, tiled = best["v0"], best["v1"], best["v4"], best["tiled"]
