@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from convkit.gpu import compute_capability, require_cupy
+from convkit.gpu import compute_capability, ptx_arch, require_cupy, shared_memory_limits
 from convkit.paths import kernels_dir
 
 #: Options every kernel is built with, at run time and ahead of time alike.
@@ -81,13 +81,61 @@ def kernel_names(source: str) -> list[str]:
 @functools.cache
 def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> Any:
     cupy = require_cupy()
-    del code_hash, arch  # part of the cache key only
+    del code_hash  # part of the cache key only
+    if arch.startswith("compute_"):
+        return _PtxModule(code, options, arch)
     return cupy.RawModule(code=code, options=options, name_expressions=None)
+
+
+class _PtxModule:
+    """A module built by NVRTC as PTX for a virtual architecture and JIT-compiled by the driver for the GPU in
+    hand (CuPy's ``RawModule`` builds for the device's own architecture, whatever ``-arch`` it is given)."""
+
+    def __init__(self, code: str, options: tuple[str, ...], arch: str):
+        import cupy
+        from cupy_backends.cuda.libs import nvrtc
+
+        program = nvrtc.createProgram(code, "convkit.cu", (), ())
+        try:
+            try:
+                nvrtc.compileProgram(program, [*options, f"--gpu-architecture={arch}"])
+            except nvrtc.NVRTCError as exc:
+                raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
+            ptx = nvrtc.getPTX(program)
+        finally:
+            nvrtc.destroyProgram(program)
+        self._module = cupy.cuda.function.Module()
+        self._module.load(ptx if isinstance(ptx, bytes) else ptx.encode())
+
+    def get_function(self, kernel: str) -> Any:
+        return _PtxKernel(self._module.get_function(kernel))
+
+
+class _PtxKernel:
+    """What launchers use of a ``cupy.RawKernel``: the call, and the dynamic shared-memory opt-in."""
+
+    def __init__(self, function: Any):
+        self._function = function
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple, *, shared_mem: int = 0) -> None:
+        self._function(grid, block, args, shared_mem=shared_mem)
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy_backends.cuda.api import driver
+
+        return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self._function.ptr)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        from cupy_backends.cuda.api import driver
+
+        driver.funcSetAttribute(self._function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
 
 #: Kernels already loaded, by (source, kernel, options, device): a launch finds its kernel without reading
 #: a file, running a regular expression or hashing (CuPy memoizes its own kernels per device the same way).
-_LOADED: dict[tuple[str, str, tuple[str, ...], int], Any] = {}
+_LOADED: dict[tuple[str, str, tuple[str, ...], int, str | None], Any] = {}
 
 
 def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> Any:
@@ -104,7 +152,7 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
         processes. A source edited while a process runs is picked up by the next process.
     """
     cupy = require_cupy()
-    key = (source, kernel, tuple(options), cupy.cuda.runtime.getDevice())
+    key = (source, kernel, tuple(options), cupy.cuda.runtime.getDevice(), ptx_arch())
     found = _LOADED.get(key)
     if found is not None:
         return found
@@ -112,7 +160,7 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
     if kernel not in kernel_names(code):
         raise ValueError(f"kernels/{source}.cu defines no kernel {kernel!r} (has {kernel_names(code)})")
     major, minor = compute_capability()
-    arch = f"sm_{major}{minor}"
+    arch = ptx_arch() or f"sm_{major}{minor}"
     all_options = COMMON_OPTIONS + tuple(options)
     digest = hashlib.sha256(code.encode()).hexdigest()
     found = _LOADED[key] = _module(digest, code, all_options, arch).get_function(kernel)
@@ -126,8 +174,7 @@ DEFAULT_DYNAMIC_SHARED = 48 * 1024
 def with_dynamic_shared(kernel: Any, nbytes: int, what: str) -> Any:
     """``kernel``, opted in to ``nbytes`` of dynamic shared memory per block where that is above the
     default 48 KiB; raises ValueError naming ``what`` (the launch) if this GPU allows less."""
-    cupy = require_cupy()
-    limit = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+    limit = shared_memory_limits()[0]
     if nbytes > limit:
         raise ValueError(f"{what} needs {nbytes} bytes of shared memory; this GPU allows {limit}")
     if nbytes > DEFAULT_DYNAMIC_SHARED:

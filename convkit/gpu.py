@@ -7,8 +7,16 @@ so a machine without a GPU (CI, a reader building the book) runs every CPU path.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any
+
+#: The setting that builds every kernel as PTX for an older virtual architecture (``compute_75``: the Colab
+#: T4's code paths, ``__CUDA_ARCH__`` = 750), JIT-compiled for the GPU in hand, with that architecture's
+#: shared-memory limits enforced: how the T4's paths run on an H100.
+PTX_ARCH_ENV = "CONVKIT_PTX_ARCH"
+#: Shared memory per block (opt-in) and per SM, in bytes, of the architectures a PTX build stands in for.
+PTX_SHARED_LIMITS: dict[str, tuple[int, int]] = {"compute_75": (65536, 65536)}
 
 
 class GPUUnavailableError(RuntimeError):
@@ -46,12 +54,47 @@ def require_cupy() -> Any:
     return cupy
 
 
+def ptx_arch() -> str | None:
+    """The virtual architecture every kernel is built for (:data:`PTX_ARCH_ENV`), or None: the GPU's own.
+
+    Raises ValueError for an architecture whose limits convkit does not know.
+    """
+    arch = os.environ.get(PTX_ARCH_ENV) or None
+    if arch is not None and arch not in PTX_SHARED_LIMITS:
+        raise ValueError(f"{PTX_ARCH_ENV}={arch!r}: convkit knows {sorted(PTX_SHARED_LIMITS)}")
+    return arch
+
+
 def device_name() -> str:
-    """The current device's marketing name, e.g. ``NVIDIA H100 80GB HBM3``."""
+    """The current device's marketing name, e.g. ``NVIDIA H100 80GB HBM3``; with :data:`PTX_ARCH_ENV` set, the
+    architecture it runs as (``NVIDIA H100 80GB HBM3 as compute_75``), so its results and tuning stay apart."""
     import cupy
 
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    arch = ptx_arch()
+    return f"{name} as {arch}" if arch else name
+
+
+#: An H100's shared memory (per block with opt-in, per SM), for planning where there is no GPU.
+H100_SHARED_LIMITS = (232448, 233472)
+
+
+def shared_memory_limits() -> tuple[int, int]:
+    """(bytes of shared memory a block may opt in to, bytes per SM) of the GPU the kernels are built for: the
+    device's own (an H100's where there is no GPU, for planning), or those of the :func:`ptx_arch` it stands
+    in for where smaller."""
+    own = H100_SHARED_LIMITS
+    if has_gpu():
+        import cupy
+
+        attrs = cupy.cuda.Device().attributes
+        own = int(attrs["MaxSharedMemoryPerBlockOptin"]), int(attrs["MaxSharedMemoryPerMultiprocessor"])
+    arch = ptx_arch()
+    if arch is None:
+        return own
+    block, sm = PTX_SHARED_LIMITS[arch]
+    return min(own[0], block), min(own[1], sm)
 
 
 def compute_capability() -> tuple[int, int]:

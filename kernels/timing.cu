@@ -22,3 +22,7 @@ extern "C" __global__ void hold_stream(long long duration_ns)
 // as many blocks as the case's index + 1, and profile_end. They do nothing; the profiler sees them.
 extern "C" __global__ void profile_begin() { }
 extern "C" __global__ void profile_end() { }
+
+// The architecture a build targets, as the device code sees it (__CUDA_ARCH__: 750 for the T4's
+// compute_75 PTX, 900 for the H100): how a test proves which code paths ran.
+extern "C" __global__ void cuda_arch(int* out) { *out = __CUDA_ARCH__; }

@@ -22,7 +22,7 @@ def test_info_says_there_is_no_gpu(capsys):
 def test_kernels_lists_every_kernel(capsys):
     assert cli.main(["kernels", "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
-    for name in ("conv2d_direct", "fma_peak", "pointer_chase", "hold_stream"):
+    for name in ("conv2d_direct", "fma_peak", "pointer_chase", "hold_stream", "cuda_arch"):
         assert name in out
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit import tuning
-from convkit.gpu import sm_count
+from convkit.gpu import shared_memory_limits, sm_count
 from convkit.measure import Variant, run_experiment
 from convkit.paper import Paper
 from convkit.papers.chang2022.edges import edge_check
@@ -83,10 +83,13 @@ def _multi(name: str, paper: bool) -> Variant:
         if paper:
             return paper_multi_config(p, _model()).as_params()
         tuned = tuning.tuned_knobs(p, name, experiment=TUNING)
-        return tuned if tuned is not None else multi_config(p, sm_count()).as_params()
+        if tuned is not None:
+            return tuned
+        return multi_config(p, sm_count(), shared_per_sm=shared_memory_limits()[1]).as_params()
 
     def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [c.as_params() for c in ranked_multi_configs(p, sm_count())[:TUNING_CANDIDATES]]
+        ranked = ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])
+        return [c.as_params() for c in ranked[:TUNING_CANDIDATES]]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
         conv2d_multi(x, w, config=multi_launch(knobs), out=out)

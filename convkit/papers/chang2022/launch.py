@@ -13,7 +13,7 @@ from typing import Any
 
 from convkit.arrays import check_conv_args, output_for
 from convkit.compile import launch
-from convkit.gpu import require_cupy, sm_count
+from convkit.gpu import require_cupy, shared_memory_limits, sm_count
 from convkit.papers.chang2022.model import FILTER_SIZES, current_figures, latency_model
 from convkit.papers.chang2022.multi import ChangMultiLaunch, multi_config
 from convkit.papers.chang2022.single import ChangSingleLaunch, fill_plan
@@ -79,7 +79,7 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     cupy = require_cupy()
     problem = check_same_args(x, w, single=False)
     if config is None:
-        per_sm = int(cupy.cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
+        per_sm = shared_memory_limits()[1]
         config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
     if not isinstance(config, ChangMultiLaunch):
         raise TypeError(

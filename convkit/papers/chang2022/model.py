@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from convkit.gpu import device_name, gpu_slug, require_cupy
+from convkit.gpu import device_name, gpu_slug, require_cupy, shared_memory_limits
 from convkit.paths import results_dir
 from convkit.roofline import FP32_LANES_PER_SM, recorded_ceilings
 
@@ -150,5 +150,5 @@ def current_figures() -> GpuFigures:
     memory_mhz = attrs.get("MemoryClockRate", 0) / 1e3
     return GpuFigures(name, ASSUMED_LATENCY_CYCLES, 2 * memory_mhz * 1e6 * attrs["GlobalMemoryBusWidth"] / 8 / 1e9,
                       attrs.get("ClockRate", 1e6) / 1e3, attrs["MultiProcessorCount"],
-                      FP32_LANES_PER_SM.get((major, minor), 64), attrs["MaxSharedMemoryPerMultiprocessor"],
+                      FP32_LANES_PER_SM.get((major, minor), 64), shared_memory_limits()[1],
                       attrs["MaxRegistersPerMultiprocessor"], source="device properties, latency assumed")  # fmt: skip

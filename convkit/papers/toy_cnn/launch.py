@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from convkit import reference
 from convkit.arrays import check_conv_args
 from convkit.compile import launch, staged_row_stride
-from convkit.gpu import require_cupy
+from convkit.gpu import shared_memory_limits
 from convkit.problem import ConvProblem
 
 KERNEL_SIZE = 5  # the lab's filters
@@ -251,7 +251,7 @@ TILED_CANDIDATES: tuple[ToyTiledLaunch, ...] = tuple(ToyTiledLaunch(*knobs) for 
 def default_tile() -> ToyTiledLaunch:
     """The tile ``tiled`` runs with when none is given: the H100's best of :data:`TILED_CANDIDATES`
     (see results/), with fewer channels per stage where the GPU's shared memory is smaller (T4)."""
-    per_sm = int(require_cupy().cuda.Device().attributes["MaxSharedMemoryPerMultiprocessor"])
+    per_sm = shared_memory_limits()[1]
     for ck in (4, 2, 1):
         tile = ToyTiledLaunch(64, 16, 16, ck)
         if 2 * tile.shared_bytes() <= per_sm or ck == 1:  # two blocks per SM
