@@ -98,7 +98,7 @@ class _PtxModule:
         program = nvrtc.createProgram(code, "convkit.cu", (), ())
         try:
             try:
-                nvrtc.compileProgram(program, [*options, f"--gpu-architecture={arch}"])
+                nvrtc.compileProgram(program, [*options, *_cuda_include_options(), f"--gpu-architecture={arch}"])
             except nvrtc.NVRTCError as exc:
                 raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
             ptx = nvrtc.getPTX(program)
@@ -109,6 +109,20 @@ class _PtxModule:
 
     def get_function(self, kernel: str) -> Any:
         return _PtxKernel(self._module.get_function(kernel))
+
+
+def _cuda_include_options() -> list[str]:
+    """``-I`` options for the CUDA headers (``cuda_runtime.h``, ...): CuPy's own list for its NVRTC builds where
+    it has one, and the toolkit's include folder."""
+    import os
+
+    import cupy
+
+    options = list(getattr(cupy.cuda.compiler, "_get_extra_include_dir_opts", lambda: [])())
+    for root in (cupy.cuda.get_cuda_path(), "/usr/local/cuda"):
+        if root and os.path.isfile(f"{root}/include/cuda_runtime.h") and f"-I{root}/include" not in options:
+            options.append(f"-I{root}/include")
+    return options
 
 
 class _PtxKernel:
