@@ -98,7 +98,9 @@ class _PtxModule:
         program = nvrtc.createProgram(code, "convkit.cu", (), ())
         try:
             try:
-                nvrtc.compileProgram(program, [*options, *_cuda_include_options(), f"--gpu-architecture={arch}"])
+                # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions
+                flags = ["--device-as-default-execution-space", f"--gpu-architecture={arch}"]
+                nvrtc.compileProgram(program, [*options, *_cuda_include_options(), *flags])
             except nvrtc.NVRTCError as exc:
                 raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
             ptx = nvrtc.getPTX(program)
