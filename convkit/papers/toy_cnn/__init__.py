@@ -25,10 +25,10 @@ from convkit.papers.toy_cnn.launch import (
     REPORT_BEST_GRID,
     REPORT_TABLE3,
     SMALL_LAYERS,
-    TILED_CANDIDATES,
     ToyLadderLaunch,
     ToyTiledLaunch,
     block_shapes,
+    fitting_tiles,
     layer_output_shape,
     reference_layer,
     report_grid,
@@ -80,7 +80,7 @@ def plan(quick: bool = False) -> list[tuple[ConvProblem, list[Case]]]:
     """
     lab = LAB_LAYER
     ladder = [_ladder(v, REPORT_BEST_BLOCK, REPORT_BEST_GRID) for v in LADDER]
-    tiles = [("tiled", t.as_params()) for t in TILED_CANDIDATES]
+    tiles = [("tiled", t.as_params()) for t in fitting_tiles()]
     table3 = [_ladder("v4", block, grid) for grid, block, _, _ in REPORT_TABLE3]
     heatmap = [_ladder("v4", block, report_grid(lab, block)) for block in block_shapes(lab)]
     if quick:
@@ -113,7 +113,8 @@ def measure(
 def sample_checks() -> Iterator[tuple[ConvProblem, list[Case]]]:
     """(layer, cases) for the generic GPU test: on each of :data:`SAMPLE_LAYERS`, the ladder at the report's
     best block, the first and last tiled candidates, ``unfused``, and ``tiled`` timed the report's way."""
-    first, last = TILED_CANDIDATES[0].as_params(), TILED_CANDIDATES[-1].as_params()
+    fitting = fitting_tiles()
+    first, last = fitting[0].as_params(), fitting[-1].as_params()
     for layer in SAMPLE_LAYERS:
         ladder = [_ladder(v, REPORT_BEST_BLOCK, report_grid(layer, REPORT_BEST_BLOCK)) for v in LADDER]
         launches = [*ladder, ("tiled", first), ("tiled", last), ("unfused", first)]

@@ -248,6 +248,13 @@ TILED_CANDIDATES: tuple[ToyTiledLaunch, ...] = tuple(ToyTiledLaunch(*knobs) for 
 ))  # fmt: skip
 
 
+def fitting_tiles() -> list[ToyTiledLaunch]:
+    """The :data:`TILED_CANDIDATES` whose stages fit the shared memory a block may have on this GPU (all of them
+    on the H100; fewer on a T4's 64 KiB)."""
+    limit = shared_memory_limits()[0]
+    return [tile for tile in TILED_CANDIDATES if tile.shared_bytes() <= limit]
+
+
 def default_tile() -> ToyTiledLaunch:
     """The tile ``tiled`` runs with when none is given: the H100's best of :data:`TILED_CANDIDATES`
     (see results/), with fewer channels per stage where the GPU's shared memory is smaller (T4)."""
