@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from convkit import reference
-from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, reference_layer, report_grid
+from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, default_tile, reference_layer, report_grid
 from convkit.problem import ConvProblem
 from convkit.reference import DIRECT_TOLERANCE
 
@@ -30,7 +30,7 @@ def edge_check() -> None:
         grid = report_grid(ConvProblem(1, c, h, w, m, 5, 5), (5, 3, 2), grid_z=2)  # 2 x 2 channels a pass
         outputs = [conv_relu_pool(x, f, b, variant=v, block=(5, 3, 2), grid=grid) for v in ("v0", "v1", "v2")]
         outputs += [conv_relu_pool(x, f, b, variant=v, block=(4, 4, 4)) for v in ("v3", "v4")]
-        outputs += [conv_relu_pool(x, f, b, variant="tiled", tile=ToyTiledLaunch(64, 16, 16, 4)),
+        outputs += [conv_relu_pool(x, f, b, variant="tiled", tile=default_tile()),
                     conv_relu_pool(unaligned, f, b, variant="tiled", tile=ToyTiledLaunch(32, 16, 16, 3)),
                     conv_relu_pool(x, f, b, variant="unfused", tile=ToyTiledLaunch(64, 8, 32, 2))]  # fmt: skip
         for y in outputs:
