@@ -1,0 +1,64 @@
+"""Each notebook's Colab cell, run on the CPU with a stand-in ``google.colab`` module and a local clone as the
+repository: what it would clone, install and where it would work; and the repository named in one place."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import nbformat
+import pytest
+import yaml
+
+from convkit.paths import book_dir, notebooks_dir, project_root
+
+NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
+COLAB = "/content/convkit"
+
+
+def _cell(nb: nbformat.NotebookNode, needle: str) -> str:
+    return next(c.source for c in nb.cells if c.cell_type == "code" and needle in c.source)
+
+
+def _parameters(nb: nbformat.NotebookNode) -> dict[str, object]:
+    namespace: dict[str, object] = {}
+    exec(next(c.source for c in nb.cells if "parameters" in c.metadata.get("tags", [])), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_colab_cell_clones_installs_and_moves_to_the_notebooks(path, tmp_path, monkeypatch):
+    clone_to = tmp_path / "content" / "convkit"
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def run(command, check=False, **kwargs):
+        calls.append([str(c) for c in command])
+        if command[:2] == ["git", "clone"]:  # a real clone of this repository, into the test's folder
+            real = [str(clone_to) if c == COLAB else c for c in command]
+            return real_run(real, check=check, capture_output=True)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(os.path, "isdir", lambda p, _isdir=os.path.isdir: False if p == COLAB else _isdir(p))
+    moved: list[str] = []
+    monkeypatch.setattr(os, "chdir", moved.append)
+    nb = nbformat.read(path, as_version=4)
+    repo = f"file://{project_root()}"
+    exec(_cell(nb, '"google.colab" in sys.modules'), {"repo_url": repo, "__name__": "colab_cell"})
+    assert calls[0] == ["git", "clone", "--depth=1", repo, COLAB]
+    assert calls[1] == [sys.executable, "-m", "pip", "install", "-q", f"{COLAB}[cuda12]"]
+    assert moved == [f"{COLAB}/notebooks"]
+    assert (clone_to / "notebooks" / path.name).is_file(), "the clone holds the notebook"
+    extras = __import__("tomllib").loads((clone_to / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("cupy-cuda12x") for r in extras["cuda12"])
+
+
+def test_the_repository_is_named_once():
+    url = yaml.safe_load((book_dir() / "_config.yml").read_text())["repository"]["url"]
+    for path in NOTEBOOKS:
+        assert _parameters(nbformat.read(path, as_version=4))["repo_url"] == url, path.name
