@@ -62,7 +62,7 @@ class Case:
     params: str = "{}"
 
 
-def _replace_text(path: Path, text: str) -> None:
+def replace_text(path: Path, text: str) -> None:
     """Write ``path`` through a temporary file and a rename: a kill leaves the old or the new file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
@@ -161,7 +161,7 @@ class ResultStore:
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
         doc["runs"][self.run_id] = self._provenance
-        _replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         self._registered = True
 
     def rows(self) -> list[dict[str, str]]:
@@ -186,12 +186,12 @@ class ResultStore:
         writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows(keep)
-        _replace_text(self.csv_path, buf.getvalue())
+        replace_text(self.csv_path, buf.getvalue())
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
             runs = {r["run_id"] for r in keep} | ({self.run_id} if self._registered else set())
             doc["runs"] = {run: prov for run, prov in doc["runs"].items() if run in runs}
-            _replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return len(rows) - len(keep)
 
     def append(self, row: Mapping[str, Any]) -> None:

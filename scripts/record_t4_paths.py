@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 from convkit import provenance
 from convkit.paths import results_dir
-from convkit.results import _replace_text
+from convkit.results import replace_text
 
 
 def pytest_counts(path: str) -> dict[str, int]:
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> None:
         key, counts = "pytest -m gpu " + (" ".join(argv[2:]) or "tests"), pytest_counts(argv[1])
     doc["parts"][key] = {"counts": counts, "provenance": prov}
     path.parent.mkdir(parents=True, exist_ok=True)
-    _replace_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    replace_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     print(f"{key}: {counts} -> {path}")
 
 
