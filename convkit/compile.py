@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from convkit.gpu import compute_capability, ptx_arch, require_cupy, shared_memory_limits
 from convkit.paths import kernels_dir
@@ -232,6 +233,47 @@ class Launch(Protocol):
     def as_params(self) -> dict[str, Any]:
         """The knobs as a results row records them."""
         ...
+
+
+@dataclass(frozen=True)
+class ElementwiseLaunch:
+    """A :class:`Launch` of one thread per output element, ``threads`` per block, the grid capped at
+    ``max_blocks`` (the kernel strides over the rest), no shared memory: the simple kernels' shape (a plain
+    direct convolution, a sum of partial planes, an epilogue). A family sets ``source``, ``kernel`` and, where
+    its output is not the problem's, :meth:`elements`."""
+
+    threads: int = 256
+
+    source: ClassVar[str]
+    kernel: ClassVar[str]
+    max_blocks: ClassVar[int] = 2**31 - 1
+
+    def elements(self, problem: Any) -> int:
+        """The output elements the kernel writes: the convolution's output by default."""
+        return math.prod(problem.output_shape)
+
+    def as_params(self) -> dict[str, Any]:
+        return {"threads": self.threads}
+
+    def kernel_name(self, problem: Any = None) -> str:
+        return self.kernel
+
+    def options(self, problem: Any = None) -> tuple[str, ...]:
+        return ()
+
+    def grid(self, problem: Any) -> tuple[int, ...]:
+        return (min(math.ceil(self.elements(problem) / self.threads), self.max_blocks),)
+
+    def block(self, problem: Any = None) -> tuple[int, ...]:
+        return (self.threads,)
+
+    def shared_bytes(self, problem: Any = None) -> int:
+        return 0
+
+    def can_implement(self, problem: Any) -> None:
+        """Raise ValueError naming ``threads`` if it is no int in 1..1024 (every problem runs)."""
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or not 1 <= self.threads <= 1024:
+            raise ValueError(f"threads must be an int in 1..1024, got {self.threads!r}")
 
 
 def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:

@@ -2,52 +2,24 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import launch
-from convkit.problem import ConvProblem
+from convkit.compile import ElementwiseLaunch, launch
 
 #: Threads per block: a multiple of the warp size that the launcher's grid cap divides well.
 DEFAULT_THREADS = 256
-#: The grid's x-dimension limit; the kernel strides over the outputs beyond it.
-MAX_BLOCKS = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class DirectLaunch:
-    """How ``conv2d_direct`` is launched: threads per block, one thread per output (a
-    :class:`convkit.compile.Launch`)."""
+class DirectLaunch(ElementwiseLaunch):
+    """How ``conv2d_direct`` is launched: threads per block, one thread per output."""
 
     threads: int = DEFAULT_THREADS
 
     source: ClassVar[str] = "direct"
-
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row's ``params``."""
-        return {"threads": self.threads}
-
-    def kernel_name(self, problem: ConvProblem) -> str:
-        return "conv2d_direct"
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return ()
-
-    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (min(math.ceil(math.prod(problem.output_shape) / self.threads), MAX_BLOCKS),)
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (self.threads,)
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming ``threads`` if it is no int in 1..1024 (every problem runs)."""
-        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or not 1 <= self.threads <= 1024:
-            raise ValueError(f"threads must be an int in 1..1024, got {self.threads!r}")
+    kernel: ClassVar[str] = "conv2d_direct"
 
 
 def conv2d_direct(

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from convkit import gpu
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import launch
+from convkit.compile import ElementwiseLaunch, launch
 from convkit.problem import ConvProblem
 
 VARIANTS = ("paper", "fused", "split", "tiled")
@@ -166,34 +166,12 @@ class CuconvLaunch:
 
 
 @dataclass(frozen=True)
-class CuconvSumLaunch:
+class CuconvSumLaunch(ElementwiseLaunch):
     """Stage 2, ``sum_planes``: the output as the sum of the partial planes the main kernel wrote."""
 
-    threads: int = 256
-
     source: ClassVar[str] = "cuconv"
-
-    def as_params(self) -> dict[str, int]:
-        return {"threads": self.threads}
-
-    def kernel_name(self, problem: ConvProblem) -> str:
-        return "sum_planes"
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return ()
-
-    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (min(math.ceil(math.prod(problem.output_shape) / self.threads), 65535),)  # grid-stride beyond
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (self.threads,)
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        if not 1 <= self.threads <= 1024:
-            raise ValueError(f"threads must be in 1..1024, got {self.threads}")
+    kernel: ClassVar[str] = "sum_planes"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
 
 
 def _warp_round(n: int, limit: int = 256) -> int:

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from convkit import reference
 from convkit.arrays import check_conv_args
-from convkit.compile import launch, staged_row_stride
+from convkit.compile import ElementwiseLaunch, launch, staged_row_stride
 from convkit.gpu import shared_memory_limits
 from convkit.problem import ConvProblem
 
@@ -209,36 +209,17 @@ class ToyLadderLaunch:
 
 
 @dataclass(frozen=True)
-class ToyEpilogueLaunch:
+class ToyEpilogueLaunch(ElementwiseLaunch):
     """``unfused``'s second kernel, ``bias_relu_pool``: bias, ReLU and the 2x2 max-pool of a written-out
     convolution, a grid-stride loop over the pooled outputs."""
 
-    threads: int = 256
-
     source: ClassVar[str] = "toy_cnn"
+    kernel: ClassVar[str] = "bias_relu_pool"
+    max_blocks: ClassVar[int] = 65535 * 8
 
-    def as_params(self) -> dict[str, int]:
-        return {"threads": self.threads}
-
-    def kernel_name(self, problem: Any = None) -> str:
-        return "bias_relu_pool"
-
-    def options(self, problem: Any = None) -> tuple[str, ...]:
-        return ()
-
-    def grid(self, problem: ConvProblem) -> tuple[int]:
-        outputs = math.prod(layer_output_shape(problem))
-        return (min(math.ceil(outputs / self.threads), 65535 * 8),)
-
-    def block(self, problem: Any = None) -> tuple[int]:
-        return (self.threads,)
-
-    def shared_bytes(self, problem: Any = None) -> int:
-        return 0
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        if not 1 <= self.threads <= 1024:
-            raise ValueError(f"threads must be in 1..1024, got {self.threads}")
+    def elements(self, problem: ConvProblem) -> int:
+        """The pooled outputs."""
+        return math.prod(layer_output_shape(problem))
 
 
 #: Tiles the sweep measures on the H100 (the fastest correct one is the chapter's ``tiled``).
