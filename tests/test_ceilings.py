@@ -25,15 +25,6 @@ def recorded():
     return chapter.results("ceilings", "recorded")
 
 
-def test_recorded_mode_reads_the_h100_results(recorded):
-    assert not recorded.measured_now
-    table = chapter.provenance_table(recorded)
-    assert len(table) >= 1
-    assert set(table["gpu"]) == {H100}
-    for key in ("driver", "cuda_runtime", "nvrtc", "cupy", "cudnn", "convkit_commit", "date"):
-        assert all(table[key].astype(str).str.len() > 0), key
-
-
 def test_tables_show_readable_numbers(recorded):
     comparison = ceilings_results.comparison_table(recorded.frame)
     assert list(comparison.index[:2]) == ["copy, device to device", "SGEMM 8192³, TF32 off"]

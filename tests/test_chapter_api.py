@@ -16,6 +16,8 @@ def test_every_paper_reads_its_recorded_sweep(paper):
     assert results.directory.name == chapter.DEFAULT_RECORDED_GPU
     table = chapter.provenance_table(results)
     assert len(table) and (table["gpu"] == "NVIDIA H100 80GB HBM3").all()
+    for key in ("driver", "cuda_runtime", "nvrtc", "cupy", "cudnn", "convkit_commit", "date"):
+        assert all(table[key].astype(str).str.len() > 0), key
 
 
 @pytest.mark.parametrize("paper", [p for p in PAPERS if p.profile is not None], ids=lambda p: p.name)
