@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from convkit.problem import ConvProblem
-from convkit.tables import geomean, share_faster
+from convkit.tables import CONVKIT, fastest, geomean, share_faster, timed
 
 #: The ladder's variants as the chapter names them.
 VARIANT_NAMES: dict[str, str] = {
@@ -72,27 +72,17 @@ def speedup_table(frame: Any) -> Any:
     records = []
     for (label, _pad, _stride), group in frame.groupby(["label", "pad", "stride"], sort=False):
         p = ConvProblem.from_row(group.iloc[0])
-        ok = group[group["status"] == "ok"]
-        times = ok.assign(us=ok["time_ms_median"].astype(float) * 1e3)
-        cudnn = times[times["impl"] == "cudnn"]
-        mine = times[times["impl"] == "convkit"]
+        times = timed(group)
+        mine = times[times["impl"] == CONVKIT]
         rec: dict[str, Any] = {"label": label, "batch": p.n, "size": p.h, "filter": p.r, "filters": p.m,
                                "depth": p.c, "fig_label": f"{p.h}-{p.m}-{p.c}", "gflop": p.flops / 1e9}  # fmt: skip
         for variant, short in VARIANT_NAMES.items():
-            row = mine[mine["variant"] == variant]
-            rec[f"{short}_us"] = float(row["us"].min()) if len(row) else math.nan
-        if len(mine):
-            best = mine.loc[mine["us"].idxmin()]
-            rec["best_variant"], rec["best_us"] = VARIANT_NAMES.get(best["variant"], best["variant"]), float(best["us"])
-        else:
-            rec["best_variant"], rec["best_us"] = "none", math.nan
-        if len(cudnn):
-            best = cudnn.loc[cudnn["us"].idxmin()]
-            rec["best_cudnn"], rec["best_cudnn_us"] = best["variant"], float(best["us"])
-        else:
-            rec["best_cudnn"], rec["best_cudnn_us"] = "none", math.nan
-        torch = times[times["impl"] == "pytorch"]
-        rec["pytorch_us"] = float(torch["us"].min()) if len(torch) else math.nan
+            rec[f"{short}_us"] = fastest(mine[mine["variant"] == variant])[1]
+        best_variant, best_us = fastest(mine)
+        rec["best_variant"], rec["best_us"] = VARIANT_NAMES.get(best_variant, best_variant) or "none", best_us
+        best_cudnn, best_cudnn_us = fastest(times[times["impl"] == "cudnn"])
+        rec["best_cudnn"], rec["best_cudnn_us"] = best_cudnn or "none", best_cudnn_us
+        rec["pytorch_us"] = fastest(times[times["impl"] == "pytorch"])[1]
         records.append(rec)
     table = pd.DataFrame(records)
     table["speedup_paper"] = table["best_cudnn_us"] / table["paper_us"]
