@@ -12,6 +12,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from convkit import provenance
+from convkit.gpu import gpu_slug
 from convkit.paths import results_dir
 from convkit.results import replace_text
 
@@ -34,7 +35,7 @@ def sanitizer_counts(path: str) -> dict[str, int]:
 
 def main(argv: list[str]) -> None:
     prov = provenance.collect()
-    real_gpu = re.sub(r"[^a-z0-9]+", "-", prov["gpu"].split(" as ")[0].lower()).strip("-")
+    real_gpu = gpu_slug(prov["gpu"].split(" as ")[0])  # the GPU's own folder, not the "... as compute_75" name
     path = results_dir() / real_gpu / "t4_paths.json"
     doc = json.loads(path.read_text()) if path.exists() else {"experiment": "t4_paths", "parts": {}}
     if argv[0] == "--sanitizer":
