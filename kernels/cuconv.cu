@@ -63,25 +63,7 @@ extern "C" __global__ void scalar_prods(
     }
 }
 
-// out[i] = sum_k src[k * plane + i]: stage 2 of the paper (K = R*S planes), and the reduction of
-// fused_tile's channel splits (K = splits). Four independent accumulators keep loads in flight.
-extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __restrict__ out, int K,
-                                      long long plane)
-{
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < plane;
-         i += (long long)gridDim.x * blockDim.x) {
-        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-        int k = 0;
-        for (; k + 4 <= K; k += 4) {
-            a0 += src[(long long)k * plane + i];
-            a1 += src[(long long)(k + 1) * plane + i];
-            a2 += src[(long long)(k + 2) * plane + i];
-            a3 += src[(long long)(k + 3) * plane + i];
-        }
-        for (; k < K; ++k) a0 += src[(long long)k * plane + i];
-        out[i] = (a0 + a1) + (a2 + a3);
-    }
-}
+#include "split_sum.cuh"  // sum_planes: stage 2, and the sum of the channel and reduction splits
 
 // grid: x = position tiles of blockDim.x, y = ceil(M / MT) filter groups, z = channel splits.
 // Dynamic shared memory: MT * channel_tile * R * S floats.

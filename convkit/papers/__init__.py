@@ -8,7 +8,7 @@ A new paper is its folder, one line here and one line in ``book/_toc.yml``.
 from __future__ import annotations
 
 from convkit.paper import Paper
-from convkit.papers import baseline, ceilings, chang2022, cuconv, lu2020, toy_cnn
+from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, toy_cnn
 
 PAPERS: tuple[Paper, ...] = (
     ceilings.PAPER,
@@ -17,6 +17,7 @@ PAPERS: tuple[Paper, ...] = (
     cuconv.PAPER,
     toy_cnn.PAPER,
     chang2022.PAPER,
+    fp32.PAPER,
 )
 
 

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from convkit.gpu import device_name, gpu_slug, require_cupy, shared_memory_limits
+from convkit.layer_sets import GRID_FILTERS
 from convkit.paths import results_dir
 from convkit.roofline import FP32_LANES_PER_SM, recorded_ceilings
 
 FLOAT_BYTES = 4
 WARP = 32
 #: Filter sizes the kernels are built for (a thread reads 8 staged columns per row).
-FILTER_SIZES = (1, 3, 5)
+FILTER_SIZES = GRID_FILTERS
 #: Filters each thread of both kernels computes (two float4 weight reads per tap).
 FILTERS_PER_THREAD = 8
 #: Blocks per SM in both of the paper's kernels ("two blocks are assigned to each SM").

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from convkit.layer_sets import square_map_grid
 from convkit.papers.chang2022.model import FILTER_SIZES
 from convkit.problem import ConvProblem
 
 #: Single-channel maps, filters M and filter sizes: 6 x 3 x 3 = 54 configurations.
 SINGLE_MAPS, SINGLE_FILTERS = (28, 56, 112, 224, 512, 1024), (32, 128, 512)
-#: Multi-channel maps and C = M: 7 x 3 x 3 = 63 configurations, batch 1.
-MULTI_MAPS, MULTI_CHANNELS = (7, 14, 28, 56, 112, 224, 512), (64, 256, 512)
 #: Configurations of a --quick run: every seventh of each grid.
 QUICK_STEP = 7
 
@@ -19,8 +18,9 @@ def single_problems() -> list[ConvProblem]:
 
 
 def multi_problems() -> list[ConvProblem]:
-    """The multi-channel grid: batch 1, maps 7..512 square, C = M in 64, 256, 512, filters 1, 3, 5."""
-    return [ConvProblem.same(1, c, h, h, c, k) for h in MULTI_MAPS for c in MULTI_CHANNELS for k in FILTER_SIZES]
+    """The multi-channel grid: batch 1, maps 7..512 square, C = M in 64, 256, 512, filters 1, 3, 5
+    (:mod:`convkit.layer_sets`)."""
+    return square_map_grid()
 
 
 def sweep_problems(quick: bool = False) -> list[ConvProblem]:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from convkit.arrays import check_conv_args, output_for
 from convkit.compile import launch as launch_kernel
-from convkit.networks import distinct_configurations
+from convkit.layer_sets import network_3x3_layers
 from convkit.papers.lu2020.warp_sim import exchange_schedule, schedule_macros
 from convkit.problem import ConvProblem
 
@@ -256,9 +256,6 @@ def is_single_image(p: ConvProblem) -> bool:
 
 #: Single-channel images (square) and the filter widths, as the issue sets them.
 IMAGE_SIZES = (256, 512, 1024, 2048, 4096, 8192)
-#: Multi-channel layers: the 3x3 layers of these networks, at these batch sizes.
-MULTI_NETWORKS = ("VGG19", "ResNet-50")
-MULTI_BATCHES = (1, 32)
 
 
 def single_problems() -> list[ConvProblem]:
@@ -267,6 +264,5 @@ def single_problems() -> list[ConvProblem]:
 
 
 def multi_problems() -> list[ConvProblem]:
-    """The VGG19 and ResNet-50 3x3 layers (stride 1, "same"), batch 1 then 32."""
-    configs = [c for net in MULTI_NETWORKS for c in distinct_configurations(net) if c.filter == 3]
-    return [c.problem(batch) for batch in MULTI_BATCHES for c in configs]
+    """The VGG19 and ResNet-50 3x3 layers (stride 1, "same"), batch 1 then 32 (:mod:`convkit.layer_sets`)."""
+    return network_3x3_layers()

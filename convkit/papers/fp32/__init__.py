@@ -1,0 +1,148 @@
+"""Past the papers: FP32 kernels at the ceiling for the compute-bound layers.
+
+The papers' kernels win where the work is small; this chapter's kernels go after the rest. Two
+families (:mod:`.launch`): ``fp32_igemm``, an implicit GEMM for any filter, stride and padding
+(CUTLASS's SIMT SGEMM design over NCHW, a cp.async pipeline, split-K for small layers), and
+``fp32_winograd``, Winograd's F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5) with its products on the same
+GEMM. Each runs at the launch a tuning run found fastest. They are measured, with every cuDNN forward
+algorithm, PyTorch and (on 1x1 layers) cuBLAS SGEMM in the same run, on the problems of three
+chapters: cuConv's 616 network layers, the memory-transactions chapter's 26 multi-channel layers and
+the Pascal-era chapter's 63-layer grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from convkit import cublas, layer_sets, networks, tuning
+from convkit.gpu import sm_count
+from convkit.measure import Variant, run_experiment
+from convkit.paper import Paper
+from convkit.papers.fp32 import edges, launch
+from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.problem import ConvProblem
+from convkit.reference import TRANSFORM_TOLERANCE
+
+#: The sweep's experiment and its tuning table (results/<gpu>/fp32.csv, fp32_tuning.csv).
+EXPERIMENT = "fp32"
+TUNING = "fp32_tuning"
+#: The sweep's timing: cuConv's budget (many problems, 13+ cases each).
+TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
+#: A quick run: every QUICK_STEP-th of the networks' configurations, at batch 1 and 32, and of the others.
+QUICK_STEP, QUICK_BATCHES = 11, (1, 32)
+
+IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
+
+
+def _tuned(p: ConvProblem, name: str) -> dict[str, Any] | None:
+    return tuning.tuned_knobs(p, name, experiment=TUNING)
+
+
+def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.ImplicitGemmLaunch(**knobs),
+                                out=out)  # fmt: skip
+
+
+def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    launch.conv2d_winograd(x, w, pad=p.pad, spec=launch.WinogradLaunch(**knobs), out=out)
+
+
+def winograd_supports(p: ConvProblem) -> bool:
+    """Stride 1 and a square filter some built F(m, r) takes."""
+    return p.stride == 1 and p.r == p.s and any(r == p.r for _, r in WINOGRAD_TILES)
+
+
+def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    cublas.conv1x1(x, w, out)
+
+
+IGEMM_VARIANT = Variant(
+    IGEMM,
+    _run_igemm,
+    knobs=lambda p: _tuned(p, IGEMM) or launch.default_knobs(p, sm_count()).as_params(),
+    candidates=lambda p: [k.as_params() for k in launch.candidates(p, sm_count())],
+)
+WINOGRAD_VARIANT = Variant(
+    WINOGRAD,
+    _run_winograd,
+    knobs=lambda p: _tuned(p, WINOGRAD) or launch.winograd_default(p).as_params(),
+    candidates=lambda p: [k.as_params() for k in launch.winograd_candidates(p)],
+    tolerance=TRANSFORM_TOLERANCE,
+    supports=winograd_supports,
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
+#: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
+PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
+
+
+def suites(quick: bool = False) -> dict[str, list[ConvProblem]]:
+    """The problems by the chapter they come from (``quick``: a subset of each)."""
+    if quick:
+        configs = networks.configurations()[::QUICK_STEP]
+        return {
+            "cuconv": [c.problem(b) for b in QUICK_BATCHES for c in configs],
+            "lu2020": layer_sets.network_3x3_layers()[::QUICK_STEP],
+            "chang2022": layer_sets.square_map_grid()[::QUICK_STEP],
+        }
+    return {
+        "cuconv": networks.problems(),
+        "lu2020": layer_sets.network_3x3_layers(),
+        "chang2022": layer_sets.square_map_grid(),
+    }
+
+
+def problems(quick: bool = False) -> list[ConvProblem]:
+    """Every problem of :func:`suites`, once, in order (cuConv's by batch size first)."""
+    return list(dict.fromkeys(p for group in suites(quick).values() for p in group))
+
+
+def measure(
+    directory: Path,
+    *,
+    quick: bool = False,
+    experiment: str = EXPERIMENT,
+    progress: Callable[[str], None] | None = print,
+    limit: int | None = None,
+) -> None:
+    """Tune both families' launches (``fp32_tuning.csv``), then sweep them with every cuDNN algorithm,
+    PyTorch and cuBLAS (1x1) into ``<experiment>.csv``, in chunks of problems so that an interrupted
+    session leaves whole chunks behind; both experiments resume where they stopped. ``limit``: measure
+    at most that many problems not yet swept (a session's share), then return."""
+    todo = problems(quick)
+    chunk = 16
+    for start in range(0, len(todo) if limit is None else min(len(todo), limit), chunk):
+        part = todo[start : start + chunk]
+        run_experiment(TUNING, part, VARIANTS, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
+                       progress=progress)  # fmt: skip
+        run_experiment(experiment, part, VARIANTS, directory=directory, peers=PEERS, timing=TIMING,
+                       progress=progress, remeasure_changed=True)  # fmt: skip
+
+
+def sample_problems() -> list[ConvProblem]:
+    """Small problems no tile divides: batch 1..8, odd sizes, C = 1, M = 1, stride 2, each padding,
+    1x1 with H*W a multiple of 4 and not, 3x3, 5x5 and 7x7."""
+    cp = ConvProblem
+    return [
+        cp(1, 7, 13, 11, 5, 3, 3, pad=1), cp(3, 1, 9, 9, 1, 3, 3, pad=0), cp(2, 19, 16, 16, 33, 1, 1),
+        cp(1, 5, 7, 9, 70, 1, 1), cp(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2), cp(8, 3, 12, 12, 4, 5, 5, pad=2),
+        cp(1, 6, 17, 10, 3, 7, 7, pad=3, stride=2), cp(2, 130, 6, 6, 129, 3, 3, pad=2), cp(1, 11, 5, 5, 7, 5, 5, pad=1),
+        cp(1, 300, 4, 4, 64, 1, 1), cp(5, 2, 10, 10, 66, 1, 1, stride=2), cp(4, 17, 14, 14, 24, 3, 3, pad=1),
+    ]  # fmt: skip
+
+
+PAPER = Paper(
+    name="fp32",
+    title="Past the papers: at the FP32 ceiling",
+    notebook="06_fp32",
+    experiment=EXPERIMENT,
+    measure=measure,
+    variants=VARIANTS,
+    peers=PEERS,
+    tuning=TUNING,
+    sources=("implicit_gemm", "winograd"),
+    sample_problems=sample_problems,
+    problems=problems,
+    edge_check=edges.edge_check,
+)

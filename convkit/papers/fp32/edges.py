@@ -1,0 +1,80 @@
+"""Every FP32-ceiling kernel on edge shapes, each output checked against float64 (compute-sanitizer's driver).
+
+Each block tile and pipeline depth, split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
+of 4 and not, an input and an output that are not 16-byte aligned, stride 2, a 7x7 filter), and every
+built Winograd tile on sizes its tiles do not divide; then cuBLAS's 1x1 peer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from convkit import cublas, reference
+from convkit.papers.fp32.launch import (
+    STAGES,
+    TILES,
+    ImplicitGemmLaunch,
+    WinogradLaunch,
+    conv2d_implicit_gemm,
+    conv2d_winograd,
+)
+from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.problem import ConvProblem
+from convkit.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+
+#: Implicit-GEMM edge problems.
+GEMM_EDGES = (
+    ConvProblem(2, 5, 7, 9, 70, 1, 1), ConvProblem(1, 3, 6, 6, 3, 1, 1), ConvProblem(3, 9, 11, 10, 65, 3, 3, pad=1),
+    ConvProblem(1, 20, 13, 9, 7, 7, 7, pad=3, stride=2), ConvProblem(2, 33, 8, 8, 129, 1, 1, stride=2),
+)  # fmt: skip
+#: Winograd edge problems (R from each built tile).
+WINOGRAD_EDGES = ((1, 5, 9, 7, 6), (2, 3, 6, 11, 3))
+
+
+def _inputs(p: ConvProblem, *, unaligned: bool = False) -> tuple:
+    import cupy
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    ref = reference.conv2d(x, w, pad=p.pad, stride=p.stride)
+    if unaligned:  # one float past a 256-byte allocation: 4-byte alignment only
+        xs = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+        xs[...] = cupy.asarray(x)
+        out = cupy.full(int(np.prod(p.output_shape)) + 1, cupy.nan, dtype=cupy.float32)[1:].reshape(p.output_shape)
+        return xs, cupy.asarray(w), ref, out
+    return cupy.asarray(x), cupy.asarray(w), ref, cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+
+
+def edge_check() -> None:
+    """Launch every tile, depth and split on :data:`GEMM_EDGES`, every Winograd tile on :data:`WINOGRAD_EDGES`;
+    raises AssertionError naming the launch that is wrong."""
+    import cupy
+
+    for p in GEMM_EDGES:
+        for unaligned in (False, True):
+            x, w, ref, out = _inputs(p, unaligned=unaligned)
+            k = p.c * p.r * p.s
+            for tile in TILES:
+                for stages in STAGES:
+                    for splits in {1, 2, max(1, k // 8)}:
+                        spec = ImplicitGemmLaunch(tile, splits, stages)
+                        out.fill(cupy.nan)
+                        conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
+                        err = reference.relative_error(out.get(), ref)
+                        assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+        if cublas.supports(p):
+            x, w, ref, out = _inputs(p)
+            cublas.conv1x1(x, w, out)
+            assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE, (p.label, "cublas")
+    for m, r in WINOGRAD_TILES:
+        for n, c, h, wd, filters in WINOGRAD_EDGES:
+            for pad in {0, r // 2, r - 1}:
+                p = ConvProblem(n, c, h, wd, filters, r, r, pad=pad)
+                if p.out_h < 1 or p.out_w < 1:
+                    continue
+                x, w, ref, out = _inputs(p)
+                conv2d_winograd(x, w, pad=pad, spec=WinogradLaunch(m, "64x64", 2), out=out)
+                err = reference.relative_error(out.get(), ref)
+                assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
+    cupy.cuda.runtime.deviceSynchronize()

@@ -1,0 +1,375 @@
+"""Launchers for ``kernels/implicit_gemm.cu`` and ``kernels/winograd.cu``: the FP32 kernels past the papers.
+
+- :func:`conv2d_implicit_gemm`: any filter size, stride and padding, as one implicit GEMM
+  (:class:`ImplicitGemmLaunch`: a block tile, a pipeline depth and split-K), plus ``sum_planes``
+  (:class:`SplitSumLaunch`) where the reduction is split.
+- :func:`conv2d_winograd`: F(m x m, r x r) for stride 1 (:class:`WinogradLaunch`): the filter and input
+  transforms, the a*a products as one batched implicit GEMM, the output transform.
+
+:func:`default_knobs` and :func:`candidates` are each kernel's heuristic and the launches a tuning run
+(:mod:`convkit.tuning`) measures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from convkit.arrays import check_conv_args, output_for
+from convkit.compile import ElementwiseLaunch, launch
+from convkit.gpu import sm_count
+from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.problem import ConvProblem
+
+#: Block tiles "BMxBN" (filters x positions): threads = BM * BN / 64 (warps of 32 x 64, 8 x 8 a thread).
+TILES: tuple[str, ...] = ("128x128", "128x64", "64x128", "64x64")
+#: The reduction's slice depth (BK in the kernel): split points are multiples of it.
+SLICE_K = 8
+#: Fewest reduction elements one split takes: below this, partial planes cost more than they save.
+MIN_K_PER_SPLIT = 32
+#: Pipeline depths the kernel builds (shared-memory stages of the cp.async pipeline).
+STAGES = (2, 3, 4)
+#: Static shared memory a block may use (the kernel's static_assert).
+STATIC_SHARED_BYTES = 48 * 1024
+#: The kernel computes offsets within one image in 32-bit integers.
+MAX_IMAGE_ELEMENTS = 2**31 - 1
+
+
+def tile_shape(tile: str) -> tuple[int, int, int]:
+    """(BM, BN, threads) of a block tile such as ``"128x64"``; raises ValueError naming ``tile``."""
+    if tile not in TILES:
+        raise ValueError(f"tile must be one of {TILES}, got {tile!r}")
+    bm, bn = (int(v) for v in tile.split("x"))
+    return bm, bn, bm * bn // 64
+
+
+def stage_bytes(tile: str) -> int:
+    """Shared memory of one pipeline stage: the weight slice (rows padded by 4) and the input slice."""
+    bm, bn, _ = tile_shape(tile)
+    return 4 * SLICE_K * (bm + 4 + bn)
+
+
+def vector_width(problem: ConvProblem, aligned: bool = True) -> int:
+    """4 where the im2col matrix is the input itself with rows of whole float4s (1x1, stride 1, no
+    padding, H*W a multiple of 4, x 16-byte ``aligned``): the kernel then copies 16 bytes of positions
+    at a time; else 1."""
+    p = problem
+    one_by_one = p.r == p.s == 1 and p.stride == 1 and p.pad == 0
+    return 4 if one_by_one and aligned and (p.h * p.w) % 4 == 0 else 1
+
+
+def k_per_split(problem: ConvProblem, splits: int) -> int:
+    """Reduction elements per split: C*R*S / splits rounded up to whole slices."""
+    k = problem.c * problem.r * problem.s
+    return SLICE_K * math.ceil(math.ceil(k / splits) / SLICE_K)
+
+
+@dataclass(frozen=True)
+class ImplicitGemmLaunch:
+    """One launch of ``implicit_gemm`` (a :class:`convkit.compile.Launch`).
+
+    ``splits`` asks for that many reduction splits; whole slices make it :meth:`effective_splits`.
+    ``batch`` independent GEMMs of the same shape run in one launch (Winograd's transformed points);
+    ``unaligned`` says x is not 16-byte aligned (4-byte copies then). Neither is a knob, so neither is
+    recorded.
+    """
+
+    tile: str = "128x128"
+    splits: int = 1
+    stages: int = 3
+    batch: int = 1
+    unaligned: bool = False
+
+    source: ClassVar[str] = "implicit_gemm"
+
+    def as_params(self) -> dict[str, Any]:
+        return {"tile": self.tile, "splits": self.splits, "stages": self.stages}
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "implicit_gemm"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        bm, bn, _ = tile_shape(self.tile)
+        macros = {"BM": bm, "BN": bn, "R": problem.r, "S": problem.s, "VEC": vector_width(problem, not self.unaligned),
+                  "STAGES": self.stages}  # fmt: skip
+        return tuple(f"-DCONVKIT_{k}={v}" for k, v in macros.items())
+
+    def effective_splits(self, problem: ConvProblem) -> int:
+        """Splits that each reduce at least one slice (``splits`` rounded to whole slices)."""
+        k = problem.c * problem.r * problem.s
+        return math.ceil(k / k_per_split(problem, self.splits))
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        bm, bn, _ = tile_shape(self.tile)
+        positions = problem.n * problem.out_h * problem.out_w
+        return math.ceil(positions / bn), math.ceil(problem.m / bm), self.batch * self.effective_splits(problem)
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (tile_shape(self.tile)[2],)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0  # static shared memory
+
+    def workspace_elements(self, problem: ConvProblem) -> int:
+        """float32 elements of partial planes (0 when the launch writes the output directly)."""
+        splits = self.effective_splits(problem)
+        return 0 if splits == 1 else splits * math.prod(problem.output_shape)
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the knob (or the problem's size) the kernel cannot run."""
+        tile_shape(self.tile)
+        if self.stages not in STAGES:
+            raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
+        if self.stages * stage_bytes(self.tile) > STATIC_SHARED_BYTES:
+            raise ValueError(f"stages={self.stages} of tile {self.tile} need more than 48 KiB of shared memory")
+        k = problem.c * problem.r * problem.s
+        if not isinstance(self.splits, int) or not 1 <= self.splits <= math.ceil(k / SLICE_K):
+            raise ValueError(f"splits must be an int in 1..{math.ceil(k / SLICE_K)} (C*R*S / 8), got {self.splits!r}")
+        if self.batch > 1 and self.effective_splits(problem) > 1:
+            raise ValueError("a batch of GEMMs runs unsplit: splits must be 1")
+        if problem.c * problem.h * problem.w > MAX_IMAGE_ELEMENTS:
+            raise ValueError(f"one image of x has {problem.c * problem.h * problem.w} elements; the kernel takes "
+                             f"at most {MAX_IMAGE_ELEMENTS}")  # fmt: skip
+        grid = self.grid(problem)
+        if grid[1] > 65535 or grid[2] > 65535:
+            raise ValueError(f"M = {problem.m} filters or {grid[2]} splits x batch exceed the grid's 65535")
+
+
+@dataclass(frozen=True)
+class SplitSumLaunch(ElementwiseLaunch):
+    """``sum_planes`` in ``implicit_gemm.cu``: the output as the sum of the split-K partial planes."""
+
+    source: ClassVar[str] = "implicit_gemm"
+    kernel: ClassVar[str] = "sum_planes"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+
+def _tiles_fitting(problem: ConvProblem) -> list[str]:
+    """Tiles that are not mostly padding on ``problem``: BM at most 2M (64 always fits), BN likewise."""
+    positions = problem.n * problem.out_h * problem.out_w
+    fit = []
+    for tile in TILES:
+        bm, bn, _ = tile_shape(tile)
+        if (bm == 64 or bm <= 2 * problem.m) and (bn == 64 or bn <= 2 * positions):
+            fit.append(tile)
+    return fit
+
+
+def tile_blocks(problem: ConvProblem, tile: str) -> int:
+    """Blocks of one split: position tiles x filter tiles."""
+    return math.prod(ImplicitGemmLaunch(tile).grid(problem)[:2])
+
+
+def splits_for(problem: ConvProblem, tile: str, target_blocks: int) -> int:
+    """Splits that bring the tile's grid to about ``target_blocks``, each at least :data:`MIN_K_PER_SPLIT` deep."""
+    k = problem.c * problem.r * problem.s
+    wanted = math.ceil(target_blocks / tile_blocks(problem, tile))
+    splits = max(1, min(wanted, k // MIN_K_PER_SPLIT))
+    return ImplicitGemmLaunch(tile, splits).effective_splits(problem)
+
+
+def default_knobs(problem: ConvProblem, sms: int = 132) -> ImplicitGemmLaunch:
+    """The heuristic launch: the largest fitting tile that gives every SM a block by itself; else the
+    smallest tile with the reduction split to about four blocks an SM."""
+    for tile in _tiles_fitting(problem):
+        if tile_blocks(problem, tile) >= sms:
+            return ImplicitGemmLaunch(tile)
+    tile = "64x64"
+    return ImplicitGemmLaunch(tile, splits_for(problem, tile, 4 * sms))
+
+
+def candidates(problem: ConvProblem, sms: int = 132) -> list[ImplicitGemmLaunch]:
+    """Launches a tuning run measures, the heuristic's first: every fitting tile unsplit (3 and 4 stages
+    for the 128x128 tile), and where a tile gives under two waves, split to one, two and four waves."""
+    out = [default_knobs(problem, sms)]
+    for tile in _tiles_fitting(problem):
+        out.append(ImplicitGemmLaunch(tile))
+        if tile == "128x128":
+            out.append(ImplicitGemmLaunch(tile, stages=4))
+        if tile_blocks(problem, tile) < 2 * sms:
+            out += [ImplicitGemmLaunch(tile, splits_for(problem, tile, waves * sms)) for waves in (1, 2, 4)]
+    return list(dict.fromkeys(out))
+
+
+def conv2d_implicit_gemm(
+    x: Any, w: Any, *, pad: int = 0, stride: int = 1, launch_spec: ImplicitGemmLaunch | None = None, out: Any = None
+) -> Any:
+    """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM.
+
+    Args:
+        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, C, R, S), C-contiguous.
+        pad: zero padding on every side.
+        stride: window step in both directions.
+        launch_spec: tile, pipeline stages and splits; default :func:`default_knobs`.
+        out: optional float32 output (N, M, P, Q).
+
+    Returns:
+        the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
+    """
+    problem = check_conv_args(x, w, pad=pad, stride=stride)
+    spec = launch_spec or default_knobs(problem, sm_count())
+    spec.can_implement(problem)  # before anything is allocated or launched
+    out = output_for(out, problem)
+    _gemm(spec, problem, x, w, out)
+    return out
+
+
+def _gemm(
+    spec: ImplicitGemmLaunch, p: ConvProblem, x: Any, w: Any, out: Any, strides: tuple[int, int, int] = (0, 0, 0)
+) -> None:
+    """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes and ``sum_planes`` where split)."""
+    import cupy
+
+    if x.data.ptr % 16:
+        spec = dataclasses.replace(spec, unaligned=True)
+    splits = spec.effective_splits(p)
+    temp = cupy.empty(spec.workspace_elements(p), dtype=cupy.float32) if splits > 1 else out
+    dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, spec.splits), splits)
+    launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
+    if splits > 1:
+        launch(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Winograd
+
+
+@dataclass(frozen=True)
+class WinogradLaunch:
+    """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``)."""
+
+    m: int = 2
+    gemm_tile: str = "128x128"
+    stages: int = 3
+    threads: int = 256
+
+    source: ClassVar[str] = "winograd"
+
+    def as_params(self) -> dict[str, Any]:
+        return {"m": self.m, "gemm_tile": self.gemm_tile, "stages": self.stages}
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (f"-DCONVKIT_WG_M={self.m}", f"-DCONVKIT_WG_R={problem.r}")
+
+    def tiles(self, problem: ConvProblem) -> tuple[int, int, int, int]:
+        """(tiles_h, tiles_w, T, t_pad): output tiles per plane, over the batch, and padded to a float4."""
+        th, tw = math.ceil(problem.out_h / self.m), math.ceil(problem.out_w / self.m)
+        t = problem.n * th * tw
+        return th, tw, t, 4 * math.ceil(t / 4)
+
+    def alpha(self, problem: ConvProblem) -> int:
+        return self.m + problem.r - 1
+
+    def gemm_problem(self, problem: ConvProblem) -> ConvProblem:
+        """One transformed point's product as a 1x1 convolution: V[xi] (M x C) times U[xi] (C x t_pad)."""
+        t_pad = self.tiles(problem)[3]
+        return ConvProblem(1, problem.c, 1, t_pad, problem.m, 1, 1)
+
+    def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
+        return ImplicitGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2)
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming what F(m, r) cannot run: another stride, a non-square or unbuilt filter."""
+        p = problem
+        if p.stride != 1:
+            raise ValueError(f"Winograd runs stride 1 only, got stride={p.stride}")
+        if p.r != p.s or (self.m, p.r) not in WINOGRAD_TILES:
+            raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {WINOGRAD_TILES} (m, r)")
+        if p.c > 65535 or p.m > 65535:
+            raise ValueError("C and M must be at most 65535 (one grid row each)")
+        self.gemm_launch(p).can_implement(self.gemm_problem(p))
+
+    def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
+        """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
+        points, t_pad = self.alpha(problem) ** 2, self.tiles(problem)[3]
+        return points * problem.m * problem.c, points * problem.c * t_pad, points * problem.m * t_pad
+
+
+@dataclass(frozen=True)
+class _TransformLaunch:
+    """One of winograd.cu's transforms, a thread per (filter, channel), (channel, tile) or (filter, tile)."""
+
+    kernel: str
+    spec: WinogradLaunch
+    source: ClassVar[str] = "winograd"
+
+    def as_params(self) -> dict[str, Any]:
+        return self.spec.as_params()
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return self.kernel
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return self.spec.options(problem)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        threads = self.spec.threads
+        _, _, t, t_pad = self.spec.tiles(problem)
+        if self.kernel == "winograd_filter":
+            return (min(math.ceil(problem.m * problem.c / threads), 65535),)
+        if self.kernel == "winograd_input":
+            return math.ceil(t_pad / threads), problem.c
+        return math.ceil(t / threads), problem.m
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (self.spec.threads,)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        self.spec.can_implement(problem)
+
+
+def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None = None, out: Any = None) -> Any:
+    """Convolution (cross-correlation, stride 1) of NCHW ``x`` with MCRS ``w`` by Winograd's F(m x m, r x r).
+
+    Args:
+        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, C, R, R), C-contiguous, R in 3 or 5.
+        pad: zero padding on every side.
+        spec: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
+        out: optional float32 output (N, M, P, Q).
+
+    Returns:
+        the output ``cupy.ndarray``, enqueued on the current stream. Its error is a transform method's.
+    """
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=1)
+    spec = spec or WinogradLaunch()
+    spec.can_implement(problem)
+    out = output_for(out, problem)
+    p = problem
+    th, tw, t, t_pad = spec.tiles(p)
+    v_size, u_size, prod_size = spec.workspace_elements(p)
+    v, u, prod = (cupy.empty(size, dtype=cupy.float32) for size in (v_size, u_size, prod_size))
+    i32 = cupy.int32
+    launch(_TransformLaunch("winograd_filter", spec), p, (w, v, i32(p.m * p.c)))
+    launch(_TransformLaunch("winograd_input", spec), p,
+           (x, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+    gemm = spec.gemm_problem(p)
+    _gemm(spec.gemm_launch(p), gemm, u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
+    launch(_TransformLaunch("winograd_output", spec), p,
+           (prod, out, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+    return out
+
+
+def winograd_default(problem: ConvProblem) -> WinogradLaunch:
+    """The heuristic: F(4x4, 3x3) for 3x3 filters (the fewest products), F(2x2, 5x5) for 5x5, the GEMM on
+    the implicit GEMM's heuristic tile for its shape."""
+    m = 4 if problem.r == 3 else 2
+    gemm = WinogradLaunch(m).gemm_problem(problem)
+    return WinogradLaunch(m, default_knobs(gemm).tile)
+
+
+def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
+    """Launches a tuning run measures: every built F(m, r) for the filter, on each GEMM tile that fits."""
+    out = [winograd_default(problem)]
+    for m, r in WINOGRAD_TILES:
+        if r == problem.r:
+            out += [WinogradLaunch(m, tile) for tile in _tiles_fitting(WinogradLaunch(m).gemm_problem(problem))]
+    return list(dict.fromkeys(out))

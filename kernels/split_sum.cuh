@@ -1,0 +1,22 @@
+// The sum of partial output planes, out[i] = sum_k src[k * plane + i]: what a reduction split over
+// blockIdx.z leaves behind (cuConv's R*S planes and channel splits, the implicit GEMM's split-K).
+// Four independent accumulators keep loads in flight. Included textually by convkit.compile (NVRTC).
+#pragma once
+
+extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __restrict__ out, int K,
+                                      long long plane)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < plane;
+         i += (long long)gridDim.x * blockDim.x) {
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        int k = 0;
+        for (; k + 4 <= K; k += 4) {
+            a0 += src[(long long)k * plane + i];
+            a1 += src[(long long)(k + 1) * plane + i];
+            a2 += src[(long long)(k + 2) * plane + i];
+            a3 += src[(long long)(k + 3) * plane + i];
+        }
+        for (; k < K; ++k) a0 += src[(long long)k * plane + i];
+        out[i] = (a0 + a1) + (a2 + a3);
+    }
+}

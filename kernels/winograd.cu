@@ -1,0 +1,164 @@
+// Past the papers: Winograd's minimal filtering F(m x m, r x r) in FP32, non-fused (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, section 4).
+//
+//   Y = AT [ (G g G^T) * (BT d BT^T) ] AT^T  for every m x m output tile, a = m + r - 1 input tile.
+//
+// Four launches: winograd_filter (V = G g G^T per filter and channel), winograd_input (U = BT d BT^T
+// per channel and tile), the a*a products as one batched GEMM per transformed point (implicit_gemm.cu,
+// 1x1 view: V[xi] is M x C, U[xi] is C x T), and winograd_output (Y = AT M AT^T per filter and tile).
+// Layouts: V[xi][m][c], U[xi][c][t] and Mo[xi][m][t] with t over N * tiles_h * tiles_w padded to a
+// multiple of 4 (t_pad: the GEMM's 16-byte copies); the padding columns of U are written as zeros.
+// Each thread holds one a x a tile in registers; the transforms are unrolled products with the
+// matrices as compile-time constants (convkit.papers.fp32.winograd builds them), so zeros and ones
+// cost nothing. Stride 1, any padding. The products are FP32, the transforms add rounding of their
+// own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
+// Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
+
+#ifndef CONVKIT_WG_M
+#define CONVKIT_WG_M 2
+#endif
+#ifndef CONVKIT_WG_R
+#define CONVKIT_WG_R 3
+#endif
+
+// The matrices of every tile convkit runs, as convkit.papers.fp32.winograd.matrices computes them
+// (a CPU test keeps the two equal).
+#if CONVKIT_WG_M == 2 && CONVKIT_WG_R == 3
+#define WG_AT {{1.0f, 1.0f, 1.0f, 0.0f}, {0.0f, 1.0f, -1.0f, 1.0f}}
+#define WG_G {{1.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0.0f, 0.0f, 1.0f}}
+#define WG_BT {{1.0f, 0.0f, -1.0f, 0.0f}, {0.0f, 1.0f, 1.0f, 0.0f}, {0.0f, -1.0f, 1.0f, 0.0f}, {0.0f, -1.0f, 0.0f, 1.0f}}
+#elif CONVKIT_WG_M == 4 && CONVKIT_WG_R == 3
+#define WG_AT {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f}, {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.0f}, {0.0f, 1.0f, 1.0f, 4.0f, 4.0f, 0.0f}, {0.0f, 1.0f, -1.0f, 8.0f, -8.0f, 1.0f}}
+#define WG_G {{0.25f, 0.0f, 0.0f}, {0.1666666716337204f, 0.1666666716337204f, 0.1666666716337204f}, {0.1666666716337204f, -0.1666666716337204f, 0.1666666716337204f}, {0.0416666679084301f, 0.0833333358168602f, 0.1666666716337204f}, {0.0416666679084301f, -0.0833333358168602f, 0.1666666716337204f}, {0.0f, 0.0f, 1.0f}}
+#define WG_BT {{4.0f, 0.0f, -5.0f, 0.0f, 1.0f, 0.0f}, {0.0f, 4.0f, 4.0f, -1.0f, -1.0f, 0.0f}, {0.0f, -4.0f, 4.0f, 1.0f, -1.0f, 0.0f}, {0.0f, -2.0f, -1.0f, 2.0f, 1.0f, 0.0f}, {0.0f, 2.0f, -1.0f, -2.0f, 1.0f, 0.0f}, {0.0f, 4.0f, 0.0f, -5.0f, 0.0f, 1.0f}}
+#elif CONVKIT_WG_M == 2 && CONVKIT_WG_R == 5
+#define WG_AT {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f}, {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1.0f}}
+#define WG_G {{0.25f, 0.0f, 0.0f, 0.0f, 0.0f}, {0.1666666716337204f, 0.1666666716337204f, 0.1666666716337204f, 0.1666666716337204f, 0.1666666716337204f}, {0.1666666716337204f, -0.1666666716337204f, 0.1666666716337204f, -0.1666666716337204f, 0.1666666716337204f}, {0.0416666679084301f, 0.0833333358168602f, 0.1666666716337204f, 0.3333333432674408f, 0.6666666865348816f}, {0.0416666679084301f, -0.0833333358168602f, 0.1666666716337204f, -0.3333333432674408f, 0.6666666865348816f}, {0.0f, 0.0f, 0.0f, 0.0f, 1.0f}}
+#define WG_BT {{4.0f, 0.0f, -5.0f, 0.0f, 1.0f, 0.0f}, {0.0f, 4.0f, 4.0f, -1.0f, -1.0f, 0.0f}, {0.0f, -4.0f, 4.0f, 1.0f, -1.0f, 0.0f}, {0.0f, -2.0f, -1.0f, 2.0f, 1.0f, 0.0f}, {0.0f, 2.0f, -1.0f, -2.0f, 1.0f, 0.0f}, {0.0f, 4.0f, 0.0f, -5.0f, 0.0f, 1.0f}}
+#else
+#error "no transform matrices for this F(m, r): see convkit.papers.fp32.winograd.TILES"
+#endif
+
+namespace wg {
+constexpr int M = CONVKIT_WG_M, R = CONVKIT_WG_R, A = M + R - 1, POINTS = A * A;
+
+// out (rows x cols) = L (rows x K) . X (K x cols), or X . L^T with `right`; everything unrolled.
+template <int ROWS, int K, int COLS>
+__device__ __forceinline__ void left(const float (&l)[ROWS][K], const float (&x)[K][COLS], float (&out)[ROWS][COLS])
+{
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) {
+            float v = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (l[i][k] != 0.0f) v = fmaf(l[i][k], x[k][j], v);
+            out[i][j] = v;
+        }
+}
+
+template <int ROWS, int K, int COLS>
+__device__ __forceinline__ void right(const float (&x)[ROWS][K], const float (&l)[COLS][K], float (&out)[ROWS][COLS])
+{
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) {
+            float v = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (l[j][k] != 0.0f) v = fmaf(x[i][k], l[j][k], v);
+            out[i][j] = v;
+        }
+}
+}  // namespace wg
+
+// V[xi][m][c] = (G g G^T)[xi] for g = w[m][c]: one thread per (m, c), writes coalesced along c.
+extern "C" __global__ void winograd_filter(const float* __restrict__ w, float* __restrict__ v, int MC)
+{
+    using namespace wg;
+    constexpr float G[A][R] = WG_G;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < MC; i += gridDim.x * blockDim.x) {
+        float g[R][R], gg[A][R], out[A][A];
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int s = 0; s < R; ++s) g[r][s] = w[(long long)i * R * R + r * R + s];
+        left(G, g, gg);
+        right(gg, G, out);
+#pragma unroll
+        for (int a = 0; a < A; ++a)
+#pragma unroll
+            for (int b = 0; b < A; ++b) v[(long long)(a * A + b) * MC + i] = out[a][b];
+    }
+}
+
+// U[xi][c][t] = (BT d BT^T)[xi] for the a x a input tile d of channel c under output tile t (zero
+// outside the input); t in [T, t_pad) is written as 0. grid: x over t_pad, y = C.
+extern "C" __global__ void winograd_input(
+    const float* __restrict__ x, float* __restrict__ u, int C, int H, int W, int pad, int tiles_h, int tiles_w,
+    int T, int t_pad)
+{
+    using namespace wg;
+    constexpr float BT[A][A] = WG_BT;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int c = blockIdx.y;
+    if (t >= t_pad) return;
+    float d[A][A];
+    if (t < T) {
+        const int per_image = tiles_h * tiles_w;
+        const int n = t / per_image, rest = t - n * per_image;
+        const int h0 = (rest / tiles_w) * M - pad, w0 = (rest % tiles_w) * M - pad;
+        const float* plane = x + ((long long)n * C + c) * H * W;
+#pragma unroll
+        for (int a = 0; a < A; ++a)
+#pragma unroll
+            for (int b = 0; b < A; ++b) {
+                const int h = h0 + a, ww = w0 + b;
+                d[a][b] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? plane[h * W + ww] : 0.0f;
+            }
+    } else {
+#pragma unroll
+        for (int a = 0; a < A; ++a)
+#pragma unroll
+            for (int b = 0; b < A; ++b) d[a][b] = 0.0f;
+    }
+    float bd[A][A], out[A][A];
+    left(BT, d, bd);
+    right(bd, BT, out);
+#pragma unroll
+    for (int a = 0; a < A; ++a)
+#pragma unroll
+        for (int b = 0; b < A; ++b) u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+}
+
+// y[n][m][.][.] = (AT Mo AT^T) over the products Mo[xi][m][t] of output tile t, clipped to P x Q.
+// grid: x over T, y = M (filters).
+extern "C" __global__ void winograd_output(
+    const float* __restrict__ mo, float* __restrict__ y, int M_filters, int P, int Q, int tiles_h, int tiles_w,
+    int T, int t_pad)
+{
+    using namespace wg;
+    constexpr float AT[M][A] = WG_AT;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y;
+    if (t >= T) return;
+    float prod[A][A];
+#pragma unroll
+    for (int a = 0; a < A; ++a)
+#pragma unroll
+        for (int b = 0; b < A; ++b) prod[a][b] = mo[((long long)(a * A + b) * M_filters + m) * t_pad + t];
+    float ap[M][A], out[M][M];
+    left(AT, prod, ap);
+    right(ap, AT, out);
+    const int per_image = tiles_h * tiles_w;
+    const int n = t / per_image, rest = t - n * per_image;
+    const int p0 = (rest / tiles_w) * M, q0 = (rest % tiles_w) * M;
+    float* plane = y + ((long long)n * M_filters + m) * P * Q;
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+        for (int j = 0; j < M; ++j)
+            if (p0 + i < P && q0 + j < Q) plane[(p0 + i) * Q + q0 + j] = out[i][j];
+}

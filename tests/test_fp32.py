@@ -1,0 +1,117 @@
+"""The FP32-ceiling kernels on the CPU: Winograd's matrices, the tile and split arithmetic, argument errors,
+and builds without spills for the T4 and the H100."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from convkit.compile import kernel_source
+from convkit.papers import fp32
+from convkit.papers.fp32 import launch, winograd
+from convkit.problem import ConvProblem
+
+
+@pytest.mark.parametrize(("m", "r"), [*winograd.TILES, (6, 3), (3, 5)])
+def test_winograd_tile_is_the_correlation(m, r, rng):
+    a = m + r - 1
+    d, g = rng.standard_normal((a, a)), rng.standard_normal((r, r))
+    direct = np.array([[np.sum(d[i : i + r, j : j + r] * g) for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(winograd.correlate_tile(d, g, m), direct, rtol=1e-12, atol=1e-12)
+
+
+def test_winograd_input_transform_has_integer_entries():
+    for m, r in winograd.TILES:
+        bt = winograd.matrices(m, r)[2]
+        assert np.array_equal(bt, np.round(bt)), (m, r)
+
+
+def test_the_kernel_holds_the_matrices_convkit_computes():
+    assert winograd.kernel_tables() in kernel_source("winograd").read_text()
+
+
+def test_tiles_threads_and_shared_memory():
+    assert [launch.tile_shape(t) for t in launch.TILES] == [
+        (128, 128, 256),
+        (128, 64, 128),
+        (64, 128, 128),
+        (64, 64, 64),
+    ]
+    assert launch.stage_bytes("128x128") == 4 * 8 * (132 + 128)
+    for tile, stages in itertools.product(launch.TILES, launch.STAGES):
+        assert stages * launch.stage_bytes(tile) <= launch.STATIC_SHARED_BYTES
+
+
+def test_split_k_lands_on_whole_slices():
+    p = ConvProblem.same(1, 832, 7, 7, 32, 1)
+    for splits in (1, 2, 3, 13, 26, 104):
+        spec = launch.ImplicitGemmLaunch("64x64", splits)
+        per = launch.k_per_split(p, splits)
+        assert per % launch.SLICE_K == 0
+        assert (spec.effective_splits(p) - 1) * per < 832 <= spec.effective_splits(p) * per
+    assert launch.ImplicitGemmLaunch("64x64", 26).grid(p) == (1, 1, 26)
+    assert launch.ImplicitGemmLaunch("64x64", 26).workspace_elements(p) == 26 * 32 * 49
+
+
+def test_vector_copies_only_where_rows_are_whole_float4s():
+    assert launch.vector_width(ConvProblem(2, 8, 14, 14, 16, 1, 1)) == 4
+    assert launch.vector_width(ConvProblem(2, 8, 7, 7, 16, 1, 1)) == 1  # 49 positions a row
+    assert launch.vector_width(ConvProblem(2, 8, 14, 14, 16, 1, 1), aligned=False) == 1
+    assert launch.vector_width(ConvProblem(2, 8, 14, 14, 16, 1, 1, stride=2)) == 1
+    assert launch.vector_width(ConvProblem(2, 8, 14, 14, 16, 3, 3, pad=1)) == 1
+
+
+def test_heuristic_and_candidates_fill_the_gpu():
+    small, large = ConvProblem.same(1, 832, 7, 7, 32, 1), ConvProblem.same(256, 256, 56, 56, 256, 3)
+    assert launch.default_knobs(small).effective_splits(small) > 1
+    assert launch.default_knobs(large) == launch.ImplicitGemmLaunch("128x128")
+    for p in (small, large):
+        found = launch.candidates(p)
+        assert found[0] == launch.default_knobs(p) and len(set(found)) == len(found)
+        for spec in found:
+            spec.can_implement(p)
+    assert {s.m for s in launch.winograd_candidates(large)} == {2, 4}
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "named"),
+    [
+        (launch.ImplicitGemmLaunch("96x96"), ConvProblem(1, 4, 8, 8, 4, 3, 3), "tile"),
+        (launch.ImplicitGemmLaunch(stages=5), ConvProblem(1, 4, 8, 8, 4, 3, 3), "stages"),
+        (launch.ImplicitGemmLaunch(splits=0), ConvProblem(1, 4, 8, 8, 4, 3, 3), "splits"),
+        (launch.ImplicitGemmLaunch(splits=9), ConvProblem(1, 4, 8, 8, 4, 1, 1), "splits"),
+        (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 3, stride=2), "stride"),
+        (launch.WinogradLaunch(4), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(4, 5x5)"),
+        (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 5), "F(2, 3x5)"),
+    ],
+)
+def test_launches_name_what_they_cannot_run(spec, problem, named):
+    with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        spec.can_implement(problem)
+
+
+def test_sweep_problems_cover_three_chapters_once():
+    suites = fp32.suites()
+    assert [len(suites[k]) for k in ("cuconv", "lu2020", "chang2022")] == [616, 26, 63]
+    assert len(fp32.problems()) == len(set(fp32.problems()))
+    assert set(fp32.problems(quick=True)) <= set(fp32.problems())
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_kernels_build_without_spills(arch):
+    from convkit.compile import find_nvcc, ptxas_report
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not on the PATH")
+    shapes = [ConvProblem(1, 8, 8, 8, 8, 1, 1), ConvProblem(1, 8, 7, 7, 8, 1, 1)]  # 16-byte copies and 4-byte
+    shapes += [ConvProblem(1, 8, 9, 9, 8, k, k) for k in (3, 5, 7)]
+    builds = [("implicit_gemm", launch.ImplicitGemmLaunch(tile, stages=s).options(p))
+              for tile in launch.TILES for p in shapes for s in (4,)]  # fmt: skip
+    builds += [
+        ("winograd", launch.WinogradLaunch(m).options(ConvProblem(1, 4, 9, 9, 4, r, r))) for m, r in winograd.TILES
+    ]
+    for source, options in builds:
+        for k in ptxas_report(source, arch, options=options):
+            assert k.spill_store_bytes == k.spill_load_bytes == 0, (source, options, k)

@@ -1,0 +1,82 @@
+"""The FP32-ceiling kernels on the GPU: every tuning candidate against float64 on random shapes, the
+Winograd tiles' errors, the cuBLAS peer, and argument errors raised before any launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from convkit import cublas, reference
+from convkit.measure import CHECK_ONLY, Kernels, measure_problem
+from convkit.papers import fp32
+from convkit.papers.fp32 import launch
+from convkit.problem import ConvProblem
+from convkit.results import Case, params_text
+
+pytestmark = pytest.mark.gpu
+
+
+def _random_problems(count: int, seed: int) -> list[ConvProblem]:
+    """Batch 1..8, odd sizes, C and M from 1, stride 1 or 2, every padding below the filter."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        r = int(rng.choice([1, 3, 5, 7]))
+        p = ConvProblem(int(rng.integers(1, 9)), int(rng.integers(1, 40)), int(rng.integers(r, 30)),
+                        int(rng.integers(r, 30)), int(rng.integers(1, 150)), r, r, pad=int(rng.integers(0, r)),
+                        stride=int(rng.choice([1, 2])))  # fmt: skip
+        if p.out_h >= 1 and p.out_w >= 1:
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("problem", _random_problems(24, seed=7), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+def test_every_candidate_matches_float64(problem):
+    kernels = Kernels(fp32.VARIANTS, fp32.PEERS)
+    todo = [Case("convkit", fp32.IGEMM, params_text(k.as_params())) for k in launch.candidates(problem)]
+    if fp32.winograd_supports(problem):
+        todo += [
+            Case("convkit", fp32.WINOGRAD, params_text(k.as_params())) for k in launch.winograd_candidates(problem)
+        ]
+    if cublas.supports(problem):
+        todo.append(Case(cublas.IMPL, cublas.VARIANT))
+    rows = list(measure_problem(problem, todo, kernels, seed=1, timing=CHECK_ONLY))
+    failed = [(r["variant"], r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
+    assert not failed, failed
+
+
+def test_edge_shapes():
+    fp32.edges.edge_check()
+
+
+def test_winograd_error_is_a_transform_methods():
+    import cupy
+
+    p = ConvProblem.same(2, 64, 28, 28, 64, 3)
+    rng = cupy.random.default_rng(0)
+    x, w = (
+        rng.standard_normal(p.input_shape, dtype=cupy.float32),
+        rng.standard_normal(p.filter_shape, dtype=cupy.float32),
+    )
+    ref = reference.conv2d(x.get(), w.get(), pad=1, stride=1)
+    errors = {m: reference.relative_error(launch.conv2d_winograd(x, w, pad=1, spec=launch.WinogradLaunch(m)).get(), ref)
+              for m in (2, 4)}  # fmt: skip
+    assert errors[2] < errors[4] < reference.TRANSFORM_TOLERANCE, errors
+    direct = reference.relative_error(launch.conv2d_implicit_gemm(x, w, pad=1).get(), ref)
+    assert direct < reference.DIRECT_TOLERANCE
+
+
+def test_argument_errors_before_launch():
+    import cupy
+
+    x = cupy.zeros((1, 4, 8, 8), dtype=cupy.float32)
+    w = cupy.zeros((4, 4, 3, 3), dtype=cupy.float32)
+    with pytest.raises(TypeError, match="x must be float32"):
+        launch.conv2d_implicit_gemm(x.astype(cupy.float64), w)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        launch.conv2d_implicit_gemm(x.transpose(0, 1, 3, 2), w)
+    with pytest.raises(ValueError, match="tile"):
+        launch.conv2d_implicit_gemm(x, w, launch_spec=launch.ImplicitGemmLaunch("32x32"))
+    with pytest.raises(ValueError, match="stride"):
+        launch.conv2d_winograd(x, w[:, :, :2, :2])
