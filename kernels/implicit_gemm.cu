@@ -24,7 +24,7 @@
 //       w_batch and out_batch floats apart.
 //     - The epilogue stores float4s of four consecutive positions where P*Q allows (a multiple of 4).
 //
-// Layout: x NCHW, w MCRS, out NMPQ (or split planes [split][n][m][p][q]), float32, C-contiguous;
+// Layout: x NCHW (under 2^31 elements: 32-bit offsets), w MCRS, out NMPQ (or split planes [split][n][m][p][q]), float32, C-contiguous;
 // FP32 FMA accumulation, so the result is a direct method's (within 1e-5 of float64). Any padding
 // and stride. Compile-time knobs (-D, set by convkit.papers.fp32.launch): CONVKIT_BM and CONVKIT_BN
 // (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..4).
@@ -59,14 +59,18 @@ constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int A_STRIDE = BM + 4;                           // As row: the transposing stores hit 32 banks
 constexpr int STAGE_FLOATS = BK * A_STRIDE + BK * BN;      // As[BK][A_STRIDE] then Bs[BK][BN]
 constexpr int A_LOADS = BM * BK / THREADS;                 // weights a thread stages per slice
-constexpr int B_LOADS = BN * BK / (THREADS * VEC);         // input copies (VEC floats each) per slice
-constexpr int B_COLS = BN / VEC;                           // copies across one slice row
+// Inputs, 16-byte copies (VEC 4): threads in row-major order over the slice's BK x BN/4 float4s.
+constexpr int B_COLS = BN / 4;
+constexpr int B_LOADS = BN * BK / (THREADS * 4);
+// Inputs, 4-byte copies (VEC 1): a warp per slice row, each lane the same BN/32 positions in every row
+// (lane, lane + 32, ...), decoded once; per slice a thread decodes k -> (c, r, s) once per row it takes.
+constexpr int ROWS_PER_PASS = THREADS / 32, ROW_PASSES = BK / ROWS_PER_PASS, LANE_COLS = BN / 32;
 // 64 accumulators and two 8-float fragments fit 128 registers: two 256-thread blocks per SM. Smaller
 // blocks stage more values per thread (more addresses live): 170 registers, 384 threads per SM.
 constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 384 / THREADS;
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(VEC == 1 || (VEC == 4 && RS == 1), "16-byte input copies need 1x1 filters");
-static_assert(THREADS % BK == 0 && THREADS % B_COLS == 0 && A_LOADS >= 1 && B_LOADS >= 1,
+static_assert(THREADS % BK == 0 && THREADS % B_COLS == 0 && A_LOADS >= 1 && B_LOADS >= 1 && ROW_PASSES >= 1,
               "whole slice rows per pass of the block's threads");
 static_assert(STAGES >= 2 && STAGES * STAGE_FLOATS * 4 <= 48 * 1024, "static shared memory: 48 KiB");
 }  // namespace igemm
@@ -96,14 +100,23 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
 
     // Weights this thread stages: w[m0 + a_m + i * THREADS / BK][k0 + a_k].
     const int a_k = tid % BK, a_m = tid / BK;
-    // Inputs: positions n0 + b_col .. + VEC - 1 at slice rows b_row + i * THREADS / B_COLS.
-    const int b_col = (tid % B_COLS) * VEC, b_row = tid / B_COLS;
-    const long long pos = n0 + b_col;
-    const bool pos_ok = pos < NPQ;
-    const int img = pos_ok ? (int)(pos / PQ) : 0;
-    const int pq = pos_ok ? (int)(pos - (long long)img * PQ) : 0;
-    const int h0 = (pq / Q) * stride - pad, w0 = (pq % Q) * stride - pad;
-    const float* x_pos = x + (long long)img * C * HW + (VEC == 4 ? pq : h0 * W + w0);
+    // Inputs, VEC 4: positions n0 + b_col .. + 3 at slice rows b_row + i * THREADS / B_COLS.
+    const int b_col = (tid % B_COLS) * 4, b_row = tid / B_COLS;
+    const long long pos4 = n0 + b_col;
+    const bool pos4_ok = VEC == 4 && pos4 < NPQ;
+    const int img4 = pos4_ok ? (int)(pos4 / PQ) : 0;
+    const float* x_pos4 = x + (long long)img4 * C * HW + (pos4_ok ? (int)(pos4 - (long long)img4 * PQ) : 0);
+    // Inputs, VEC 1: positions n0 + lane + 32 j, as the offset of their top-left tap in x and its row and
+    // column (a row far outside the input for a position past the end, so every tap of it reads as padding).
+    int x_off[LANE_COLS], h0[LANE_COLS], w0[LANE_COLS];
+#pragma unroll
+    for (int j = 0; j < LANE_COLS; ++j) {
+        const long long p = n0 + tid % 32 + 32 * j;
+        const int n = p < NPQ ? (int)(p / PQ) : 0, pq = p < NPQ ? (int)(p - (long long)n * PQ) : 0;
+        h0[j] = p < NPQ ? (pq / Q) * stride - pad : -(1 << 29);
+        w0[j] = (pq % Q) * stride - pad;
+        x_off[j] = p < NPQ ? n * C * HW + h0[j] * W + w0[j] : 0;
+    }
 
     auto load_slice = [&](int stage, int k0) {
         float* As = smem + stage * STAGE_FLOATS;
@@ -115,20 +128,28 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
             const bool ok = m < M && ka < k_end;
             copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], ok ? w + (long long)m * K + ka : w, ok);
         }
+        if (VEC == 4) {
 #pragma unroll
-        for (int i = 0; i < B_LOADS; ++i) {
-            const int row = b_row + i * (THREADS / B_COLS);
-            const int k = k0 + row;
-            float* dst = &Bs[row * BN + b_col];
-            if (VEC == 4) {
-                const bool ok = pos_ok && k < k_end;
-                copy16(dst, ok ? x_pos + (long long)k * HW : x, ok ? 16 : 0);
-            } else {
+            for (int i = 0; i < B_LOADS; ++i) {
+                const int row = b_row + i * (THREADS / B_COLS);
+                const int k = k0 + row;
+                const bool ok = pos4_ok && k < k_end;
+                copy16(&Bs[row * BN + b_col], ok ? x_pos4 + (long long)k * HW : x, ok ? 16 : 0);
+            }
+        } else {
+#pragma unroll
+            for (int pass = 0; pass < ROW_PASSES; ++pass) {
+                const int row = tid / 32 + pass * ROWS_PER_PASS;
+                const int k = k0 + row;
                 const int c = k / RS, rs = k - c * RS;  // compile-time RS and S: multiply and shift
                 const int r = rs / S, s = rs - r * S;
-                const bool ok = pos_ok && k < k_end && (unsigned)(h0 + r) < (unsigned)H &&
-                                (unsigned)(w0 + s) < (unsigned)W;
-                copy4(dst, ok ? x_pos + (long long)c * HW + r * W + s : x, ok);
+                const int tap = c * HW + r * W + s;
+#pragma unroll
+                for (int j = 0; j < LANE_COLS; ++j) {
+                    const bool ok = k < k_end && (unsigned)(h0[j] + r) < (unsigned)H &&
+                                    (unsigned)(w0[j] + s) < (unsigned)W;
+                    copy4(&Bs[row * BN + tid % 32 + 32 * j], ok ? x + (x_off[j] + tap) : x, ok);
+                }
             }
         }
     };

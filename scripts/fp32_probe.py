@@ -32,4 +32,9 @@ for label, rows in frame.groupby("label", sort=False):
         if r.impl == "convkit":
             print("   FAILED", r.variant, r.params, r.status, r.note)
 tun, _ = load_results(out, "probe_tuning")
-print(tun[["label", "variant", "params", "status", "time_ms_median", "rel_err"]].to_string())
+tun = tun[tun.status == "ok"]
+for (label, variant), rows in tun.groupby(["label", "variant"], sort=False):
+    best = rows.loc[rows.time_ms_median.idxmin()]
+    flops = ConvProblem.from_label(label).flops
+    print(f"tuned {label:20s} {variant:14s} {best.time_ms_median * 1e3:8.1f}us {flops / best.time_ms_median / 1e9:6.1f}TF "
+          f"{best.params} err {best.rel_err}")

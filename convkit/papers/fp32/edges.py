@@ -57,7 +57,7 @@ def edge_check() -> None:
             k = p.c * p.r * p.s
             for tile in TILES:
                 for stages in STAGES:
-                    for splits in {1, 2, max(1, k // 8)}:
+                    for splits in sorted({1, min(2, -(-k // 8)), max(1, k // 8)}):
                         spec = ImplicitGemmLaunch(tile, splits, stages)
                         out.fill(cupy.nan)
                         conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
