@@ -11,8 +11,8 @@
 //       register tile as 2 x 2 blocks of 4 x 4: per slice row a thread reads two float4s of
 //       weights and two of inputs and does 64 FMAs; the eight lanes of one LDS.128 phase read
 //       eight consecutive float4s of inputs (no bank conflict) and one broadcast float4 of weights.
-//     - Weights are staged k-major (As[k][m]) by 4-byte copies along k (whole 32-byte sectors per
-//       eight lanes), rows padded by 4 floats so the transposing stores are conflict-free.
+//     - Weights are staged k-major (As[k][m]) by 4-byte copies, four along k from one address a
+//       thread, rows padded by 4 floats so the transposing stores are conflict-free.
 //     - Inputs: consecutive lanes take consecutive positions (coalesced NCHW reads); each thread
 //       decodes its position (image, top-left input pixel) once, and per slice only its k into
 //       (c, r, s), R and S being compile-time constants. Taps in the padding are zero-filled by the
@@ -67,10 +67,15 @@ constexpr int B_LOADS = BN * BK / (THREADS * 4);
 constexpr int ROWS_PER_PASS = THREADS / 32, ROW_PASSES = BK / ROWS_PER_PASS, LANE_COLS = BN / 32;
 // 64 accumulators and two 8-float fragments fit 128 registers: two 256-thread blocks per SM. Smaller
 // blocks stage more values per thread (more addresses live): 170 registers, 384 threads per SM.
+// Turing's compiler spills at 128 registers: one 256-thread block per SM there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int MIN_BLOCKS = THREADS >= 256 ? 1 : 384 / THREADS;
+#else
 constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 384 / THREADS;
+#endif
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(VEC == 1 || (VEC == 4 && RS == 1), "16-byte input copies need 1x1 filters");
-static_assert(THREADS % BK == 0 && THREADS % B_COLS == 0 && A_LOADS >= 1 && B_LOADS >= 1 && ROW_PASSES >= 1,
+static_assert(A_LOADS % 4 == 0 && THREADS % B_COLS == 0 && B_LOADS >= 1 && ROW_PASSES >= 1,
               "whole slice rows per pass of the block's threads");
 static_assert(STAGES >= 2 && STAGES * STAGE_FLOATS * 4 <= 48 * 1024, "static shared memory: 48 KiB");
 }  // namespace igemm
@@ -98,8 +103,9 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     const long long n0 = (long long)blockIdx.x * BN;
     const int tid = threadIdx.x;
 
-    // Weights this thread stages: w[m0 + a_m + i * THREADS / BK][k0 + a_k].
-    const int a_k = tid % BK, a_m = tid / BK;
+    // Weights this thread stages: w[m0 + a_m + i * THREADS / 2][k0 + a_k .. + 3], four along a row of w
+    // sharing one address and one row check (eight lanes cover 16 rows' 32-byte sectors).
+    const int a_k = (tid % 2) * 4, a_m = tid / 2;
     // Inputs, VEC 4: positions n0 + b_col .. + 3 at slice rows b_row + i * THREADS / B_COLS.
     const int b_col = (tid % B_COLS) * 4, b_row = tid / B_COLS;
     const long long pos4 = n0 + b_col;
@@ -123,10 +129,14 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
         float* Bs = As + BK * A_STRIDE;
         const int ka = k0 + a_k;
 #pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const int m = m0 + a_m + i * (THREADS / BK);
-            const bool ok = m < M && ka < k_end;
-            copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], ok ? w + (long long)m * K + ka : w, ok);
+        for (int i = 0; i < A_LOADS / 4; ++i) {
+            const int m = m0 + a_m + i * (THREADS / 2);
+            const float* row = w + (long long)min(m, M - 1) * K + ka;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const bool ok = m < M && ka + e < k_end;
+                copy4(&As[(a_k + e) * A_STRIDE + a_m + i * (THREADS / 2)], ok ? row + e : w, ok);
+            }
         }
         if (VEC == 4) {
 #pragma unroll
