@@ -11,8 +11,8 @@
 //       register tile as 2 x 2 blocks of 4 x 4: per slice row a thread reads two float4s of
 //       weights and two of inputs and does 64 FMAs; the eight lanes of one LDS.128 phase read
 //       eight consecutive float4s of inputs (no bank conflict) and one broadcast float4 of weights.
-//     - Weights are staged k-major (As[k][m]) by 4-byte copies, four along k from one address a
-//       thread, rows padded by 4 floats so the transposing stores are conflict-free.
+//     - Weights are staged k-major (As[k][m]) by 4-byte copies along k (whole 32-byte sectors per
+//       eight lanes), rows padded by 4 floats so the transposing stores are conflict-free.
 //     - Inputs: consecutive lanes take consecutive positions (coalesced NCHW reads); each thread
 //       decodes its position (image, top-left input pixel) once, and per slice only its k into
 //       (c, r, s), R and S being compile-time constants. Taps in the padding are zero-filled by the
@@ -24,7 +24,7 @@
 //       w_batch and out_batch floats apart.
 //     - The epilogue stores float4s of four consecutive positions where P*Q allows (a multiple of 4).
 //
-// Layout: x NCHW (under 2^31 elements: 32-bit offsets), w MCRS, out NMPQ (or split planes [split][n][m][p][q]), float32, C-contiguous;
+// Layout: x NCHW and w MCRS (each under 2^31 elements: 32-bit offsets), out NMPQ (or split planes [split][n][m][p][q]), float32, C-contiguous;
 // FP32 FMA accumulation, so the result is a direct method's (within 1e-5 of float64). Any padding
 // and stride. Compile-time knobs (-D, set by convkit.papers.fp32.launch): CONVKIT_BM and CONVKIT_BN
 // (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..4).
@@ -75,9 +75,12 @@ constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 384 / THREADS;
 #endif
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(VEC == 1 || (VEC == 4 && RS == 1), "16-byte input copies need 1x1 filters");
-static_assert(A_LOADS % 4 == 0 && THREADS % B_COLS == 0 && B_LOADS >= 1 && ROW_PASSES >= 1,
+static_assert(THREADS % BK == 0 && A_LOADS >= 1 && THREADS % B_COLS == 0 && B_LOADS >= 1 && ROW_PASSES >= 1,
               "whole slice rows per pass of the block's threads");
 static_assert(STAGES >= 2 && STAGES * STAGE_FLOATS * 4 <= 48 * 1024, "static shared memory: 48 KiB");
+// One bit per filter tap: 32 bits up to 5x5, 64 for 7x7.
+template <bool Narrow> struct TapMaskOf { using type = unsigned; };
+template <> struct TapMaskOf<false> { using type = unsigned long long; };
 }  // namespace igemm
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = batch * splits.
@@ -103,40 +106,46 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     const long long n0 = (long long)blockIdx.x * BN;
     const int tid = threadIdx.x;
 
-    // Weights this thread stages: w[m0 + a_m + i * THREADS / 2][k0 + a_k .. + 3], four along a row of w
-    // sharing one address and one row check (eight lanes cover 16 rows' 32-byte sectors).
-    const int a_k = (tid % 2) * 4, a_m = tid / 2;
+    // Addresses are 32-bit offsets (w and x under 2^31 elements) turned into pointers at the copy, and
+    // a copy that reads nothing points at the operand's first element: per copy a select, a wide
+    // multiply-add and the copy, with its predicate from precomputed bounds.
+    // Weights this thread stages: w[m0 + a_m + i * THREADS / BK][k0 + a_k] for i < a_rows.
+    const int a_k = tid % BK, a_m = tid / BK;
+    const int a_off = (m0 + a_m) * K + a_k, a_step = (THREADS / BK) * K;
+    const int a_rows = M - m0 - a_m <= 0 ? 0 : (M - m0 - a_m + THREADS / BK - 1) / (THREADS / BK);
     // Inputs, VEC 4: positions n0 + b_col .. + 3 at slice rows b_row + i * THREADS / B_COLS.
     const int b_col = (tid % B_COLS) * 4, b_row = tid / B_COLS;
     const long long pos4 = n0 + b_col;
     const bool pos4_ok = VEC == 4 && pos4 < NPQ;
     const int img4 = pos4_ok ? (int)(pos4 / PQ) : 0;
-    const float* x_pos4 = x + (long long)img4 * C * HW + (pos4_ok ? (int)(pos4 - (long long)img4 * PQ) : 0);
-    // Inputs, VEC 1: positions n0 + lane + 32 j, as the offset of their top-left tap in x and its row and
-    // column (a row far outside the input for a position past the end, so every tap of it reads as padding).
-    int x_off[LANE_COLS], h0[LANE_COLS], w0[LANE_COLS];
+    const int x_off4 = img4 * C * HW + (pos4_ok ? (int)(pos4 - (long long)img4 * PQ) : 0);
+    // Inputs, VEC 1: positions n0 + lane + 32 j, as the offset of their top-left tap in x and a mask of
+    // the taps (r, s) that fall inside the input (none for a position past the end).
+    using TapMask = typename igemm::TapMaskOf<RS <= 32>::type;
+    int x_off[LANE_COLS];
+    TapMask inside[LANE_COLS];
 #pragma unroll
     for (int j = 0; j < LANE_COLS; ++j) {
         const long long p = n0 + tid % 32 + 32 * j;
         const int n = p < NPQ ? (int)(p / PQ) : 0, pq = p < NPQ ? (int)(p - (long long)n * PQ) : 0;
-        h0[j] = p < NPQ ? (pq / Q) * stride - pad : -(1 << 29);
-        w0[j] = (pq % Q) * stride - pad;
-        x_off[j] = p < NPQ ? n * C * HW + h0[j] * W + w0[j] : 0;
+        const int h0 = (pq / Q) * stride - pad, w0 = (pq % Q) * stride - pad;
+        x_off[j] = n * C * HW + h0 * W + w0;
+        inside[j] = 0;
+#pragma unroll
+        for (int rs = 0; rs < RS; ++rs) {
+            const bool in = p < NPQ && (unsigned)(h0 + rs / S) < (unsigned)H && (unsigned)(w0 + rs % S) < (unsigned)W;
+            inside[j] |= (TapMask)in << rs;
+        }
     }
 
     auto load_slice = [&](int stage, int k0) {
         float* As = smem + stage * STAGE_FLOATS;
         float* Bs = As + BK * A_STRIDE;
-        const int ka = k0 + a_k;
+        const bool ka_ok = k0 + a_k < k_end;
 #pragma unroll
-        for (int i = 0; i < A_LOADS / 4; ++i) {
-            const int m = m0 + a_m + i * (THREADS / 2);
-            const float* row = w + (long long)min(m, M - 1) * K + ka;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const bool ok = m < M && ka + e < k_end;
-                copy4(&As[(a_k + e) * A_STRIDE + a_m + i * (THREADS / 2)], ok ? row + e : w, ok);
-            }
+        for (int i = 0; i < A_LOADS; ++i) {
+            const bool ok = ka_ok && i < a_rows;
+            copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], w + (ok ? a_off + i * a_step + k0 : 0), ok);
         }
         if (VEC == 4) {
 #pragma unroll
@@ -144,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
                 const int row = b_row + i * (THREADS / B_COLS);
                 const int k = k0 + row;
                 const bool ok = pos4_ok && k < k_end;
-                copy16(&Bs[row * BN + b_col], ok ? x_pos4 + (long long)k * HW : x, ok ? 16 : 0);
+                copy16(&Bs[row * BN + b_col], x + (ok ? x_off4 + k * HW : 0), ok ? 16 : 0);
             }
         } else {
 #pragma unroll
@@ -152,13 +161,12 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
                 const int row = tid / 32 + pass * ROWS_PER_PASS;
                 const int k = k0 + row;
                 const int c = k / RS, rs = k - c * RS;  // compile-time RS and S: multiply and shift
-                const int r = rs / S, s = rs - r * S;
-                const int tap = c * HW + r * W + s;
+                const int tap = c * HW + (rs / S) * W + rs % S;
+                const TapMask k_ok = k < k_end ? (TapMask)1 << rs : 0;
 #pragma unroll
                 for (int j = 0; j < LANE_COLS; ++j) {
-                    const bool ok = k < k_end && (unsigned)(h0[j] + r) < (unsigned)H &&
-                                    (unsigned)(w0[j] + s) < (unsigned)W;
-                    copy4(&Bs[row * BN + tid % 32 + 32 * j], ok ? x + (x_off[j] + tap) : x, ok);
+                    const bool ok = (inside[j] & k_ok) != 0;
+                    copy4(&Bs[row * BN + tid % 32 + 32 * j], x + (ok ? x_off[j] + tap : 0), ok);
                 }
             }
         }

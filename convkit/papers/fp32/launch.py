@@ -33,8 +33,8 @@ MIN_K_PER_SPLIT = 32
 STAGES = (2, 3, 4)
 #: Static shared memory a block may use (the kernel's static_assert).
 STATIC_SHARED_BYTES = 48 * 1024
-#: The kernel computes offsets into x in 32-bit integers.
-MAX_INPUT_ELEMENTS = 2**31 - 1
+#: The kernel computes offsets into x and w in 32-bit integers.
+MAX_OPERAND_ELEMENTS = 2**31 - 1
 
 
 def tile_shape(tile: str) -> tuple[int, int, int]:
@@ -129,9 +129,10 @@ class ImplicitGemmLaunch:
             raise ValueError(f"splits must be an int in 1..{math.ceil(k / SLICE_K)} (C*R*S / 8), got {self.splits!r}")
         if self.batch > 1 and self.effective_splits(problem) > 1:
             raise ValueError("a batch of GEMMs runs unsplit: splits must be 1")
-        if math.prod(problem.input_shape) > MAX_INPUT_ELEMENTS:
-            raise ValueError(f"x has {math.prod(problem.input_shape)} elements; the kernel takes at most "
-                             f"{MAX_INPUT_ELEMENTS}")  # fmt: skip
+        for name, shape in (("x", problem.input_shape), ("w", problem.filter_shape)):
+            if math.prod(shape) > MAX_OPERAND_ELEMENTS:
+                raise ValueError(f"{name} has {math.prod(shape)} elements; the kernel takes at most "
+                                 f"{MAX_OPERAND_ELEMENTS}")  # fmt: skip
         grid = self.grid(problem)
         if grid[1] > 65535 or grid[2] > 65535:
             raise ValueError(f"M = {problem.m} filters or {grid[2]} splits x batch exceed the grid's 65535")
