@@ -106,9 +106,9 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     const long long n0 = (long long)blockIdx.x * BN;
     const int tid = threadIdx.x;
 
-    // Addresses are 32-bit offsets (w and x under 2^31 elements) turned into pointers at the copy, and
-    // a copy that reads nothing points at the operand's first element: per copy a select, a wide
-    // multiply-add and the copy, with its predicate from precomputed bounds.
+    // Addresses are 32-bit offsets (w and x under 2^31 elements), unsigned where they become pointers (one
+    // zero-extending wide multiply-add), and a copy that reads nothing points at the operand's first
+    // element: per copy a select, a wide multiply-add and the copy, its predicate from precomputed bounds.
     // Weights this thread stages: w[m0 + a_m + i * THREADS / BK][k0 + a_k] for i < a_rows.
     const int a_k = tid % BK, a_m = tid / BK;
     const int a_off = (m0 + a_m) * K + a_k, a_step = (THREADS / BK) * K;
@@ -145,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
             const bool ok = ka_ok && i < a_rows;
-            copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], w + (ok ? a_off + i * a_step + k0 : 0), ok);
+            copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], w + (unsigned)(ok ? a_off + i * a_step + k0 : 0), ok);
         }
         if (VEC == 4) {
 #pragma unroll
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
                 const int row = b_row + i * (THREADS / B_COLS);
                 const int k = k0 + row;
                 const bool ok = pos4_ok && k < k_end;
-                copy16(&Bs[row * BN + b_col], x + (ok ? x_off4 + k * HW : 0), ok ? 16 : 0);
+                copy16(&Bs[row * BN + b_col], x + (unsigned)(ok ? x_off4 + k * HW : 0), ok ? 16 : 0);
             }
         } else {
 #pragma unroll
@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
 #pragma unroll
                 for (int j = 0; j < LANE_COLS; ++j) {
                     const bool ok = (inside[j] & k_ok) != 0;
-                    copy4(&Bs[row * BN + tid % 32 + 32 * j], x + (ok ? x_off[j] + tap : 0), ok);
+                    copy4(&Bs[row * BN + tid % 32 + 32 * j], x + (unsigned)(ok ? x_off[j] + tap : 0), ok);
                 }
             }
         }
