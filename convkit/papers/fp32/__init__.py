@@ -120,6 +120,18 @@ def measure(
                        progress=progress, remeasure_changed=True)  # fmt: skip
 
 
+#: The run-to-run spread: every REPEAT_STEP-th problem measured again in a fresh process (about 5%).
+REPEAT_EXPERIMENT, REPEAT_STEP = "fp32_repeat", 20
+
+
+def measure_repeat(directory: Path, *, progress: Callable[[str], None] | None = print) -> None:
+    """Measure every :data:`REPEAT_STEP`-th problem of the sweep again, the same cases at the same tuned
+    launches, into ``fp32_repeat.csv``: run in a process of its own after the sweep, it gives the spread
+    within which two times are a tie."""
+    run_experiment(REPEAT_EXPERIMENT, problems()[::REPEAT_STEP], VARIANTS, directory=directory, peers=PEERS,
+                   timing=TIMING, progress=progress)  # fmt: skip
+
+
 def sample_problems() -> list[ConvProblem]:
     """Small problems no tile divides: batch 1..8, odd sizes, C = 1, M = 1, stride 2, each padding,
     1x1 with H*W a multiple of 4 and not, 3x3, 5x5 and 7x7."""
