@@ -24,7 +24,8 @@
 //       w_batch and out_batch floats apart.
 //     - The epilogue stores float4s of four consecutive positions where P*Q allows (a multiple of 4).
 //
-// Layout: x NCHW and w MCRS (each under 2^31 elements: 32-bit offsets), out NMPQ (or split planes [split][n][m][p][q]), float32, C-contiguous;
+// Layout: x NCHW and w MCRS (each under 2^31 elements: 32-bit offsets), out NMPQ (N*P*Q under 2^31:
+// positions are divided in 32 bits) (or split planes [split][n][m][p][q]), float32, C-contiguous;
 // FP32 FMA accumulation, so the result is a direct method's (within 1e-5 of float64). Any padding
 // and stride. Compile-time knobs (-D, set by convkit.papers.fp32.launch): CONVKIT_BM and CONVKIT_BN
 // (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..4).
@@ -117,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     const int b_col = (tid % B_COLS) * 4, b_row = tid / B_COLS;
     const long long pos4 = n0 + b_col;
     const bool pos4_ok = VEC == 4 && pos4 < NPQ;
-    const int img4 = pos4_ok ? (int)(pos4 / PQ) : 0;
+    const int img4 = pos4_ok ? (int)((unsigned)pos4 / (unsigned)PQ) : 0;
     const int x_off4 = img4 * C * HW + (pos4_ok ? (int)(pos4 - (long long)img4 * PQ) : 0);
     // Inputs, VEC 1: positions n0 + lane + 32 j, as the offset of their top-left tap in x and a mask of
     // the taps (r, s) that fall inside the input (none for a position past the end).
@@ -127,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
 #pragma unroll
     for (int j = 0; j < LANE_COLS; ++j) {
         const long long p = n0 + tid % 32 + 32 * j;
-        const int n = p < NPQ ? (int)(p / PQ) : 0, pq = p < NPQ ? (int)(p - (long long)n * PQ) : 0;
+        const int n = p < NPQ ? (int)((unsigned)p / (unsigned)PQ) : 0, pq = p < NPQ ? (int)(p - (long long)n * PQ) : 0;
         const int h0 = (pq / Q) * stride - pad, w0 = (pq % Q) * stride - pad;
         x_off[j] = n * C * HW + h0 * W + w0;
         inside[j] = 0;
@@ -223,7 +224,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
             const long long p0 = n0 + col0 + jj * 32;
             if (vector_store) {
                 if (p0 >= NPQ) continue;
-                const long long n = p0 / PQ;
+                const long long n = (unsigned)p0 / (unsigned)PQ;
                 float4 v = make_float4(acc[i][jj * 4], acc[i][jj * 4 + 1], acc[i][jj * 4 + 2], acc[i][jj * 4 + 3]);
                 *reinterpret_cast<float4*>(&dst[(n * M + m) * PQ + (p0 - n * PQ)]) = v;
             } else {
@@ -231,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
                 for (int j = 0; j < 4; ++j) {
                     const long long p = p0 + j;
                     if (p >= NPQ) break;
-                    const long long n = p / PQ;
+                    const long long n = (unsigned)p / (unsigned)PQ;
                     dst[(n * M + m) * PQ + (p - n * PQ)] = acc[i][jj * 4 + j];
                 }
             }
