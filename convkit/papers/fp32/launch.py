@@ -33,7 +33,7 @@ MIN_K_PER_SPLIT = 32
 STAGES = (2, 3, 4)
 #: Static shared memory a block may use (the kernel's static_assert).
 STATIC_SHARED_BYTES = 48 * 1024
-#: The kernel computes offsets into x, w and the output in 32-bit integers.
+#: The kernel computes offsets into x and w, and divides output positions, in 32-bit integers.
 MAX_OPERAND_ELEMENTS = 2**31 - 1
 
 
@@ -129,11 +129,8 @@ class ImplicitGemmLaunch:
             raise ValueError(f"splits must be an int in 1..{math.ceil(k / SLICE_K)} (C*R*S / 8), got {self.splits!r}")
         if self.batch > 1 and self.effective_splits(problem) > 1:
             raise ValueError("a batch of GEMMs runs unsplit: splits must be 1")
-        for name, shape in (
-            ("x", problem.input_shape),
-            ("w", problem.filter_shape),
-            ("the output", problem.output_shape),
-        ):
+        positions = (problem.n, problem.out_h, problem.out_w)
+        for name, shape in (("x", problem.input_shape), ("w", problem.filter_shape), ("N*P*Q", positions)):
             if math.prod(shape) > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"{name} has {math.prod(shape)} elements; the kernel takes at most "
                                  f"{MAX_OPERAND_ELEMENTS}")  # fmt: skip
