@@ -83,7 +83,7 @@ def test_heuristic_and_candidates_fill_the_gpu():
         (launch.ImplicitGemmLaunch(splits=0), ConvProblem(1, 4, 8, 8, 4, 3, 3), "splits"),
         (launch.ImplicitGemmLaunch(splits=9), ConvProblem(1, 4, 8, 8, 4, 1, 1), "splits"),
         (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 3, stride=2), "stride"),
-        (launch.WinogradLaunch(4), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(4, 5x5)"),
+        (launch.WinogradLaunch(6), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(6, 5x5)"),
         (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 5), "F(2, 3x5)"),
     ],
 )

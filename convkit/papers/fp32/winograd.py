@@ -17,8 +17,9 @@ from functools import cache
 
 import numpy as np
 
-#: The tiles (m, r) the kernels are built for: F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5).
-TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (2, 5))
+#: The tiles (m, r) the kernels are built for: F(2x2, 3x3), F(4x4, 3x3), F(6x6, 3x3), F(2x2, 5x5) and
+#: F(4x4, 5x5). The larger the tile, the fewer the products and the larger the transforms' rounding.
+TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5))
 #: The finite interpolation points, in the order tiles take them.
 POINTS: tuple[Fraction, ...] = tuple(Fraction(p) for p in (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)))
 
