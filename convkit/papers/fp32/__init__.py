@@ -12,14 +12,14 @@ the Pascal-era chapter's 63-layer grid.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from convkit import cublas, layer_sets, networks, tuning
 from convkit.gpu import sm_count
-from convkit.measure import Variant, run_experiment
-from convkit.paper import Paper
+from convkit.measure import Kernels, Variant, run_experiment
+from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.fp32 import edges, launch
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.problem import ConvProblem
@@ -144,6 +144,34 @@ def sample_problems() -> list[ConvProblem]:
     ]  # fmt: skip
 
 
+#: The ncu profile: four network layers from the latency-bound to the compute-bound, every kernel of the
+#: chapter at its tuned launch and every cuDNN algorithm, with occupancy, FMA-pipe use, instruction counts,
+#: shared-memory bank conflicts and the leading stall reasons.
+PROFILE_EXPERIMENT = "fp32_kernels"
+PROFILE_PROBLEMS: tuple[tuple[str, ConvProblem], ...] = (
+    ("1x1, batch 1 (GoogLeNet 5b)", ConvProblem.same(1, 832, 7, 7, 32, 1)),
+    ("1x1, batch 64 (ResNet-50 res4)", ConvProblem.same(64, 1024, 14, 14, 256, 1)),
+    ("3x3, batch 32 (VGG19 conv3)", ConvProblem.same(32, 256, 56, 56, 256, 3)),
+    ("5x5, batch 64 (AlexNet conv2)", ConvProblem.same(64, 96, 27, 27, 256, 5)),
+)
+STALLS = ("not_selected", "dispatch_stall", "math_pipe_throttle", "barrier", "long_scoreboard", "short_scoreboard",
+          "wait", "mio_throttle")  # fmt: skip
+PROFILE_METRICS: tuple[str, ...] = (
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_fma.sum", "smsp__inst_executed.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS),
+)  # fmt: skip
+
+
+def profiled_cases() -> Iterator[ProfiledCase]:
+    """The profile's cases: on each of :data:`PROFILE_PROBLEMS`, both families at their tuned launches, then
+    every cuDNN algorithm and cuBLAS where it applies."""
+    named = [("layers", name, p) for name, p in PROFILE_PROBLEMS]
+    return convolution_cases(named, Kernels(VARIANTS, PEERS), cudnn=True)
+
+
 PAPER = Paper(
     name="fp32",
     title="Past the papers: at the FP32 ceiling",
@@ -156,5 +184,6 @@ PAPER = Paper(
     sources=("implicit_gemm", "winograd"),
     sample_problems=sample_problems,
     problems=problems,
+    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
     edge_check=edges.edge_check,
 )
