@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import cublas, layer_sets, networks, tuning
+from convkit import cublas, tuning
 from convkit.gpu import sm_count
 from convkit.measure import Kernels, Variant, run_experiment
 from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.fp32 import edges, launch
+from convkit.papers.fp32.problems import problems
+from convkit.papers.fp32.results import findings
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.problem import ConvProblem
 from convkit.reference import TRANSFORM_TOLERANCE
@@ -30,8 +32,6 @@ EXPERIMENT = "fp32"
 TUNING = "fp32_tuning"
 #: The sweep's timing: cuConv's budget (many problems, 13+ cases each).
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
-#: A quick run: every QUICK_STEP-th of the networks' configurations, at batch 1 and 32, and of the others.
-QUICK_STEP, QUICK_BATCHES = 11, (1, 32)
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 
@@ -75,27 +75,6 @@ WINOGRAD_VARIANT = Variant(
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
 #: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
 PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
-
-
-def suites(quick: bool = False) -> dict[str, list[ConvProblem]]:
-    """The problems by the chapter they come from (``quick``: a subset of each)."""
-    if quick:
-        configs = networks.configurations()[::QUICK_STEP]
-        return {
-            "cuconv": [c.problem(b) for b in QUICK_BATCHES for c in configs],
-            "lu2020": layer_sets.network_3x3_layers()[::QUICK_STEP],
-            "chang2022": layer_sets.square_map_grid()[::QUICK_STEP],
-        }
-    return {
-        "cuconv": networks.problems(),
-        "lu2020": layer_sets.network_3x3_layers(),
-        "chang2022": layer_sets.square_map_grid(),
-    }
-
-
-def problems(quick: bool = False) -> list[ConvProblem]:
-    """Every problem of :func:`suites`, once, in order (cuConv's by batch size first)."""
-    return list(dict.fromkeys(p for group in suites(quick).values() for p in group))
 
 
 def measure(
@@ -186,4 +165,5 @@ PAPER = Paper(
     problems=problems,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
     edge_check=edges.edge_check,
+    findings=findings,
 )
