@@ -23,7 +23,6 @@ from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.fp32 import edges, launch
 from convkit.papers.fp32.problems import problems
 from convkit.papers.fp32.results import findings
-from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.problem import ConvProblem
 from convkit.reference import TRANSFORM_TOLERANCE
 
@@ -50,8 +49,8 @@ def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> Non
 
 
 def winograd_supports(p: ConvProblem) -> bool:
-    """Stride 1 and a square filter some built F(m, r) takes."""
-    return p.stride == 1 and p.r == p.s and any(r == p.r for _, r in WINOGRAD_TILES)
+    """Stride 1 and a square filter some built F(m, r) takes within the workspace limit."""
+    return p.stride == 1 and p.r == p.s and launch.winograd_fits(p)
 
 
 def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from convkit.arrays import check_conv_args, output_for
 from convkit.compile import ElementwiseLaunch, launch
+from convkit.cudnn import WORKSPACE_LIMIT_BYTES
 from convkit.gpu import sm_count
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.problem import ConvProblem
@@ -134,6 +135,9 @@ class ImplicitGemmLaunch:
             if math.prod(shape) > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"{name} has {math.prod(shape)} elements; the kernel takes at most "
                                  f"{MAX_OPERAND_ELEMENTS}")  # fmt: skip
+        if (need := 4 * self.workspace_elements(problem)) > WORKSPACE_LIMIT_BYTES:
+            raise ValueError(f"splits={self.splits} need {need >> 20} MiB of partial planes, over the "
+                             f"{WORKSPACE_LIMIT_BYTES >> 20} MiB every algorithm is allowed")  # fmt: skip
         grid = self.grid(problem)
         if grid[1] > 65535 or grid[2] > 65535:
             raise ValueError(f"M = {problem.m} filters or {grid[2]} splits x batch exceed the grid's 65535")
@@ -282,7 +286,14 @@ class WinogradLaunch:
             raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {WINOGRAD_TILES} (m, r)")
         if p.c > 65535 or p.m > 65535:
             raise ValueError("C and M must be at most 65535 (one grid row each)")
+        if (need := self.workspace_bytes(p)) > WORKSPACE_LIMIT_BYTES:
+            raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need >> 20} MiB of workspace, over the "
+                             f"{WORKSPACE_LIMIT_BYTES >> 20} MiB every algorithm is allowed (cuDNN's too)")  # fmt: skip
         self.gemm_launch(p).can_implement(self.gemm_problem(p))
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Bytes of V, U and the products together."""
+        return 4 * sum(self.workspace_elements(problem))
 
     def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
         """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
@@ -361,17 +372,26 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None
 
 
 def winograd_default(problem: ConvProblem) -> WinogradLaunch:
-    """The heuristic: F(4x4, 3x3) for 3x3 filters (the fewest products), F(2x2, 5x5) for 5x5, the GEMM on
-    the implicit GEMM's heuristic tile for its shape."""
-    m = 4 if problem.r == 3 else 2
+    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5, else the smallest tile whose workspace
+    fits the limit; the GEMM on the implicit GEMM's heuristic tile for its shape."""
+    preferred = 4 if problem.r == 3 else 2
+    ms = sorted((m for m, r in WINOGRAD_TILES if r == problem.r), key=lambda m: (m != preferred, m))
+    m = next((m for m in ms if WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES), preferred)
     gemm = WinogradLaunch(m).gemm_problem(problem)
     return WinogradLaunch(m, default_knobs(gemm).tile)
 
 
+def winograd_fits(problem: ConvProblem) -> bool:
+    """True where some built tile takes the filter and its workspace fits the limit."""
+    return any(r == problem.r and WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES
+               for m, r in WINOGRAD_TILES)  # fmt: skip
+
+
 def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
-    """Launches a tuning run measures: every built F(m, r) for the filter, on each GEMM tile that fits."""
+    """Launches a tuning run measures: every built F(m, r) for the filter whose workspace fits, on each GEMM
+    tile that fits the products."""
     out = [winograd_default(problem)]
     for m, r in WINOGRAD_TILES:
-        if r == problem.r:
+        if r == problem.r and WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES:
             out += [WinogradLaunch(m, tile) for tile in _tiles_fitting(WinogradLaunch(m).gemm_problem(problem))]
     return list(dict.fromkeys(out))
