@@ -73,7 +73,11 @@ def test_heuristic_and_candidates_fill_the_gpu():
         assert found[0] == launch.default_knobs(p) and len(set(found)) == len(found)
         for spec in found:
             spec.can_implement(p)
-    assert {s.m for s in launch.winograd_candidates(large)} == {2, 4, 6}
+    medium = ConvProblem.same(8, 256, 56, 56, 256, 3)
+    assert {s.m for s in launch.winograd_candidates(medium)} == {2, 4, 6}
+    assert not launch.winograd_fits(large)  # every tile's workspace is over the 1 GiB cuDNN is allowed too
+    for spec in launch.winograd_candidates(medium):
+        assert spec.workspace_bytes(medium) <= 1 << 30
 
 
 @pytest.mark.parametrize(
