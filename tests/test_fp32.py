@@ -11,7 +11,7 @@ import pytest
 from convkit.compile import kernel_source
 from convkit.papers import fp32
 from convkit.papers.fp32 import launch, winograd
-from convkit.papers.fp32 import problems as fp32_problems
+from convkit.papers.fp32.problem_sets import suites
 from convkit.problem import ConvProblem
 
 
@@ -98,8 +98,8 @@ def test_launches_name_what_they_cannot_run(spec, problem, named):
 
 
 def test_sweep_problems_cover_three_chapters_once():
-    suites = fp32_problems.suites()
-    assert [len(suites[k]) for k in ("cuconv", "lu2020", "chang2022")] == [616, 26, 63]
+    by_chapter = suites()
+    assert [len(by_chapter[k]) for k in ("cuconv", "lu2020", "chang2022")] == [616, 26, 63]
     assert len(fp32.problems()) == len(set(fp32.problems()))
     assert set(fp32.problems(quick=True)) <= set(fp32.problems())
 

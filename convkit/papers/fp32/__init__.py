@@ -21,7 +21,7 @@ from convkit.gpu import sm_count
 from convkit.measure import Kernels, Variant, run_experiment
 from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.fp32 import edges, launch
-from convkit.papers.fp32.problems import problems
+from convkit.papers.fp32.problem_sets import problems
 from convkit.papers.fp32.results import findings
 from convkit.problem import ConvProblem
 from convkit.reference import TRANSFORM_TOLERANCE

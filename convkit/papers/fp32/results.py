@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit import tables
-from convkit.papers.fp32.problems import suites
+from convkit.papers.fp32.problem_sets import suites
 from convkit.problem import ConvProblem
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
