@@ -3,6 +3,7 @@ and builds without spills for the T4 and the H100."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -75,9 +76,12 @@ def test_heuristic_and_candidates_fill_the_gpu():
             spec.can_implement(p)
     medium = ConvProblem.same(8, 256, 56, 56, 256, 3)
     assert {s.m for s in launch.winograd_candidates(medium)} == {2, 4, 6}
-    assert not launch.winograd_fits(large)  # every tile's workspace is over the 1 GiB cuDNN is allowed too
-    for spec in launch.winograd_candidates(medium):
-        assert spec.workspace_bytes(medium) <= 1 << 30
+    for spec in launch.winograd_candidates(large):  # the batch in passes that fit the 1 GiB cuDNN is allowed too
+        per_pass = spec.images_per_pass(large)
+        assert 1 <= per_pass < large.n
+        assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass)) <= 1 << 30
+        assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass + 1)) > 1 << 30
+    assert all(s.images_per_pass(medium) == medium.n for s in launch.winograd_candidates(medium))
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,13 @@
 
 Each block tile and pipeline depth, split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
 of 4 and not, an input and an output that are not 16-byte aligned, stride 2, a 7x7 filter), and every
-built Winograd tile on sizes its tiles do not divide; then cuBLAS's 1x1 peer.
+built Winograd tile on sizes its tiles do not divide, and in passes of fewer images than the batch; then
+cuBLAS's 1x1 peer.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -77,4 +80,12 @@ def edge_check() -> None:
                 conv2d_winograd(x, w, pad=pad, spec=WinogradLaunch(m, "64x64", 2), out=out)
                 err = reference.relative_error(out.get(), ref)
                 assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
+        # three images, a workspace that holds two at a time: a full pass and a partial one
+        p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
+        x, w, ref, out = _inputs(p)
+        one = WinogradLaunch(m).workspace_bytes(dataclasses.replace(p, n=2))
+        spec = WinogradLaunch(m, "64x64", 2, workspace_limit=one)
+        assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
+        conv2d_winograd(x, w, pad=p.pad, spec=spec, out=out)
+        assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE, (p.label, m, r, "in passes")
     cupy.cuda.runtime.deviceSynchronize()

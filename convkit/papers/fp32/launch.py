@@ -4,7 +4,8 @@
   (:class:`ImplicitGemmLaunch`: a block tile, a pipeline depth and split-K), plus ``sum_planes``
   (:class:`SplitSumLaunch`) where the reduction is split.
 - :func:`conv2d_winograd`: F(m x m, r x r) for stride 1 (:class:`WinogradLaunch`): the filter and input
-  transforms, the a*a products as one batched implicit GEMM, the output transform.
+  transforms, the a*a products as one batched implicit GEMM, the output transform; as many images at a time
+  as fit the 1 GiB workspace every algorithm is allowed.
 
 :func:`default_knobs` and :func:`candidates` are each kernel's heuristic and the launches a tuning run
 (:mod:`convkit.tuning`) measures.
@@ -245,12 +246,14 @@ def _gemm(
 
 @dataclass(frozen=True)
 class WinogradLaunch:
-    """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``)."""
+    """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``), as many images a pass
+    as fit ``workspace_limit``."""
 
     m: int = 2
     gemm_tile: str = "128x128"
     stages: int = 3
     threads: int = 256
+    workspace_limit: int = WORKSPACE_LIMIT_BYTES  # bytes; below it, fewer images a pass (the tests' edge shapes)
 
     source: ClassVar[str] = "winograd"
 
@@ -286,13 +289,22 @@ class WinogradLaunch:
             raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {WINOGRAD_TILES} (m, r)")
         if p.c > 65535 or p.m > 65535:
             raise ValueError("C and M must be at most 65535 (one grid row each)")
-        if (need := self.workspace_bytes(p)) > WORKSPACE_LIMIT_BYTES:
-            raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need >> 20} MiB of workspace, over the "
-                             f"{WORKSPACE_LIMIT_BYTES >> 20} MiB every algorithm is allowed (cuDNN's too)")  # fmt: skip
+        if self.images_per_pass(p) < 1:
+            need = self.workspace_bytes(dataclasses.replace(p, n=1))
+            raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
+                             f"{self.workspace_limit} every algorithm is allowed (cuDNN's too)")  # fmt: skip
         self.gemm_launch(p).can_implement(self.gemm_problem(p))
 
+    def images_per_pass(self, problem: ConvProblem) -> int:
+        """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
+        not even one does): a larger batch is transformed and multiplied that many images at a time."""
+        n = problem.n
+        while n > 0 and self.workspace_bytes(dataclasses.replace(problem, n=n)) > self.workspace_limit:
+            n = min(n - 1, n * self.workspace_limit // self.workspace_bytes(dataclasses.replace(problem, n=n)))
+        return n
+
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Bytes of V, U and the products together."""
+        """Bytes of V, U and the products together, for all of ``problem``'s images at once."""
         return 4 * sum(self.workspace_elements(problem))
 
     def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
@@ -356,42 +368,43 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None
     spec = spec or WinogradLaunch()
     spec.can_implement(problem)
     out = output_for(out, problem)
-    p = problem
-    th, tw, t, t_pad = spec.tiles(p)
-    v_size, u_size, prod_size = spec.workspace_elements(p)
+    per_pass = spec.images_per_pass(problem)
+    v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
     v, u, prod = (cupy.empty(size, dtype=cupy.float32) for size in (v_size, u_size, prod_size))
     i32 = cupy.int32
-    launch(_TransformLaunch("winograd_filter", spec), p, (w, v, i32(p.m * p.c)))
-    launch(_TransformLaunch("winograd_input", spec), p,
-           (x, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
-    gemm = spec.gemm_problem(p)
-    _gemm(spec.gemm_launch(p), gemm, u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
-    launch(_TransformLaunch("winograd_output", spec), p,
-           (prod, out, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+    launch(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
+    for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
+        p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
+        xs, ys = x[first : first + p.n], out[first : first + p.n]
+        th, tw, t, t_pad = spec.tiles(p)
+        launch(_TransformLaunch("winograd_input", spec), p,
+               (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+        _gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
+        launch(_TransformLaunch("winograd_output", spec), p,
+               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
     return out
 
 
 def winograd_default(problem: ConvProblem) -> WinogradLaunch:
-    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5, else the smallest tile whose workspace
-    fits the limit; the GEMM on the implicit GEMM's heuristic tile for its shape."""
-    preferred = 4 if problem.r == 3 else 2
-    ms = sorted((m for m, r in WINOGRAD_TILES if r == problem.r), key=lambda m: (m != preferred, m))
-    m = next((m for m in ms if WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES), preferred)
-    gemm = WinogradLaunch(m).gemm_problem(problem)
-    return WinogradLaunch(m, default_knobs(gemm).tile)
+    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the implicit GEMM's
+    heuristic tile for the products of one pass of images."""
+    spec = WinogradLaunch(4 if problem.r == 3 else 2)
+    gemm = spec.gemm_problem(dataclasses.replace(problem, n=max(1, spec.images_per_pass(problem))))
+    return WinogradLaunch(spec.m, default_knobs(gemm).tile)
 
 
 def winograd_fits(problem: ConvProblem) -> bool:
-    """True where some built tile takes the filter and its workspace fits the limit."""
-    return any(r == problem.r and WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES
-               for m, r in WINOGRAD_TILES)  # fmt: skip
+    """True where some built tile takes the filter with one image's workspace within the limit."""
+    return any(r == problem.r and WinogradLaunch(m).images_per_pass(problem) >= 1 for m, r in WINOGRAD_TILES)
 
 
 def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
-    """Launches a tuning run measures: every built F(m, r) for the filter whose workspace fits, on each GEMM
-    tile that fits the products."""
+    """Launches a tuning run measures: every built F(m, r) for the filter that fits one image, on each GEMM
+    tile that fits the products of one pass."""
     out = [winograd_default(problem)]
     for m, r in WINOGRAD_TILES:
-        if r == problem.r and WinogradLaunch(m).workspace_bytes(problem) <= WORKSPACE_LIMIT_BYTES:
-            out += [WinogradLaunch(m, tile) for tile in _tiles_fitting(WinogradLaunch(m).gemm_problem(problem))]
+        per_pass = WinogradLaunch(m).images_per_pass(problem)
+        if r == problem.r and per_pass >= 1:
+            gemm = WinogradLaunch(m).gemm_problem(dataclasses.replace(problem, n=per_pass))
+            out += [WinogradLaunch(m, tile) for tile in _tiles_fitting(gemm)]
     return list(dict.fromkeys(out))
