@@ -298,10 +298,14 @@ class WinogradLaunch:
     def images_per_pass(self, problem: ConvProblem) -> int:
         """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
         not even one does): a larger batch is transformed and multiplied that many images at a time."""
-        n = problem.n
-        while n > 0 and self.workspace_bytes(dataclasses.replace(problem, n=n)) > self.workspace_limit:
-            n = min(n - 1, n * self.workspace_limit // self.workspace_bytes(dataclasses.replace(problem, n=n)))
-        return n
+        low, high = 0, problem.n  # the workspace grows with the images: bisect for the last that fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.workspace_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
+                low = mid
+            else:
+                high = mid - 1
+        return low
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Bytes of V, U and the products together, for all of ``problem``'s images at once."""
