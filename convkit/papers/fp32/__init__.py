@@ -20,19 +20,17 @@ from convkit import cublas, tuning
 from convkit.gpu import sm_count
 from convkit.measure import Kernels, Variant, run_experiment
 from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.fp32 import edges, launch
+from convkit.papers.fp32 import edges, launch, results
 from convkit.papers.fp32.problem_sets import problems
-from convkit.papers.fp32.results import findings
 from convkit.problem import ConvProblem
 from convkit.reference import TRANSFORM_TOLERANCE
 
 #: The sweep's experiment and its tuning table (results/<gpu>/fp32.csv, fp32_tuning.csv).
-EXPERIMENT = "fp32"
-TUNING = "fp32_tuning"
+EXPERIMENT, TUNING = results.SWEEP, results.TUNING
 #: The sweep's timing: cuConv's budget (many problems, 13+ cases each).
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 
-IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
+IGEMM, WINOGRAD = results.IGEMM, results.WINOGRAD
 
 
 def _tuned(p: ConvProblem, name: str) -> dict[str, Any] | None:
@@ -99,7 +97,7 @@ def measure(
 
 
 #: The run-to-run spread: every REPEAT_STEP-th problem measured again in a fresh process (about 5%).
-REPEAT_EXPERIMENT, REPEAT_STEP = "fp32_repeat", 20
+REPEAT_EXPERIMENT, REPEAT_STEP = results.REPEAT, 20
 
 
 def measure_repeat(directory: Path, *, progress: Callable[[str], None] | None = print) -> None:
@@ -125,7 +123,7 @@ def sample_problems() -> list[ConvProblem]:
 #: The ncu profile: four network layers from the latency-bound to the compute-bound, every kernel of the
 #: chapter at its tuned launch and every cuDNN algorithm, with occupancy, FMA-pipe use, instruction counts,
 #: shared-memory bank conflicts and the leading stall reasons.
-PROFILE_EXPERIMENT = "fp32_kernels"
+PROFILE_EXPERIMENT = results.PROFILE
 PROFILE_PROBLEMS: tuple[tuple[str, ConvProblem], ...] = (
     ("1x1, batch 1 (GoogLeNet 5b)", ConvProblem.same(1, 832, 7, 7, 32, 1)),
     ("1x1, batch 64 (ResNet-50 res4)", ConvProblem.same(64, 1024, 14, 14, 256, 1)),
@@ -164,5 +162,5 @@ PAPER = Paper(
     problems=problems,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
     edge_check=edges.edge_check,
-    findings=findings,
+    findings=results.findings,
 )

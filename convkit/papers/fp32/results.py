@@ -18,17 +18,65 @@ from convkit.papers.fp32.problem_sets import suites
 from convkit.problem import ConvProblem
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
+#: The experiments the chapter reads: its sweep, the repeated sample, the tuning table and the ncu profile.
+SWEEP, REPEAT, TUNING, PROFILE = "fp32", "fp32_repeat", "fp32_tuning", "fp32_kernels"
 VARIANTS = (IGEMM, WINOGRAD)
 #: How the chapter names the kernels and the libraries.
 NAMES = {IGEMM: "implicit GEMM", WINOGRAD: "Winograd", "cudnn.benchmark": "PyTorch (cuDNN autotuned)",
          "sgemm": "cuBLAS SGEMM"}  # fmt: skip
 #: Layers at least this large are "large" for the throughput targets (GFLOP, direct method).
 LARGE_GFLOP = 20.0
-#: Where the study stood before these kernels (the cuConv chapter's recorded sweep, its best kernel against
-#: the best library of its own run; the memory-transactions and Pascal-era chapters' likewise).
-BEFORE = {
-    "cuconv_share": 15.9, "cuconv_geomean": 0.67, "lu_geomean": 0.38, "chang_slower": 13, "convkit_tflops": "15-27",
-}  # fmt: skip
+#: The chapters whose recorded sweeps say where the study stood before these kernels, and which of their
+#: problems this chapter measures again (the multi-channel ones; cuConv's all).
+EARLIER = {"cuconv": None, "lu2020": "multi", "chang2022": "multi"}
+
+
+def earlier_speedups(directory: Path, experiment: str, multi_only: bool) -> Any:
+    """Per problem of an earlier chapter's recorded sweep: the best of its kernels against the best library of
+    that run (columns ``r``, ``n``, ``speedup``, ``tflops``)."""
+    import pandas as pd
+
+    from convkit.results import load_results
+
+    frame, _ = load_results(Path(directory), experiment)
+    variants = sorted(frame.loc[frame["impl"] == tables.CONVKIT, "variant"].unique())
+    rows = tables.problem_rows(frame, variants, where=(lambda f: f["C"].astype(int) > 1) if multi_only else None)
+    out = []
+    for row in rows:
+        mine = min((row[f"{v}_us"] for v in variants if f"{v}_us" in row), default=math.nan)
+        p = row["problem"]
+        out.append({"r": p.r, "n": p.n, "speedup": row["best_lib_us"] / mine, "tflops": p.flops / mine / 1e6})
+    return pd.DataFrame(out)
+
+
+def before(directory: Path) -> dict[str, Any]:
+    """Where the study stood before these kernels, from the earlier chapters' recorded sweeps in ``directory``:
+    cuConv's share faster, geometric mean, lowest early and late cells and TFLOP/s at batch >= 32; the
+    memory-transactions layers' geometric mean; the Pascal-era grid's layers where its kernels were slower."""
+    if not all((Path(directory) / f"{name}.csv").is_file() for name in EARLIER):
+        return {"cuconv_share": math.nan, "cuconv_geomean": math.nan, "early_cell": math.nan, "late_cell": math.nan,
+                "tflops": "not recorded", "lu_geomean": math.nan, "chang_slower": "-", "chang_layers": "-"}  # fmt: skip
+    cuconv = earlier_speedups(directory, "cuconv", False)
+    lu = earlier_speedups(directory, "lu2020", True)
+    chang = earlier_speedups(directory, "chang2022", True)
+    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
+    big = cuconv[cuconv["n"] >= 32]["tflops"]
+    return {
+        "cuconv_share": tables.share_faster(cuconv["speedup"]), "cuconv_geomean": tables.geomean(cuconv["speedup"]),
+        "early_cell": _early(cells).min(), "late_cell": _late(cells).min(),
+        "tflops": f"{big.quantile(0.1):.0f}-{big.max():.0f} TFLOP/s", "lu_geomean": tables.geomean(lu["speedup"]),
+        "chang_slower": int((chang["speedup"] < 1).sum()), "chang_layers": len(chang),
+    }  # fmt: skip
+
+
+def _early(cells: Any) -> Any:
+    """The 1x1 cells and every batch-1 and batch-8 cell of a (filter, batch) series."""
+    return cells[(cells.index.get_level_values(0) == 1) | (cells.index.get_level_values(1) <= 8)]
+
+
+def _late(cells: Any) -> Any:
+    """The 3x3 and 5x5 cells from batch 16."""
+    return cells[(cells.index.get_level_values(0) > 1) & (cells.index.get_level_values(1) >= 16)]
 
 
 def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
@@ -75,53 +123,45 @@ def cell_table(cuconv: Any) -> Any:
     return pd.DataFrame(out).T.rename_axis("filter")
 
 
-def targets(cuconv: Any, lu: Any, chang: Any) -> Any:
-    """The chapter's targets, where the study stood before, and what is measured now."""
+def goals(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], sgemm_tflops: float) -> Any:
+    """What the chapter set out to reach, where the study stood before (:func:`before`) and what is measured now."""
     import pandas as pd
 
     one = cuconv[cuconv["r"] == 1]
     large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
     direct_tflops = large["gflop"] / large[f"{IGEMM}_us"] * 1e3
     cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
-    late = cells[(cells.index.get_level_values(0) > 1) & (cells.index.get_level_values(1) >= 16)]
-    early = cells[(cells.index.get_level_values(0) == 1) | (cells.index.get_level_values(1) <= 8)]
-
-    def row(goal: str, before: Any, now: Any, reached: bool) -> dict[str, Any]:
-        return {"target": goal, "before": before, "now": now, "reached": "yes" if reached else "no"}
-
-    share = tables.share_faster(cuconv["speedup"])
+    early, late = _early(cells).min(), _late(cells).min()
+    share, mean = tables.share_faster(cuconv["speedup"]), tables.geomean(cuconv["speedup"])
     b1 = one[one["n"] == 1]
     sgemm_share = 100 * float((one["best_us"] <= one["cublas_us"]).mean())
+    ceiling_share = float(direct_tflops.median()) / sgemm_tflops
+    e = earlier
+
+    def row(goal: str, then: str, now: str, reached: bool) -> dict[str, Any]:
+        return {"goal": goal, "before": then, "now": now, "reached": "yes" if reached else "no"}
+
     rows = [
-        row("cuConv's 616: faster than the best library on >= 50%", f"{BEFORE['cuconv_share']}%", f"{share:.1f}%",
+        row("cuConv's 616: faster than the best library on >= 50%", f"{e['cuconv_share']:.1f}%", f"{share:.1f}%",
             share >= 50),
-        row("cuConv's 616: geometric mean", f"{BEFORE['cuconv_geomean']}x",
-            f"{tables.geomean(cuconv['speedup']):.2f}x", tables.geomean(cuconv["speedup"]) >= 1),
-        row("every batch-1 1x1 faster", "", f"{int((b1['speedup'] > 1).sum())} of {len(b1)}",
+        row("cuConv's 616: geometric mean >= 1.0x", f"{e['cuconv_geomean']:.2f}x", f"{mean:.2f}x", mean >= 1),
+        row("every batch-1 1x1 layer faster", "(cuBLAS not measured)", f"{int((b1['speedup'] > 1).sum())} of {len(b1)}",
             bool((b1["speedup"] > 1).all())),
-        row(">= 1.0x in every 1x1, batch-1 and batch-8 cell", "", f"lowest cell {early.min():.3f}x", early.min() >= 1),
-        row("3x3 and 5x5 from batch 16: >= 0.9x a cell", "", f"lowest cell {late.min():.3f}x", late.min() >= 0.9),
-        row("1x1: at least cuBLAS SGEMM's speed on >= 90%", "", f"{sgemm_share:.0f}% of {len(one)}",
-            sgemm_share >= 90),
-        row("direct kernel on layers >= 20 GFLOP: >= 80% of the SGEMM ceiling", f"{BEFORE['convkit_tflops']} TFLOP/s",
-            f"median {direct_tflops.median():.1f} TFLOP/s, best {direct_tflops.max():.1f}", None),
-        row("memory-transactions multi-channel layers: geometric mean >= 1.0x", f"{BEFORE['lu_geomean']}x",
+        row(">= 1.0x in every 1x1 cell and every batch-1 and batch-8 cell", f"lowest {e['early_cell']:.2f}x",
+            f"lowest {early:.3f}x", early >= 1),
+        row("3x3 and 5x5 cells from batch 16: >= 0.9x each", f"lowest {e['late_cell']:.2f}x", f"lowest {late:.3f}x",
+            late >= 0.9),
+        row("1x1: at least cuBLAS SGEMM's speed on >= 90%", "(cuBLAS not measured)",
+            f"{sgemm_share:.0f}% of {len(one)}", sgemm_share >= 90),
+        row("direct kernel on layers >= 20 GFLOP: >= 80% of the SGEMM ceiling", e["tflops"],
+            f"median {direct_tflops.median():.1f} TFLOP/s ({100 * ceiling_share:.0f}% of {sgemm_tflops:.1f}), "
+            f"best {direct_tflops.max():.1f}", ceiling_share >= 0.8),
+        row("memory-transactions multi-channel layers: geometric mean >= 1.0x", f"{e['lu_geomean']:.2f}x",
             f"{tables.geomean(lu['speedup']):.2f}x", tables.geomean(lu["speedup"]) >= 1),
-        row("Pascal-era multi-channel grid: slower in 0 of 63", f"{BEFORE['chang_slower']} of 63",
-            f"{int((chang['speedup'] < 1).sum())} of {len(chang)}", bool((chang["speedup"] >= 1).all())),
+        row("Pascal-era multi-channel grid: slower on none", f"slower on {e['chang_slower']} of {e['chang_layers']}",
+            f"slower on {int((chang['speedup'] < 1).sum())} of {len(chang)}", bool((chang["speedup"] >= 1).all())),
     ]  # fmt: skip
-    return pd.DataFrame(rows).set_index("target")
-
-
-def with_ceiling_share(target_table: Any, cuconv: Any, sgemm_tflops: float) -> Any:
-    """:func:`targets` with the direct kernel's share of the SGEMM ceiling filled in."""
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
-    share = float((large["gflop"] / large[f"{IGEMM}_us"] * 1e3).median() / sgemm_tflops)
-    key = "direct kernel on layers >= 20 GFLOP: >= 80% of the SGEMM ceiling"
-    out = target_table.copy()
-    out.loc[key, "now"] += f" ({100 * share:.0f}% of {sgemm_tflops:.1f})"
-    out.loc[key, "reached"] = "yes" if share >= 0.8 else "no"
-    return out
+    return pd.DataFrame(rows).set_index("goal")
 
 
 def throughput_table(cuconv: Any, ceilings: dict[str, float]) -> Any:
@@ -163,6 +203,8 @@ def winograd_errors(tuning: Any, sweep: Any) -> Any:
 def spread(sweep: Any, repeat: Any) -> dict[str, float]:
     """Run-to-run spread of the median times: every case of the repeated sample against the sweep's, as
     |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched cases."""
+    if repeat.empty:
+        return {"cases": 0, "median": math.nan, "p95": math.nan}
     keys = ["label", "pad", "stride", "impl", "variant", "params"]
     a = tables.timed(sweep).set_index(keys)["us"]
     b = tables.timed(repeat).set_index(keys)["us"]
@@ -205,6 +247,8 @@ def profile_table(kernels: Any) -> Any:
             "kernel us": float(k["time_us"]) if "time_us" in k else math.nan,
             "FMA pipe %": k.get("sm__pipe_fma_cycles_active_avg_pct_of_peak_sustained_active"),
             "issue slots %": k.get("smsp__issue_active_avg_pct_of_peak_sustained_active"),
+            "FMA share of instructions %": 100 * float(k.get("sm__inst_executed_pipe_fma_sum", math.nan))
+                                           / float(k.get("smsp__inst_executed_sum", math.nan)),
             "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
             "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
             "top stalls": ", ".join(f"{name} {v:.2f}" for v, name in stalls),
@@ -225,61 +269,73 @@ def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, f
     return points
 
 
-def result_lines(table: Any, cuconv: Any, lu: Any, chang: Any, spread_: dict[str, float]) -> list[str]:
-    """The chapter's opening: what was set out, what is measured, the verdict."""
-    share = tables.share_faster(cuconv["speedup"])
-    lines = [
+def result_lines(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], spread_: dict[str, float]) -> list[str]:
+    """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
+    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
+    small = cells[cells.index.get_level_values(1) <= 8].drop(1, level=0)
+    late = _late(cells)
+    one = cells.loc[1]
+    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
+    direct = float((large["gflop"] / large[f"{IGEMM}_us"] * 1e3).median())
+    vs_cublas = float((cuconv.loc[cuconv["r"] == 1, "cublas_us"] / cuconv.loc[cuconv["r"] == 1, "best_us"]).median())
+    return [
         "**Aim**: FP32 kernels that hold their own where the work is compute-bound, where the papers' kernels "
-        f"lost (cuConv's 616 layers: faster than the best library on {BEFORE['cuconv_share']}%, geometric mean "
-        f"{BEFORE['cuconv_geomean']}x).",
+        f"lost (on cuConv's 616 layers the best of them was faster than the best library on "
+        f"{earlier['cuconv_share']:.1f}%, geometric mean {earlier['cuconv_geomean']:.2f}x).",
         f"**Measured (H100)**: an implicit GEMM and Winograd kernels are faster than the best library of the same "
-        f"run on {share:.1f}% of cuConv's 616 layers (geometric mean {tables.geomean(cuconv['speedup']):.2f}x), "
-        f"{tables.geomean(lu['speedup']):.2f}x on the memory-transactions chapter's 26 layers and slower on "
-        f"{int((chang['speedup'] < 1).sum())} of the Pascal-era grid's {len(chang)}.",
-        f"**Verdict**: Winograd closes the 3x3 and 5x5 gap at large batch (within {100 * spread_['p95']:.0f}% "
-        "run-to-run, the cells there are ties with cuDNN's FFT and Winograd); 1x1 layers, a plain GEMM, stay "
-        "behind cuBLAS: the implicit GEMM reaches about four fifths of cuBLAS's SGEMM rate.",
+        f"run on {tables.share_faster(cuconv['speedup']):.1f}% of cuConv's 616 layers (geometric mean "
+        f"{tables.geomean(cuconv['speedup']):.2f}x), {tables.geomean(lu['speedup']):.2f}x on the "
+        f"memory-transactions chapter's {len(lu)} layers (before: {earlier['lu_geomean']:.2f}x) and slower on "
+        f"{int((chang['speedup'] < 1).sum())} of the Pascal-era grid's {len(chang)} (before: "
+        f"{earlier['chang_slower']}).",
+        f"**Verdict**: the 3x3 and 5x5 layers are won at batch 1 and 8 ({small.min():.2f}-{small.max():.2f}x a "
+        f"cell) and held from batch 16 ({late.min():.2f}-{late.max():.2f}x against cuDNN's FFT and Winograd; "
+        f"times within {100 * spread_['p95']:.0f}% are ties). The 1x1 layers, a plain GEMM, stay behind "
+        f"({one.min():.2f}-{one.max():.2f}x a cell): the implicit GEMM runs {direct:.0f} TFLOP/s on the large "
+        f"layers where cuBLAS's SGEMM reaches more, and on the median 1x1 layer takes {vs_cublas:.2f}x cuBLAS's "
+        "speed.",
     ]  # fmt: skip
-    return lines
 
 
-def load(directory: Path) -> dict[str, Any]:
-    """The chapter's frames from a results folder: sweep, repeat, tuning and profile (empty where missing)."""
+def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
+    """The chapter's frames from a results folder: the sweep ``experiment``, its repeat, the tuning table and the
+    profile (empty frames where not recorded)."""
     import pandas as pd
 
     from convkit.results import load_results
 
     out = {}
-    for key, experiment in (("sweep", "fp32"), ("repeat", "fp32_repeat"), ("tuning", "fp32_tuning"),
-                            ("kernels", "fp32_kernels")):  # fmt: skip
-        path = Path(directory) / f"{experiment}.csv"
-        out[key] = load_results(Path(directory), experiment)[0] if path.is_file() else pd.DataFrame()
+    for key, name in (("sweep", experiment), ("repeat", REPEAT), ("tuning", TUNING), ("kernels", PROFILE)):
+        path = Path(directory) / f"{name}.csv"
+        out[key] = load_results(Path(directory), name)[0] if path.is_file() else pd.DataFrame()
     return out
 
 
-def chapter_tables(directory: Path) -> dict[str, Any]:
-    """Everything the chapter shows, from a results folder: the frames, the ceilings, the per-problem table,
-    each suite's rows and the spread."""
-    from convkit.roofline import recorded_ceilings
-
-    frames = load(directory)
-    ceilings = recorded_ceilings(directory)
+def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str = SWEEP) -> dict[str, Any]:
+    """Everything the chapter shows, from a results folder and the GPU's ceilings: the frames, the per-problem
+    table, each suite's rows, the spread and where the study stood before (:func:`before`). A quick run's
+    ``experiment`` (any but :data:`SWEEP`) has the quick suites."""
+    frames = load(directory, experiment)
     table = problem_table(frames["sweep"], ceilings)
-    groups = {name: suite_rows(table, problems) for name, problems in suites().items()}
-    return frames | {"ceilings": ceilings, "table": table, "spread": spread(frames["sweep"], frames["repeat"])} | groups
+    groups = {name: suite_rows(table, problems) for name, problems in suites(experiment != SWEEP).items()}
+    extra = {"ceilings": ceilings, "table": table, "spread": spread(frames["sweep"], frames["repeat"]),
+             "before": before(directory)}  # fmt: skip
+    return frames | extra | groups
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
     """The book's findings row of this chapter (:data:`convkit.paper.FINDING_COLUMNS`)."""
-    t = chapter_tables(directory)
-    cuconv, ceilings = t["cuconv"], t["ceilings"]
+    from convkit.roofline import recorded_ceilings
+
+    t = chapter_tables(directory, recorded_ceilings(directory))
+    cuconv, ceilings, earlier = t["cuconv"], t["ceilings"], t["before"]
     large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
     tflops = float((large["gflop"] / large[f"{IGEMM}_us"] * 1e3).median())
     return [{
         "paper": "Past the papers", "claim": "FP32 kernels can match the library where the work is compute-bound",
         "paper's number": "(the study's own aim)",
-        "paper's design on the H100": f"the papers' best: faster on {BEFORE['cuconv_share']}% of cuConv's 616, "
-                                      f"{BEFORE['cuconv_geomean']}x",
+        "paper's design on the H100": f"the papers' best on cuConv's 616: faster on {earlier['cuconv_share']:.1f}%, "
+                                      f"{earlier['cuconv_geomean']:.2f}x",
         "our best on the H100": f"faster on {tables.share_faster(cuconv['speedup']):.1f}%, "
                                 f"{tables.geomean(cuconv['speedup']):.2f}x",
         "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) and cuBLAS SGEMM on 1x1",
