@@ -343,3 +343,25 @@ def findings(directory: Path) -> list[dict[str, str]]:
                       f"({100 * tflops / ceilings['sgemm_tflops']:.0f}% of SGEMM)",
         "what changed": "an implicit GEMM with a cp.async pipeline and Winograd up to F(6x6, 3x3) and F(4x4, 5x5)",
     }]  # fmt: skip
+
+
+def for_chapter(directory: Path, ceilings: dict[str, float], suite: str) -> tuple[str, Any]:
+    """What an earlier chapter shows of these kernels on its own problems (``suite``: ``cuconv``, ``lu2020`` or
+    ``chang2022``): a sentence, and a table (cuConv's cells; every layer for the others). Empty where the
+    chapter's sweep is not recorded in ``directory``."""
+    import pandas as pd
+
+    if not (Path(directory) / f"{SWEEP}.csv").is_file():
+        return "", pd.DataFrame()
+    rows = chapter_tables(directory, ceilings)[suite]
+    text = (f"Past the papers, this study's FP32 kernels (an implicit GEMM and Winograd) on the same problems, each "
+            f"against the best library of their own run: faster on {int((rows['speedup'] > 1).sum())} of "
+            f"{len(rows)}, geometric mean {tables.geomean(rows['speedup']):.2f}x.")  # fmt: skip
+    if suite == "cuconv":
+        return text, cell_table(rows)
+    cols = {"label": "layer", "best": "FP32 kernel", "best_us": "FP32 kernel (us)", "best_lib": "best library",
+            "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
+    shown = rows[list(cols)].rename(columns=cols)
+    shown["FP32 kernel"] = shown["FP32 kernel"].map(NAMES)
+    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
+    return text, shown.set_index("layer")
