@@ -50,7 +50,7 @@
 namespace wg {
 constexpr int M = CONVKIT_WG_M, R = CONVKIT_WG_R, A = M + R - 1, POINTS = A * A;
 
-// out (rows x cols) = L (rows x K) . X (K x cols), or X . L^T with `right`; everything unrolled.
+// out (rows x cols) = L (rows x K) . X (K x cols), unrolled; L's zeros cost nothing.
 template <int ROWS, int K, int COLS>
 __device__ __forceinline__ void left(const float (&l)[ROWS][K], const float (&x)[K][COLS], float (&out)[ROWS][COLS])
 {
@@ -66,19 +66,20 @@ __device__ __forceinline__ void left(const float (&l)[ROWS][K], const float (&x)
         }
 }
 
+// out (rows x cols) = X . L^T: the transpose of L . X^T (transposes of unrolled arrays are free).
 template <int ROWS, int K, int COLS>
 __device__ __forceinline__ void right(const float (&x)[ROWS][K], const float (&l)[COLS][K], float (&out)[ROWS][COLS])
 {
+    float xt[K][ROWS], outt[COLS][ROWS];
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
 #pragma unroll
-        for (int j = 0; j < COLS; ++j) {
-            float v = 0.0f;
+        for (int k = 0; k < K; ++k) xt[k][i] = x[i][k];
+    left(l, xt, outt);
 #pragma unroll
-            for (int k = 0; k < K; ++k)
-                if (l[j][k] != 0.0f) v = fmaf(x[i][k], l[j][k], v);
-            out[i][j] = v;
-        }
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) out[i][j] = outt[j][i];
 }
 }  // namespace wg
 
