@@ -124,3 +124,22 @@ def test_kernels_build_without_spills(arch):
     for source, options in builds:
         for k in ptxas_report(source, arch, options=options):
             assert k.spill_store_bytes == k.spill_load_bytes == 0, (source, options, k)
+
+
+def test_chapter_numbers_from_the_recorded_run():
+    from convkit.paths import results_dir
+    from convkit.papers.fp32 import results
+    from convkit.roofline import recorded_ceilings
+
+    directory = results_dir() / "nvidia-h100-80gb-hbm3"
+    t = results.chapter_tables(directory, recorded_ceilings(directory))
+    assert [len(t[k]) for k in ("cuconv", "lu2020", "chang2022")] == [616, 26, 63]
+    assert set(t["table"]["best"]) <= {results.IGEMM, results.WINOGRAD}
+    assert (t["table"]["speedup"] > 0).all() and t["spread"]["cases"] > 0
+    # where the study stood before comes from the earlier chapters' recorded sweeps
+    assert round(t["before"]["cuconv_share"], 1) == 15.9 and t["before"]["chang_slower"] == 13
+    goals = results.goals(t["cuconv"], t["lu2020"], t["chang2022"], t["before"], t["ceilings"]["sgemm_tflops"])
+    assert len(goals) == 9 and set(goals["reached"]) <= {"yes", "no"}
+    assert len(results.cell_table(t["cuconv"])) == 3
+    text, table = results.for_chapter(directory, t["ceilings"], "lu2020")
+    assert "of 26" in text and len(table) == 26
