@@ -127,8 +127,8 @@ def test_kernels_build_without_spills(arch):
 
 
 def test_chapter_numbers_from_the_recorded_run():
-    from convkit.paths import results_dir
     from convkit.papers.fp32 import results
+    from convkit.paths import results_dir
     from convkit.roofline import recorded_ceilings
 
     directory = results_dir() / "nvidia-h100-80gb-hbm3"
