@@ -6,6 +6,7 @@ Notebooks live in ``notebooks/`` without outputs; executed copies go to ``book/n
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -181,20 +182,32 @@ def rerun_markdown(directory: Path, repo_url: str) -> str:
     run measures, and the quick run's wall time measured on this GPU (``notebook_runs.csv``) where recorded."""
     from convkit.papers import PAPERS
     from convkit.results import load_results
+    from convkit.roofline import recorded_ceilings, slowdown_range
 
-    times: dict[str, str] = {}
+    ceilings = recorded_ceilings(Path(directory))
+    low, high = slowdown_range(ceilings) if ceilings else (math.nan, math.nan)
+    times: dict[str, tuple[str, str]] = {}
     if (Path(directory) / f"{RUN_TIMES}.csv").is_file():
         frame, _ = load_results(Path(directory), RUN_TIMES)
         for row in frame[(frame["status"] == "ok") & (frame["mode"] == "quick")].itertuples():
-            times[row.notebook] = f"{float(row.wall_s) / 60:.1f} min"
+            minutes = float(row.wall_s) / 60
+            shortest, longest = round(low * minutes), round(high * minutes)
+            if not ceilings:
+                estimate = "no ceilings recorded"
+            elif shortest == longest:
+                estimate = f"about {max(1, longest)} min"
+            else:
+                estimate = f"{shortest}-{longest} min"
+            times[row.notebook] = (f"{minutes:.1f} min", estimate)
     github = repo_url.removeprefix("https://github.com/")
-    lines = ["| chapter | notebook | open in Colab | a full run measures | quick run on the H100 |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| chapter | notebook | open in Colab | a full run measures | quick run on the H100 | "
+             "quick run on a T4, estimated |", "|---|---|---|---|---|---|"]  # fmt: skip
     for p in PAPERS:
         path = f"notebooks/{p.notebook}.ipynb"
         colab = f"[Colab](https://colab.research.google.com/github/{github}/blob/main/{path})"
         full = _full_run(p, Path(directory))
-        lines.append(f"| {p.title} | `{path}` | {colab} | {full} | {times.get(p.notebook, 'not recorded')} |")
+        h100, t4 = times.get(p.notebook, ("not recorded", "–"))
+        lines.append(f"| {p.title} | `{path}` | {colab} | {full} | {h100} | {t4} |")
     return "\n".join(lines) + "\n"
 
 

@@ -22,6 +22,16 @@ LAUNCH_US = 3.0
 FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
                      (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
 
+#: Colab's Tesla T4 by its datasheet (no T4 measured here): GDDR6 bandwidth and FP32 peak at the boost clock.
+T4_DATASHEET = {"copy_gbps": 320.0, "fma_tflops": 8.1}
+
+
+def slowdown_range(ceilings: dict[str, float], other: dict[str, float] = T4_DATASHEET) -> tuple[float, float]:
+    """How many times longer work measured under ``ceilings`` would take on a GPU with ``other``'s bandwidth and
+    FP32 rate: (the smaller, the larger) of the two ratios, for compute-bound and memory-bound work."""
+    ratios = (ceilings["copy_gbps"] / other["copy_gbps"], ceilings["fma_tflops"] / other["fma_tflops"])
+    return min(ratios), max(ratios)
+
 
 def latency_curve(frame: Any) -> Any:
     """The pointer-chase rows as (footprint_bytes, cycles), sorted by footprint."""

@@ -89,3 +89,24 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
     assert ax.get_yticklabels()[0].get_text() == "first"
     assert "PyTorch, quoted by the specification" in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close("all")
+
+
+def test_a_t4_takes_the_bandwidth_ratio_and_the_fp32_ratio_longer():
+    from convkit.roofline import T4_DATASHEET, slowdown_range
+
+    low, high = slowdown_range({"copy_gbps": 3200.0, "fma_tflops": 64.8})
+    assert (low, high) == (64.8 / T4_DATASHEET["fma_tflops"], 3200.0 / T4_DATASHEET["copy_gbps"])
+
+
+def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
+    from convkit.paths import results_dir
+    from convkit.reproduce import rerun_markdown
+
+    table = rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/example/convkit")
+    header, _, *rows = table.strip().split("\n")
+    assert header.endswith("| quick run on a T4, estimated |")
+    assert all(row.count("|") == header.count("|") for row in rows)
+    for row in rows:  # every quick run recorded, and its estimate
+        h100, t4 = row.split("|")[-3:-1]
+        assert h100.strip().endswith(" min") and t4.strip().endswith(" min"), row
+    assert "github/example/convkit/blob/main/notebooks/06_fp32.ipynb" in table
