@@ -4,6 +4,7 @@ repository: what it would clone, install and where it would work; and the reposi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import types
@@ -62,3 +63,6 @@ def test_the_repository_is_named_once():
     url = yaml.safe_load((book_dir() / "_config.yml").read_text())["repository"]["url"]
     for path in NOTEBOOKS:
         assert _parameters(nbformat.read(path, as_version=4))["repo_url"] == url, path.name
+    readme = (book_dir().parent / "README.md").read_text()
+    named = set(re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", readme))
+    assert named == {url}, "the README names the repository as book/_config.yml does"
