@@ -169,6 +169,22 @@ def _cmd_book(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from convkit import chapter, dispatch
+
+    directory = chapter.results_directory("recorded", args.gpu or chapter.DEFAULT_RECORDED_GPU)
+    if args.write_table:
+        print(f"dispatch table in {dispatch.write_shipped_table(directory)}")
+    pad: Any = args.pad if args.pad == "same" else int(args.pad)
+    for label in args.labels:
+        problem = ConvProblem.from_label(label, pad=pad, stride=args.stride)
+        rows = dispatch.explain(problem, directory)
+        print(f"\n{problem.label} pad={problem.pad} stride={problem.stride} on {directory.name}: "
+              f"{len(rows)} recorded candidates, fastest first")  # fmt: skip
+        print(rows.to_string(index=False) if len(rows) else "  none recorded: convkit.conv2d tunes it on first use")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``convkit`` command."""
     parser = argparse.ArgumentParser(prog="convkit", description="A reproducible study of fast GPU convolution.")
@@ -203,6 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("paper", choices=[p.name for p in PAPERS if p.profile is not None])
     prof.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     prof.set_defaults(func=_cmd_profile)
+
+    explain = sub.add_parser("explain", help="every recorded implementation of a problem, fastest first (no GPU)")
+    explain.add_argument("labels", nargs="*", help="cuConv labels input-batch-filter-filters-depth")
+    explain.add_argument("--pad", default="same", help="'same' (default) or an int")
+    explain.add_argument("--stride", type=int, default=1)
+    explain.add_argument("--gpu", help="a results/ folder (default: the recorded GPU)")
+    explain.add_argument("--write-table", action="store_true", help="write that GPU's dispatch table into the package")
+    explain.set_defaults(func=_cmd_explain)
 
     for name, func, text in (("reproduce", _cmd_reproduce, "execute the notebooks with papermill"),
                              ("book", _cmd_book, "reproduce, then build the book")):  # fmt: skip

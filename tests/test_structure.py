@@ -12,7 +12,14 @@ from convkit.paths import book_dir, notebooks_dir
 
 PACKAGE = Path(__file__).resolve().parent.parent / "convkit"
 #: The only modules that may import the registry: the top of the stack.
-TOP_OF_STACK = {"convkit.cli", "convkit.chapter", "convkit.reproduce", "convkit.profile", "convkit.plots"}
+TOP_OF_STACK = {
+    "convkit.cli",
+    "convkit.chapter",
+    "convkit.reproduce",
+    "convkit.profile",
+    "convkit.plots",
+    "convkit.dispatch",
+}
 REGISTRY = "convkit.papers"
 MAX_LINES = 500
 
