@@ -3,12 +3,13 @@
 The CPU paths (problem description, float64 reference, results store, plots, compile reports)
 import without CuPy or a GPU; the GPU paths (kernels, cuDNN, timing, ceilings) import CuPy at
 first use and say plainly when it or a device is missing. Each paper's kernels and chapter live in
-``convkit.papers.<name>``; ``convkit.papers.PAPERS`` lists them.
+``convkit.papers.<name>``; ``convkit.papers.PAPERS`` lists them. ``convkit.conv2d`` runs, per GPU and problem,
+the fastest implementation the study recorded.
 """
 
+from convkit._version import __version__
 from convkit.gpu import GPUUnavailableError, has_gpu
+from convkit.op import conv2d
 from convkit.problem import ConvProblem
 
-__version__ = "0.1.0"
-
-__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "has_gpu"]
+__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "has_gpu"]

@@ -14,7 +14,8 @@ from convkit.problem import ConvProblem
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from convkit import __version__, cudnn
+    from convkit import cudnn
+    from convkit._version import __version__
     from convkit.compile import find_nvcc
     from convkit.gpu import gpu_status
 

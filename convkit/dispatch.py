@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit import __version__
+from convkit._version import __version__
 from convkit.problem import ConvProblem
 from convkit.results import replace_text
 

@@ -46,7 +46,8 @@ def _cuda_version(v: int) -> str:
 
 def collect() -> dict[str, Any]:
     """Everything a results file must say about where it came from. Needs the GPU."""
-    from convkit import __version__, cudnn, pytorch
+    from convkit import cudnn, pytorch
+    from convkit._version import __version__
     from convkit.gpu import compute_capability, device_name, require_cupy
 
     cupy = require_cupy()

@@ -19,6 +19,7 @@ TOP_OF_STACK = {
     "convkit.profile",
     "convkit.plots",
     "convkit.dispatch",
+    "convkit.op",
 }
 REGISTRY = "convkit.papers"
 MAX_LINES = 500

@@ -1,0 +1,58 @@
+"""convkit.conv2d on the CPU: every argument error, named, before anything runs; the choice per problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from convkit import dispatch, op
+from convkit.problem import ConvProblem
+
+
+def _operand(shape, **kw):
+    base = {"library": "torch", "shape": shape, "dtype": "float32", "device": 0, "contiguous": True}
+    return op.Operand(**(base | kw))
+
+
+X, W, B = _operand((2, 3, 9, 9)), _operand((4, 3, 3, 3)), _operand((4,))
+
+
+def test_a_well_formed_call_describes_its_problem():
+    assert op.check_arguments(X, W, B, stride=2, padding=1) == ConvProblem(2, 3, 9, 9, 4, 3, 3, pad=1, stride=2)
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "bias", "options", "error", "named"),
+    [
+        (_operand((2, 3, 9, 9), dtype="float64"), W, None, {}, TypeError, "x must be float32"),
+        (X, _operand((4, 3, 3, 3), device=None), None, {}, ValueError, "w must be on a CUDA device"),
+        (X, _operand((4, 3, 3, 3), library="cupy"), None, {}, TypeError, "w is a cupy array but x is a torch"),
+        (_operand((2, 3, 9, 9), requires_grad=True), W, None, {}, ValueError, "x requires a gradient"),
+        (_operand((2, 3, 9, 9), channels_last=True, contiguous=False), W, None, {}, ValueError, "x is channels_last"),
+        (_operand((2, 3, 9, 9), contiguous=False), W, None, {}, ValueError, "x must be contiguous"),
+        (X, _operand((4, 3, 3, 3), device=1), None, {}, ValueError, "w is on device 1 but x is on device 0"),
+        (_operand((3, 9, 9)), W, None, {}, ValueError, "x must be 4-D"),
+        (X, _operand((4, 2, 3, 3)), None, {}, ValueError, "w has 2 channels but x has 3"),
+        (X, W, _operand((5,)), {}, ValueError, "bias must have shape"),
+        (X, W, None, {"stride": 0}, ValueError, "stride must be an int >= 1"),
+        (X, W, None, {"padding": (1, 1)}, ValueError, "padding must be an int >= 0"),
+        (_operand((2, 3, 2, 2)), W, None, {}, ValueError, "give no output"),
+    ],
+)
+def test_bad_arguments_are_named(x, w, bias, options, error, named):
+    with pytest.raises(error, match=named):
+        op.check_arguments(x, w, bias, **({"stride": 1, "padding": 0} | options))
+
+
+def test_an_argument_of_another_library_is_refused():
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"x must be a cupy\.ndarray or a torch\.Tensor"):
+        op.describe("x", np.zeros((1, 1, 3, 3), dtype=np.float32))
+
+
+def test_a_recorded_problem_runs_its_fastest_implementation_and_others_the_implicit_gemm(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    gpu = "nvidia-h100-80gb-hbm3"
+    recorded = ConvProblem.same(1, 832, 7, 7, 32, 1)
+    assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
+    assert op.choose(ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1), gpu) == op.FALLBACK
