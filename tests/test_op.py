@@ -56,3 +56,26 @@ def test_a_recorded_problem_runs_its_fastest_implementation_and_others_the_impli
     recorded = ConvProblem.same(1, 832, 7, 7, 32, 1)
     assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
     assert op.choose(ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1), gpu) == op.FALLBACK
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({}, None),
+        ({"groups": 2}, "grouped"),
+        ({"dilation": (2, 2)}, "dilated"),
+        ({"padding_mode": "reflect"}, "zeros"),
+        ({"stride": (1, 2)}, "stride"),
+        ({"padding": (1, 0)}, "padding"),
+        ({"padding": "same"}, "padding"),
+    ],
+)
+def test_which_layers_the_patch_takes(changes, why):
+    from types import SimpleNamespace
+
+    from convkit.torch import unsupported
+
+    conv = SimpleNamespace(**({"groups": 1, "dilation": (1, 1), "padding_mode": "zeros", "stride": (2, 2),
+                               "padding": (1, 1)} | changes))  # fmt: skip
+    found = unsupported(conv)
+    assert found is None if why is None else why in found

@@ -59,3 +59,20 @@ def test_autograd_is_refused_by_name():
     w = torch.zeros((3, 2, 3, 3), device="cuda")
     with pytest.raises(ValueError, match="x requires a gradient"):
         op.conv2d(x, w)
+
+
+def test_a_patched_network_computes_what_pytorch_does():
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    from convkit.torch import patch
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = torchvision.models.squeezenet1_0(weights=None).cuda().eval()
+    x = torch.randn(2, 3, 96, 96, device="cuda")
+    with torch.no_grad():
+        expected = model.features(x).double()
+        outcome = patch(model)
+        got = model.features(x).double()
+    assert "convkit" in outcome.values()
+    assert float((got - expected).norm() / expected.norm()) < TRANSFORM_TOLERANCE
