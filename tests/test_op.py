@@ -79,3 +79,14 @@ def test_which_layers_the_patch_takes(changes, why):
                                "padding": (1, 1)} | changes))  # fmt: skip
     found = unsupported(conv)
     assert found is None if why is None else why in found
+
+
+def test_the_host_cost_benchmark_covers_small_and_large_layers():
+    from convkit import overhead
+
+    found = overhead.layers()
+    assert len(found) >= 20 and len(set(found)) == len(found)
+    assert sum(p.flops < 1e9 for p in found) >= 10 and sum(p.flops > 20e9 for p in found) >= 5
+    assert {(c.impl, c.variant) for c in overhead.CASES} == {
+        (i, v) for i in ("convkit", "pytorch") for v in ("host_per_call", "gpu")
+    }
