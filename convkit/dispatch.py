@@ -148,3 +148,27 @@ def explain(problem: ConvProblem, directory: Path) -> Any:
     rows = recorded_candidates(directory)
     mine = rows[rows["key"] == key(problem)].sort_values("us", kind="stable")
     return mine.drop(columns="key").reset_index(drop=True)
+
+
+def tune(problem: ConvProblem, gpu: str) -> Choice:
+    """Check and time every registered kernel that runs ``problem`` (at its heuristic or tuned launch), every
+    cuDNN algorithm and the library peers, once, on fresh random inputs against float64; keep the fastest that
+    passed in the user's cache (:func:`cache_path`) and return it. Needs the GPU."""
+    from convkit import tuning
+    from convkit.measure import Kernels, cases, measure_problem
+    from convkit.papers import PAPERS
+
+    papers = [p for p in PAPERS if p.name not in NOT_CONVOLUTIONS]
+    kernels = Kernels(tuple(v for p in papers for v in p.variants), tuple(v for p in papers for v in p.peers))
+    owner = {v.name: p.name for p in papers for v in (*p.variants, *p.peers)}
+    todo = cases(problem, kernels.variants, cudnn=True, pytorch=False, peers=kernels.peers)
+    rows = [r for r in measure_problem(problem, todo, kernels, timing=tuning.TIMING) if r["status"] == "ok"]
+    if not rows:
+        raise RuntimeError(f"no implementation passed its check on {key(problem)}")
+    best = min(rows, key=lambda r: float(r["time_ms_median"]))
+    mine = best["impl"] == "convkit"
+    choice = Choice(best["impl"], best["variant"], best["params"] if mine else "", owner.get(best["variant"], "")
+                    if mine else "", 1e3 * float(best["time_ms_median"]), "tuned")  # fmt: skip
+    path = cache_path(gpu)
+    write_table(path, gpu, read_table(path, gpu=gpu) | {key(problem): choice})
+    return choice

@@ -3,7 +3,9 @@
 Per GPU and problem the op runs the fastest implementation the study checked and recorded
 (:mod:`convkit.dispatch`): one of convkit's kernels, or the library where the library was faster (PyTorch's
 ``conv2d`` for tensors, cuDNN's recorded algorithm for CuPy arrays, cuBLAS for 1x1 layers). A problem with no
-recorded choice runs the implicit GEMM of the FP32 chapter, which takes every filter size, stride and padding.
+recorded choice is tuned on first use (every registered kernel, cuDNN and the peers, checked and timed once,
+the fastest kept in the user's cache), or, with tuning off, runs the FP32 chapter's implicit GEMM, which takes
+every filter size, stride and padding.
 
 Arguments are checked before anything is allocated or launched, and every error names the argument. Not
 supported, and said so: autograd (tensors that require a gradient while grad mode is on), ``channels_last``
@@ -13,6 +15,7 @@ tensors, groups and dilation (``convkit.torch.patch`` leaves such layers to PyTo
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,13 +106,21 @@ def check_arguments(x: Operand, w: Operand, bias: Operand | None, *, stride: Any
 _CHOICES: dict[tuple[str, str], dispatch.Choice] = {}
 
 
+def tuning_enabled() -> bool:
+    """Whether a problem no table records is tuned on first use (``CONVKIT_TUNE=0`` turns it off, as
+    ``torch.backends.cudnn.benchmark = False`` does for PyTorch); off, it runs :data:`FALLBACK`."""
+    return os.environ.get("CONVKIT_TUNE", "1") != "0"
+
+
 def choose(problem: ConvProblem, gpu: str) -> dispatch.Choice:
-    """The implementation of ``problem`` on ``gpu``: found once per process (the user's cache, then the shipped
-    table, else :data:`FALLBACK`), then remembered."""
+    """The implementation of ``problem`` on ``gpu``, found once per process and then remembered: the user's
+    cache, then the shipped table, else tuned now (:func:`convkit.dispatch.tune`, kept in the cache) or, with
+    tuning off, :data:`FALLBACK`."""
     k = (gpu, dispatch.key(problem))
     found = _CHOICES.get(k)
     if found is None:
-        found = _CHOICES[k] = dispatch.lookup(problem, gpu) or FALLBACK
+        found = dispatch.lookup(problem, gpu) or (dispatch.tune(problem, gpu) if tuning_enabled() else FALLBACK)
+        _CHOICES[k] = found
     return found
 
 

@@ -50,12 +50,19 @@ def test_an_argument_of_another_library_is_refused():
         op.describe("x", np.zeros((1, 1, 3, 3), dtype=np.float32))
 
 
-def test_a_recorded_problem_runs_its_fastest_implementation_and_others_the_implicit_gemm(monkeypatch, tmp_path):
+def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_once(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(op, "_CHOICES", {})
     gpu = "nvidia-h100-80gb-hbm3"
-    recorded = ConvProblem.same(1, 832, 7, 7, 32, 1)
+    recorded, new = ConvProblem.same(1, 832, 7, 7, 32, 1), ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1)
     assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
-    assert op.choose(ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1), gpu) == op.FALLBACK
+    tuned = dispatch.Choice("convkit", "fp32_igemm", "{}", "fp32", 2.0, "tuned")
+    calls = []
+    monkeypatch.setattr(dispatch, "tune", lambda p, g: calls.append(p) or tuned)
+    assert op.choose(new, gpu) == tuned and op.choose(new, gpu) == tuned and calls == [new]
+    monkeypatch.setattr(op, "_CHOICES", {})
+    monkeypatch.setenv("CONVKIT_TUNE", "0")
+    assert op.choose(new, gpu) == op.FALLBACK
 
 
 @pytest.mark.parametrize(
