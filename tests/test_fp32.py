@@ -143,3 +143,33 @@ def test_chapter_numbers_from_the_recorded_run():
     assert len(results.cell_table(t["cuconv"])) == 3
     text, table = results.for_chapter(directory, t["ceilings"], "lu2020")
     assert "of 26" in text and len(table) == 26
+
+
+def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    from convkit.papers.fp32 import results
+    from convkit.paths import results_dir
+    from convkit.roofline import recorded_ceilings
+
+    source = results_dir() / "nvidia-h100-80gb-hbm3"
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy)
+    ceilings = recorded_ceilings(copy)
+
+    def lines(directory):
+        t = results.chapter_tables(directory, ceilings)
+        return results.result_lines(t["cuconv"], t["lu2020"], t["chang2022"], t["before"], t["spread"],
+                                    ceilings["sgemm_tflops"])  # fmt: skip
+
+    before = lines(copy)
+    frame = pd.read_csv(copy / "fp32.csv", dtype=str, keep_default_na=False)
+    mine = frame["impl"] == "convkit"
+    frame.loc[mine, "time_ms_median"] = [f"{float(v) / 2:.6g}" for v in frame.loc[mine, "time_ms_median"]]
+    frame.to_csv(copy / "fp32.csv", index=False)
+    after = lines(copy)
+    assert after[1] != before[1] and after[2] != before[2]
+    steps = results.ladder(copy, ceilings["sgemm_tflops"])
+    assert list(steps.index) == [step for step, *_ in results.LADDER]

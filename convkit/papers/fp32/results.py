@@ -269,7 +269,9 @@ def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, f
     return points
 
 
-def result_lines(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], spread_: dict[str, float]) -> list[str]:
+def result_lines(
+    cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], spread_: dict[str, float], sgemm_tflops: float
+) -> list[str]:
     """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
     cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
     small = cells[cells.index.get_level_values(1) <= 8].drop(1, level=0)
@@ -292,8 +294,8 @@ def result_lines(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], spre
         f"cell) and held from batch 16 ({late.min():.2f}-{late.max():.2f}x against cuDNN's FFT and Winograd; "
         f"times within {100 * spread_['p95']:.0f}% are ties). The 1x1 layers, a plain GEMM, stay behind "
         f"({one.min():.2f}-{one.max():.2f}x a cell): the implicit GEMM runs {direct:.0f} TFLOP/s on the large "
-        f"layers where cuBLAS's SGEMM reaches more, and on the median 1x1 layer takes {vs_cublas:.2f}x cuBLAS's "
-        "speed.",
+        f"layers, {100 * direct / sgemm_tflops:.0f}% of cuBLAS's SGEMM rate, and on the median 1x1 layer "
+        f"{vs_cublas:.2f}x cuBLAS's speed.",
     ]  # fmt: skip
 
 
@@ -365,3 +367,39 @@ def for_chapter(directory: Path, ceilings: dict[str, float], suite: str) -> tupl
     shown["FP32 kernel"] = shown["FP32 kernel"].map(NAMES)
     shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
     return text, shown.set_index("layer")
+
+
+#: The ladder from the papers' designs to these kernels: (step, the sweep it was measured in, variant).
+LADDER = (
+    ("cuConv's design: scalar products, then a sum", "cuconv", "cuconv_paper"),
+    ("cuConv with several filters a thread", "cuconv", "cuconv_fused"),
+    ("... and the channel reduction split", "cuconv", "cuconv_split"),
+    ("cuConv's design carried to an implicit GEMM in register tiles", "cuconv", "cuconv_tiled"),
+    ("this chapter's implicit GEMM: a copy pipeline, warp tiles", SWEEP, IGEMM),
+    ("this chapter's Winograd (effective rate)", SWEEP, WINOGRAD),
+)
+
+
+def ladder(directory: Path, sgemm_tflops: float) -> Any:
+    """Median TFLOP/s of each step of :data:`LADDER` on cuConv's layers of at least :data:`LARGE_GFLOP`, each
+    from the sweep it was measured in (the cuConv chapter's, or this chapter's), against the SGEMM ceiling."""
+    import pandas as pd
+
+    from convkit.results import load_results
+
+    labels = {p.label for p in suites()["cuconv"]}
+    rows = []
+    for step, experiment, variant in LADDER:
+        if not (Path(directory) / f"{experiment}.csv").is_file():
+            continue
+        ok = tables.timed(load_results(Path(directory), experiment)[0])
+        mine = ok[(ok["variant"] == variant) & ok["label"].isin(labels)]
+        flops = pd.Series([ConvProblem.from_row(r).flops for _, r in mine.iterrows()], index=mine.index, dtype=float)
+        large = flops >= LARGE_GFLOP * 1e9
+        if not large.any():
+            continue
+        median = float((flops[large] / mine.loc[large, "us"] / 1e6).median())
+        where = "the cuConv chapter" if experiment == "cuconv" else "this chapter"
+        rows.append({"step": step, "measured in": where, "layers": int(large.sum()), "median TFLOP/s": median,
+                     "share of SGEMM": median / sgemm_tflops})  # fmt: skip
+    return pd.DataFrame(rows).set_index("step")
