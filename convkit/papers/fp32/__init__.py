@@ -74,22 +74,23 @@ VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
 PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
 
 
+#: Problems tuned and then swept together: an interrupted session leaves whole chunks behind.
+CHUNK = 16
+
+
 def measure(
     directory: Path,
     *,
     quick: bool = False,
     experiment: str = EXPERIMENT,
     progress: Callable[[str], None] | None = print,
-    limit: int | None = None,
 ) -> None:
     """Tune both families' launches (``fp32_tuning.csv``), then sweep them with every cuDNN algorithm,
-    PyTorch and cuBLAS (1x1) into ``<experiment>.csv``, in chunks of problems so that an interrupted
-    session leaves whole chunks behind; both experiments resume where they stopped. ``limit``: measure
-    at most that many problems not yet swept (a session's share), then return."""
+    PyTorch and cuBLAS (1x1) into ``<experiment>.csv``, :data:`CHUNK` problems at a time; both experiments
+    resume where they stopped, and a problem whose tuned launch changed is swept again whole."""
     todo = problems(quick)
-    chunk = 16
-    for start in range(0, len(todo) if limit is None else min(len(todo), limit), chunk):
-        part = todo[start : start + chunk]
+    for start in range(0, len(todo), CHUNK):
+        part = todo[start : start + CHUNK]
         run_experiment(TUNING, part, VARIANTS, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
                        progress=progress)  # fmt: skip
         run_experiment(experiment, part, VARIANTS, directory=directory, peers=PEERS, timing=TIMING,
