@@ -97,3 +97,22 @@ def status_counts(frame: Any) -> Any:
     table = frame.assign(implementation=frame["impl"] + " " + frame["variant"])
     counts = table.pivot_table(index="implementation", columns="status", values="label", aggfunc="count", sort=False)
     return counts.fillna(0).astype(int)
+
+
+def spread(sweep: Any, repeat: Any) -> dict[str, float]:
+    """Run-to-run spread of median times: every case of a sample measured again in a fresh process (``repeat``)
+    against the sweep's, as |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched."""
+    from convkit.results import KEY_COLUMNS
+
+    if repeat.empty:
+        return {"cases": 0, "median": math.nan, "p95": math.nan}
+    a = timed(sweep).set_index(list(KEY_COLUMNS))["us"]
+    b = timed(repeat).set_index(list(KEY_COLUMNS))["us"]
+    both = a.index.intersection(b.index)
+    ratio = (b.loc[both] / a.loc[both] - 1).abs()
+    return {"cases": len(both), "median": float(ratio.median()), "p95": float(ratio.quantile(0.95))}
+
+
+def ties(speedups: Any, tolerance: float) -> int:
+    """Speed-ups (a pandas Series) within ``tolerance`` (the spread) of 1: neither side is faster."""
+    return int(((speedups - 1).abs() <= tolerance).sum())

@@ -26,9 +26,9 @@ NAMES = {IGEMM: "implicit GEMM", WINOGRAD: "Winograd", "cudnn.benchmark": "PyTor
          "sgemm": "cuBLAS SGEMM"}  # fmt: skip
 #: Layers at least this large are "large" for the throughput targets (GFLOP, direct method).
 LARGE_GFLOP = 20.0
-#: The chapters whose recorded sweeps say where the study stood before these kernels, and which of their
-#: problems this chapter measures again (the multi-channel ones; cuConv's all).
-EARLIER = {"cuconv": None, "lu2020": "multi", "chang2022": "multi"}
+#: The chapters whose recorded sweeps say where the study stood before these kernels, and whether only their
+#: multi-channel problems are measured here again (cuConv's are all).
+EARLIER = {"cuconv": False, "lu2020": True, "chang2022": True}
 
 
 def earlier_speedups(directory: Path, experiment: str, multi_only: bool) -> Any:
@@ -56,9 +56,7 @@ def before(directory: Path) -> dict[str, Any]:
     if not all((Path(directory) / f"{name}.csv").is_file() for name in EARLIER):
         return {"cuconv_share": math.nan, "cuconv_geomean": math.nan, "early_cell": math.nan, "late_cell": math.nan,
                 "tflops": "not recorded", "lu_geomean": math.nan, "chang_slower": "-", "chang_layers": "-"}  # fmt: skip
-    cuconv = earlier_speedups(directory, "cuconv", False)
-    lu = earlier_speedups(directory, "lu2020", True)
-    chang = earlier_speedups(directory, "chang2022", True)
+    cuconv, lu, chang = (earlier_speedups(directory, name, multi_only) for name, multi_only in EARLIER.items())
     cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
     big = cuconv[cuconv["n"] >= 32]["tflops"]
     return {
@@ -200,24 +198,6 @@ def winograd_errors(tuning: Any, sweep: Any) -> Any:
     return pd.DataFrame(rows).set_index("method")
 
 
-def spread(sweep: Any, repeat: Any) -> dict[str, float]:
-    """Run-to-run spread of the median times: every case of the repeated sample against the sweep's, as
-    |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched cases."""
-    if repeat.empty:
-        return {"cases": 0, "median": math.nan, "p95": math.nan}
-    keys = ["label", "pad", "stride", "impl", "variant", "params"]
-    a = tables.timed(sweep).set_index(keys)["us"]
-    b = tables.timed(repeat).set_index(keys)["us"]
-    both = a.index.intersection(b.index)
-    ratio = (b.loc[both] / a.loc[both] - 1).abs()
-    return {"cases": len(both), "median": float(ratio.median()), "p95": float(ratio.quantile(0.95))}
-
-
-def ties(cuconv: Any, tolerance: float) -> int:
-    """Problems whose speed-up lies within ``tolerance`` (the spread) of 1: neither side is faster."""
-    return int(((cuconv["speedup"] - 1).abs() <= tolerance).sum())
-
-
 STALL_COLUMNS = {
     "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": "not selected",
     "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio": "dispatch",
@@ -320,7 +300,7 @@ def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str 
     frames = load(directory, experiment)
     table = problem_table(frames["sweep"], ceilings)
     groups = {name: suite_rows(table, problems) for name, problems in suites(experiment != SWEEP).items()}
-    extra = {"ceilings": ceilings, "table": table, "spread": spread(frames["sweep"], frames["repeat"]),
+    extra = {"ceilings": ceilings, "table": table, "spread": tables.spread(frames["sweep"], frames["repeat"]),
              "before": before(directory)}  # fmt: skip
     return frames | extra | groups
 
@@ -347,6 +327,16 @@ def findings(directory: Path) -> list[dict[str, str]]:
     }]  # fmt: skip
 
 
+def layer_table(rows: Any) -> Any:
+    """Rows of :func:`problem_table` as a reader sees them: each layer, our faster kernel and the best library."""
+    cols = {"label": "layer", "best": "FP32 kernel", "best_us": "FP32 kernel (us)", "best_lib": "best library",
+            "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
+    shown = rows[list(cols)].rename(columns=cols)
+    shown["FP32 kernel"] = shown["FP32 kernel"].map(NAMES)
+    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
+    return shown.set_index("layer")
+
+
 def for_chapter(directory: Path, ceilings: dict[str, float], suite: str) -> tuple[str, Any]:
     """What an earlier chapter shows of these kernels on its own problems (``suite``: ``cuconv``, ``lu2020`` or
     ``chang2022``): a sentence, and a table (cuConv's cells; every layer for the others). Empty where the
@@ -359,14 +349,7 @@ def for_chapter(directory: Path, ceilings: dict[str, float], suite: str) -> tupl
     text = (f"Past the papers, this study's FP32 kernels (an implicit GEMM and Winograd) on the same problems, each "
             f"against the best library of their own run: faster on {int((rows['speedup'] > 1).sum())} of "
             f"{len(rows)}, geometric mean {tables.geomean(rows['speedup']):.2f}x.")  # fmt: skip
-    if suite == "cuconv":
-        return text, cell_table(rows)
-    cols = {"label": "layer", "best": "FP32 kernel", "best_us": "FP32 kernel (us)", "best_lib": "best library",
-            "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
-    shown = rows[list(cols)].rename(columns=cols)
-    shown["FP32 kernel"] = shown["FP32 kernel"].map(NAMES)
-    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
-    return text, shown.set_index("layer")
+    return text, cell_table(rows) if suite == "cuconv" else layer_table(rows)
 
 
 #: The ladder from the papers' designs to these kernels: (step, the sweep it was measured in, variant).
