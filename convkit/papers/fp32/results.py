@@ -33,20 +33,14 @@ EARLIER = {"cuconv": False, "lu2020": True, "chang2022": True}
 
 def earlier_speedups(directory: Path, experiment: str, multi_only: bool) -> Any:
     """Per problem of an earlier chapter's recorded sweep: the best of its kernels against the best library of
-    that run (columns ``r``, ``n``, ``speedup``, ``tflops``)."""
-    import pandas as pd
-
+    that run (:func:`best_rows`, with ``tflops``)."""
     from convkit.results import load_results
 
     frame, _ = load_results(Path(directory), experiment)
     variants = sorted(frame.loc[frame["impl"] == tables.CONVKIT, "variant"].unique())
-    rows = tables.problem_rows(frame, variants, where=(lambda f: f["C"].astype(int) > 1) if multi_only else None)
-    out = []
-    for row in rows:
-        mine = min((row[f"{v}_us"] for v in variants if f"{v}_us" in row), default=math.nan)
-        p = row["problem"]
-        out.append({"r": p.r, "n": p.n, "speedup": row["best_lib_us"] / mine, "tflops": p.flops / mine / 1e6})
-    return pd.DataFrame(out)
+    out = best_rows(frame, variants, where=(lambda f: f["C"].astype(int) > 1) if multi_only else None)
+    out["tflops"] = out["gflop"] / out["best_us"] * 1e3
+    return out
 
 
 def before(directory: Path) -> dict[str, Any]:
@@ -77,28 +71,32 @@ def _late(cells: Any) -> Any:
     return cells[(cells.index.get_level_values(0) > 1) & (cells.index.get_level_values(1) >= 16)]
 
 
-def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
-    """One row per problem: both families' times and speed-ups over the best library of the same run, the
-    best of the two (``best``, ``best_us``, ``speedup``), cuBLAS where it ran, and the direct-method bound
-    (``bound``: the best library's time over the time the FLOPs take at the SGEMM ceiling)."""
+def best_rows(frame: Any, variants: Any, ceilings: dict[str, float] | None = None, *, where: Any = None) -> Any:
+    """:func:`convkit.tables.problem_rows` as a frame, with the fastest of ``variants`` (``best``, ``best_us``)
+    and its speed-up over the best library of the same run, and each problem's padding, stride, batch,
+    filter size and GFLOP."""
     import pandas as pd
 
-    rows = tables.problem_rows(frame, VARIANTS, ceilings)
-    ok = tables.timed(frame)
-    cublas = ok[ok["impl"] == "cublas"].set_index(["label", "pad", "stride"])["us"]
-    out = pd.DataFrame(rows)
-    mine = [f"{v}_us" for v in VARIANTS if f"{v}_us" in out]
+    out = pd.DataFrame(tables.problem_rows(frame, variants, ceilings, where=where))
+    mine = [f"{v}_us" for v in variants if f"{v}_us" in out]
     out["best_us"] = out[mine].min(axis=1)
     out["best"] = out[mine].idxmin(axis=1).str.removesuffix("_us")
     out["speedup"] = out["best_lib_us"] / out["best_us"]
-    out["pad"] = [p.pad for p in out["problem"]]
-    out["stride"] = [p.stride for p in out["problem"]]
-    out["cublas_us"] = [cublas.get((r.label, r.pad, r.stride), math.nan) for r in out.itertuples()]
-    out["n"], out["r"] = [p.n for p in out["problem"]], [p.r for p in out["problem"]]
+    for column, attribute in (("pad", "pad"), ("stride", "stride"), ("n", "n"), ("r", "r")):
+        out[column] = [getattr(p, attribute) for p in out["problem"]]
     out["gflop"] = [p.flops / 1e9 for p in out["problem"]]
+    return out
+
+
+def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
+    """One row per problem (:func:`best_rows` of both families), with cuBLAS where it ran and the direct-method
+    bound (``bound``: the best library's time over the time the FLOPs take at the SGEMM ceiling)."""
+    out = best_rows(frame, VARIANTS, ceilings)
+    ok = tables.timed(frame)
+    cublas = ok[ok["impl"] == "cublas"].set_index(["label", "pad", "stride"])["us"]
+    out["cublas_us"] = [cublas.get((r.label, r.pad, r.stride), math.nan) for r in out.itertuples()]
     if ceilings is not None:
-        at_ceiling_us = out["gflop"] * 1e3 / ceilings["sgemm_tflops"]
-        out["bound"] = out["best_lib_us"] / at_ceiling_us
+        out["bound"] = out["best_lib_us"] / (out["gflop"] * 1e3 / ceilings["sgemm_tflops"])
     return out
 
 
