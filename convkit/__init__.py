@@ -4,12 +4,12 @@ The CPU paths (problem description, float64 reference, results store, plots, com
 import without CuPy or a GPU; the GPU paths (kernels, cuDNN, timing, ceilings) import CuPy at
 first use and say plainly when it or a device is missing. Each paper's kernels and chapter live in
 ``convkit.papers.<name>``; ``convkit.papers.PAPERS`` lists them. ``convkit.conv2d`` runs, per GPU and problem,
-the fastest implementation the study recorded.
+the fastest implementation the study recorded; ``convkit.conv2d_relu_pool`` the fused CNN layer.
 """
 
 from convkit._version import __version__
 from convkit.gpu import GPUUnavailableError, has_gpu
-from convkit.op import conv2d
+from convkit.op import conv2d, conv2d_relu_pool
 from convkit.problem import ConvProblem
 
-__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "has_gpu"]
+__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "conv2d_relu_pool", "has_gpu"]

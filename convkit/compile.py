@@ -13,6 +13,7 @@ builds for the Colab T4 (sm_75) and the H100 (sm_90); the chapters use it as evi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -20,7 +21,9 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -136,6 +139,11 @@ class _PtxKernel:
 
     def __call__(self, grid: tuple, block: tuple, args: tuple, *, shared_mem: int = 0) -> None:
         self._function(grid, block, args, shared_mem=shared_mem)
+
+    @property
+    def kernel(self) -> Any:
+        """The ``cupy.cuda.Function``, as ``cupy.RawKernel.kernel`` gives it."""
+        return self._function
 
     @property
     def max_dynamic_shared_size_bytes(self) -> int:
@@ -283,7 +291,68 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     shared = spec.shared_bytes(problem)
     kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
     with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
-    kernel(spec.grid(problem), spec.block(problem), args, shared_mem=shared)
+    enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording: what a launcher enqueued, to replay it without the launcher (convkit.conv2d's fast path)
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One kernel at its grid, block and dynamic shared memory, enqueued by :func:`enqueue`."""
+
+    function: Any  # cupy.cuda.Function
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shared: int
+
+    def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
+        """Launch with ``args`` (arrays, or device pointers as ints) on ``stream`` (default: the current one)."""
+        self.function(self.grid, self.block, args, shared_mem=self.shared, stream=stream)
+
+
+@dataclass
+class Recording:
+    """What ran inside :func:`recording`: each enqueued call with its arguments, and the scratch arrays the
+    launchers allocated (:func:`scratch`), which a replay may allocate afresh."""
+
+    calls: list[tuple[Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
+    scratch: list[Any] = field(default_factory=list)
+
+
+_RECORDER = threading.local()
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """Run launchers as usual and note what they enqueue (this thread only)."""
+    previous = getattr(_RECORDER, "active", None)
+    _RECORDER.active = found = Recording()
+    try:
+        yield found
+    finally:
+        _RECORDER.active = previous
+
+
+def enqueue(call: Callable[..., None], args: tuple[Any, ...]) -> None:
+    """Run ``call(args)`` on the current stream: every GPU operation of a launcher goes through here, so that
+    :func:`recording` sees it. ``call(args, stream)`` must also accept device pointers (ints) for arrays."""
+    call(args)
+    active = getattr(_RECORDER, "active", None)
+    if active is not None:
+        active.calls.append((call, args))
+
+
+def scratch(elements: int) -> Any:
+    """A float32 work array a launcher needs during its launches only (partial planes, transforms)."""
+    import cupy
+
+    array = cupy.empty(elements, dtype=cupy.float32)
+    active = getattr(_RECORDER, "active", None)
+    if active is not None:
+        active.scratch.append(array)
+    return array
 
 
 @dataclass(frozen=True)

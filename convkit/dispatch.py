@@ -50,6 +50,12 @@ def key(problem: ConvProblem) -> str:
     return f"{problem.label}-p{problem.pad}-s{problem.stride}"
 
 
+def problem_of(k: str) -> ConvProblem:
+    """The problem of a dispatch-table key (:func:`key`'s inverse)."""
+    label, pad, stride = k.rsplit("-", 2)
+    return ConvProblem.from_label(label, pad=int(pad.removeprefix("p")), stride=int(stride.removeprefix("s")))
+
+
 def recorded_candidates(directory: Path) -> Any:
     """Every checked and timed row of every chapter's sweep in ``directory`` that runs a plain convolution,
     with its paper and problem key (a pandas DataFrame; empty where nothing is recorded)."""

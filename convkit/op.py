@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from convkit import dispatch
+from convkit.compile import ElementwiseLaunch
+from convkit.plan import Plan
 from convkit.problem import ConvProblem
 
 #: What runs a problem no table records: the FP32 chapter's implicit GEMM (any filter, stride, padding).
@@ -124,6 +127,25 @@ def choose(problem: ConvProblem, gpu: str) -> dispatch.Choice:
     return found
 
 
+@dataclass(frozen=True)
+class BiasLaunch(ElementwiseLaunch):
+    """``add_bias`` in ``kernels/bias.cu``: the bias added to the output in place."""
+
+    source: ClassVar[str] = "bias"
+    kernel: ClassVar[str] = "add_bias"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+
+#: The runner of each call signature seen (:func:`_torch_key`, :func:`_cupy_key`): a replayed plan or the
+#: library, so that a repeated call does no checks but a few attribute reads and no lookups but this one.
+_RUNNERS: dict[tuple[Any, ...], Callable[[Any, Any, Any], Any]] = {}
+
+
+def implementation(problem: ConvProblem) -> dispatch.Choice:
+    """What :func:`conv2d` runs ``problem`` with on this GPU (tuning it first if nothing records it)."""
+    return choose(problem, _gpu_name())
+
+
 def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 0) -> Any:
     """Cross-correlation of NCHW ``x`` with MCRS ``w`` (plus ``bias``), like ``torch.nn.functional.conv2d``
     without groups or dilation, by the fastest implementation recorded for this GPU and problem.
@@ -137,13 +159,36 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
 
     Returns:
         the output (N, M, P, Q) as the caller's type, enqueued on the caller's current stream.
+
+    The first call of a signature (shapes, stride, padding, device, stream, the operands' 16-byte alignment)
+    checks the arguments, picks the implementation and records its launches; later calls replay them
+    (:mod:`convkit.plan`), checking only what can change between calls of one signature.
     """
+    keyer = _KEYERS.get(type(x))
+    k = keyer(x, w, bias, stride, padding) if keyer is not None else None
+    runner = _RUNNERS.get(k) if k is not None else None
+    if runner is not None:
+        return runner(x, w, bias)
+    return _first_call(x, w, bias, stride, padding, k)
+
+
+def _first_call(x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None) -> Any:
+    """Check, choose, run (recording the launches) and keep the runner under ``k`` for the next calls."""
     xd, wd = describe("x", x), describe("w", w)
     bd = describe("bias", bias) if bias is not None else None
     problem = check_arguments(xd, wd, bd, stride=stride, padding=padding)
-    if xd.library == "torch":
-        return _conv2d_torch(x, w, bias, problem)
-    return _conv2d_cupy(x, w, bias, problem)
+    choice = choose(problem, _gpu_name())
+    make = _torch_runner if xd.library == "torch" else _cupy_runner
+    runner, out = make(choice, problem, x, w, bias)
+    if k is not None:
+        _RUNNERS[k] = runner
+    return out
+
+
+def _papers() -> tuple[Any, ...]:
+    from convkit.papers import PAPERS
+
+    return PAPERS
 
 
 def _gpu_name() -> str:
@@ -152,57 +197,253 @@ def _gpu_name() -> str:
     return gpu_slug(device_name())
 
 
-def _run(choice: dispatch.Choice, x: Any, w: Any, problem: ConvProblem, out: Any) -> None:
-    """Enqueue a convkit or cuBLAS choice on CuPy arrays into ``out``."""
+def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> None:
+    """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``."""
+    import cupy
+
     from convkit import cublas
+    from convkit.compile import launch
     from convkit.papers import paper
 
     if choice.impl == "cublas":
         cublas.conv1x1(x, w, out)
-        return
-    variant = paper(choice.paper).kernels[choice.variant]
-    knobs = json.loads(choice.params) if choice.params else variant.knobs(problem)
-    variant.run(x, w, problem, out, **knobs)
+    else:
+        variant = paper(choice.paper).kernels[choice.variant]
+        knobs = json.loads(choice.params) if choice.params else variant.knobs(problem)
+        variant.run(x, w, problem, out, **knobs)
+    if bias is not None:
+        plane = problem.out_h * problem.out_w
+        launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
 
 
-def _conv2d_cupy(x: Any, w: Any, bias: Any, problem: ConvProblem) -> Any:
+def _recorded(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any) -> Plan:
+    """Run ``choice`` on CuPy arrays and return the plan that replays it."""
+    from convkit.compile import recording
+
+    with recording() as found:
+        _run(choice, x, w, bias, problem, out)
+    return Plan.record(found, (x, w, out, bias))
+
+
+def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
+    """``choice`` where convkit runs it (its kernels, cuBLAS), else the fallback kernel."""
+    return choice if choice.impl in ("convkit", "cublas") else FALLBACK
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch tensors
+
+#: CuPy streams wrapping PyTorch's, by (device, handle): made once per process.
+_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+def _torch_stream(device: int) -> int:
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object made
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
+def _torch_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
+    """The signature of a PyTorch call whose tensors pass every check that can change between calls of one
+    signature (dtype, device, contiguity, gradient); None otherwise (the first-call checks then say why)."""
+    import torch
+
+    f32 = torch.float32
+    if not isinstance(w, torch.Tensor) or x.dtype is not f32 or w.dtype is not f32:
+        return None
+    if not (x.is_contiguous() and w.is_contiguous()):
+        return None
+    device = x.get_device()
+    if device < 0 or w.get_device() != device:
+        return None
+    wants_grad = x.requires_grad or w.requires_grad
+    bias_shape = None
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or bias.dtype is not f32 or not bias.is_contiguous():
+            return None
+        if bias.get_device() != device:
+            return None
+        wants_grad = wants_grad or bias.requires_grad
+        bias_shape = bias.shape
+    if wants_grad and torch.is_grad_enabled():
+        return None
+    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, _torch_stream(device),
+            x.data_ptr() & 15, w.data_ptr() & 15)  # fmt: skip
+
+
+def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
+    import cupy
+    import torch
+
+    stride, padding = problem.stride, problem.pad
+    if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
+
+        def library(x: Any, w: Any, bias: Any) -> Any:
+            return torch.nn.functional.conv2d(x, w, bias, stride=stride, padding=padding)
+
+        return library, library(x, w, bias)
+    device = x.get_device()
+    handle = _torch_stream(device)
+    stream = _STREAMS.get((device, handle))
+    if stream is None:
+        stream = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
+    shape, where = problem.output_shape, x.device
+    out = torch.empty(shape, dtype=torch.float32, device=where)
+    with cupy.cuda.Device(device), stream:
+        operands = [None if a is None else cupy.from_dlpack(a) for a in (x, w, out, bias)]
+        plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2])
+    scratch_bytes = plan.scratch_bytes
+
+    def replay(x: Any, w: Any, bias: Any) -> Any:
+        out = torch.empty(shape, dtype=torch.float32, device=where)
+        block = torch.empty(scratch_bytes, dtype=torch.uint8, device=where) if scratch_bytes else None
+        plan.replay((x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                     0 if block is None else block.data_ptr()), stream)  # fmt: skip
+        return out
+
+    return replay, out
+
+
+# ---------------------------------------------------------------------------------------------
+# CuPy arrays
+
+#: cuDNN descriptors by problem: made once per process.
+_CUDNN: dict[ConvProblem, Any] = {}
+
+
+def _cupy_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
+    """As :func:`_torch_key`, for CuPy arrays (the stream is CuPy's current one)."""
     import cupy
 
-    choice = choose(problem, _gpu_name())
-    out = cupy.empty(problem.output_shape, dtype=cupy.float32)
+    if type(w) is not cupy.ndarray or x.dtype.char != "f" or w.dtype.char != "f":
+        return None
+    if not (x.flags.c_contiguous and w.flags.c_contiguous):
+        return None
+    device = x.data.device_id
+    if w.data.device_id != device:
+        return None
+    bias_shape = None
+    if bias is not None:
+        if type(bias) is not cupy.ndarray or bias.dtype.char != "f" or not bias.flags.c_contiguous:
+            return None
+        if bias.data.device_id != device:
+            return None
+        bias_shape = bias.shape
+    return ("cupy", x.shape, w.shape, bias_shape, stride, padding, device, cupy.cuda.get_current_stream().ptr,
+            x.data.ptr & 15, w.data.ptr & 15)  # fmt: skip
+
+
+def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
+    import cupy
+
+    shape = problem.output_shape
+    out = cupy.empty(shape, dtype=cupy.float32)
     if choice.impl == "cudnn":  # cuDNN's recorded algorithm, its descriptors made once per problem
         from convkit.cudnn import CudnnConvolution
 
         conv = _CUDNN.get(problem)
         if conv is None:
             conv = _CUDNN[problem] = CudnnConvolution(problem)
-        conv.forward(choice.variant, x, w, out)
-    else:  # a convkit kernel, cuBLAS; where PyTorch was fastest, which CuPy arrays do not reach: the fallback
-        _run(choice if choice.impl in ("convkit", "cublas") else FALLBACK, x, w, problem, out)
-    if bias is not None:
-        out += bias.reshape(1, -1, 1, 1)
-    return out
+
+        def library(x: Any, w: Any, bias: Any) -> Any:
+            out = cupy.empty(shape, dtype=cupy.float32)
+            conv.forward(choice.variant, x, w, out)
+            if bias is not None:
+                out += bias.reshape(1, -1, 1, 1)
+            return out
+
+        return library, library(x, w, bias)
+    plan = _recorded(_runs_here(choice), problem, x, w, bias, out)
+    scratch_bytes = plan.scratch_bytes
+
+    def replay(x: Any, w: Any, bias: Any) -> Any:
+        out = cupy.empty(shape, dtype=cupy.float32)
+        block = cupy.empty(scratch_bytes, dtype=cupy.uint8) if scratch_bytes else None
+        plan.replay((x.data.ptr, w.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr,
+                     0 if block is None else block.data.ptr))  # fmt: skip
+        return out
+
+    return replay, out
 
 
-#: CuPy streams wrapping PyTorch's, by handle; cuDNN descriptors by problem: made once per process.
-_STREAMS: dict[int, Any] = {}
-_CUDNN: dict[ConvProblem, Any] = {}
+def _keyers() -> dict[type, Callable[..., tuple[Any, ...] | None]]:
+    """The signature function of each array type whose library is installed."""
+    found: dict[type, Callable[..., tuple[Any, ...] | None]] = {}
+    try:
+        import cupy
+
+        found[cupy.ndarray] = _cupy_key
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        found[torch.Tensor] = _torch_key
+    except ImportError:
+        pass
+    return found
 
 
-def _conv2d_torch(x: Any, w: Any, bias: Any, problem: ConvProblem) -> Any:
+class _LazyKeyers(dict):
+    """:func:`_keyers`, filled on first use (importing convkit imports neither CuPy nor PyTorch)."""
+
+    def get(self, kind: type, default: Any = None) -> Any:
+        if not self:
+            self.update(_keyers())
+            self.setdefault(object, None)
+        return super().get(kind, default)
+
+
+_KEYERS = _LazyKeyers()
+
+
+# ---------------------------------------------------------------------------------------------
+# The fused layer: conv + bias + ReLU + 2x2 max-pool
+
+
+def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
+    """``max_pool2d(relu(conv2d(x, w, bias, padding=padding)), 2)``: the CNN chapter's layer as one op.
+
+    Where the fused kernel of that chapter applies (5x5 filters, no padding) and its recorded sweep does not
+    have a library faster, each image runs through that one kernel; otherwise :func:`conv2d` then ReLU and
+    the pool in the caller's library. Arguments as :func:`conv2d` (``bias`` required).
+    """
+    xd, wd, bd = describe("x", x), describe("w", w), describe("bias", bias)
+    problem = check_arguments(xd, wd, bd, stride=1, padding=padding)
+    layer = next((p.fused_layer for p in _papers() if p.fused_layer is not None), None)
+    knobs = layer.choose(problem, _gpu_name()) if layer is not None else None
+    if knobs is None:
+        y = conv2d(x, w, bias, padding=padding)
+        if xd.library == "torch":
+            import torch
+
+            return torch.nn.functional.max_pool2d(torch.relu_(y), 2)
+        import cupy
+
+        cupy.maximum(y, 0, out=y)
+        n, m, ph, pw = y.shape[0], y.shape[1], y.shape[2] // 2, y.shape[3] // 2
+        return y[:, :, : 2 * ph, : 2 * pw].reshape(n, m, ph, 2, pw, 2).max(axis=(3, 5))
+    return _fused(x, w, bias, problem, layer, knobs, xd.library)
+
+
+def _fused(x: Any, w: Any, bias: Any, problem: ConvProblem, layer: Any, knobs: dict[str, Any], library: str) -> Any:
+    """The chapter's fused kernel on every image of ``x``, in the caller's library and stream."""
+    import contextlib
+
     import cupy
-    import torch
 
-    choice = choose(problem, _gpu_name())
-    if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
-        return torch.nn.functional.conv2d(x, w, bias, stride=problem.stride, padding=problem.pad)
-    out = torch.empty(problem.output_shape, dtype=torch.float32, device=x.device)
-    handle = torch.cuda.current_stream(x.device).cuda_stream
-    stream = _STREAMS.get(handle)
-    if stream is None:
-        stream = _STREAMS[handle] = cupy.cuda.ExternalStream(handle)
-    with cupy.cuda.Device(x.device.index), stream:
-        _run(choice, cupy.from_dlpack(x), cupy.from_dlpack(w), problem, cupy.from_dlpack(out))
-    if bias is not None:
-        out += bias.view(1, -1, 1, 1)
-    return out
+    shape = (problem.n, problem.m, problem.out_h // 2, problem.out_w // 2)
+    if library == "torch":
+        import torch
+
+        device = x.get_device()
+        result = torch.empty(shape, dtype=torch.float32, device=x.device)
+        context = cupy.cuda.ExternalStream(_torch_stream(device), device)
+        x, w, bias, out = (cupy.from_dlpack(a) for a in (x, w, bias, result))
+    else:
+        result = out = cupy.empty(shape, dtype=cupy.float32)
+        context = contextlib.nullcontext()
+    with context:
+        layer.run(x, w, bias, problem, out, knobs)
+    return result

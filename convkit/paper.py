@@ -90,6 +90,20 @@ def _no_problems() -> list[ConvProblem]:
 
 
 @dataclass(frozen=True)
+class FusedLayer:
+    """A chapter's fused conv + bias + ReLU + 2x2 max-pool kernel, as ``convkit.conv2d_relu_pool`` calls it.
+
+    Attributes:
+        choose: its launch knobs for a problem on a GPU (a results folder name), or None where it does not
+            apply or the chapter's recorded sweep has a library's layer faster.
+        run: enqueue it on CuPy arrays ``(x, w, bias, problem, out, knobs)``, every image of ``x``.
+    """
+
+    choose: Callable[[ConvProblem, str], dict[str, Any] | None]
+    run: Callable[..., None]
+
+
+@dataclass(frozen=True)
 class Paper:
     """A chapter: the paper it reproduces, its kernels, what it measures and how it is checked.
 
@@ -113,6 +127,7 @@ class Paper:
             problem it supports, at its own knobs.
         measure_rows: checks and times cases of one problem (default :func:`convkit.measure.measure_problem`
             over ``variants`` and ``peers``); a chapter whose cases are not plain convolutions gives its own.
+        fused_layer: its fused CNN layer, if it has one (:class:`FusedLayer`).
     """
 
     name: str
@@ -131,6 +146,7 @@ class Paper:
     edge_check: Callable[[], None] | None = None
     sample_checks: Callable[[], Iterable[tuple[ConvProblem, list[Case]]]] | None = None
     measure_rows: Callable[..., Iterator[dict[str, Any]]] | None = None
+    fused_layer: FusedLayer | None = None
     kernels: Kernels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

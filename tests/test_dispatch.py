@@ -62,3 +62,8 @@ def test_a_damaged_or_stale_table_is_ignored_with_a_warning(tmp_path, text):
     path.write_text(text)
     with pytest.warns(UserWarning, match="ignoring"):
         assert dispatch.read_table(path, gpu=GPU) == {}
+
+
+def test_a_key_gives_back_its_problem():
+    for problem in (ConvProblem.same(8, 64, 56, 56, 64, 3), ConvProblem(1, 3, 9, 9, 5, 3, 3, pad=0, stride=2)):
+        assert dispatch.problem_of(dispatch.key(problem)) == problem

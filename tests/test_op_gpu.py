@@ -1,11 +1,14 @@
 """convkit.conv2d on the GPU: against float64 with CuPy arrays and PyTorch tensors in and out, bias, a stream
-of the caller's, recorded and unrecorded problems."""
+of the caller's, recorded and unrecorded problems; every kind of recorded choice through its first call and
+its replays (fresh operands, an unaligned input)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from convkit import op, reference
+from convkit import dispatch, op, reference
 from convkit.problem import ConvProblem
 from convkit.reference import TRANSFORM_TOLERANCE
 
@@ -35,9 +38,10 @@ def test_cupy_in_cupy_out(problem):
     import cupy
 
     x, w, b, ref = _inputs(problem)
-    y = op.conv2d(x, w, b, stride=problem.stride, padding=problem.pad)
-    assert isinstance(y, cupy.ndarray) and y.shape == problem.output_shape
-    assert reference.relative_error(y.get(), ref) < TRANSFORM_TOLERANCE
+    for _ in range(2):  # the first call records, the second replays
+        y = op.conv2d(x, w, b, stride=problem.stride, padding=problem.pad)
+        assert isinstance(y, cupy.ndarray) and y.shape == problem.output_shape
+        assert reference.relative_error(y.get(), ref) < TRANSFORM_TOLERANCE
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
@@ -46,11 +50,62 @@ def test_torch_in_torch_out_on_a_stream_of_the_callers(problem):
     x, w, b, ref = _inputs(problem)
     xt, wt, bt = (torch.from_dlpack(a) for a in (x, w, b))
     stream = torch.cuda.Stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
-        y = op.conv2d(xt, wt, bt, stride=problem.stride, padding=problem.pad)
-    stream.synchronize()
-    assert isinstance(y, torch.Tensor) and tuple(y.shape) == problem.output_shape
-    assert reference.relative_error(y.cpu().numpy(), ref) < TRANSFORM_TOLERANCE
+    for _ in range(2):
+        with torch.no_grad(), torch.cuda.stream(stream):
+            y = op.conv2d(xt, wt, bt, stride=problem.stride, padding=problem.pad)
+        stream.synchronize()
+        assert isinstance(y, torch.Tensor) and tuple(y.shape) == problem.output_shape
+        assert reference.relative_error(y.cpu().numpy(), ref) < TRANSFORM_TOLERANCE
+
+
+def _smallest_recorded_choices() -> dict[str, tuple[ConvProblem, dispatch.Choice]]:
+    """Per implementation in the H100's shipped table, its smallest problem and the recorded choice."""
+    table = dispatch.read_table(dispatch.shipped_table_path("nvidia-h100-80gb-hbm3"))
+    found: dict[str, tuple[ConvProblem, dispatch.Choice]] = {}
+    for k, choice in table.items():
+        problem = dispatch.problem_of(k)
+        name = f"{choice.impl}-{choice.variant}"
+        if name not in found or problem.flops < found[name][0].flops:
+            found[name] = (problem, choice)
+    return dict(sorted(found.items()))
+
+
+RECORDED = _smallest_recorded_choices()
+
+
+@pytest.mark.parametrize("name", [n for n in RECORDED if n.split("-")[0] in ("convkit", "cublas")])
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_every_kind_of_choice_replays_on_fresh_operands(name, library, monkeypatch):
+    import cupy
+
+    problem, choice = RECORDED[name]
+    monkeypatch.setattr(op, "_RUNNERS", {})
+    monkeypatch.setattr(op, "choose", lambda p, gpu: choice)
+    convert = lambda a: a  # noqa: E731
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        convert = torch.from_dlpack
+    for _ in range(3):  # first call, then replays with new pointers each time
+        x, w, b, ref = _inputs(problem)
+        y = op.conv2d(convert(x), convert(w), convert(b), stride=problem.stride, padding=problem.pad)
+        got = cupy.asnumpy(cupy.from_dlpack(y))
+        assert reference.relative_error(got, ref) < TRANSFORM_TOLERANCE, (name, json.loads(choice.params or "{}"))
+    assert len(op._RUNNERS) == 1
+
+
+def test_an_unaligned_input_gets_its_own_recording(monkeypatch):
+    import cupy
+
+    problem = ConvProblem(2, 8, 12, 12, 16, 1, 1, pad=0)  # 1x1 with H*W % 4 == 0: 16-byte copies when aligned
+    monkeypatch.setattr(op, "_RUNNERS", {})
+    monkeypatch.setattr(op, "choose", lambda p, gpu: op.FALLBACK)
+    x, w, b, ref = _inputs(problem)
+    shifted = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+    shifted[...] = x
+    for operand in (x, shifted, x, shifted):
+        y = op.conv2d(operand, w, b)
+        assert reference.relative_error(y.get(), ref) < 1e-5
+    assert len(op._RUNNERS) == 2
 
 
 def test_autograd_is_refused_by_name():

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from convkit import gpu
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, launch
+from convkit.compile import ElementwiseLaunch, launch, scratch
 from convkit.problem import ConvProblem
 
 VARIANTS = ("paper", "fused", "split", "tiled")
@@ -331,7 +331,7 @@ def conv2d_cuconv(
     spec.can_implement(problem)  # before anything is allocated or launched
     out = output_for(out, problem)
     planes = spec.planes(problem)
-    temp = cupy.empty(spec.workspace_elements(problem), dtype=cupy.float32) if planes > 1 else out
+    temp = scratch(spec.workspace_elements(problem)) if planes > 1 else out
     p = problem
     if variant == "tiled":
         dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, spec.per_split(p))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, launch
+from convkit.compile import ElementwiseLaunch, launch, scratch
 from convkit.cudnn import WORKSPACE_LIMIT_BYTES
 from convkit.gpu import sm_count
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
@@ -233,7 +233,7 @@ def _gemm(
     if x.data.ptr % 16:
         spec = dataclasses.replace(spec, unaligned=True)
     splits = spec.effective_splits(p)
-    temp = cupy.empty(spec.workspace_elements(p), dtype=cupy.float32) if splits > 1 else out
+    temp = scratch(spec.workspace_elements(p)) if splits > 1 else out
     dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, spec.splits), splits)
     launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
     if splits > 1:
@@ -374,7 +374,7 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None
     out = output_for(out, problem)
     per_pass = spec.images_per_pass(problem)
     v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
-    v, u, prod = (cupy.empty(size, dtype=cupy.float32) for size in (v_size, u_size, prod_size))
+    v, u, prod = (scratch(size) for size in (v_size, u_size, prod_size))
     i32 = cupy.int32
     launch(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from convkit.measure import gpu_results_dir, tolerance_for
-from convkit.paper import Paper, Profile, ProfiledCase
-from convkit.papers.toy_cnn import edges
+from convkit.paper import FusedLayer, Paper, Profile, ProfiledCase
+from convkit.papers.toy_cnn import edges, layer_op
 from convkit.papers.toy_cnn.launch import (
     LAB_LAYER,
     LADDER,
@@ -182,4 +182,5 @@ PAPER = Paper(
     profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
     edge_check=edges.edge_check,
     findings=findings,
+    fused_layer=FusedLayer(layer_op.choose, layer_op.run),
 )

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from convkit import reference
 from convkit.arrays import check_conv_args
-from convkit.compile import ElementwiseLaunch, launch, staged_row_stride
+from convkit.compile import ElementwiseLaunch, launch, scratch, staged_row_stride
 from convkit.gpu import shared_memory_limits
 from convkit.problem import ConvProblem
 
@@ -386,7 +386,7 @@ def conv_relu_pool(
     if variant == "tiled":
         _launch_tiled(x, w, bias, out, problem, replace(tile, fuse_pool=True))
         return out
-    conv = cupy.empty((p.m, p.out_h, p.out_w), dtype=cupy.float32)
+    conv = scratch(p.m * p.out_h * p.out_w)
     _launch_tiled(x, w, bias, conv, problem, replace(tile, fuse_pool=False))
     launch(ToyEpilogueLaunch(), p, (conv, bias, out, *(cupy.int32(v) for v in (p.m, p.out_h, p.out_w, ph, pw))))
     return out

@@ -1,0 +1,61 @@
+"""The fused layer as ``convkit.conv2d_relu_pool`` runs it: which tile, or none where a library was faster.
+
+The chapter's tiled kernel takes one pre-padded image with 5x5 filters; the op runs it on each image of a
+batch. Its knobs come from this chapter's recorded sweep of the GPU where the layer is recorded (the fastest
+whole-layer row: the fused kernel's, or a library's conv+bias+ReLU+pool, in which case the op composes its
+own convolution with ReLU and the pool), and the default tile where it is not.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+from convkit.papers.toy_cnn import launch as toy
+from convkit.paths import results_dir
+from convkit.problem import ConvProblem
+
+#: Whole-layer rows by GPU, then by label: (ms, variant, params).
+_ROWS: dict[str, dict[str, list[tuple[float, str, str]]]] = {}
+
+
+def _whole_layer_rows(gpu: str) -> dict[str, list[tuple[float, str, str]]]:
+    """The recorded whole-layer rows of ``gpu``: the fused kernel's and the libraries' conv+bias+ReLU+pool
+    (not the report's ladder, nor convolutions alone)."""
+    found = _ROWS.get(gpu)
+    if found is None:
+        found = {}
+        path = results_dir() / gpu / "toy_cnn.csv"
+        if path.is_file():
+            with path.open() as f:
+                for r in csv.DictReader(f):
+                    fused = r["impl"] == "convkit" and r["variant"] == "toy_tiled"
+                    library = r["impl"] != "convkit" and "conv+bias+relu+pool" in r["params"]
+                    if r["status"] == "ok" and (fused or library):
+                        found.setdefault(r["label"], []).append((float(r["time_ms_median"]), r["variant"],
+                                                                 r["params"]))  # fmt: skip
+        _ROWS[gpu] = found
+    return found
+
+
+def choose(problem: ConvProblem, gpu: str) -> dict[str, Any] | None:
+    """The tiled kernel's knobs for ``problem`` (5x5, stride 1, no padding) on ``gpu``; None where the
+    kernel does not apply or the recorded sweep has a library's layer faster."""
+    if (problem.r, problem.s, problem.stride, problem.pad) != (toy.KERNEL_SIZE, toy.KERNEL_SIZE, 1, 0):
+        return None
+    if min(toy.pooled_shape(problem)) < 1:
+        return None
+    one_image = ConvProblem(1, problem.c, problem.h, problem.w, problem.m, problem.r, problem.s)
+    rows = _whole_layer_rows(gpu).get(one_image.label)
+    if not rows:
+        return toy.default_tile().as_params()
+    _, variant, params = min(rows)
+    return json.loads(params) if variant == "toy_tiled" else None
+
+
+def run(x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any, knobs: dict[str, Any]) -> None:
+    """Enqueue the tiled kernel with ``knobs`` on every image of ``x`` (CuPy arrays) into ``out``."""
+    tile = toy.ToyTiledLaunch(**knobs)
+    for image in range(problem.n):
+        toy.conv_relu_pool(x[image : image + 1], w, bias, tile=tile, out=out[image : image + 1])
