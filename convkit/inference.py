@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.problem import ConvProblem
+from convkit.pytorch import cupy_stream
 from convkit.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.results import ResultStore, error_text, timing_columns
 
@@ -136,7 +137,6 @@ def check_layers(model: Any, x: Any) -> tuple[float, int, list[str]]:
 def convolution_share(model: Any, x: Any) -> tuple[int, int, float]:
     """(convolution layers, those in a convkit kernel, their share of the convolution layers' GPU time) on one
     forward of the patched ``model``: CUDA events around each layer, the stream held while it is enqueued."""
-    import cupy
     import torch
 
     from convkit.timing import CudaEventClock
@@ -151,7 +151,7 @@ def convolution_share(model: Any, x: Any) -> tuple[int, int, float]:
         handles.append(m.register_forward_pre_hook(lambda mod, args: marks.append((mod, args[0], _event()))))
         handles.append(m.register_forward_hook(lambda mod, args, out: marks.append((mod, None, _event()))))
     try:
-        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        with cupy_stream():
             clock = CudaEventClock()
             clock.hold(300.0)
             model(x)
@@ -198,7 +198,6 @@ def _wall_ms(forward: Callable[[], Any]) -> list[float]:
 
 def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
     """The rows of ``network`` at ``batch`` (see the module doc)."""
-    import cupy
     import torch
 
     from convkit.timing import CudaEventClock, Timing, benchmark
@@ -220,7 +219,7 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
         layers, in_convkit, share = convolution_share(patched, x)
         for impl, net in (("pytorch", model), ("convkit", patched)):
             error = _relative_error(_features(net, network, x), reference)
-            with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            with cupy_stream():
                 gpu = benchmark(lambda net=net: net(x), clock=CudaEventClock(), **TIMING)
             wall = Timing(tuple(_wall_ms(lambda net=net: net(x))))
             extra: dict[str, Any] = {}

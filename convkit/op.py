@@ -233,8 +233,19 @@ def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
 # ---------------------------------------------------------------------------------------------
 # PyTorch tensors
 
-#: CuPy streams wrapping PyTorch's, by (device, handle): made once per process.
-_STREAMS: dict[tuple[int, int], Any] = {}
+#: Scratch a plan keeps between its calls, up to this size (larger is allocated per call, as cuDNN's
+#: workspace is in PyTorch): its calls run in order on one stream, so they never overlap.
+KEPT_SCRATCH_BYTES = 16 << 20
+
+
+def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
+    """What a replay calls for its scratch block: None, the block kept, or a fresh one."""
+    if not nbytes:
+        return lambda: None
+    if nbytes <= KEPT_SCRATCH_BYTES:
+        kept = allocate(nbytes)
+        return lambda: kept
+    return lambda: allocate(nbytes)
 
 
 def _torch_stream(device: int) -> int:
@@ -242,6 +253,12 @@ def _torch_stream(device: int) -> int:
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object made
     return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
+def _current_torch_device() -> int:
+    import torch
+
+    return torch._C._cuda_getDevice() if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device()
 
 
 def _torch_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
@@ -255,7 +272,7 @@ def _torch_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[An
     if not (x.is_contiguous() and w.is_contiguous()):
         return None
     device = x.get_device()
-    if device < 0 or w.get_device() != device:
+    if device < 0 or w.get_device() != device or device != _current_torch_device():
         return None
     wants_grad = x.requires_grad or w.requires_grad
     bias_shape = None
@@ -283,21 +300,20 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
             return torch.nn.functional.conv2d(x, w, bias, stride=stride, padding=padding)
 
         return library, library(x, w, bias)
+    from convkit.pytorch import cupy_stream
+
     device = x.get_device()
-    handle = _torch_stream(device)
-    stream = _STREAMS.get((device, handle))
-    if stream is None:
-        stream = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
+    stream = cupy_stream(_torch_stream(device), device)
     shape, where = problem.output_shape, x.device
     out = torch.empty(shape, dtype=torch.float32, device=where)
     with cupy.cuda.Device(device), stream:
         operands = [None if a is None else cupy.from_dlpack(a) for a in (x, w, out, bias)]
         plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2])
-    scratch_bytes = plan.scratch_bytes
+    new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where))
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = torch.empty(shape, dtype=torch.float32, device=where)
-        block = torch.empty(scratch_bytes, dtype=torch.uint8, device=where) if scratch_bytes else None
+        block = new_scratch()
         plan.replay((x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
                      0 if block is None else block.data_ptr()), stream)  # fmt: skip
         return out
@@ -321,7 +337,7 @@ def _cupy_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any
     if not (x.flags.c_contiguous and w.flags.c_contiguous):
         return None
     device = x.data.device_id
-    if w.data.device_id != device:
+    if w.data.device_id != device or device != cupy.cuda.runtime.getDevice():
         return None
     bias_shape = None
     if bias is not None:
@@ -355,13 +371,14 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
 
         return library, library(x, w, bias)
     plan = _recorded(_runs_here(choice), problem, x, w, bias, out)
-    scratch_bytes = plan.scratch_bytes
+    new_scratch = _scratch(plan.scratch_bytes, lambda n: cupy.empty(n, dtype=cupy.uint8))
+    current_stream = cupy.cuda.get_current_stream
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = cupy.empty(shape, dtype=cupy.float32)
-        block = cupy.empty(scratch_bytes, dtype=cupy.uint8) if scratch_bytes else None
+        block = new_scratch()
         plan.replay((x.data.ptr, w.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr,
-                     0 if block is None else block.data.ptr))  # fmt: skip
+                     0 if block is None else block.data.ptr), current_stream())  # fmt: skip
         return out
 
     return replay, out
@@ -437,9 +454,11 @@ def _fused(x: Any, w: Any, bias: Any, problem: ConvProblem, layer: Any, knobs: d
     if library == "torch":
         import torch
 
+        from convkit.pytorch import cupy_stream
+
         device = x.get_device()
         result = torch.empty(shape, dtype=torch.float32, device=x.device)
-        context = cupy.cuda.ExternalStream(_torch_stream(device), device)
+        context = cupy_stream(_torch_stream(device), device)
         x, w, bias, out = (cupy.from_dlpack(a) for a in (x, w, bias, result))
     else:
         result = out = cupy.empty(shape, dtype=cupy.float32)

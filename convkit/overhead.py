@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.problem import ConvProblem
+from convkit.pytorch import cupy_stream
 from convkit.results import Case
 
 EXPERIMENT = "conv2d_overhead"
@@ -76,7 +77,6 @@ def host_per_call_ms(call: Callable[[], Any], hold: Callable[[float], None]) -> 
 
 def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]:
     """The rows of ``todo`` on ``problem`` (see the module doc), on PyTorch's current stream."""
-    import cupy
     import torch
 
     from convkit.results import make_row
@@ -87,7 +87,7 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
     torch.backends.cuda.matmul.allow_tf32 = False
     calls = _calls(problem)
     rows = []
-    with torch.no_grad(), cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+    with torch.no_grad(), cupy_stream():
         clock = CudaEventClock()
         for call in calls.values():  # first calls: compile, autotune, dispatch
             call()

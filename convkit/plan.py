@@ -8,17 +8,24 @@ steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byt
 scratch block), everything else kept as it was (integers, and buffers a launcher keeps between calls, such
 as split counters). A replay is then one Python call per launch.
 
+A kernel step is bound once to a driver launch (:class:`DriverLaunch`): its parameter buffer built with
+ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, about 2 us where CuPy's launch
+converts every argument anew (about 10 us). Other steps (cuBLAS) are called as recorded.
+
 A plan is valid for the problem, device, stream and operand alignment it was recorded on: the caller keys
-it by all four (a launcher may pick a kernel by alignment, and kept buffers are per stream).
+it by all four (a launcher may pick a kernel by alignment, and kept buffers are per stream). Replays of one
+plan must not run from two threads at once (the bound parameter buffers are rewritten per call).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from convkit.compile import Recording
+from convkit.compile import KernelCall, Recording
 
 #: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
 #: block comes after them.
@@ -35,6 +42,95 @@ class PlanStep:
     call: Callable[..., None]
     template: tuple[Any, ...]
     slots: tuple[tuple[int, int, int], ...]
+    bound: Any = field(default=None, compare=False)
+
+    def run(self, bases: tuple[int, ...], stream: Any) -> None:
+        """Enqueue the call with its slots filled from ``bases`` on ``stream`` (an object with ``ptr``)."""
+        if self.bound is not None:
+            self.bound(bases, stream.ptr)
+            return
+        args = list(self.template)
+        for index, base, offset in self.slots:
+            args[index] = bases[base] + offset
+        self.call(tuple(args), stream)
+
+
+def _driver() -> Any:
+    """``cuLaunchKernel`` of the CUDA driver (CuPy and PyTorch have loaded it already)."""
+    return _driver_library().cuLaunchKernel
+
+
+@functools.cache
+def _driver_library() -> Any:
+    lib = ctypes.CDLL("libcuda.so.1") if not _windows() else ctypes.WinDLL("nvcuda.dll")
+    u = ctypes.c_uint
+    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_void_p]  # fmt: skip
+    lib.cuLaunchKernel.restype = ctypes.c_int
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    return lib
+
+
+def _windows() -> bool:
+    import sys
+
+    return sys.platform == "win32"
+
+
+def _c_value(arg: Any) -> Any:
+    """The ctypes value a kernel parameter takes for ``arg`` as CuPy would pass it; raises TypeError for a
+    kind it does not know (the step then keeps CuPy's launch)."""
+    import cupy
+    import numpy as np
+
+    if arg is None or isinstance(arg, cupy.ndarray):  # a slot, or an array the plan keeps
+        return ctypes.c_uint64(0 if arg is None else arg.data.ptr)
+    if isinstance(arg, np.generic):
+        kinds = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+                 np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
+                 np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}  # fmt: skip
+        if arg.dtype in kinds:
+            return kinds[arg.dtype](arg.item())
+    elif isinstance(arg, bool):
+        return ctypes.c_bool(arg)
+    elif isinstance(arg, int):  # CuPy passes a Python int as int64, a float as double
+        return ctypes.c_int64(arg)
+    elif isinstance(arg, float):
+        return ctypes.c_double(arg)
+    raise TypeError(f"no driver parameter for {type(arg).__name__}")
+
+
+class DriverLaunch:
+    """A recorded kernel launch bound to ``cuLaunchKernel``: the parameter buffer is built once and only the
+    slots' pointers are rewritten per call (the driver copies parameters at launch)."""
+
+    def __init__(self, call: KernelCall, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]):
+        self._values = [_c_value(arg) for arg in template]  # kept alive: the buffer points into them
+        self._kept = [arg for arg in template if arg is not None]
+        self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
+        self._slots = [(self._values[index], base, offset) for index, base, offset in slots]
+        grid, block = (*call.grid, 1, 1)[:3], (*call.block, 1, 1)[:3]
+        self._head = (call.function.ptr, *grid, *block, call.shared)
+        self._launch = _driver()
+
+    def __call__(self, bases: tuple[int, ...], stream: int) -> None:
+        for value, base, offset in self._slots:
+            value.value = bases[base] + offset
+        status = self._launch(*self._head, stream, self._params, None)
+        if status:
+            name = ctypes.c_char_p()
+            _driver_library().cuGetErrorName(status, ctypes.byref(name))
+            raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({status})")
+
+
+def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+    """A :class:`DriverLaunch` for a kernel step whose arguments it can pass, else None."""
+    if not isinstance(call, KernelCall):
+        return None
+    try:
+        return DriverLaunch(call, template, slots)
+    except (TypeError, OSError, AttributeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -65,17 +161,15 @@ class Plan:
                 if where is not None:
                     template[index] = None
                     slots.append((index, *where))
-            steps.append(PlanStep(call, tuple(template), tuple(slots)))
+            steps.append(PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots))))
         return cls(tuple(steps), offset)
 
-    def replay(self, bases: tuple[int, ...], stream: Any = None) -> None:
-        """Enqueue every step on ``stream`` (default: the current one) with the slots filled from ``bases``:
-        the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch block's."""
+    def replay(self, bases: tuple[int, ...], stream: Any) -> None:
+        """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
+        ``bases``: the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch
+        block's."""
         for step in self.steps:
-            args = list(step.template)
-            for index, base, offset in step.slots:
-                args[index] = bases[base] + offset
-            step.call(tuple(args), stream)
+            step.run(bases, stream)
 
 
 def _locate(pointer: int, ranges: list[tuple[int, int, Any]]) -> tuple[int, int] | None:

@@ -56,3 +56,24 @@ def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
         return cupy.from_dlpack(conv(xt, wt, padding=problem.pad, stride=problem.stride))
 
     return run
+
+
+_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
+    """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
+    stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
+    import warnings
+
+    import cupy
+    import torch
+
+    device = torch.cuda.current_device() if device is None else device
+    handle = torch.cuda.current_stream(device).cuda_stream if handle is None else handle
+    found = _STREAMS.get((device, handle))
+    if found is None:
+        with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
+            warnings.simplefilter("ignore", DeprecationWarning)
+            found = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
+    return found
