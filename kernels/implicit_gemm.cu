@@ -121,21 +121,28 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     const int img4 = pos4_ok ? (int)((unsigned)pos4 / (unsigned)PQ) : 0;
     const int x_off4 = img4 * C * HW + (pos4_ok ? (int)(pos4 - (long long)img4 * PQ) : 0);
     // Inputs, VEC 1: positions n0 + lane + 32 j, as the offset of their top-left tap in x and a mask of
-    // the taps (r, s) that fall inside the input (none for a position past the end).
+    // the taps (r, s) that fall inside the input (none for a position past the end). Filters of more
+    // than 64 taps (AlexNet's 11x11) keep the top-left corner instead and test each tap as it loads.
+    constexpr bool MASKED = RS <= 64;
     using TapMask = typename igemm::TapMaskOf<RS <= 32>::type;
     int x_off[LANE_COLS];
     TapMask inside[LANE_COLS];
+    int top[LANE_COLS], left[LANE_COLS];
 #pragma unroll
     for (int j = 0; j < LANE_COLS; ++j) {
         const long long p = n0 + tid % 32 + 32 * j;
         const int n = p < NPQ ? (int)((unsigned)p / (unsigned)PQ) : 0, pq = p < NPQ ? (int)(p - (long long)n * PQ) : 0;
         const int h0 = (pq / Q) * stride - pad, w0 = (pq % Q) * stride - pad;
         x_off[j] = n * C * HW + h0 * W + w0;
+        top[j] = p < NPQ ? h0 : H;  // past the end: every tap outside
+        left[j] = w0;
         inside[j] = 0;
+        if constexpr (MASKED) {
 #pragma unroll
-        for (int rs = 0; rs < RS; ++rs) {
-            const bool in = p < NPQ && (unsigned)(h0 + rs / S) < (unsigned)H && (unsigned)(w0 + rs % S) < (unsigned)W;
-            inside[j] |= (TapMask)in << rs;
+            for (int rs = 0; rs < RS; ++rs) {
+                const bool in = p < NPQ && (unsigned)(h0 + rs / S) < (unsigned)H && (unsigned)(w0 + rs % S) < (unsigned)W;
+                inside[j] |= (TapMask)in << rs;
+            }
         }
     }
 
@@ -163,10 +170,16 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
                 const int k = k0 + row;
                 const int c = k / RS, rs = k - c * RS;  // compile-time RS and S: multiply and shift
                 const int tap = c * HW + (rs / S) * W + rs % S;
-                const TapMask k_ok = k < k_end ? (TapMask)1 << rs : 0;
+                TapMask k_ok = 0;
+                if constexpr (MASKED) k_ok = k < k_end ? (TapMask)1 << rs : 0;
 #pragma unroll
                 for (int j = 0; j < LANE_COLS; ++j) {
-                    const bool ok = (inside[j] & k_ok) != 0;
+                    bool ok;
+                    if constexpr (MASKED)
+                        ok = (inside[j] & k_ok) != 0;
+                    else
+                        ok = k < k_end && (unsigned)(top[j] + rs / S) < (unsigned)H &&
+                             (unsigned)(left[j] + rs % S) < (unsigned)W;
                     copy4(&Bs[row * BN + tid % 32 + 32 * j], x + (unsigned)(ok ? x_off[j] + tap : 0), ok);
                 }
             }

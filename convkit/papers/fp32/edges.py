@@ -29,6 +29,7 @@ from convkit.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 GEMM_EDGES = (
     ConvProblem(2, 5, 7, 9, 70, 1, 1), ConvProblem(1, 3, 6, 6, 3, 1, 1), ConvProblem(3, 9, 11, 10, 65, 3, 3, pad=1),
     ConvProblem(1, 20, 13, 9, 7, 7, 7, pad=3, stride=2), ConvProblem(2, 33, 8, 8, 129, 1, 1, stride=2),
+    ConvProblem(1, 3, 35, 30, 10, 11, 11, pad=2, stride=4),  # more taps than a mask holds: AlexNet's first layer
 )  # fmt: skip
 #: Winograd edge problems (R from each built tile).
 WINOGRAD_EDGES = ((1, 5, 9, 7, 6), (2, 3, 6, 11, 3))
