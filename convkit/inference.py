@@ -264,7 +264,7 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None,
     return directory
 
 
-if __name__ == "__main__":  # python -m convkit.inference [results folder] [labels...]
+if __name__ == "__main__":  # python -m convkit.inference [labels...]: into results/<this GPU>
     import sys
 
-    measure(Path(sys.argv[1]) if len(sys.argv) > 1 else None, only=sys.argv[2:] or None)
+    measure(only=sys.argv[1:] or None)

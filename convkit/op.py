@@ -312,7 +312,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where))
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
-        out = torch.empty(shape, dtype=torch.float32, device=where)
+        out = x.new_empty(shape)
         block = new_scratch()
         plan.replay((x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
                      0 if block is None else block.data_ptr()), stream)  # fmt: skip

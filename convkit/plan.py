@@ -63,10 +63,7 @@ def _driver() -> Any:
 @functools.cache
 def _driver_library() -> Any:
     lib = ctypes.CDLL("libcuda.so.1") if not _windows() else ctypes.WinDLL("nvcuda.dll")
-    u = ctypes.c_uint
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.c_void_p]  # fmt: skip
-    lib.cuLaunchKernel.restype = ctypes.c_int
+    lib.cuLaunchKernel.restype = ctypes.c_int  # arguments go as prebuilt ctypes objects: no per-call conversion
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     return lib
 
@@ -110,13 +107,14 @@ class DriverLaunch:
         self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
         self._slots = [(self._values[index], base, offset) for index, base, offset in slots]
         grid, block = (*call.grid, 1, 1)[:3], (*call.block, 1, 1)[:3]
-        self._head = (call.function.ptr, *grid, *block, call.shared)
+        self._head = (ctypes.c_void_p(call.function.ptr), *map(ctypes.c_uint, (*grid, *block, call.shared)))
+        self._tail = (self._params, ctypes.c_void_p(None))
         self._launch = _driver()
 
     def __call__(self, bases: tuple[int, ...], stream: int) -> None:
         for value, base, offset in self._slots:
             value.value = bases[base] + offset
-        status = self._launch(*self._head, stream, self._params, None)
+        status = self._launch(*self._head, ctypes.c_void_p(stream), *self._tail)
         if status:
             name = ctypes.c_char_p()
             _driver_library().cuGetErrorName(status, ctypes.byref(name))
