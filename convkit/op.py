@@ -14,6 +14,7 @@ tensors, groups and dilation (``convkit.torch.patch`` leaves such layers to PyTo
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -191,10 +192,20 @@ def _papers() -> tuple[Any, ...]:
     return PAPERS
 
 
+_GPU_NAMES: dict[int, str] = {}
+
+
 def _gpu_name() -> str:
+    """The current GPU's results folder name (its properties are read once per device: a read costs ~0.3 ms)."""
+    import cupy
+
     from convkit.gpu import device_name, gpu_slug
 
-    return gpu_slug(device_name())
+    device = cupy.cuda.runtime.getDevice()
+    found = _GPU_NAMES.get(device)
+    if found is None:
+        found = _GPU_NAMES[device] = gpu_slug(device_name())
+    return found
 
 
 def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> None:
@@ -424,27 +435,45 @@ def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
 
     Where the fused kernel of that chapter applies (5x5 filters, no padding) and its recorded sweep does not
     have a library faster, each image runs through that one kernel; otherwise :func:`conv2d` then ReLU and
-    the pool in the caller's library. Arguments as :func:`conv2d` (``bias`` required).
+    the pool in the caller's library. Arguments as :func:`conv2d` (``bias`` required). The choice is made
+    once per call signature, as :func:`conv2d`'s.
     """
+    keyer = _KEYERS.get(type(x))
+    k = keyer(x, w, bias, 1, padding) if keyer is not None and bias is not None else None
+    runner = _RUNNERS.get(("relu_pool", k)) if k is not None else None
+    if runner is not None:
+        return runner(x, w, bias)
     xd, wd, bd = describe("x", x), describe("w", w), describe("bias", bias)
     problem = check_arguments(xd, wd, bd, stride=1, padding=padding)
     layer = next((p.fused_layer for p in _papers() if p.fused_layer is not None), None)
     knobs = layer.choose(problem, _gpu_name()) if layer is not None else None
-    if knobs is None:
-        y = conv2d(x, w, bias, padding=padding)
-        if xd.library == "torch":
-            import torch
-
-            return torch.nn.functional.max_pool2d(torch.relu_(y), 2)
-        import cupy
-
-        cupy.maximum(y, 0, out=y)
-        n, m, ph, pw = y.shape[0], y.shape[1], y.shape[2] // 2, y.shape[3] // 2
-        return y[:, :, : 2 * ph, : 2 * pw].reshape(n, m, ph, 2, pw, 2).max(axis=(3, 5))
-    return _fused(x, w, bias, problem, layer, knobs, xd.library)
+    if knobs is not None:
+        runner = functools.partial(_fused, problem=problem, layer=layer, knobs=knobs, library=xd.library)
+    elif xd.library == "torch":
+        runner = functools.partial(_composed_torch, padding=padding)
+    else:
+        runner = functools.partial(_composed_cupy, padding=padding)
+    if k is not None:
+        _RUNNERS["relu_pool", k] = runner
+    return runner(x, w, bias)
 
 
-def _fused(x: Any, w: Any, bias: Any, problem: ConvProblem, layer: Any, knobs: dict[str, Any], library: str) -> Any:
+def _composed_torch(x: Any, w: Any, bias: Any, *, padding: int) -> Any:
+    import torch
+
+    return torch.nn.functional.max_pool2d(torch.relu_(conv2d(x, w, bias, padding=padding)), 2)
+
+
+def _composed_cupy(x: Any, w: Any, bias: Any, *, padding: int) -> Any:
+    import cupy
+
+    y = conv2d(x, w, bias, padding=padding)
+    cupy.maximum(y, 0, out=y)
+    n, m, ph, pw = y.shape[0], y.shape[1], y.shape[2] // 2, y.shape[3] // 2
+    return y[:, :, : 2 * ph, : 2 * pw].reshape(n, m, ph, 2, pw, 2).max(axis=(3, 5))
+
+
+def _fused(x: Any, w: Any, bias: Any, *, problem: ConvProblem, layer: Any, knobs: dict[str, Any], library: str) -> Any:
     """The chapter's fused kernel on every image of ``x``, in the caller's library and stream."""
     import contextlib
 
