@@ -173,6 +173,14 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
     return _first_call(x, w, bias, stride, padding, k)
 
 
+def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
+    """:func:`conv2d`'s output where this call's signature has run before, else None (nothing enqueued)."""
+    keyer = _KEYERS.get(type(x))
+    k = keyer(x, w, bias, stride, padding) if keyer is not None else None
+    runner = _RUNNERS.get(k) if k is not None else None
+    return runner(x, w, bias) if runner is not None else None
+
+
 def _first_call(x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None) -> Any:
     """Check, choose, run (recording the launches) and keep the runner under ``k`` for the next calls."""
     xd, wd = describe("x", x), describe("w", w)
