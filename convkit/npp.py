@@ -164,4 +164,5 @@ def impulse_response(k: int, anchor: tuple[int, int], *, size: int = 32) -> dict
     filter_raw(src.data.ptr + (pad * src.shape[1] + pad) * 4, step, dst.data.ptr, size * 4, (size, size),
                kernel.data.ptr, (k, k), anchor)  # fmt: skip
     out = cupy.asnumpy(dst)
-    return {(int(y) - centre, int(x) - centre): float(out[y, x]) for y, x in zip(*out.nonzero()) if out[y, x] != 0}
+    ys, xs = out.nonzero()
+    return {(int(y) - centre, int(x) - centre): float(out[y, x]) for y, x in zip(ys, xs, strict=True)}

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import dispatch, op
+from convkit import dispatch, op, operands
 from convkit.problem import ConvProblem
 
 
 def _operand(shape, **kw):
     base = {"library": "torch", "shape": shape, "dtype": "float32", "device": 0, "contiguous": True}
-    return op.Operand(**(base | kw))
+    return operands.Operand(**(base | kw))
 
 
 X, W, B = _operand((2, 3, 9, 9)), _operand((4, 3, 3, 3)), _operand((4,))
 
 
 def test_a_well_formed_call_describes_its_problem():
-    assert op.check_arguments(X, W, B, stride=2, padding=1) == ConvProblem(2, 3, 9, 9, 4, 3, 3, pad=1, stride=2)
+    assert operands.check_arguments(X, W, B, stride=2, padding=1) == ConvProblem(2, 3, 9, 9, 4, 3, 3, pad=1, stride=2)
 
 
 @pytest.mark.parametrize(
@@ -40,14 +40,14 @@ def test_a_well_formed_call_describes_its_problem():
 )
 def test_bad_arguments_are_named(x, w, bias, options, error, named):
     with pytest.raises(error, match=named):
-        op.check_arguments(x, w, bias, **({"stride": 1, "padding": 0} | options))
+        operands.check_arguments(x, w, bias, **({"stride": 1, "padding": 0} | options))
 
 
 def test_an_argument_of_another_library_is_refused():
     import numpy as np
 
     with pytest.raises(TypeError, match=r"x must be a cupy\.ndarray or a torch\.Tensor"):
-        op.describe("x", np.zeros((1, 1, 3, 3), dtype=np.float32))
+        operands.describe("x", np.zeros((1, 1, 3, 3), dtype=np.float32))
 
 
 def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_once(monkeypatch, tmp_path):

@@ -20,6 +20,7 @@ TOP_OF_STACK = {
     "convkit.plots",
     "convkit.dispatch",
     "convkit.op",
+    "convkit.precisions",
 }
 REGISTRY = "convkit.papers"
 MAX_LINES = 500
