@@ -6,9 +6,9 @@ called here through ctypes, its stream context filled by hand (NPP 12.9+ no long
 Semantics, as its documentation states and :func:`impulse_response` measures: the filter reads the source
 around each destination pixel, ``dst(y, x) = sum_{i,j} src(y - anchor_y + i, x - anchor_x + j) *
 kernel[K-1-i][K-1-j]``: a true convolution of the coefficients as stored ("stored in reverse order"), so a
-cross-correlation with ``w`` passes ``w`` flipped. It reads the pixels the window covers outside the region
-of interest, so "same" zero padding needs a zero-bordered copy of the image: :func:`correlate` makes one, and
-its time counts (a user has to make it too).
+cross-correlation with ``w`` passes ``w`` flipped. The 7x7 path reads the window's pixels outside the region
+of interest, as documented; the 3x3 and 5x5 paths do not (:func:`border_response`), so "same" zero padding
+takes a grown region: :func:`correlate` says how, and its copies count in its time (a user needs them too).
 """
 
 from __future__ import annotations
@@ -133,19 +133,44 @@ def supports(problem: ConvProblem) -> bool:
 
 
 def correlate(x: Any, w: Any, out: Any) -> None:
-    """Cross-correlation of a (1, 1, H, W) image with one odd K x K filter, zero "same" padding, into ``out``:
-    a zero-bordered copy of ``x`` and the filter flipped (both enqueued and timed), then NPP's filter."""
+    """Cross-correlation of a (1, 1, H, W) image with one odd K x K filter, zero "same" padding, into ``out``.
+
+    NPP's 3x3 and 5x5 paths do not read the source outside the region of interest the way the 7x7 path does
+    (:func:`border_response`), so the region is grown by a ring of K // 2 pixels: the image goes into a zero
+    border of 2 (K // 2), NPP filters the grown region, and the ring is cut away. The copies, the flipped
+    filter and the filter are all enqueued, and all timed: a user needs the same steps.
+    """
     import cupy
 
     k = w.shape[-1]
     h, wd = x.shape[-2:]
     half = k // 2
-    padded = cupy.zeros((h + 2 * half, wd + 2 * half), dtype=cupy.float32)
-    padded[half : half + h, half : half + wd] = x[0, 0]
+    source = cupy.zeros((h + 4 * half, wd + 4 * half), dtype=cupy.float32)
+    source[2 * half : 2 * half + h, 2 * half : 2 * half + wd] = x[0, 0]
+    grown = cupy.empty((h + 2 * half, wd + 2 * half), dtype=cupy.float32)
     flipped = cupy.ascontiguousarray(w[0, 0, ::-1, ::-1])
-    step = padded.shape[1] * 4
-    filter_raw(padded.data.ptr + (half * padded.shape[1] + half) * 4, step, out.data.ptr, wd * 4, (h, wd),
-               flipped.data.ptr, (k, k), (half, half))  # fmt: skip
+    width = source.shape[1]
+    filter_raw(source.data.ptr + (half * width + half) * 4, width * 4, grown.data.ptr, grown.shape[1] * 4,
+               grown.shape, flipped.data.ptr, (k, k), (half, half))  # fmt: skip
+    out[0, 0] = grown[half : half + h, half : half + wd]
+
+
+def border_response(k: int, *, size: int = 16) -> dict[str, float]:
+    """What NPP makes of a source pixel just outside the region of interest (the row above it): a K x K filter
+    of ones over a zero image whose only 1 lies one row above the region, at its middle column. A filter that
+    reads its window outside the region (as documented) puts 1s in row 0; returns the sums of the output's
+    first row and of the whole output. Needs the GPU."""
+    import cupy
+
+    pad = k
+    src = cupy.zeros((size + 2 * pad, size + 2 * pad), dtype=cupy.float32)
+    src[pad - 1, pad + size // 2] = 1.0
+    kernel = cupy.ones((k, k), dtype=cupy.float32)
+    dst = cupy.zeros((size, size), dtype=cupy.float32)
+    width = src.shape[1]
+    filter_raw(src.data.ptr + (pad * width + pad) * 4, width * 4, dst.data.ptr, size * 4, (size, size),
+               kernel.data.ptr, (k, k), (k // 2, k // 2))  # fmt: skip
+    return {"first_row": float(dst[0].sum()), "total": float(dst.sum())}
 
 
 def impulse_response(k: int, anchor: tuple[int, int], *, size: int = 32) -> dict[tuple[int, int], float]:

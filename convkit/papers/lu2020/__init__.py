@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import tuning
+from convkit import npp, tuning
 from convkit.measure import (
     Kernels,
     Variant,
@@ -99,14 +99,21 @@ def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
 #: The paper's single-channel ladder, and its multi-channel form.
 SINGLE: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
 MULTI: tuple[Variant, ...] = (_lu("multi"),)
-#: The image-processing peer, on single images.
+
+
+def _npp(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    npp.correlate(x, w, out)
+
+
+#: The image-processing peers, on single images: cupyx.scipy.ndimage and NVIDIA NPP (where its library loads).
 NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
+NPP = Variant("nppi_filter", _npp, supports=lambda p: npp.supports(p) and npp.available(), impl=npp.IMPL)
 
 
 def _grids(quick: bool) -> tuple[tuple[list[ConvProblem], tuple[Variant, ...], tuple[Variant, ...]], ...]:
     """(problems, variants, peers) of the two grids; ``quick``: every :data:`QUICK_STEP`-th problem."""
     step = QUICK_STEP if quick else 1
-    return (single_problems()[::step], SINGLE, (NDIMAGE,)), (multi_problems()[::step], MULTI, ())
+    return (single_problems()[::step], SINGLE, (NDIMAGE, NPP)), (multi_problems()[::step], MULTI, ())
 
 
 def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
@@ -160,7 +167,7 @@ PAPER = Paper(
     experiment=EXPERIMENT,
     measure=measure,
     variants=(*SINGLE, *MULTI),
-    peers=(NDIMAGE,),
+    peers=(NDIMAGE, NPP),
     tuning=TUNING,
     sources=("lu2020",),
     sample_problems=sample_problems,
