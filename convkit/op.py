@@ -427,3 +427,28 @@ def _fused(x: Any, w: Any, bias: Any, *, problem: ConvProblem, layer: Any, knobs
     with context:
         layer.run(x, w, bias, problem, out, knobs)
     return result
+
+
+def edge_check() -> None:
+    """:func:`conv2d` with a bias on shapes no block divides (a 1-element output, C = M = 1, stride 2, an
+    unaligned input), each call twice (recorded, then replayed through the driver), against float64; raises
+    AssertionError on a mismatch. compute-sanitizer runs it (``scripts/edge_launch.py conv2d``)."""
+    import cupy
+    import numpy as np
+
+    from convkit import reference
+
+    rng = np.random.default_rng(0)
+    for p in (ConvProblem(1, 1, 1, 1, 1, 1, 1), ConvProblem(2, 3, 5, 7, 9, 3, 3, pad=1, stride=2),
+              ConvProblem(1, 7, 9, 9, 33, 1, 1), ConvProblem(3, 2, 11, 6, 5, 5, 5, pad=2)):  # fmt: skip
+        x = rng.standard_normal(p.input_shape).astype(np.float32)
+        w = rng.standard_normal(p.filter_shape).astype(np.float32)
+        b = rng.standard_normal(p.m).astype(np.float32)
+        ref = reference.conv2d(x, w, pad=p.pad, stride=p.stride) + b[None, :, None, None]
+        shifted = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+        shifted[...] = cupy.asarray(x)
+        for xs in (cupy.asarray(x), shifted):
+            for _ in range(2):
+                y = conv2d(xs, cupy.asarray(w), cupy.asarray(b), stride=p.stride, padding=p.pad)
+                err = reference.relative_error(y.get(), ref)
+                assert err < 1e-5, f"conv2d on {p}: relative error {err:.2e}"

@@ -3,7 +3,7 @@
 Each paper's ``edge_check`` launches its kernels on shapes no block or tile divides (C = 1, M = 1,
 inputs smaller than the filter, stride 2, unaligned pointers where a kernel copies 16 bytes) and
 checks every output against the float64 reference. ``python3 scripts/edge_launch.py [paper ...]``
-runs the named papers only.
+runs the named papers only (``conv2d``: the op, its bias kernel and its replays).
 """
 
 from __future__ import annotations
@@ -17,3 +17,8 @@ for paper in PAPERS:
     if paper.edge_check is not None and (not wanted or paper.name in wanted):
         print(f"edge launches: {paper.name}", flush=True)
         paper.edge_check()
+if not wanted or "conv2d" in wanted:  # convkit.conv2d: its bias epilogue and its replays
+    from convkit import op
+
+    print("edge launches: conv2d", flush=True)
+    op.edge_check()
