@@ -45,7 +45,8 @@ NPP_PEER = "nppi_filter"
 def _library_name(variant: str) -> str:
     """How the chapter names a library case: ``cuDNN <algorithm>``, ``PyTorch (cuDNN)``, ``cupyx.ndimage``."""
     return {PYTORCH_VARIANT: "PyTorch (cuDNN)", NDIMAGE_PEER: "cupyx.ndimage", NPP_PEER: "NVIDIA NPP"}.get(
-        variant, f"cuDNN {variant}")
+        variant, f"cuDNN {variant}"
+    )
 
 
 def _problem_rows(frame: Any, variants: list[str], ceilings: dict[str, float], *, single: bool) -> list[dict[str, Any]]:
@@ -62,7 +63,8 @@ def single_table(frame: Any, ceilings: dict[str, float]) -> Any:
     """One row per single-channel image (pandas), the columns of :func:`convkit.tables.problem_row`: each
     kernel's ``<variant>_us``, ``best_cudnn_us``, ``pytorch_us``, the fastest library (``best_lib``, named
     as :func:`_library_name` does, and ``best_lib_us``), ``speedup_<variant>`` (best library over ours),
-    ``ndimage_us`` and ``npp_us`` (NaN where not measured), ``efficiency`` of the combined kernel (floor over time) and ``naive_over_packed``."""
+    ``ndimage_us`` and ``npp_us`` (NaN where not measured), ``efficiency`` of the combined kernel (floor over
+    time) and ``naive_over_packed``."""
     import pandas as pd
 
     ok = tables.timed(frame)
