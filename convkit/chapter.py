@@ -59,7 +59,8 @@ def results_directory(mode: str, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Pa
     return directory
 
 
-def _load(directory: Path, experiment: str, measured_now: bool) -> Results:
+def load(directory: Path, experiment: str, measured_now: bool = False) -> Results:
+    """One experiment of ``directory`` as :class:`Results`."""
     from convkit.results import load_results
 
     frame, provenance = load_results(directory, experiment)
@@ -79,7 +80,7 @@ def results(
     experiment = entry.experiment + (QUICK_SUFFIX if quick and mode == "gpu" else "")
     if mode == "gpu":
         entry.measure(directory, quick=quick, experiment=experiment)
-    return _load(directory, experiment, mode == "gpu")
+    return load(directory, experiment, mode == "gpu")
 
 
 def ceilings(
@@ -109,7 +110,7 @@ def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAU
         else:
             print("ncu is not on the PATH: showing the recorded profile of", recorded_gpu)
             directory = results_directory("recorded", recorded_gpu)
-    return _load(directory, spec.experiment, mode == "gpu")
+    return load(directory, spec.experiment, mode == "gpu")
 
 
 def provenance_table(results: Results) -> Any:

@@ -237,15 +237,15 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
         torch.cuda.empty_cache()
 
 
-def measure(directory: Path | None = None, *, only: list[str] | None = None,
+def measure(directory: Path | None = None, *, only: list[str] | None = None, experiment: str = EXPERIMENT,
             progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
-    """Measure every network and batch (``only``: those labels) into ``<directory>/networks.csv``, resuming what
-    is there; a failing one is recorded with its error and the rest go on. Returns the directory."""
+    """Measure every network and batch (``only``: those labels) into ``<directory>/<experiment>.csv``, resuming
+    what is there; a failing one is recorded with its error and the rest go on. Returns the directory."""
     from convkit import provenance
     from convkit.measure import gpu_results_dir
 
     directory = gpu_results_dir(directory)
-    store = ResultStore.open(directory, EXPERIMENT, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
+    store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
     done = {k[0] for k in store.done_keys()}
     for label in labels():
         if label in done or (only and label not in only):

@@ -101,13 +101,19 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
     return rows
 
 
-def measure(directory: Path | None = None, *, progress: Callable[[str], None] | None = print) -> Path:
-    """Measure :func:`layers` into ``<directory>/conv2d_overhead.csv`` (default ``results/<this GPU>``),
-    resuming what is there; returns the directory."""
+def measure(
+    directory: Path | None = None,
+    *,
+    problems: list[ConvProblem] | None = None,
+    experiment: str = EXPERIMENT,
+    progress: Callable[[str], None] | None = print,
+) -> Path:
+    """Measure ``problems`` (default :func:`layers`) into ``<directory>/<experiment>.csv`` (default
+    ``results/<this GPU>``), resuming what is there; returns the directory."""
     from convkit.measure import run_sweep
 
-    return run_sweep(EXPERIMENT, layers(), lambda p: list(CASES), measure_rows, directory=directory,
-                     progress=progress)  # fmt: skip
+    chosen = problems if problems is not None else layers()
+    return run_sweep(experiment, chosen, lambda p: list(CASES), measure_rows, directory=directory, progress=progress)
 
 
 if __name__ == "__main__":  # python -m convkit.overhead [results folder]

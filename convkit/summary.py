@@ -1,0 +1,209 @@
+"""The summary chapter: the study's kernels as one op, across every chapter's problems and in whole networks.
+
+Reads what the chapters and the op's own measurements recorded for one GPU:
+
+- every chapter's sweep (through :func:`convkit.dispatch.recorded_candidates`): per problem, convkit's best
+  kernel against the best library of the same run, on one roofline and as a map of where each wins;
+- ``networks.csv`` (:mod:`convkit.inference`): five torchvision networks patched by ``convkit.torch.patch``;
+- ``conv2d_overhead.csv`` (:mod:`convkit.overhead`): the host cost of a call beside PyTorch's;
+- ``precisions.csv`` (:mod:`convkit.precisions`): cuDNN in TF32 and FP16, where inference usually runs.
+
+:func:`measure` takes the last three on a GPU (the sweeps are the chapters' own).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from convkit import dispatch, inference, overhead, precisions, tables
+from convkit.results import load_results
+
+#: Buckets of the win map: batch sizes and input channels.
+BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
+CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (257, 10**9, "C 257+"))
+QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
+
+
+def measure(directory: Path, *, quick: bool = False) -> None:
+    """Measure the networks, the host cost and the reduced precisions into ``directory`` (resuming); ``quick``:
+    two networks at batch 1, a few layers of each, into ``*_quick`` experiments."""
+    suffix = "_quick" if quick else ""
+    only = list(QUICK_NETWORKS) if quick else None
+    inference.measure(directory, only=only, experiment=inference.EXPERIMENT + suffix)
+    overhead.measure(directory, problems=overhead.layers()[::6] if quick else None,
+                     experiment=overhead.EXPERIMENT + suffix)  # fmt: skip
+    precisions.measure(directory, problems=precisions.layers()[::16] if quick else None,
+                       experiment=precisions.EXPERIMENT + suffix)  # fmt: skip
+
+
+def _frame(directory: Path, experiment: str) -> Any:
+    import pandas as pd
+
+    if not (Path(directory) / f"{experiment}.csv").is_file():
+        return pd.DataFrame()
+    return load_results(Path(directory), experiment)[0]
+
+
+def best_per_problem(directory: Path) -> Any:
+    """Per recorded problem (pandas): its key, filter size, batch, channels, GFLOP, intensity, convkit's best
+    time and kernel, the best library's time and name, and the speed-up (library over convkit)."""
+    import pandas as pd
+
+    rows = dispatch.recorded_candidates(directory)
+    out = []
+    for key, group in rows.groupby("key"):
+        mine, theirs = group[group["impl"] == "convkit"], group[group["impl"] != "convkit"]
+        if mine.empty or theirs.empty:
+            continue
+        best_mine, best_theirs = mine.loc[mine["us"].idxmin()], theirs.loc[theirs["us"].idxmin()]
+        p = dispatch.problem_of(key)
+        out.append({"key": key, "R": p.r, "N": p.n, "C": p.c, "gflop": p.flops / 1e9,
+                    "intensity": p.arithmetic_intensity, "convkit_us": float(best_mine["us"]),
+                    "kernel": str(best_mine["variant"]), "library_us": float(best_theirs["us"]),
+                    "library": f"{best_theirs['impl']} {best_theirs['variant']}",
+                    "speedup": float(best_theirs["us"]) / float(best_mine["us"])})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def roofline_points(best: Any) -> list[tuple[str, float, float, str]]:
+    """(label, FLOP/byte, GFLOP/s, kind) of every problem twice: convkit's best kernel and the best library."""
+    points = []
+    for r in best.itertuples():
+        flops = r.gflop * 1e9
+        points.append((r.key, r.intensity, flops / (r.convkit_us * 1e3), "convkit's best kernel"))
+        points.append((r.key, r.intensity, flops / (r.library_us * 1e3), "best library"))
+    return points
+
+
+def _bucket(value: int, buckets: tuple[tuple[int, int, str], ...]) -> str:
+    return next(name for low, high, name in buckets if low <= value <= high)
+
+
+def win_map(best: Any) -> Any:
+    """Where convkit's kernels win (pandas): per filter size and channel bucket (rows) and batch bucket
+    (columns), "faster on x of y", and the kernel that wins most there."""
+    import pandas as pd
+
+    frame = best.assign(batch=[_bucket(n, BATCH_BUCKETS) for n in best["N"]],
+                        channels=[_bucket(c, CHANNEL_BUCKETS) for c in best["C"]])  # fmt: skip
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for (r, channels, batch), group in frame.groupby(["R", "channels", "batch"]):
+        wins = group[group["speedup"] > 1]
+        top = f" ({wins['kernel'].mode().iloc[0]})" if len(wins) else ""
+        cells.setdefault((f"{r}x{r}", channels), {})[batch] = f"{len(wins)} of {len(group)}{top}"
+    order = [name for _, _, name in BATCH_BUCKETS]
+    table = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=order).fillna("")
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["filter", "channels"])
+    return table.sort_index(key=lambda idx: [(_sort_key(v)) for v in idx])
+
+
+def _sort_key(value: str) -> Any:
+    digits = "".join(ch for ch in value.split("x")[0].split("-")[0] if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
+    """Per network and batch (pandas): forward time in PyTorch and patched, on the GPU and on the wall clock,
+    the speed-ups, the layers in convkit's kernels and their share of the convolution time, and the errors."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    ok = frame[frame["status"] == "ok"]
+    rows = []
+    for _, group in ok.groupby("label", sort=False):
+        t = {(r.impl, r.variant): r for r in group.itertuples()}
+        if len(t) < 4:
+            continue
+        ck, pt = t["convkit", "gpu"], t["pytorch", "gpu"]
+        ms = {k: float(v.time_ms_median) for k, v in t.items()}
+        rows.append({"network": ck.network, "batch": int(ck.batch),
+                     "PyTorch GPU (ms)": ms["pytorch", "gpu"], "patched GPU (ms)": ms["convkit", "gpu"],
+                     "GPU speed-up": ms["pytorch", "gpu"] / ms["convkit", "gpu"],
+                     "PyTorch wall (ms)": ms["pytorch", "wall"], "patched wall (ms)": ms["convkit", "wall"],
+                     "wall speed-up": ms["pytorch", "wall"] / ms["convkit", "wall"],
+                     "layers in convkit": f"{int(ck.convkit_layers)} of {int(ck.conv_layers)}",
+                     "share of conv time": float(ck.convkit_share),
+                     "worst layer error": float(ck.worst_layer_err), "layers over the bar": int(ck.layers_over_bar),
+                     "features error (patched)": float(ck.rel_err),
+                     "features error (PyTorch)": float(pt.rel_err)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
+    """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
+    (PyTorch tensors in and out), in microseconds, and the host cost's ratio."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    ok = tables.timed(frame)
+    rows = []
+    for label, group in ok.groupby("label", sort=False):
+        us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
+        if len(us) < 4:
+            continue
+        first = group.iloc[0]
+        rows.append({"layer": f"{label} p{first['pad']}", "convkit GPU (us)": us["convkit", "gpu"],
+                     "PyTorch GPU (us)": us["pytorch", "gpu"], "convkit host (us)": us["convkit", "host_per_call"],
+                     "PyTorch host (us)": us["pytorch", "host_per_call"],
+                     "host ratio": us["convkit", "host_per_call"] / us["pytorch", "host_per_call"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:
+    """The median TFLOP/s (direct-method FLOPs) of cuDNN in each precision on the large layers, by label."""
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return {}
+    ok = tables.timed(frame)
+    names = {"fp32": "cuDNN FP32", "tf32": "cuDNN TF32", "fp16": "cuDNN FP16"}
+    return {f"{names[v]} (median, large layers)": float(g["gflops"].astype(float).median()) / 1e3
+            for v, g in ok.groupby("variant")}  # fmt: skip
+
+
+def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float]) -> list[str]:
+    """The chapter's result box: what the op claims, what was measured, the verdict."""
+    out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
+           "convkit.torch.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
+           "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
+    if not best.empty:
+        out.append(f"**Every chapter's problems**: convkit's best kernel is faster than the best library on "
+                   f"{int((best['speedup'] > 1).sum())} of {len(best)} (geometric mean "
+                   f"{tables.geomean(best['speedup']):.2f}x); the op runs the faster of the two.")  # fmt: skip
+    verdict = []
+    if not networks.empty:
+        one = networks[networks["batch"] == 1]
+        out.append(f"**Networks at batch 1**: GPU time {one['GPU speed-up'].min():.2f}x to "
+                   f"{one['GPU speed-up'].max():.2f}x PyTorch's; wall clock {one['wall speed-up'].min():.2f}x to "
+                   f"{one['wall speed-up'].max():.2f}x. At every batch, GPU time {networks['GPU speed-up'].min():.2f}x "
+                   f"to {networks['GPU speed-up'].max():.2f}x.")  # fmt: skip
+        out.append(f"**Correctness**: {int(networks['layers over the bar'].sum())} patched layers over their bar "
+                   f"of float64; the worst layer {networks['worst layer error'].max():.1e}.")  # fmt: skip
+        slower = networks[networks["GPU speed-up"] < 1]
+        if len(slower):
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+                              for _, r in slower.iterrows())  # fmt: skip
+            verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
+        slower_wall = one[one["wall speed-up"] < 1]["network"].tolist()
+        if slower_wall:
+            verdict.append(f"at batch 1 the GPU time is shorter for every network, but {' and '.join(slower_wall)} "
+                           "wait longer on the wall clock: their many small layers are host-bound, and a call "
+                           "from Python costs more than PyTorch's own dispatch")  # fmt: skip
+    if not host.empty:
+        at_or_below = int((host["host ratio"] <= 1).sum())
+        out.append(f"**Host cost per call**: median {host['convkit host (us)'].median():.0f} us against "
+                   f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's on "
+                   f"{at_or_below} of {len(host)} layers.")  # fmt: skip
+        if at_or_below < len(host):
+            verdict.append(f"the host cost is above PyTorch's on {len(host) - at_or_below} of {len(host)} layers "
+                           "(mostly those that run two or more launches, or cuBLAS)")  # fmt: skip
+    if lines:
+        text = ", ".join(f"{name.split(' (')[0]} {tflops:.0f}" for name, tflops in lines.items())
+        out.append(f"**Where FP32 stands**: median TFLOP/s of PyTorch's cuDNN on the large layers: {text}.")
+    if verdict:
+        out.append("**Verdict**: partly held. " + "; ".join(verdict) + ".")
+    return out
