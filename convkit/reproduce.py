@@ -32,12 +32,17 @@ class NotebookFailure(Exception):
         return f"notebook {self.notebook} failed in {self.cell}: {self.error}"
 
 
+#: Chapters that are no paper's, after the papers': (name, notebook stem).
+CLOSING_CHAPTERS = (("summary", "07_summary"),)
+
+
 def select_notebooks(only: str | None = None) -> list[Path]:
-    """The registered papers' notebooks in reading order; ``only`` keeps those whose stem equals it or starts
-    with it, or whose paper it names (``"00"``, ``"03_cuconv"``, ``"cuconv"``)."""
+    """The registered papers' notebooks in reading order, then :data:`CLOSING_CHAPTERS`; ``only`` keeps those
+    whose stem equals it or starts with it, or whose paper it names (``"00"``, ``"03_cuconv"``, ``"cuconv"``)."""
     from convkit.papers import PAPERS
 
     books = [(p.name, notebooks_dir() / f"{p.notebook}.ipynb") for p in PAPERS]
+    books += [(name, notebooks_dir() / f"{stem}.ipynb") for name, stem in CLOSING_CHAPTERS]
     if only:
         books = [(name, b) for name, b in books if only in (name, b.name) or b.stem.startswith(only)]
         if not books:
