@@ -67,12 +67,13 @@ def best_per_problem(directory: Path) -> Any:
 
 
 def roofline_points(best: Any) -> list[tuple[str, float, float, str]]:
-    """(label, FLOP/byte, GFLOP/s, kind) of every problem twice: convkit's best kernel and the best library."""
+    """(label, FLOP/byte, GFLOP/s, kind) of every problem twice, unlabelled: convkit's best kernel and the best
+    library."""
     points = []
     for r in best.itertuples():
         flops = r.gflop * 1e9
-        points.append((r.key, r.intensity, flops / (r.convkit_us * 1e3), "convkit's best kernel"))
-        points.append((r.key, r.intensity, flops / (r.library_us * 1e3), "best library"))
+        points.append(("", r.intensity, flops / (r.convkit_us * 1e3), "convkit's best kernel"))
+        points.append(("", r.intensity, flops / (r.library_us * 1e3), "best library"))
     return points
 
 
