@@ -222,3 +222,78 @@ def findings_markdown(directory: Path) -> str:
         notes.append(f"{i}. {cell(row['what changed'])}")
     where = f"Our numbers: {gpu}; each paper's on its own GPU, as named. " if gpu else ""
     return "\n".join(lines) + f"\n\n{where}What changed since each paper:\n\n" + "\n".join(notes) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Every recorded GPU side by side
+
+
+def recorded_gpus(name: str) -> list[tuple[str, Results]]:
+    """Every GPU with a recording of paper ``name``: (label, results), its full sweep where there is one, else
+    its quick run; the label is the GPU's name, with "(quick)" for a quick run. The book's GPU comes first."""
+    from convkit.papers import paper
+    from convkit.results import load_results
+
+    experiment = paper(name).experiment
+    found = []
+    folders = sorted(p for p in results_dir().iterdir() if p.is_dir())
+    folders.sort(key=lambda p: p.name != DEFAULT_RECORDED_GPU)
+    for folder in folders:
+        for stem, quick in ((experiment, False), (experiment + QUICK_SUFFIX, True)):
+            if (folder / f"{stem}.csv").is_file():
+                frame, doc = load_results(folder, stem)
+                names = {str(run.get("gpu", "")) for run in doc.get("runs", {}).values()} - {""}
+                gpu = (sorted(names)[0] if names else folder.name).removeprefix("NVIDIA ")
+                found.append((gpu + (" (quick)" if quick else ""), Results(frame, doc, folder, False, stem)))
+                break
+    return found
+
+
+def across_gpus(name: str) -> Any:
+    """Paper ``name``'s problems recorded on more than one GPU, one column group per GPU (pandas): the best of
+    its kernels, the best library of the same run (whole layers only where a chapter measures layers) and the
+    speed-up; empty where fewer than two GPUs recorded it."""
+    import pandas as pd
+
+    from convkit.tables import timed
+
+    columns = []
+    for gpu, found in recorded_gpus(name):
+        ok = timed(found.frame)
+        ok = ok[~ok["params"].astype(str).str.contains('"steps":"conv"', regex=False)]  # a layer's conv alone
+        ok = ok.assign(problem=ok["label"] + " p" + ok["pad"].astype(str) + " s" + ok["stride"].astype(str))
+        mine = ok[ok["impl"] == "convkit"].groupby("problem")["us"].min()
+        theirs = ok[ok["impl"] != "convkit"].groupby("problem")["us"].min()
+        columns.append(pd.DataFrame({f"{gpu}: ours (us)": mine, f"{gpu}: best library (us)": theirs,
+                                     f"{gpu}: speed-up": theirs / mine}))  # fmt: skip
+    if len(columns) < 2:
+        return pd.DataFrame()
+    table = pd.concat(columns, axis=1, join="inner").dropna()
+    return table.rename_axis("problem").reset_index()
+
+
+#: The ceilings' headline numbers as a reader meets them: label, and the factor from the recorded unit.
+CEILING_LABELS = {
+    "sm_count": ("SMs", 1), "sm_clock_mhz": ("SM clock under load (MHz)", 1), "l2_bytes": ("L2 cache (MiB)", 2**-20),
+    "shared_memory_per_sm": ("shared memory per SM (KiB)", 2**-10), "copy_gbps": ("copy bandwidth (GB/s)", 1),
+    "fma_tflops": ("FMA peak (TFLOP/s)", 1), "sgemm_tflops": ("SGEMM, TF32 off (TFLOP/s)", 1),
+    "dram_latency_cycles": ("DRAM load latency (cycles)", 1), "l2_latency_cycles": ("L2 load latency (cycles)", 1),
+    "launch_us": ("empty kernel launch (us)", 1), "ridge_flops_per_byte": ("roofline ridge (FLOP/byte)", 1),
+}  # fmt: skip
+
+
+def ceilings_across_gpus() -> Any:
+    """The ceilings' headline numbers of every GPU that recorded them, one column per GPU (pandas)."""
+    import pandas as pd
+
+    found = recorded_gpus("ceilings")
+    if len(found) < 2:
+        return pd.DataFrame()
+    rows = []
+    for key, (label, factor) in CEILING_LABELS.items():
+        row: dict[str, Any] = {"ceiling": label}
+        for gpu, r in found:
+            value = ceilings_summary(r.frame).get(key)
+            row[gpu] = None if value is None else round(value * factor, 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
