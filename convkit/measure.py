@@ -302,6 +302,22 @@ def run_sweep(
     return directory
 
 
+def fixed_sweep(
+    experiment: str, default_problems: Callable[[], list[ConvProblem]], cases: Sequence[Case], measure_rows: Measure
+) -> Callable[..., Path]:
+    """``measure(directory=None, *, problems=None, experiment=experiment, progress=print)`` for an experiment whose
+    every problem takes the same ``cases``: ``problems`` (default ``default_problems()``) into
+    ``<directory>/<experiment>.csv`` (default ``results/<this GPU>``), resuming; returns the directory."""
+
+    def measure(directory: Path | None = None, *, problems: list[ConvProblem] | None = None,
+                experiment: str = experiment, progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
+        chosen = problems if problems is not None else default_problems()
+        return run_sweep(experiment, chosen, lambda p: list(cases), measure_rows, directory=directory,
+                         progress=progress)  # fmt: skip
+
+    return measure
+
+
 def run_experiment(
     experiment: str,
     problems: Iterable[ConvProblem],

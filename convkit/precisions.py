@@ -9,10 +9,9 @@ convolution is recorded, not held to the FP32 bars: it is what the precision cos
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from convkit.measure import fixed_sweep
 from convkit.problem import ConvProblem
 from convkit.pytorch import cupy_stream
 from convkit.results import Case
@@ -63,19 +62,8 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
     return rows
 
 
-def measure(
-    directory: Path | None = None,
-    *,
-    problems: list[ConvProblem] | None = None,
-    experiment: str = EXPERIMENT,
-    progress: Callable[[str], None] | None = print,
-) -> Path:
-    """Measure ``problems`` (default :func:`layers`) into ``<directory>/<experiment>.csv`` (default
-    ``results/<this GPU>``), resuming; returns the directory."""
-    from convkit.measure import run_sweep
-
-    chosen = problems if problems is not None else layers()
-    return run_sweep(experiment, chosen, lambda p: list(CASES), measure_rows, directory=directory, progress=progress)
+#: Measure ``problems`` (default :func:`layers`) into ``<directory>/<experiment>.csv``, resuming.
+measure = fixed_sweep(EXPERIMENT, layers, CASES, measure_rows)
 
 
 if __name__ == "__main__":  # python -m convkit.precisions
