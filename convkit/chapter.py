@@ -282,18 +282,23 @@ CEILING_LABELS = {
 }  # fmt: skip
 
 
+def ceilings_by_gpu() -> list[tuple[str, dict[str, float]]]:
+    """(label, ceilings' headline numbers) of every GPU that recorded them, the book's first."""
+    return [(gpu, ceilings_summary(r.frame)) for gpu, r in recorded_gpus("ceilings")]
+
+
 def ceilings_across_gpus() -> Any:
     """The ceilings' headline numbers of every GPU that recorded them, one column per GPU (pandas)."""
     import pandas as pd
 
-    found = recorded_gpus("ceilings")
+    found = ceilings_by_gpu()
     if len(found) < 2:
         return pd.DataFrame()
     rows = []
     for key, (label, factor) in CEILING_LABELS.items():
         row: dict[str, Any] = {"ceiling": label}
-        for gpu, r in found:
-            value = ceilings_summary(r.frame).get(key)
+        for gpu, summary in found:
+            value = summary.get(key)
             row[gpu] = None if value is None else round(value * factor, 1)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -227,6 +227,25 @@ def recorded_figures(ceilings: dict[str, float], provenance: dict[str, Any]) -> 
     return figures_from_ceilings(ceilings, name)
 
 
+#: Warps an SM holds at once (Pascal to Hopper: 2,048 threads).
+MAX_WARPS_PER_SM = 64
+
+
+def second_gpu_text(first: GpuFigures, second: GpuFigures) -> str:
+    """What a second GPU's measured figures change in the latency-hiding model, beside the first's."""
+    a, b = latency_model(first), latency_model(second)
+    return (f"On the {second.name}, measured: copy bandwidth {second.bandwidth_gbps:,.0f} GB/s against "
+            f"{first.bandwidth_gbps:,.0f}, a DRAM latency of {second.latency_cycles} cycles against "
+            f"{first.latency_cycles}, the same {second.sm_count} SMs and clock. Hiding that latency takes "
+            f"{b.data_requirement_bytes:,} bytes in flight, {b.data_requirement_bytes / a.data_requirement_bytes:.2f}x "
+            f"the {first.name}'s: {b.warps_per_sm} warps per SM with one 4-byte load each, against {a.warps_per_sm}. "
+            "The faster memory asks for more work in flight, not less: a plan sized for the first GPU leaves more of "
+            "the second's bandwidth idle, and the single-channel planner's pieces must grow with it."
+            + (f" {b.warps_per_sm} warps is more than the {MAX_WARPS_PER_SM} an SM holds: only several loads in "
+               "flight per thread, or wider ones, can cover the latency there." if b.warps_per_sm > MAX_WARPS_PER_SM
+               else ""))  # fmt: skip
+
+
 def model_table(figures: list[GpuFigures]) -> Any:
     """The paper's Table 1 for each GPU, side by side."""
     import pandas as pd
