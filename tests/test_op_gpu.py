@@ -131,3 +131,18 @@ def test_a_patched_network_computes_what_pytorch_does():
         got = model.features(x).double()
     assert "convkit" in outcome.values()
     assert float((got - expected).norm() / expected.norm()) < TRANSFORM_TOLERANCE
+
+
+@pytest.mark.parametrize("problem", [ConvProblem(2, 3, 14, 12, 8, 5, 5), ConvProblem(1, 4, 10, 9, 6, 3, 3, pad=1)],
+                         ids=["fused-5x5", "composed-3x3"])  # fmt: skip
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_conv2d_relu_pool_matches_float64(problem, library):
+    import cupy
+
+    x, w, b, _ = _inputs(problem)
+    conv = reference.conv2d(x.get(), w.get(), pad=problem.pad) + b.get()[None, :, None, None]
+    ref = reference.max_pool2x2(reference.relu(conv))
+    convert = (lambda a: a) if library == "cupy" else pytest.importorskip("torch").from_dlpack
+    for _ in range(2):  # the choice is made once per signature, then reused
+        y = op.conv2d_relu_pool(convert(x), convert(w), convert(b), padding=problem.pad)
+        assert reference.relative_error(cupy.asnumpy(cupy.from_dlpack(y)), ref) < 1e-5
