@@ -1,0 +1,52 @@
+"""convkit.plan on the CPU, with stand-ins for CuPy arrays: which arguments become slots, where each points,
+the scratch block's layout, and a replay filling the slots from new pointers."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+from convkit.compile import Recording
+from convkit.plan import SCRATCH, SCRATCH_ALIGN, Plan
+
+
+@dataclass
+class _Pointer:
+    ptr: int
+
+
+class _FakeArray:
+    """What Plan.record reads of a CuPy array: its pointer and its size."""
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.data, self.nbytes = _Pointer(ptr), nbytes
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    module = types.ModuleType("cupy")
+    module.ndarray = _FakeArray
+    monkeypatch.setitem(sys.modules, "cupy", module)
+
+
+def test_arguments_become_slots_and_replays_follow_new_pointers(fake_cupy):
+    x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
+    view = _FakeArray(0x10000 + 2048, 2048)  # a pass over the second half of the images
+    first, second = _FakeArray(0x90000, 100), _FakeArray(0xA0000, 300)  # scratch: planes, transforms
+    kept = _FakeArray(0xF0000, 64)  # a buffer the launcher keeps (split counters)
+    calls = []
+    recording = Recording(calls=[(calls.append, (x, w, first, 7)), (calls.append, (view, second, out, kept, 2.5))],
+                          scratch=[first, second])  # fmt: skip
+    plan = Plan.record(recording, (x, w, out, None))
+    assert plan.scratch_bytes == 3 * SCRATCH_ALIGN  # 100 and 300 bytes, each rounded up to the alignment
+    assert plan.steps[0].slots == ((0, 0, 0), (1, 1, 0), (2, SCRATCH, 0))
+    assert plan.steps[1].slots == ((0, 0, 2048), (1, SCRATCH, SCRATCH_ALIGN), (2, 2, 0))
+    assert plan.steps[1].template[3] is kept and plan.steps[1].template[4] == 2.5
+    replayed = []
+    for step in plan.steps:
+        object.__setattr__(step, "call", lambda args, stream: replayed.append(args))
+    plan.replay((1000, 2000, 3000, 0, 50_000), stream=None)
+    assert replayed == [(1000, 2000, 50_000, 7), (3048, 50_000 + SCRATCH_ALIGN, 3000, kept, 2.5)]
