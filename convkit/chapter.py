@@ -232,7 +232,6 @@ def recorded_gpus(name: str) -> list[tuple[str, Results]]:
     """Every GPU with a recording of paper ``name``: (label, results), its full sweep where there is one, else
     its quick run; the label is the GPU's name, with "(quick)" for a quick run. The book's GPU comes first."""
     from convkit.papers import paper
-    from convkit.results import load_results
 
     experiment = paper(name).experiment
     found = []
@@ -241,10 +240,10 @@ def recorded_gpus(name: str) -> list[tuple[str, Results]]:
     for folder in folders:
         for stem, quick in ((experiment, False), (experiment + QUICK_SUFFIX, True)):
             if (folder / f"{stem}.csv").is_file():
-                frame, doc = load_results(folder, stem)
-                names = {str(run.get("gpu", "")) for run in doc.get("runs", {}).values()} - {""}
+                recorded = load(folder, stem)
+                names = {str(run.get("gpu", "")) for run in recorded.provenance.get("runs", {}).values()} - {""}
                 gpu = (sorted(names)[0] if names else folder.name).removeprefix("NVIDIA ")
-                found.append((gpu + (" (quick)" if quick else ""), Results(frame, doc, folder, False, stem)))
+                found.append((gpu + (" (quick)" if quick else ""), recorded))
                 break
     return found
 

@@ -141,11 +141,10 @@ def convolution_share(model: Any, x: Any) -> tuple[int, int, float]:
 
     from convkit.timing import CudaEventClock
 
-    layers, marks = [], []
-    for _, m in model.named_modules():
-        if type(m) is torch.nn.Conv2d or hasattr(m, "runs_in_convkit"):
-            if not any(m is inner.original for inner in layers if hasattr(inner, "original")):
-                layers.append(m)
+    wrapped = {id(m.original) for m in model.modules() if hasattr(m, "runs_in_convkit")}  # inside a patched layer
+    layers = [m for m in model.modules()
+              if (type(m) is torch.nn.Conv2d or hasattr(m, "runs_in_convkit")) and id(m) not in wrapped]  # fmt: skip
+    marks: list[tuple[Any, Any, Any]] = []
     handles = []
     for m in layers:
         handles.append(m.register_forward_pre_hook(lambda mod, args: marks.append((mod, args[0], _event()))))

@@ -15,6 +15,7 @@ tensors, groups and dilation (``convkit.torch.patch`` leaves such layers to PyTo
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from convkit.compile import ElementwiseLaunch
 from convkit.operands import check_arguments, describe
 from convkit.plan import Plan
 from convkit.problem import ConvProblem
+from convkit.pytorch import cupy_stream, stream_handle
 
 #: What runs a problem no table records: the FP32 chapter's implicit GEMM (any filter, stride, padding).
 FALLBACK = dispatch.Choice("convkit", "fp32_igemm", "", "fp32", source="heuristic")
@@ -89,9 +91,7 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
     checks the arguments, picks the implementation and records its launches; later calls replay them
     (:mod:`convkit.plan`), checking only what can change between calls of one signature.
     """
-    keyer = _KEYERS.get(type(x))
-    k = keyer(x, w, bias, stride, padding) if keyer is not None else None
-    runner = _RUNNERS.get(k) if k is not None else None
+    k, runner = _known("conv2d", x, w, bias, stride, padding)
     if runner is not None:
         return runner(x, w, bias)
     return _first_call(x, w, bias, stride, padding, k)
@@ -99,10 +99,19 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
 
 def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
     """:func:`conv2d`'s output where this call's signature has run before, else None (nothing enqueued)."""
-    keyer = _KEYERS.get(type(x))
-    k = keyer(x, w, bias, stride, padding) if keyer is not None else None
-    runner = _RUNNERS.get(k) if k is not None else None
+    _, runner = _known("conv2d", x, w, bias, stride, padding)
     return runner(x, w, bias) if runner is not None else None
+
+
+def _known(op: str, x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, Any]:
+    """(the signature of this call of ``op``, its runner if the signature has run before); the signature is
+    None where a check fails or the arrays are of no known library (the first-call checks then say why)."""
+    keyer = _keyer(type(x))
+    k = keyer(x, w, bias, stride, padding) if keyer is not None else None
+    if k is None:
+        return None, None
+    k = (op, *k)
+    return k, _RUNNERS.get(k)
 
 
 def _first_call(x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None) -> Any:
@@ -142,10 +151,7 @@ def _gpu_name() -> str:
 
 def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> None:
     """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``."""
-    import cupy
-
     from convkit import cublas
-    from convkit.compile import launch
     from convkit.papers import paper
 
     if choice.impl == "cublas":
@@ -155,8 +161,17 @@ def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProble
         knobs = json.loads(choice.params) if choice.params else variant.knobs(problem)
         variant.run(x, w, problem, out, **knobs)
     if bias is not None:
-        plane = problem.out_h * problem.out_w
-        launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
+        _add_bias(out, bias, problem)
+
+
+def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
+    """Enqueue ``out += bias`` per filter (CuPy arrays) with ``kernels/bias.cu``."""
+    import cupy
+
+    from convkit.compile import launch
+
+    plane = problem.out_h * problem.out_w
+    launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
 
 
 def _recorded(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any) -> Plan:
@@ -191,13 +206,6 @@ def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
     return lambda: allocate(nbytes)
 
 
-def _torch_stream(device: int) -> int:
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object made
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-
-
 def _current_torch_device() -> int:
     import torch
 
@@ -228,7 +236,7 @@ def _torch_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[An
         bias_shape = bias.shape
     if wants_grad and torch.is_grad_enabled():
         return None
-    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, _torch_stream(device),
+    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, stream_handle(device),
             x.data_ptr() & 15, w.data_ptr() & 15)  # fmt: skip
 
 
@@ -243,10 +251,8 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
             return torch.nn.functional.conv2d(x, w, bias, stride=stride, padding=padding)
 
         return library, library(x, w, bias)
-    from convkit.pytorch import cupy_stream
-
     device = x.get_device()
-    stream = cupy_stream(_torch_stream(device), device)
+    stream = cupy_stream(stream_handle(device), device)
     shape, where = problem.output_shape, x.device
     out = torch.empty(shape, dtype=torch.float32, device=where)
     with cupy.cuda.Device(device), stream:
@@ -309,7 +315,7 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
             out = cupy.empty(shape, dtype=cupy.float32)
             conv.forward(choice.variant, x, w, out)
             if bias is not None:
-                out += bias.reshape(1, -1, 1, 1)
+                _add_bias(out, bias, problem)
             return out
 
         return library, library(x, w, bias)
@@ -327,35 +333,20 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
     return replay, out
 
 
-def _keyers() -> dict[type, Callable[..., tuple[Any, ...] | None]]:
-    """The signature function of each array type whose library is installed."""
-    found: dict[type, Callable[..., tuple[Any, ...] | None]] = {}
-    try:
-        import cupy
-
-        found[cupy.ndarray] = _cupy_key
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        found[torch.Tensor] = _torch_key
-    except ImportError:
-        pass
-    return found
+#: The signature function of each array type, filled on first use (importing convkit imports neither CuPy
+#: nor PyTorch); a type of neither library maps to None.
+_KEYERS: dict[type, Callable[..., tuple[Any, ...] | None] | None] = {}
 
 
-class _LazyKeyers(dict):
-    """:func:`_keyers`, filled on first use (importing convkit imports neither CuPy nor PyTorch)."""
-
-    def get(self, kind: type, default: Any = None) -> Any:
-        if not self:
-            self.update(_keyers())
-            self.setdefault(object, None)
-        return super().get(kind, default)
-
-
-_KEYERS = _LazyKeyers()
+def _keyer(kind: type) -> Callable[..., tuple[Any, ...] | None] | None:
+    if not _KEYERS:
+        for module, attribute, keyer in (("cupy", "ndarray", _cupy_key), ("torch", "Tensor", _torch_key)):
+            try:
+                _KEYERS[getattr(importlib.import_module(module), attribute)] = keyer
+            except ImportError:
+                pass
+        _KEYERS[object] = None
+    return _KEYERS.get(kind)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,9 +361,7 @@ def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
     the pool in the caller's library. Arguments as :func:`conv2d` (``bias`` required). The choice is made
     once per call signature, as :func:`conv2d`'s.
     """
-    keyer = _KEYERS.get(type(x))
-    k = keyer(x, w, bias, 1, padding) if keyer is not None and bias is not None else None
-    runner = _RUNNERS.get(("relu_pool", k)) if k is not None else None
+    k, runner = _known("relu_pool", x, w, bias, 1, padding) if bias is not None else (None, None)
     if runner is not None:
         return runner(x, w, bias)
     xd, wd, bd = describe("x", x), describe("w", w), describe("bias", bias)
@@ -386,7 +375,7 @@ def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
     else:
         runner = functools.partial(_composed_cupy, padding=padding)
     if k is not None:
-        _RUNNERS["relu_pool", k] = runner
+        _RUNNERS[k] = runner
     return runner(x, w, bias)
 
 
@@ -415,11 +404,9 @@ def _fused(x: Any, w: Any, bias: Any, *, problem: ConvProblem, layer: Any, knobs
     if library == "torch":
         import torch
 
-        from convkit.pytorch import cupy_stream
-
         device = x.get_device()
         result = torch.empty(shape, dtype=torch.float32, device=x.device)
-        context = cupy_stream(_torch_stream(device), device)
+        context = cupy_stream(stream_handle(device), device)
         x, w, bias, out = (cupy.from_dlpack(a) for a in (x, w, bias, result))
     else:
         result = out = cupy.empty(shape, dtype=cupy.float32)

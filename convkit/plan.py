@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,23 +56,13 @@ class PlanStep:
         self.call(tuple(args), stream)
 
 
-def _driver() -> Any:
-    """``cuLaunchKernel`` of the CUDA driver (CuPy and PyTorch have loaded it already)."""
-    return _driver_library().cuLaunchKernel
-
-
 @functools.cache
 def _driver_library() -> Any:
-    lib = ctypes.CDLL("libcuda.so.1") if not _windows() else ctypes.WinDLL("nvcuda.dll")
+    """The CUDA driver (CuPy and PyTorch have loaded it already)."""
+    lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
     lib.cuLaunchKernel.restype = ctypes.c_int  # arguments go as prebuilt ctypes objects: no per-call conversion
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     return lib
-
-
-def _windows() -> bool:
-    import sys
-
-    return sys.platform == "win32"
 
 
 def _c_value(arg: Any) -> Any:
@@ -109,7 +100,7 @@ class DriverLaunch:
         grid, block = (*call.grid, 1, 1)[:3], (*call.block, 1, 1)[:3]
         self._head = (ctypes.c_void_p(call.function.ptr), *map(ctypes.c_uint, (*grid, *block, call.shared)))
         self._tail = (self._params, ctypes.c_void_p(None))
-        self._launch = _driver()
+        self._launch = _driver_library().cuLaunchKernel
 
     def __call__(self, bases: tuple[int, ...], stream: int) -> None:
         for value, base, offset in self._slots:

@@ -58,6 +58,15 @@ def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
     return run
 
 
+def stream_handle(device: int) -> int:
+    """The handle of PyTorch's current stream on ``device``, without making a ``torch.cuda.Stream`` (as Triton
+    reads it): a call per op must stay cheap."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
 _STREAMS: dict[tuple[int, int], Any] = {}
 
 
@@ -70,7 +79,7 @@ def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
     import torch
 
     device = torch.cuda.current_device() if device is None else device
-    handle = torch.cuda.current_stream(device).cuda_stream if handle is None else handle
+    handle = stream_handle(device) if handle is None else handle
     found = _STREAMS.get((device, handle))
     if found is None:
         with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this

@@ -86,22 +86,20 @@ def win_map(best: Any) -> Any:
     (columns), "faster on x of y", and the kernel that wins most there."""
     import pandas as pd
 
-    frame = best.assign(batch=[_bucket(n, BATCH_BUCKETS) for n in best["N"]],
-                        channels=[_bucket(c, CHANNEL_BUCKETS) for c in best["C"]])  # fmt: skip
-    cells: dict[tuple[str, str], dict[str, str]] = {}
-    for (r, channels, batch), group in frame.groupby(["R", "channels", "batch"]):
+    def bucketed(values: Any, buckets: tuple[tuple[int, int, str], ...]) -> Any:
+        names = [name for _, _, name in buckets]
+        return pd.Categorical([_bucket(v, buckets) for v in values], categories=names, ordered=True)
+
+    def cell(group: Any) -> str:
         wins = group[group["speedup"] > 1]
         top = f" ({wins['kernel'].mode().iloc[0]})" if len(wins) else ""
-        cells.setdefault((f"{r}x{r}", channels), {})[batch] = f"{len(wins)} of {len(group)}{top}"
-    order = [name for _, _, name in BATCH_BUCKETS]
-    table = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=order).fillna("")
-    table.index = pd.MultiIndex.from_tuples(table.index, names=["filter", "channels"])
-    return table.sort_index(key=lambda idx: [(_sort_key(v)) for v in idx])
+        return f"{len(wins)} of {len(group)}{top}"
 
-
-def _sort_key(value: str) -> Any:
-    digits = "".join(ch for ch in value.split("x")[0].split("-")[0] if ch.isdigit())
-    return int(digits) if digits else 0
+    frame = best.assign(batch=bucketed(best["N"], BATCH_BUCKETS), channels=bucketed(best["C"], CHANNEL_BUCKETS))
+    cells = frame.groupby(["R", "channels", "batch"], observed=True)[["speedup", "kernel"]].apply(cell)
+    table = cells.unstack("batch").reindex(columns=frame["batch"].cat.categories).fillna("")
+    table = table.rename(index=lambda r: f"{r}x{r}", level="R")
+    return table.rename_axis(index=["filter", "channels"], columns=None)
 
 
 def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:

@@ -34,11 +34,10 @@ from convkit.papers.toy_cnn.launch import (
     report_grid,
 )
 from convkit.papers.toy_cnn.measure import LAYER_STEPS, layer_cases, layer_prepare, measure_layer, run_layer_experiment
-from convkit.papers.toy_cnn.results import findings
+from convkit.papers.toy_cnn.results import TOY_EXPERIMENT, findings
 from convkit.problem import ConvProblem
 from convkit.results import Case, params_text
 
-TOY_EXPERIMENT = "toy_cnn"
 #: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
 TOY_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 5, "max_reps": 50, "budget_ms": 100.0}
 #: The profile's metrics: where the time goes (occupancy, FMA pipe, shared-memory wavefronts and bank

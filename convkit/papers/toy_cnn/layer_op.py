@@ -8,15 +8,17 @@ own convolution with ReLU and the pool), and the default tile where it is not.
 
 from __future__ import annotations
 
-import csv
 import json
 from typing import Any
 
 from convkit.papers.toy_cnn import launch as toy
+from convkit.papers.toy_cnn.results import TOY_EXPERIMENT
 from convkit.paths import results_dir
 from convkit.problem import ConvProblem
+from convkit.results import load_results
+from convkit.tables import timed
 
-#: Whole-layer rows by GPU, then by label: (ms, variant, params).
+#: Whole-layer rows by GPU, then by label: (microseconds, variant, params).
 _ROWS: dict[str, dict[str, list[tuple[float, str, str]]]] = {}
 
 
@@ -26,15 +28,14 @@ def _whole_layer_rows(gpu: str) -> dict[str, list[tuple[float, str, str]]]:
     found = _ROWS.get(gpu)
     if found is None:
         found = {}
-        path = results_dir() / gpu / "toy_cnn.csv"
-        if path.is_file():
-            with path.open() as f:
-                for r in csv.DictReader(f):
-                    fused = r["impl"] == "convkit" and r["variant"] == "toy_tiled"
-                    library = r["impl"] != "convkit" and "conv+bias+relu+pool" in r["params"]
-                    if r["status"] == "ok" and (fused or library):
-                        found.setdefault(r["label"], []).append((float(r["time_ms_median"]), r["variant"],
-                                                                 r["params"]))  # fmt: skip
+        directory = results_dir() / gpu
+        if (directory / f"{TOY_EXPERIMENT}.csv").is_file():
+            ok = timed(load_results(directory, TOY_EXPERIMENT)[0])
+            fused = (ok["impl"] == "convkit") & (ok["variant"] == "toy_tiled")
+            whole = ok["params"].astype(str).str.contains("conv+bias+relu+pool", regex=False)
+            library = (ok["impl"] != "convkit") & whole
+            for r in ok[fused | library].itertuples():
+                found.setdefault(r.label, []).append((float(r.us), r.variant, str(r.params)))
         _ROWS[gpu] = found
     return found
 
