@@ -315,20 +315,26 @@ class KernelCall:
 @dataclass
 class Recording:
     """What ran inside :func:`recording`: each enqueued call with its arguments, and the scratch arrays the
-    launchers allocated (:func:`scratch`), which a replay may allocate afresh."""
+    launchers allocated (:func:`scratch`), which a replay may allocate afresh. ``bias`` and ``output`` are
+    what the op asks of the launchers: the launch that writes the output may add the bias as it does
+    (:func:`epilogue_bias`), saving the op a launch."""
 
     calls: list[tuple[Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
     scratch: list[Any] = field(default_factory=list)
+    bias: Any = None
+    output: Any = None
+    bias_added: bool = False
 
 
 _RECORDER = threading.local()
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Recording]:
-    """Run launchers as usual and note what they enqueue (this thread only)."""
+def recording(*, bias: Any = None, output: Any = None) -> Iterator[Recording]:
+    """Run launchers as usual and note what they enqueue (this thread only); with ``bias`` (M,) and
+    ``output`` (N, M, P, Q), the launch writing ``output`` may add the bias (:func:`epilogue_bias`)."""
     previous = getattr(_RECORDER, "active", None)
-    _RECORDER.active = found = Recording()
+    _RECORDER.active = found = Recording(bias=bias, output=output)
     try:
         yield found
     finally:
@@ -342,6 +348,24 @@ def enqueue(call: Callable[..., None], args: tuple[Any, ...]) -> None:
     active = getattr(_RECORDER, "active", None)
     if active is not None:
         active.calls.append((call, args))
+
+
+def epilogue_bias(destination: Any) -> Any:
+    """The kernel argument for a launch's optional bias: the op's bias where ``destination`` (whole images of
+    NCHW planes) lies in the output of the op recording this launcher, else a null pointer. A launcher passes
+    it to the launch that writes the final output (a split sum, a transform back), which then adds
+    ``bias[m]`` to every element of filter ``m``'s planes; the op adds the bias itself where none did."""
+    import cupy
+
+    active = getattr(_RECORDER, "active", None)
+    out = None if active is None else active.output
+    if active is None or active.bias is None or out is None:
+        return cupy.uint64(0)
+    start, end = out.data.ptr, out.data.ptr + out.nbytes
+    if not start <= destination.data.ptr < end:
+        return cupy.uint64(0)
+    active.bias_added = True
+    return active.bias
 
 
 def scratch(elements: int) -> Any:

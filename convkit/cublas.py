@@ -46,19 +46,68 @@ def _scalars() -> tuple[Any, Any]:
     return np.ones(1, np.float32), np.zeros(1, np.float32)
 
 
-def _sgemm(args: tuple[Any, ...], stream: Any = None) -> None:
-    """The strided-batched SGEMM of :func:`conv1x1` (arrays or device pointers, as :func:`enqueue` replays)."""
+def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, m: int) -> tuple[Any, ...]:
+    """``sgemmStridedBatched``'s arguments for :func:`conv1x1` on device pointers."""
+    from cupy_backends.cuda.libs import cublas
+
+    one, zero = _scalars()
+    return (handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, hw, m, c, one.ctypes.data, x, hw, c * hw, w, c, 0,
+            zero.ctypes.data, out, hw, m * hw, n)  # fmt: skip
+
+
+class StridedSgemm:
+    """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.compile.enqueue` calls it (arrays or
+    device pointers) and as a recorded plan binds it (:meth:`bind`)."""
+
+    def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+
+        x, w, out, n, c, hw, m = args
+        handle = cupy.cuda.device.get_cublas_handle()  # CuPy's, shared: its settings are made anew each call
+        cublas.setStream(handle, (stream or cupy.cuda.get_current_stream()).ptr)
+        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)  # FP32 arithmetic: no TF32 tensor cores
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
+
+    def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+        """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on a
+        handle of convkit's own per stream, set up once: a replay is then the one cuBLAS call."""
+        from cupy_backends.cuda.libs import cublas
+
+        sgemm = cublas.sgemmStridedBatched
+        x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
+        fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
+        where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
+        filled = [(where[index], base, offset) for index, base, offset in slots]
+        handles: dict[int, int] = {}
+
+        def replay(bases: tuple[int, ...], stream: int) -> None:
+            args = fixed.copy()
+            args[0] = handles.get(stream) or handles.setdefault(stream, _handle(stream))
+            for index, base, offset in filled:
+                args[index] = bases[base] + offset
+            sgemm(*args)
+
+        return replay
+
+
+_sgemm = StridedSgemm()
+
+#: convkit's cuBLAS handles by (device, stream), in FP32 math and host pointer mode.
+_HANDLES: dict[tuple[int, int], int] = {}
+
+
+def _handle(stream: int) -> int:
     import cupy
     from cupy_backends.cuda.libs import cublas
 
-    x, w, out, n, c, hw, m = args
-    handle = cupy.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, (stream or cupy.cuda.get_current_stream()).ptr)
-    cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)  # FP32 arithmetic: no TF32 tensor cores
-    one, zero = _scalars()
-    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-    cublas.sgemmStridedBatched(
-        handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, hw, m, c,
-        one.ctypes.data, _pointer(x), hw, c * hw, _pointer(w), c, 0,
-        zero.ctypes.data, _pointer(out), hw, m * hw, n,
-    )  # fmt: skip
+    k = (cupy.cuda.runtime.getDevice(), stream)
+    handle = _HANDLES.get(k)
+    if handle is None:
+        handle = cublas.create()
+        cublas.setStream(handle, stream)
+        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        _HANDLES[k] = handle
+    return handle

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit import dispatch
-from convkit.compile import ElementwiseLaunch
+from convkit.compile import ElementwiseLaunch, Recording
 from convkit.operands import check_arguments, describe
 from convkit.plan import Plan
 from convkit.problem import ConvProblem
@@ -149,19 +149,22 @@ def _gpu_name() -> str:
     return found
 
 
-def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> None:
-    """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``."""
+def _run(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> Recording:
+    """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``, recording it."""
     from convkit import cublas
+    from convkit.compile import recording
     from convkit.papers import paper
 
-    if choice.impl == "cublas":
-        cublas.conv1x1(x, w, out)
-    else:
-        variant = paper(choice.paper).kernels[choice.variant]
-        knobs = json.loads(choice.params) if choice.params else variant.knobs(problem)
-        variant.run(x, w, problem, out, **knobs)
-    if bias is not None:
-        _add_bias(out, bias, problem)
+    with recording(bias=bias, output=out) as found:
+        if choice.impl == "cublas":
+            cublas.conv1x1(x, w, out)
+        else:
+            variant = paper(choice.paper).kernels[choice.variant]
+            knobs = json.loads(choice.params) if choice.params else variant.knobs(problem)
+            variant.run(x, w, problem, out, **knobs)
+        if bias is not None and not found.bias_added:  # no launch took it in its epilogue
+            _add_bias(out, bias, problem)
+    return found
 
 
 def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
@@ -176,11 +179,7 @@ def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
 
 def _recorded(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any) -> Plan:
     """Run ``choice`` on CuPy arrays and return the plan that replays it."""
-    from convkit.compile import recording
-
-    with recording() as found:
-        _run(choice, x, w, bias, problem, out)
-    return Plan.record(found, (x, w, out, bias))
+    return Plan.record(_run(choice, x, w, bias, problem, out), (x, w, out, bias))
 
 
 def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
@@ -206,37 +205,39 @@ def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
     return lambda: allocate(nbytes)
 
 
-def _current_torch_device() -> int:
+@functools.cache
+def _torch_calls() -> tuple[type, Any, Callable[[], int], Callable[[int], int], Callable[[], bool]]:
+    """(Tensor, float32, the current device, the current stream's handle on a device, whether grad mode is
+    on): PyTorch's, looked up once, as a repeated call reads them each time."""
     import torch
 
-    return torch._C._cuda_getDevice() if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device()
+    current = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+    return torch.Tensor, torch.float32, current, stream_handle, torch.is_grad_enabled
 
 
 def _torch_key(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
     """The signature of a PyTorch call whose tensors pass every check that can change between calls of one
     signature (dtype, device, contiguity, gradient); None otherwise (the first-call checks then say why)."""
-    import torch
-
-    f32 = torch.float32
-    if not isinstance(w, torch.Tensor) or x.dtype is not f32 or w.dtype is not f32:
+    tensor, f32, current_device, current_stream, grad_enabled = _torch_calls()
+    if not isinstance(w, tensor) or x.dtype is not f32 or w.dtype is not f32:
         return None
     if not (x.is_contiguous() and w.is_contiguous()):
         return None
     device = x.get_device()
-    if device < 0 or w.get_device() != device or device != _current_torch_device():
+    if device < 0 or w.get_device() != device or device != current_device():
         return None
     wants_grad = x.requires_grad or w.requires_grad
     bias_shape = None
     if bias is not None:
-        if not isinstance(bias, torch.Tensor) or bias.dtype is not f32 or not bias.is_contiguous():
+        if not isinstance(bias, tensor) or bias.dtype is not f32 or not bias.is_contiguous():
             return None
         if bias.get_device() != device:
             return None
         wants_grad = wants_grad or bias.requires_grad
         bias_shape = bias.shape
-    if wants_grad and torch.is_grad_enabled():
+    if wants_grad and grad_enabled():
         return None
-    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, stream_handle(device),
+    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, current_stream(device),
             x.data_ptr() & 15, w.data_ptr() & 15)  # fmt: skip
 
 

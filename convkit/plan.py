@@ -10,7 +10,8 @@ as split counters). A replay is then one Python call per launch.
 
 A kernel step is bound once to a driver launch (:class:`DriverLaunch`): its parameter buffer built with
 ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, about 2 us where CuPy's launch
-converts every argument anew (about 10 us). Other steps (cuBLAS) are called as recorded.
+converts every argument anew (about 10 us). A call with a ``bind`` method binds itself (cuBLAS, on a handle
+set up once); other steps are called as recorded.
 
 A plan is valid for the problem, device, stream and operand alignment it was recorded on: the caller keys
 it by all four (a launcher may pick a kernel by alignment, and kept buffers are per stream). Replays of one
@@ -113,7 +114,10 @@ class DriverLaunch:
 
 
 def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
-    """A :class:`DriverLaunch` for a kernel step whose arguments it can pass, else None."""
+    """A replay of one step taking (bases, stream pointer): a :class:`DriverLaunch` for a kernel whose
+    arguments it can pass, the call's own ``bind`` where it has one (cuBLAS), else None."""
+    if hasattr(call, "bind"):
+        return call.bind(template, slots)
     if not isinstance(call, KernelCall):
         return None
     try:
@@ -157,8 +161,12 @@ class Plan:
         """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
         ``bases``: the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch
         block's."""
+        pointer = stream.ptr
         for step in self.steps:
-            step.run(bases, stream)
+            if step.bound is not None:
+                step.bound(bases, pointer)
+            else:
+                step.run(bases, stream)
 
 
 def _locate(pointer: int, ranges: list[tuple[int, int, Any]]) -> tuple[int, int] | None:

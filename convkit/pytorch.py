@@ -61,10 +61,15 @@ def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
 def stream_handle(device: int) -> int:
     """The handle of PyTorch's current stream on ``device``, without making a ``torch.cuda.Stream`` (as Triton
     reads it): a call per op must stay cheap."""
+    return _raw_stream()(device)
+
+
+@functools.cache
+def _raw_stream() -> Callable[[int], int]:
     import torch
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
 
 
 _STREAMS: dict[tuple[int, int], Any] = {}

@@ -1,10 +1,12 @@
 // The sum of partial output planes, out[i] = sum_k src[k * plane + i]: what a reduction split over
 // blockIdx.z leaves behind (cuConv's R*S planes and channel splits, the implicit GEMM's split-K).
-// Four independent accumulators keep loads in flight. Included textually by convkit.compile (NVRTC).
+// Four independent accumulators keep loads in flight. With a bias (convkit.conv2d's; null otherwise)
+// out is NCHW and bias[m] is added to filter m's planes of hw elements, saving the op a launch.
+// Included textually by convkit.compile (NVRTC).
 #pragma once
 
 extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __restrict__ out, int K,
-                                      long long plane)
+                                      long long plane, const float* __restrict__ bias, int M, long long hw)
 {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < plane;
          i += (long long)gridDim.x * blockDim.x) {
@@ -17,6 +19,7 @@ extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __re
             a3 += src[(long long)(k + 3) * plane + i];
         }
         for (; k < K; ++k) a0 += src[(long long)k * plane + i];
-        out[i] = (a0 + a1) + (a2 + a3);
+        const float sum = (a0 + a1) + (a2 + a3);
+        out[i] = bias ? sum + __ldg(bias + (i / hw) % M) : sum;
     }
 }

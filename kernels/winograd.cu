@@ -143,10 +143,10 @@ extern "C" __global__ void winograd_input(
 }
 
 // y[n][m][.][.] = (AT Mo AT^T) over the products Mo[xi][m][t] of output tile t, clipped to P x Q.
-// grid: x over T, y = M (filters).
+// grid: x over T, y = M (filters). bias[m] is added where given (convkit.conv2d's; null otherwise).
 extern "C" __global__ void winograd_output(
     const float* __restrict__ mo, float* __restrict__ y, int M_filters, int P, int Q, int tiles_h, int tiles_w,
-    int T, int t_pad)
+    int T, int t_pad, const float* __restrict__ bias)
 {
     using namespace wg;
     constexpr float AT[M][A] = WG_AT;
@@ -165,9 +165,10 @@ extern "C" __global__ void winograd_output(
     const int n = t / per_image, rest = t - n * per_image;
     const int p0 = (rest / tiles_w) * M, q0 = (rest % tiles_w) * M;
     float* plane = y + ((long long)n * M_filters + m) * P * Q;
+    const float b = bias ? __ldg(bias + m) : 0.0f;
 #pragma unroll
     for (int i = 0; i < M; ++i)
 #pragma unroll
         for (int j = 0; j < M; ++j)
-            if (p0 + i < P && q0 + j < Q) plane[(p0 + i) * Q + q0 + j] = out[i][j];
+            if (p0 + i < P && q0 + j < Q) plane[(p0 + i) * Q + q0 + j] = out[i][j] + b;
 }

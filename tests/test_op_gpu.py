@@ -146,3 +146,42 @@ def test_conv2d_relu_pool_matches_float64(problem, library):
     for _ in range(2):  # the choice is made once per signature, then reused
         y = op.conv2d_relu_pool(convert(x), convert(w), convert(b), padding=problem.pad)
         assert reference.relative_error(cupy.asnumpy(cupy.from_dlpack(y)), ref) < 1e-5
+
+
+def _epilogue_cases():
+    from convkit.papers.cuconv.launch import conv2d_cuconv
+    from convkit.papers.fp32.launch import ImplicitGemmLaunch, WinogradLaunch, conv2d_implicit_gemm, conv2d_winograd
+
+    split = ConvProblem(2, 37, 9, 11, 19, 3, 3, pad=1)
+    return {
+        "igemm-split": (split, lambda x, w, out: conv2d_implicit_gemm(
+            x, w, pad=1, launch_spec=ImplicitGemmLaunch("64x64", splits=4), out=out), True),
+        "igemm-whole": (split, lambda x, w, out: conv2d_implicit_gemm(
+            x, w, pad=1, launch_spec=ImplicitGemmLaunch("64x64"), out=out), False),
+        "cuconv-planes": (split, lambda x, w, out: conv2d_cuconv(x, w, pad=1, variant="paper", out=out), True),
+        "cuconv-tiled-split": (split, lambda x, w, out: conv2d_cuconv(
+            x, w, pad=1, variant="tiled", tile="64x32", splits=3, out=out), True),
+        # two images a pass, three passes: every pass's output transform adds the bias to its images
+        "winograd-passes": (ConvProblem(5, 6, 10, 10, 7, 3, 3, pad=1), lambda x, w, out: conv2d_winograd(
+            x, w, pad=1, spec=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).workspace_bytes(
+                ConvProblem(2, 6, 10, 10, 7, 3, 3, pad=1))), out=out), True),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(_epilogue_cases()))
+def test_the_launch_writing_the_output_adds_the_bias(case):
+    """A split sum or Winograd's transform back adds conv2d's bias as it writes the output (one launch fewer);
+    a launcher whose output is written by its main kernel leaves the bias to the op."""
+    import cupy
+
+    from convkit.compile import recording
+
+    problem, run, takes = _epilogue_cases()[case]
+    x, w, b, ref = _inputs(problem)
+    out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
+    with recording(bias=b, output=out) as found:
+        run(x, w, out)
+    assert found.bias_added is takes
+    if not takes:
+        op._add_bias(out, b, problem)
+    assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE

@@ -48,5 +48,5 @@ def test_arguments_become_slots_and_replays_follow_new_pointers(fake_cupy):
     replayed = []
     for step in plan.steps:
         object.__setattr__(step, "call", lambda args, stream: replayed.append(args))
-    plan.replay((1000, 2000, 3000, 0, 50_000), stream=None)
+    plan.replay((1000, 2000, 3000, 0, 50_000), stream=_Pointer(0))
     assert replayed == [(1000, 2000, 50_000, 7), (3048, 50_000 + SCRATCH_ALIGN, 3000, kept, 2.5)]

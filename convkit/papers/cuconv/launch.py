@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from convkit import gpu
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, launch, scratch
+from convkit.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
 from convkit.problem import ConvProblem
 
 VARIANTS = ("paper", "fused", "split", "tiled")
@@ -341,5 +341,6 @@ def conv2d_cuconv(
             dims += (spec.per_split(p), spec.channel_tile(p))
     launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
     if planes > 1:
-        launch(CuconvSumLaunch(), p, (temp, out, cupy.int32(planes), cupy.int64(out.size)))
+        launch(CuconvSumLaunch(), p, (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out),
+                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
     return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, launch, scratch
+from convkit.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
 from convkit.cudnn import WORKSPACE_LIMIT_BYTES
 from convkit.gpu import sm_count
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
@@ -237,7 +237,9 @@ def _gemm(
     dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, spec.splits), splits)
     launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
     if splits > 1:
-        launch(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size)))
+        bias = epilogue_bias(out)
+        launch(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
+                                     cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,7 +387,8 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None
                (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
         _gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
         launch(_TransformLaunch("winograd_output", spec), p,
-               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
+                epilogue_bias(ys)))  # fmt: skip
     return out
 
 
