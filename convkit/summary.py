@@ -25,9 +25,18 @@ CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (2
 QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
 
 
+#: The run-to-run spread: these networks and every REPEAT_STEP-th host-cost layer measured again in a process
+#: of their own after the runs (a fifth of the networks and a quarter of the layers: both are small sweeps).
+REPEAT_NETWORKS, REPEAT_STEP, REPEAT = ("AlexNet-1", "SqueezeNet-1", "GoogLeNet-8", "SqueezeNet-256"), 4, "_repeat"
+
+
 def measure(directory: Path, *, quick: bool = False) -> None:
     """Measure the networks, the host cost and the reduced precisions into ``directory`` (resuming); ``quick``:
-    two networks at batch 1, a few layers of each, into ``*_quick`` experiments."""
+    two networks at batch 1, a few layers of each, into ``*_quick`` experiments. A full run then measures its
+    repeated sample in a fresh process (:func:`measure_repeat`)."""
+    import subprocess
+    import sys
+
     suffix = "_quick" if quick else ""
     only = list(QUICK_NETWORKS) if quick else None
     inference.measure(directory, only=only, experiment=inference.EXPERIMENT + suffix)
@@ -35,6 +44,29 @@ def measure(directory: Path, *, quick: bool = False) -> None:
                      experiment=overhead.EXPERIMENT + suffix)  # fmt: skip
     precisions.measure(directory, problems=precisions.layers()[::16] if quick else None,
                        experiment=precisions.EXPERIMENT + suffix)  # fmt: skip
+    if not quick:
+        subprocess.run([sys.executable, "-m", "convkit.summary", "repeat", str(directory)], check=True)
+
+
+def measure_repeat(directory: Path) -> None:
+    """Measure :data:`REPEAT_NETWORKS` and every :data:`REPEAT_STEP`-th host-cost layer again, into
+    ``networks_repeat.csv`` and ``conv2d_overhead_repeat.csv``: the spread within which two times are a tie."""
+    inference.measure(directory, only=list(REPEAT_NETWORKS), experiment=inference.EXPERIMENT + REPEAT)
+    overhead.measure(directory, problems=overhead.layers()[::REPEAT_STEP], experiment=overhead.EXPERIMENT + REPEAT)
+
+
+def spreads(directory: Path) -> dict[str, dict[str, float]]:
+    """The run-to-run spread (:func:`convkit.tables.spread`) of the networks' forward times on the GPU and on the
+    wall clock (``networks gpu``, ``networks wall``) and of the per-call host cost (``host``)."""
+    out = {}
+    for name, experiment, keys, variant in (("networks gpu", inference.EXPERIMENT, inference.KEY_COLUMNS, "gpu"),
+                                            ("networks wall", inference.EXPERIMENT, inference.KEY_COLUMNS, "wall"),
+                                            ("host", overhead.EXPERIMENT, None, "host_per_call")):  # fmt: skip
+        sweep, repeat = _frame(directory, experiment), _frame(directory, experiment + REPEAT)
+        if not sweep.empty and not repeat.empty:
+            sweep, repeat = sweep[sweep["variant"] == variant], repeat[repeat["variant"] == variant]
+        out[name] = tables.spread(sweep, repeat, keys)
+    return out
 
 
 def _frame(directory: Path, experiment: str) -> Any:
@@ -206,3 +238,11 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float]) -
     if verdict:
         out.append("**Verdict**: partly held. " + "; ".join(verdict) + ".")
     return out
+
+
+if __name__ == "__main__":  # python -m convkit.summary repeat <results folder>: the repeated sample
+    import sys
+
+    if sys.argv[1:2] != ["repeat"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m convkit.summary repeat <results folder>")
+    measure_repeat(Path(sys.argv[2]))

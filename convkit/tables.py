@@ -99,15 +99,17 @@ def status_counts(frame: Any) -> Any:
     return counts.fillna(0).astype(int)
 
 
-def spread(sweep: Any, repeat: Any) -> dict[str, float]:
+def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """Run-to-run spread of median times: every case of a sample measured again in a fresh process (``repeat``)
-    against the sweep's, as |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched."""
+    against the sweep's, as |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched
+    by ``keys`` (default: a sweep row's key)."""
     from convkit.results import KEY_COLUMNS
 
-    if repeat.empty:
+    if repeat.empty or sweep.empty:
         return {"cases": 0, "median": math.nan, "p95": math.nan}
-    a = timed(sweep).set_index(list(KEY_COLUMNS))["us"]
-    b = timed(repeat).set_index(list(KEY_COLUMNS))["us"]
+    keys = list(keys or KEY_COLUMNS)
+    a = timed(sweep).set_index(keys)["us"]
+    b = timed(repeat).set_index(keys)["us"]
     both = a.index.intersection(b.index)
     ratio = (b.loc[both] / a.loc[both] - 1).abs()
     return {"cases": len(both), "median": float(ratio.median()), "p95": float(ratio.quantile(0.95))}
