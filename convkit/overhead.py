@@ -4,7 +4,8 @@ Per layer, for ``convkit`` and ``pytorch`` (PyTorch tensors in and out, TF32 off
 
 - ``host_per_call``: the wall time of :data:`CALLS` calls queued behind a kernel that holds the stream,
   divided by :data:`CALLS`. The GPU is busy holding, so nothing waits on it: this is pure host cost (argument
-  checks, dispatch, conversions, the launches).
+  checks, dispatch, conversions, the launches). convkit and PyTorch take turns, so that a busy moment of the
+  host falls on both.
 - ``gpu``: the GPU time of one call, CUDA events after warm-up, median of repeats (the study's timing).
 
 Layers: small ones, where the host sets the pace, and large ones, where the GPU does (:func:`layers`).
@@ -24,9 +25,9 @@ from convkit.results import Case
 
 EXPERIMENT = "conv2d_overhead"
 #: Calls queued per host-cost measurement, and how long the stream is held while they are queued.
-CALLS, HOLD_MS = 200, 300.0
+CALLS, HOLD_MS = 200, 100.0
 #: How many times each host-cost measurement is repeated (the median is recorded).
-HOST_REPEATS = 5
+HOST_REPEATS = 9
 
 
 def layers() -> list[ConvProblem]:
@@ -59,20 +60,23 @@ def _calls(problem: ConvProblem) -> dict[str, Callable[[], Any]]:
             "pytorch": lambda: torch.nn.functional.conv2d(x, w, b, stride=s, padding=p)}  # fmt: skip
 
 
-def host_per_call_ms(call: Callable[[], Any], hold: Callable[[float], None]) -> list[float]:
-    """Milliseconds of host time per call, :data:`HOST_REPEATS` times: :data:`CALLS` calls queued behind
-    ``hold`` (which keeps the stream busy for :data:`HOLD_MS`), wall clock divided by the calls."""
+def host_per_call_ms(calls: dict[str, Callable[[], Any]], hold: Callable[[float], None]) -> dict[str, list[float]]:
+    """Milliseconds of host time per call of each of ``calls``, :data:`HOST_REPEATS` times: :data:`CALLS` calls
+    queued behind ``hold`` (which keeps the stream busy for :data:`HOLD_MS`), wall clock divided by the calls.
+    The implementations take turns, after an untimed round, so that each sees the same state of the host."""
     import torch
 
-    out = []
-    for _ in range(HOST_REPEATS):
-        torch.cuda.synchronize()
-        hold(HOLD_MS)
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            call()
-        out.append((time.perf_counter() - start) * 1e3 / CALLS)
-        torch.cuda.synchronize()
+    out: dict[str, list[float]] = {name: [] for name in calls}
+    for timed in [False] + [True] * HOST_REPEATS:
+        for name, call in calls.items():
+            torch.cuda.synchronize()
+            hold(HOLD_MS)
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                call()
+            if timed:
+                out[name].append((time.perf_counter() - start) * 1e3 / CALLS)
+            torch.cuda.synchronize()
     return out
 
 
@@ -93,9 +97,11 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
         for call in calls.values():  # first calls: compile, autotune, dispatch
             call()
         torch.cuda.synchronize()
+        hosted = [case.impl for case in todo if case.variant == "host_per_call"]
+        host = host_per_call_ms({impl: calls[impl] for impl in hosted}, clock.hold)
         for case in todo:
             if case.variant == "host_per_call":
-                timing = Timing(tuple(host_per_call_ms(calls[case.impl], clock.hold)))
+                timing = Timing(tuple(host[case.impl]))
             else:
                 timing = benchmark(calls[case.impl], clock=clock)
             rows.append(make_row(problem, case, status="ok", timing=timing))

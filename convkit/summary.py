@@ -196,8 +196,11 @@ def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) ->
             for v, g in ok.groupby("variant")}  # fmt: skip
 
 
-def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float]) -> list[str]:
-    """The chapter's result box: what the op claims, what was measured, the verdict."""
+def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
+                 spread: dict[str, dict[str, float]] | None = None) -> list[str]:  # fmt: skip
+    """The chapter's result box: what the op claims, what was measured, the verdict; ``spread`` (from
+    :func:`spreads`) makes differences within the run-to-run spread (its 95th percentile) ties."""
+    tie = {name: float(s["p95"]) if s["cases"] else 0.0 for name, s in (spread or {}).items()}
     out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
            "convkit.torch.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
            "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
@@ -214,20 +217,32 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float]) -
                    f"to {networks['GPU speed-up'].max():.2f}x.")  # fmt: skip
         out.append(f"**Correctness**: {int(networks['layers over the bar'].sum())} patched layers over their bar "
                    f"of float64; the worst layer {networks['worst layer error'].max():.1e}.")  # fmt: skip
-        slower = networks[networks["GPU speed-up"] < 1]
+        gpu_tie, wall_tie = tie.get("networks gpu", 0.0), tie.get("networks wall", 0.0)
+        if gpu_tie or wall_tie:
+            out.append(f"**Run-to-run spread**: a sample measured again in a fresh process moved by up to "
+                       f"{100 * gpu_tie:.1f}% on the GPU and {100 * wall_tie:.1f}% on the wall clock (95th "
+                       f"percentile); differences within it are ties.")  # fmt: skip
+        slower = networks[networks["GPU speed-up"] < 1 - gpu_tie]
+        tied = networks[(networks["GPU speed-up"] < 1) & (networks["GPU speed-up"] >= 1 - gpu_tie)]
+        if len(tied):
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+                              for _, r in tied.iterrows())  # fmt: skip
+            out.append(f"**Ties**: {named}, within the spread: no slower and no faster than PyTorch.")
         if len(slower):
             named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
                               for _, r in slower.iterrows())  # fmt: skip
             verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
-        slower_wall = one[one["wall speed-up"] < 1]["network"].tolist()
+        slower_wall = one[one["wall speed-up"] < 1 - wall_tie]["network"].tolist()
         if slower_wall:
             verdict.append(f"at batch 1 the GPU time is shorter for every network, but {' and '.join(slower_wall)} "
                            "wait longer on the wall clock: their many small layers are host-bound, and a call "
                            "from Python costs more than PyTorch's own dispatch")  # fmt: skip
     if not host.empty:
-        at_or_below = int((host["host ratio"] <= 1).sum())
+        host_tie = tie.get("host", 0.0)
+        at_or_below = int((host["host ratio"] <= 1 + host_tie).sum())
+        within = f" (or within the run-to-run spread of {100 * host_tie:.0f}%)" if host_tie else ""
         out.append(f"**Host cost per call**: median {host['convkit host (us)'].median():.0f} us against "
-                   f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's on "
+                   f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's{within} on "
                    f"{at_or_below} of {len(host)} layers.")  # fmt: skip
         if at_or_below < len(host):
             verdict.append(f"the host cost is above PyTorch's on {len(host) - at_or_below} of {len(host)} layers "
