@@ -7,7 +7,7 @@ off, cuDNN autotuned) and patched by :func:`convkit.torch.patch`. Per network an
 
 - ``gpu``: one forward's GPU time, the study's timing (CUDA events, the stream held while the host
   enqueues, median of repeats); ``wall``: one forward's wall time, synchronized, median (what a caller
-  waits, host cost included);
+  waits, host cost included; PyTorch and convkit take turns);
 - ``rel_err``: the features the classifier reads, against the same network in float64 (random logits
   alone would hide a wrong convolution);
 - for ``convkit``: every patched layer checked against a float64 convolution of its own input (the direct
@@ -45,7 +45,7 @@ COLUMNS = ("experiment", "label", "network", "batch", "impl", "variant", "status
 KEY_COLUMNS = ("label", "impl", "variant")
 IMPLS, VARIANTS = ("pytorch", "convkit"), ("gpu", "wall")
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 50, "budget_ms": 400.0}
-WALL_REPS = 10
+WALL_REPS = 30
 
 
 def labels() -> list[str]:
@@ -182,16 +182,19 @@ def _event() -> Any:
     return event
 
 
-def _wall_ms(forward: Callable[[], Any]) -> list[float]:
+def _wall_ms(forwards: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Milliseconds of wall clock per forward (synchronized before and after), :data:`WALL_REPS` of each of
+    ``forwards``, taking turns so that a busy moment of the host falls on both."""
     import torch
 
-    times = []
+    times: dict[str, list[float]] = {name: [] for name in forwards}
     for _ in range(WALL_REPS):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        forward()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
+        for name, forward in forwards.items():
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            forward()
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - start) * 1e3)
     return times
 
 
@@ -216,11 +219,12 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
         note = f"{sum(v.startswith('convkit') for v in outcome.values())} of {len(outcome)} convolutions patched"
         worst, over, names = check_layers(patched, x)
         layers, in_convkit, share = convolution_share(patched, x)
+        walls = _wall_ms({"pytorch": lambda net=model: net(x), "convkit": lambda net=patched: net(x)})
         for impl, net in (("pytorch", model), ("convkit", patched)):
             error = _relative_error(_features(net, network, x), reference)
             with cupy_stream():
                 gpu = benchmark(lambda net=net: net(x), clock=CudaEventClock(), **TIMING)
-            wall = Timing(tuple(_wall_ms(lambda net=net: net(x))))
+            wall = Timing(tuple(walls[impl]))
             extra: dict[str, Any] = {}
             if impl == "convkit":
                 extra = {"conv_layers": layers, "convkit_layers": in_convkit, "convkit_share": f"{share:.4f}",
