@@ -3,12 +3,13 @@
 NPP ships with the CUDA toolkit (``libnppif``) and as the ``nvidia-npp-cu12`` / ``nvidia-npp`` wheels; it is
 called here through ctypes, its stream context filled by hand (NPP 12.9+ no longer fills one for the caller).
 
-Semantics, as its documentation states and :func:`impulse_response` measures: the filter reads the source
-around each destination pixel, ``dst(y, x) = sum_{i,j} src(y - anchor_y + i, x - anchor_x + j) *
-kernel[K-1-i][K-1-j]``: a true convolution of the coefficients as stored ("stored in reverse order"), so a
-cross-correlation with ``w`` passes ``w`` flipped. The 7x7 path reads the window's pixels outside the region
-of interest, as documented; the 3x3 and 5x5 paths do not (:func:`border_response`), so "same" zero padding
-takes a grown region: :func:`correlate` says how, and its copies count in its time (a user needs them too).
+Semantics, as :func:`impulse_response` measures them: ``dst(y, x) = sum_{i,j} kernel[i][j] * src(y + anchor_y
+- i, x + anchor_x - j)``, a true convolution of the coefficients as stored (the documentation's "stored in
+reverse order") in which coefficient (anchor_y, anchor_x) multiplies the source pixel under the destination
+pixel; a cross-correlation with ``w`` passes ``w`` flipped, with the anchor at the centre. The 7x7 path
+reads the window's pixels outside the region of interest, as documented; the 3x3 and 5x5 paths do not
+(:func:`border_response`), so "same" zero padding takes a grown region: :func:`correlate` says how, and its
+copies count in its time (a user needs them too).
 """
 
 from __future__ import annotations

@@ -234,9 +234,11 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
             verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
         slower_wall = one[one["wall speed-up"] < 1 - wall_tie]["network"].tolist()
         if slower_wall:
+            many = len(slower_wall) > 1
             verdict.append(f"at batch 1 the GPU time is shorter for every network, but {' and '.join(slower_wall)} "
-                           "wait longer on the wall clock: their many small layers are host-bound, and a call "
-                           "from Python costs more than PyTorch's own dispatch")  # fmt: skip
+                           f"{'wait' if many else 'waits'} longer on the wall clock, by more than the spread: "
+                           f"{'their' if many else 'its'} many small layers are host-bound, and a call from Python "
+                           "costs more than PyTorch's own dispatch")  # fmt: skip
     if not host.empty:
         host_tie = tie.get("host", 0.0)
         at_or_below = int((host["host ratio"] <= 1 + host_tie).sum())
@@ -245,13 +247,15 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                    f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's{within} on "
                    f"{at_or_below} of {len(host)} layers.")  # fmt: skip
         if at_or_below < len(host):
-            verdict.append(f"the host cost is above PyTorch's on {len(host) - at_or_below} of {len(host)} layers "
-                           "(mostly those that run two or more launches, or cuBLAS)")  # fmt: skip
+            verdict.append(f"the host cost is above PyTorch's{' by more than the spread' if host_tie else ''} on "
+                           f"{len(host) - at_or_below} of {len(host)} layers (those that run cuBLAS, Winograd's four "
+                           "launches, or scratch too large to keep between calls)")  # fmt: skip
     if lines:
         text = ", ".join(f"{name.split(' (')[0]} {tflops:.0f}" for name, tflops in lines.items())
         out.append(f"**Where FP32 stands**: median TFLOP/s of PyTorch's cuDNN on the large layers: {text}.")
     if verdict:
-        out.append("**Verdict**: partly held. " + "; ".join(verdict) + ".")
+        text = "; ".join(verdict)
+        out.append(f"**Verdict**: partly held. {text[0].upper()}{text[1:]}.")
     return out
 
 

@@ -20,12 +20,11 @@ def _needs_npp():
 @pytest.mark.parametrize("k", [3, 5, 7])
 @pytest.mark.parametrize("centred", [True, False])
 def test_the_coefficients_are_applied_as_a_convolution(k, centred):
-    """Coefficient n (row-major) lands where a convolution of the stored kernel puts it: the documented
-    "reverse order", the anchor where the window starts."""
+    """Coefficient (i, j) lands where a convolution of the stored kernel puts it (the documented "reverse
+    order"), the anchor coefficient on the source pixel itself: at offset (i - anchor_y, j - anchor_x)."""
     anchor = (k // 2, k // 2) if centred else (0, 0)
     found = npp.impulse_response(k, anchor)
-    expected = {(anchor[0] - (k - 1 - i), anchor[1] - (k - 1 - j)): float(i * k + j + 1)
-                for i in range(k) for j in range(k)}  # fmt: skip
+    expected = {(i - anchor[0], j - anchor[1]): float(i * k + j + 1) for i in range(k) for j in range(k)}
     assert found == expected
 
 
