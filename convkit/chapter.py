@@ -233,7 +233,11 @@ def recorded_gpus(name: str) -> list[tuple[str, Results]]:
     its quick run; the label is the GPU's name, with "(quick)" for a quick run. The book's GPU comes first."""
     from convkit.papers import paper
 
-    experiment = paper(name).experiment
+    return recordings(paper(name).experiment)
+
+
+def recordings(experiment: str) -> list[tuple[str, Results]]:
+    """Every GPU with a recording of ``experiment``: (label, results), as :func:`recorded_gpus`."""
     found = []
     folders = sorted(p for p in results_dir().iterdir() if p.is_dir())
     folders.sort(key=lambda p: p.name != DEFAULT_RECORDED_GPU)

@@ -163,6 +163,25 @@ def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> A
     return pd.DataFrame(rows)
 
 
+def networks_across_gpus() -> Any:
+    """The networks on every GPU that recorded them, one column group per GPU (pandas): the patched copy's
+    speed-up over PyTorch on the GPU and on the wall clock; empty where fewer than two GPUs recorded them."""
+    import pandas as pd
+
+    from convkit import chapter
+
+    columns = []
+    for gpu, found in chapter.recordings(inference.EXPERIMENT):
+        table = networks_table(found.directory, found.experiment)
+        if table.empty:
+            continue
+        table = table.set_index(["network", "batch"])
+        columns.append(table[["GPU speed-up", "wall speed-up"]].add_prefix(f"{gpu}: "))
+    if len(columns) < 2:
+        return pd.DataFrame()
+    return pd.concat(columns, axis=1, join="inner").reset_index()
+
+
 def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
     """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
     (PyTorch tensors in and out), in microseconds, and the host cost's ratio."""
