@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import npp, tuning
+from convkit import cvcuda_filter, npp, tuning
 from convkit.measure import (
     Kernels,
     Variant,
@@ -105,15 +105,22 @@ def _npp(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
     npp.correlate(x, w, out)
 
 
-#: The image-processing peers, on single images: cupyx.scipy.ndimage and NVIDIA NPP (where its library loads).
+def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    cvcuda_filter.correlate(x, w, out)
+
+
+#: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and
+#: CV-CUDA (where it is installed).
 NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
 NPP = Variant("nppi_filter", _npp, supports=lambda p: npp.supports(p) and npp.available(), impl=npp.IMPL)
+CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: cvcuda_filter.supports(p) and cvcuda_filter.available(),
+                 impl=cvcuda_filter.IMPL)  # fmt: skip
 
 
 def _grids(quick: bool) -> tuple[tuple[list[ConvProblem], tuple[Variant, ...], tuple[Variant, ...]], ...]:
     """(problems, variants, peers) of the two grids; ``quick``: every :data:`QUICK_STEP`-th problem."""
     step = QUICK_STEP if quick else 1
-    return (single_problems()[::step], SINGLE, (NDIMAGE, NPP)), (multi_problems()[::step], MULTI, ())
+    return (single_problems()[::step], SINGLE, (NDIMAGE, NPP, CVCUDA)), (multi_problems()[::step], MULTI, ())
 
 
 def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,

@@ -40,13 +40,15 @@ TARGET_FILTERS, TARGET_MIN_SIZE = (5, 7), 1024
 
 #: NVIDIA NPP's filter, the second image-processing peer (``convkit.npp``).
 NPP_PEER = "nppi_filter"
+#: NVIDIA CV-CUDA's conv2d, the third (``convkit.cvcuda_filter``).
+CVCUDA_PEER = "cvcuda_conv2d"
 
 
 def _library_name(variant: str) -> str:
     """How the chapter names a library case: ``cuDNN <algorithm>``, ``PyTorch (cuDNN)``, ``cupyx.ndimage``."""
-    return {PYTORCH_VARIANT: "PyTorch (cuDNN)", NDIMAGE_PEER: "cupyx.ndimage", NPP_PEER: "NVIDIA NPP"}.get(
-        variant, f"cuDNN {variant}"
-    )
+    names = {PYTORCH_VARIANT: "PyTorch (cuDNN)", NDIMAGE_PEER: "cupyx.ndimage", NPP_PEER: "NVIDIA NPP",
+             CVCUDA_PEER: "CV-CUDA"}  # fmt: skip
+    return names.get(variant, f"cuDNN {variant}")
 
 
 def _problem_rows(frame: Any, variants: list[str], ceilings: dict[str, float], *, single: bool) -> list[dict[str, Any]]:
@@ -63,8 +65,8 @@ def single_table(frame: Any, ceilings: dict[str, float]) -> Any:
     """One row per single-channel image (pandas), the columns of :func:`convkit.tables.problem_row`: each
     kernel's ``<variant>_us``, ``best_cudnn_us``, ``pytorch_us``, the fastest library (``best_lib``, named
     as :func:`_library_name` does, and ``best_lib_us``), ``speedup_<variant>`` (best library over ours),
-    ``ndimage_us`` and ``npp_us`` (NaN where not measured), ``efficiency`` of the combined kernel (floor over
-    time) and ``naive_over_packed``."""
+    ``ndimage_us``, ``npp_us`` and ``cvcuda_us`` (NaN where not measured), ``efficiency`` of the combined
+    kernel (floor over time) and ``naive_over_packed``."""
     import pandas as pd
 
     ok = tables.timed(frame)
@@ -73,6 +75,7 @@ def single_table(frame: Any, ceilings: dict[str, float]) -> Any:
         images = ok[ok["label"] == row["label"]]
         row["ndimage_us"] = tables.fastest(images[images["impl"] == "cupyx"])[1]
         row["npp_us"] = tables.fastest(images[images["impl"] == "npp"])[1]
+        row["cvcuda_us"] = tables.fastest(images[images["impl"] == "cvcuda"])[1]
         row["best_lib"] = _library_name(row["best_lib"]) if row["best_lib"] else ""
         row["efficiency"] = row.get("efficiency_lu_combined", math.nan)
         row["naive_over_packed"] = row.get("lu_column_naive_us", math.nan) / row.get("lu_column_us", math.nan)
