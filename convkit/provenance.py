@@ -46,7 +46,7 @@ def _cuda_version(v: int) -> str:
 
 def collect() -> dict[str, Any]:
     """Everything a results file must say about where it came from. Needs the GPU."""
-    from convkit import cudnn, pytorch
+    from convkit import cudnn, cvcuda_filter, pytorch
     from convkit._version import __version__
     from convkit.gpu import compute_capability, device_name, require_cupy
 
@@ -64,6 +64,7 @@ def collect() -> dict[str, Any]:
         "cudnn": cudnn.version() or "not found",
         "cudnn_origin": cudnn.library_origin(),
         "pytorch": pytorch.version() or "not installed",
+        "cvcuda": cvcuda_filter.version() or "not installed",
         "convkit": __version__,
         "convkit_commit": convkit_commit(),
         "python": platform.python_version(),
