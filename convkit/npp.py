@@ -128,9 +128,8 @@ def filter_raw(src: Any, src_step: int, dst: Any, dst_step: int, size: tuple[int
 
 
 def supports(problem: ConvProblem) -> bool:
-    """One image, one odd square filter, "same" padding, stride 1: what an image filter computes."""
-    p = problem
-    return p.n == p.c == p.m == 1 and p.r == p.s and p.r % 2 == 1 and p.pad == (p.r - 1) // 2 and p.stride == 1
+    """Problems the image-processing peers compute (:attr:`ConvProblem.is_image_filter`)."""
+    return problem.is_image_filter
 
 
 def correlate(x: Any, w: Any, out: Any) -> None:

@@ -107,6 +107,13 @@ class ConvProblem:
         return f"{size}-{self.n}-{filt}-{self.m}-{self.c}"
 
     @property
+    def is_image_filter(self) -> bool:
+        """One image, one channel, one odd square filter, "same" zero padding, stride 1: what the filter of an
+        image-processing library (cupyx.ndimage, NPP, CV-CUDA) computes."""
+        return (self.n == self.c == self.m == 1 and self.r == self.s and self.r % 2 == 1
+                and self.pad == (self.r - 1) // 2 and self.stride == 1)  # fmt: skip
+
+    @property
     def out_h(self) -> int:
         return (self.h + 2 * self.pad - self.r) // self.stride + 1
 

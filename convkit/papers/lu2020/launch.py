@@ -248,8 +248,8 @@ def correlate_peer(x: Any, w: Any, out: Any) -> None:
 
 
 def is_single_image(p: ConvProblem) -> bool:
-    """Problems the image-processing peer computes: one image, one filter, odd square, "same", stride 1."""
-    return p.n == p.c == p.m == 1 and p.r == p.s and p.r % 2 == 1 and p.pad == (p.r - 1) // 2 and p.stride == 1
+    """Problems the image-processing peers compute (:attr:`ConvProblem.is_image_filter`)."""
+    return p.is_image_filter
 
 
 # --- The chapter's problems ---------------------------------------------------------------------------
