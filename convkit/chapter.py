@@ -275,6 +275,15 @@ def across_gpus(name: str) -> Any:
     return table.rename_axis("problem").reset_index()
 
 
+def across_gpus_text(across: Any) -> str:
+    """One sentence on :func:`across_gpus`' table: on how many of the problems both GPUs recorded our best
+    kernel is faster than the best library, per GPU."""
+    speedups = [c for c in across.columns if c.endswith(": speed-up")]
+    counts = [f"on {int((across[c] > 1).sum())} of them on the {c.removesuffix(': speed-up')}" for c in speedups]
+    return (f"Of the {len(across)} problems every GPU recorded, our best kernel beats the best library of the same "
+            f"run {' and '.join(counts)}.")  # fmt: skip
+
+
 #: The ceilings' headline numbers as a reader meets them: label, and the factor from the recorded unit.
 CEILING_LABELS = {
     "sm_count": ("SMs", 1), "sm_clock_mhz": ("SM clock under load (MHz)", 1), "l2_bytes": ("L2 cache (MiB)", 2**-20),

@@ -69,3 +69,15 @@ def test_the_intro_table_lists_every_claim():
     assert "8.31" in text and "NVIDIA H100 80GB HBM3" in text
     assert text.count("\n|") >= 1 + sum(len(p.findings(chapter.results_directory("recorded")))
                                         for p in PAPERS if p.findings)  # fmt: skip
+
+
+def test_across_gpus_text_counts_the_wins_per_gpu():
+    import pandas as pd
+
+    from convkit import chapter
+
+    across = pd.DataFrame({"problem": ["a", "b", "c"], "H100: speed-up": [1.2, 0.9, 1.1],
+                           "H200 (quick): speed-up": [0.8, 0.9, 1.5]})  # fmt: skip
+    text = chapter.across_gpus_text(across)
+    assert text.startswith("Of the 3 problems")
+    assert "on 2 of them on the H100" in text and "on 1 of them on the H200 (quick)" in text
