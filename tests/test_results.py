@@ -197,7 +197,7 @@ RECORDED = sorted((HERE.parent / "results").glob("*/*.csv"))
 def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
     from convkit import inference, profile, reproduce
 
-    stem = csv_path.stem.removesuffix("_quick")
+    stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat")
     if stem == "ceilings":
         keys = ceilings.KEY_COLUMNS
     elif stem == inference.EXPERIMENT:
