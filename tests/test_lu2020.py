@@ -153,3 +153,24 @@ def test_the_papers_examples_are_counted_by_the_simulator():
     assert figure1.to_dict() == {"direct": 50, "column reuse, packed": 20, "row reuse": 30, "column + row reuse": 12}
     example = lu_results.row_reuse_table().iloc[0]
     assert (example["input rows, direct"], example["input rows, row reuse"], example["paper"]) == (9, 5, "9 -> 5")
+
+
+def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
+    import pandas as pd
+
+    from convkit.papers.lu2020 import results as lu_results
+
+    source, copy = _recorded_copy(tmp_path)
+    single, _ = lu_results.chapter_tables(source)
+    table = lu_results.library_efficiency(single)
+    assert table["library"].iloc[0] == "convkit (best kernel)"
+    assert {"cuDNN (fastest algorithm)", "PyTorch (cuDNN)", "cupyx.ndimage", "NVIDIA NPP"} <= set(table["library"])
+    assert ((table["of floor (median)"] > 0) & (table["of floor (median)"] <= 1.05)).all()
+    text = lu_results.claim_against_the_floor(single)
+    assert f"of {len(single)} images" in text and "within 2x of the roofline floor" in text
+    frame = pd.read_csv(copy / "lu2020.csv")
+    frame.loc[frame["impl"] == "npp", "time_ms_median"] /= 10.0  # NPP ten times faster: the table follows
+    frame.to_csv(copy / "lu2020.csv", index=False)
+    edited = lu_results.library_efficiency(lu_results.chapter_tables(copy)[0])
+    npp = lambda t: t[t["library"] == "NVIDIA NPP"].iloc[0]  # noqa: E731
+    assert npp(edited)["our speed-up (geomean)"] < npp(table)["our speed-up (geomean)"]
