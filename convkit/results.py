@@ -160,6 +160,8 @@ class ResultStore:
         doc: dict[str, Any] = {"experiment": self.experiment, "runs": {}}
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
+            recorded = {row.get("run_id") for row in self.rows()}  # a deleted CSV leaves no run behind
+            doc["runs"] = {run: found for run, found in doc["runs"].items() if run in recorded}
         doc["runs"][self.run_id] = self._provenance
         replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         self._registered = True

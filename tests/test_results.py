@@ -57,6 +57,17 @@ def test_a_run_that_records_nothing_leaves_no_provenance(tmp_path):
     assert json.loads(first.json_path.read_text())["runs"] == {first.run_id: {"gpu": "a"}}
 
 
+def test_a_deleted_csv_takes_its_runs_provenance_with_it(tmp_path):
+    """Deleting a results CSV to measure it again leaves its JSON: the next run keeps no provenance of runs
+    whose rows are gone."""
+    first = ResultStore.open(tmp_path, "exp", {"gpu": "a"})
+    first.append(make_row(P1, CASES[0], status="ok"))
+    first.csv_path.unlink()
+    second = ResultStore.open(tmp_path, "exp", {"gpu": "b"})
+    second.append(make_row(P1, CASES[0], status="ok"))
+    assert json.loads(second.json_path.read_text())["runs"] == {second.run_id: {"gpu": "b"}}
+
+
 def test_a_torn_last_line_is_dropped_on_reopen(tmp_path):
     store = ResultStore.open(tmp_path, "exp", {})
     store.append(make_row(P1, CASES[0], status="ok"))
