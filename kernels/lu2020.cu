@@ -314,3 +314,113 @@ extern "C" __global__ void __launch_bounds__(32 * LU_WARPS) lu_multi(
             if (p0 + o < P) out[static_cast<long long>(p0 + o) * Q] = acc[o][f];
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Past the paper: lu_wide, four output columns per lane (a warp covers 128), LU_ROWS rows each.
+//
+// The paper's lanes own one column each, so every window tap costs the exchange and index work of a
+// column of its own: on the H100 the combined kernel issues about 6 instructions per output at 7x7
+// (ncu) and is bound by issue, not bandwidth. Here each lane loads its four input columns with one
+// 16-byte load per input row (`vec`; 4-byte loads where W, Q or a base forbids it) and takes the
+// window's halo from its neighbours: the columns left of its four from lane - 1 (__shfl_up_sync), those
+// right of them from lane + 1 (__shfl_down_sync); lanes 0 and 31 load the next warps' columns. One input
+// row then feeds 4 columns x K taps of every output row that needs it (row reuse): about 3K gather
+// instructions against 4K^2 FMAs. The padding is a compile-time LU_WIDE_PAD (the kernel's `pad` must
+// equal it) with LU_WIDE_PAD <= 4 and K - 1 - LU_WIDE_PAD <= 4: every "same" filter up to 9x9.
+// Launch: block (32, LU_WARPS); grid (ceil(Q / 128), ceil(P / (LU_ROWS * LU_WARPS)), N * M).
+
+#ifndef LU_WIDE_PAD
+#define LU_WIDE_PAD (LU_K / 2)
+#endif
+constexpr int kWideCols = 4, kWidePad = LU_WIDE_PAD, kWideWin = kWideCols + K - 1;
+static_assert(kWidePad >= 0 && kWidePad <= 4 && K - 1 - kWidePad <= 4, "LU_WIDE_PAD: the halo within a neighbour");
+
+__device__ __forceinline__ float4 load4_or_zero(const float* row, int col, int width, bool vec)
+{
+    if (vec) {  // col % 4 == 0, width % 4 == 0, a 16-byte aligned row: the four are all in or all out
+        if (static_cast<unsigned>(col) < static_cast<unsigned>(width))
+            return __ldg(reinterpret_cast<const float4*>(row + col));
+        return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    return make_float4(load_or_zero(row, col, width), load_or_zero(row, col + 1, width),
+                       load_or_zero(row, col + 2, width), load_or_zero(row, col + 3, width));
+}
+
+template <int I>
+__device__ __forceinline__ float component(const float4& v)
+{
+    static_assert(I >= 0 && I < 4, "a float4 has four components");
+    if constexpr (I == 0) return v.x;
+    else if constexpr (I == 1) return v.y;
+    else if constexpr (I == 2) return v.z;
+    else return v.w;
+}
+
+// The lane's window of one input row: win[j] = row[q - LU_WIDE_PAD + j] (`q`: the lane's first output column).
+__device__ __forceinline__ void wide_window(float (&win)[kWideWin], const float* row, int q, int width, bool vec,
+                                            int lane)
+{
+    const float4 own = load4_or_zero(row, q, width, vec);
+    static_for<0, kWideWin>([&](auto jj) {
+        constexpr int dx = decltype(jj)::value - kWidePad;  // column q + dx
+        if constexpr (dx >= 0 && dx < kWideCols) {
+            win[decltype(jj)::value] = component<dx>(own);
+        } else if constexpr (dx < 0) {  // lane - 1's column q + dx; lane 0 loads the previous warp's
+            const float v = __shfl_up_sync(kFullWarp, component<kWideCols + dx>(own), 1);
+            win[decltype(jj)::value] = lane == 0 ? load_or_zero(row, q + dx, width) : v;
+        } else {  // lane + 1's; lane 31 loads the next warp's
+            const float v = __shfl_down_sync(kFullWarp, component<dx - kWideCols>(own), 1);
+            win[decltype(jj)::value] = lane == 31 ? load_or_zero(row, q + dx, width) : v;
+        }
+    });
+}
+
+extern "C" __global__ void __launch_bounds__(32 * LU_WARPS) lu_wide(LU_SINGLE_ARGS, int vec)
+{
+    constexpr int kRows = LU_ROWS;
+    const int lane = threadIdx.x;
+    const int p0 = (blockIdx.y * LU_WARPS + threadIdx.y) * kRows;  // rows past P read zero, write nothing
+    const int q = blockIdx.x * (32 * kWideCols) + kWideCols * lane;
+    const int plane = blockIdx.z;  // n * M + m
+    const float* image = x + static_cast<long long>(plane / M) * H * W;
+    float f[K][K];
+#pragma unroll
+    for (int r = 0; r < K; ++r)
+#pragma unroll
+        for (int s = 0; s < K; ++s) f[r][s] = __ldg(w + (plane % M) * K * K + r * K + s);
+
+    float acc[kRows][kWideCols];
+#pragma unroll
+    for (int o = 0; o < kRows; ++o)
+#pragma unroll
+        for (int c = 0; c < kWideCols; ++c) acc[o][c] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRows + K - 1; ++i) {
+        const int h = p0 - kWidePad + i;
+        const bool inside = h >= 0 && h < H;  // warp-uniform; outside, a width of 0 reads zeros
+        float win[kWideWin];
+        wide_window(win, image + static_cast<long long>(inside ? h : 0) * W, q, inside ? W : 0, vec != 0, lane);
+#pragma unroll
+        for (int r = 0; r < K; ++r) {
+            const int o = i - r;
+            if (o < 0 || o >= kRows) continue;
+#pragma unroll
+            for (int c = 0; c < kWideCols; ++c)
+#pragma unroll
+                for (int s = 0; s < K; ++s) acc[o][c] = fmaf(win[c + s], f[r][s], acc[o][c]);
+        }
+    }
+    float* out = y + static_cast<long long>(plane) * P * Q;
+#pragma unroll
+    for (int o = 0; o < kRows; ++o) {
+        if (p0 + o >= P) break;
+        float* dst = out + static_cast<long long>(p0 + o) * Q + q;
+        if (vec && q + kWideCols <= Q) {
+            *reinterpret_cast<float4*>(dst) = make_float4(acc[o][0], acc[o][1], acc[o][2], acc[o][3]);
+        } else {
+#pragma unroll
+            for (int c = 0; c < kWideCols; ++c)
+                if (q + c < Q) dst[c] = acc[o][c];
+        }
+    }
+}

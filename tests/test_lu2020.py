@@ -174,3 +174,27 @@ def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
     edited = lu_results.library_efficiency(lu_results.chapter_tables(copy)[0])
     npp = lambda t: t[t["library"] == "NVIDIA NPP"].iloc[0]  # noqa: E731
     assert npp(edited)["our speed-up (geomean)"] < npp(table)["our speed-up (geomean)"]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("k", [3, 5, 7])
+def test_the_wide_kernel_keeps_its_window_and_outputs_in_registers(k, arch):
+    from convkit.papers.lu2020.launch import LuWideLaunch
+
+    p = ConvProblem(1, 1, 64, 64, 1, k, k, pad=k // 2)
+    (wide,) = [r for r in ptxas_report("lu2020", arch, options=LuWideLaunch().options(p)) if r.kernel == "lu_wide"]
+    assert wide.spill_store_bytes == 0 and wide.stack_frame_bytes == 0, wide
+
+
+@pytest.mark.parametrize(("problem", "named"), [
+    (ConvProblem(1, 1, 16, 16, 1, 7, 7, pad=0), "pad"),  # six halo columns on the right
+    (ConvProblem(1, 2, 16, 16, 1, 3, 3, pad=1), "C = 1"),
+])  # fmt: skip
+def test_the_wide_launch_names_what_it_cannot_run(problem, named):
+    from convkit.papers.lu2020.launch import LuWideLaunch
+
+    with pytest.raises(ValueError, match=named):
+        LuWideLaunch().can_implement(problem)
+    with pytest.raises(ValueError, match=r"launch\.rows"):
+        LuWideLaunch(rows=3).can_implement(ConvProblem(1, 1, 16, 16, 1, 3, 3, pad=1))

@@ -1,4 +1,4 @@
-// A CPU stand-in for the CUDA features the chang2022 kernels use, so that their index arithmetic,
+// A CPU stand-in for the CUDA features the chang2022 and lu2020 kernels use, so that their index arithmetic,
 // staging and channel-split protocol run (and are checked) on a machine with no GPU.
 //
 // - A block's threads are fibers (ucontext): the scheduler runs each in turn up to its next
@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -129,3 +130,46 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
 }  // namespace emu
 
 inline void __syncthreads() { swapcontext(&(*emu::fibers)[emu::current].context, &emu::scheduler); }
+
+// Warp shuffles (the lu2020 kernels): every thread of the block posts its value and waits, then reads its
+// source lane's and waits again, so that no value is overwritten before it is read. Correct where every warp
+// of the block runs the same shuffles in the same order, as the kernels run under it do.
+namespace emu {
+inline std::vector<float> posted;
+inline float shuffle(float v, int src_lane)
+{
+    const int t = current, base = t - t % 32;
+    if (posted.size() < fibers->size()) posted.resize(fibers->size());
+    posted[t] = v;
+    __syncthreads();
+    const float r = posted[base + src_lane];
+    __syncthreads();
+    return r;
+}
+}  // namespace emu
+
+inline float __shfl_up_sync(unsigned, float v, unsigned d)
+{
+    const int lane = emu::current % 32;
+    return emu::shuffle(v, lane >= int(d) ? lane - int(d) : lane);
+}
+inline float __shfl_down_sync(unsigned, float v, unsigned d)
+{
+    const int lane = emu::current % 32;
+    return emu::shuffle(v, lane + int(d) < 32 ? lane + int(d) : lane);
+}
+inline float __shfl_xor_sync(unsigned, float v, int m) { return emu::shuffle(v, (emu::current % 32) ^ m); }
+template <class T>
+inline T __ldg(const T* p) { return *p; }
+inline unsigned __float_as_uint(float f)
+{
+    unsigned u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+inline float __uint_as_float(unsigned u)
+{
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}

@@ -211,6 +211,73 @@ def conv2d_single(
     return out
 
 
+@dataclass(frozen=True)
+class LuWideLaunch:
+    """How ``lu_wide`` is launched (a :class:`convkit.compile.Launch`): four output columns per lane, ``rows``
+    down, ``warps`` per block. Past the paper: 16-byte loads and the halo from the neighbouring lanes
+    (``kernels/lu2020.cu``); not yet in the chapter's ladder, which it joins once measured."""
+
+    rows: int = 8
+    warps: int = 4
+
+    source: ClassVar[str] = "lu2020"
+
+    def as_params(self) -> dict[str, int]:
+        """The knobs as a results row's ``params``."""
+        return {"rows": self.rows, "warps": self.warps}
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "lu_wide"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*build_options(problem.r, rows=self.rows, warps=self.warps), f"-DLU_WIDE_PAD={problem.pad}")
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        p = problem
+        return math.ceil(p.out_w / (4 * WARP)), math.ceil(p.out_h / (self.rows * self.warps)), p.n * p.m
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return WARP, self.warps
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the argument or knob the kernel cannot run on ``problem``."""
+        check_problem(problem, single=True)
+        if problem.pad > 4 or problem.r - 1 - problem.pad > 4:
+            raise ValueError(f"pad must leave at most 4 halo columns on each side, got pad={problem.pad} for "
+                             f"{problem.r}x{problem.r}")  # fmt: skip
+        _check_knob("launch.rows", self.rows, (1, 2, 4, 8, 16))
+        _check_knob("launch.warps", self.warps, (1, 2, 4, 8, 16))
+
+    def kernel_args(self, problem: ConvProblem, x: Any, out: Any) -> tuple[int, ...]:
+        """(H, W, M, P, Q, pad, vec): ``vec`` 1 where rows and both arrays allow 16-byte loads and stores."""
+        p = problem
+        vec = p.w % 4 == 0 and p.out_w % 4 == 0 and x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0
+        return p.h, p.w, p.m, p.out_h, p.out_w, p.pad, int(vec)
+
+
+def conv2d_wide(x: Any, w: Any, *, pad: int, launch: LuWideLaunch | None = None, out: Any = None) -> Any:
+    """Single-channel convolution (N, 1, H, W) x (M, 1, K, K) -> (N, M, P, Q) with ``lu_wide``.
+
+    Args:
+        x: float32 ``cupy.ndarray`` (N, 1, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 3, 5, 7.
+        pad: zero padding on every side, at most 4 and at least K - 5 (every "same" padding).
+        launch: rows per thread and warps per block; default :class:`LuWideLaunch`.
+        out: optional float32 output (N, M, P, Q).
+    """
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=1)
+    spec = launch if launch is not None else LuWideLaunch()
+    spec.can_implement(problem)  # before anything is allocated
+    out = output_for(out, problem)
+    launch_kernel(spec, problem, (x, w, out, *(cupy.int32(v) for v in spec.kernel_args(problem, x, out))))
+    return out
+
+
 def conv2d_multi(x: Any, w: Any, *, pad: int, launch: LuMultiLaunch | None = None, out: Any = None) -> Any:
     """Multi-channel convolution (N, C, H, W) x (M, C, K, K) -> (N, M, P, Q) with ``lu_multi``.
 
