@@ -107,6 +107,27 @@ def test_unaligned_input():
         _check(cupy, lambda out, v=variant: lu2020.conv2d_single(unaligned, f, pad=2, variant=v, out=out), ref)
 
 
+@pytest.mark.parametrize("k", lu2020.FILTER_SIZES)
+@pytest.mark.parametrize("shape", [*SINGLE_SHAPES, (1, 40, 260, 2, "same"), (2, 17, 128, 1, "same")],
+                         ids=lambda s: "x".join(map(str, s)))  # fmt: skip
+def test_wide_matches_reference(shape, k):
+    """lu_wide (past the paper) on the single-channel shapes plus widths of whole float4s (its 16-byte path),
+    at every rows knob; aligned, and a view one float past an allocation (its 4-byte path)."""
+    import cupy
+
+    n, h, w, m, pad_spec = shape
+    pad = _pad(pad_spec, k)
+    if h + 2 * pad < k or w + 2 * pad < k or pad > 4 or k - 1 - pad > 4:
+        pytest.skip("no output for this filter, or a halo wider than the kernel's")
+    x, f, ref = _inputs(cupy, n, 1, h, w, m, k, pad)
+    unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+    unaligned[...] = x
+    for rows in (1, 4, 8, 16):
+        for image in (x, unaligned):
+            launch = lu2020.LuWideLaunch(rows, 2)
+            _check(cupy, lambda out, a=launch, i=image: lu2020.conv2d_wide(i, f, pad=pad, launch=a, out=out), ref)
+
+
 def test_bad_arguments_are_named():
     import cupy
 

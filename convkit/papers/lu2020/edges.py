@@ -1,7 +1,8 @@
 """Every Lu 2020 kernel on edge shapes, each output checked against float64 (compute-sanitizer's driver).
 
 Single channel: widths below a warp and no warp divides, an image smaller than the filter, several
-images and filters, partial padding, each kernel at its untuned launch and its largest candidate. Multi
+images and filters, partial padding, each kernel at its untuned launch and its largest candidate, and
+lu_wide (past the paper) at its default launch and at one row and one warp. Multi
 channel: channels no stage divides, filters no thread's group divides, one channel staged at a time.
 """
 
@@ -13,8 +14,10 @@ from convkit import reference
 from convkit.papers.lu2020.launch import (
     SINGLE_VARIANTS,
     LuMultiLaunch,
+    LuWideLaunch,
     conv2d_multi,
     conv2d_single,
+    conv2d_wide,
     default_single,
     single_candidates,
 )
@@ -40,6 +43,10 @@ def edge_check() -> None:
                 y = conv2d_single(x, f, pad=pad, launch=launch)
                 err = reference.relative_error(y.get(), ref)
                 assert err < DIRECT_TOLERANCE, (n, h, w, m, k, pad, launch, err)
+        for launch in (LuWideLaunch(), LuWideLaunch(1, 1)):  # past the paper: four columns a lane
+            y = conv2d_wide(x, f, pad=pad, launch=launch)
+            err = reference.relative_error(y.get(), ref)
+            assert err < DIRECT_TOLERANCE, (n, h, w, m, k, pad, launch, err)
     for n, c, h, w, m, k in MULTI_SHAPES:
         x = cupy.asarray(rng.standard_normal((n, c, h, w), dtype=np.float32))
         f = cupy.asarray(rng.standard_normal((m, c, k, k), dtype=np.float32))
