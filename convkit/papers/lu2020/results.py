@@ -402,18 +402,19 @@ def transactions(kernels: Any) -> Any:
 
 
 def compiler_table(archs: tuple[str, ...] = ("sm_75", "sm_90")) -> Any:
-    """ptxas's resources for the naive and packed column-reuse kernels (and the others) per filter width
-    and architecture (pandas), or None where ``nvcc`` is not installed. A stack frame means the window
-    array lives in local memory."""
+    """ptxas's resources for the naive and packed column-reuse kernels and the rest of the paper's
+    single-channel ladder per filter width and architecture (pandas), or None where ``nvcc`` is not installed.
+    A stack frame means the window array lives in local memory."""
     import pandas as pd
 
     if find_nvcc() is None:
         return None
+    ladder = {f"lu_{v}" for v in SINGLE_VARIANTS}
     rows = []
     for k in FILTER_SIZES:
         for arch in archs:
             for res in ptxas_report("lu2020", arch, options=build_options(k, rows=8)):
-                if res.kernel == "lu_multi":
+                if res.kernel not in ladder:
                     continue
                 rows.append({"K": k, "arch": arch, "kernel": VARIANT_NAMES[res.kernel], "registers": res.registers,
                              "stack frame (B)": res.stack_frame_bytes, "spill stores (B)": res.spill_store_bytes,
