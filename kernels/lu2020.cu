@@ -127,6 +127,15 @@ __device__ __forceinline__ void gather_window(float (&win)[K], const float* row,
     }
 }
 
+// A K x K filter into registers (every lane reads the same taps: one broadcast each).
+__device__ __forceinline__ void load_filter(float (&f)[K][K], const float* __restrict__ filter)
+{
+#pragma unroll
+    for (int r = 0; r < K; ++r)
+#pragma unroll
+        for (int s = 0; s < K; ++s) f[r][s] = __ldg(filter + r * K + s);
+}
+
 // One warp: rows kRows outputs down each of 32 columns of one image plane and one filter (C = 1).
 template <int kRows, Gather kGather>
 __device__ __forceinline__ void single_channel(const float* __restrict__ x, const float* __restrict__ w,
@@ -139,10 +148,7 @@ __device__ __forceinline__ void single_channel(const float* __restrict__ x, cons
     const int plane = blockIdx.z;  // n * M + m
     const float* image = x + static_cast<long long>(plane / M) * H * W;
     float f[K][K];
-#pragma unroll
-    for (int r = 0; r < K; ++r)
-#pragma unroll
-        for (int s = 0; s < K; ++s) f[r][s] = __ldg(w + (plane % M) * K * K + r * K + s);
+    load_filter(f, w + (plane % M) * K * K);
 
     float acc[kRows];
 #pragma unroll
@@ -384,10 +390,7 @@ extern "C" __global__ void __launch_bounds__(32 * LU_WARPS) lu_wide(LU_SINGLE_AR
     const int plane = blockIdx.z;  // n * M + m
     const float* image = x + static_cast<long long>(plane / M) * H * W;
     float f[K][K];
-#pragma unroll
-    for (int r = 0; r < K; ++r)
-#pragma unroll
-        for (int s = 0; s < K; ++s) f[r][s] = __ldg(w + (plane % M) * K * K + r * K + s);
+    load_filter(f, w + (plane % M) * K * K);
 
     float acc[kRows][kWideCols];
 #pragma unroll
