@@ -358,10 +358,9 @@ def epilogue_bias(destination: Any) -> Any:
     import cupy
 
     active = getattr(_RECORDER, "active", None)
-    out = None if active is None else active.output
-    if active is None or active.bias is None or out is None:
+    if active is None or active.bias is None or active.output is None:
         return cupy.uint64(0)
-    start, end = out.data.ptr, out.data.ptr + out.nbytes
+    start, end = active.output.data.ptr, active.output.data.ptr + active.output.nbytes
     if not start <= destination.data.ptr < end:
         return cupy.uint64(0)
     active.bias_added = True

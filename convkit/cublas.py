@@ -57,34 +57,32 @@ def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, 
 
 class StridedSgemm:
     """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.compile.enqueue` calls it (arrays or
-    device pointers) and as a recorded plan binds it (:meth:`bind`)."""
+    device pointers) and as a recorded plan binds it (:meth:`bind`); both on a handle of convkit's own per
+    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call."""
 
     def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
         import cupy
         from cupy_backends.cuda.libs import cublas
 
         x, w, out, n, c, hw, m = args
-        handle = cupy.cuda.device.get_cublas_handle()  # CuPy's, shared: its settings are made anew each call
-        cublas.setStream(handle, (stream or cupy.cuda.get_current_stream()).ptr)
-        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)  # FP32 arithmetic: no TF32 tensor cores
-        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        handle = _handle(cupy.cuda.runtime.getDevice(), (stream or cupy.cuda.get_current_stream()).ptr)
         cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
 
     def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
-        """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on a
-        handle of convkit's own per stream, set up once: a replay is then the one cuBLAS call."""
+        """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
+        device it was recorded on."""
+        import cupy
         from cupy_backends.cuda.libs import cublas
 
-        sgemm = cublas.sgemmStridedBatched
+        sgemm, device = cublas.sgemmStridedBatched, cupy.cuda.runtime.getDevice()
         x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
         fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
         where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
         filled = [(where[index], base, offset) for index, base, offset in slots]
-        handles: dict[int, int] = {}
 
         def replay(bases: tuple[int, ...], stream: int) -> None:
             args = fixed.copy()
-            args[0] = handles.get(stream) or handles.setdefault(stream, _handle(stream))
+            args[0] = _HANDLES.get((device, stream)) or _handle(device, stream)
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
             sgemm(*args)
@@ -94,20 +92,19 @@ class StridedSgemm:
 
 _sgemm = StridedSgemm()
 
-#: convkit's cuBLAS handles by (device, stream), in FP32 math and host pointer mode.
+#: convkit's cuBLAS handles by (device, stream), in FP32 math (no TF32 tensor cores) and host pointer mode.
 _HANDLES: dict[tuple[int, int], int] = {}
 
 
-def _handle(stream: int) -> int:
-    import cupy
+def _handle(device: int, stream: int) -> int:
+    """convkit's handle on ``device`` (the current one) for ``stream``, made and set up on first use."""
     from cupy_backends.cuda.libs import cublas
 
-    k = (cupy.cuda.runtime.getDevice(), stream)
-    handle = _HANDLES.get(k)
+    handle = _HANDLES.get((device, stream))
     if handle is None:
         handle = cublas.create()
         cublas.setStream(handle, stream)
         cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
         cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-        _HANDLES[k] = handle
+        _HANDLES[device, stream] = handle
     return handle

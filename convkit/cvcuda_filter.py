@@ -14,11 +14,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from convkit.problem import ConvProblem
-
 #: The peer's name in results rows (impl ``cvcuda``).
 IMPL, VARIANT = "cvcuda", "conv2d"
-#: Whether conv2d applies its coefficients reversed (a true convolution); tests/test_cvcuda_gpu.py checks it.
+#: Whether conv2d applies its coefficients reversed (a true convolution); tests/test_image_peers_gpu.py checks it.
 FLIPS = False
 
 
@@ -39,11 +37,6 @@ def version() -> str | None:
     import cvcuda
 
     return str(getattr(cvcuda, "__version__", "?"))
-
-
-def supports(problem: ConvProblem) -> bool:
-    """Problems the image-processing peers compute (:attr:`ConvProblem.is_image_filter`)."""
-    return problem.is_image_filter
 
 
 def _images(*planes: Any) -> Any:

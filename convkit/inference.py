@@ -184,18 +184,19 @@ def _event() -> Any:
 
 def _wall_ms(forwards: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
     """Milliseconds of wall clock per forward (synchronized before and after), :data:`WALL_REPS` of each of
-    ``forwards``, taking turns so that a busy moment of the host falls on both."""
+    ``forwards``, taking turns (:func:`convkit.timing.in_turns`)."""
     import torch
 
-    times: dict[str, list[float]] = {name: [] for name in forwards}
-    for _ in range(WALL_REPS):
-        for name, forward in forwards.items():
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            forward()
-            torch.cuda.synchronize()
-            times[name].append((time.perf_counter() - start) * 1e3)
-    return times
+    from convkit.timing import in_turns
+
+    def synchronized(forward: Callable[[], Any]) -> float:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        forward()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) * 1e3
+
+    return in_turns(forwards, synchronized, WALL_REPS)
 
 
 def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:

@@ -20,8 +20,6 @@ import glob
 import os
 from typing import Any
 
-from convkit.problem import ConvProblem
-
 #: The peer's name in results rows.
 IMPL, VARIANT = "npp", "filter"
 
@@ -125,11 +123,6 @@ def filter_raw(src: Any, src_step: int, dst: Any, dst_step: int, size: tuple[int
     )  # fmt: skip
     if status < 0:
         raise RuntimeError(f"nppiFilter_32f_C1R_Ctx failed with NPP status {status}")
-
-
-def supports(problem: ConvProblem) -> bool:
-    """Problems the image-processing peers compute (:attr:`ConvProblem.is_image_filter`)."""
-    return problem.is_image_filter
 
 
 def correlate(x: Any, w: Any, out: Any) -> None:

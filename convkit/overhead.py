@@ -63,21 +63,22 @@ def _calls(problem: ConvProblem) -> dict[str, Callable[[], Any]]:
 def host_per_call_ms(calls: dict[str, Callable[[], Any]], hold: Callable[[float], None]) -> dict[str, list[float]]:
     """Milliseconds of host time per call of each of ``calls``, :data:`HOST_REPEATS` times: :data:`CALLS` calls
     queued behind ``hold`` (which keeps the stream busy for :data:`HOLD_MS`), wall clock divided by the calls.
-    The implementations take turns, after an untimed round, so that each sees the same state of the host."""
+    The implementations take turns, after an untimed round (:func:`convkit.timing.in_turns`)."""
     import torch
 
-    out: dict[str, list[float]] = {name: [] for name in calls}
-    for timed in [False] + [True] * HOST_REPEATS:
-        for name, call in calls.items():
-            torch.cuda.synchronize()
-            hold(HOLD_MS)
-            start = time.perf_counter()
-            for _ in range(CALLS):
-                call()
-            if timed:
-                out[name].append((time.perf_counter() - start) * 1e3 / CALLS)
-            torch.cuda.synchronize()
-    return out
+    from convkit.timing import in_turns
+
+    def queued(call: Callable[[], Any]) -> float:
+        torch.cuda.synchronize()
+        hold(HOLD_MS)
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            call()
+        taken = (time.perf_counter() - start) * 1e3 / CALLS
+        torch.cuda.synchronize()
+        return taken
+
+    return in_turns(calls, queued, HOST_REPEATS, untimed_rounds=1)
 
 
 def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]:

@@ -161,12 +161,8 @@ class Plan:
         """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
         ``bases``: the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch
         block's."""
-        pointer = stream.ptr
         for step in self.steps:
-            if step.bound is not None:
-                step.bound(bases, pointer)
-            else:
-                step.run(bases, stream)
+            step.run(bases, stream)
 
 
 def _locate(pointer: int, ranges: list[tuple[int, int, Any]]) -> tuple[int, int] | None:

@@ -155,13 +155,17 @@ class ResultStore:
                 f.flush()
                 os.fsync(f.fileno())
 
-    def _write_provenance(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+    def _runs_doc(self, kept: set[str]) -> dict[str, Any]:
+        """The provenance document with only the runs in ``kept`` (a new one where there is none)."""
         doc: dict[str, Any] = {"experiment": self.experiment, "runs": {}}
         if self.json_path.exists():
             doc = json.loads(self.json_path.read_text())
-            recorded = {row.get("run_id") for row in self.rows()}  # a deleted CSV leaves no run behind
-            doc["runs"] = {run: found for run, found in doc["runs"].items() if run in recorded}
+            doc["runs"] = {run: found for run, found in doc["runs"].items() if run in kept}
+        return doc
+
+    def _write_provenance(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        doc = self._runs_doc({row["run_id"] for row in self.rows()})  # a deleted CSV leaves no run behind
         doc["runs"][self.run_id] = self._provenance
         replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         self._registered = True
@@ -190,9 +194,7 @@ class ResultStore:
         writer.writerows(keep)
         replace_text(self.csv_path, buf.getvalue())
         if self.json_path.exists():
-            doc = json.loads(self.json_path.read_text())
-            runs = {r["run_id"] for r in keep} | ({self.run_id} if self._registered else set())
-            doc["runs"] = {run: prov for run, prov in doc["runs"].items() if run in runs}
+            doc = self._runs_doc({r["run_id"] for r in keep} | ({self.run_id} if self._registered else set()))
             replace_text(self.json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return len(rows) - len(keep)
 

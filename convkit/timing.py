@@ -173,3 +173,17 @@ def benchmark(
             continue
         times.extend(clock.elapsed_ms(a, b) for a, b in pairs)
     return Timing(times_ms=tuple(times), flush_l2=flush_l2)
+
+
+def in_turns(calls: dict[str, Callable[[], Any]], time_one: Callable[[Callable[[], Any]], float], rounds: int, *,
+             untimed_rounds: int = 0) -> dict[str, list[float]]:  # fmt: skip
+    """``time_one(call)`` of each of ``calls``, ``rounds`` times, the calls taking turns round by round so that
+    a busy moment of the host falls on all of them (host-cost and wall-clock comparisons); the first
+    ``untimed_rounds`` rounds are run and discarded."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(untimed_rounds + rounds):
+        for name, call in calls.items():
+            taken = time_one(call)
+            if round_ >= untimed_rounds:
+                times[name].append(taken)
+    return times

@@ -392,11 +392,7 @@ extern "C" __global__ void __launch_bounds__(32 * LU_WARPS) lu_wide(LU_SINGLE_AR
     float f[K][K];
     load_filter(f, w + (plane % M) * K * K);
 
-    float acc[kRows][kWideCols];
-#pragma unroll
-    for (int o = 0; o < kRows; ++o)
-#pragma unroll
-        for (int c = 0; c < kWideCols; ++c) acc[o][c] = 0.0f;
+    float acc[kRows][kWideCols] = {};
 #pragma unroll
     for (int i = 0; i < kRows + K - 1; ++i) {
         const int h = p0 - kWidePad + i;

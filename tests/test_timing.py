@@ -90,3 +90,14 @@ def test_timing_object_and_bad_bounds():
         benchmark(lambda: None, min_reps=0, clock=FakeClock([1.0]))
     with pytest.raises(ValueError, match="min_reps"):
         benchmark(lambda: None, min_reps=5, max_reps=4, clock=FakeClock([1.0]))
+
+
+def test_in_turns_alternates_the_calls_and_drops_the_untimed_rounds():
+    from convkit.timing import in_turns
+
+    order: list[str] = []
+    calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    clock = iter(range(100))
+    times = in_turns(calls, lambda call: (call(), float(next(clock)))[1], 2, untimed_rounds=1)
+    assert order == ["a", "b"] * 3
+    assert times == {"a": [2.0, 4.0], "b": [3.0, 5.0]}

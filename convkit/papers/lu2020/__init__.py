@@ -112,8 +112,8 @@ def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
 #: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and
 #: CV-CUDA (where it is installed).
 NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
-NPP = Variant("nppi_filter", _npp, supports=lambda p: npp.supports(p) and npp.available(), impl=npp.IMPL)
-CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: cvcuda_filter.supports(p) and cvcuda_filter.available(),
+NPP = Variant("nppi_filter", _npp, supports=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
+CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p) and cvcuda_filter.available(),
                  impl=cvcuda_filter.IMPL)  # fmt: skip
 
 

@@ -70,8 +70,28 @@ def _check_knob(name: str, value: Any, allowed: tuple[int, ...]) -> None:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
+class _ColumnLaunch:
+    """What the single-channel launches share: ``rows`` outputs down a column per thread, ``warps`` per block,
+    no dynamic shared memory."""
+
+    rows: int
+    warps: int
+
+    source: ClassVar[str] = "lu2020"
+
+    def as_params(self) -> dict[str, int]:
+        """The knobs as a results row's ``params``."""
+        return {"rows": self.rows, "warps": self.warps}
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return WARP, self.warps
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+
 @dataclass(frozen=True)
-class LuSingleLaunch:
+class LuSingleLaunch(_ColumnLaunch):
     """How a single-channel kernel (``lu_<variant>``) is launched: outputs down a column per thread, warps
     per block (a :class:`convkit.compile.Launch`). The variant is not a knob: :meth:`as_params` leaves it
     out, as the results rows name it in their own column."""
@@ -79,12 +99,6 @@ class LuSingleLaunch:
     variant: str
     rows: int = 8
     warps: int = 4
-
-    source: ClassVar[str] = "lu2020"
-
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row's ``params``."""
-        return {"rows": self.rows, "warps": self.warps}
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return f"lu_{self.variant}"
@@ -95,12 +109,6 @@ class LuSingleLaunch:
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         p = problem
         return math.ceil(p.out_w / WARP), math.ceil(p.out_h / (self.rows * self.warps)), p.n * p.m
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return WARP, self.warps
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
 
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError naming the argument or knob the kernel cannot run on ``problem``."""
@@ -212,19 +220,13 @@ def conv2d_single(
 
 
 @dataclass(frozen=True)
-class LuWideLaunch:
+class LuWideLaunch(_ColumnLaunch):
     """How ``lu_wide`` is launched (a :class:`convkit.compile.Launch`): four output columns per lane, ``rows``
     down, ``warps`` per block. Past the paper: 16-byte loads and the halo from the neighbouring lanes
     (``kernels/lu2020.cu``); not yet in the chapter's ladder, which it joins once measured."""
 
     rows: int = 8
     warps: int = 4
-
-    source: ClassVar[str] = "lu2020"
-
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row's ``params``."""
-        return {"rows": self.rows, "warps": self.warps}
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "lu_wide"
@@ -235,12 +237,6 @@ class LuWideLaunch:
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         p = problem
         return math.ceil(p.out_w / (4 * WARP)), math.ceil(p.out_h / (self.rows * self.warps)), p.n * p.m
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return WARP, self.warps
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
 
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError naming the argument or knob the kernel cannot run on ``problem``."""
