@@ -67,8 +67,9 @@ def test_cases_add_the_image_peer_on_single_images_only():
 
 def test_paper_declares_the_chapter():
     paper = chapter.PAPER
-    assert [v.name for v in paper.variants] == [f"lu_{v}" for v in (*lu2020.SINGLE_VARIANTS, "multi")]
-    assert [p.name for p in paper.peers] == ["ndimage.correlate", "nppi_filter"] and paper.peers[0].impl == "cupyx"
+    assert [v.name for v in paper.variants] == [f"lu_{v}" for v in (*lu2020.SINGLE_VARIANTS, "wide", "multi")]
+    assert [p.name for p in paper.peers] == ["ndimage.correlate", "nppi_filter", "cvcuda_conv2d"]
+    assert paper.peers[0].impl == "cupyx"
     assert (paper.experiment, paper.tuning, paper.profile.experiment) == ("lu2020", "lu2020_tuning", "lu2020_kernels")
     assert len(paper.problems(False)) == 18 + 26 and len(paper.problems(True)) == 4 + 6
     assert all(any(v.supports(p) for v in paper.variants) for p in paper.sample_problems())

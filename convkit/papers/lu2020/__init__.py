@@ -13,6 +13,7 @@ the sanitizer's driver.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,16 +31,21 @@ from convkit.papers.lu2020.launch import (
     MULTI_CANDIDATES,
     NDIMAGE_PEER,
     SINGLE_VARIANTS,
+    WIDE,
+    WIDE_CANDIDATES,
     LuMultiLaunch,
     LuSingleLaunch,
+    LuWideLaunch,
     conv2d_multi,
     conv2d_single,
+    conv2d_wide,
     correlate_peer,
     default_single,
     is_single_image,
     multi_problems,
     single_candidates,
     single_problems,
+    wide_halo_fits,
 )
 from convkit.papers.lu2020.results import findings
 from convkit.problem import ConvProblem
@@ -66,28 +72,31 @@ PROFILE_SIZE = 2048
 
 
 def _lu(variant: str) -> Variant:
-    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1) or ``lu_multi``, at its tuned launch where a
-    tuning run has measured it, else the untuned one."""
+    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1), ``lu_wide`` (past the paper, C = 1) or
+    ``lu_multi``, at its tuned launch where a tuning run has measured it, else the untuned one."""
     name = f"lu_{variant}"
-    multi = variant == "multi"
+    multi, wide = variant == "multi", variant == WIDE
+    if multi:
+        default, launches, conv, launch_of = LuMultiLaunch(), MULTI_CANDIDATES, conv2d_multi, LuMultiLaunch
+    elif wide:
+        default, launches, conv, launch_of = LuWideLaunch(), WIDE_CANDIDATES, conv2d_wide, LuWideLaunch
+    else:
+        default, launches, conv = default_single(variant), single_candidates(variant), conv2d_single
+        launch_of = functools.partial(LuSingleLaunch, variant)
 
     def knobs(p: ConvProblem) -> dict[str, Any]:
         tuned = tuning.tuned_knobs(p, name, experiment=TUNING)
-        if tuned is not None:
-            return tuned
-        return (LuMultiLaunch() if multi else default_single(variant)).as_params()
+        return tuned if tuned is not None else default.as_params()
 
     def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [launch.as_params() for launch in (MULTI_CANDIDATES if multi else single_candidates(variant))]
+        return [launch.as_params() for launch in launches]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        if multi:
-            conv2d_multi(x, w, pad=p.pad, launch=LuMultiLaunch(**knobs), out=out)
-        else:
-            conv2d_single(x, w, pad=p.pad, launch=LuSingleLaunch(variant, **knobs), out=out)
+        conv(x, w, pad=p.pad, launch=launch_of(**knobs), out=out)
 
     def supports(p: ConvProblem) -> bool:
-        return p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
+        return (p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
+                and (not wide or wide_halo_fits(p)))  # fmt: skip
 
     return Variant(name, run, knobs, candidates=candidates, supports=supports)
 
@@ -96,8 +105,9 @@ def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
     correlate_peer(x, w, out)
 
 
-#: The paper's single-channel ladder, and its multi-channel form.
-SINGLE: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
+#: The paper's single-channel ladder, the kernel past it, and the paper's multi-channel form.
+LADDER: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
+SINGLE: tuple[Variant, ...] = (*LADDER, _lu(WIDE))
 MULTI: tuple[Variant, ...] = (_lu("multi"),)
 
 
@@ -138,6 +148,18 @@ def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMEN
                        progress=progress, remeasure_changed=True)  # fmt: skip
 
 
+#: The run-to-run spread: every :data:`REPEAT_STEP`-th single-channel image measured again in a fresh process.
+REPEAT_EXPERIMENT, REPEAT_STEP = "lu2020_repeat", 4
+
+
+def measure_repeat(directory: Path, *, progress: Any = print) -> None:
+    """Measure every :data:`REPEAT_STEP`-th image of the single-channel sweep again, the same cases at the same
+    tuned launches, into ``lu2020_repeat.csv``: run in a process of its own after the sweep, it gives the spread
+    within which two times are a tie."""
+    run_experiment(REPEAT_EXPERIMENT, single_problems()[::REPEAT_STEP], SINGLE, directory=directory,
+                   peers=(NDIMAGE, NPP, CVCUDA), timing=TIMING, progress=progress)  # fmt: skip
+
+
 def problems(quick: bool = False) -> list[ConvProblem]:
     """The sweep's images then layers (``quick``: every fifth of each)."""
     return [p for grid, _, _ in _grids(quick) for p in grid]
@@ -164,7 +186,7 @@ def profile_problems() -> list[tuple[str, str, ConvProblem]]:
 def profiled_cases() -> Iterator[ProfiledCase]:
     """The profile's cases, in order: on each image, the ladder at its tuned launches, then the image peer
     (no cuDNN: the counters are about the paper's kernels)."""
-    return convolution_cases(profile_problems(), Kernels(SINGLE, (NDIMAGE,)), cudnn=False)
+    return convolution_cases(profile_problems(), Kernels(LADDER, (NDIMAGE,)), cudnn=False)
 
 
 PAPER = Paper(
@@ -174,7 +196,7 @@ PAPER = Paper(
     experiment=EXPERIMENT,
     measure=measure,
     variants=(*SINGLE, *MULTI),
-    peers=(NDIMAGE, NPP),
+    peers=(NDIMAGE, NPP, CVCUDA),
     tuning=TUNING,
     sources=("lu2020",),
     sample_problems=sample_problems,

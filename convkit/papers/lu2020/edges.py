@@ -23,8 +23,8 @@ from convkit.papers.lu2020.launch import (
 )
 from convkit.reference import DIRECT_TOLERANCE
 
-#: (N, H, W, M, K, pad) of the single-channel kernels.
-SINGLE_SHAPES = [(2, 37, 45, 3, 5, 2), (1, 3, 2, 1, 7, 3), (1, 9, 70, 2, 3, 0)]
+#: (N, H, W, M, K, pad) of the single-channel kernels (the last: lu_wide's 16-byte path over a partial warp).
+SINGLE_SHAPES = [(2, 37, 45, 3, 5, 2), (1, 3, 2, 1, 7, 3), (1, 9, 70, 2, 3, 0), (1, 11, 132, 1, 7, 3)]
 #: (N, C, H, W, M, K) of lu_multi, "same" padding.
 MULTI_SHAPES = [(1, 13, 9, 11, 20, 3), (2, 3, 5, 40, 9, 7)]
 

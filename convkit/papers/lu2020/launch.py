@@ -12,6 +12,9 @@ Single channel (C = 1; any N and M), one kernel per step of the paper:
 - ``row``: row reuse (Algorithm 3), ``rows`` outputs down a column per thread;
 - ``combined``: row reuse over rows gathered by column reuse.
 
+Past the paper, ``wide`` (``lu_wide``, :func:`conv2d_wide`): four output columns per lane from one 16-byte
+load per input row, the halo from the neighbouring lanes, and row reuse.
+
 Multi channel: ``lu_multi``, the combined form summed over channels with ``filters`` filters per
 thread (:func:`conv2d_multi`).
 """
@@ -35,6 +38,8 @@ FILTER_SIZES = (3, 5, 7)
 SINGLE_VARIANTS = ("direct", "column_naive", "column", "row", "combined")
 #: The variants with one output per thread (``rows`` is 1 for them).
 ONE_OUTPUT = ("direct", "column_naive", "column")
+#: The single-channel kernel past the paper (``lu_wide``), measured beside the ladder.
+WIDE = "wide"
 
 
 def build_options(
@@ -223,7 +228,7 @@ def conv2d_single(
 class LuWideLaunch(_ColumnLaunch):
     """How ``lu_wide`` is launched (a :class:`convkit.compile.Launch`): four output columns per lane, ``rows``
     down, ``warps`` per block. Past the paper: 16-byte loads and the halo from the neighbouring lanes
-    (``kernels/lu2020.cu``); not yet in the chapter's ladder, which it joins once measured."""
+    (``kernels/lu2020.cu``)."""
 
     rows: int = 8
     warps: int = 4
@@ -241,7 +246,7 @@ class LuWideLaunch(_ColumnLaunch):
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError naming the argument or knob the kernel cannot run on ``problem``."""
         check_problem(problem, single=True)
-        if problem.pad > 4 or problem.r - 1 - problem.pad > 4:
+        if not wide_halo_fits(problem):
             raise ValueError(f"pad must leave at most 4 halo columns on each side, got pad={problem.pad} for "
                              f"{problem.r}x{problem.r}")  # fmt: skip
         _check_knob("launch.rows", self.rows, (1, 2, 4, 8, 16))
@@ -252,6 +257,16 @@ class LuWideLaunch(_ColumnLaunch):
         p = problem
         vec = p.w % 4 == 0 and p.out_w % 4 == 0 and x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0
         return p.h, p.w, p.m, p.out_h, p.out_w, p.pad, int(vec)
+
+
+def wide_halo_fits(problem: ConvProblem) -> bool:
+    """Whether ``lu_wide``'s halo comes from the neighbouring lanes: at most 4 columns on each side of a lane's
+    four (every "same" padding of the chapter's filters)."""
+    return problem.pad <= 4 and problem.r - 1 - problem.pad <= 4
+
+
+#: The launches a tuning run measures for ``lu_wide``: rows per thread and warps per block.
+WIDE_CANDIDATES = tuple(LuWideLaunch(r, w) for r in (2, 4, 8, 16) for w in (1, 2, 4, 8))
 
 
 def conv2d_wide(x: Any, w: Any, *, pad: int, launch: LuWideLaunch | None = None, out: Any = None) -> Any:
