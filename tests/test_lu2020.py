@@ -111,6 +111,7 @@ def test_tuning_candidates():
     assert [c.rows for c in lu2020.single_candidates("column")] == [1, 1, 1]
     assert {c.rows for c in lu2020.single_candidates("combined")} == {2, 4, 8, 16}
     assert all(c.rows * c.filters <= 64 for c in lu2020.MULTI_CANDIDATES)
+    assert {(c.rows, c.warps) for c in lu2020.WIDE_CANDIDATES} == {(r, w) for r in (2, 4, 8, 16) for w in (1, 2, 4, 8)}
 
 
 def _recorded_copy(tmp_path):
@@ -135,7 +136,8 @@ def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     source, copy = _recorded_copy(tmp_path)
     box = lu_results.result_lines(*lu_results.chapter_tables(source))
     rows = lu_results.findings(source)
-    assert len(box) == 4 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
+    assert len(box) == 5 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
+    assert box[2].startswith("**Past the paper**") and "CV-CUDA" in box[1]
     assert len(rows) == 3 and all(tuple(r) == FINDING_COLUMNS for r in rows)
     assert rows[0]["paper's design on the H100"].startswith("25 -> 10")
     frame = pd.read_csv(copy / "lu2020.csv")
@@ -169,6 +171,14 @@ def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
     assert ((table["of floor (median)"] > 0) & (table["of floor (median)"] <= 1.05)).all()
     text = lu_results.claim_against_the_floor(single)
     assert f"of {len(single)} images" in text and "within 2x of the roofline floor" in text
+    spread = lu_results.chapter_spread(source)  # the recorded repeat; the copy has none
+    assert spread["cases"] > 0 and lu_results.chapter_spread(copy)["cases"] == 0
+    assert "fresh process" in lu_results.claim_against_the_floor(single, spread)
+    loose = lu_results.library_efficiency(single, {"cases": 1, "median": 0.5, "p95": 1e3})  # every one a tie
+    assert (loose["ties"].dropna() == f"0 of {len(single)}").sum() == 0
+    assert (loose["ours faster"].dropna() == f"0 of {len(single)}").all()
+    wide = lu_results.past_the_paper(single)
+    assert "four columns a lane" in wide and "of the floor" in wide
     frame = pd.read_csv(copy / "lu2020.csv")
     frame.loc[frame["impl"] == "npp", "time_ms_median"] /= 10.0  # NPP ten times faster: the table follows
     frame.to_csv(copy / "lu2020.csv", index=False)
