@@ -16,6 +16,9 @@ from convkit.gpu import gpu_slug
 from convkit.paths import results_dir
 from convkit.results import replace_text
 
+#: How a pytest part's key begins; the test files follow.
+PYTEST = "pytest -m gpu "
+
 
 def pytest_counts(path: str) -> dict[str, int]:
     suites = ET.parse(path).getroot()
@@ -41,7 +44,10 @@ def main(argv: list[str]) -> None:
     if argv[0] == "--sanitizer":
         key, counts = "compute-sanitizer (memcheck, racecheck, initcheck, synccheck)", sanitizer_counts(argv[1])
     else:
-        key, counts = "pytest -m gpu " + (" ".join(argv[2:]) or "tests"), pytest_counts(argv[1])
+        key, counts = PYTEST + (" ".join(argv[2:]) or "tests"), pytest_counts(argv[1])
+        covered = set(argv[2:])  # an earlier part whose test files this run covers again is superseded by it
+        doc["parts"] = {k: v for k, v in doc["parts"].items()
+                        if not (k.startswith(PYTEST) and set(k[len(PYTEST):].split()) <= covered)}  # fmt: skip
     doc["parts"][key] = {"counts": counts, "provenance": prov}
     path.parent.mkdir(parents=True, exist_ok=True)
     replace_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
