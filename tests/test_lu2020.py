@@ -161,28 +161,29 @@ def test_the_papers_examples_are_counted_by_the_simulator():
 def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
     import pandas as pd
 
+    from convkit.papers.lu2020 import libraries as lu_libraries
     from convkit.papers.lu2020 import results as lu_results
 
     source, copy = _recorded_copy(tmp_path)
     single, _ = lu_results.chapter_tables(source)
-    table = lu_results.library_efficiency(single)
+    table = lu_libraries.library_efficiency(single)
     assert table["library"].iloc[0] == "convkit (best kernel)"
     assert {"cuDNN (fastest algorithm)", "PyTorch (cuDNN)", "cupyx.ndimage", "NVIDIA NPP"} <= set(table["library"])
     assert ((table["of floor (median)"] > 0) & (table["of floor (median)"] <= 1.05)).all()
-    text = lu_results.claim_against_the_floor(single)
+    text = lu_libraries.claim_against_the_floor(single)
     assert f"of {len(single)} images" in text and "within 2x of the roofline floor" in text
-    spread = lu_results.chapter_spread(source)  # the recorded repeat; the copy has none
-    assert spread["cases"] > 0 and lu_results.chapter_spread(copy)["cases"] == 0
-    assert "fresh process" in lu_results.claim_against_the_floor(single, spread)
-    loose = lu_results.library_efficiency(single, {"cases": 1, "median": 0.5, "p95": 1e3})  # every one a tie
+    spread = lu_libraries.chapter_spread(source)  # the recorded repeat; the copy has none
+    assert spread["cases"] > 0 and lu_libraries.chapter_spread(copy)["cases"] == 0
+    assert "fresh process" in lu_libraries.claim_against_the_floor(single, spread)
+    loose = lu_libraries.library_efficiency(single, {"cases": 1, "median": 0.5, "p95": 1e3})  # every one a tie
     assert (loose["ties"].dropna() == f"0 of {len(single)}").sum() == 0
     assert (loose["ours faster"].dropna() == f"0 of {len(single)}").all()
-    wide = lu_results.past_the_paper(single)
+    wide = lu_libraries.past_the_paper(single)
     assert "four columns a lane" in wide and "of the floor" in wide
     frame = pd.read_csv(copy / "lu2020.csv")
     frame.loc[frame["impl"] == "npp", "time_ms_median"] /= 10.0  # NPP ten times faster: the table follows
     frame.to_csv(copy / "lu2020.csv", index=False)
-    edited = lu_results.library_efficiency(lu_results.chapter_tables(copy)[0])
+    edited = lu_libraries.library_efficiency(lu_results.chapter_tables(copy)[0])
     npp = lambda t: t[t["library"] == "NVIDIA NPP"].iloc[0]  # noqa: E731
     assert npp(edited)["our speed-up (geomean)"] < npp(table)["our speed-up (geomean)"]
 

@@ -6,6 +6,7 @@ the roofline floor and the speedups. :func:`transactions` sets the ncu load coun
 simulator's counts, :func:`compiler_table` gives ptxas's verdict on the window array per architecture,
 :func:`paper_vs_ours` sets every item of the paper beside ours, :func:`result_lines` is the chapter's
 result box, :func:`goals` what the study set out to reach and :func:`findings` the book's findings rows.
+Each library against the floor, and the kernel past the paper, are in :mod:`.libraries`.
 """
 
 from __future__ import annotations
@@ -126,100 +127,10 @@ def best_ours_us(single: Any) -> Any:
     return single["best_us"]
 
 
-def chapter_spread(directory: Path) -> dict[str, float]:
-    """The run-to-run spread (:func:`convkit.tables.spread`) of the single-channel sweep recorded in ``directory``:
-    a sample of its images measured again in a fresh process; NaN where no repeat is recorded."""
-    directory = Path(directory)
-    if not (directory / f"{REPEAT}.csv").is_file():
-        return {"cases": 0, "median": math.nan, "p95": math.nan}
-    return tables.spread(load_results(directory, EXPERIMENT)[0], load_results(directory, REPEAT)[0])
-
-
-def _tolerance(spread: dict[str, float] | None) -> float:
+def tie_tolerance(spread: dict[str, float] | None) -> float:
     """The spread's 95th percentile: speed-ups within it of 1 are ties (0 where none is recorded)."""
     p95 = (spread or {}).get("p95", math.nan)
     return 0.0 if math.isnan(p95) else p95
-
-
-def library_efficiency(single: Any, spread: dict[str, float] | None = None) -> Any:
-    """Per library measured on the single-channel images (pandas, one row each, ours first: the best kernel, then
-    the paper's design): the images it ran correctly, its share of the roofline floor (floor over time: median
-    over every image and over the target images), and our best kernel's speed-up over it (geometric mean,
-    minimum) with the images where ours is faster, where the two tie (within the ``spread``'s 95th percentile,
-    :func:`chapter_spread`) and where ours is more than 2x faster."""
-    import pandas as pd
-
-    ours = best_ours_us(single)
-    tolerance = _tolerance(spread)
-    target = single.index.isin(in_target(single).index)
-    kernels = {"ours": "convkit (best kernel)", "lu_combined_us": f"convkit, {VARIANT_NAMES['lu_combined']}"}
-    rows = []
-    for column, name in {**kernels, **LIBRARY_COLUMNS}.items():
-        times = ours if column == "ours" else single.get(column)
-        if times is None or times.isna().all():
-            continue
-        measured = times.notna()
-        share = single["floor_us"] / times
-        row = {"library": name, "images": int(measured.sum()), "of floor (median)": share[measured].median(),
-               "of floor, 5x5 and 7x7 from 1024^2": share[measured & target].median()}  # fmt: skip
-        if column not in kernels:
-            speedup = (times / ours)[measured]
-            tied = (speedup - 1).abs() <= tolerance
-            row |= {"our speed-up (geomean)": tables.geomean(speedup), "our speed-up (min)": speedup.min(),
-                    "ours faster": f"{int((speedup > 1 + tolerance).sum())} of {len(speedup)}",
-                    "ties": f"{int(tied.sum())} of {len(speedup)}",
-                    "ours over 2x": f"{int((speedup > 2).sum())} of {len(speedup)}"}  # fmt: skip
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _spread_words(spread: dict[str, float] | None) -> str:
-    """The spread in words, for the prose beside a count of ties."""
-    if not spread or not spread.get("cases"):
-        return "no sample was measured again, so no difference counts as a tie"
-    return (f"{spread['cases']} cases measured again in a fresh process differ by {spread['median']:.1%} (median) "
-            f"and {spread['p95']:.1%} (95th percentile); differences within the latter are ties")  # fmt: skip
-
-
-def claim_against_the_floor(single: Any, spread: dict[str, float] | None = None) -> str:
-    """Markdown: the paper's "more than 2x over image-processing libraries" judged image by image against the
-    fastest library, and where the roofline floor leaves no room for 2x (the library already within 2x of it)."""
-    ours, fastest = best_ours_us(single), single["best_lib_us"]
-    room = fastest / single["floor_us"]  # the largest speed-up any kernel could have over the fastest library
-    no_room = room < 2
-    speedup = fastest / ours
-    tolerance = _tolerance(spread)
-    slower = speedup < 1 - tolerance
-    names = sorted({name for name in single["best_lib"] if name})
-    behind = "; ".join(f"{r.label} ({r.best_lib}, {speedup[i]:.2f}x)" for i, r in single[slower].iterrows())
-    return (f"Against the fastest library on each image ({', '.join(names)}), our best kernel is faster on "
-            f"{int((speedup > 1 + tolerance).sum())} of {len(single)} images and ties on "
-            f"{int(((speedup - 1).abs() <= tolerance).sum())} (from {speedup.min():.2f}x to {speedup.max():.2f}x; "
-            f"{_spread_words(spread)})" + (f"; it is behind on {behind}" if behind else "")
-            + f". It is more than 2x faster on {int((speedup > 2).sum())}. On "
-            f"{int(no_room.sum())} of them the fastest library already runs within 2x of the roofline floor, so "
-            f"no kernel could be 2x faster there; where the floor leaves room for 2x "
-            f"({int((~no_room).sum())} images), ours reaches it on {int((speedup[~no_room] > 2).sum())}.")  # fmt: skip
-
-
-def past_the_paper(single: Any) -> str:
-    """Markdown: what the kernel past the paper (four columns a lane) reaches against the floor and against the
-    paper's design, per filter width on the images from :data:`TARGET_MIN_SIZE`."""
-    wide, combined = VARIANT_NAMES["lu_wide"], VARIANT_NAMES["lu_combined"]
-    large = single[single["size"] >= TARGET_MIN_SIZE]
-    parts = []
-    for k, rows in large.groupby("K"):
-        share = rows["floor_us"] / rows["lu_wide_us"]
-        gain = rows["lu_combined_us"] / rows["lu_wide_us"]
-        parts.append(f"{k}x{k}: {share.min():.0%} to {share.max():.0%} of the floor, {gain.min():.2f}x to "
-                     f"{gain.max():.2f}x faster than {combined}")  # fmt: skip
-    wins = single["best_kernel"] == wide
-    text = f"From {TARGET_MIN_SIZE}x{TARGET_MIN_SIZE} up, {wide}: " + "; ".join(parts)
-    text += f". It is the fastest kernel on {int(wins.sum())} of {len(single)} images"
-    if len(single[~wins]) and (single.loc[~wins, "size"] < TARGET_MIN_SIZE).all():
-        text += (f"; on the others, all below {TARGET_MIN_SIZE}x{TARGET_MIN_SIZE}, a kernel of the paper's ladder is "
-                 "faster: with 128 columns a warp, a small image gives too few blocks to fill the GPU")  # fmt: skip
-    return text + "."
 
 
 def in_target(single: Any) -> Any:
@@ -237,7 +148,7 @@ def goals(single: Any, multi: Any, spread: dict[str, float] | None = None) -> An
     wins = multi["speedup"] >= MULTI_TARGET
     ratio = single["naive_over_packed"]
     share = in_target(single)["efficiency_best"]
-    tolerance = _tolerance(spread)
+    tolerance = tie_tolerance(spread)
     versus = single["speedup_best"]
     return pd.DataFrame([
         {"what the study set out to reach": f"single channel, 5x5 and 7x7, from {TARGET_MIN_SIZE}^2: every image "
