@@ -329,7 +329,7 @@ extern "C" __global__ void __launch_bounds__(32 * LU_WARPS) lu_multi(
 // (ncu) and is bound by issue, not bandwidth. Here each lane loads its four input columns with one
 // 16-byte load per input row (`vec`; 4-byte loads where W, Q or a base forbids it) and takes the
 // window's halo from its neighbours: the columns left of its four from lane - 1 (__shfl_up_sync), those
-// right of them from lane + 1 (__shfl_down_sync); lanes 0 and 31 load the next warps' columns. One input
+// right of them from lane + 1 (__shfl_down_sync); lanes 0 and 31 load the neighbouring warps' columns. One input
 // row then feeds 4 columns x K taps of every output row that needs it (row reuse): about 3K gather
 // instructions against 4K^2 FMAs. The padding is a compile-time LU_WIDE_PAD (the kernel's `pad` must
 // equal it) with LU_WIDE_PAD <= 4 and K - 1 - LU_WIDE_PAD <= 4: every "same" filter up to 9x9.

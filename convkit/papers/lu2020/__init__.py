@@ -25,7 +25,7 @@ from convkit.measure import (
     run_experiment,
 )
 from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.lu2020 import edges
+from convkit.papers.lu2020 import edges, results
 from convkit.papers.lu2020.launch import (
     FILTER_SIZES,
     MULTI_CANDIDATES,
@@ -125,12 +125,13 @@ NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupy
 NPP = Variant("nppi_filter", _npp, supports=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
 CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p) and cvcuda_filter.available(),
                  impl=cvcuda_filter.IMPL)  # fmt: skip
+IMAGE_PEERS = (NDIMAGE, NPP, CVCUDA)
 
 
 def _grids(quick: bool) -> tuple[tuple[list[ConvProblem], tuple[Variant, ...], tuple[Variant, ...]], ...]:
     """(problems, variants, peers) of the two grids; ``quick``: every :data:`QUICK_STEP`-th problem."""
     step = QUICK_STEP if quick else 1
-    return (single_problems()[::step], SINGLE, (NDIMAGE, NPP, CVCUDA)), (multi_problems()[::step], MULTI, ())
+    return (single_problems()[::step], SINGLE, IMAGE_PEERS), (multi_problems()[::step], MULTI, ())
 
 
 def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
@@ -149,7 +150,7 @@ def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMEN
 
 
 #: The run-to-run spread: every :data:`REPEAT_STEP`-th single-channel image measured again in a fresh process.
-REPEAT_EXPERIMENT, REPEAT_STEP = "lu2020_repeat", 4
+REPEAT_EXPERIMENT, REPEAT_STEP = results.REPEAT, 4
 
 
 def measure_repeat(directory: Path, *, progress: Any = print) -> None:
@@ -157,7 +158,7 @@ def measure_repeat(directory: Path, *, progress: Any = print) -> None:
     tuned launches, into ``lu2020_repeat.csv``: run in a process of its own after the sweep, it gives the spread
     within which two times are a tie."""
     run_experiment(REPEAT_EXPERIMENT, single_problems()[::REPEAT_STEP], SINGLE, directory=directory,
-                   peers=(NDIMAGE, NPP, CVCUDA), timing=TIMING, progress=progress)  # fmt: skip
+                   peers=IMAGE_PEERS, timing=TIMING, progress=progress)  # fmt: skip
 
 
 def problems(quick: bool = False) -> list[ConvProblem]:
@@ -196,7 +197,7 @@ PAPER = Paper(
     experiment=EXPERIMENT,
     measure=measure,
     variants=(*SINGLE, *MULTI),
-    peers=(NDIMAGE, NPP, CVCUDA),
+    peers=IMAGE_PEERS,
     tuning=TUNING,
     sources=("lu2020",),
     sample_problems=sample_problems,

@@ -17,7 +17,6 @@ from convkit.papers.lu2020.results import (
     REPEAT,
     TARGET_MIN_SIZE,
     VARIANT_NAMES,
-    best_ours_us,
     in_target,
     tie_tolerance,
 )
@@ -41,7 +40,7 @@ def library_efficiency(single: Any, spread: dict[str, float] | None = None) -> A
     :func:`chapter_spread`) and where ours is more than 2x faster."""
     import pandas as pd
 
-    ours = best_ours_us(single)
+    ours = single["best_us"]
     tolerance = tie_tolerance(spread)
     target = single.index.isin(in_target(single).index)
     kernels = {"ours": "convkit (best kernel)", "lu_combined_us": f"convkit, {VARIANT_NAMES['lu_combined']}"}
@@ -56,10 +55,9 @@ def library_efficiency(single: Any, spread: dict[str, float] | None = None) -> A
                "of floor, 5x5 and 7x7 from 1024^2": share[measured & target].median()}  # fmt: skip
         if column not in kernels:
             speedup = (times / ours)[measured]
-            tied = (speedup - 1).abs() <= tolerance
             row |= {"our speed-up (geomean)": tables.geomean(speedup), "our speed-up (min)": speedup.min(),
                     "ours faster": f"{int((speedup > 1 + tolerance).sum())} of {len(speedup)}",
-                    "ties": f"{int(tied.sum())} of {len(speedup)}",
+                    "ties": f"{tables.ties(speedup, tolerance)} of {len(speedup)}",
                     "ours over 2x": f"{int((speedup > 2).sum())} of {len(speedup)}"}  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows)
@@ -76,7 +74,7 @@ def _spread_words(spread: dict[str, float] | None) -> str:
 def claim_against_the_floor(single: Any, spread: dict[str, float] | None = None) -> str:
     """Markdown: the paper's "more than 2x over image-processing libraries" judged image by image against the
     fastest library, and where the roofline floor leaves no room for 2x (the library already within 2x of it)."""
-    ours, fastest = best_ours_us(single), single["best_lib_us"]
+    ours, fastest = single["best_us"], single["best_lib_us"]
     room = fastest / single["floor_us"]  # the largest speed-up any kernel could have over the fastest library
     no_room = room < 2
     speedup = fastest / ours
@@ -86,7 +84,7 @@ def claim_against_the_floor(single: Any, spread: dict[str, float] | None = None)
     behind = "; ".join(f"{r.label} ({r.best_lib}, {speedup[i]:.2f}x)" for i, r in single[slower].iterrows())
     return (f"Against the fastest library on each image ({', '.join(names)}), our best kernel is faster on "
             f"{int((speedup > 1 + tolerance).sum())} of {len(single)} images and ties on "
-            f"{int(((speedup - 1).abs() <= tolerance).sum())} (from {speedup.min():.2f}x to {speedup.max():.2f}x; "
+            f"{tables.ties(speedup, tolerance)} (from {speedup.min():.2f}x to {speedup.max():.2f}x; "
             f"{_spread_words(spread)})" + (f"; it is behind on {behind}" if behind else "")
             + f". It is more than 2x faster on {int((speedup > 2).sum())}. On "
             f"{int(no_room.sum())} of them the fastest library already runs within 2x of the roofline floor, so "
@@ -99,15 +97,16 @@ def past_the_paper(single: Any) -> str:
     paper's design, per filter width on the images from :data:`TARGET_MIN_SIZE`."""
     wide, combined = VARIANT_NAMES["lu_wide"], VARIANT_NAMES["lu_combined"]
     large = single[single["size"] >= TARGET_MIN_SIZE]
+    shares = large["floor_us"] / large["lu_wide_us"]
     parts = []
     for k, rows in large.groupby("K"):
-        share = rows["floor_us"] / rows["lu_wide_us"]
+        share = shares[rows.index]
         gain = rows["lu_combined_us"] / rows["lu_wide_us"]
         parts.append(f"{k}x{k}: {share.min():.0%} to {share.max():.0%} of the floor, {gain.min():.2f}x to "
                      f"{gain.max():.2f}x faster than {combined}")  # fmt: skip
     wins = single["best_kernel"] == wide
     text = f"From {TARGET_MIN_SIZE}x{TARGET_MIN_SIZE} up, {wide}: " + "; ".join(parts)
-    if (large["floor_us"] / large["lu_wide_us"]).max() > 1:
+    if shares.max() > 1:
         text += (" (above 100% where the image and its output stay in the L2 cache: the floor counts their bytes at "
                  "the DRAM copy bandwidth)")  # fmt: skip
     text += f". It is the fastest kernel on {int(wins.sum())} of {len(single)} images"
