@@ -8,8 +8,8 @@ the fastest implementation the study recorded; ``convkit.conv2d_relu_pool`` the 
 """
 
 from convkit._version import __version__
-from convkit.gpu import GPUUnavailableError, has_gpu
-from convkit.op import conv2d, conv2d_relu_pool
-from convkit.problem import ConvProblem
+from convkit.core.gpu import GPUUnavailableError, has_gpu
+from convkit.core.problem import ConvProblem
+from convkit.op.conv import conv2d, conv2d_relu_pool
 
 __all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "conv2d_relu_pool", "has_gpu"]

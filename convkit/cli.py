@@ -8,22 +8,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.measure import Variant
+from convkit.bench.measure import Variant
+from convkit.core.problem import ConvProblem
 from convkit.papers import PAPERS, names, paper
-from convkit.problem import ConvProblem
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from convkit import cudnn
     from convkit._version import __version__
-    from convkit.compile import find_nvcc
-    from convkit.gpu import gpu_status
+    from convkit.core.gpu import gpu_status
+    from convkit.cuda.compile import find_nvcc
+    from convkit.libs import cudnn
 
     ok, what = gpu_status()
     print(f"convkit {__version__}")
     print(f"GPU: {what if ok else 'none (' + what + ')'}")
     if ok:
-        from convkit import provenance
+        from convkit.study import provenance
 
         for key, value in provenance.collect().items():
             print(f"  {key}: {value}")
@@ -75,9 +75,9 @@ def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from convkit import measure
-    from convkit.gpu import require_cupy
-    from convkit.results import ResultStore, case_key, row_key
+    from convkit.bench import measure
+    from convkit.core.gpu import require_cupy
+    from convkit.study.results import ResultStore, case_key, row_key
 
     require_cupy()
     problems = _problems(args)
@@ -105,7 +105,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_kernels(args: argparse.Namespace) -> int:
-    from convkit.compile import CHECKED_ARCHS, all_sources, ptxas_report
+    from convkit.cuda.compile import CHECKED_ARCHS, all_sources, ptxas_report
 
     archs = args.arch or list(CHECKED_ARCHS)
     print(
@@ -121,9 +121,9 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from convkit.chapter import QUICK_SUFFIX
-    from convkit.gpu import require_cupy
-    from convkit.measure import gpu_results_dir
+    from convkit.bench.measure import gpu_results_dir
+    from convkit.book.chapter import QUICK_SUFFIX
+    from convkit.core.gpu import require_cupy
 
     require_cupy()
     entry = paper(args.paper)
@@ -136,14 +136,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from convkit import profile
+    from convkit.book import profile
 
     print(f"rows in {profile.profile(args.paper, Path(args.directory) if args.directory else None)}")
     return 0
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from convkit.reproduce import NotebookFailure, reproduce
+    from convkit.book.reproduce import NotebookFailure, reproduce
 
     try:
         reproduce(only=args.only, device=args.device, quick=args.quick, record_times=args.record_times)
@@ -156,7 +156,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def _cmd_book(args: argparse.Namespace) -> int:
     import subprocess
 
-    from convkit.reproduce import build_book
+    from convkit.book.reproduce import build_book
 
     status = _cmd_reproduce(args)
     if status:
@@ -171,7 +171,8 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from convkit import chapter, dispatch
+    from convkit.book import chapter
+    from convkit.op import dispatch
 
     directory = chapter.results_directory("recorded", args.gpu or chapter.DEFAULT_RECORDED_GPU)
     if args.write_table:

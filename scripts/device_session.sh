@@ -9,8 +9,8 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-gpu_dir=results/$(python3 -c "from convkit.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
-echo "=== recording as convkit commit $(python3 -c "from convkit.provenance import convkit_commit; print(convkit_commit())")"
+gpu_dir=results/$(python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+echo "=== recording as convkit commit $(python3 -c "from convkit.study.provenance import convkit_commit; print(convkit_commit())")"
 if [ "${TESTS:-1}" = 1 ]; then
   echo "=== GPU tests ($1)"
   tests=(tests/test_variants_gpu.py)

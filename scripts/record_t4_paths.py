@@ -11,10 +11,10 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-from convkit import provenance
-from convkit.gpu import gpu_slug
-from convkit.paths import results_dir
-from convkit.results import replace_text
+from convkit.core.gpu import gpu_slug
+from convkit.core.paths import results_dir
+from convkit.study import provenance
+from convkit.study.results import replace_text
 
 #: How a pytest part's key begins; the test files follow.
 PYTEST = "pytest -m gpu "

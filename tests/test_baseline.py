@@ -7,16 +7,16 @@ import shutil
 import pandas as pd
 import pytest
 
-from convkit import chapter
-from convkit.compile import Launch
-from convkit.paper import FINDING_COLUMNS
+from convkit.book import chapter
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import Launch
 from convkit.papers import baseline
 from convkit.papers.baseline import results as baseline_results
 from convkit.papers.baseline.anchors import ANCHORS, QUICK_ANCHORS, anchors
 from convkit.papers.baseline.direct import DirectLaunch
-from convkit.problem import ConvProblem
-from convkit.results import load_results
-from convkit.tables import status_counts
+from convkit.papers.paper import FINDING_COLUMNS
+from convkit.study.results import load_results
+from convkit.study.tables import status_counts
 
 H100_DIR = chapter.results_directory("recorded")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from convkit.paths import book_dir, project_root
-from convkit.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
+from convkit.book.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
+from convkit.core.paths import book_dir, project_root
 
 pytestmark = pytest.mark.slow
 

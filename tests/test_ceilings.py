@@ -8,13 +8,13 @@ import shutil
 import pandas as pd
 import pytest
 
-from convkit import chapter, display
-from convkit.paper import FINDING_COLUMNS
+from convkit.book import chapter, display
 from convkit.papers import ceilings
 from convkit.papers.ceilings import results as ceilings_results
 from convkit.papers.ceilings.measure import CHASE_FOOTPRINTS, COLUMNS, EXPERIMENT, KEY_COLUMNS, measurements
-from convkit.results import load_results
-from convkit.roofline import CEILINGS_EXPERIMENT, ceilings_summary
+from convkit.papers.paper import FINDING_COLUMNS
+from convkit.study.results import load_results
+from convkit.study.roofline import CEILINGS_EXPERIMENT, ceilings_summary
 
 H100 = "NVIDIA H100 80GB HBM3"
 H100_DIR = chapter.results_directory("recorded")

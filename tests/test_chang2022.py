@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from convkit import chapter
-from convkit.compile import Launch
+from convkit.book import chapter
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import Launch
 from convkit.papers.chang2022 import PAPER, model, multi, problems, single
-from convkit.problem import ConvProblem
 
 
 def _k(k):
@@ -131,7 +131,7 @@ def test_single_candidates_include_both_plans_and_fit_shared_memory():
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_build_without_spills(arch):
-    from convkit.compile import find_nvcc, ptxas_report
+    from convkit.cuda.compile import find_nvcc, ptxas_report
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")

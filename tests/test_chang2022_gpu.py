@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.chang2022 import model, multi, problems, single
 from convkit.papers.chang2022.launch import conv2d_multi, conv2d_single
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -77,7 +77,7 @@ def test_single_matches_reference(shape, planner):
 def test_multi_matches_reference(shape, config):
     import cupy
 
-    from convkit.gpu import sm_count
+    from convkit.core.gpu import sm_count
 
     c, h, w, m, k = shape
     x, f, ref = _inputs(cupy, c, h, w, m, k)
@@ -95,7 +95,7 @@ def test_multi_matches_reference(shape, config):
 def _skip_unless_it_fits(cfg, problem):
     """A fixed launch sized for the H100 can need more shared memory than a smaller GPU (or the T4's
     compute_75 paths) allows: the launcher refuses it by name (tested on CPU); here it is skipped."""
-    from convkit.gpu import shared_memory_limits
+    from convkit.core.gpu import shared_memory_limits
 
     need, limit = cfg.shared_bytes(problem), shared_memory_limits()[0]
     if need > limit:
@@ -181,7 +181,7 @@ def test_largest_grid_problems(problem):
     """The grids' largest configurations (1024x1024 x 512 filters 5x5; 512x512, 512 -> 512, 5x5), default launches."""
     import cupy
 
-    from convkit.measure import float64_reference
+    from convkit.bench.measure import float64_reference
 
     rng = cupy.random.default_rng()
     x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)

@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from convkit import chapter
+from convkit.book import chapter
 from convkit.papers.chang2022 import TUNING, multi, problems, single
 from convkit.papers.chang2022 import results as chang_results
-from convkit.results import load_results, params_text
+from convkit.study.results import load_results, params_text
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_result_box_and_findings_follow_the_recorded_results(recorded, tmp_path)
 
 
 def chapter_paper_columns():
-    from convkit.paper import FINDING_COLUMNS
+    from convkit.papers.paper import FINDING_COLUMNS
 
     return FINDING_COLUMNS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import chapter
+from convkit.book import chapter
 from convkit.papers import PAPERS
 
 
@@ -74,7 +74,7 @@ def test_the_intro_table_lists_every_claim():
 def test_across_gpus_text_counts_the_wins_per_gpu():
     import pandas as pd
 
-    from convkit import chapter
+    from convkit.book import chapter
 
     across = pd.DataFrame({"problem": ["a", "b", "c"], "H100: speed-up": [1.2, 0.9, 1.1],
                            "H200 (quick): speed-up": [0.8, 0.9, 1.5]})  # fmt: skip

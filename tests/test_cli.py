@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from convkit import cli
-from convkit.compile import find_nvcc
-from convkit.gpu import GPUUnavailableError, has_gpu
+from convkit.core.gpu import GPUUnavailableError, has_gpu
+from convkit.cuda.compile import find_nvcc
 
 no_gpu = pytest.mark.skipif(has_gpu(), reason="checks the behaviour without a GPU")
 

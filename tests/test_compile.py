@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import compile as ck
+from convkit.cuda import compile as ck
 from convkit.papers.cuconv.launch import TILES, tile_shape
 
 REAL_SM75_LOG = """\

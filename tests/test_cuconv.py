@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from convkit import networks, tuning
-from convkit.chapter import DEFAULT_RECORDED_GPU
-from convkit.compile import Launch
+from convkit.book.chapter import DEFAULT_RECORDED_GPU
+from convkit.core.paths import results_dir
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import Launch
 from convkit.papers.cuconv import CUCONV_TUNING, CUCONV_VARIANTS
 from convkit.papers.cuconv.launch import (
     MIN_CHANNELS_PER_SPLIT,
@@ -17,9 +18,8 @@ from convkit.papers.cuconv.launch import (
     candidates,
     default_knobs,
 )
-from convkit.paths import results_dir
-from convkit.problem import ConvProblem
-from convkit.results import load_results
+from convkit.study import networks, tuning
+from convkit.study.results import load_results
 
 
 def test_threads_cover_a_small_plane_in_whole_warps():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from convkit import reference
-from convkit.reference import DIRECT_TOLERANCE
+from convkit.core import reference
+from convkit.core.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -66,8 +66,8 @@ def test_every_tuning_candidate_matches_reference(label):
     """What the tuner may pick is correct: every candidate of every variant, poisoned output."""
     import cupy
 
+    from convkit.core.problem import ConvProblem
     from convkit.papers.cuconv.launch import VARIANTS, candidates, conv2d_cuconv
-    from convkit.problem import ConvProblem
 
     p = ConvProblem.from_label(label)
     x, f = _random(cupy, p.input_shape), _random(cupy, p.filter_shape)

@@ -8,14 +8,14 @@ import shutil
 import pandas as pd
 import pytest
 
-from convkit.chapter import DEFAULT_RECORDED_GPU
-from convkit.paper import FINDING_COLUMNS
+from convkit.book.chapter import DEFAULT_RECORDED_GPU
+from convkit.core.paths import results_dir
+from convkit.core.problem import ConvProblem
 from convkit.papers import cuconv
 from convkit.papers.cuconv import claims
 from convkit.papers.cuconv import results as cr
-from convkit.paths import results_dir
-from convkit.problem import ConvProblem
-from convkit.results import load_results
+from convkit.papers.paper import FINDING_COLUMNS
+from convkit.study.results import load_results
 
 
 def _frame(rows):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import cudnn, measure
-from convkit.problem import ConvProblem
-from convkit.reference import TRANSFORM_TOLERANCE
+from convkit.bench import measure
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.libs import cudnn
 
 pytestmark = pytest.mark.gpu
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.baseline.direct import conv2d_direct
-from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 

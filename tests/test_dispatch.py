@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from convkit import __version__, dispatch
-from convkit.paths import results_dir
-from convkit.problem import ConvProblem
+from convkit import __version__
+from convkit.core.paths import results_dir
+from convkit.core.problem import ConvProblem
+from convkit.op import dispatch
 
 GPU = "nvidia-h100-80gb-hbm3"
 MAX_CASE = ConvProblem.same(1, 832, 7, 7, 32, 1)  # cuConv's largest speed-up

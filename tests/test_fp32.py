@@ -9,11 +9,11 @@ import itertools
 import numpy as np
 import pytest
 
-from convkit.compile import kernel_source
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import kernel_source
 from convkit.papers import fp32
 from convkit.papers.fp32 import launch, winograd
 from convkit.papers.fp32.problem_sets import suites
-from convkit.problem import ConvProblem
 
 
 @pytest.mark.parametrize(("m", "r"), [*winograd.TILES, (6, 3), (3, 5)])
@@ -110,7 +110,7 @@ def test_sweep_problems_cover_three_chapters_once():
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_build_without_spills(arch):
-    from convkit.compile import find_nvcc, ptxas_report
+    from convkit.cuda.compile import find_nvcc, ptxas_report
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")
@@ -127,9 +127,9 @@ def test_kernels_build_without_spills(arch):
 
 
 def test_chapter_numbers_from_the_recorded_run():
+    from convkit.core.paths import results_dir
     from convkit.papers.fp32 import results
-    from convkit.paths import results_dir
-    from convkit.roofline import recorded_ceilings
+    from convkit.study.roofline import recorded_ceilings
 
     directory = results_dir() / "nvidia-h100-80gb-hbm3"
     t = results.chapter_tables(directory, recorded_ceilings(directory))
@@ -150,9 +150,9 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
 
     import pandas as pd
 
+    from convkit.core.paths import results_dir
     from convkit.papers.fp32 import results
-    from convkit.paths import results_dir
-    from convkit.roofline import recorded_ceilings
+    from convkit.study.roofline import recorded_ceilings
 
     source = results_dir() / "nvidia-h100-80gb-hbm3"
     copy = tmp_path / source.name

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import cublas, reference
-from convkit.measure import CHECK_ONLY, Kernels, measure_problem
+from convkit.bench.measure import CHECK_ONLY, Kernels, measure_problem
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.libs import cublas
 from convkit.papers import fp32
 from convkit.papers.fp32 import launch
-from convkit.problem import ConvProblem
-from convkit.results import Case, params_text
+from convkit.study.results import Case, params_text
 
 pytestmark = pytest.mark.gpu
 

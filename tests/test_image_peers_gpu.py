@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from convkit import cvcuda_filter, npp, reference
+from convkit.core import reference
+from convkit.libs import cvcuda as cvcuda_filter
+from convkit.libs import npp
 
 pytestmark = pytest.mark.gpu
 

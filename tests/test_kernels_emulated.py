@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convkit import reference
-from convkit.compile import Launch, kernel_code
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.compile import Launch, kernel_code
 from convkit.papers.chang2022 import multi, single
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
 
 EMULATOR = Path(__file__).parent / "cuda_emulator"
 CXX = shutil.which("g++")
@@ -41,8 +41,8 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def emulate(build_dir: Path, launch: Launch, problem: ConvProblem, args: tuple[int, ...], *, counters: bool = True,
             offset: int = 0) -> None:  # fmt: skip
     """Build (once per macro set) and run one launch (its grid, block and shared memory as
-    :func:`convkit.compile.launch` takes them) on fresh random inputs, ``w`` and ``out`` ``offset`` floats off
-    16 bytes, and check it against :func:`convkit.reference.conv2d`. ``counters``: the kernel takes the split
+    :func:`convkit.cuda.compile.launch` takes them) on fresh random inputs, ``w`` and ``out`` ``offset`` floats off
+    16 bytes, and check it against :func:`convkit.core.reference.conv2d`. ``counters``: the kernel takes the split
     counters last."""
     launch.can_implement(problem)
     grid, (threads,), shared = launch.grid(problem), launch.block(problem), launch.shared_bytes(problem)

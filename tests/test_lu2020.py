@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.compile import Launch, find_nvcc, ptxas_report
-from convkit.measure import cases
+from convkit.bench.measure import cases
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import Launch, find_nvcc, ptxas_report
 from convkit.papers import lu2020 as chapter
 from convkit.papers.lu2020 import launch as lu2020
 from convkit.papers.lu2020 import warp_sim
-from convkit.problem import ConvProblem
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
 
@@ -118,7 +118,7 @@ def _recorded_copy(tmp_path):
     """The Lu 2020 sweep, its ncu profile and the ceilings, copied from the recorded H100 results."""
     import shutil
 
-    from convkit.chapter import results_directory
+    from convkit.book.chapter import results_directory
 
     source = results_directory("recorded")
     for name in ("lu2020", "lu2020_kernels", "ceilings"):
@@ -130,8 +130,8 @@ def _recorded_copy(tmp_path):
 def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     import pandas as pd
 
-    from convkit.paper import FINDING_COLUMNS
     from convkit.papers.lu2020 import results as lu_results
+    from convkit.papers.paper import FINDING_COLUMNS
 
     source, copy = _recorded_copy(tmp_path)
     box = lu_results.result_lines(*lu_results.chapter_tables(source))

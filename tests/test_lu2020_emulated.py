@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_kernels_emulated import CXX, emulate, pointer
 
-from convkit.compile import kernel_code
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import kernel_code
 from convkit.papers.lu2020.launch import LuWideLaunch
-from convkit.problem import ConvProblem
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.lu2020 import NDIMAGE
 from convkit.papers.lu2020 import launch as lu2020
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import measure, pytorch
-from convkit.cudnn import FORWARD_ALGORITHMS
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
-from convkit.results import Case
+from convkit.bench import measure
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.libs import pytorch
+from convkit.libs.cudnn import FORWARD_ALGORITHMS
+from convkit.study.results import Case
 
 
 def _noop(*args, **knobs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import networks as nw
+from convkit.study import networks as nw
 
 
 @pytest.mark.parametrize("network", ["GoogLeNet", "SqueezeNet", "AlexNet", "VGG19"])

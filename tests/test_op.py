@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import dispatch, op, operands
-from convkit.problem import ConvProblem
+from convkit.core import arguments as operands
+from convkit.core.problem import ConvProblem
+from convkit.op import conv as op
+from convkit.op import dispatch
 
 
 def _operand(shape, **kw):
@@ -80,7 +82,7 @@ def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_onc
 def test_which_layers_the_patch_takes(changes, why):
     from types import SimpleNamespace
 
-    from convkit.torch import unsupported
+    from convkit.op.patch import unsupported
 
     conv = SimpleNamespace(**({"groups": 1, "dilation": (1, 1), "padding_mode": "zeros", "stride": (2, 2),
                                "padding": (1, 1)} | changes))  # fmt: skip
@@ -89,7 +91,7 @@ def test_which_layers_the_patch_takes(changes, why):
 
 
 def test_the_host_cost_benchmark_covers_small_and_large_layers():
-    from convkit import overhead
+    from convkit.papers.summary import overhead
 
     found = overhead.layers()
     assert len(found) >= 20 and len(set(found)) == len(found)

@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from convkit import dispatch, op, reference
-from convkit.problem import ConvProblem
-from convkit.reference import TRANSFORM_TOLERANCE
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.op import conv as op
+from convkit.op import dispatch
 
 pytestmark = pytest.mark.gpu
 
@@ -119,7 +121,7 @@ def test_autograd_is_refused_by_name():
 def test_a_patched_network_computes_what_pytorch_does():
     torch = pytest.importorskip("torch")
     torchvision = pytest.importorskip("torchvision")
-    from convkit.torch import patch
+    from convkit.op.patch import patch
 
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -174,7 +176,7 @@ def test_the_launch_writing_the_output_adds_the_bias(case):
     a launcher whose output is written by its main kernel leaves the bias to the op."""
     import cupy
 
-    from convkit.compile import recording
+    from convkit.cuda.compile import recording
 
     problem, run, takes = _epilogue_cases()[case]
     x, w, b, ref = _inputs(problem)

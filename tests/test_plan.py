@@ -1,4 +1,4 @@
-"""convkit.plan on the CPU, with stand-ins for CuPy arrays: which arguments become slots, where each points,
+"""convkit.cuda.plan on the CPU, with stand-ins for CuPy arrays: which arguments become slots, where each points,
 the scratch block's layout, and a replay filling the slots from new pointers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from convkit.compile import Recording
-from convkit.plan import SCRATCH, SCRATCH_ALIGN, Plan
+from convkit.cuda.compile import Recording
+from convkit.cuda.plan import SCRATCH, SCRATCH_ALIGN, Plan
 
 
 @dataclass

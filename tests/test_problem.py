@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.problem import ConvProblem
+from convkit.core.problem import ConvProblem
 
 
 def test_cuconv_max_case_by_hand():

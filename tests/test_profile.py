@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convkit import profile
+from convkit.book import profile
 
 HEADER = '"ID","Kernel Name","gpu__time_duration.sum","launch__block_size","launch__grid_size",'
 RAW = (
@@ -50,7 +50,7 @@ def test_rows_keep_cases_that_ran_nothing():
 
 
 def test_profile_columns_add_the_metrics_before_the_note():
-    from convkit.paper import Profile
+    from convkit.papers.paper import Profile
 
     assert profile.columns(Profile("x", list)) == profile.COLUMNS
     cols = profile.columns(Profile("x", list, ("dram__bytes_read.sum",)))

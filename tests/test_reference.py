@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from convkit import reference
+from convkit.core import reference
 
 
 def loops_conv2d(x, w, pad, stride):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from convkit import results
+from convkit.core.problem import ConvProblem
 from convkit.papers.ceilings import measure as ceilings
-from convkit.problem import ConvProblem
-from convkit.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
+from convkit.study import results
+from convkit.study.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -206,7 +206,8 @@ RECORDED = sorted((HERE.parent / "results").glob("*/*.csv"))
 
 @pytest.mark.parametrize("csv_path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
-    from convkit import inference, profile, reproduce
+    from convkit.book import profile, reproduce
+    from convkit.papers.summary import inference
 
     stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat")
     if stem == "ceilings":

@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from convkit.paths import results_dir
-from convkit.problem import ConvProblem
-from convkit.results import load_results
-from convkit.roofline import (
+from convkit.core.paths import results_dir
+from convkit.core.problem import ConvProblem
+from convkit.study.results import load_results
+from convkit.study.roofline import (
     LAUNCH_US,
     ceilings_summary,
     floor_us,
@@ -73,7 +73,7 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from convkit import plots
+    from convkit.book import plots
 
     s = ceilings_summary(frame)
     ax = plots.roofline(s["copy_gbps"], s["sgemm_tflops"], roofs={"specification (H100)": (3006.0, 51.7)},
@@ -92,15 +92,15 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
 
 
 def test_a_t4_takes_the_bandwidth_ratio_and_the_fp32_ratio_longer():
-    from convkit.roofline import T4_DATASHEET, slowdown_range
+    from convkit.study.roofline import T4_DATASHEET, slowdown_range
 
     low, high = slowdown_range({"copy_gbps": 3200.0, "fma_tflops": 64.8})
     assert (low, high) == (64.8 / T4_DATASHEET["fma_tflops"], 3200.0 / T4_DATASHEET["copy_gbps"])
 
 
 def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
-    from convkit.paths import results_dir
-    from convkit.reproduce import rerun_markdown
+    from convkit.book.reproduce import rerun_markdown
+    from convkit.core.paths import results_dir
 
     table = rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/example/convkit")
     header, _, *rows = table.strip().split("\n")

@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from convkit.paths import book_dir, notebooks_dir
+from convkit.core.paths import book_dir, notebooks_dir
 
 PACKAGE = Path(__file__).resolve().parent.parent / "convkit"
 #: The only modules that may import the registry: the top of the stack.
 TOP_OF_STACK = {
     "convkit.cli",
-    "convkit.chapter",
-    "convkit.reproduce",
-    "convkit.profile",
-    "convkit.plots",
-    "convkit.dispatch",
-    "convkit.op",
-    "convkit.precisions",
+    "convkit.book.chapter",
+    "convkit.book.reproduce",
+    "convkit.book.profile",
+    "convkit.book.plots",
+    "convkit.op.dispatch",
+    "convkit.op.conv",
+    "convkit.papers.summary.precisions",
 }
 REGISTRY = "convkit.papers"
 MAX_LINES = 500
@@ -56,7 +56,7 @@ def _imports(module: str) -> set[str]:
                 base = ".".join([*parent, base] if base else parent)
             if base.split(".")[0] != "convkit":
                 continue
-            for alias in node.names:  # `from convkit import chapter` imports the module convkit.chapter
+            for alias in node.names:  # `from convkit import chapter` imports the module convkit.book.chapter
                 candidate = f"{base}.{alias.name}"
                 found.add(candidate if candidate in MODULES else _resolve(base))
     return found - {module}
@@ -125,8 +125,8 @@ def test_no_two_public_classes_share_a_name():
 
 
 def test_the_registry_lists_every_chapter_the_book_shows():
+    from convkit.book.reproduce import CLOSING_CHAPTERS
     from convkit.papers import PAPERS
-    from convkit.reproduce import CLOSING_CHAPTERS
 
     toc = yaml.safe_load((book_dir() / "_toc.yml").read_text())
     shown = [c["file"].removeprefix("notebooks/") for part in toc["parts"] for c in part["chapters"]
@@ -139,7 +139,7 @@ def test_the_registry_lists_every_chapter_the_book_shows():
 
 
 def test_every_kernel_source_belongs_to_one_paper():
-    from convkit.compile import all_sources
+    from convkit.cuda.compile import all_sources
     from convkit.papers import PAPERS
 
     owners = [s for p in PAPERS for s in p.sources]

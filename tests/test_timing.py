@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.timing import BATCH_RUNS, Timing, benchmark
+from convkit.cuda.timing import BATCH_RUNS, Timing, benchmark
 
 
 class FakeClock:
@@ -93,7 +93,7 @@ def test_timing_object_and_bad_bounds():
 
 
 def test_in_turns_alternates_the_calls_and_drops_the_untimed_rounds():
-    from convkit.timing import in_turns
+    from convkit.cuda.timing import in_turns
 
     order: list[str] = []
     calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from convkit import measure
+from convkit.bench import measure
+from convkit.core.problem import ConvProblem
+from convkit.cuda.timing import benchmark
 from convkit.papers.ceilings import measure as ceilings
-from convkit.problem import ConvProblem
-from convkit.results import ResultStore
-from convkit.timing import benchmark
+from convkit.study.results import ResultStore
 
 pytestmark = pytest.mark.gpu
 

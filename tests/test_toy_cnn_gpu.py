@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.toy_cnn.launch import LAB_LAYER, ToyTiledLaunch, conv_relu_pool, reference_layer, report_grid
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -68,7 +68,7 @@ def test_unaligned_input_takes_the_four_byte_path():
     """A contiguous view 4 bytes into its buffer: the 16-byte row copies must not be used."""
     import cupy
 
-    from convkit import reference
+    from convkit.core import reference
 
     x, w, b = _inputs(cupy, 4, 24, 24, 16)
     buffer = cupy.empty(x.size + 1, dtype=cupy.float32)
@@ -83,7 +83,7 @@ def test_lab_layer(variant):
     """The full 256 x 228 x 228 -> 256 x 112 x 112 layer, reference in float64 on the GPU."""
     import cupy
 
-    from convkit import reference
+    from convkit.core import reference
 
     p = LAB_LAYER
     x, w, b = _inputs(cupy, p.c, p.h, p.w, p.m)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from convkit import tuning
-from convkit.problem import ConvProblem
-from convkit.results import Case, ResultStore, make_row, params_text
+from convkit.core.problem import ConvProblem
+from convkit.study import tuning
+from convkit.study.results import Case, ResultStore, make_row, params_text
 
 EXPERIMENT = "some_tuning"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.gpu import gpu_status
-from convkit.measure import CHECK_ONLY
+from convkit.bench.measure import CHECK_ONLY
+from convkit.core.gpu import gpu_status
 from convkit.papers import PAPERS
 
 pytestmark = pytest.mark.gpu

@@ -35,8 +35,8 @@ def _run(site: Path, code: str) -> str:
 
 def test_the_wheel_carries_the_tables_and_the_kernels(installed):
     code = (
-        "import convkit, convkit.dispatch as d, convkit.paths as paths\n"
-        "from convkit.problem import ConvProblem\n"
+        "import convkit, convkit.op.dispatch as d, convkit.core.paths as paths\n"
+        "from convkit.core.problem import ConvProblem\n"
         f"assert convkit.__file__.startswith({str(installed)!r}), convkit.__file__\n"
         "assert d.shipped_table_path('nvidia-h100-80gb-hbm3').is_file()\n"
         "choice = d.lookup(ConvProblem.same(1, 832, 7, 7, 32, 1), 'nvidia-h100-80gb-hbm3')\n"

@@ -1,14 +1,14 @@
 """The registry: every chapter of the study, in the book's reading order.
 
-The only list of papers. Each entry is the :class:`convkit.paper.Paper` its folder declares; only the
+The only list of papers. Each entry is the :class:`convkit.papers.paper.Paper` its folder declares; only the
 top of the stack (the command line, the notebooks' chapter API, the profiler, the book) iterates it.
 A new paper is its folder, one line here and one line in ``book/_toc.yml``.
 """
 
 from __future__ import annotations
 
-from convkit.paper import Paper
 from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, toy_cnn
+from convkit.papers.paper import Paper
 
 PAPERS: tuple[Paper, ...] = (
     ceilings.PAPER,

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convkit.measure import Variant, run_experiment
-from convkit.paper import Paper
+from convkit.bench.measure import Variant, run_experiment
+from convkit.core.problem import ConvProblem
 from convkit.papers.baseline.anchors import anchors
 from convkit.papers.baseline.direct import DEFAULT_THREADS, DirectLaunch, conv2d_direct
 from convkit.papers.baseline.edges import edge_check
 from convkit.papers.baseline.results import findings
-from convkit.problem import ConvProblem
+from convkit.papers.paper import Paper
 
 #: The sweep's experiment (``results/<gpu>/baseline.csv``).
 EXPERIMENT = "baseline"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convkit.problem import ConvProblem
+from convkit.core.problem import ConvProblem
 
 
 @dataclass(frozen=True)

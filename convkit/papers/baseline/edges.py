@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.timing import benchmark
 from convkit.papers.baseline.direct import conv2d_direct
-from convkit.reference import DIRECT_TOLERANCE
-from convkit.timing import benchmark
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),

@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit import tables
+from convkit.core.problem import ConvProblem
 from convkit.papers.baseline.anchors import ANCHORS
-from convkit.problem import ConvProblem
-from convkit.roofline import floor_us, launch_us
+from convkit.study import tables
+from convkit.study.roofline import floor_us, launch_us
 
 
 def baseline_summary(frame: Any) -> Any:
@@ -180,8 +180,8 @@ def floors_text(floors: Any) -> str:
 def findings(directory: Path) -> list[dict[str, str]]:
     """The intro's row: the best legacy cuDNN algorithm against PyTorch's autotuned cuDNN in the same run, and
     the direct kernel's gap."""
-    from convkit.results import load_results
-    from convkit.roofline import recorded_ceilings
+    from convkit.study.results import load_results
+    from convkit.study.roofline import recorded_ceilings
 
     frame, _ = load_results(Path(directory), "baseline")
     summary = baseline_summary(frame)

@@ -3,16 +3,16 @@
 :mod:`.measure` takes each ceiling, checked before it is timed: device-to-device copy bandwidth, the FP32
 FMA rate of an own kernel (``kernels/ceilings.cu``) and of cuBLAS SGEMM with TF32 off, the SM clock
 under load, the time of an empty kernel, and the global-memory load latency by pointer chasing.
-:func:`convkit.roofline.ceilings_summary` turns them into the numbers every chapter's floors use;
+:func:`convkit.study.roofline.ceilings_summary` turns them into the numbers every chapter's floors use;
 :mod:`.results` gives the chapter's table and verdict, :mod:`.edges` the sanitizer's launches.
 """
 
 from __future__ import annotations
 
-from convkit.paper import Paper
 from convkit.papers.ceilings.edges import edge_check
 from convkit.papers.ceilings.measure import EXPERIMENT, record
 from convkit.papers.ceilings.results import findings
+from convkit.papers.paper import Paper
 
 PAPER = Paper(
     name="ceilings",

@@ -1,6 +1,6 @@
 """The ceilings chapter's numbers (notebook 00), from the recorded ceilings experiment (CPU only).
 
-The measured ceilings (:func:`convkit.roofline.ceilings_summary`) beside the specification's H100
+The measured ceilings (:func:`convkit.study.roofline.ceilings_summary`) beside the specification's H100
 anchors and the datasheet arithmetic of the device's reported properties: :func:`comparison_table`,
 :func:`result_lines` (the chapter's result box), :func:`findings` (the intro's row); the reader's
 tables of every property and measurement, with readable names, units and settings.
@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit.roofline import ceilings_summary, latency_curve
+from convkit.study.roofline import ceilings_summary, latency_curve
 
 #: The specification's H100 anchors (PyTorch and cuBLAS on one H100 80GB HBM3 SXM, measured by the study).
 SPEC_COPY_GBPS = 3006.0
@@ -112,7 +112,7 @@ def result_lines(frame: Any, provenance: dict[str, Any] | None = None) -> list[s
 
 def findings(directory: Path) -> list[dict[str, str]]:
     """The intro's row: copy bandwidth and SGEMM measured against the specification's anchors."""
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), "ceilings")
     s = ceilings_summary(frame)

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit import tuning
-from convkit.gpu import shared_memory_limits, sm_count
-from convkit.measure import Variant, run_experiment
-from convkit.paper import Paper
+from convkit.bench.measure import Variant, run_experiment
+from convkit.core.gpu import shared_memory_limits, sm_count
+from convkit.core.problem import ConvProblem
 from convkit.papers.chang2022.edges import edge_check
 from convkit.papers.chang2022.launch import conv2d_multi, conv2d_single
 from convkit.papers.chang2022.model import FILTER_SIZES, LatencyModel, current_figures, latency_model
@@ -35,7 +34,8 @@ from convkit.papers.chang2022.multi import (
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
 from convkit.papers.chang2022.results import findings
 from convkit.papers.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
-from convkit.problem import ConvProblem
+from convkit.papers.paper import Paper
+from convkit.study import tuning
 
 #: The sweep's experiment (``results/<gpu>/chang2022.csv``: 117 problems x 2 variants + every cuDNN algorithm).
 EXPERIMENT = "chang2022"

@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from convkit.gpu import device_name, gpu_slug, require_cupy, shared_memory_limits
-from convkit.layer_sets import GRID_FILTERS
-from convkit.paths import results_dir
-from convkit.roofline import FP32_LANES_PER_SM, recorded_ceilings
+from convkit.core.gpu import device_name, gpu_slug, require_cupy, shared_memory_limits
+from convkit.core.paths import results_dir
+from convkit.study.layer_sets import GRID_FILTERS
+from convkit.study.roofline import FP32_LANES_PER_SM, recorded_ceilings
 
 FLOAT_BYTES = 4
 WARP = 32
@@ -125,7 +125,7 @@ def latency_model(figures: GpuFigures) -> LatencyModel:
 
 
 def figures_from_ceilings(summary: dict[str, float], name: str, registers_per_sm: int = 65536) -> GpuFigures:
-    """A GPU's figures from its measured ceilings (:func:`convkit.roofline.ceilings_summary`): the
+    """A GPU's figures from its measured ceilings (:func:`convkit.study.roofline.ceilings_summary`): the
     latency beyond L2 (DRAM), the copy bandwidth, the clock under load."""
     return GpuFigures(name, latency_cycles=round(summary["dram_latency_cycles"]), bandwidth_gbps=summary["copy_gbps"],
                       clock_mhz=summary["sm_clock_mhz"], sm_count=int(summary["sm_count"]),

@@ -21,9 +21,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from convkit.compile import staged_row_stride
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import staged_row_stride
 from convkit.papers.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, WARP, LatencyModel
-from convkit.problem import ConvProblem
 
 #: Grid dimensions y and z: at most 65535 blocks each.
 MAX_GRID_YZ = 65535
@@ -48,7 +48,7 @@ class _ChannelSplit:
         """Segments of ``ck`` channels a block sums (a double-buffered block of one segment needs one buffer)."""
         return math.ceil(self.split_channels(problem) / self.ck)
 
-    # The Launch protocol (convkit.compile.Launch); each launch gives its grid, threads and shared_bytes_for.
+    # The Launch protocol (convkit.cuda.compile.Launch); each launch gives its grid, threads and shared_bytes_for.
 
     #: The file under ``kernels/`` that defines the kernels.
     source = "chang2022"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from convkit.layer_sets import square_map_grid
+from convkit.core.problem import ConvProblem
 from convkit.papers.chang2022.model import FILTER_SIZES
-from convkit.problem import ConvProblem
+from convkit.study.layer_sets import square_map_grid
 
 #: Single-channel maps, filters M and filter sizes: 6 x 3 x 3 = 54 configurations.
 SINGLE_MAPS, SINGLE_FILTERS = (28, 56, 112, 224, 512, 1024), (32, 128, 512)
@@ -19,7 +19,7 @@ def single_problems() -> list[ConvProblem]:
 
 def multi_problems() -> list[ConvProblem]:
     """The multi-channel grid: batch 1, maps 7..512 square, C = M in 64, 256, 512, filters 1, 3, 5
-    (:mod:`convkit.layer_sets`)."""
+    (:mod:`convkit.study.layer_sets`)."""
     return square_map_grid()
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convkit import tables
+from convkit.core.problem import ConvProblem
 from convkit.papers.chang2022.model import GpuFigures, LatencyModel, figures_from_ceilings, latency_model
 from convkit.papers.chang2022.problems import multi_problems
 from convkit.papers.chang2022.single import (
@@ -25,8 +25,8 @@ from convkit.papers.chang2022.single import (
     single_launch,
     single_plan_stats,
 )
-from convkit.problem import ConvProblem
-from convkit.roofline import recorded_ceilings
+from convkit.study import tables
+from convkit.study.roofline import recorded_ceilings
 
 #: The sweep's experiment (as :mod:`convkit.papers.chang2022` names it).
 EXPERIMENT = "chang2022"
@@ -43,7 +43,7 @@ TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
 
 def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
     """One row per configuration (pandas; single channel first, then by K, map, C, M): the shared columns of
-    :func:`convkit.tables.problem_row` (floor_us, each variant's ``<variant>_us``, best_lib / best_lib_us:
+    :func:`convkit.study.tables.problem_row` (floor_us, each variant's ``<variant>_us``, best_lib / best_lib_us:
     the fastest correct cuDNN algorithm or PyTorch, best_cudnn_us, ``speedup_<variant>``: best library over
     ours, ``cudnn_speedup_<variant>``: the best cuDNN algorithm alone over ours, the paper's comparison,
     ``efficiency_<variant>``: floor over ours), then kind, map, C, M, K and room (best cuDNN over the floor)."""
@@ -193,9 +193,9 @@ def result_lines(table: Any) -> list[str]:
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings rows of this paper (:data:`convkit.paper.FINDING_COLUMNS`), from the results recorded
+    """The book's findings rows of this paper (:data:`convkit.papers.paper.FINDING_COLUMNS`), from the results recorded
     in ``directory``."""
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), EXPERIMENT)
     ceilings = recorded_ceilings(Path(directory))
@@ -378,7 +378,7 @@ def main(directory: str) -> None:
 
     import pandas as pd
 
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), "chang2022")
     ceilings = recorded_ceilings(Path(directory))

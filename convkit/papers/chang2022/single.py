@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from convkit.core.problem import ConvProblem
 from convkit.papers.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, LatencyModel
-from convkit.problem import ConvProblem
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The chapter measures the paper's two-stage design and three steps past it (:mod:`.launch`: ``paper``,
 ``fused``, ``split``, ``tiled``) against every cuDNN forward algorithm and PyTorch on the 616 problems
-of five networks' stride-1 layers (:mod:`convkit.networks`: 88 configurations x 7 batch sizes), each
+of five networks' stride-1 layers (:mod:`convkit.study.networks`: 88 configurations x 7 batch sizes), each
 variant at the launch a tuning run found fastest. :mod:`.results` turns the rows into the chapter's
 numbers; the ncu profile covers the paper's named configurations of its Tables 3-5.
 """
@@ -13,17 +13,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import networks, tuning
-from convkit.gpu import sm_count
-from convkit.measure import (
+from convkit.bench.measure import (
     Kernels,
     Variant,
     run_experiment,
 )
-from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import claims, edges, launch
 from convkit.papers.cuconv.results import NAMED_CONFIGS
-from convkit.problem import ConvProblem
+from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.study import networks, tuning
 
 #: The paper's largest speed-up (its section 4.1): 7x7 input, 1x1 filters, 32 filters, depth 832, batch 1.
 PAPER_MAX_LABEL = "7-1-1-32-832"

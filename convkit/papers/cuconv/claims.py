@@ -12,11 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from convkit import networks
+from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import results as cr
 from convkit.papers.cuconv.results import NAMED_CONFIGS
-from convkit.problem import ConvProblem
-from convkit.tables import share_faster
+from convkit.study import networks
+from convkit.study.tables import share_faster
 
 #: The paper's further numbers (section 4): sum stage's share of Table 4's total, Winograd over
 #: IMPLICIT_PRECOMP_GEMM, scalar_prods' occupancy and utilisation, the 3x3 runner-up, the 1x1 share.
@@ -38,7 +38,7 @@ SWEEP = "cuconv"
 
 @lru_cache(maxsize=8)
 def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), experiment)
     kernels, _ = load_results(Path(directory), "cuconv_kernels")
@@ -130,7 +130,7 @@ def paper_items(directory: Path, sm_count: int = 132, experiment: str = SWEEP) -
     """The paper's further numbers, one row each: the paper's value, ours, and how ours was computed."""
     import pandas as pd
 
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     table, kernels = load(directory, experiment)
     frame, _ = load_results(Path(directory), experiment)
@@ -201,8 +201,8 @@ def result_lines(directory: Path, experiment: str = SWEEP) -> list[str]:
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings rows for cuConv (:data:`convkit.paper.FINDING_COLUMNS`)."""
-    from convkit.roofline import floor_us, recorded_ceilings
+    """The book's findings rows for cuConv (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    from convkit.study.roofline import floor_us, recorded_ceilings
 
     table, _ = load(directory)
     h = cr.headlines(table)

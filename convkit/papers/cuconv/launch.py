@@ -13,7 +13,7 @@ Variants, selectable by name (the chapter's ladder):
   C*R*S split ``splits`` ways when the tiles alone cannot fill the GPU.
 
 :func:`default_knobs` is each variant's heuristic, a :class:`CuconvLaunch`; :func:`candidates` lists the
-launches a tuning run (:mod:`convkit.tuning`) measures, whose fastest per problem the sweep then uses.
+launches a tuning run (:mod:`convkit.study.tuning`) measures, whose fastest per problem the sweep then uses.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit import gpu
-from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
-from convkit.problem import ConvProblem
+from convkit.core import gpu
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
 
 VARIANTS = ("paper", "fused", "split", "tiled")
 #: Shared memory a block of fused_tile stages at most: the 48 KiB every GPU gives without opt-in.
@@ -56,7 +56,7 @@ SMALL_CANDIDATE_SET_FLOPS = 50e9
 
 @dataclass(frozen=True)
 class CuconvLaunch:
-    """How one variant's main kernel is launched (a :class:`convkit.compile.Launch`).
+    """How one variant's main kernel is launched (a :class:`convkit.cuda.compile.Launch`).
 
     ``splits`` is 1 except for ``split`` and ``tiled``; ``tile`` ("BMxBN") is ``tiled``'s alone, and
     its threads follow from it. Where the main kernel leaves partial planes (:meth:`planes` above 1),

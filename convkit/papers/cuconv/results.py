@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from convkit.problem import ConvProblem
-from convkit.tables import CONVKIT, fastest, geomean, share_faster, timed
+from convkit.core.problem import ConvProblem
+from convkit.study.tables import CONVKIT, fastest, geomean, share_faster, timed
 
 #: The ladder's variants as the chapter names them.
 VARIANT_NAMES: dict[str, str] = {
@@ -272,7 +272,7 @@ def blocks_comparison(kernels: Any) -> Any:
 
 def roofline_points(table: Any, batch: int = 1) -> list[tuple[str, float, float, str]]:
     """(label, FLOP/byte, GFLOP/s, kind) at one batch size: the best convkit variant and the best cuDNN
-    algorithm per configuration, for :func:`convkit.plots.roofline`."""
+    algorithm per configuration, for :func:`convkit.book.plots.roofline`."""
     points = []
     for r in table[table["batch"] == batch].itertuples():
         p = ConvProblem.from_label(r.label)
@@ -287,7 +287,7 @@ def main(directory: str) -> None:
 
     import pandas as pd
 
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), "cuconv")
     table = speedup_table(frame)

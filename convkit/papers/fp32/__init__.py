@@ -16,14 +16,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import cublas, tuning
-from convkit.gpu import sm_count
-from convkit.measure import Kernels, Variant, run_experiment
-from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.bench.measure import Kernels, Variant, run_experiment
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.libs import cublas
 from convkit.papers.fp32 import edges, launch, results
 from convkit.papers.fp32.problem_sets import problems
-from convkit.problem import ConvProblem
-from convkit.reference import TRANSFORM_TOLERANCE
+from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.study import tuning
 
 #: The sweep's experiment and its tuning table (results/<gpu>/fp32.csv, fp32_tuning.csv).
 EXPERIMENT, TUNING = results.SWEEP, results.TUNING

@@ -12,7 +12,10 @@ import dataclasses
 
 import numpy as np
 
-from convkit import cublas, reference
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.libs import cublas
 from convkit.papers.fp32.launch import (
     STAGES,
     TILES,
@@ -22,8 +25,6 @@ from convkit.papers.fp32.launch import (
     conv2d_winograd,
 )
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 
 #: Implicit-GEMM edge problems.
 GEMM_EDGES = (

@@ -8,7 +8,7 @@
   as fit the 1 GiB workspace every algorithm is allowed.
 
 :func:`default_knobs` and :func:`candidates` are each kernel's heuristic and the launches a tuning run
-(:mod:`convkit.tuning`) measures.
+(:mod:`convkit.study.tuning`) measures.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.arrays import check_conv_args, output_for
-from convkit.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
-from convkit.cudnn import WORKSPACE_LIMIT_BYTES
-from convkit.gpu import sm_count
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
+from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
-from convkit.problem import ConvProblem
 
 #: Block tiles "BMxBN" (filters x positions): threads = BM * BN / 64 (warps of 32 x 64, 8 x 8 a thread).
 TILES: tuple[str, ...] = ("128x128", "128x64", "64x128", "64x64")
@@ -70,7 +70,7 @@ def k_per_split(problem: ConvProblem, splits: int) -> int:
 
 @dataclass(frozen=True)
 class ImplicitGemmLaunch:
-    """One launch of ``implicit_gemm`` (a :class:`convkit.compile.Launch`).
+    """One launch of ``implicit_gemm`` (a :class:`convkit.cuda.compile.Launch`).
 
     ``splits`` asks for that many reduction splits; whole slices make it :meth:`effective_splits`.
     ``batch`` independent GEMMs of the same shape run in one launch (Winograd's transformed points);

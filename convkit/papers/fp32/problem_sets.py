@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from convkit import layer_sets, networks
-from convkit.problem import ConvProblem
+from convkit.core.problem import ConvProblem
+from convkit.study import layer_sets, networks
 
 #: A quick run: every QUICK_STEP-th of the networks' configurations, at batch 1 and 32, and of the others.
 QUICK_STEP, QUICK_BATCHES = 11, (1, 32)

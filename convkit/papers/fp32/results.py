@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit import tables
+from convkit.core.problem import ConvProblem
 from convkit.papers.fp32.problem_sets import suites
-from convkit.problem import ConvProblem
+from convkit.study import tables
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 #: The experiments the chapter reads: its sweep, the repeated sample, the tuning table and the ncu profile.
@@ -34,7 +34,7 @@ EARLIER = {"cuconv": False, "lu2020": True, "chang2022": True}
 def earlier_speedups(directory: Path, experiment: str, multi_only: bool) -> Any:
     """Per problem of an earlier chapter's recorded sweep: the best of its kernels against the best library of
     that run (:func:`best_rows`, with ``tflops``)."""
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), experiment)
     variants = sorted(frame.loc[frame["impl"] == tables.CONVKIT, "variant"].unique())
@@ -72,7 +72,7 @@ def _late(cells: Any) -> Any:
 
 
 def best_rows(frame: Any, variants: Any, ceilings: dict[str, float] | None = None, *, where: Any = None) -> Any:
-    """:func:`convkit.tables.problem_rows` as a frame, with the fastest of ``variants`` (``best``, ``best_us``)
+    """:func:`convkit.study.tables.problem_rows` as a frame, with the fastest of ``variants`` (``best``, ``best_us``)
     and its speed-up over the best library of the same run, and each problem's padding, stride, batch,
     filter size and GFLOP."""
     import pandas as pd
@@ -282,7 +282,7 @@ def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
     profile (empty frames where not recorded)."""
     import pandas as pd
 
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     out = {}
     for key, name in (("sweep", experiment), ("repeat", REPEAT), ("tuning", TUNING), ("kernels", PROFILE)):
@@ -304,8 +304,8 @@ def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str 
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings row of this chapter (:data:`convkit.paper.FINDING_COLUMNS`)."""
-    from convkit.roofline import recorded_ceilings
+    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    from convkit.study.roofline import recorded_ceilings
 
     t = chapter_tables(directory, recorded_ceilings(directory))
     cuconv, ceilings, earlier = t["cuconv"], t["ceilings"], t["before"]
@@ -366,7 +366,7 @@ def ladder(directory: Path, sgemm_tflops: float) -> Any:
     from the sweep it was measured in (the cuConv chapter's, or this chapter's), against the SGEMM ceiling."""
     import pandas as pd
 
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     labels = {p.label for p in suites()["cuconv"]}
     rows = []

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import cvcuda_filter, npp, tuning
-from convkit.measure import (
+from convkit.bench.measure import (
     Kernels,
     Variant,
     run_experiment,
 )
-from convkit.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.core.problem import ConvProblem
+from convkit.libs import cvcuda as cvcuda_filter
+from convkit.libs import npp
 from convkit.papers.lu2020 import edges, results
 from convkit.papers.lu2020.launch import (
     FILTER_SIZES,
@@ -48,7 +49,8 @@ from convkit.papers.lu2020.launch import (
     wide_halo_fits,
 )
 from convkit.papers.lu2020.results import findings
-from convkit.problem import ConvProblem
+from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.study import tuning
 
 #: The sweep's experiment (``results/<gpu>/lu2020.csv``: 18 images and 26 layers; every cuDNN algorithm,
 #: PyTorch and, on single images, cupyx.scipy.ndimage).

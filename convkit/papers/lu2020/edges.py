@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.lu2020.launch import (
     SINGLE_VARIANTS,
     LuMultiLaunch,
@@ -21,7 +22,6 @@ from convkit.papers.lu2020.launch import (
     default_single,
     single_candidates,
 )
-from convkit.reference import DIRECT_TOLERANCE
 
 #: (N, H, W, M, K, pad) of the single-channel kernels (the last: lu_wide's 16-byte path over a partial warp).
 SINGLE_SHAPES = [(2, 37, 45, 3, 5, 2), (1, 3, 2, 1, 7, 3), (1, 9, 70, 2, 3, 0), (1, 11, 132, 1, 7, 3)]

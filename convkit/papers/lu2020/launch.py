@@ -25,11 +25,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.arrays import check_conv_args, output_for
-from convkit.compile import launch as launch_kernel
-from convkit.layer_sets import network_3x3_layers
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.compile import launch as launch_kernel
 from convkit.papers.lu2020.warp_sim import exchange_schedule, schedule_macros
-from convkit.problem import ConvProblem
+from convkit.study.layer_sets import network_3x3_layers
 
 WARP = 32
 #: Filter widths the kernels are built and checked for (the paper's 5, and 3 and 7).
@@ -98,7 +98,7 @@ class _ColumnLaunch:
 @dataclass(frozen=True)
 class LuSingleLaunch(_ColumnLaunch):
     """How a single-channel kernel (``lu_<variant>``) is launched: outputs down a column per thread, warps
-    per block (a :class:`convkit.compile.Launch`). The variant is not a knob: :meth:`as_params` leaves it
+    per block (a :class:`convkit.cuda.compile.Launch`). The variant is not a knob: :meth:`as_params` leaves it
     out, as the results rows name it in their own column."""
 
     variant: str
@@ -126,7 +126,7 @@ class LuSingleLaunch(_ColumnLaunch):
 
 @dataclass(frozen=True)
 class LuMultiLaunch:
-    """How ``lu_multi`` is launched (a :class:`convkit.compile.Launch`): outputs down a column and filters
+    """How ``lu_multi`` is launched (a :class:`convkit.cuda.compile.Launch`): outputs down a column and filters
     per thread, warps per block, channels whose filters are staged in shared memory at a time."""
 
     rows: int = 4
@@ -226,7 +226,7 @@ def conv2d_single(
 
 @dataclass(frozen=True)
 class LuWideLaunch(_ColumnLaunch):
-    """How ``lu_wide`` is launched (a :class:`convkit.compile.Launch`): four output columns per lane, ``rows``
+    """How ``lu_wide`` is launched (a :class:`convkit.cuda.compile.Launch`): four output columns per lane, ``rows``
     down, ``warps`` per block. Past the paper: 16-byte loads and the halo from the neighbouring lanes
     (``kernels/lu2020.cu``)."""
 
@@ -342,5 +342,5 @@ def single_problems() -> list[ConvProblem]:
 
 
 def multi_problems() -> list[ConvProblem]:
-    """The VGG19 and ResNet-50 3x3 layers (stride 1, "same"), batch 1 then 32 (:mod:`convkit.layer_sets`)."""
+    """The VGG19 and ResNet-50 3x3 layers (stride 1, "same"), batch 1 then 32 (:mod:`convkit.study.layer_sets`)."""
     return network_3x3_layers()

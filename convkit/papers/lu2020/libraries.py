@@ -10,7 +10,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit import tables
 from convkit.papers.lu2020.results import (
     EXPERIMENT,
     LIBRARY_COLUMNS,
@@ -20,11 +19,12 @@ from convkit.papers.lu2020.results import (
     in_target,
     tie_tolerance,
 )
-from convkit.results import load_results
+from convkit.study import tables
+from convkit.study.results import load_results
 
 
 def chapter_spread(directory: Path) -> dict[str, float]:
-    """The run-to-run spread (:func:`convkit.tables.spread`) of the single-channel sweep recorded in ``directory``:
+    """The run-to-run spread (:func:`convkit.study.tables.spread`) of the single-channel sweep recorded in ``directory``:
     a sample of its images measured again in a fresh process; NaN where no repeat is recorded."""
     directory = Path(directory)
     if not (directory / f"{REPEAT}.csv").is_file():

@@ -16,14 +16,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit import tables
-from convkit.compile import find_nvcc, ptxas_report
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import find_nvcc, ptxas_report
+from convkit.libs.pytorch import VARIANT as PYTORCH_VARIANT
 from convkit.papers.lu2020 import warp_sim
 from convkit.papers.lu2020.launch import FILTER_SIZES, NDIMAGE_PEER, SINGLE_VARIANTS, WIDE, build_options
-from convkit.problem import ConvProblem
-from convkit.pytorch import VARIANT as PYTORCH_VARIANT
-from convkit.results import load_results
-from convkit.roofline import recorded_ceilings
+from convkit.study import tables
+from convkit.study.results import load_results
+from convkit.study.roofline import recorded_ceilings
 
 #: The sweep's, its repeated sample's and the ncu profile's experiments (as :mod:`convkit.papers.lu2020` names them).
 EXPERIMENT, REPEAT, PROFILE_EXPERIMENT = "lu2020", "lu2020_repeat", "lu2020_kernels"
@@ -44,9 +44,9 @@ TARGET_FILTERS, TARGET_MIN_SIZE = (5, 7), 1024
 FLOOR_TARGET = 0.8
 
 
-#: NVIDIA NPP's filter, the second image-processing peer (``convkit.npp``).
+#: NVIDIA NPP's filter, the second image-processing peer (``convkit.libs.npp``).
 NPP_PEER = "nppi_filter"
-#: NVIDIA CV-CUDA's conv2d, the third (``convkit.cvcuda_filter``).
+#: NVIDIA CV-CUDA's conv2d, the third (``convkit.libs.cvcuda``).
 CVCUDA_PEER = "cvcuda_conv2d"
 
 
@@ -58,7 +58,7 @@ def _library_name(variant: str) -> str:
 
 
 def _problem_rows(frame: Any, variants: list[str], ceilings: dict[str, float], *, single: bool) -> list[dict[str, Any]]:
-    """:func:`convkit.tables.problem_rows` of the single-channel images or the multi-channel layers, with
+    """:func:`convkit.study.tables.problem_rows` of the single-channel images or the multi-channel layers, with
     the configuration's N, C, M, size and K."""
     rows = tables.problem_rows(frame, variants, ceilings, where=lambda ok: (ok["C"].astype(int) == 1) == single)
     for row in rows:
@@ -68,7 +68,7 @@ def _problem_rows(frame: Any, variants: list[str], ceilings: dict[str, float], *
 
 
 def single_table(frame: Any, ceilings: dict[str, float]) -> Any:
-    """One row per single-channel image (pandas), the columns of :func:`convkit.tables.problem_row`: each
+    """One row per single-channel image (pandas), the columns of :func:`convkit.study.tables.problem_row`: each
     kernel's ``<variant>_us``, ``best_cudnn_us``, ``pytorch_us``, the fastest library (``best_lib``, named
     as :func:`_library_name` does, and ``best_lib_us``), ``speedup_<variant>`` (best library over ours),
     ``ndimage_us``, ``npp_us`` and ``cvcuda_us`` (NaN where not measured), ``efficiency`` of the combined
@@ -316,7 +316,7 @@ def _most_common(names: Any) -> str:
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings rows of this paper (:data:`convkit.paper.FINDING_COLUMNS`), from the sweep and the
+    """The book's findings rows of this paper (:data:`convkit.papers.paper.FINDING_COLUMNS`), from the sweep and the
     ncu profile recorded in ``directory``."""
     single, multi = chapter_tables(directory)
     loads = warp_sim.transactions_table()

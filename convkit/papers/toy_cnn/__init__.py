@@ -4,7 +4,7 @@ The chapter measures the report's ladder V0..V4 (:mod:`.launch`) at its launches
 and a wider block sweep), the study's register-tiled V5 fused and unfused, each cuDNN algorithm alone
 and followed by bias, ReLU and pool, and PyTorch's layer (:mod:`.measure`), on the course lab's layer
 and three smaller ones. Its cases are layers, not plain convolutions, so the paper declares no
-:class:`convkit.measure.Variant`: its generic GPU check runs :func:`sample_checks` through
+:class:`convkit.bench.measure.Variant`: its generic GPU check runs :func:`sample_checks` through
 :func:`.measure.measure_layer`. :mod:`.results` turns the rows into the chapter's tables.
 """
 
@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.measure import gpu_results_dir, tolerance_for
-from convkit.paper import FusedLayer, Paper, Profile, ProfiledCase
+from convkit.bench.measure import gpu_results_dir, tolerance_for
+from convkit.core.problem import ConvProblem
+from convkit.papers.paper import FusedLayer, Paper, Profile, ProfiledCase
 from convkit.papers.toy_cnn import edges, layer_op
 from convkit.papers.toy_cnn.launch import (
     LAB_LAYER,
@@ -35,8 +36,7 @@ from convkit.papers.toy_cnn.launch import (
 )
 from convkit.papers.toy_cnn.measure import LAYER_STEPS, layer_cases, layer_prepare, measure_layer, run_layer_experiment
 from convkit.papers.toy_cnn.results import TOY_EXPERIMENT, findings
-from convkit.problem import ConvProblem
-from convkit.results import Case, params_text
+from convkit.study.results import Case, params_text
 
 #: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
 TOY_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 5, "max_reps": 50, "budget_ms": 100.0}

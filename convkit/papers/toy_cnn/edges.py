@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from convkit import reference
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, default_tile, reference_layer, report_grid
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
 
 #: (C, H, W, M) of the pre-padded layers.
 EDGE_LAYERS = [(3, 19, 23, 5), (9, 36, 44, 70)]

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from convkit import reference
-from convkit.arrays import check_conv_args
-from convkit.compile import ElementwiseLaunch, launch, scratch, staged_row_stride
-from convkit.gpu import shared_memory_limits
-from convkit.problem import ConvProblem
+from convkit.core import reference
+from convkit.core.gpu import shared_memory_limits
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args
+from convkit.cuda.compile import ElementwiseLaunch, launch, scratch, staged_row_stride
 
 KERNEL_SIZE = 5  # the lab's filters
 POOL = 2  # 2x2 max-pool, stride 2
@@ -72,7 +72,7 @@ _FLOAT = 4
 
 @dataclass(frozen=True)
 class ToyTiledLaunch:
-    """Compile-time tile of ``toy_fused_tiled`` (a :class:`convkit.compile.Launch`).
+    """Compile-time tile of ``toy_fused_tiled`` (a :class:`convkit.cuda.compile.Launch`).
 
     Args:
         bm: output channels per block (a multiple of 8: 8 per thread).
@@ -156,7 +156,7 @@ class ToyTiledLaunch:
 
 @dataclass(frozen=True)
 class ToyLadderLaunch:
-    """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.compile.Launch`): its
+    """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.cuda.compile.Launch`): its
     (x, y, z) block and grid, chosen at run time as in the report's Table 3. The block's x and y cover
     pooled columns and rows, z output channels; the grid's z strides over the channels."""
 

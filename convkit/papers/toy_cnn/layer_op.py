@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from convkit.core.paths import results_dir
+from convkit.core.problem import ConvProblem
 from convkit.papers.toy_cnn import launch as toy
 from convkit.papers.toy_cnn.results import TOY_EXPERIMENT
-from convkit.paths import results_dir
-from convkit.problem import ConvProblem
-from convkit.results import load_results
-from convkit.tables import timed
+from convkit.study.results import load_results
+from convkit.study.tables import timed
 
 #: Whole-layer rows by GPU, then by label: (microseconds, variant, params).
 _ROWS: dict[str, dict[str, list[tuple[float, str, str]]]] = {}

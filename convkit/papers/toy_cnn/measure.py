@@ -4,7 +4,7 @@ A layer's cases (:func:`layer_cases`) are convkit's launches, the same timed the
 host-timed run, :data:`HOST_TIMED`), each cuDNN forward algorithm alone and followed by bias, ReLU
 and pool as separate cuDNN calls, and PyTorch's autotuned layer. :func:`measure_layer` checks each
 against float64 (the convolution alone, or the whole layer) and times it with
-:func:`convkit.measure.check_and_time`, the rule every chapter measures by.
+:func:`convkit.bench.measure.check_and_time`, the rule every chapter measures by.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit import pytorch as torch_baseline
-from convkit import reference
-from convkit.cudnn import FORWARD_ALGORITHMS, CudnnBiasReluPool
-from convkit.measure import check_and_time, cudnn_prepare, float64_reference, run_sweep
+from convkit.bench.measure import check_and_time, cudnn_prepare, float64_reference, run_sweep
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.timing import Timing
+from convkit.libs import pytorch as torch_baseline
+from convkit.libs.cudnn import FORWARD_ALGORITHMS, CudnnBiasReluPool
 from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, layer_min_bytes, layer_output_shape
-from convkit.problem import ConvProblem
-from convkit.reference import DIRECT_TOLERANCE
-from convkit.results import Case, make_row, params_text
-from convkit.timing import Timing
+from convkit.study.results import Case, make_row, params_text
 
 #: ``params`` of the cuDNN and PyTorch cases: the convolution alone, or the whole layer in steps.
 CONV_ONLY = params_text({"steps": "conv"})
@@ -108,7 +108,7 @@ def measure_layer(
 def layer_prepare(
     problem: ConvProblem, case: Case, x: Any, w: Any, bias: Any, conv_out: Any, pooled: Any
 ) -> Callable[[], Any]:
-    """For :func:`convkit.measure.check_and_time`: a function giving ``(run, check_run)`` of a layer case
+    """For :func:`convkit.bench.measure.check_and_time`: a function giving ``(run, check_run)`` of a layer case
     writing ``pooled`` (``conv_out`` is the cuDNN steps' intermediate), or a row saying why it cannot run."""
 
     def prepare() -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from convkit.papers.toy_cnn import launch
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
-from convkit.results import params_text
+from convkit.study.results import params_text
 
 #: The sweep's experiment (as :data:`convkit.papers.toy_cnn.TOY_EXPERIMENT`).
 TOY_EXPERIMENT = "toy_cnn"
@@ -303,7 +303,7 @@ def verdict(frame: Any, fp32_peak_tflops: float) -> str:
 
 
 def _ceilings(directory: Path) -> dict[str, float]:
-    from convkit.roofline import recorded_ceilings
+    from convkit.study.roofline import recorded_ceilings
 
     ceilings = recorded_ceilings(Path(directory))
     if ceilings is None:
@@ -329,7 +329,7 @@ def peak_shares(frame: Any, fp32_peak_tflops: float) -> Any:
 
 def result_lines(directory: Path, experiment: str = TOY_EXPERIMENT) -> list[str]:
     """The result box: the report's claim, what we measured, the verdict (from ``experiment``'s recorded file)."""
-    from convkit.results import load_results
+    from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), experiment)
     peak = _ceilings(directory)["fma_tflops"]
@@ -357,9 +357,9 @@ def result_lines(directory: Path, experiment: str = TOY_EXPERIMENT) -> list[str]
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings rows for the fused layer (:data:`convkit.paper.FINDING_COLUMNS`)."""
-    from convkit.results import load_results
-    from convkit.roofline import floor_us
+    """The book's findings rows for the fused layer (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    from convkit.study.results import load_results
+    from convkit.study.roofline import floor_us
 
     frame, _ = load_results(Path(directory), TOY_EXPERIMENT)
     ceilings = _ceilings(directory)

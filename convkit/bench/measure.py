@@ -1,0 +1,359 @@
+"""Checking and timing: convkit kernels, library peers and every cuDNN forward algorithm on one problem.
+
+:func:`measure_problem` draws fresh random inputs, computes the float64 reference once, then for
+each case poisons the output with NaN, runs it, checks it, and times it only if it was right.
+:func:`run_experiment` drives :func:`convkit.study.results.sweep` with it, so every chapter's sweep is
+resumable. The kernels come in as :class:`Variant` objects that each paper declares; this module
+names no paper.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.study.results import Case, ResultStore, make_row, params_text, sweep
+
+#: Problems above this many FLOPs get their float64 reference on the GPU (CuPy, float64 cuBLAS):
+#: the same code as on the CPU, minutes faster for the large layers.
+GPU_REFERENCE_FLOPS = 2e9
+#: A correctness check's timing: one run, no warm-up (the generic tests and tuning dry runs).
+CHECK_ONLY: dict[str, Any] = {"warmup": 0, "min_reps": 1, "max_reps": 1, "budget_ms": 0.0}
+
+
+def _no_knobs(problem: ConvProblem) -> dict[str, Any]:
+    return {}
+
+
+def _everywhere(problem: ConvProblem) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A kernel as the benchmark sees it: its launch knobs for a problem, and how to run it.
+
+    ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``knobs(problem)``
+    gives the knobs it runs with there (tuned where a tuning run has measured them), recorded in
+    the row's ``params``; ``candidates(problem)`` the knob sets a tuning run measures. ``impl`` is
+    ``"convkit"`` for the study's kernels and the library's name for a peer (``"cupyx"``).
+    """
+
+    name: str
+    run: Callable[..., Any]
+    knobs: Callable[[ConvProblem], dict[str, Any]] = _no_knobs
+    candidates: Callable[[ConvProblem], list[dict[str, Any]]] | None = None
+    tolerance: float = DIRECT_TOLERANCE
+    supports: Callable[[ConvProblem], bool] = _everywhere
+    impl: str = "convkit"
+
+    def case(self, problem: ConvProblem, knobs: Mapping[str, Any] | None = None) -> Case:
+        """The case that runs this variant on ``problem`` with ``knobs`` (default: its own)."""
+        return Case(self.impl, self.name, params_text(self.knobs(problem) if knobs is None else knobs))
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The variants and peers one measurement knows, by name (what a row's ``variant`` names)."""
+
+    variants: Sequence[Variant] = ()
+    peers: Sequence[Variant] = ()
+    by_name: dict[str, Variant] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {v.name: v for v in (*self.variants, *self.peers)})
+
+    def __getitem__(self, name: str) -> Variant:
+        return self.by_name[name]
+
+
+def cases(
+    problem: ConvProblem,
+    variants: Sequence[Variant],
+    *,
+    cudnn: bool = True,
+    pytorch: bool | None = None,
+    tune: bool = False,
+    peers: Sequence[Variant] = (),
+) -> list[Case]:
+    """What to measure on ``problem``: the variants that support it, then every cuDNN algorithm.
+
+    With ``cudnn``, PyTorch's autotuned convolution follows as a second opinion on the best cuDNN
+    time; ``pytorch=None`` includes it where PyTorch with CUDA is importable. With ``tune``, each
+    variant gives one case per knob candidate instead of its (tuned) knobs. ``peers`` are library
+    peers, added last where they support the problem.
+    """
+    from convkit.libs import pytorch as torch_baseline
+    from convkit.libs.cudnn import FORWARD_ALGORITHMS
+
+    out = []
+    for variant in variants:
+        if not variant.supports(problem):
+            continue
+        if tune and variant.candidates is not None:
+            out += [variant.case(problem, knobs) for knobs in variant.candidates(problem)]
+        else:
+            out.append(variant.case(problem))
+    if cudnn:
+        out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
+        if pytorch or (pytorch is None and torch_baseline.available()):
+            out.append(Case("pytorch", torch_baseline.VARIANT))
+    out += [peer.case(problem) for peer in peers if peer.supports(problem)]
+    return out
+
+
+def tolerance_for(case: Case, kernels: Kernels | None = None) -> float:
+    """The relative error ``case`` must stay under: a variant's own, looser for cuDNN's FFT and
+    Winograd algorithms and for PyTorch (whose autotuner may pick them), else the direct bar."""
+    from convkit.libs.cudnn import TRANSFORM_ALGORITHMS
+
+    if kernels is not None and case.variant in kernels.by_name:
+        return kernels[case.variant].tolerance
+    if case.impl == "pytorch" or (case.impl.startswith("cudnn") and case.variant in TRANSFORM_ALGORITHMS):
+        return TRANSFORM_TOLERANCE
+    return DIRECT_TOLERANCE
+
+
+def random_inputs(problem: ConvProblem, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh standard-normal float32 ``x`` and ``w`` for ``problem`` and an output buffer (CuPy)."""
+    from convkit.core.gpu import require_cupy
+
+    cupy = require_cupy()
+    rng = cupy.random.default_rng(seed)
+    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    return x, w, cupy.empty(problem.output_shape, dtype=cupy.float32)
+
+
+def float64_reference(problem: ConvProblem, x: Any, w: Any) -> Any:
+    """float64 reference on the CPU, or on the GPU (same code) for large problems."""
+    if problem.flops > GPU_REFERENCE_FLOPS:
+        return reference.conv2d(x, w, pad=problem.pad, stride=problem.stride)
+    return reference.conv2d(x.get(), w.get(), pad=problem.pad, stride=problem.stride)
+
+
+def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: Any, y: Any) -> Callable[[], Any]:
+    """For :func:`check_and_time`: a function giving ``(run, check_run)`` of ``case`` writing ``y``, or a
+    row saying why it cannot run (a cuDNN algorithm over the workspace limit)."""
+
+    def prepare() -> Any:
+        if case.impl == "pytorch":
+            import cupy
+
+            from convkit.libs import pytorch
+
+            autotuned = pytorch.autotuned_conv2d(problem, x, w)
+            # PyTorch allocates its output: the checked run copies it into the poisoned one
+            return (lambda: autotuned()), (lambda: cupy.copyto(y, autotuned()))
+        if case.impl == "cudnn":
+            return cudnn_prepare(problem, case, x, w, y)()
+        variant, knobs = kernels[case.variant], json.loads(case.params)
+        return (lambda: variant.run(x, w, problem, y, **knobs)), None
+
+    return prepare
+
+
+def cudnn_prepare(problem: ConvProblem, case: Case, x: Any, w: Any, y: Any) -> Callable[[], Any]:
+    """:func:`prepare_case` for one cuDNN forward algorithm (``case.variant``)."""
+
+    def prepare() -> Any:
+        from convkit.libs.cudnn import CudnnConvolution
+
+        conv = CudnnConvolution(problem)
+        need = conv.workspace(case.variant)
+        if need.status != "ok":
+            return make_row(problem, case, status=need.status, note=need.note)
+        return (lambda: conv.forward(case.variant, x, w, y)), None
+
+    return prepare
+
+
+def measure_problem(
+    problem: ConvProblem,
+    todo: list[Case],
+    kernels: Kernels,
+    *,
+    seed: int | None = None,
+    timing: dict[str, Any] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Check, then time, each case of ``todo`` on fresh random inputs; yields one row per case.
+
+    Args:
+        problem: the convolution.
+        todo: cases from :func:`cases`.
+        kernels: the variants and peers the cases name.
+        seed: random seed for the inputs (fresh entropy when None).
+        timing: keyword arguments for :func:`convkit.cuda.timing.benchmark` (budget, L2 flush, ...).
+    """
+    from convkit.core.gpu import require_cupy
+
+    cupy = require_cupy()
+    timing = dict(timing or {})
+    try:
+        x, w, y = random_inputs(problem, seed)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        for case in todo:
+            yield make_row(problem, case, status="oom", note=str(exc)[:300])
+        return
+    ref = float64_reference(problem, x, w)
+    for case in todo:
+        prepare = prepare_case(problem, case, kernels, x, w, y)
+        yield check_and_time(problem, case, prepare, y, ref, timing, tolerance=tolerance_for(case, kernels))
+        cupy.get_default_memory_pool().free_all_blocks()  # cuDNN workspaces must not pile up
+
+
+def check_output(out: Any, ref: Any, run: Callable[[], Any]) -> float:
+    """Poison ``out`` with NaN, ``run()`` once, synchronize; the norm-wise relative error to ``ref`` (where
+    ``ref`` lives: CPU or GPU). An element the kernel forgets to write makes it NaN."""
+    import cupy
+
+    out.fill(math.nan)
+    run()
+    cupy.cuda.get_current_stream().synchronize()
+    on_gpu = type(ref).__module__.split(".")[0] == "cupy"
+    return reference.relative_error(out if on_gpu else out.get(), ref)
+
+
+def check_and_time(
+    problem: ConvProblem,
+    case: Case,
+    prepare: Callable[[], Any],
+    out: Any,
+    ref: Any,
+    timing: dict[str, Any],
+    *,
+    tolerance: float | None = None,
+    min_bytes: int | None = None,
+) -> dict[str, Any]:
+    """The study's measuring rule for one case, as a results row.
+
+    ``prepare()`` returns ``(run, check_run)`` (``check_run`` None when the checked run is ``run``)
+    or a finished row (the case cannot run: e.g. a cuDNN algorithm over the workspace limit). The
+    checked run fills the poisoned ``out`` (:func:`check_output`), its error must stay under
+    ``tolerance`` (default :func:`tolerance_for`), and only then is ``run`` timed. cuDNN refusals,
+    out-of-memory and any other error become rows with their message. ``min_bytes`` overrides the
+    problem's minimal traffic in the bandwidth column.
+    """
+    import cupy
+
+    from convkit.cuda.timing import benchmark
+    from convkit.libs.cudnn import CudnnError
+
+    try:
+        prepared = prepare()
+        if isinstance(prepared, dict):
+            return prepared
+        run, check_run = prepared
+        tolerance = tolerance_for(case) if tolerance is None else tolerance
+        err = check_output(out, ref, check_run or run)
+        if not err <= tolerance:  # NaN fails too
+            return make_row(problem, case, status="wrong", rel_err=err,
+                            note=f"relative error over the tolerance {tolerance:g}; not timed")  # fmt: skip
+        result = benchmark(run, **timing)
+    except CudnnError as exc:
+        return make_row(problem, case, status="not_supported" if exc.not_supported else "error", note=str(exc)[:300])
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        return make_row(problem, case, status="oom", note=str(exc)[:300])
+    except Exception as exc:  # recorded with its message; the sweep goes on
+        return make_row(problem, case, status="error", note=f"{type(exc).__name__}: {exc}"[:300])
+    row = make_row(problem, case, status="ok", timing=result, rel_err=err, note=f"tolerance {tolerance:g}")
+    if min_bytes is not None:
+        row["gbytes_per_s"] = f"{min_bytes / (result.median_ms * 1e6):.6g}"
+    return row
+
+
+def gpu_results_dir(directory: Path | None) -> Path:
+    """``directory``, or ``results/<this GPU>`` when None."""
+    if directory is not None:
+        return Path(directory)
+    from convkit.core.gpu import device_name, gpu_slug
+    from convkit.core.paths import results_dir
+
+    return results_dir() / gpu_slug(device_name())
+
+
+Measure = Callable[[ConvProblem, list[Case]], Iterator[dict[str, Any]]]
+
+
+def run_sweep(
+    experiment: str,
+    problems: Iterable[ConvProblem],
+    cases_of: Callable[[ConvProblem], list[Case]],
+    measure: Measure,
+    *,
+    directory: Path | None = None,
+    progress: Callable[[str], None] | None = print,
+    remeasure_changed: bool = False,
+) -> Path:
+    """Measure ``cases_of(problem)`` with ``measure`` into ``<directory>/<experiment>.csv`` (default
+    ``results/<this GPU>``), resuming what is there, with this run's provenance; returns the directory."""
+    from convkit.study import provenance
+
+    directory = gpu_results_dir(directory)
+    store = ResultStore.open(directory, experiment, provenance.collect())
+    sweep(store, problems, cases_of, measure, progress=progress, remeasure_changed=remeasure_changed)
+    return directory
+
+
+def fixed_sweep(
+    experiment: str, default_problems: Callable[[], list[ConvProblem]], cases: Sequence[Case], measure_rows: Measure
+) -> Callable[..., Path]:
+    """``measure(directory=None, *, problems=None, experiment=experiment, progress=print)`` for an experiment whose
+    every problem takes the same ``cases``: ``problems`` (default ``default_problems()``) into
+    ``<directory>/<experiment>.csv`` (default ``results/<this GPU>``), resuming; returns the directory."""
+
+    def measure(directory: Path | None = None, *, problems: list[ConvProblem] | None = None,
+                experiment: str = experiment, progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
+        chosen = problems if problems is not None else default_problems()
+        return run_sweep(experiment, chosen, lambda p: list(cases), measure_rows, directory=directory,
+                         progress=progress)  # fmt: skip
+
+    return measure
+
+
+def run_experiment(
+    experiment: str,
+    problems: Iterable[ConvProblem],
+    variants: Sequence[Variant],
+    *,
+    directory: Path | None = None,
+    cudnn: bool = True,
+    tune: bool = False,
+    peers: Sequence[Variant] = (),
+    seed: int | None = None,
+    timing: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+    remeasure_changed: bool = False,
+) -> Path:
+    """Measure ``variants`` (and cuDNN, PyTorch, ``peers``: see :func:`cases`) on ``problems`` into
+    ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
+
+    ``tune`` measures every knob candidate of the variants. ``remeasure_changed``: a problem whose variant
+    now runs other knobs than its rows record (tuned again) is measured again whole
+    (:func:`convkit.study.results.sweep`). Returns the directory written to.
+    """
+    kernels = Kernels(tuple(variants), tuple(peers))
+    return run_sweep(
+        experiment, problems,
+        lambda p: cases(p, kernels.variants, cudnn=cudnn, tune=tune, peers=kernels.peers),
+        lambda p, todo: measure_problem(p, todo, kernels, seed=seed, timing=timing),
+        directory=directory, progress=progress, remeasure_changed=remeasure_changed,
+    )  # fmt: skip
+
+
+def variant_checks(
+    variants: Sequence[Variant], problems: Iterable[ConvProblem]
+) -> Iterator[tuple[ConvProblem, list[Case]]]:
+    """(problem, cases) that check each variant at its own knobs on each problem it supports: what the
+    generic GPU test runs."""
+    for problem in problems:
+        todo = [variant.case(problem) for variant in variants if variant.supports(problem)]
+        if todo:
+            yield problem, todo

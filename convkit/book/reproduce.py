@@ -1,0 +1,238 @@
+"""Executing the study's notebooks with papermill, and building the book from them.
+
+Notebooks live in ``notebooks/`` without outputs; executed copies go to ``book/notebooks/``
+(ignored by git), where Jupyter Book picks them up with execution off.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from convkit.core.paths import book_dir, notebooks_dir
+from convkit.study.results import ResultStore
+
+DEVICE_MODES = ("auto", "gpu", "recorded")
+
+
+@dataclass
+class NotebookFailure(Exception):
+    """A notebook failed: which one, which cell, and the error papermill saw."""
+
+    notebook: str
+    cell: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"notebook {self.notebook} failed in {self.cell}: {self.error}"
+
+
+#: Chapters that are no paper's, after the papers': (name, notebook stem).
+CLOSING_CHAPTERS = (("summary", "07_summary"),)
+
+
+def select_notebooks(only: str | None = None) -> list[Path]:
+    """The registered papers' notebooks in reading order, then :data:`CLOSING_CHAPTERS`; ``only`` keeps those
+    whose stem equals it or starts with it, or whose paper it names (``"00"``, ``"03_cuconv"``, ``"cuconv"``)."""
+    from convkit.papers import PAPERS
+
+    books = [(p.name, notebooks_dir() / f"{p.notebook}.ipynb") for p in PAPERS]
+    books += [(name, notebooks_dir() / f"{stem}.ipynb") for name, stem in CLOSING_CHAPTERS]
+    if only:
+        books = [(name, b) for name, b in books if only in (name, b.name) or b.stem.startswith(only)]
+        if not books:
+            raise ValueError(f"--only {only!r} matches no notebook in {notebooks_dir()}")
+    missing = [b.name for _, b in books if not b.is_file()]
+    if missing:
+        raise FileNotFoundError(f"registered notebooks missing from {notebooks_dir()}: {missing}")
+    return [b for _, b in books]
+
+
+def executed_dir() -> Path:
+    return book_dir() / "notebooks"
+
+
+def run_notebook(
+    path: Path, *, device: str = "auto", quick: bool = False, output_dir: Path | None = None, progress_bar: bool = True
+) -> Path:
+    """Execute one notebook with papermill, parameters ``device`` and ``quick``; returns the executed copy."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    if device not in DEVICE_MODES:
+        raise ValueError(f"device must be one of {DEVICE_MODES}, got {device!r}")
+    output_dir = output_dir or executed_dir()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    out = output_dir / path.name
+    try:
+        papermill.execute_notebook(
+            str(path), str(out), parameters={"device": device, "quick": quick},
+            cwd=str(path.parent), kernel_name="python3", progress_bar=progress_bar,
+        )  # fmt: skip
+    except PapermillExecutionError as exc:
+        raise NotebookFailure(path.name, f"cell {exc.cell_index} (execution count {exc.exec_count})",
+                              f"{exc.ename}: {exc.evalue}") from None  # fmt: skip
+    hide_parameters(out)
+    return out
+
+
+#: Cell tags papermill gives the parameters it injects; the book removes those cells (a reader needs no
+#: ``device = "recorded"``), as it removes the notebook's own parameters cell (tagged in the notebook).
+INJECTED = "injected-parameters"
+REMOVED = "remove-cell"
+
+
+def hide_parameters(path: Path) -> None:
+    """Tag the cell papermill injected in the executed notebook ``path`` so the book leaves it out."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if INJECTED in tags and REMOVED not in tags:
+            tags.append(REMOVED)
+            changed = True
+    if changed:
+        nbformat.write(nb, path)
+
+
+#: The experiment that records how long each notebook took on a GPU (``convkit reproduce --record-times``).
+RUN_TIMES = "notebook_runs"
+RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
+
+
+def reproduce(
+    *, only: str | None = None, device: str = "auto", quick: bool = False, record_times: bool = False
+) -> list[Path]:
+    """Run every selected notebook in order; stops at the first failure (raises NotebookFailure).
+
+    ``record_times`` (measuring on a GPU only): each notebook's wall time, start to end of its execution, goes
+    to ``results/<gpu>/notebook_runs.csv`` (one row per notebook and mode; a notebook already recorded in that
+    mode is skipped, so an interrupted run resumes).
+    """
+    import time
+
+    paths = select_notebooks(only)
+    store = _run_times_store(device) if record_times else None
+    mode = "quick" if quick else "full"
+    done_keys: set[tuple[str, ...]] = set()
+    if store:  # a failed run is measured again, its row replaced
+        store.drop(lambda row: row["mode"] == mode and row["status"] != "ok")
+        done_keys = store.done_keys()
+    done = []
+    for i, path in enumerate(paths, 1):
+        if (path.stem, mode) in done_keys:
+            continue
+        print(f"[{i}/{len(paths)}] {path.name} (device={device}{', quick' if quick else ''})", flush=True)
+        start = time.perf_counter()
+        try:
+            done.append(run_notebook(path, device=device, quick=quick))
+        except NotebookFailure as exc:
+            if store:
+                store.append({"notebook": path.stem, "mode": mode, "status": "error", "note": str(exc)[:300],
+                              "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
+            raise
+        if store:
+            store.append({"notebook": path.stem, "mode": mode, "status": "ok",
+                          "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
+    return done
+
+
+def _run_times_store(device: str) -> ResultStore:
+    """The store of notebook run times on this GPU (measuring only: a recorded run times nothing)."""
+    from convkit.book import chapter
+    from convkit.study import provenance
+
+    if chapter.resolve_device(device) != "gpu":
+        raise ValueError("record_times needs device 'gpu' (or 'auto' on a GPU): only a measuring run has a time")
+    return ResultStore.open(chapter.results_directory("gpu"), RUN_TIMES, provenance.collect(),
+                            columns=RUN_TIME_COLUMNS, key_columns=("notebook", "mode"))  # fmt: skip
+
+
+#: The intro's findings table and the rerun page's chapter table, written from the recorded results at each
+#: build (ignored by git).
+FINDINGS_PAGE = "findings.md"
+RERUN_PAGE = "rerun_chapters.md"
+
+
+def repository_url(book: Path | None = None) -> str:
+    """The study's repository, as ``book/_config.yml`` names it (the one place it is set)."""
+    import yaml
+
+    config = yaml.safe_load(((book or book_dir()) / "_config.yml").read_text())
+    return str(config["repository"]["url"]).rstrip("/")
+
+
+def _full_run(paper: Any, directory: Path) -> str:
+    """What a full run of ``paper`` measures, in words: its problems (declared, else as recorded) and cases."""
+    from convkit.study.results import load_results
+
+    if not (directory / f"{paper.experiment}.csv").is_file():
+        return "see the chapter"
+    frame, _ = load_results(directory, paper.experiment)
+    if "label" not in frame:
+        return f"{len(frame)} measurements"
+    problems = len(paper.problems(False)) if paper.problems else frame["label"].nunique()
+    tuned = ", tuned first" if paper.tuning else ""
+    return f"{problems} problems, {len(frame):,} checked and timed cases{tuned}"
+
+
+def rerun_markdown(directory: Path, repo_url: str) -> str:
+    """The rerun page's table: each chapter, its notebook, a Colab link to the committed notebook, what a full
+    run measures, and the quick run's wall time measured on this GPU (``notebook_runs.csv``) where recorded."""
+    from convkit.papers import PAPERS
+    from convkit.study.results import load_results
+    from convkit.study.roofline import recorded_ceilings, slowdown_range
+
+    ceilings = recorded_ceilings(Path(directory))
+    low, high = slowdown_range(ceilings) if ceilings else (math.nan, math.nan)
+    times: dict[str, tuple[str, str]] = {}
+    if (Path(directory) / f"{RUN_TIMES}.csv").is_file():
+        frame, _ = load_results(Path(directory), RUN_TIMES)
+        for row in frame[(frame["status"] == "ok") & (frame["mode"] == "quick")].itertuples():
+            minutes = float(row.wall_s) / 60
+            shortest, longest = round(low * minutes), round(high * minutes)
+            if not ceilings:
+                estimate = "no ceilings recorded"
+            elif shortest == longest:
+                estimate = f"about {max(1, longest)} min"
+            else:
+                estimate = f"{shortest}-{longest} min"
+            times[row.notebook] = (f"{minutes:.1f} min", estimate)
+    github = repo_url.removeprefix("https://github.com/")
+    lines = ["| chapter | notebook | open in Colab | a full run measures | quick run on the H100 | "
+             "quick run on a T4, estimated |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for p in PAPERS:
+        path = f"notebooks/{p.notebook}.ipynb"
+        colab = f"[Colab](https://colab.research.google.com/github/{github}/blob/main/{path})"
+        full = _full_run(p, Path(directory))
+        h100, t4 = times.get(p.notebook, ("not recorded", "–"))
+        lines.append(f"| {p.title} | `{path}` | {colab} | {full} | {h100} | {t4} |")
+    return "\n".join(lines) + "\n"
+
+
+def build_book(book: Path | None = None, *, device: str = "recorded", extra_args: tuple[str, ...] = ()) -> Path:
+    """``jupyter-book build`` of ``book`` (default ``book/``); returns the HTML directory.
+
+    The intro's findings table (:data:`FINDINGS_PAGE`) is computed first from the results the chapters
+    show (``device``: this GPU's when measuring, else the recorded GPU's). Raises CalledProcessError when
+    the build fails (warnings count as failures: a missing notebook or figure must not pass silently).
+    """
+    from convkit.book import chapter
+
+    book = book or book_dir()
+    directory = chapter.results_directory(chapter.resolve_device(device))
+    if not (directory / "ceilings.csv").is_file():  # a GPU with quick runs only: the recorded findings
+        directory = chapter.results_directory("recorded")
+    (book / FINDINGS_PAGE).write_text(chapter.findings_markdown(directory))
+    (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book)))
+    exe = Path(sys.executable).with_name("jupyter-book")
+    command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
+    subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)
+    return book / "_build" / "html"

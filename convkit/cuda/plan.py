@@ -1,0 +1,174 @@
+"""A launcher's launches, recorded once and replayed without the launcher: the host-side fast path of
+``convkit.conv2d``.
+
+A launcher checks its arguments, builds launch objects, looks its kernels up and allocates work arrays:
+tens of microseconds of Python per call, as much as a small layer's GPU time. The first call of a problem
+runs the launcher under :func:`convkit.cuda.compile.recording`; :meth:`Plan.record` turns what it enqueued into
+steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byte offset, or a place in one
+scratch block), everything else kept as it was (integers, and buffers a launcher keeps between calls, such
+as split counters). A replay is then one Python call per launch.
+
+A kernel step is bound once to a driver launch (:class:`DriverLaunch`): its parameter buffer built with
+ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, about 2 us where CuPy's launch
+converts every argument anew (about 10 us). A call with a ``bind`` method binds itself (cuBLAS, on a handle
+set up once); other steps are called as recorded.
+
+A plan is valid for the problem, device, stream and operand alignment it was recorded on: the caller keys
+it by all four (a launcher may pick a kernel by alignment, and kept buffers are per stream). Replays of one
+plan must not run from two threads at once (the bound parameter buffers are rewritten per call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from convkit.cuda.compile import KernelCall, Recording
+
+#: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
+#: block comes after them.
+OPERANDS = ("x", "w", "out", "bias")
+SCRATCH = len(OPERANDS)
+#: Alignment of each scratch array inside the block (CuPy's and PyTorch's allocators give at least this).
+SCRATCH_ALIGN = 256
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One recorded call: its arguments with the array ones left as ``slots`` (index, base, byte offset)."""
+
+    call: Callable[..., None]
+    template: tuple[Any, ...]
+    slots: tuple[tuple[int, int, int], ...]
+    bound: Any = field(default=None, compare=False)
+
+    def run(self, bases: tuple[int, ...], stream: Any) -> None:
+        """Enqueue the call with its slots filled from ``bases`` on ``stream`` (an object with ``ptr``)."""
+        if self.bound is not None:
+            self.bound(bases, stream.ptr)
+            return
+        args = list(self.template)
+        for index, base, offset in self.slots:
+            args[index] = bases[base] + offset
+        self.call(tuple(args), stream)
+
+
+@functools.cache
+def _driver_library() -> Any:
+    """The CUDA driver (CuPy and PyTorch have loaded it already)."""
+    lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernel.restype = ctypes.c_int  # arguments go as prebuilt ctypes objects: no per-call conversion
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    return lib
+
+
+def _c_value(arg: Any) -> Any:
+    """The ctypes value a kernel parameter takes for ``arg`` as CuPy would pass it; raises TypeError for a
+    kind it does not know (the step then keeps CuPy's launch)."""
+    import cupy
+    import numpy as np
+
+    if arg is None or isinstance(arg, cupy.ndarray):  # a slot, or an array the plan keeps
+        return ctypes.c_uint64(0 if arg is None else arg.data.ptr)
+    if isinstance(arg, np.generic):
+        kinds = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+                 np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
+                 np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}  # fmt: skip
+        if arg.dtype in kinds:
+            return kinds[arg.dtype](arg.item())
+    elif isinstance(arg, bool):
+        return ctypes.c_bool(arg)
+    elif isinstance(arg, int):  # CuPy passes a Python int as int64, a float as double
+        return ctypes.c_int64(arg)
+    elif isinstance(arg, float):
+        return ctypes.c_double(arg)
+    raise TypeError(f"no driver parameter for {type(arg).__name__}")
+
+
+class DriverLaunch:
+    """A recorded kernel launch bound to ``cuLaunchKernel``: the parameter buffer is built once and only the
+    slots' pointers are rewritten per call (the driver copies parameters at launch)."""
+
+    def __init__(self, call: KernelCall, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]):
+        self._values = [_c_value(arg) for arg in template]  # kept alive: the buffer points into them
+        self._kept = [arg for arg in template if arg is not None]
+        self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
+        self._slots = [(self._values[index], base, offset) for index, base, offset in slots]
+        grid, block = (*call.grid, 1, 1)[:3], (*call.block, 1, 1)[:3]
+        self._head = (ctypes.c_void_p(call.function.ptr), *map(ctypes.c_uint, (*grid, *block, call.shared)))
+        self._tail = (self._params, ctypes.c_void_p(None))
+        self._launch = _driver_library().cuLaunchKernel
+
+    def __call__(self, bases: tuple[int, ...], stream: int) -> None:
+        for value, base, offset in self._slots:
+            value.value = bases[base] + offset
+        status = self._launch(*self._head, ctypes.c_void_p(stream), *self._tail)
+        if status:
+            name = ctypes.c_char_p()
+            _driver_library().cuGetErrorName(status, ctypes.byref(name))
+            raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({status})")
+
+
+def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+    """A replay of one step taking (bases, stream pointer): a :class:`DriverLaunch` for a kernel whose
+    arguments it can pass, the call's own ``bind`` where it has one (cuBLAS), else None."""
+    if hasattr(call, "bind"):
+        return call.bind(template, slots)
+    if not isinstance(call, KernelCall):
+        return None
+    try:
+        return DriverLaunch(call, template, slots)
+    except (TypeError, OSError, AttributeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The steps of one launcher call, and the bytes of scratch they need."""
+
+    steps: tuple[PlanStep, ...]
+    scratch_bytes: int
+
+    @classmethod
+    def record(cls, recording: Recording, operands: Sequence[Any]) -> Plan:
+        """The plan of ``recording``, whose array arguments are found in ``operands`` (CuPy arrays in
+        :data:`OPERANDS` order, None where absent) or among its scratch arrays; other arrays are kept."""
+        import cupy
+
+        ranges = [(a.data.ptr, a.data.ptr + a.nbytes, i) for i, a in enumerate(operands) if a is not None]
+        offset = 0
+        for array in recording.scratch:
+            ranges.append((array.data.ptr, array.data.ptr + array.nbytes, (SCRATCH, offset)))
+            offset += -(-array.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+        steps = []
+        for call, args in recording.calls:
+            template, slots = list(args), []
+            for index, arg in enumerate(args):
+                if not isinstance(arg, cupy.ndarray):
+                    continue
+                where = _locate(arg.data.ptr, ranges)
+                if where is not None:
+                    template[index] = None
+                    slots.append((index, *where))
+            steps.append(PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots))))
+        return cls(tuple(steps), offset)
+
+    def replay(self, bases: tuple[int, ...], stream: Any) -> None:
+        """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
+        ``bases``: the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch
+        block's."""
+        for step in self.steps:
+            step.run(bases, stream)
+
+
+def _locate(pointer: int, ranges: list[tuple[int, int, Any]]) -> tuple[int, int] | None:
+    """(base, byte offset) of ``pointer`` in the first range holding it, or None."""
+    for start, end, which in ranges:
+        if start <= pointer < end or pointer == start:
+            base, first = which if isinstance(which, tuple) else (which, 0)
+            return base, first + pointer - start
+    return None

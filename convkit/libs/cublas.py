@@ -1,0 +1,110 @@
+"""The GEMM peer of 1x1 convolutions: cuBLAS SGEMM in true FP32 (TF32 off).
+
+In NCHW a 1x1 convolution at stride 1 without padding is a batch of GEMMs, Y[n] = W . X[n]
+(M x C times C x H*W), which cuBLAS runs as one strided-batched SGEMM with no layout transform:
+in cuBLAS's column-major terms, Y[n]^T (HW x M) = X[n]^T (HW x C) . W^T (C x M), the filters
+shared by every image (stride 0).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+from convkit.cuda.compile import enqueue
+
+#: The peer's name in results rows (impl ``cublas``).
+IMPL, VARIANT = "cublas", "sgemm"
+
+
+def supports(problem: ConvProblem) -> bool:
+    """True for a 1x1 convolution at stride 1 without padding: a GEMM per image."""
+    return problem.r == problem.s == 1 and problem.stride == 1 and problem.pad == 0
+
+
+def conv1x1(x: Any, w: Any, out: Any) -> None:
+    """Enqueue ``out[n] = w . x[n]`` for every image on the current stream (cuBLAS, FP32 math).
+
+    Args:
+        x: float32 C-contiguous ``cupy.ndarray`` (N, C, H, W).
+        w: float32 C-contiguous ``cupy.ndarray`` (M, C, 1, 1).
+        out: float32 C-contiguous ``cupy.ndarray`` (N, M, H, W).
+    """
+    n, c, h, wd = x.shape
+    enqueue(_sgemm, (x, w, out, n, c, h * wd, w.shape[0]))
+
+
+def _pointer(a: Any) -> int:
+    return a if isinstance(a, int) else a.data.ptr
+
+
+@functools.cache
+def _scalars() -> tuple[Any, Any]:
+    import numpy as np
+
+    return np.ones(1, np.float32), np.zeros(1, np.float32)
+
+
+def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, m: int) -> tuple[Any, ...]:
+    """``sgemmStridedBatched``'s arguments for :func:`conv1x1` on device pointers."""
+    from cupy_backends.cuda.libs import cublas
+
+    one, zero = _scalars()
+    return (handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, hw, m, c, one.ctypes.data, x, hw, c * hw, w, c, 0,
+            zero.ctypes.data, out, hw, m * hw, n)  # fmt: skip
+
+
+class StridedSgemm:
+    """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.cuda.compile.enqueue` calls it (arrays or
+    device pointers) and as a recorded plan binds it (:meth:`bind`); both on a handle of convkit's own per
+    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call."""
+
+    def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+
+        x, w, out, n, c, hw, m = args
+        handle = _handle(cupy.cuda.runtime.getDevice(), (stream or cupy.cuda.get_current_stream()).ptr)
+        cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
+
+    def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+        """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
+        device it was recorded on."""
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+
+        sgemm, device = cublas.sgemmStridedBatched, cupy.cuda.runtime.getDevice()
+        x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
+        fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
+        where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
+        filled = [(where[index], base, offset) for index, base, offset in slots]
+
+        def replay(bases: tuple[int, ...], stream: int) -> None:
+            args = fixed.copy()
+            args[0] = _HANDLES.get((device, stream)) or _handle(device, stream)
+            for index, base, offset in filled:
+                args[index] = bases[base] + offset
+            sgemm(*args)
+
+        return replay
+
+
+_sgemm = StridedSgemm()
+
+#: convkit's cuBLAS handles by (device, stream), in FP32 math (no TF32 tensor cores) and host pointer mode.
+_HANDLES: dict[tuple[int, int], int] = {}
+
+
+def _handle(device: int, stream: int) -> int:
+    """convkit's handle on ``device`` (the current one) for ``stream``, made and set up on first use."""
+    from cupy_backends.cuda.libs import cublas
+
+    handle = _HANDLES.get((device, stream))
+    if handle is None:
+        handle = cublas.create()
+        cublas.setStream(handle, stream)
+        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        _HANDLES[device, stream] = handle
+    return handle

@@ -1,0 +1,93 @@
+"""A second opinion on "best cuDNN": PyTorch's autotuner, FP32 with TF32 off, where PyTorch is present.
+
+PyTorch reaches cuDNN through its graph API and picks an engine by timing
+(``torch.backends.cudnn.benchmark``); convkit's baseline calls the legacy forward algorithms one
+by one. Measuring both in the same run shows whether the legacy API leaves speed on the table.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+
+#: The variant name of PyTorch's autotuned convolution in results files (impl ``pytorch``).
+VARIANT = "cudnn.benchmark"
+
+
+@functools.cache
+def available() -> bool:
+    """True when PyTorch imports and sees a CUDA device."""
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def version() -> str | None:
+    """PyTorch's version, or None when it is not importable."""
+    try:
+        import torch
+    except Exception:
+        return None
+    return str(torch.__version__)
+
+
+def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
+    """A callable returning ``conv2d(x, w)`` as a CuPy array, computed by PyTorch in true FP32.
+
+    ``x`` and ``w`` are CuPy arrays shared with PyTorch through DLPack (no copy). The first call
+    autotunes; time it after warm-up.
+    """
+    import cupy
+    import torch
+
+    torch.backends.cudnn.enabled = True
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False  # else FP32 convolutions may run on TF32 tensor cores
+    torch.backends.cuda.matmul.allow_tf32 = False
+    xt, wt = torch.from_dlpack(x), torch.from_dlpack(w)
+    conv = torch.nn.functional.conv2d
+
+    def run() -> Any:
+        return cupy.from_dlpack(conv(xt, wt, padding=problem.pad, stride=problem.stride))
+
+    return run
+
+
+def stream_handle(device: int) -> int:
+    """The handle of PyTorch's current stream on ``device``, without making a ``torch.cuda.Stream`` (as Triton
+    reads it): a call per op must stay cheap."""
+    return _raw_stream()(device)
+
+
+@functools.cache
+def _raw_stream() -> Callable[[int], int]:
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
+
+
+_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
+    """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
+    stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
+    import warnings
+
+    import cupy
+    import torch
+
+    device = torch.cuda.current_device() if device is None else device
+    handle = stream_handle(device) if handle is None else handle
+    found = _STREAMS.get((device, handle))
+    if found is None:
+        with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
+            warnings.simplefilter("ignore", DeprecationWarning)
+            found = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
+    return found

@@ -1,0 +1,130 @@
+"""``convkit.op.patch.patch``: a PyTorch model's supported convolutions run through :func:`convkit.conv2d`.
+
+:func:`patch` swaps every ``nn.Conv2d`` that convkit can run (:func:`unsupported` says why not, for the
+others) for a :class:`ConvkitConv2d` holding the same parameters, and leaves the rest of the model to
+PyTorch (a convolution followed by ReLU and a 2x2 max-pool becomes one :func:`convkit.conv2d_relu_pool`).
+A patched layer falls back to the original ``nn.Conv2d`` whenever a gradient is wanted (convkit has
+no backward) or its input is not a contiguous float32 CUDA tensor, so patching never changes what a model
+computes, only which kernels compute it in inference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Why a convolution layer stays with PyTorch, by the attribute that rules it out.
+REASONS = {
+    "groups": "grouped convolution",
+    "dilation": "dilated convolution",
+    "padding_mode": "padding other than zeros",
+    "stride": "a stride that differs between height and width",
+    "padding": "padding that differs between height and width, or given as a string",
+}
+
+
+def unsupported(conv: Any) -> str | None:
+    """Why ``conv`` (an ``nn.Conv2d``, or anything with its attributes) cannot run in convkit, or None if it can."""
+    if conv.groups != 1:
+        return REASONS["groups"]
+    if tuple(conv.dilation) != (1, 1):
+        return REASONS["dilation"]
+    if conv.padding_mode != "zeros":
+        return REASONS["padding_mode"]
+    if len(set(conv.stride)) != 1:
+        return REASONS["stride"]
+    if isinstance(conv.padding, str) or len(set(conv.padding)) != 1:
+        return REASONS["padding"]
+    return None
+
+
+def _pooled_after(relu: Any, pool: Any) -> bool:
+    """Whether ``relu`` then ``pool`` are a ReLU and a plain 2x2, stride-2 max-pool (the fused layer's)."""
+    import torch
+
+    if type(relu) is not torch.nn.ReLU or type(pool) is not torch.nn.MaxPool2d:
+        return False
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
+    return (pair(pool.kernel_size) == (2, 2) and pair(pool.stride) == (2, 2) and pair(pool.padding) == (0, 0)
+            and pair(pool.dilation) == (1, 1) and not pool.ceil_mode and not pool.return_indices)  # fmt: skip
+
+
+def _module_classes() -> tuple[type, type]:
+    import torch
+
+    from convkit.op.conv import conv2d, conv2d_relu_pool, replay_if_known
+
+    class ConvkitConv2d(torch.nn.Module):
+        """An ``nn.Conv2d`` whose inference runs in :func:`convkit.conv2d` (the original kept for autograd)."""
+
+        def __init__(self, conv: torch.nn.Conv2d):
+            super().__init__()
+            self.original = conv
+            self.stride, self.padding = int(conv.stride[0]), int(conv.padding[0])
+
+        def runs_in_convkit(self, x: torch.Tensor) -> bool:
+            conv = self.original
+            wants_grad = torch.is_grad_enabled() and (x.requires_grad or conv.weight.requires_grad)
+            plain = x.is_cuda and x.dtype == torch.float32 and x.is_contiguous() and conv.weight.dtype == torch.float32
+            return plain and not wants_grad
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            conv = self.original
+            w, b = conv.weight, conv.bias
+            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+                return conv(x)
+            y = replay_if_known(x, w, b, self.stride, self.padding)  # the usual case: a few attribute reads
+            if y is not None:
+                return y
+            if not self.runs_in_convkit(x):
+                return conv(x)
+            return conv2d(x, w.detach(), None if b is None else b.detach(), stride=self.stride, padding=self.padding)
+
+    class ConvkitConvReluPool(ConvkitConv2d):
+        """Conv, ReLU and 2x2 max-pool as :func:`convkit.conv2d_relu_pool` (the ReLU and pool modules that
+        followed become identities; the original three run where convkit does not)."""
+
+        def __init__(self, conv: torch.nn.Conv2d, relu: torch.nn.Module, pool: torch.nn.Module):
+            super().__init__(conv)
+            self.relu, self.pool = relu, pool
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            conv = self.original
+            if not self.runs_in_convkit(x) or self.stride != 1 or conv.bias is None:
+                return self.pool(self.relu(conv(x)))
+            return conv2d_relu_pool(x, conv.weight.detach(), conv.bias.detach(), padding=self.padding)
+
+    return ConvkitConv2d, ConvkitConvReluPool
+
+
+def patch(model: Any) -> dict[str, str]:
+    """Swap each supported ``nn.Conv2d`` of ``model`` (in place) for one that runs in convkit; where such a
+    convolution is followed, in an ``nn.Sequential``, by ``nn.ReLU`` and a 2x2 ``nn.MaxPool2d``, the three
+    become one :func:`convkit.conv2d_relu_pool`.
+
+    Returns:
+        every convolution layer's name and what became of it: ``"convkit"``, ``"convkit+relu+pool"``, or why
+        it stays with PyTorch.
+    """
+    import torch
+
+    plain, fused = _module_classes()
+    outcome: dict[str, str] = {}
+    for name, parent in list(model.named_modules()):
+        children = list(parent.named_children())
+        for i, (child_name, child) in enumerate(children):
+            if type(child) is not torch.nn.Conv2d:
+                continue
+            full = f"{name}.{child_name}" if name else child_name
+            why = unsupported(child)
+            outcome[full] = why or "convkit"
+            if why is not None:
+                continue
+            after = [c for _, c in children[i + 1 : i + 3]]
+            if isinstance(parent, torch.nn.Sequential) and len(after) == 2 and _pooled_after(*after):
+                setattr(parent, child_name, fused(child, *after))
+                for later, _ in children[i + 1 : i + 3]:
+                    setattr(parent, later, torch.nn.Identity())
+                outcome[full] = "convkit+relu+pool"
+            else:
+                setattr(parent, child_name, plain(child))
+    return outcome

@@ -1,0 +1,165 @@
+"""What a chapter of the study declares about itself, once, in its folder under ``convkit/papers/``.
+
+A :class:`Paper` is to the study what an OpInfo is to PyTorch's tests: the one record that the
+command line, the notebooks' measuring step, the ncu profiler, the generic GPU test and the
+sanitizer's edge launches iterate, so that a new paper is its folder plus one line in
+``convkit/papers/__init__.py`` (and one in ``book/_toc.yml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from convkit.bench.measure import (
+    Kernels,
+    Variant,
+    cases,
+    float64_reference,
+    measure_problem,
+    prepare_case,
+    random_inputs,
+    tolerance_for,
+    variant_checks,
+)
+from convkit.core.problem import ConvProblem
+from convkit.study.results import Case
+
+
+class Measure(Protocol):
+    """A chapter's measuring step: tune, then sweep into ``<directory>/<experiment>.csv``, resumable."""
+
+    def __call__(
+        self, directory: Path, *, quick: bool = False, experiment: str = ..., progress: Any = ..., **options: Any
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProfiledCase:
+    """One case the profiler checks and then launches once between its markers.
+
+    ``entry`` names it in the profile's rows (table, config, label, impl, variant, params);
+    ``prepare()`` gives ``(run, check_run)`` as for :func:`convkit.bench.measure.check_and_time`, or a row
+    saying why it cannot run; ``out`` is what the checked run writes, ``ref`` its float64 value.
+    """
+
+    entry: dict[str, Any]
+    prepare: Callable[[], Any]
+    out: Any
+    ref: Any
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A chapter's ncu profile: its results experiment, the metrics beyond the launch shape and time, and
+    the cases to profile (built in the profiled process, on the GPU)."""
+
+    experiment: str
+    cases: Callable[[], Iterable[ProfiledCase]]
+    metrics: tuple[str, ...] = ()
+
+
+#: The book's findings table: one row per claim of a paper, its number beside ours.
+FINDING_COLUMNS: tuple[str, ...] = (
+    "paper", "claim", "paper's number", "paper's design on the H100", "our best on the H100",
+    "best library on the H100", "efficiency", "what changed",
+)  # fmt: skip
+
+
+def convolution_cases(
+    named: Iterable[tuple[str, str, ConvProblem]], kernels: Kernels, *, cudnn: bool
+) -> Iterator[ProfiledCase]:
+    """A profile's cases on plain convolutions: on each (table, config, problem) of ``named``, fresh inputs
+    and their float64 reference, then every variant of ``kernels`` at its own launch, every cuDNN forward
+    algorithm (with ``cudnn``; no PyTorch: its kernels are cuDNN's) and the peers, in that order."""
+    for table, config, problem in named:
+        x, w, y = random_inputs(problem)
+        ref = float64_reference(problem, x, w)
+        for case in cases(problem, kernels.variants, cudnn=cudnn, pytorch=False, peers=kernels.peers):
+            entry = {"table": table, "config": config, "label": problem.label, "impl": case.impl,
+                     "variant": case.variant, "params": case.params}  # fmt: skip
+            prepare = prepare_case(problem, case, kernels, x, w, y)
+            yield ProfiledCase(entry, prepare, y, ref, tolerance_for(case, kernels))
+
+
+def _no_problems() -> list[ConvProblem]:
+    return []
+
+
+@dataclass(frozen=True)
+class FusedLayer:
+    """A chapter's fused conv + bias + ReLU + 2x2 max-pool kernel, as ``convkit.conv2d_relu_pool`` calls it.
+
+    Attributes:
+        choose: its launch knobs for a problem on a GPU (a results folder name), or None where it does not
+            apply or the chapter's recorded sweep has a library's layer faster.
+        run: enqueue it on CuPy arrays ``(x, w, bias, problem, out, knobs)``, every image of ``x``.
+    """
+
+    choose: Callable[[ConvProblem, str], dict[str, Any] | None]
+    run: Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A chapter: the paper it reproduces, its kernels, what it measures and how it is checked.
+
+    Attributes:
+        name: the folder, the command line's name and the prefix of its results (``"lu2020"``).
+        title: how the book's table of contents names it.
+        notebook: its notebook's stem (``"02_lu2020"``).
+        experiment: the results experiment its sweep writes (``"lu2020"``).
+        measure: tunes, then sweeps (:class:`Measure`).
+        variants: its kernels as the benchmark runs them.
+        peers: library peers it measures besides cuDNN and PyTorch (impl ``cupyx``).
+        tuning: the experiment of its tuning table, if it tunes.
+        sources: its ``kernels/*.cu`` stems.
+        sample_problems: small problems the generic GPU test checks every variant on.
+        problems: the problems its sweep measures (``quick``: the subset), for ``convkit bench --suite``.
+        findings: the rows it adds to the book's findings table (:data:`FINDING_COLUMNS`), computed from the
+            results recorded in a folder.
+        profile: its ncu profile, if it has one.
+        edge_check: launches its kernels on edge shapes and checks them (compute-sanitizer's driver).
+        sample_checks: (problem, cases) for the generic GPU test; default: each variant on each sample
+            problem it supports, at its own knobs.
+        measure_rows: checks and times cases of one problem (default :func:`convkit.bench.measure.measure_problem`
+            over ``variants`` and ``peers``); a chapter whose cases are not plain convolutions gives its own.
+        fused_layer: its fused CNN layer, if it has one (:class:`FusedLayer`).
+    """
+
+    name: str
+    title: str
+    notebook: str
+    experiment: str
+    measure: Measure
+    variants: tuple[Variant, ...] = ()
+    peers: tuple[Variant, ...] = ()
+    tuning: str | None = None
+    sources: tuple[str, ...] = ()
+    sample_problems: Callable[[], list[ConvProblem]] = _no_problems
+    problems: Callable[[bool], list[ConvProblem]] | None = None
+    findings: Callable[[Path], list[dict[str, str]]] | None = None
+    profile: Profile | None = None
+    edge_check: Callable[[], None] | None = None
+    sample_checks: Callable[[], Iterable[tuple[ConvProblem, list[Case]]]] | None = None
+    measure_rows: Callable[..., Iterator[dict[str, Any]]] | None = None
+    fused_layer: FusedLayer | None = None
+    kernels: Kernels = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kernels", Kernels(self.variants, self.peers))
+
+    def checks(self) -> list[tuple[ConvProblem, list[Case]]]:
+        """What the generic GPU test checks: :attr:`sample_checks`, or each variant on the sample problems."""
+        if self.sample_checks is not None:
+            return list(self.sample_checks())
+        return list(variant_checks(self.variants, self.sample_problems()))
+
+    def rows(self, problem: ConvProblem, todo: list[Case], **measuring: Any) -> Iterator[dict[str, Any]]:
+        """Check and time ``todo`` on ``problem`` (``seed``, ``timing``) the way this chapter measures."""
+        if self.measure_rows is not None:
+            return self.measure_rows(problem, todo, **measuring)
+        return measure_problem(problem, todo, self.kernels, **measuring)

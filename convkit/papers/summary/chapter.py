@@ -1,0 +1,288 @@
+"""The summary chapter: the study's kernels as one op, across every chapter's problems and in whole networks.
+
+Reads what the chapters and the op's own measurements recorded for one GPU:
+
+- every chapter's sweep (through :func:`convkit.op.dispatch.recorded_candidates`): per problem, convkit's best
+  kernel against the best library of the same run, on one roofline and as a map of where each wins;
+- ``networks.csv`` (:mod:`convkit.papers.summary.inference`): five torchvision networks patched by ``convkit.op.patch.patch``;
+- ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
+- ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs.
+
+:func:`measure` takes the last three on a GPU (the sweeps are the chapters' own).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from convkit.op import dispatch
+from convkit.papers.summary import inference, overhead, precisions
+from convkit.study import tables
+from convkit.study.results import load_results
+
+#: Buckets of the win map: batch sizes and input channels.
+BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
+CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (257, 10**9, "C 257+"))
+QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
+
+
+#: The run-to-run spread: these networks and every REPEAT_STEP-th host-cost layer measured again in a process
+#: of their own after the runs (a fifth of the networks and a quarter of the layers: both are small sweeps).
+REPEAT_NETWORKS, REPEAT_STEP, REPEAT = ("AlexNet-1", "SqueezeNet-1", "GoogLeNet-8", "SqueezeNet-256"), 4, "_repeat"
+
+
+def measure(directory: Path, *, quick: bool = False) -> None:
+    """Measure the networks, the host cost and the reduced precisions into ``directory`` (resuming); ``quick``:
+    two networks at batch 1, a few layers of each, into ``*_quick`` experiments. A full run then measures its
+    repeated sample in a fresh process (:func:`measure_repeat`)."""
+    import subprocess
+    import sys
+
+    suffix = "_quick" if quick else ""
+    only = list(QUICK_NETWORKS) if quick else None
+    inference.measure(directory, only=only, experiment=inference.EXPERIMENT + suffix)
+    overhead.measure(directory, problems=overhead.layers()[::6] if quick else None,
+                     experiment=overhead.EXPERIMENT + suffix)  # fmt: skip
+    precisions.measure(directory, problems=precisions.layers()[::16] if quick else None,
+                       experiment=precisions.EXPERIMENT + suffix)  # fmt: skip
+    if not quick:
+        subprocess.run([sys.executable, "-m", "convkit.papers.summary.chapter", "repeat", str(directory)], check=True)
+
+
+def measure_repeat(directory: Path) -> None:
+    """Measure :data:`REPEAT_NETWORKS` and every :data:`REPEAT_STEP`-th host-cost layer again, into
+    ``networks_repeat.csv`` and ``conv2d_overhead_repeat.csv``: the spread within which two times are a tie."""
+    inference.measure(directory, only=list(REPEAT_NETWORKS), experiment=inference.EXPERIMENT + REPEAT)
+    overhead.measure(directory, problems=overhead.layers()[::REPEAT_STEP], experiment=overhead.EXPERIMENT + REPEAT)
+
+
+def spreads(directory: Path) -> dict[str, dict[str, float]]:
+    """The run-to-run spread (:func:`convkit.study.tables.spread`) of the networks' forward times on the GPU and on the
+    wall clock (``networks gpu``, ``networks wall``) and of the per-call host cost (``host``)."""
+    out = {}
+    for name, experiment, keys, variant in (("networks gpu", inference.EXPERIMENT, inference.KEY_COLUMNS, "gpu"),
+                                            ("networks wall", inference.EXPERIMENT, inference.KEY_COLUMNS, "wall"),
+                                            ("host", overhead.EXPERIMENT, None, "host_per_call")):  # fmt: skip
+        sweep, repeat = _frame(directory, experiment), _frame(directory, experiment + REPEAT)
+        if not sweep.empty and not repeat.empty:
+            sweep, repeat = sweep[sweep["variant"] == variant], repeat[repeat["variant"] == variant]
+        out[name] = tables.spread(sweep, repeat, keys)
+    return out
+
+
+def _frame(directory: Path, experiment: str) -> Any:
+    import pandas as pd
+
+    if not (Path(directory) / f"{experiment}.csv").is_file():
+        return pd.DataFrame()
+    return load_results(Path(directory), experiment)[0]
+
+
+def best_per_problem(directory: Path) -> Any:
+    """Per recorded problem (pandas): its key, filter size, batch, channels, GFLOP, intensity, convkit's best
+    time and kernel, the best library's time and name, and the speed-up (library over convkit)."""
+    import pandas as pd
+
+    rows = dispatch.recorded_candidates(directory)
+    out = []
+    for key, group in rows.groupby("key"):
+        mine, theirs = group[group["impl"] == "convkit"], group[group["impl"] != "convkit"]
+        if mine.empty or theirs.empty:
+            continue
+        best_mine, best_theirs = mine.loc[mine["us"].idxmin()], theirs.loc[theirs["us"].idxmin()]
+        p = dispatch.problem_of(key)
+        out.append({"key": key, "R": p.r, "N": p.n, "C": p.c, "gflop": p.flops / 1e9,
+                    "intensity": p.arithmetic_intensity, "convkit_us": float(best_mine["us"]),
+                    "kernel": str(best_mine["variant"]), "library_us": float(best_theirs["us"]),
+                    "library": f"{best_theirs['impl']} {best_theirs['variant']}",
+                    "speedup": float(best_theirs["us"]) / float(best_mine["us"])})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def roofline_points(best: Any) -> list[tuple[str, float, float, str]]:
+    """(label, FLOP/byte, GFLOP/s, kind) of every problem twice, unlabelled: convkit's best kernel and the best
+    library."""
+    points = []
+    for r in best.itertuples():
+        flops = r.gflop * 1e9
+        points.append(("", r.intensity, flops / (r.convkit_us * 1e3), "convkit's best kernel"))
+        points.append(("", r.intensity, flops / (r.library_us * 1e3), "best library"))
+    return points
+
+
+def _bucket(value: int, buckets: tuple[tuple[int, int, str], ...]) -> str:
+    return next(name for low, high, name in buckets if low <= value <= high)
+
+
+def win_map(best: Any) -> Any:
+    """Where convkit's kernels win (pandas): per filter size and channel bucket (rows) and batch bucket
+    (columns), "faster on x of y", and the kernel that wins most there."""
+    import pandas as pd
+
+    def bucketed(values: Any, buckets: tuple[tuple[int, int, str], ...]) -> Any:
+        names = [name for _, _, name in buckets]
+        return pd.Categorical([_bucket(v, buckets) for v in values], categories=names, ordered=True)
+
+    def cell(group: Any) -> str:
+        wins = group[group["speedup"] > 1]
+        top = f" ({wins['kernel'].mode().iloc[0]})" if len(wins) else ""
+        return f"{len(wins)} of {len(group)}{top}"
+
+    frame = best.assign(batch=bucketed(best["N"], BATCH_BUCKETS), channels=bucketed(best["C"], CHANNEL_BUCKETS))
+    cells = frame.groupby(["R", "channels", "batch"], observed=True)[["speedup", "kernel"]].apply(cell)
+    table = cells.unstack("batch").reindex(columns=frame["batch"].cat.categories).fillna("")
+    table = table.rename(index=lambda r: f"{r}x{r}", level="R")
+    return table.rename_axis(index=["filter", "channels"], columns=None)
+
+
+def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
+    """Per network and batch (pandas): forward time in PyTorch and patched, on the GPU and on the wall clock,
+    the speed-ups, the layers in convkit's kernels and their share of the convolution time, and the errors."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    ok = frame[frame["status"] == "ok"]
+    rows = []
+    for _, group in ok.groupby("label", sort=False):
+        t = {(r.impl, r.variant): r for r in group.itertuples()}
+        if len(t) < 4:
+            continue
+        ck, pt = t["convkit", "gpu"], t["pytorch", "gpu"]
+        ms = {k: float(v.time_ms_median) for k, v in t.items()}
+        rows.append({"network": ck.network, "batch": int(ck.batch),
+                     "PyTorch GPU (ms)": ms["pytorch", "gpu"], "patched GPU (ms)": ms["convkit", "gpu"],
+                     "GPU speed-up": ms["pytorch", "gpu"] / ms["convkit", "gpu"],
+                     "PyTorch wall (ms)": ms["pytorch", "wall"], "patched wall (ms)": ms["convkit", "wall"],
+                     "wall speed-up": ms["pytorch", "wall"] / ms["convkit", "wall"],
+                     "layers in convkit": f"{int(ck.convkit_layers)} of {int(ck.conv_layers)}",
+                     "share of conv time": float(ck.convkit_share),
+                     "worst layer error": float(ck.worst_layer_err), "layers over the bar": int(ck.layers_over_bar),
+                     "features error (patched)": float(ck.rel_err),
+                     "features error (PyTorch)": float(pt.rel_err)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def networks_across_gpus() -> Any:
+    """The networks on every GPU that recorded them, one column group per GPU (pandas): the patched copy's
+    speed-up over PyTorch on the GPU and on the wall clock; empty where fewer than two GPUs recorded them."""
+    import pandas as pd
+
+    from convkit.book import chapter
+
+    columns = []
+    for gpu, found in chapter.recordings(inference.EXPERIMENT):
+        table = networks_table(found.directory, found.experiment)
+        if table.empty:
+            continue
+        table = table.set_index(["network", "batch"])
+        columns.append(table[["GPU speed-up", "wall speed-up"]].add_prefix(f"{gpu}: "))
+    if len(columns) < 2:
+        return pd.DataFrame()
+    return pd.concat(columns, axis=1, join="inner").reset_index()
+
+
+def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
+    """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
+    (PyTorch tensors in and out), in microseconds, and the host cost's ratio."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    ok = tables.timed(frame)
+    rows = []
+    for label, group in ok.groupby("label", sort=False):
+        us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
+        if len(us) < 4:
+            continue
+        first = group.iloc[0]
+        rows.append({"layer": f"{label} p{first['pad']}", "convkit GPU (us)": us["convkit", "gpu"],
+                     "PyTorch GPU (us)": us["pytorch", "gpu"], "convkit host (us)": us["convkit", "host_per_call"],
+                     "PyTorch host (us)": us["pytorch", "host_per_call"],
+                     "host ratio": us["convkit", "host_per_call"] / us["pytorch", "host_per_call"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:
+    """The median TFLOP/s (direct-method FLOPs) of cuDNN in each precision on the large layers, by label."""
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return {}
+    ok = tables.timed(frame)
+    names = {"fp32": "cuDNN FP32", "tf32": "cuDNN TF32", "fp16": "cuDNN FP16"}
+    return {f"{names[v]} (median, large layers)": float(g["gflops"].astype(float).median()) / 1e3
+            for v, g in ok.groupby("variant")}  # fmt: skip
+
+
+def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
+                 spread: dict[str, dict[str, float]] | None = None) -> list[str]:  # fmt: skip
+    """The chapter's result box: what the op claims, what was measured, the verdict; ``spread`` (from
+    :func:`spreads`) makes differences within the run-to-run spread (its 95th percentile) ties."""
+    tie = {name: float(s["p95"]) if s["cases"] else 0.0 for name, s in (spread or {}).items()}
+    out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
+           "convkit.op.patch.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
+           "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
+    if not best.empty:
+        out.append(f"**Every chapter's problems**: convkit's best kernel is faster than the best library on "
+                   f"{int((best['speedup'] > 1).sum())} of {len(best)} (geometric mean "
+                   f"{tables.geomean(best['speedup']):.2f}x); the op runs the faster of the two.")  # fmt: skip
+    verdict = []
+    if not networks.empty:
+        one = networks[networks["batch"] == 1]
+        out.append(f"**Networks at batch 1**: GPU time {one['GPU speed-up'].min():.2f}x to "
+                   f"{one['GPU speed-up'].max():.2f}x PyTorch's; wall clock {one['wall speed-up'].min():.2f}x to "
+                   f"{one['wall speed-up'].max():.2f}x. At every batch, GPU time {networks['GPU speed-up'].min():.2f}x "
+                   f"to {networks['GPU speed-up'].max():.2f}x.")  # fmt: skip
+        out.append(f"**Correctness**: {int(networks['layers over the bar'].sum())} patched layers over their bar "
+                   f"of float64; the worst layer {networks['worst layer error'].max():.1e}.")  # fmt: skip
+        gpu_tie, wall_tie = tie.get("networks gpu", 0.0), tie.get("networks wall", 0.0)
+        if gpu_tie or wall_tie:
+            out.append(f"**Run-to-run spread**: a sample measured again in a fresh process moved by up to "
+                       f"{100 * gpu_tie:.1f}% on the GPU and {100 * wall_tie:.1f}% on the wall clock (95th "
+                       f"percentile); differences within it are ties.")  # fmt: skip
+        slower = networks[networks["GPU speed-up"] < 1 - gpu_tie]
+        tied = networks[(networks["GPU speed-up"] < 1) & (networks["GPU speed-up"] >= 1 - gpu_tie)]
+        if len(tied):
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+                              for _, r in tied.iterrows())  # fmt: skip
+            out.append(f"**Ties**: {named}, within the spread: no slower and no faster than PyTorch.")
+        if len(slower):
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+                              for _, r in slower.iterrows())  # fmt: skip
+            verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
+        slower_wall = one[one["wall speed-up"] < 1 - wall_tie]["network"].tolist()
+        if slower_wall:
+            many = len(slower_wall) > 1
+            verdict.append(f"at batch 1 the GPU time is shorter for every network, but {' and '.join(slower_wall)} "
+                           f"{'wait' if many else 'waits'} longer on the wall clock, by more than the spread: "
+                           f"{'their' if many else 'its'} many small layers are host-bound, and a call from Python "
+                           "costs more than PyTorch's own dispatch")  # fmt: skip
+    if not host.empty:
+        host_tie = tie.get("host", 0.0)
+        at_or_below = int((host["host ratio"] <= 1 + host_tie).sum())
+        within = f" (or within the run-to-run spread of {100 * host_tie:.0f}%)" if host_tie else ""
+        out.append(f"**Host cost per call**: median {host['convkit host (us)'].median():.0f} us against "
+                   f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's{within} on "
+                   f"{at_or_below} of {len(host)} layers.")  # fmt: skip
+        if at_or_below < len(host):
+            verdict.append(f"the host cost is above PyTorch's{' by more than the spread' if host_tie else ''} on "
+                           f"{len(host) - at_or_below} of {len(host)} layers (those that run cuBLAS, Winograd's four "
+                           "launches, or scratch too large to keep between calls)")  # fmt: skip
+    if lines:
+        text = ", ".join(f"{name.split(' (')[0]} {tflops:.0f}" for name, tflops in lines.items())
+        out.append(f"**Where FP32 stands**: median TFLOP/s of PyTorch's cuDNN on the large layers: {text}.")
+    if verdict:
+        text = "; ".join(verdict)
+        out.append(f"**Verdict**: partly held. {text[0].upper()}{text[1:]}.")
+    return out
+
+
+if __name__ == "__main__":  # python -m convkit.papers.summary.chapter repeat <results folder>: the repeated sample
+    import sys
+
+    if sys.argv[1:2] != ["repeat"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m convkit.papers.summary.chapter repeat <results folder>")
+    measure_repeat(Path(sys.argv[2]))

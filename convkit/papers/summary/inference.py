@@ -1,0 +1,274 @@
+"""Whole networks with their convolutions in convkit: ``results/<gpu>/networks.csv``.
+
+torchvision's AlexNet, VGG19, ResNet-50, GoogLeNet and SqueezeNet 1.0 with random weights (nothing
+downloaded), in inference at batch 1, 8, 32 and 256 on 224x224 images, each as PyTorch runs it (FP32, TF32
+off, cuDNN autotuned) and patched by :func:`convkit.op.patch.patch`. Per network and batch, for each of
+``pytorch`` and ``convkit``:
+
+- ``gpu``: one forward's GPU time, the study's timing (CUDA events, the stream held while the host
+  enqueues, median of repeats); ``wall``: one forward's wall time, synchronized, median (what a caller
+  waits, host cost included; PyTorch and convkit take turns);
+- ``rel_err``: the features the classifier reads, against the same network in float64 (random logits
+  alone would hide a wrong convolution);
+- for ``convkit``: every patched layer checked against a float64 convolution of its own input (the direct
+  bar, the transform bar where a transform method runs it), how many layers ran a convkit kernel, and their
+  share of the convolution layers' GPU time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.libs.pytorch import cupy_stream
+from convkit.study.results import ResultStore, error_text, timing_columns
+
+EXPERIMENT = "networks"
+#: torchvision's constructor and the module whose input is the features, per network.
+NETWORKS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "AlexNet": ("alexnet", {}, "classifier"),
+    "VGG19": ("vgg19", {}, "classifier"),
+    "ResNet-50": ("resnet50", {}, "fc"),
+    "GoogLeNet": ("googlenet", {"aux_logits": False, "init_weights": True}, "fc"),
+    "SqueezeNet": ("squeezenet1_0", {}, "classifier"),
+}
+BATCHES = (1, 8, 32, 256)
+IMAGE = 224
+COLUMNS = ("experiment", "label", "network", "batch", "impl", "variant", "status", "time_ms_median", "time_ms_min",
+           "time_ms_max", "reps", "rel_err", "conv_layers", "convkit_layers", "convkit_share", "worst_layer_err",
+           "layers_over_bar", "note", "run_id")  # fmt: skip
+KEY_COLUMNS = ("label", "impl", "variant")
+IMPLS, VARIANTS = ("pytorch", "convkit"), ("gpu", "wall")
+TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 50, "budget_ms": 400.0}
+WALL_REPS = 30
+
+
+def labels() -> list[str]:
+    """``<network>-<batch>`` of every measurement, in the order they run."""
+    return [f"{network}-{batch}" for batch in BATCHES for network in NETWORKS]
+
+
+def _model(network: str) -> Any:
+    import torch
+    import torchvision
+
+    name, options, _ = NETWORKS[network]
+    torch.manual_seed(0)
+    return getattr(torchvision.models, name)(weights=None, **options).cuda().eval()
+
+
+def _features(model: Any, network: str, x: Any) -> Any:
+    """What the classifier of ``model`` reads on ``x``, flattened."""
+    head = model.get_submodule(NETWORKS[network][2])
+    seen: list[Any] = []
+    handle = head.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().flatten(1)))
+    try:
+        model(x)
+    finally:
+        handle.remove()
+    return seen[0]
+
+
+def _relative_error(got: Any, ref: Any) -> float:
+    return float((got.double() - ref).norm() / ref.norm())
+
+
+def _problem(conv: Any, x: Any) -> ConvProblem:
+    n, c, h, w = x.shape
+    m, _, r, s = conv.weight.shape
+    return ConvProblem(n, c, h, w, m, r, s, pad=int(conv.padding[0]), stride=int(conv.stride[0]))
+
+
+def _transform(problem: ConvProblem) -> bool:
+    """Whether ``problem`` runs a transform method in convkit.conv2d (or PyTorch's own choice, unknown)."""
+    from convkit.op.conv import implementation
+
+    choice = implementation(problem)
+    return choice.impl == "pytorch" or any(t in choice.variant.lower() for t in ("winograd", "fft"))
+
+
+def _in_convkit(problem: ConvProblem) -> bool:
+    from convkit.op.conv import implementation
+
+    return implementation(problem).impl == "convkit"
+
+
+def _patched_modules(model: Any) -> list[tuple[str, Any]]:
+    return [(name, m) for name, m in model.named_modules() if hasattr(m, "runs_in_convkit")]
+
+
+def check_layers(model: Any, x: Any) -> tuple[float, int, list[str]]:
+    """Run ``model`` on ``x`` and check every patched layer's output against a float64 convolution of its own
+    input: (worst relative error, layers over their bar, the names of those layers)."""
+    import torch
+
+    worst, over = 0.0, []
+
+    def hook(name: str) -> Callable[..., None]:
+        def check(module: Any, args: tuple[Any, ...], out: Any) -> None:
+            nonlocal worst
+            conv, inp = module.original, args[0]
+            ref = torch.nn.functional.conv2d(inp.double(), conv.weight.double(), None if conv.bias is None else
+                                             conv.bias.double(), stride=conv.stride, padding=conv.padding)  # fmt: skip
+            if hasattr(module, "pool"):
+                ref = module.pool(torch.relu(ref))
+            err = _relative_error(out, ref)
+            worst = max(worst, err)
+            problem = _problem(conv, inp)
+            if err >= (TRANSFORM_TOLERANCE if _transform(problem) else DIRECT_TOLERANCE):
+                over.append(f"{name} {err:.1e}")
+
+        return check
+
+    handles = [m.register_forward_hook(hook(name)) for name, m in _patched_modules(model)]
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return worst, len(over), over
+
+
+def convolution_share(model: Any, x: Any) -> tuple[int, int, float]:
+    """(convolution layers, those in a convkit kernel, their share of the convolution layers' GPU time) on one
+    forward of the patched ``model``: CUDA events around each layer, the stream held while it is enqueued."""
+    import torch
+
+    from convkit.cuda.timing import CudaEventClock
+
+    wrapped = {id(m.original) for m in model.modules() if hasattr(m, "runs_in_convkit")}  # inside a patched layer
+    layers = [m for m in model.modules()
+              if (type(m) is torch.nn.Conv2d or hasattr(m, "runs_in_convkit")) and id(m) not in wrapped]  # fmt: skip
+    marks: list[tuple[Any, Any, Any]] = []
+    handles = []
+    for m in layers:
+        handles.append(m.register_forward_pre_hook(lambda mod, args: marks.append((mod, args[0], _event()))))
+        handles.append(m.register_forward_hook(lambda mod, args, out: marks.append((mod, None, _event()))))
+    try:
+        with cupy_stream():
+            clock = CudaEventClock()
+            clock.hold(300.0)
+            model(x)
+            torch.cuda.synchronize()
+    finally:
+        for h in handles:
+            h.remove()
+    total = mine = 0.0
+    convkit_layers = 0
+    stack: list[tuple[Any, Any, Any]] = []
+    for mod, inp, event in marks:
+        if inp is not None:
+            stack.append((mod, inp, event))
+            continue
+        _, inp, start = stack.pop()
+        ms = start.elapsed_time(event)
+        total += ms
+        if hasattr(mod, "runs_in_convkit") and _in_convkit(_problem(mod.original, inp)):
+            mine += ms
+            convkit_layers += 1
+    return len(layers), convkit_layers, mine / total if total else 0.0
+
+
+def _event() -> Any:
+    import torch
+
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
+
+
+def _wall_ms(forwards: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Milliseconds of wall clock per forward (synchronized before and after), :data:`WALL_REPS` of each of
+    ``forwards``, taking turns (:func:`convkit.cuda.timing.in_turns`)."""
+    import torch
+
+    from convkit.cuda.timing import in_turns
+
+    def synchronized(forward: Callable[[], Any]) -> float:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        forward()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) * 1e3
+
+    return in_turns(forwards, synchronized, WALL_REPS)
+
+
+def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
+    """The rows of ``network`` at ``batch`` (see the module doc)."""
+    import torch
+
+    from convkit.cuda.timing import CudaEventClock, Timing, benchmark
+    from convkit.op.patch import patch
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    label = f"{network}-{batch}"
+    base = {"label": label, "network": network, "batch": batch}
+    with torch.no_grad():
+        model = _model(network)
+        x = torch.randn(batch, 3, IMAGE, IMAGE, device="cuda")
+        reference = _features(copy.deepcopy(model).double(), network, x.double())
+        patched = copy.deepcopy(model)
+        outcome = patch(patched)
+        note = f"{sum(v.startswith('convkit') for v in outcome.values())} of {len(outcome)} convolutions patched"
+        worst, over, names = check_layers(patched, x)
+        layers, in_convkit, share = convolution_share(patched, x)
+        walls = _wall_ms({"pytorch": lambda net=model: net(x), "convkit": lambda net=patched: net(x)})
+        for impl, net in (("pytorch", model), ("convkit", patched)):
+            error = _relative_error(_features(net, network, x), reference)
+            with cupy_stream():
+                gpu = benchmark(lambda net=net: net(x), clock=CudaEventClock(), **TIMING)
+            wall = Timing(tuple(walls[impl]))
+            extra: dict[str, Any] = {}
+            if impl == "convkit":
+                extra = {"conv_layers": layers, "convkit_layers": in_convkit, "convkit_share": f"{share:.4f}",
+                         "worst_layer_err": error_text(worst), "layers_over_bar": over,
+                         "note": "; ".join([note, *names])[:500]}  # fmt: skip
+            for variant, timing in (("gpu", gpu), ("wall", wall)):
+                yield (
+                    base
+                    | {"impl": impl, "variant": variant, "status": "ok", "rel_err": error_text(error)}
+                    | (timing_columns(timing) | extra)
+                )
+        del reference, patched, model
+        torch.cuda.empty_cache()
+
+
+def measure(directory: Path | None = None, *, only: list[str] | None = None, experiment: str = EXPERIMENT,
+            progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
+    """Measure every network and batch (``only``: those labels) into ``<directory>/<experiment>.csv``, resuming
+    what is there; a failing one is recorded with its error and the rest go on. Returns the directory."""
+    from convkit.bench.measure import gpu_results_dir
+    from convkit.study import provenance
+
+    directory = gpu_results_dir(directory)
+    store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
+    done = {k[0] for k in store.done_keys()}
+    for label in labels():
+        if label in done or (only and label not in only):
+            continue
+        network, batch = label.rsplit("-", 1)
+        if progress:
+            progress(label)
+        try:
+            rows = list(measure_network(network, int(batch)))
+        except Exception as exc:  # recorded, and the rest go on
+            note = f"{type(exc).__name__}: {exc}"[:500]
+            rows = [{"label": label, "network": network, "batch": batch, "impl": impl, "variant": variant,
+                     "status": "error", "note": note} for impl in IMPLS for variant in VARIANTS]  # fmt: skip
+        for row in rows:
+            store.append(row)
+    return directory
+
+
+if __name__ == "__main__":  # python -m convkit.papers.summary.inference [labels...]: into results/<this GPU>
+    import sys
+
+    measure(only=sys.argv[1:] or None)

@@ -1,0 +1,119 @@
+"""What ``convkit.conv2d`` costs the host per call, beside PyTorch's ``conv2d``: ``results/<gpu>/conv2d_overhead.csv``.
+
+Per layer, for ``convkit`` and ``pytorch`` (PyTorch tensors in and out, TF32 off, cuDNN autotuned):
+
+- ``host_per_call``: the wall time of :data:`CALLS` calls queued behind a kernel that holds the stream,
+  divided by :data:`CALLS`. The GPU is busy holding, so nothing waits on it: this is pure host cost (argument
+  checks, dispatch, conversions, the launches). convkit and PyTorch take turns, so that a busy moment of the
+  host falls on both.
+- ``gpu``: the GPU time of one call, CUDA events after warm-up, median of repeats (the study's timing).
+
+Layers: small ones, where the host sets the pace, and large ones, where the GPU does (:func:`layers`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from convkit.bench.measure import fixed_sweep
+from convkit.core.problem import ConvProblem
+from convkit.libs.pytorch import cupy_stream
+from convkit.study.results import Case
+
+EXPERIMENT = "conv2d_overhead"
+#: Calls queued per host-cost measurement, and how long the stream is held while they are queued.
+CALLS, HOLD_MS = 200, 100.0
+#: How many times each host-cost measurement is repeated (the median is recorded).
+HOST_REPEATS = 9
+
+
+def layers() -> list[ConvProblem]:
+    """Twenty-four layers: the study's small layers at batch 1 (where launch cost dominates) and large ones."""
+    same = ConvProblem.same
+    small = [same(1, c, h, h, m, r) for c, h, m, r in ((832, 7, 32, 1), (256, 14, 1024, 1), (64, 56, 64, 1),
+             (192, 7, 384, 3), (384, 13, 384, 3), (48, 7, 128, 5), (64, 56, 64, 3), (256, 28, 128, 3),
+             (16, 28, 32, 5), (96, 27, 256, 5), (1, 224, 64, 3), (1, 1024, 32, 5))]  # fmt: skip
+    large = [same(n, c, h, h, m, r) for n, c, h, m, r in ((32, 256, 56, 256, 3), (64, 1024, 14, 256, 1),
+             (64, 96, 27, 256, 5), (8, 64, 224, 64, 3), (32, 128, 112, 128, 3), (256, 512, 7, 2048, 1),
+             (16, 512, 28, 512, 3), (128, 64, 56, 256, 1), (32, 192, 28, 96, 5), (64, 256, 14, 256, 3),
+             (8, 256, 56, 256, 3), (1, 256, 224, 256, 5))]  # fmt: skip
+    return small + large
+
+
+CASES = [Case(impl, variant) for impl in ("convkit", "pytorch") for variant in ("host_per_call", "gpu")]
+
+
+def _calls(problem: ConvProblem) -> dict[str, Callable[[], Any]]:
+    """One call of each implementation on fresh PyTorch tensors (no gradient)."""
+    import torch
+
+    from convkit.op.conv import conv2d
+
+    x = torch.randn(problem.input_shape, device="cuda")
+    w = torch.randn(problem.filter_shape, device="cuda")
+    b = torch.randn((problem.m,), device="cuda")
+    s, p = problem.stride, problem.pad
+    return {"convkit": lambda: conv2d(x, w, b, stride=s, padding=p),
+            "pytorch": lambda: torch.nn.functional.conv2d(x, w, b, stride=s, padding=p)}  # fmt: skip
+
+
+def host_per_call_ms(calls: dict[str, Callable[[], Any]], hold: Callable[[float], None]) -> dict[str, list[float]]:
+    """Milliseconds of host time per call of each of ``calls``, :data:`HOST_REPEATS` times: :data:`CALLS` calls
+    queued behind ``hold`` (which keeps the stream busy for :data:`HOLD_MS`), wall clock divided by the calls.
+    The implementations take turns, after an untimed round (:func:`convkit.cuda.timing.in_turns`)."""
+    import torch
+
+    from convkit.cuda.timing import in_turns
+
+    def queued(call: Callable[[], Any]) -> float:
+        torch.cuda.synchronize()
+        hold(HOLD_MS)
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            call()
+        taken = (time.perf_counter() - start) * 1e3 / CALLS
+        torch.cuda.synchronize()
+        return taken
+
+    return in_turns(calls, queued, HOST_REPEATS, untimed_rounds=1)
+
+
+def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]:
+    """The rows of ``todo`` on ``problem`` (see the module doc), on PyTorch's current stream."""
+    import torch
+
+    from convkit.cuda.timing import CudaEventClock, Timing, benchmark
+    from convkit.study.results import make_row
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    calls = _calls(problem)
+    rows = []
+    with torch.no_grad(), cupy_stream():
+        clock = CudaEventClock()
+        for call in calls.values():  # first calls: compile, autotune, dispatch
+            call()
+        torch.cuda.synchronize()
+        hosted = [case.impl for case in todo if case.variant == "host_per_call"]
+        host = host_per_call_ms({impl: calls[impl] for impl in hosted}, clock.hold)
+        for case in todo:
+            if case.variant == "host_per_call":
+                timing = Timing(tuple(host[case.impl]))
+            else:
+                timing = benchmark(calls[case.impl], clock=clock)
+            rows.append(make_row(problem, case, status="ok", timing=timing))
+    return rows
+
+
+#: Measure ``problems`` (default :func:`layers`) into ``<directory>/<experiment>.csv``, resuming.
+measure = fixed_sweep(EXPERIMENT, layers, CASES, measure_rows)
+
+
+if __name__ == "__main__":  # python -m convkit.papers.summary.overhead [results folder]
+    import sys
+
+    measure(Path(sys.argv[1]) if len(sys.argv) > 1 else None)

@@ -1,0 +1,75 @@
+"""Provenance: which GPU, driver, toolkit, libraries and code produced a set of results."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from convkit.cuda.timing import TIMING_METHOD
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def convkit_commit() -> str:
+    """The commit measured: ``$CONVKIT_COMMIT`` (set where the tree travels without .git), else git's.
+
+    A ``+dirty`` suffix marks uncommitted changes to tracked files.
+    """
+    if env := os.environ.get("CONVKIT_COMMIT"):
+        return env
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_REPO, capture_output=True, text=True,
+                             check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
+        return out.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def collect() -> dict[str, Any]:
+    """Everything a results file must say about where it came from. Needs the GPU."""
+    from convkit._version import __version__
+    from convkit.core.gpu import compute_capability, device_name, require_cupy
+    from convkit.libs import cudnn, pytorch
+    from convkit.libs import cvcuda as cvcuda_filter
+
+    cupy = require_cupy()
+    major, minor = compute_capability()
+    nvrtc = cupy.cuda.nvrtc.getVersion()
+    return {
+        "gpu": device_name(),
+        "compute_capability": f"{major}.{minor}",
+        "driver": _driver_version(),
+        "cuda_driver_api": _cuda_version(cupy.cuda.runtime.driverGetVersion()),
+        "cuda_runtime": _cuda_version(cupy.cuda.runtime.runtimeGetVersion()),
+        "nvrtc": f"{nvrtc[0]}.{nvrtc[1]}",
+        "cupy": cupy.__version__,
+        "cudnn": cudnn.version() or "not found",
+        "cudnn_origin": cudnn.library_origin(),
+        "pytorch": pytorch.version() or "not installed",
+        "cvcuda": cvcuda_filter.version() or "not installed",
+        "convkit": __version__,
+        "convkit_commit": convkit_commit(),
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "timing_method": TIMING_METHOD,
+    }

@@ -1,0 +1,106 @@
+"""The roofline every chapter measures against: the ceilings' headline numbers, floors, the launch floor.
+
+:func:`ceilings_summary` reads the ceilings experiment (notebook 00) into numbers; :func:`floor_us`
+is the least time a convolution can take on that GPU: its minimal traffic at the copy bandwidth or
+its FLOPs at the FMA peak, whichever is longer, plus the launch floor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+
+#: The ceilings experiment (``results/<gpu>/ceilings.csv``).
+CEILINGS_EXPERIMENT = "ceilings"
+#: Launch cost added to the roofline floor (microseconds) where the ceilings record no launch floor.
+LAUNCH_US = 3.0
+#: FP32 lanes per SM by compute capability (CUDA C++ Programming Guide, arithmetic throughput table).
+FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
+                     (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
+
+#: Colab's Tesla T4 by its datasheet (no T4 measured here): GDDR6 bandwidth and FP32 peak at the boost clock.
+T4_DATASHEET = {"copy_gbps": 320.0, "fma_tflops": 8.1}
+
+
+def slowdown_range(ceilings: dict[str, float], other: dict[str, float] = T4_DATASHEET) -> tuple[float, float]:
+    """How many times longer work measured under ``ceilings`` would take on a GPU with ``other``'s bandwidth and
+    FP32 rate: (the smaller, the larger) of the two ratios, for compute-bound and memory-bound work."""
+    ratios = (ceilings["copy_gbps"] / other["copy_gbps"], ceilings["fma_tflops"] / other["fma_tflops"])
+    return min(ratios), max(ratios)
+
+
+def latency_curve(frame: Any) -> Any:
+    """The pointer-chase rows as (footprint_bytes, cycles), sorted by footprint."""
+    import pandas as pd
+
+    rows = frame[(frame["metric"] == "load_latency") & (frame["status"] == "ok")]
+    curve = pd.DataFrame({"footprint_bytes": [json.loads(p)["footprint_bytes"] for p in rows["params"]],
+                          "cycles": rows["value"].astype(float).to_numpy()})  # fmt: skip
+    return curve.sort_values("footprint_bytes").reset_index(drop=True)
+
+
+def ceilings_summary(frame: Any) -> dict[str, float]:
+    """The headline ceilings as numbers: copy GB/s, FMA and SGEMM TFLOP/s, SMs, clocks, latencies, and
+    ``launch_us`` (an empty kernel's time) where the results record it."""
+    ok = frame[frame["status"] == "ok"]
+
+    def value(metric: str) -> float:
+        rows = ok[ok["metric"] == metric]
+        return float(rows["value"].iloc[0]) if len(rows) else float("nan")
+
+    latency = latency_curve(frame)
+    l2 = value("l2_cache")
+    dram = latency[latency["footprint_bytes"] >= 4 * l2]
+    in_l2 = latency[(latency["footprint_bytes"] <= l2 / 4) & (latency["footprint_bytes"] > 2**20)]
+    out = {
+        "sm_count": value("sm_count"),
+        "sm_clock_mhz": value("sm_clock_measured"),
+        "l2_bytes": l2,
+        "shared_memory_per_sm": value("shared_memory_per_sm"),
+        "copy_gbps": value("copy_bandwidth"),
+        "fma_tflops": value("fp32_fma_peak"),
+        "sgemm_tflops": value("sgemm"),
+        "fp32_lanes_per_sm": value("fp32_lanes_per_sm"),
+        "dram_latency_cycles": float(dram["cycles"].iloc[0]) if len(dram) else float("nan"),
+        "l2_latency_cycles": float(in_l2["cycles"].iloc[-1]) if len(in_l2) else float("nan"),
+    }
+    if not math.isnan(launch := value("launch_floor")):  # older ceilings files lack it
+        out["launch_us"] = launch
+    out["fp32_theoretical_tflops"] = out["sm_count"] * out["fp32_lanes_per_sm"] * 2 * out["sm_clock_mhz"] / 1e6
+    out["ridge_flops_per_byte"] = out["sgemm_tflops"] * 1e3 / out["copy_gbps"]
+    return out
+
+
+def recorded_ceilings(directory: Path) -> dict[str, float] | None:
+    """:func:`ceilings_summary` of ``<directory>/ceilings.csv``, or None where none is recorded."""
+    from convkit.study.results import load_results
+
+    if not (Path(directory) / f"{CEILINGS_EXPERIMENT}.csv").is_file():
+        return None
+    return ceilings_summary(load_results(Path(directory), CEILINGS_EXPERIMENT)[0])
+
+
+def launch_us(ceilings: dict[str, float]) -> float:
+    """The floors' launch term: the measured launch floor (``ceilings["launch_us"]``) where recorded, else
+    :data:`LAUNCH_US`."""
+    return ceilings.get("launch_us", LAUNCH_US)
+
+
+def launch_text(ceilings: dict[str, float]) -> str:
+    """The floors' launch term in words, for the chapters: measured, or the assumed :data:`LAUNCH_US`."""
+    if "launch_us" in ceilings:
+        return f"The floors' launch: {ceilings['launch_us']:.1f} us, an empty kernel measured in notebook 00."
+    return (f"The floors' launch: {LAUNCH_US:.0f} us, assumed: these ceilings record no launch floor "
+            "(notebook 00 measures one where it runs on a GPU).")  # fmt: skip
+
+
+def floor_us(problem: ConvProblem, ceilings: dict[str, float]) -> float:
+    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the FMA peak, whichever
+    is longer, plus the launch (:func:`launch_us`)."""
+    memory = problem.min_bytes / (ceilings["copy_gbps"] * 1e3)
+    compute = problem.flops / (ceilings["fma_tflops"] * 1e6)
+    return max(memory, compute) + launch_us(ceilings)

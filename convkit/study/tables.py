@@ -1,0 +1,120 @@
+"""The chapters' shared numbers: fastest per problem, the best library, speed-ups, shares, means.
+
+Every chapter turns its sweep's rows into one row per problem with :func:`problem_table`, under one
+column-naming rule:
+
+- ``<variant>_us``, ``params_<variant>``: a convkit variant's fastest correct time and its knobs;
+- ``best_cudnn``, ``best_cudnn_us``: the fastest correct cuDNN forward algorithm;
+- ``pytorch_us``: PyTorch's autotuned cuDNN;
+- ``best_lib``, ``best_lib_us``: the fastest correct library case of any kind (cuDNN, PyTorch, peers);
+- ``floor_us``: the roofline floor (:func:`convkit.study.roofline.floor_us`), where ceilings are given;
+- ``speedup_<variant>``: the best library's time over the variant's (above 1: convkit is faster);
+  ``cudnn_speedup_<variant>``: the same against the best cuDNN algorithm alone;
+  ``efficiency_<variant>``: the floor over the variant's time.
+
+Only ``ok`` rows count: a case that failed its check or did not run never wins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+from convkit.study.roofline import floor_us
+
+#: Implementations that are not convkit's own kernels.
+CONVKIT = "convkit"
+
+
+def timed(frame: Any) -> Any:
+    """The ``ok`` rows of a results frame with their median time in microseconds (column ``us``)."""
+    ok = frame[frame["status"] == "ok"].copy()
+    ok["us"] = ok["time_ms_median"].astype(float) * 1e3
+    return ok
+
+
+def fastest(rows: Any) -> tuple[str, float]:
+    """(variant, microseconds) of the fastest of ``rows`` (from :func:`timed`), or ("", NaN) if none."""
+    if rows.empty:
+        return "", math.nan
+    best = rows.sort_values("us", kind="stable").iloc[0]
+    return str(best["variant"]), float(best["us"])
+
+
+def geomean(values: Iterable[float]) -> float:
+    """Geometric mean of the positive finite values (NaN when there are none)."""
+    kept = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in kept) / len(kept)) if kept else math.nan
+
+
+def share_faster(speedups: Any) -> float:
+    """Percentage of the measured speed-ups (a pandas Series; NaN left out) above 1."""
+    s = speedups.dropna()
+    return 100.0 * float((s > 1).sum()) / len(s) if len(s) else math.nan
+
+
+def problem_row(group: Any, variants: Sequence[str], ceilings: dict[str, float] | None = None) -> dict[str, Any]:
+    """One problem's numbers (see the module doc) from its :func:`timed` rows."""
+    problem = ConvProblem.from_row(group.iloc[0])
+    mine = group[group["impl"] == CONVKIT]
+    library = group[group["impl"] != CONVKIT]
+    row: dict[str, Any] = {"label": group["label"].iloc[0], "problem": problem}
+    row["best_cudnn"], row["best_cudnn_us"] = fastest(library[library["impl"] == "cudnn"])
+    row["pytorch_us"] = fastest(library[library["impl"] == "pytorch"])[1]
+    row["best_lib"], row["best_lib_us"] = fastest(library)
+    floor = floor_us(problem, ceilings) if ceilings is not None else math.nan
+    if ceilings is not None:
+        row["floor_us"] = floor
+    for variant in variants:
+        rows = mine[mine["variant"] == variant]
+        if rows.empty:
+            continue
+        us = float(rows["us"].min())
+        row[f"{variant}_us"] = us
+        row[f"params_{variant}"] = str(rows["params"].iloc[0])
+        row[f"speedup_{variant}"] = row["best_lib_us"] / us
+        row[f"cudnn_speedup_{variant}"] = row["best_cudnn_us"] / us
+        if ceilings is not None:
+            row[f"efficiency_{variant}"] = floor / us
+    return row
+
+
+def problem_rows(
+    frame: Any, variants: Sequence[str], ceilings: dict[str, float] | None = None, *, where: Any = None
+) -> list[dict[str, Any]]:
+    """:func:`problem_row` for every problem of a results frame, in the order first recorded; ``where``
+    (a function of a :func:`timed` frame giving a boolean Series) keeps some rows first."""
+    ok = timed(frame)
+    if where is not None:
+        ok = ok[where(ok)]
+    return [problem_row(group, variants, ceilings) for _, group in ok.groupby(["label", "pad", "stride"], sort=False)]
+
+
+def status_counts(frame: Any) -> Any:
+    """Per implementation (impl and variant), how many problems ended in each status (``ok`` or why not)."""
+    table = frame.assign(implementation=frame["impl"] + " " + frame["variant"])
+    counts = table.pivot_table(index="implementation", columns="status", values="label", aggfunc="count", sort=False)
+    return counts.fillna(0).astype(int)
+
+
+def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Run-to-run spread of median times: every case of a sample measured again in a fresh process (``repeat``)
+    against the sweep's, as |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched
+    by ``keys`` (default: a sweep row's key)."""
+    from convkit.study.results import KEY_COLUMNS
+
+    if repeat.empty or sweep.empty:
+        return {"cases": 0, "median": math.nan, "p95": math.nan}
+    keys = list(keys or KEY_COLUMNS)
+    a = timed(sweep).set_index(keys)["us"]
+    b = timed(repeat).set_index(keys)["us"]
+    both = a.index.intersection(b.index)
+    ratio = (b.loc[both] / a.loc[both] - 1).abs()
+    return {"cases": len(both), "median": float(ratio.median()), "p95": float(ratio.quantile(0.95))}
+
+
+def ties(speedups: Any, tolerance: float) -> int:
+    """Speed-ups (a pandas Series) within ``tolerance`` (the spread) of 1: neither side is faster."""
+    return int(((speedups - 1).abs() <= tolerance).sum())
