@@ -1,15 +1,17 @@
-"""convkit: a reproducible study of fast GPU convolution.
+"""convkit: fast GPU convolution, and the reproducible study that measures it.
 
-The CPU paths (problem description, float64 reference, results store, plots, compile reports)
-import without CuPy or a GPU; the GPU paths (kernels, cuDNN, timing, ceilings) import CuPy at
-first use and say plainly when it or a device is missing. Each paper's kernels and chapter live in
-``convkit.papers.<name>``; ``convkit.papers.PAPERS`` lists them. ``convkit.conv2d`` runs, per GPU and problem,
-the fastest implementation the study recorded; ``convkit.conv2d_relu_pool`` the fused CNN layer.
+The library: ``convkit.conv2d`` runs, per GPU and problem, the fastest implementation the study checked and
+recorded (one of its kernel families, :mod:`convkit.families`, or a library); ``convkit.conv2d_relu_pool``
+the fused CNN layer; ``convkit.patch`` puts them under a PyTorch model's layers. Importing convkit imports
+neither CuPy nor PyTorch; the GPU paths import CuPy at first use and say plainly when it or a device is
+missing. The study (:mod:`convkit.study`, the chapters in :mod:`convkit.papers`, the book's helpers in
+:mod:`convkit.book`) imports the library, never the other way.
 """
 
 from convkit._version import __version__
 from convkit.core.gpu import GPUUnavailableError, has_gpu
 from convkit.core.problem import ConvProblem
-from convkit.op.conv import conv2d, conv2d_relu_pool
+from convkit.op import conv2d, conv2d_relu_pool
+from convkit.op.patch import patch
 
-__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "conv2d_relu_pool", "has_gpu"]
+__all__ = ["ConvProblem", "GPUUnavailableError", "__version__", "conv2d", "conv2d_relu_pool", "has_gpu", "patch"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import Variant
+from convkit.bench.variant import Variant
 from convkit.core.problem import ConvProblem
 from convkit.papers import PAPERS, names, paper
 
@@ -76,21 +76,26 @@ def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from convkit.bench import measure
+    from convkit.bench.rows import case_key, row_key
+    from convkit.bench.variant import Kernels
     from convkit.core.gpu import require_cupy
-    from convkit.study.results import ResultStore, case_key, row_key
+    from convkit.papers import tuned_knobs
+    from convkit.study.results import ResultStore, gpu_results_dir
+    from convkit.study.sweep import run_experiment
 
     require_cupy()
     problems = _problems(args)
     timing = {"flush_l2": args.flush_l2}
     variants = _variants(args.variants)
-    kernels = measure.Kernels(tuple(variants))
+    kernels = Kernels(tuple(variants))
+    tuned = tuned_knobs(gpu_results_dir(None))  # each kernel at the launch this GPU's recorded tuning found
     if args.csv:
         csv = Path(args.csv)
-        measure.run_experiment(csv.stem, problems, variants, directory=csv.parent, cudnn=not args.no_cudnn,
-                               timing=timing, progress=None)  # fmt: skip
+        run_experiment(csv.stem, problems, variants, directory=csv.parent, cudnn=not args.no_cudnn, timing=timing,
+                       progress=None, tuned=tuned)  # fmt: skip
         stored = {row_key(r): r for r in ResultStore(csv.parent, csv.stem).rows()}
     for problem in problems:
-        todo = measure.cases(problem, variants, cudnn=not args.no_cudnn)
+        todo = measure.cases(problem, variants, cudnn=not args.no_cudnn, tuned=tuned)
         print(f"\n{problem.label}  N={problem.n} C={problem.c} HxW={problem.h}x{problem.w} M={problem.m} "
               f"RxS={problem.r}x{problem.s} pad={problem.pad} stride={problem.stride}  "
               f"{problem.flops / 1e9:.3f} GFLOP, {problem.min_bytes / 1e6:.2f} MB")  # fmt: skip
@@ -121,9 +126,9 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from convkit.bench.measure import gpu_results_dir
     from convkit.book.chapter import QUICK_SUFFIX
     from convkit.core.gpu import require_cupy
+    from convkit.study.results import gpu_results_dir
 
     require_cupy()
     entry = paper(args.paper)
@@ -172,15 +177,15 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     from convkit.book import chapter
-    from convkit.op import dispatch
+    from convkit.study import shipping
 
     directory = chapter.results_directory("recorded", args.gpu or chapter.DEFAULT_RECORDED_GPU)
     if args.write_table:
-        print(f"dispatch table in {dispatch.write_shipped_table(directory)}")
+        print(f"dispatch table in {shipping.write_shipped_table(directory)}")
     pad: Any = args.pad if args.pad == "same" else int(args.pad)
     for label in args.labels:
         problem = ConvProblem.from_label(label, pad=pad, stride=args.stride)
-        rows = dispatch.explain(problem, directory)
+        rows = shipping.explain(problem, directory)
         print(f"\n{problem.label} pad={problem.pad} stride={problem.stride} on {directory.name}: "
               f"{len(rows)} recorded candidates, fastest first")  # fmt: skip
         print(rows.to_string(index=False) if len(rows) else "  none recorded: convkit.conv2d tunes it on first use")

@@ -18,7 +18,7 @@ for paper in PAPERS:
         print(f"edge launches: {paper.name}", flush=True)
         paper.edge_check()
 if not wanted or "conv2d" in wanted:  # convkit.conv2d: its bias epilogue and its replays
-    from convkit.op import conv as op
+    from convkit.papers.summary import edges
 
     print("edge launches: conv2d", flush=True)
-    op.edge_check()
+    edges.edge_check()

@@ -9,8 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from convkit.bench.rows import Case, make_row
 from convkit.core.problem import ConvProblem
-from convkit.study.results import Case, ResultStore, make_row, sweep
+from convkit.study.results import ResultStore
+from convkit.study.sweep import sweep
 
 PROBLEMS = [ConvProblem.same(1, c, 7, 7, 32, 3) for c in range(1, 11)]
 CASES = [Case("convkit", "direct", "{}"), Case("cudnn", "GEMM"), Case("cudnn", "FFT")]

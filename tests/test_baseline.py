@@ -10,10 +10,10 @@ import pytest
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import Launch
+from convkit.families.baseline.launch import DirectLaunch
 from convkit.papers import baseline
 from convkit.papers.baseline import results as baseline_results
 from convkit.papers.baseline.anchors import ANCHORS, QUICK_ANCHORS, anchors
-from convkit.papers.baseline.direct import DirectLaunch
 from convkit.papers.paper import FINDING_COLUMNS
 from convkit.study.results import load_results
 from convkit.study.tables import status_counts

@@ -10,7 +10,8 @@ import pytest
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import Launch
-from convkit.papers.chang2022 import PAPER, model, multi, problems, single
+from convkit.families.chang2022 import model, multi, single
+from convkit.papers.chang2022 import PAPER, problems
 
 
 def _k(k):

@@ -10,8 +10,9 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.chang2022 import model, multi, problems, single
-from convkit.papers.chang2022.launch import conv2d_multi, conv2d_single
+from convkit.families.chang2022 import model, multi, single
+from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
+from convkit.papers.chang2022 import problems
 
 pytestmark = pytest.mark.gpu
 

@@ -8,10 +8,12 @@ import math
 import pandas as pd
 import pytest
 
+from convkit.bench.rows import params_text
 from convkit.book import chapter
-from convkit.papers.chang2022 import TUNING, multi, problems, single
+from convkit.families.chang2022 import multi, single
+from convkit.papers.chang2022 import TUNING, problems
 from convkit.papers.chang2022 import results as chang_results
-from convkit.study.results import load_results, params_text
+from convkit.study.results import load_results
 
 
 @pytest.fixture(scope="module")

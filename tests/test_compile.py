@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convkit.cuda import compile as ck
-from convkit.papers.cuconv.launch import TILES, tile_shape
+from convkit.families.cuconv.launch import TILES, tile_shape
 
 REAL_SM75_LOG = """\
 ptxas info    : 0 bytes gmem

@@ -7,19 +7,18 @@ import json
 import pytest
 
 from convkit.book.chapter import DEFAULT_RECORDED_GPU
-from convkit.core.paths import results_dir
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import Launch
-from convkit.papers.cuconv import CUCONV_TUNING, CUCONV_VARIANTS
-from convkit.papers.cuconv.launch import (
+from convkit.families.cuconv.launch import (
     MIN_CHANNELS_PER_SPLIT,
     CuconvLaunch,
     CuconvSumLaunch,
     candidates,
     default_knobs,
 )
+from convkit.papers.cuconv import CUCONV_TUNING, CUCONV_VARIANTS
 from convkit.study import networks, tuning
-from convkit.study.results import load_results
+from convkit.study.results import load_results, results_dir
 
 
 def test_threads_cover_a_small_plane_in_whole_warps():

@@ -48,7 +48,7 @@ def _random(cupy, shape):
 def test_variant_matches_reference(shape, variant, knobs):
     import cupy
 
-    from convkit.papers.cuconv.launch import conv2d_cuconv
+    from convkit.families.cuconv.launch import conv2d_cuconv
 
     n, c, h, w, m, r, s, pad, stride = shape
     if knobs.get("splits", 1) > c:
@@ -67,7 +67,7 @@ def test_every_tuning_candidate_matches_reference(label):
     import cupy
 
     from convkit.core.problem import ConvProblem
-    from convkit.papers.cuconv.launch import VARIANTS, candidates, conv2d_cuconv
+    from convkit.families.cuconv.launch import VARIANTS, candidates, conv2d_cuconv
 
     p = ConvProblem.from_label(label)
     x, f = _random(cupy, p.input_shape), _random(cupy, p.filter_shape)
@@ -88,7 +88,7 @@ def test_every_tuning_candidate_matches_reference(label):
 def test_bad_knobs_are_refused_before_launch():
     import cupy
 
-    from convkit.papers.cuconv.launch import conv2d_cuconv
+    from convkit.families.cuconv.launch import conv2d_cuconv
 
     x, f = _random(cupy, (1, 4, 8, 8)), _random(cupy, (3, 4, 3, 3))
     with pytest.raises(ValueError, match="variant must be one of"):

@@ -9,13 +9,12 @@ import pandas as pd
 import pytest
 
 from convkit.book.chapter import DEFAULT_RECORDED_GPU
-from convkit.core.paths import results_dir
 from convkit.core.problem import ConvProblem
 from convkit.papers import cuconv
 from convkit.papers.cuconv import claims
 from convkit.papers.cuconv import results as cr
 from convkit.papers.paper import FINDING_COLUMNS
-from convkit.study.results import load_results
+from convkit.study.results import load_results, results_dir
 
 
 def _frame(rows):

@@ -7,7 +7,7 @@ import pytest
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.baseline.direct import conv2d_direct
+from convkit.families.baseline.launch import conv2d_direct
 
 pytestmark = pytest.mark.gpu
 

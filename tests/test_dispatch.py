@@ -8,28 +8,32 @@ import json
 import pytest
 
 from convkit import __version__
-from convkit.core.paths import results_dir
 from convkit.core.problem import ConvProblem
+from convkit.core.shipped import shipped_path
 from convkit.op import dispatch
+from convkit.papers import PAPERS
+from convkit.study import shipping
+from convkit.study.results import results_dir
 
 GPU = "nvidia-h100-80gb-hbm3"
 MAX_CASE = ConvProblem.same(1, 832, 7, 7, 32, 1)  # cuConv's largest speed-up
 
 
 def test_the_shipped_table_is_the_recorded_results_fastest():
-    recorded = dispatch.table_from_results(results_dir() / GPU)
-    assert dispatch.read_table(dispatch.shipped_table_path(GPU), gpu=GPU) == recorded
+    recorded = shipping.table_from_results(results_dir() / GPU)
+    assert dispatch.read_table(shipped_path(GPU), gpu=GPU) == recorded
     assert len(recorded) > 700
-    choice = recorded[dispatch.key(MAX_CASE)]
-    ranked = dispatch.explain(MAX_CASE, results_dir() / GPU)
+    choice = recorded[MAX_CASE.key]
+    ranked = shipping.explain(MAX_CASE, results_dir() / GPU)
     assert (choice.impl, choice.variant, choice.time_us) == tuple(ranked.iloc[0][["impl", "variant", "us"]])
     assert choice.paper if choice.impl == "convkit" else not choice.paper
     assert list(ranked["us"]) == sorted(ranked["us"])
 
 
 def test_no_fused_layer_is_a_choice_for_a_plain_convolution():
-    candidates = dispatch.recorded_candidates(results_dir() / GPU)
-    assert not set(candidates["paper"]) & dispatch.NOT_CONVOLUTIONS
+    candidates = shipping.recorded_candidates(results_dir() / GPU)
+    assert set(candidates["paper"]) <= {p.name for p in PAPERS if p.convolutions}
+    assert not {p.name for p in PAPERS if not p.convolutions} & set(candidates["paper"])
 
 
 def test_cache_is_per_gpu_and_version_under_xdg(monkeypatch, tmp_path):
@@ -40,7 +44,7 @@ def test_cache_is_per_gpu_and_version_under_xdg(monkeypatch, tmp_path):
 def test_a_tuned_choice_in_the_cache_wins_over_the_shipped_one(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     tuned = dispatch.Choice("convkit", "fp32_igemm", '{"splits":1}', "fp32", 1.0, "tuned")
-    dispatch.write_table(dispatch.cache_path(GPU), GPU, {dispatch.key(MAX_CASE): tuned})
+    dispatch.write_table(dispatch.cache_path(GPU), GPU, {MAX_CASE.key: tuned})
     assert dispatch.lookup(MAX_CASE, GPU) == tuned
     assert not list(tmp_path.rglob("*.tmp")), "written through a temporary file and a rename"
     other = ConvProblem.same(32, 256, 56, 56, 256, 3)
@@ -67,4 +71,4 @@ def test_a_damaged_or_stale_table_is_ignored_with_a_warning(tmp_path, text):
 
 def test_a_key_gives_back_its_problem():
     for problem in (ConvProblem.same(8, 64, 56, 56, 64, 3), ConvProblem(1, 3, 9, 9, 5, 3, 3, pad=0, stride=2)):
-        assert dispatch.problem_of(dispatch.key(problem)) == problem
+        assert ConvProblem.from_key(problem.key) == problem

@@ -11,8 +11,8 @@ import pytest
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import kernel_source
+from convkit.families.fp32 import launch, winograd
 from convkit.papers import fp32
-from convkit.papers.fp32 import launch, winograd
 from convkit.papers.fp32.problem_sets import suites
 
 
@@ -127,8 +127,8 @@ def test_kernels_build_without_spills(arch):
 
 
 def test_chapter_numbers_from_the_recorded_run():
-    from convkit.core.paths import results_dir
     from convkit.papers.fp32 import results
+    from convkit.study.results import results_dir
     from convkit.study.roofline import recorded_ceilings
 
     directory = results_dir() / "nvidia-h100-80gb-hbm3"
@@ -150,8 +150,8 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
 
     import pandas as pd
 
-    from convkit.core.paths import results_dir
     from convkit.papers.fp32 import results
+    from convkit.study.results import results_dir
     from convkit.study.roofline import recorded_ceilings
 
     source = results_dir() / "nvidia-h100-80gb-hbm3"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.bench.measure import CHECK_ONLY, Kernels, measure_problem
+from convkit.bench.measure import CHECK_ONLY, measure_problem
+from convkit.bench.rows import Case, params_text
+from convkit.bench.variant import Kernels
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
+from convkit.families.fp32 import launch
 from convkit.libs import cublas
 from convkit.papers import fp32
-from convkit.papers.fp32 import launch
-from convkit.study.results import Case, params_text
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,7 @@ from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.compile import Launch, kernel_code
-from convkit.papers.chang2022 import multi, single
+from convkit.families.chang2022 import multi, single
 
 EMULATOR = Path(__file__).parent / "cuda_emulator"
 CXX = shutil.which("g++")

@@ -7,9 +7,10 @@ import pytest
 from convkit.bench.measure import cases
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import Launch, find_nvcc, ptxas_report
+from convkit.families.lu2020 import launch as lu2020
+from convkit.families.lu2020 import warp_sim
 from convkit.papers import lu2020 as chapter
-from convkit.papers.lu2020 import launch as lu2020
-from convkit.papers.lu2020 import warp_sim
+from convkit.papers.lu2020 import problems as lu_problems
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
 
@@ -47,16 +48,16 @@ def test_build_options_carry_the_simulated_schedule():
 
 
 def test_chapter_problems():
-    single = lu2020.single_problems()
+    single = lu_problems.single_problems()
     assert len(single) == 18 and {p.r for p in single} == {3, 5, 7}
     assert all(lu2020.is_single_image(p) for p in single)
-    multi = lu2020.multi_problems()
+    multi = lu_problems.multi_problems()
     assert len(multi) == 26 and {p.n for p in multi} == {1, 32} and {p.r for p in multi} == {3}
     assert ConvProblem.same(1, 512, 7, 7, 512, 3) in multi  # ResNet-50 res5 3x3
 
 
 def test_cases_add_the_image_peer_on_single_images_only():
-    image, layer = lu2020.single_problems()[0], lu2020.multi_problems()[0]
+    image, layer = lu_problems.single_problems()[0], lu_problems.multi_problems()[0]
     peers = (chapter.NDIMAGE,)
     image_cases = cases(image, chapter.SINGLE, pytorch=False, peers=peers)
     assert [(c.impl, c.variant) for c in image_cases if c.impl == "cupyx"] == [("cupyx", "ndimage.correlate")]
@@ -192,7 +193,7 @@ def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 @pytest.mark.parametrize("k", [3, 5, 7])
 def test_the_wide_kernel_keeps_its_window_and_outputs_in_registers(k, arch):
-    from convkit.papers.lu2020.launch import LuWideLaunch
+    from convkit.families.lu2020.launch import LuWideLaunch
 
     p = ConvProblem(1, 1, 64, 64, 1, k, k, pad=k // 2)
     (wide,) = [r for r in ptxas_report("lu2020", arch, options=LuWideLaunch().options(p)) if r.kernel == "lu_wide"]
@@ -204,7 +205,7 @@ def test_the_wide_kernel_keeps_its_window_and_outputs_in_registers(k, arch):
     (ConvProblem(1, 2, 16, 16, 1, 3, 3, pad=1), "C = 1"),
 ])  # fmt: skip
 def test_the_wide_launch_names_what_it_cannot_run(problem, named):
-    from convkit.papers.lu2020.launch import LuWideLaunch
+    from convkit.families.lu2020.launch import LuWideLaunch
 
     with pytest.raises(ValueError, match=named):
         LuWideLaunch().can_implement(problem)

@@ -11,8 +11,9 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.families.lu2020 import launch as lu2020
 from convkit.papers.lu2020 import NDIMAGE
-from convkit.papers.lu2020 import launch as lu2020
+from convkit.papers.lu2020 import problems as lu_problems
 
 pytestmark = pytest.mark.gpu
 
@@ -74,8 +75,8 @@ def test_largest_grid_problems():
     """The biggest image of the single-channel grid (8192^2, 7x7) and the biggest layer (batch 32)."""
     import cupy
 
-    biggest_layer = max(lu2020.multi_problems(), key=lambda p: p.flops)
-    for problem, single in ((lu2020.single_problems()[-1], True), (biggest_layer, False)):
+    biggest_layer = max(lu_problems.multi_problems(), key=lambda p: p.flops)
+    for problem, single in ((lu_problems.single_problems()[-1], True), (biggest_layer, False)):
         rng = cupy.random.default_rng()
         x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
         f = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)

@@ -11,6 +11,7 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.core.shipped import shipped_path
 from convkit.op import conv as op
 from convkit.op import dispatch
 
@@ -62,10 +63,10 @@ def test_torch_in_torch_out_on_a_stream_of_the_callers(problem):
 
 def _smallest_recorded_choices() -> dict[str, tuple[ConvProblem, dispatch.Choice]]:
     """Per implementation in the H100's shipped table, its smallest problem and the recorded choice."""
-    table = dispatch.read_table(dispatch.shipped_table_path("nvidia-h100-80gb-hbm3"))
+    table = dispatch.read_table(shipped_path("nvidia-h100-80gb-hbm3"))
     found: dict[str, tuple[ConvProblem, dispatch.Choice]] = {}
     for k, choice in table.items():
-        problem = dispatch.problem_of(k)
+        problem = ConvProblem.from_key(k)
         name = f"{choice.impl}-{choice.variant}"
         if name not in found or problem.flops < found[name][0].flops:
             found[name] = (problem, choice)
@@ -151,8 +152,8 @@ def test_conv2d_relu_pool_matches_float64(problem, library):
 
 
 def _epilogue_cases():
-    from convkit.papers.cuconv.launch import conv2d_cuconv
-    from convkit.papers.fp32.launch import ImplicitGemmLaunch, WinogradLaunch, conv2d_implicit_gemm, conv2d_winograd
+    from convkit.families.cuconv.launch import conv2d_cuconv
+    from convkit.families.fp32.launch import ImplicitGemmLaunch, WinogradLaunch, conv2d_implicit_gemm, conv2d_winograd
 
     split = ConvProblem(2, 37, 9, 11, 19, 3, 3, pad=1)
     return {

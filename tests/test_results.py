@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from convkit.bench.rows import COLUMNS, Case, case_key, make_row, row_key
 from convkit.core.problem import ConvProblem
 from convkit.papers.ceilings import measure as ceilings
 from convkit.study import results
-from convkit.study.results import COLUMNS, Case, ResultStore, case_key, load_results, make_row, row_key, sweep
+from convkit.study.results import ResultStore, load_results
+from convkit.study.sweep import sweep
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))

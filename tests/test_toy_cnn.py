@@ -12,11 +12,11 @@ from convkit.core.paths import kernels_dir
 from convkit.core.problem import ConvProblem
 from convkit.cuda import compile as ck_compile
 from convkit.cuda.compile import Launch
+from convkit.families.toy_cnn import launch as toy_cnn
+from convkit.families.toy_cnn.launch import LAB_LAYER, ToyEpilogueLaunch, ToyLadderLaunch, ToyTiledLaunch
 from convkit.papers import toy_cnn as paper
 from convkit.papers.paper import FINDING_COLUMNS
-from convkit.papers.toy_cnn import launch as toy_cnn
 from convkit.papers.toy_cnn import results as toy_cnn_results
-from convkit.papers.toy_cnn.launch import LAB_LAYER, ToyEpilogueLaunch, ToyLadderLaunch, ToyTiledLaunch
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 from convkit.study.results import load_results
 

@@ -10,7 +10,8 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.toy_cnn.launch import LAB_LAYER, ToyTiledLaunch, conv_relu_pool, reference_layer, report_grid
+from convkit.families.toy_cnn.launch import LAB_LAYER, ToyTiledLaunch, conv_relu_pool, report_grid
+from convkit.papers.toy_cnn.measure import reference_layer
 
 pytestmark = pytest.mark.gpu
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from convkit.bench.rows import Case, make_row, params_text
 from convkit.core.problem import ConvProblem
 from convkit.study import tuning
-from convkit.study.results import Case, ResultStore, make_row, params_text
+from convkit.study.results import ResultStore
 
 EXPERIMENT = "some_tuning"
 

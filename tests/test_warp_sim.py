@@ -8,7 +8,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from convkit.papers.lu2020.warp_sim import (
+from convkit.families.lu2020.warp_sim import (
     METHODS,
     Schedule,
     Step,

@@ -2,76 +2,40 @@
 
 :func:`measure_problem` draws fresh random inputs, computes the float64 reference once, then for
 each case poisons the output with NaN, runs it, checks it, and times it only if it was right.
-:func:`run_experiment` drives :func:`convkit.study.results.sweep` with it, so every chapter's sweep is
-resumable. The kernels come in as :class:`Variant` objects that each paper declares; this module
-names no paper.
+The study's sweep (:mod:`convkit.study.sweep`) and the op's tuning on first use both measure with it. The
+kernels come in as :class:`convkit.bench.variant.Variant` objects that each kernel family declares; this
+module names no family.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from convkit.bench.rows import Case, make_row
+from convkit.bench.variant import Kernels, KnobTable, Variant
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
-from convkit.study.results import Case, ResultStore, make_row, params_text, sweep
 
 #: Problems above this many FLOPs get their float64 reference on the GPU (CuPy, float64 cuBLAS):
 #: the same code as on the CPU, minutes faster for the large layers.
 GPU_REFERENCE_FLOPS = 2e9
+#: Tuning's timing: enough runs to rank knob candidates, a fraction of a sweep's budget (the study's tuning
+#: tables and the op's tuning on first use alike).
+TUNING_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 3, "max_reps": 50, "budget_ms": 3.0}
 #: A correctness check's timing: one run, no warm-up (the generic tests and tuning dry runs).
 CHECK_ONLY: dict[str, Any] = {"warmup": 0, "min_reps": 1, "max_reps": 1, "budget_ms": 0.0}
 
 
-def _no_knobs(problem: ConvProblem) -> dict[str, Any]:
-    return {}
 
 
-def _everywhere(problem: ConvProblem) -> bool:
-    return True
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A kernel as the benchmark sees it: its launch knobs for a problem, and how to run it.
-
-    ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``knobs(problem)``
-    gives the knobs it runs with there (tuned where a tuning run has measured them), recorded in
-    the row's ``params``; ``candidates(problem)`` the knob sets a tuning run measures. ``impl`` is
-    ``"convkit"`` for the study's kernels and the library's name for a peer (``"cupyx"``).
-    """
-
-    name: str
-    run: Callable[..., Any]
-    knobs: Callable[[ConvProblem], dict[str, Any]] = _no_knobs
-    candidates: Callable[[ConvProblem], list[dict[str, Any]]] | None = None
-    tolerance: float = DIRECT_TOLERANCE
-    supports: Callable[[ConvProblem], bool] = _everywhere
-    impl: str = "convkit"
-
-    def case(self, problem: ConvProblem, knobs: Mapping[str, Any] | None = None) -> Case:
-        """The case that runs this variant on ``problem`` with ``knobs`` (default: its own)."""
-        return Case(self.impl, self.name, params_text(self.knobs(problem) if knobs is None else knobs))
 
 
-@dataclass(frozen=True)
-class Kernels:
-    """The variants and peers one measurement knows, by name (what a row's ``variant`` names)."""
-
-    variants: Sequence[Variant] = ()
-    peers: Sequence[Variant] = ()
-    by_name: dict[str, Variant] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "by_name", {v.name: v for v in (*self.variants, *self.peers)})
-
-    def __getitem__(self, name: str) -> Variant:
-        return self.by_name[name]
 
 
 def cases(
@@ -82,13 +46,14 @@ def cases(
     pytorch: bool | None = None,
     tune: bool = False,
     peers: Sequence[Variant] = (),
+    tuned: KnobTable | None = None,
 ) -> list[Case]:
     """What to measure on ``problem``: the variants that support it, then every cuDNN algorithm.
 
     With ``cudnn``, PyTorch's autotuned convolution follows as a second opinion on the best cuDNN
     time; ``pytorch=None`` includes it where PyTorch with CUDA is importable. With ``tune``, each
-    variant gives one case per knob candidate instead of its (tuned) knobs. ``peers`` are library
-    peers, added last where they support the problem.
+    variant gives one case per knob candidate instead of its knobs (``tuned``'s where it has them, else the
+    default). ``peers`` are library peers, added last where they support the problem.
     """
     from convkit.libs import pytorch as torch_baseline
     from convkit.libs.cudnn import FORWARD_ALGORITHMS
@@ -100,7 +65,7 @@ def cases(
         if tune and variant.candidates is not None:
             out += [variant.case(problem, knobs) for knobs in variant.candidates(problem)]
         else:
-            out.append(variant.case(problem))
+            out.append(variant.case(problem, tuned=tuned))
     if cudnn:
         out += [Case("cudnn", algo) for algo in FORWARD_ALGORITHMS]
         if pytorch or (pytorch is None and torch_baseline.available()):
@@ -269,91 +234,22 @@ def check_and_time(
     return row
 
 
-def gpu_results_dir(directory: Path | None) -> Path:
-    """``directory``, or ``results/<this GPU>`` when None."""
-    if directory is not None:
-        return Path(directory)
-    from convkit.core.gpu import device_name, gpu_slug
-    from convkit.core.paths import results_dir
-
-    return results_dir() / gpu_slug(device_name())
 
 
-Measure = Callable[[ConvProblem, list[Case]], Iterator[dict[str, Any]]]
 
 
-def run_sweep(
-    experiment: str,
-    problems: Iterable[ConvProblem],
-    cases_of: Callable[[ConvProblem], list[Case]],
-    measure: Measure,
-    *,
-    directory: Path | None = None,
-    progress: Callable[[str], None] | None = print,
-    remeasure_changed: bool = False,
-) -> Path:
-    """Measure ``cases_of(problem)`` with ``measure`` into ``<directory>/<experiment>.csv`` (default
-    ``results/<this GPU>``), resuming what is there, with this run's provenance; returns the directory."""
-    from convkit.study import provenance
-
-    directory = gpu_results_dir(directory)
-    store = ResultStore.open(directory, experiment, provenance.collect())
-    sweep(store, problems, cases_of, measure, progress=progress, remeasure_changed=remeasure_changed)
-    return directory
 
 
-def fixed_sweep(
-    experiment: str, default_problems: Callable[[], list[ConvProblem]], cases: Sequence[Case], measure_rows: Measure
-) -> Callable[..., Path]:
-    """``measure(directory=None, *, problems=None, experiment=experiment, progress=print)`` for an experiment whose
-    every problem takes the same ``cases``: ``problems`` (default ``default_problems()``) into
-    ``<directory>/<experiment>.csv`` (default ``results/<this GPU>``), resuming; returns the directory."""
-
-    def measure(directory: Path | None = None, *, problems: list[ConvProblem] | None = None,
-                experiment: str = experiment, progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
-        chosen = problems if problems is not None else default_problems()
-        return run_sweep(experiment, chosen, lambda p: list(cases), measure_rows, directory=directory,
-                         progress=progress)  # fmt: skip
-
-    return measure
 
 
-def run_experiment(
-    experiment: str,
-    problems: Iterable[ConvProblem],
-    variants: Sequence[Variant],
-    *,
-    directory: Path | None = None,
-    cudnn: bool = True,
-    tune: bool = False,
-    peers: Sequence[Variant] = (),
-    seed: int | None = None,
-    timing: dict[str, Any] | None = None,
-    progress: Callable[[str], None] | None = print,
-    remeasure_changed: bool = False,
-) -> Path:
-    """Measure ``variants`` (and cuDNN, PyTorch, ``peers``: see :func:`cases`) on ``problems`` into
-    ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
-
-    ``tune`` measures every knob candidate of the variants. ``remeasure_changed``: a problem whose variant
-    now runs other knobs than its rows record (tuned again) is measured again whole
-    (:func:`convkit.study.results.sweep`). Returns the directory written to.
-    """
-    kernels = Kernels(tuple(variants), tuple(peers))
-    return run_sweep(
-        experiment, problems,
-        lambda p: cases(p, kernels.variants, cudnn=cudnn, tune=tune, peers=kernels.peers),
-        lambda p, todo: measure_problem(p, todo, kernels, seed=seed, timing=timing),
-        directory=directory, progress=progress, remeasure_changed=remeasure_changed,
-    )  # fmt: skip
 
 
 def variant_checks(
-    variants: Sequence[Variant], problems: Iterable[ConvProblem]
+    variants: Sequence[Variant], problems: Iterable[ConvProblem], tuned: KnobTable | None = None
 ) -> Iterator[tuple[ConvProblem, list[Case]]]:
-    """(problem, cases) that check each variant at its own knobs on each problem it supports: what the
-    generic GPU test runs."""
+    """(problem, cases) that check each variant at its knobs (``tuned``'s where it has them) on each problem it
+    supports: what the generic GPU test runs."""
     for problem in problems:
-        todo = [variant.case(problem) for variant in variants if variant.supports(problem)]
+        todo = [variant.case(problem, tuned=tuned) for variant in variants if variant.supports(problem)]
         if todo:
             yield problem, todo

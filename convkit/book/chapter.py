@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit.core.paths import results_dir
+from convkit.study.results import gpu_results_dir, results_dir
 from convkit.study.roofline import ceilings_summary
 
 #: The GPU whose recorded results the book shows when built without one.
@@ -49,9 +49,8 @@ def resolve_device(device: str) -> str:
 def results_directory(mode: str, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Path:
     """``results/<this GPU>`` when measuring (``mode == "gpu"``), else ``results/<recorded_gpu>``."""
     if mode == "gpu":
-        from convkit.core.gpu import device_name, gpu_slug
 
-        return results_dir() / gpu_slug(device_name())
+        return gpu_results_dir()
     directory = results_dir() / recorded_gpu
     if not directory.is_dir():
         available = sorted(p.name for p in results_dir().glob("*") if p.is_dir())

@@ -167,9 +167,9 @@ def profile(name: str, directory: Path | None = None, *, ncu: str | None = None)
 
     Rows already recorded (by key) are kept, so a profile interrupted part-way resumes.
     """
-    from convkit.bench.measure import gpu_results_dir
+    from convkit.bench.rows import row_key
     from convkit.study import provenance
-    from convkit.study.results import ResultStore, row_key
+    from convkit.study.results import ResultStore, gpu_results_dir
 
     spec = paper(name).profile
     if spec is None:

@@ -117,3 +117,8 @@ def sm_count(default: int = 132) -> int:
     import cupy
 
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+#: FP32 lanes per SM by compute capability (CUDA C++ Programming Guide, arithmetic throughput table).
+FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
+                     (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip

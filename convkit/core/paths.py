@@ -32,9 +32,6 @@ def kernels_dir() -> Path:
     raise FileNotFoundError(f"no kernels/ directory beside {_PACKAGE_DIR}")
 
 
-def results_dir() -> Path:
-    """``results/`` under the project root (recorded measurements, one folder per GPU)."""
-    return project_root() / "results"
 
 
 def notebooks_dir() -> Path:
@@ -43,3 +40,10 @@ def notebooks_dir() -> Path:
 
 def book_dir() -> Path:
     return project_root() / "book"
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file and a rename: a kill leaves the old or the new file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -94,10 +94,22 @@ class ConvProblem:
         return cls(n, c, h, w, m, r, s, pad=pad, stride=stride)
 
     @classmethod
+    def from_key(cls, key: str) -> ConvProblem:
+        """The problem of a :attr:`key` (its inverse)."""
+        label, pad, stride = key.rsplit("-", 2)
+        return cls.from_label(label, pad=int(pad.removeprefix("p")), stride=int(stride.removeprefix("s")))
+
+    @classmethod
     def from_row(cls, row: Any) -> ConvProblem:
         """The problem of a results row (a mapping with N, C, H, W, M, R, S, pad, stride)."""
         return cls(*(int(row[k]) for k in ("N", "C", "H", "W", "M", "R", "S")),
                    pad=int(row["pad"]), stride=int(row["stride"]))  # fmt: skip
+
+    @property
+    def key(self) -> str:
+        """The problem's one key (its label, padding and stride: ``7-1-1-32-832-p0-s1``), as every dispatch
+        and knob table writes it."""
+        return f"{self.label}-p{self.pad}-s{self.stride}"
 
     @property
     def label(self) -> str:

@@ -58,36 +58,9 @@ def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
     return run
 
 
-def stream_handle(device: int) -> int:
-    """The handle of PyTorch's current stream on ``device``, without making a ``torch.cuda.Stream`` (as Triton
-    reads it): a call per op must stay cheap."""
-    return _raw_stream()(device)
 
 
-@functools.cache
-def _raw_stream() -> Callable[[int], int]:
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
 
 
-_STREAMS: dict[tuple[int, int], Any] = {}
 
 
-def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
-    """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
-    stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
-    import warnings
-
-    import cupy
-    import torch
-
-    device = torch.cuda.current_device() if device is None else device
-    handle = stream_handle(device) if handle is None else handle
-    found = _STREAMS.get((device, handle))
-    if found is None:
-        with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
-            warnings.simplefilter("ignore", DeprecationWarning)
-            found = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
-    return found

@@ -51,7 +51,8 @@ def _pooled_after(relu: Any, pool: Any) -> bool:
 def _module_classes() -> tuple[type, type]:
     import torch
 
-    from convkit.op.conv import conv2d, conv2d_relu_pool, replay_if_known
+    from convkit.op.conv import conv2d, replay_if_known
+    from convkit.op.fused import conv2d_relu_pool
 
     class ConvkitConv2d(torch.nn.Module):
         """An ``nn.Conv2d`` whose inference runs in :func:`convkit.conv2d` (the original kept for autograd)."""

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from convkit.bench.measure import (
-    Kernels,
-    Variant,
     cases,
     float64_reference,
     measure_problem,
@@ -24,11 +22,12 @@ from convkit.bench.measure import (
     tolerance_for,
     variant_checks,
 )
+from convkit.bench.rows import Case
+from convkit.bench.variant import Family, Kernels, KnobTable, Variant
 from convkit.core.problem import ConvProblem
-from convkit.study.results import Case
 
 
-class Measure(Protocol):
+class ChapterSweep(Protocol):
     """A chapter's measuring step: tune, then sweep into ``<directory>/<experiment>.csv``, resumable."""
 
     def __call__(
@@ -55,10 +54,11 @@ class ProfiledCase:
 @dataclass(frozen=True)
 class Profile:
     """A chapter's ncu profile: its results experiment, the metrics beyond the launch shape and time, and
-    the cases to profile (built in the profiled process, on the GPU)."""
+    the cases to profile (built in the profiled process, on the GPU, at the knobs tuned in the folder the
+    profile is recorded in)."""
 
     experiment: str
-    cases: Callable[[], Iterable[ProfiledCase]]
+    cases: Callable[[Path], Iterable[ProfiledCase]]
     metrics: tuple[str, ...] = ()
 
 
@@ -70,7 +70,7 @@ FINDING_COLUMNS: tuple[str, ...] = (
 
 
 def convolution_cases(
-    named: Iterable[tuple[str, str, ConvProblem]], kernels: Kernels, *, cudnn: bool
+    named: Iterable[tuple[str, str, ConvProblem]], kernels: Kernels, *, cudnn: bool, tuned: KnobTable | None = None
 ) -> Iterator[ProfiledCase]:
     """A profile's cases on plain convolutions: on each (table, config, problem) of ``named``, fresh inputs
     and their float64 reference, then every variant of ``kernels`` at its own launch, every cuDNN forward
@@ -78,7 +78,7 @@ def convolution_cases(
     for table, config, problem in named:
         x, w, y = random_inputs(problem)
         ref = float64_reference(problem, x, w)
-        for case in cases(problem, kernels.variants, cudnn=cudnn, pytorch=False, peers=kernels.peers):
+        for case in cases(problem, kernels.variants, cudnn=cudnn, pytorch=False, peers=kernels.peers, tuned=tuned):
             entry = {"table": table, "config": config, "label": problem.label, "impl": case.impl,
                      "variant": case.variant, "params": case.params}  # fmt: skip
             prepare = prepare_case(problem, case, kernels, x, w, y)
@@ -90,20 +90,6 @@ def _no_problems() -> list[ConvProblem]:
 
 
 @dataclass(frozen=True)
-class FusedLayer:
-    """A chapter's fused conv + bias + ReLU + 2x2 max-pool kernel, as ``convkit.conv2d_relu_pool`` calls it.
-
-    Attributes:
-        choose: its launch knobs for a problem on a GPU (a results folder name), or None where it does not
-            apply or the chapter's recorded sweep has a library's layer faster.
-        run: enqueue it on CuPy arrays ``(x, w, bias, problem, out, knobs)``, every image of ``x``.
-    """
-
-    choose: Callable[[ConvProblem, str], dict[str, Any] | None]
-    run: Callable[..., None]
-
-
-@dataclass(frozen=True)
 class Paper:
     """A chapter: the paper it reproduces, its kernels, what it measures and how it is checked.
 
@@ -112,51 +98,72 @@ class Paper:
         title: how the book's table of contents names it.
         notebook: its notebook's stem (``"02_lu2020"``).
         experiment: the results experiment its sweep writes (``"lu2020"``).
-        measure: tunes, then sweeps (:class:`Measure`).
-        variants: its kernels as the benchmark runs them.
-        peers: library peers it measures besides cuDNN and PyTorch (impl ``cupyx``).
+        measure: tunes, then sweeps (:class:`ChapterSweep`).
+        family: its kernels (:mod:`convkit.families`): the variants, the library peers measured beside them
+            besides cuDNN and PyTorch, the ``kernels/*.cu`` sources.
         tuning: the experiment of its tuning table, if it tunes.
-        sources: its ``kernels/*.cu`` stems.
+        convolutions: whether its sweep's rows are plain convolutions (the op's dispatch table is written from
+            those; the fused layer's and the ceilings' are not).
         sample_problems: small problems the generic GPU test checks every variant on.
         problems: the problems its sweep measures (``quick``: the subset), for ``convkit bench --suite``.
         findings: the rows it adds to the book's findings table (:data:`FINDING_COLUMNS`), computed from the
             results recorded in a folder.
         profile: its ncu profile, if it has one.
         edge_check: launches its kernels on edge shapes and checks them (compute-sanitizer's driver).
-        sample_checks: (problem, cases) for the generic GPU test; default: each variant on each sample
-            problem it supports, at its own knobs.
+        sample_checks: (problem, cases) for the generic GPU test, given the knobs tuned on this GPU; default:
+            each variant on each sample problem it supports, at its knobs.
         measure_rows: checks and times cases of one problem (default :func:`convkit.bench.measure.measure_problem`
             over ``variants`` and ``peers``); a chapter whose cases are not plain convolutions gives its own.
-        fused_layer: its fused CNN layer, if it has one (:class:`FusedLayer`).
+        fused_choices: the fused layer's choices per problem key, from the sweep recorded in a folder, for
+            ``convkit.conv2d_relu_pool`` (:mod:`convkit.core.shipped`), if it has a fused layer.
     """
 
     name: str
     title: str
     notebook: str
     experiment: str
-    measure: Measure
-    variants: tuple[Variant, ...] = ()
-    peers: tuple[Variant, ...] = ()
+    measure: ChapterSweep
+    family: Family | None = None
     tuning: str | None = None
-    sources: tuple[str, ...] = ()
+    convolutions: bool = True
     sample_problems: Callable[[], list[ConvProblem]] = _no_problems
     problems: Callable[[bool], list[ConvProblem]] | None = None
     findings: Callable[[Path], list[dict[str, str]]] | None = None
     profile: Profile | None = None
     edge_check: Callable[[], None] | None = None
-    sample_checks: Callable[[], Iterable[tuple[ConvProblem, list[Case]]]] | None = None
+    sample_checks: Callable[[KnobTable | None], Iterable[tuple[ConvProblem, list[Case]]]] | None = None
     measure_rows: Callable[..., Iterator[dict[str, Any]]] | None = None
-    fused_layer: FusedLayer | None = None
+    fused_choices: Callable[[Path], dict[str, dict[str, Any] | None]] | None = None
     kernels: Kernels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kernels", Kernels(self.variants, self.peers))
 
-    def checks(self) -> list[tuple[ConvProblem, list[Case]]]:
-        """What the generic GPU test checks: :attr:`sample_checks`, or each variant on the sample problems."""
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        """Its family's kernels (none for a chapter without kernels)."""
+        return self.family.variants if self.family is not None else ()
+
+    @property
+    def peers(self) -> tuple[Variant, ...]:
+        return self.family.peers if self.family is not None else ()
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return self.family.sources if self.family is not None else ()
+
+    def tuned(self, directory: Path) -> KnobTable | None:
+        """Its tuning table in ``directory`` as a knob table (None where it does not tune)."""
+        from convkit.study.tuning import knob_table
+
+        return knob_table(directory, self.tuning) if self.tuning else None
+
+    def checks(self, tuned: KnobTable | None = None) -> list[tuple[ConvProblem, list[Case]]]:
+        """What the generic GPU test checks: :attr:`sample_checks`, or each variant on the sample problems, at
+        the knobs of ``tuned`` (see :meth:`tuned`) where it has them."""
         if self.sample_checks is not None:
-            return list(self.sample_checks())
-        return list(variant_checks(self.variants, self.sample_problems()))
+            return list(self.sample_checks(tuned))
+        return list(variant_checks(self.variants, self.sample_problems(), tuned))
 
     def rows(self, problem: ConvProblem, todo: list[Case], **measuring: Any) -> Iterator[dict[str, Any]]:
         """Check and time ``todo`` on ``problem`` (``seed``, ``timing``) the way this chapter measures."""

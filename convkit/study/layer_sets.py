@@ -10,12 +10,13 @@
 from __future__ import annotations
 
 from convkit.core.problem import ConvProblem
+from convkit.families.chang2022.model import FILTER_SIZES
 from convkit.study.networks import distinct_configurations
 
 #: The networks whose 3x3 layers :func:`network_3x3_layers` takes, and the batch sizes.
 NETWORKS_3X3, BATCHES_3X3 = ("VGG19", "ResNet-50"), (1, 32)
 #: :func:`square_map_grid`'s maps, channels (C = M) and filter sizes: 7 x 3 x 3 = 63 layers.
-GRID_MAPS, GRID_CHANNELS, GRID_FILTERS = (7, 14, 28, 56, 112, 224, 512), (64, 256, 512), (1, 3, 5)
+GRID_MAPS, GRID_CHANNELS, GRID_FILTERS = (7, 14, 28, 56, 112, 224, 512), (64, 256, 512), FILTER_SIZES
 
 
 def network_3x3_layers() -> list[ConvProblem]:

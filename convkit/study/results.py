@@ -14,86 +14,13 @@ import csv
 import io
 import json
 import os
-import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from convkit.core.problem import ConvProblem
-
-#: Column order of every results CSV (the issue's required columns first).
-COLUMNS: tuple[str, ...] = (
-    "experiment", "label", "N", "C", "H", "W", "M", "R", "S", "pad", "stride",
-    "impl", "variant", "params", "status", "time_ms_median", "time_ms_min", "time_ms_max",
-    "reps", "rel_err", "gflops", "gbytes_per_s", "note", "run_id",
-)  # fmt: skip
-
-#: The columns that make a row unique in a convolution experiment.
-KEY_COLUMNS: tuple[str, ...] = ("label", "pad", "stride", "impl", "variant", "params")
-
-#: Row statuses. Only ``ok`` rows carry times; the others say why not.
-STATUSES = ("ok", "wrong", "not_supported", "workspace_too_large", "oom", "error")
-
-
-def params_text(params: Mapping[str, Any] | None) -> str:
-    """Canonical text of tuning parameters (sorted JSON), part of a row's key."""
-    return json.dumps(dict(params or {}), sort_keys=True, separators=(",", ":"))
-
-
-def timing_columns(timing: Any) -> dict[str, Any]:
-    """The timing columns every results file shares, from a :class:`convkit.cuda.timing.Timing`."""
-    return {"time_ms_median": f"{timing.median_ms:.6g}", "time_ms_min": f"{timing.min_ms:.6g}",
-            "time_ms_max": f"{timing.max_ms:.6g}", "reps": timing.reps}  # fmt: skip
-
-
-def error_text(value: float | None) -> str:
-    """A relative error as the results files write it (empty when there was nothing to check)."""
-    return "" if value is None else f"{value:.3e}"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One thing to measure on one problem: an implementation, a variant, its parameters."""
-
-    impl: str
-    variant: str
-    params: str = "{}"
-
-
-def replace_text(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file and a rename: a kill leaves the old or the new file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def row_key(row: Mapping[str, Any], key_columns: tuple[str, ...] = KEY_COLUMNS) -> tuple[str, ...]:
-    """What makes a row unique in an experiment: by default the problem and the case."""
-    return tuple(str(row[k]) for k in key_columns)
-
-
-def case_key(problem: ConvProblem, case: Case) -> tuple[str, ...]:
-    return (problem.label, str(problem.pad), str(problem.stride), case.impl, case.variant, case.params)
-
-
-def make_row(
-    problem: ConvProblem, case: Case, *, status: str, timing: Any = None, rel_err: float | None = None, note: str = ""
-) -> dict[str, Any]:
-    """A results row for ``case`` on ``problem``; ``timing`` is a :class:`convkit.cuda.timing.Timing`."""
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    row: dict[str, Any] = {"label": problem.label, **problem.as_dict(),
-                           "impl": case.impl, "variant": case.variant, "params": case.params,
-                           "status": status, "rel_err": error_text(rel_err),
-                           "note": note}  # fmt: skip
-    if timing is not None:
-        row |= timing_columns(timing) | {
-            "gflops": f"{problem.flops / (timing.median_ms * 1e6):.6g}",
-            "gbytes_per_s": f"{problem.min_bytes / (timing.median_ms * 1e6):.6g}",
-        }
-    return row
+from convkit.bench.rows import COLUMNS, KEY_COLUMNS, row_key
+from convkit.core.paths import project_root, replace_text
 
 
 class ResultStore:
@@ -219,65 +146,8 @@ class ResultStore:
             os.fsync(f.fileno())
 
 
-Measure = Callable[[ConvProblem, list[Case]], Iterator[dict[str, Any]]]
 
 
-def sweep(
-    store: ResultStore,
-    problems: Iterable[ConvProblem],
-    cases: Callable[[ConvProblem], list[Case]],
-    measure: Measure,
-    *,
-    progress: Callable[[str], None] | None = None,
-    remeasure_changed: bool = False,
-) -> int:
-    """Measure every case of every problem that the store does not hold yet; returns rows written.
-
-    ``measure(problem, todo)`` yields one row per case in ``todo`` (built with :func:`make_row`);
-    each is stored as soon as it is yielded. If it raises, the cases it had not yielded are
-    recorded with status ``error`` and the message, and the sweep goes on with the next problem.
-
-    ``remeasure_changed`` (for experiments with one launch per implementation and variant): a problem
-    whose rows hold a case's implementation and variant with other ``params`` than the case has now (a
-    launch tuned again, a changed plan) is measured again whole: its rows are dropped first, so that
-    every implementation of it still comes from one run, and no variant has two rows.
-    """
-    done = store.done_keys()
-    recorded: dict[tuple[str, ...], set[str]] = {}  # (label, pad, stride, impl, variant) -> the params it ran
-    for key in done if remeasure_changed else ():
-        recorded.setdefault(key[:-1], set()).add(key[-1])
-    written = 0
-    for problem in problems:
-        keys = {case_key(problem, c): c for c in cases(problem)}
-        if remeasure_changed and any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys):
-            where = (problem.label, str(problem.pad), str(problem.stride))
-            store.drop(lambda row, at=where: (row["label"], row["pad"], row["stride"]) == at)
-            done = {key for key in done if key[:3] != where}
-            if progress:
-                progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: a launch changed, measured again")
-        todo = [case for key, case in keys.items() if key not in done]
-        if not todo:
-            continue
-        if progress:
-            progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: {len(todo)} cases")
-        pending = {case_key(problem, c): c for c in todo}
-        try:
-            for row in measure(problem, todo):
-                key = row_key(row)
-                if key not in pending:
-                    raise RuntimeError(f"measure returned a row for an unexpected case {key}")
-                store.append(row)
-                done.add(key)
-                del pending[key]
-                written += 1
-        except Exception as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            for case in pending.values():
-                store.append(make_row(problem, case, status="error", note=message[:500]))
-                written += 1
-    return written
 
 
 def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]:
@@ -291,3 +161,18 @@ def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]
     frame = pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
     provenance = json.loads(json_path.read_text()) if json_path.exists() else {}
     return frame, provenance
+
+
+def results_dir() -> Path:
+    """``results/`` under the project root (recorded measurements, one folder per GPU)."""
+    return project_root() / "results"
+
+
+def gpu_results_dir(directory: Path | None = None) -> Path:
+    """``directory``, or this GPU's results folder (``results/<gpu slug>``) when None: the one rule every
+    sweep, profile and command line follows."""
+    if directory is not None:
+        return Path(directory)
+    from convkit.core.gpu import device_name, gpu_slug
+
+    return results_dir() / gpu_slug(device_name())

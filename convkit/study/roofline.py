@@ -18,9 +18,6 @@ from convkit.core.problem import ConvProblem
 CEILINGS_EXPERIMENT = "ceilings"
 #: Launch cost added to the roofline floor (microseconds) where the ceilings record no launch floor.
 LAUNCH_US = 3.0
-#: FP32 lanes per SM by compute capability (CUDA C++ Programming Guide, arithmetic throughput table).
-FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
-                     (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
 
 #: Colab's Tesla T4 by its datasheet (no T4 measured here): GDDR6 bandwidth and FP32 peak at the boost clock.
 T4_DATASHEET = {"copy_gbps": 320.0, "fma_tflops": 8.1}

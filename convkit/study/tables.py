@@ -35,6 +35,21 @@ def timed(frame: Any) -> Any:
     return ok
 
 
+def problem_keys(frame: Any) -> Any:
+    """Each row's problem key (:attr:`convkit.core.problem.ConvProblem.key`) from its label, pad and stride."""
+    return frame["label"] + "-p" + frame["pad"].astype(str) + "-s" + frame["stride"].astype(str)
+
+
+def fastest_per(frame: Any, keys: Sequence[str]) -> Any:
+    """The fastest ``ok`` row of each group of ``keys`` in a results frame (with :func:`timed`'s ``us``), in
+    the groups' first order: rows that failed their check or did not run never win (a frame that already has
+    ``us`` holds timed rows only)."""
+    ok = frame if "us" in frame.columns else timed(frame)
+    if ok.empty:
+        return ok
+    return ok.loc[ok.groupby(list(keys), sort=False)["us"].idxmin()].reset_index(drop=True)
+
+
 def fastest(rows: Any) -> tuple[str, float]:
     """(variant, microseconds) of the fastest of ``rows`` (from :func:`timed`), or ("", NaN) if none."""
     if rows.empty:
@@ -103,7 +118,7 @@ def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict
     """Run-to-run spread of median times: every case of a sample measured again in a fresh process (``repeat``)
     against the sweep's, as |repeat / sweep - 1| (``median`` and ``p95``, fractions) over ``cases`` matched
     by ``keys`` (default: a sweep row's key)."""
-    from convkit.study.results import KEY_COLUMNS
+    from convkit.bench.rows import KEY_COLUMNS
 
     if repeat.empty or sweep.empty:
         return {"cases": 0, "median": math.nan, "p95": math.nan}

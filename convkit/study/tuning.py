@@ -1,10 +1,11 @@
 """Tuning tables: measure each variant's knob candidates once, keep the fastest.
 
-Tuning is an experiment like any other (``results/<gpu>/<paper>_tuning.csv``, written by
-:func:`convkit.bench.measure.run_experiment` with ``tune=True``): every candidate a variant offers is
-checked against the float64 reference and timed with a short budget. That file is the cached
-table: :func:`tuned_knobs` returns the fastest correct candidate for a problem and variant, and
-the sweep measures each variant with those knobs, in the same run as cuDNN, with the full budget.
+Tuning is an experiment like any other (``<directory>/<chapter>_tuning.csv``, written by
+:func:`convkit.study.sweep.tune_then_sweep`): every candidate a variant offers is checked against the
+float64 reference and timed with a short budget. That file is the cached table: :func:`knob_table` reads
+it as a :data:`convkit.bench.variant.KnobTable`, the fastest correct candidate per problem and variant,
+and the sweep of the same folder measures each variant with those knobs, in the same run as cuDNN, with
+the full budget.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from convkit.bench.variant import KnobTable
 from convkit.core.problem import ConvProblem
 
-#: Tuning timing: enough runs to rank candidates, a fraction of the sweep's budget.
-TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 3, "max_reps": 50, "budget_ms": 3.0}
+#: What a tuned knob set is recorded for: the problem and the variant.
+TUNED_BY = ("label", "pad", "stride", "variant")
 
 
 def fastest(frame: Any) -> Any:
@@ -26,11 +28,9 @@ def fastest(frame: Any) -> Any:
     Rows that failed the check or did not run never win; a problem whose candidates all failed
     has no entry, and its variant falls back to the heuristic.
     """
-    ok = frame[frame["status"] == "ok"]
-    if ok.empty:
-        return ok
-    best = ok.loc[ok.groupby(["label", "pad", "stride", "variant"], sort=False)["time_ms_median"].idxmin()]
-    return best.reset_index(drop=True)
+    from convkit.study.tables import fastest_per
+
+    return fastest_per(frame, TUNED_BY)
 
 
 @functools.cache
@@ -44,22 +44,18 @@ def _table(csv_path: str, mtime_ns: int) -> dict[tuple[str, int, int, str], dict
             for r in fastest(frame).itertuples()}  # fmt: skip
 
 
-def tuned_knobs(
-    problem: ConvProblem, variant: str, *, experiment: str, directory: Path | None = None
-) -> dict[str, Any] | None:
-    """The tuned knobs of ``variant`` (``"cuconv_tiled"``) on ``problem`` in the tuning table
-    ``experiment`` (each chapter keeps its own), or None if not tuned there.
-
-    ``directory`` defaults to this GPU's results folder; without a GPU there is nothing to look up.
-    """
-    if directory is None:
-        from convkit.core.gpu import device_name, gpu_slug, has_gpu
-        from convkit.core.paths import results_dir
-
-        if not has_gpu():
-            return None
-        directory = results_dir() / gpu_slug(device_name())
+def tuned_knobs(directory: Path, experiment: str) -> dict[tuple[str, int, int, str], dict[str, Any]]:
+    """Every tuned knob set of the tuning table ``<directory>/<experiment>.csv``, by (label, pad, stride,
+    variant); empty where the folder has no such table."""
     path = Path(directory) / f"{experiment}.csv"
-    if not path.is_file():
-        return None
-    return _table(str(path), path.stat().st_mtime_ns).get((problem.label, problem.pad, problem.stride, variant))
+    return _table(str(path), path.stat().st_mtime_ns) if path.is_file() else {}
+
+
+def knob_table(directory: Path, experiment: str) -> KnobTable:
+    """The tuning table ``<directory>/<experiment>.csv`` as a knob table: read when a knob is first asked for
+    (and again where the file changed), so it sees what a tuning run just wrote."""
+
+    def lookup(problem: ConvProblem, variant: str) -> dict[str, Any] | None:
+        return tuned_knobs(directory, experiment).get((problem.label, problem.pad, problem.stride, variant))
+
+    return lookup

@@ -12,28 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import Variant, run_experiment
 from convkit.core.problem import ConvProblem
+from convkit.families.baseline import DIRECT, FAMILY
 from convkit.papers.baseline.anchors import anchors
-from convkit.papers.baseline.direct import DEFAULT_THREADS, DirectLaunch, conv2d_direct
 from convkit.papers.baseline.edges import edge_check
 from convkit.papers.baseline.results import findings
 from convkit.papers.paper import Paper
+from convkit.study.sweep import run_experiment
 
 #: The sweep's experiment (``results/<gpu>/baseline.csv``).
 EXPERIMENT = "baseline"
-
-
-def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, **knobs)
-
-
-def _direct_knobs(p: ConvProblem) -> dict[str, Any]:
-    return DirectLaunch(DEFAULT_THREADS).as_params()
-
-
-#: The direct kernel at its one launch (no tuning).
-DIRECT = Variant("direct", _direct, _direct_knobs)
 
 
 def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
@@ -67,8 +55,7 @@ PAPER = Paper(
     notebook="01_baseline",
     experiment=EXPERIMENT,
     measure=measure,
-    variants=(DIRECT,),
-    sources=("direct",),
+    family=FAMILY,
     sample_problems=sample_problems,
     problems=problems,
     findings=findings,

@@ -12,7 +12,7 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.timing import benchmark
-from convkit.papers.baseline.direct import conv2d_direct
+from convkit.families.baseline.launch import conv2d_direct
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),

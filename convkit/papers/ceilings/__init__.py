@@ -9,6 +9,7 @@ under load, the time of an empty kernel, and the global-memory load latency by p
 
 from __future__ import annotations
 
+from convkit.bench.variant import Family
 from convkit.papers.ceilings.edges import edge_check
 from convkit.papers.ceilings.measure import EXPERIMENT, record
 from convkit.papers.ceilings.results import findings
@@ -20,7 +21,8 @@ PAPER = Paper(
     notebook="00_ceilings",
     experiment=EXPERIMENT,
     measure=record,
-    sources=("ceilings",),
+    family=Family("ceilings", (), sources=("ceilings",)),  # its kernels measure the GPU, not a convolution
+    convolutions=False,
     findings=findings,
     edge_check=edge_check,
 )

@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from convkit.core.gpu import require_cupy
+from convkit.bench.rows import error_text, params_text, timing_columns
+from convkit.core.gpu import FP32_LANES_PER_SM, require_cupy
 from convkit.core.reference import relative_error
 from convkit.cuda.compile import load_kernel
 from convkit.cuda.timing import Timing, benchmark
 from convkit.study import provenance
-from convkit.study.results import ResultStore, error_text, params_text, timing_columns
-from convkit.study.roofline import CEILINGS_EXPERIMENT, FP32_LANES_PER_SM
+from convkit.study.results import ResultStore
+from convkit.study.roofline import CEILINGS_EXPERIMENT
 
 EXPERIMENT = CEILINGS_EXPERIMENT
 COLUMNS = ("experiment", "measurement", "metric", "value", "unit", "params", "status", "time_ms_median",

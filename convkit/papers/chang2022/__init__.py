@@ -14,28 +14,16 @@ over the planners' and the cost model's candidates, in ``chang2022_tuning.csv``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import Variant, run_experiment
-from convkit.core.gpu import shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
+from convkit.families.chang2022 import FAMILY, MULTI_VARIANTS, SINGLE_VARIANTS
 from convkit.papers.chang2022.edges import edge_check
-from convkit.papers.chang2022.launch import conv2d_multi, conv2d_single
-from convkit.papers.chang2022.model import FILTER_SIZES, LatencyModel, current_figures, latency_model
-from convkit.papers.chang2022.multi import (
-    TUNING_CANDIDATES,
-    multi_config,
-    multi_launch,
-    paper_multi_config,
-    ranked_multi_configs,
-)
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
 from convkit.papers.chang2022.results import findings
-from convkit.papers.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
 from convkit.papers.paper import Paper
-from convkit.study import tuning
+from convkit.study.sweep import tune_then_sweep
 
 #: The sweep's experiment (``results/<gpu>/chang2022.csv``: 117 problems x 2 variants + every cuDNN algorithm).
 EXPERIMENT = "chang2022"
@@ -43,64 +31,6 @@ EXPERIMENT = "chang2022"
 TUNING = "chang2022_tuning"
 #: The sweep's timing.
 TIMING: dict[str, Any] = {"warmup": 3, "min_reps": 10, "max_reps": 300, "budget_ms": 40.0}
-
-
-def _model() -> LatencyModel:
-    return latency_model(current_figures())
-
-
-def _same_padded(p: ConvProblem) -> bool:
-    """The kernels' problems: one image, square 1x1/3x3/5x5 filters, "same" padding, stride 1."""
-    return p.n == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad == (p.r - 1) // 2 and p.stride == 1
-
-
-def _single_channel(p: ConvProblem) -> bool:
-    return p.c == 1 and _same_padded(p)
-
-
-def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
-    """A single-channel plan: the paper's (:func:`plan_single`), or the H100's (:func:`fill_plan`, ``tuned``
-    over :func:`single_candidates` where a tuning run has measured them)."""
-
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        best = tuning.tuned_knobs(p, name, experiment=TUNING) if tuned else None
-        return best if best is not None else planner(p, _model()).as_params()
-
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [plan.as_params() for plan in single_candidates(p, _model())]
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv2d_single(x, w, plan=single_launch(knobs), out=out)
-
-    return Variant(name, run, knobs, candidates=candidates if tuned else None, supports=_single_channel)
-
-
-def _multi(name: str, paper: bool) -> Variant:
-    """A multi-channel launch: the paper's (:func:`paper_multi_config`), or the H100's (tuned over
-    :func:`ranked_multi_configs`, else the cost model's cheapest)."""
-
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        if paper:
-            return paper_multi_config(p, _model()).as_params()
-        tuned = tuning.tuned_knobs(p, name, experiment=TUNING)
-        if tuned is not None:
-            return tuned
-        return multi_config(p, sm_count(), shared_per_sm=shared_memory_limits()[1]).as_params()
-
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        ranked = ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])
-        return [c.as_params() for c in ranked[:TUNING_CANDIDATES]]
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv2d_multi(x, w, config=multi_launch(knobs), out=out)
-
-    return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
-
-
-#: Both kernels, each as the paper sizes it and as the H100 runs it (tuned).
-SINGLE_VARIANTS = (_single("chang_single", plan_single, tuned=False),
-                   _single("chang_single_fill", fill_plan, tuned=True))  # fmt: skip
-MULTI_VARIANTS = (_multi("chang_multi", paper=True), _multi("chang_multi_async", paper=False))
 
 
 def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMENT, progress: Any = print,
@@ -113,14 +43,9 @@ def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMEN
         raise TypeError(f"the chang2022 sweep takes no options, got {sorted(options)}")
     step = QUICK_STEP if quick else 1
     grids = ((single_problems()[::step], SINGLE_VARIANTS), (multi_problems()[::step], MULTI_VARIANTS))
-    # The H100 plan and launch (the tuned variants): every candidate plan and every ranked tile, measured once
     for problems, variants in grids:
-        tuned = [v for v in variants if v.candidates is not None]
-        run_experiment(TUNING, problems, tuned, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
-                       progress=progress)  # fmt: skip
-    for problems, variants in grids:
-        run_experiment(experiment, problems, variants, directory=directory, timing=TIMING, progress=progress,
-                       remeasure_changed=True)  # fmt: skip
+        tune_then_sweep(directory, problems, variants, tuning=TUNING, experiment=experiment, timing=TIMING,
+                        progress=progress)  # fmt: skip
 
 
 def sample_problems() -> list[ConvProblem]:
@@ -138,9 +63,8 @@ PAPER = Paper(
     notebook="05_chang2022",
     experiment=EXPERIMENT,
     measure=measure,
-    variants=(*SINGLE_VARIANTS, *MULTI_VARIANTS),
+    family=FAMILY,
     tuning=TUNING,
-    sources=("chang2022",),
     sample_problems=sample_problems,
     problems=sweep_problems,
     findings=findings,

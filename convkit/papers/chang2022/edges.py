@@ -14,9 +14,9 @@ from convkit.core import reference
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.chang2022.launch import conv2d_multi, conv2d_single
-from convkit.papers.chang2022.multi import BroadcastMultiLaunch, PointwiseMultiLaunch, TiledMultiLaunch
-from convkit.papers.chang2022.single import DirectSingleLaunch, StagedSingleLaunch
+from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
+from convkit.families.chang2022.multi import BroadcastMultiLaunch, PointwiseMultiLaunch, TiledMultiLaunch
+from convkit.families.chang2022.single import DirectSingleLaunch, StagedSingleLaunch
 
 
 def _inputs(c: int, h: int, w: int, m: int, k: int) -> tuple[Any, Any, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from convkit.core.problem import ConvProblem
-from convkit.papers.chang2022.model import FILTER_SIZES
+from convkit.families.chang2022.model import FILTER_SIZES
 from convkit.study.layer_sets import square_map_grid
 
 #: Single-channel maps, filters M and filter sizes: 6 x 3 x 3 = 54 configurations.

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
-from convkit.papers.chang2022.model import GpuFigures, LatencyModel, figures_from_ceilings, latency_model
-from convkit.papers.chang2022.problems import multi_problems
-from convkit.papers.chang2022.single import (
+from convkit.families.chang2022.model import GpuFigures, LatencyModel, figures_from_ceilings, latency_model
+from convkit.families.chang2022.single import (
     ChangSingleLaunch,
     DirectSingleLaunch,
     SingleBounds,
@@ -25,6 +24,7 @@ from convkit.papers.chang2022.single import (
     single_launch,
     single_plan_stats,
 )
+from convkit.papers.chang2022.problems import multi_problems
 from convkit.study import tables
 from convkit.study.roofline import recorded_ceilings
 
@@ -131,7 +131,7 @@ def paper_vs_ours(table: Any, h100: LatencyModel) -> Any:
     """Every table, figure and number of the paper beside the H100's (pandas), in the paper's order."""
     import pandas as pd
 
-    from convkit.papers.chang2022.model import GTX_1080TI
+    from convkit.families.chang2022.model import GTX_1080TI
 
     ti = latency_model(GTX_1080TI)
     rows = [{"item": "Table 1: bytes in flight to hide the latency; threads per SM",

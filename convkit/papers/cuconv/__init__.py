@@ -13,17 +13,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import (
-    Kernels,
-    Variant,
-    run_experiment,
-)
-from convkit.core.gpu import sm_count
+from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
-from convkit.papers.cuconv import claims, edges, launch
+from convkit.families.cuconv import CUCONV_VARIANTS, FAMILY
+from convkit.papers.cuconv import claims, edges
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.study import networks, tuning
+from convkit.study import networks
+from convkit.study.sweep import tune_then_sweep
+from convkit.study.tuning import knob_table
 
 #: The paper's largest speed-up (its section 4.1): 7x7 input, 1x1 filters, 32 filters, depth 832, batch 1.
 PAPER_MAX_LABEL = "7-1-1-32-832"
@@ -35,27 +33,6 @@ CUCONV_TUNING = "cuconv_tuning"
 CUCONV_TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 #: Configurations of a quick run (batch 1): every eleventh of the 88.
 CUCONV_QUICK_STEP = 11
-
-
-def _variant(variant: str) -> Variant:
-    """``cuconv_<variant>`` at its tuned launch where a tuning run has measured it, else the heuristic's."""
-    name = f"cuconv_{variant}"
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
-
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        tuned = tuning.tuned_knobs(p, name, experiment=CUCONV_TUNING)
-        return tuned if tuned is not None else launch.default_knobs(p, variant, sm_count()).as_params()
-
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [k.as_params() for k in launch.candidates(p, variant, sm_count())]
-
-    return Variant(name, run, knobs, candidates=candidates)
-
-
-#: The chapter's ladder: the paper's design, then each step past it.
-CUCONV_VARIANTS: tuple[Variant, ...] = tuple(_variant(v) for v in launch.VARIANTS)
 
 
 def measure(
@@ -78,10 +55,8 @@ def measure(
         configs, batches = quick_configurations(), (1,)
     for batch in batches or networks.BATCH_SIZES:
         problems = [c.problem(batch) for c in configs]
-        run_experiment(CUCONV_TUNING, problems, CUCONV_VARIANTS, directory=directory, cudnn=False, tune=True,
-                       timing=tuning.TIMING, progress=progress)  # fmt: skip
-        run_experiment(experiment, problems, CUCONV_VARIANTS, directory=directory, timing=CUCONV_TIMING,
-                       progress=progress, remeasure_changed=True)  # fmt: skip
+        tune_then_sweep(directory, problems, CUCONV_VARIANTS, tuning=CUCONV_TUNING, experiment=experiment,
+                        timing=CUCONV_TIMING, progress=progress)  # fmt: skip
 
 
 def quick_configurations() -> list[networks.Config]:
@@ -120,10 +95,11 @@ def named_problems() -> list[tuple[str, str, ConvProblem]]:
     return [(t, letter, ConvProblem.from_label(label)) for t, rows in NAMED_CONFIGS.items() for letter, label in rows]
 
 
-def profiled_cases() -> Iterator[ProfiledCase]:
-    """The profile's cases, in order: on each named configuration, every variant at its tuned launch, then
-    every cuDNN forward algorithm."""
-    return convolution_cases(named_problems(), Kernels(CUCONV_VARIANTS), cudnn=True)
+def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
+    """The profile's cases, in order: on each named configuration, every variant at its launch tuned in
+    ``directory``, then every cuDNN forward algorithm."""
+    return convolution_cases(named_problems(), Kernels(CUCONV_VARIANTS), cudnn=True,
+                             tuned=knob_table(directory, CUCONV_TUNING))  # fmt: skip
 
 
 PAPER = Paper(
@@ -132,9 +108,8 @@ PAPER = Paper(
     notebook="03_cuconv",
     experiment=CUCONV_EXPERIMENT,
     measure=measure,
-    variants=CUCONV_VARIANTS,
+    family=FAMILY,
     tuning=CUCONV_TUNING,
-    sources=("cuconv",),
     sample_problems=sample_problems,
     problems=problems,
     profile=Profile("cuconv_kernels", profiled_cases),

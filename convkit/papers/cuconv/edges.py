@@ -11,7 +11,7 @@ import numpy as np
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.cuconv.launch import conv2d_cuconv
+from convkit.families.cuconv.launch import conv2d_cuconv
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),

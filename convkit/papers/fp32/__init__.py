@@ -16,63 +16,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import Kernels, Variant, run_experiment
-from convkit.core.gpu import sm_count
+from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
-from convkit.core.reference import TRANSFORM_TOLERANCE
-from convkit.libs import cublas
-from convkit.papers.fp32 import edges, launch, results
+from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
+from convkit.papers.fp32 import edges, results
 from convkit.papers.fp32.problem_sets import problems
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.study import tuning
+from convkit.study.sweep import run_experiment, tune_then_sweep
+from convkit.study.tuning import knob_table
 
 #: The sweep's experiment and its tuning table (results/<gpu>/fp32.csv, fp32_tuning.csv).
 EXPERIMENT, TUNING = results.SWEEP, results.TUNING
 #: The sweep's timing: cuConv's budget (many problems, 13+ cases each).
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 
-IGEMM, WINOGRAD = results.IGEMM, results.WINOGRAD
-
-
-def _tuned(p: ConvProblem, name: str) -> dict[str, Any] | None:
-    return tuning.tuned_knobs(p, name, experiment=TUNING)
-
-
-def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.ImplicitGemmLaunch(**knobs),
-                                out=out)  # fmt: skip
-
-
-def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    launch.conv2d_winograd(x, w, pad=p.pad, spec=launch.WinogradLaunch(**knobs), out=out)
-
-
-def winograd_supports(p: ConvProblem) -> bool:
-    """Stride 1 and a square filter some built F(m, r) takes within the workspace limit."""
-    return p.stride == 1 and p.r == p.s and launch.winograd_fits(p)
-
-
-def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
-    cublas.conv1x1(x, w, out)
-
-
-IGEMM_VARIANT = Variant(
-    IGEMM,
-    _run_igemm,
-    knobs=lambda p: _tuned(p, IGEMM) or launch.default_knobs(p, sm_count()).as_params(),
-    candidates=lambda p: [k.as_params() for k in launch.candidates(p, sm_count())],
-)
-WINOGRAD_VARIANT = Variant(
-    WINOGRAD,
-    _run_winograd,
-    knobs=lambda p: _tuned(p, WINOGRAD) or launch.winograd_default(p).as_params(),
-    candidates=lambda p: [k.as_params() for k in launch.winograd_candidates(p)],
-    tolerance=TRANSFORM_TOLERANCE,
-    supports=winograd_supports,
-)
-VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
-#: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
-PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
 
 
 #: Problems tuned and then swept together: an interrupted session leaves whole chunks behind.
@@ -92,10 +49,8 @@ def measure(
     todo = problems(quick)
     for start in range(0, len(todo), CHUNK):
         part = todo[start : start + CHUNK]
-        run_experiment(TUNING, part, VARIANTS, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
-                       progress=progress)  # fmt: skip
-        run_experiment(experiment, part, VARIANTS, directory=directory, peers=PEERS, timing=TIMING,
-                       progress=progress, remeasure_changed=True)  # fmt: skip
+        tune_then_sweep(directory, part, VARIANTS, tuning=TUNING, experiment=experiment, peers=PEERS, timing=TIMING,
+                        progress=progress)  # fmt: skip
 
 
 #: The run-to-run spread: every REPEAT_STEP-th problem measured again in a fresh process (about 5%).
@@ -107,7 +62,7 @@ def measure_repeat(directory: Path, *, progress: Callable[[str], None] | None = 
     launches, into ``fp32_repeat.csv``: run in a process of its own after the sweep, it gives the spread
     within which two times are a tie."""
     run_experiment(REPEAT_EXPERIMENT, problems()[::REPEAT_STEP], VARIANTS, directory=directory, peers=PEERS,
-                   timing=TIMING, progress=progress)  # fmt: skip
+                   timing=TIMING, progress=progress, tuned=knob_table(directory, TUNING))  # fmt: skip
 
 
 def sample_problems() -> list[ConvProblem]:
@@ -143,11 +98,11 @@ PROFILE_METRICS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def profiled_cases() -> Iterator[ProfiledCase]:
-    """The profile's cases: on each of :data:`PROFILE_PROBLEMS`, both families at their tuned launches, then
-    every cuDNN algorithm and cuBLAS where it applies."""
+def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
+    """The profile's cases: on each of :data:`PROFILE_PROBLEMS`, both families at their launches tuned in
+    ``directory``, then every cuDNN algorithm and cuBLAS where it applies."""
     named = [("layers", name, p) for name, p in PROFILE_PROBLEMS]
-    return convolution_cases(named, Kernels(VARIANTS, PEERS), cudnn=True)
+    return convolution_cases(named, Kernels(VARIANTS, PEERS), cudnn=True, tuned=knob_table(directory, TUNING))
 
 
 PAPER = Paper(
@@ -156,10 +111,8 @@ PAPER = Paper(
     notebook="06_fp32",
     experiment=EXPERIMENT,
     measure=measure,
-    variants=VARIANTS,
-    peers=PEERS,
+    family=FAMILY,
     tuning=TUNING,
-    sources=("implicit_gemm", "winograd"),
     sample_problems=sample_problems,
     problems=problems,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),

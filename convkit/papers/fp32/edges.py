@@ -15,8 +15,7 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
-from convkit.libs import cublas
-from convkit.papers.fp32.launch import (
+from convkit.families.fp32.launch import (
     STAGES,
     TILES,
     ImplicitGemmLaunch,
@@ -24,7 +23,8 @@ from convkit.papers.fp32.launch import (
     conv2d_implicit_gemm,
     conv2d_winograd,
 )
-from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.
 GEMM_EDGES = (

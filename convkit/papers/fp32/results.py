@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.families.fp32 import IGEMM, WINOGRAD
 from convkit.papers.fp32.problem_sets import suites
 from convkit.study import tables
 
-IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 #: The experiments the chapter reads: its sweep, the repeated sample, the tuning table and the ncu profile.
 SWEEP, REPEAT, TUNING, PROFILE = "fp32", "fp32_repeat", "fp32_tuning", "fp32_kernels"
 VARIANTS = (IGEMM, WINOGRAD)

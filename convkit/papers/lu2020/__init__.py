@@ -13,44 +13,20 @@ the sanitizer's driver.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import (
-    Kernels,
-    Variant,
-    run_experiment,
-)
+from convkit.bench.variant import Kernels, Variant
 from convkit.core.problem import ConvProblem
-from convkit.libs import cvcuda as cvcuda_filter
-from convkit.libs import npp
+from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE, SINGLE
+from convkit.families.lu2020.launch import FILTER_SIZES
 from convkit.papers.lu2020 import edges, results
-from convkit.papers.lu2020.launch import (
-    FILTER_SIZES,
-    MULTI_CANDIDATES,
-    NDIMAGE_PEER,
-    SINGLE_VARIANTS,
-    WIDE,
-    WIDE_CANDIDATES,
-    LuMultiLaunch,
-    LuSingleLaunch,
-    LuWideLaunch,
-    conv2d_multi,
-    conv2d_single,
-    conv2d_wide,
-    correlate_peer,
-    default_single,
-    is_single_image,
-    multi_problems,
-    single_candidates,
-    single_problems,
-    wide_halo_fits,
-)
+from convkit.papers.lu2020.problems import multi_problems, single_problems
 from convkit.papers.lu2020.results import findings
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.study import tuning
+from convkit.study.sweep import run_experiment, tune_then_sweep
+from convkit.study.tuning import knob_table
 
 #: The sweep's experiment (``results/<gpu>/lu2020.csv``: 18 images and 26 layers; every cuDNN algorithm,
 #: PyTorch and, on single images, cupyx.scipy.ndimage).
@@ -73,63 +49,6 @@ METRICS = (
 PROFILE_SIZE = 2048
 
 
-def _lu(variant: str) -> Variant:
-    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1), ``lu_wide`` (past the paper, C = 1) or
-    ``lu_multi``, at its tuned launch where a tuning run has measured it, else the untuned one."""
-    name = f"lu_{variant}"
-    multi, wide = variant == "multi", variant == WIDE
-    if multi:
-        default, launches, conv, launch_of = LuMultiLaunch(), MULTI_CANDIDATES, conv2d_multi, LuMultiLaunch
-    elif wide:
-        default, launches, conv, launch_of = LuWideLaunch(), WIDE_CANDIDATES, conv2d_wide, LuWideLaunch
-    else:
-        default, launches, conv = default_single(variant), single_candidates(variant), conv2d_single
-        launch_of = functools.partial(LuSingleLaunch, variant)
-
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        tuned = tuning.tuned_knobs(p, name, experiment=TUNING)
-        return tuned if tuned is not None else default.as_params()
-
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [launch.as_params() for launch in launches]
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv(x, w, pad=p.pad, launch=launch_of(**knobs), out=out)
-
-    def supports(p: ConvProblem) -> bool:
-        return (p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
-                and (not wide or wide_halo_fits(p)))  # fmt: skip
-
-    return Variant(name, run, knobs, candidates=candidates, supports=supports)
-
-
-def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
-    correlate_peer(x, w, out)
-
-
-#: The paper's single-channel ladder, the kernel past it, and the paper's multi-channel form.
-LADDER: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
-SINGLE: tuple[Variant, ...] = (*LADDER, _lu(WIDE))
-MULTI: tuple[Variant, ...] = (_lu("multi"),)
-
-
-def _npp(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
-    npp.correlate(x, w, out)
-
-
-def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
-    cvcuda_filter.correlate(x, w, out)
-
-
-#: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and
-#: CV-CUDA (where it is installed).
-NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
-NPP = Variant("nppi_filter", _npp, supports=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
-CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p) and cvcuda_filter.available(),
-                 impl=cvcuda_filter.IMPL)  # fmt: skip
-IMAGE_PEERS = (NDIMAGE, NPP, CVCUDA)
-
-
 def _grids(quick: bool) -> tuple[tuple[list[ConvProblem], tuple[Variant, ...], tuple[Variant, ...]], ...]:
     """(problems, variants, peers) of the two grids; ``quick``: every :data:`QUICK_STEP`-th problem."""
     step = QUICK_STEP if quick else 1
@@ -145,10 +64,8 @@ def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMEN
     if options:
         raise TypeError(f"the lu2020 sweep takes no options, got {sorted(options)}")
     for problems, variants, peers in _grids(quick):
-        run_experiment(TUNING, problems, variants, directory=directory, cudnn=False, tune=True, timing=tuning.TIMING,
-                       progress=progress)  # fmt: skip
-        run_experiment(experiment, problems, variants, directory=directory, peers=peers, timing=TIMING,
-                       progress=progress, remeasure_changed=True)  # fmt: skip
+        tune_then_sweep(directory, problems, variants, tuning=TUNING, experiment=experiment, peers=peers,
+                        timing=TIMING, progress=progress)  # fmt: skip
 
 
 #: The run-to-run spread: every :data:`REPEAT_STEP`-th single-channel image measured again in a fresh process.
@@ -160,7 +77,8 @@ def measure_repeat(directory: Path, *, progress: Any = print) -> None:
     tuned launches, into ``lu2020_repeat.csv``: run in a process of its own after the sweep, it gives the spread
     within which two times are a tie."""
     run_experiment(REPEAT_EXPERIMENT, single_problems()[::REPEAT_STEP], SINGLE, directory=directory,
-                   peers=IMAGE_PEERS, timing=TIMING, progress=progress)  # fmt: skip
+                   peers=IMAGE_PEERS, timing=TIMING, progress=progress,
+                   tuned=knob_table(directory, TUNING))  # fmt: skip
 
 
 def problems(quick: bool = False) -> list[ConvProblem]:
@@ -186,10 +104,11 @@ def profile_problems() -> list[tuple[str, str, ConvProblem]]:
     return [("single channel", f"{k}x{k}", ConvProblem.same(1, 1, size, size, 1, k)) for k in FILTER_SIZES]
 
 
-def profiled_cases() -> Iterator[ProfiledCase]:
+def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
     """The profile's cases, in order: on each image, the ladder at its tuned launches, then the image peer
     (no cuDNN: the counters are about the paper's kernels)."""
-    return convolution_cases(profile_problems(), Kernels(LADDER, (NDIMAGE,)), cudnn=False)
+    return convolution_cases(profile_problems(), Kernels(LADDER, (NDIMAGE,)), cudnn=False,
+                             tuned=knob_table(directory, TUNING))
 
 
 PAPER = Paper(
@@ -198,10 +117,8 @@ PAPER = Paper(
     notebook="02_lu2020",
     experiment=EXPERIMENT,
     measure=measure,
-    variants=(*SINGLE, *MULTI),
-    peers=IMAGE_PEERS,
+    family=FAMILY,
     tuning=TUNING,
-    sources=("lu2020",),
     sample_problems=sample_problems,
     problems=problems,
     findings=findings,

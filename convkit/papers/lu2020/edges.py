@@ -12,7 +12,7 @@ import numpy as np
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.lu2020.launch import (
+from convkit.families.lu2020.launch import (
     SINGLE_VARIANTS,
     LuMultiLaunch,
     LuWideLaunch,

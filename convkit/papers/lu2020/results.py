@@ -18,9 +18,9 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import find_nvcc, ptxas_report
+from convkit.families.lu2020 import warp_sim
+from convkit.families.lu2020.launch import FILTER_SIZES, NDIMAGE_PEER, SINGLE_VARIANTS, WIDE, build_options
 from convkit.libs.pytorch import VARIANT as PYTORCH_VARIANT
-from convkit.papers.lu2020 import warp_sim
-from convkit.papers.lu2020.launch import FILTER_SIZES, NDIMAGE_PEER, SINGLE_VARIANTS, WIDE, build_options
 from convkit.study import tables
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings

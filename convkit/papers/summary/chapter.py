@@ -2,7 +2,7 @@
 
 Reads what the chapters and the op's own measurements recorded for one GPU:
 
-- every chapter's sweep (through :func:`convkit.op.dispatch.recorded_candidates`): per problem, convkit's best
+- every chapter's sweep (through :func:`convkit.study.shipping.recorded_candidates`): per problem, convkit's best
   kernel against the best library of the same run, on one roofline and as a map of where each wins;
 - ``networks.csv`` (:mod:`convkit.papers.summary.inference`): five torchvision networks patched by ``convkit.op.patch.patch``;
 - ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convkit.op import dispatch
+from convkit.core.problem import ConvProblem
 from convkit.papers.summary import inference, overhead, precisions
-from convkit.study import tables
+from convkit.study import shipping, tables
 from convkit.study.results import load_results
 
 #: Buckets of the win map: batch sizes and input channels.
@@ -84,14 +84,14 @@ def best_per_problem(directory: Path) -> Any:
     time and kernel, the best library's time and name, and the speed-up (library over convkit)."""
     import pandas as pd
 
-    rows = dispatch.recorded_candidates(directory)
+    rows = shipping.recorded_candidates(directory)
     out = []
     for key, group in rows.groupby("key"):
         mine, theirs = group[group["impl"] == "convkit"], group[group["impl"] != "convkit"]
         if mine.empty or theirs.empty:
             continue
         best_mine, best_theirs = mine.loc[mine["us"].idxmin()], theirs.loc[theirs["us"].idxmin()]
-        p = dispatch.problem_of(key)
+        p = ConvProblem.from_key(key)
         out.append({"key": key, "R": p.r, "N": p.n, "C": p.c, "gflop": p.flops / 1e9,
                     "intensity": p.arithmetic_intensity, "convkit_us": float(best_mine["us"]),
                     "kernel": str(best_mine["variant"]), "library_us": float(best_theirs["us"]),

@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from convkit.bench.rows import error_text, timing_columns
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
-from convkit.libs.pytorch import cupy_stream
-from convkit.study.results import ResultStore, error_text, timing_columns
+from convkit.op.interop import cupy_stream
+from convkit.study.results import ResultStore
 
 EXPERIMENT = "networks"
 #: torchvision's constructor and the module whose input is the features, per network.
@@ -245,8 +246,8 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
             progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
     """Measure every network and batch (``only``: those labels) into ``<directory>/<experiment>.csv``, resuming
     what is there; a failing one is recorded with its error and the rest go on. Returns the directory."""
-    from convkit.bench.measure import gpu_results_dir
     from convkit.study import provenance
+    from convkit.study.results import gpu_results_dir
 
     directory = gpu_results_dir(directory)
     store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)

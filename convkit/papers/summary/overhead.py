@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import fixed_sweep
+from convkit.bench.rows import Case
 from convkit.core.problem import ConvProblem
-from convkit.libs.pytorch import cupy_stream
-from convkit.study.results import Case
+from convkit.op.interop import cupy_stream
+from convkit.study.sweep import fixed_sweep
 
 EXPERIMENT = "conv2d_overhead"
 #: Calls queued per host-cost measurement, and how long the stream is held while they are queued.
@@ -85,8 +85,8 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
     """The rows of ``todo`` on ``problem`` (see the module doc), on PyTorch's current stream."""
     import torch
 
+    from convkit.bench.rows import make_row
     from convkit.cuda.timing import CudaEventClock, Timing, benchmark
-    from convkit.study.results import make_row
 
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.measure import fixed_sweep
+from convkit.bench.rows import Case
 from convkit.core.problem import ConvProblem
-from convkit.libs.pytorch import cupy_stream
-from convkit.study.results import Case
+from convkit.op.interop import cupy_stream
+from convkit.study.sweep import fixed_sweep
 
 EXPERIMENT = "precisions"
 #: The layers measured: cuConv's of at least this many GFLOP (direct-method count), the FP32 chapter's large set.
@@ -35,8 +35,8 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
     """``todo``'s precisions on ``problem``: PyTorch's autotuned cuDNN, timed as every study row is."""
     import torch
 
+    from convkit.bench.rows import make_row
     from convkit.cuda.timing import CudaEventClock, benchmark
-    from convkit.study.results import make_row
 
     torch.backends.cudnn.benchmark = True
     x = torch.randn(problem.input_shape, device="cuda")

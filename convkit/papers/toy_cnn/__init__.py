@@ -4,7 +4,7 @@ The chapter measures the report's ladder V0..V4 (:mod:`.launch`) at its launches
 and a wider block sweep), the study's register-tiled V5 fused and unfused, each cuDNN algorithm alone
 and followed by bias, ReLU and pool, and PyTorch's layer (:mod:`.measure`), on the course lab's layer
 and three smaller ones. Its cases are layers, not plain convolutions, so the paper declares no
-:class:`convkit.bench.measure.Variant`: its generic GPU check runs :func:`sample_checks` through
+:class:`convkit.bench.variant.Variant`: its generic GPU check runs :func:`sample_checks` through
 :func:`.measure.measure_layer`. :mod:`.results` turns the rows into the chapter's tables.
 """
 
@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import gpu_results_dir, tolerance_for
+from convkit.bench.measure import tolerance_for
+from convkit.bench.rows import Case, params_text
+from convkit.bench.variant import KnobTable
 from convkit.core.problem import ConvProblem
-from convkit.papers.paper import FusedLayer, Paper, Profile, ProfiledCase
-from convkit.papers.toy_cnn import edges, layer_op
-from convkit.papers.toy_cnn.launch import (
+from convkit.families.toy_cnn import FAMILY
+from convkit.families.toy_cnn.launch import (
     LAB_LAYER,
     LADDER,
     REPORT_BEST_BLOCK,
@@ -31,12 +32,21 @@ from convkit.papers.toy_cnn.launch import (
     block_shapes,
     fitting_tiles,
     layer_output_shape,
-    reference_layer,
     report_grid,
 )
-from convkit.papers.toy_cnn.measure import LAYER_STEPS, layer_cases, layer_prepare, measure_layer, run_layer_experiment
+from convkit.papers.paper import Paper, Profile, ProfiledCase
+from convkit.papers.toy_cnn import edges, layer_op
+from convkit.papers.toy_cnn.measure import (
+    LAYER_STEPS,
+    layer_cases,
+    layer_prepare,
+    measure_layer,
+    reference_layer,
+    run_layer_experiment,
+)
 from convkit.papers.toy_cnn.results import TOY_EXPERIMENT, findings
-from convkit.study.results import Case, params_text
+from convkit.study.results import load_results
+from convkit.study.tables import fastest_per
 
 #: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
 TOY_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 5, "max_reps": 50, "budget_ms": 100.0}
@@ -109,9 +119,10 @@ def measure(
     run_layer_experiment(experiment, plan(quick), directory=directory, timing=TOY_TIMING, progress=progress)
 
 
-def sample_checks() -> Iterator[tuple[ConvProblem, list[Case]]]:
+def sample_checks(tuned: KnobTable | None = None) -> Iterator[tuple[ConvProblem, list[Case]]]:
     """(layer, cases) for the generic GPU test: on each of :data:`SAMPLE_LAYERS`, the ladder at the report's
-    best block, the first and last tiled candidates, ``unfused``, and ``tiled`` timed the report's way."""
+    best block, the first and last tiled candidates, ``unfused``, and ``tiled`` timed the report's way (each at
+    the launch named here: nothing of it is tuned)."""
     fitting = fitting_tiles()
     first, last = fitting[0].as_params(), fitting[-1].as_params()
     for layer in SAMPLE_LAYERS:
@@ -120,37 +131,35 @@ def sample_checks() -> Iterator[tuple[ConvProblem, list[Case]]]:
         yield layer, layer_cases(layer, launches, host_timed=[("tiled", {})], cudnn=False)
 
 
-def _fastest_recorded() -> tuple[dict[str, Any], str]:
-    """(tiled knobs, cuDNN algorithm) fastest on the lab layer in this GPU's recorded sweep, else the
+def _fastest_recorded(directory: Path) -> tuple[dict[str, Any], str]:
+    """(tiled knobs, cuDNN algorithm) fastest on the lab layer in the sweep recorded in ``directory``, else the
     defaults (64x16x16, 4 channels a stage; IMPLICIT_PRECOMP_GEMM)."""
     tile, algorithm = ToyTiledLaunch().as_params(), "IMPLICIT_PRECOMP_GEMM"
-    path = gpu_results_dir(None) / f"{TOY_EXPERIMENT}.csv"
-    if path.exists():
-        import pandas as pd
-
-        frame = pd.read_csv(path, keep_default_na=False)
-        ok = frame[(frame.status == "ok") & (frame.label == LAB_LAYER.label)]
-        ok = ok.assign(t=ok.time_ms_median.astype(float))
-        tiled = ok[(ok.impl == "convkit") & (ok.variant == "toy_tiled")]
-        cudnn = ok[(ok.impl == "cudnn") & (ok.params.str.contains("pool"))]
-        if len(tiled):
-            tile = json.loads(tiled.sort_values("t").iloc[0].params)
-        if len(cudnn):
-            algorithm = cudnn.sort_values("t").iloc[0].variant
+    if (Path(directory) / f"{TOY_EXPERIMENT}.csv").exists():
+        frame = load_results(Path(directory), TOY_EXPERIMENT)[0]
+        lab = frame[frame["label"] == LAB_LAYER.label]
+        tiled = lab[(lab["impl"] == "convkit") & (lab["variant"] == "toy_tiled")]
+        cudnn = lab[(lab["impl"] == "cudnn") & lab["params"].astype(str).str.contains("pool", regex=False)]
+        best_tiled, best_cudnn = fastest_per(tiled, ["label"]), fastest_per(cudnn, ["label"])
+        if len(best_tiled):
+            tile = json.loads(best_tiled.iloc[0]["params"])
+        if len(best_cudnn):
+            algorithm = str(best_cudnn.iloc[0]["variant"])
     return tile, algorithm
 
 
-def profile_cases() -> list[Case]:
+def profile_cases(directory: Path) -> list[Case]:
     """The lab layer's profiled cases: the ladder at the report's best launch, ``tiled`` and ``unfused`` at
-    the fastest recorded tile, and cuDNN's fastest recorded algorithm with its bias, ReLU and pool."""
-    tile, algorithm = _fastest_recorded()
+    the fastest tile recorded in ``directory``, and cuDNN's fastest recorded algorithm with its bias, ReLU and
+    pool."""
+    tile, algorithm = _fastest_recorded(directory)
     best = params_text(_ladder("v0", REPORT_BEST_BLOCK, REPORT_BEST_GRID)[1])
     cases = [Case("convkit", f"toy_{v}", best) for v in LADDER]
     cases += [Case("convkit", f"toy_{v}", params_text(tile)) for v in ("tiled", "unfused")]
     return [*cases, Case("cudnn", algorithm, LAYER_STEPS)]
 
 
-def profiled_cases() -> Iterator[ProfiledCase]:
+def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
     """:func:`profile_cases` on one draw of the lab layer's inputs, each checked against the float64 layer."""
     import cupy
 
@@ -162,7 +171,7 @@ def profiled_cases() -> Iterator[ProfiledCase]:
     conv_out = cupy.empty(problem.output_shape, dtype=cupy.float32)
     pooled = cupy.empty(layer_output_shape(problem), dtype=cupy.float32)
     ref = reference_layer(x, w, bias)
-    for case in profile_cases():
+    for case in profile_cases(directory):
         entry = {"table": "lab layer", "config": "", "label": problem.label, "impl": case.impl,
                  "variant": case.variant, "params": case.params}  # fmt: skip
         prepare = layer_prepare(problem, case, x, w, bias, conv_out, pooled)
@@ -175,11 +184,12 @@ PAPER = Paper(
     notebook="04_toy_cnn",
     experiment=TOY_EXPERIMENT,
     measure=measure,
-    sources=("toy_cnn",),
+    family=FAMILY,
+    convolutions=False,
     sample_checks=sample_checks,
     measure_rows=measure_layer,
     profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
     edge_check=edges.edge_check,
     findings=findings,
-    fused_layer=FusedLayer(layer_op.choose, layer_op.run),
+    fused_choices=layer_op.fused_choices,
 )

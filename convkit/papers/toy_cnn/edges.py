@@ -11,7 +11,8 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, default_tile, reference_layer, report_grid
+from convkit.families.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, default_tile, report_grid
+from convkit.papers.toy_cnn.measure import reference_layer
 
 #: (C, H, W, M) of the pre-padded layers.
 EDGE_LAYERS = [(3, 19, 23, 5), (9, 36, 44, 70)]

@@ -15,15 +15,22 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import check_and_time, cudnn_prepare, float64_reference, run_sweep
+from convkit.bench.measure import check_and_time, cudnn_prepare, float64_reference
+from convkit.bench.rows import Case, make_row, params_text
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.timing import Timing
+from convkit.families.toy_cnn.launch import (
+    KERNEL_SIZE,
+    ToyTiledLaunch,
+    conv_relu_pool,
+    layer_output_shape,
+    pooled_shape,
+)
 from convkit.libs import pytorch as torch_baseline
 from convkit.libs.cudnn import FORWARD_ALGORITHMS, CudnnBiasReluPool
-from convkit.papers.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, layer_min_bytes, layer_output_shape
-from convkit.study.results import Case, make_row, params_text
+from convkit.study.sweep import run_sweep
 
 #: ``params`` of the cuDNN and PyTorch cases: the convolution alone, or the whole layer in steps.
 CONV_ONLY = params_text({"steps": "conv"})
@@ -54,7 +61,7 @@ def layer_cases(
 
 
 def launch_keywords(params: str) -> dict[str, Any]:
-    """:func:`convkit.papers.toy_cnn.launch.conv_relu_pool`'s launch keywords from a row's params: a
+    """:func:`convkit.families.toy_cnn.launch.conv_relu_pool`'s launch keywords from a row's params: a
     ladder launch's block and grid, a tile, or none (the default tile)."""
     knobs = json.loads(params)
     if "block" in knobs:
@@ -197,3 +204,16 @@ def run_layer_experiment(
     return run_sweep(experiment, [p for p, _ in plan], lambda p: by_problem[p],
                      lambda p, todo: measure_layer(p, todo, seed=seed, timing=timing),
                      directory=directory, progress=progress)  # fmt: skip
+
+
+def layer_min_bytes(problem: ConvProblem) -> int:
+    """Fewest bytes the fused layer moves: input, weights and bias read once, pooled output written once (float32:
+    4 bytes each)."""
+    ph, pw = pooled_shape(problem)
+    return 4 * (problem.c * problem.h * problem.w + problem.m * problem.c * KERNEL_SIZE**2
+                     + problem.m + problem.m * ph * pw)  # fmt: skip
+
+
+def reference_layer(x: Any, w: Any, bias: Any) -> Any:
+    """The float64 reference: ``maxpool2x2(relu(conv(x, w) + bias))`` (NumPy or CuPy arrays)."""
+    return reference.max_pool2x2(reference.relu(reference.bias_add(reference.conv2d(x, w), bias)))

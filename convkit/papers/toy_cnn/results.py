@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convkit.papers.toy_cnn import launch
+from convkit.bench.rows import params_text
+from convkit.families.toy_cnn import launch
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
-from convkit.study.results import params_text
 
 #: The sweep's experiment (as :data:`convkit.papers.toy_cnn.TOY_EXPERIMENT`).
 TOY_EXPERIMENT = "toy_cnn"

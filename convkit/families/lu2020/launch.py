@@ -1,7 +1,7 @@
 """Lu, Zhang, Wang 2020 (memory transactions): launchers, launch knobs and the chapter's problems.
 
 The kernels are in ``kernels/lu2020.cu``; the warp exchange they run comes from
-:func:`convkit.papers.lu2020.warp_sim.exchange_schedule`, which also counts their loads on the CPU.
+:func:`convkit.families.lu2020.warp_sim.exchange_schedule`, which also counts their loads on the CPU.
 
 Single channel (C = 1; any N and M), one kernel per step of the paper:
 
@@ -28,8 +28,7 @@ from typing import Any, ClassVar
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.compile import launch as launch_kernel
-from convkit.papers.lu2020.warp_sim import exchange_schedule, schedule_macros
-from convkit.study.layer_sets import network_3x3_layers
+from convkit.families.lu2020.warp_sim import exchange_schedule, schedule_macros
 
 WARP = 32
 #: Filter widths the kernels are built and checked for (the paper's 5, and 3 and 7).
@@ -46,7 +45,7 @@ def build_options(
     k: int, *, rows: int = 1, warps: int = 4, filters: int = 8, stage_channels: int = 8
 ) -> tuple[str, ...]:
     """NVRTC options of ``kernels/lu2020.cu`` for a K x K filter and a launch: the exchange schedule
-    of :func:`convkit.papers.lu2020.warp_sim.exchange_schedule` and the tile macros."""
+    of :func:`convkit.families.lu2020.warp_sim.exchange_schedule` and the tile macros."""
     return (*schedule_macros(exchange_schedule(k)), f"-DLU_ROWS={rows}", f"-DLU_WARPS={warps}",
             f"-DLU_FILTERS={filters}", f"-DLU_STAGE_CHANNELS={stage_channels}")  # fmt: skip
 
@@ -332,15 +331,7 @@ def is_single_image(p: ConvProblem) -> bool:
 
 # --- The chapter's problems ---------------------------------------------------------------------------
 
-#: Single-channel images (square) and the filter widths, as the issue sets them.
-IMAGE_SIZES = (256, 512, 1024, 2048, 4096, 8192)
 
 
-def single_problems() -> list[ConvProblem]:
-    """One image, one filter, "same" padding: sizes 256..8192 square, K 3, 5, 7."""
-    return [ConvProblem.same(1, 1, h, h, 1, k) for h in IMAGE_SIZES for k in FILTER_SIZES]
 
 
-def multi_problems() -> list[ConvProblem]:
-    """The VGG19 and ResNet-50 3x3 layers (stride 1, "same"), batch 1 then 32 (:mod:`convkit.study.layer_sets`)."""
-    return network_3x3_layers()

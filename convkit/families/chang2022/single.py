@@ -9,7 +9,7 @@
   registers, for 1x1 and launch-bound maps (and with the weights in shared memory at 3x3 and 5x5), tuned
   with the plans.
 
-Everything here is arithmetic, tested on the CPU; :func:`convkit.papers.chang2022.launch.conv2d_single`
+Everything here is arithmetic, tested on the CPU; :func:`convkit.families.chang2022.launch.conv2d_single`
 launches them.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from convkit.core.problem import ConvProblem
-from convkit.papers.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, LatencyModel
+from convkit.families.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, LatencyModel
 
 
 @dataclass(frozen=True)

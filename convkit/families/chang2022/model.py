@@ -13,15 +13,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from convkit.core.gpu import device_name, gpu_slug, require_cupy, shared_memory_limits
-from convkit.core.paths import results_dir
-from convkit.study.layer_sets import GRID_FILTERS
-from convkit.study.roofline import FP32_LANES_PER_SM, recorded_ceilings
+from convkit.core.gpu import FP32_LANES_PER_SM, device_name, gpu_slug, require_cupy, shared_memory_limits
+from convkit.core.shipped import shipped
 
 FLOAT_BYTES = 4
 WARP = 32
 #: Filter sizes the kernels are built for (a thread reads 8 staged columns per row).
-FILTER_SIZES = GRID_FILTERS
+FILTER_SIZES = (1, 3, 5)
 #: Filters each thread of both kernels computes (two float4 weight reads per tap).
 FILTERS_PER_THREAD = 8
 #: Blocks per SM in both of the paper's kernels ("two blocks are assigned to each SM").
@@ -139,11 +137,12 @@ ASSUMED_LATENCY_CYCLES = 600
 
 
 def current_figures() -> GpuFigures:
-    """The figures of the GPU in use: its recorded ceilings if ``results/<gpu>/ceilings.csv`` exists,
-    else its properties with the theoretical bandwidth and :data:`ASSUMED_LATENCY_CYCLES`."""
+    """The figures of the GPU in use: its measured ceilings where the package ships them
+    (:mod:`convkit.core.shipped`), else its properties with the theoretical bandwidth and
+    :data:`ASSUMED_LATENCY_CYCLES`."""
     name = device_name()
-    summary = recorded_ceilings(results_dir() / gpu_slug(name))
-    if summary is not None and not math.isnan(summary["dram_latency_cycles"]):
+    summary = shipped(gpu_slug(name)).get("figures")
+    if summary is not None and not math.isnan(summary.get("dram_latency_cycles", math.nan)):
         return figures_from_ceilings(summary, name)
     cupy = require_cupy()
     attrs = cupy.cuda.Device().attributes

@@ -2,8 +2,8 @@
 
 Both kernels of the paper take one image, square 1x1, 3x3 or 5x5 filters and "same" padding
 (:func:`check_same_args`). :func:`conv2d_single` runs a single-channel launch
-(:mod:`convkit.papers.chang2022.single`), :func:`conv2d_multi` a multi-channel one
-(:mod:`convkit.papers.chang2022.multi`), each through :func:`convkit.cuda.compile.launch`.
+(:mod:`convkit.families.chang2022.single`), :func:`conv2d_multi` a multi-channel one
+(:mod:`convkit.families.chang2022.multi`), each through :func:`convkit.cuda.compile.launch`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from convkit.core.gpu import require_cupy, shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.compile import launch
-from convkit.papers.chang2022.model import FILTER_SIZES, current_figures, latency_model
-from convkit.papers.chang2022.multi import ChangMultiLaunch, multi_config
-from convkit.papers.chang2022.single import ChangSingleLaunch, fill_plan
+from convkit.families.chang2022.model import FILTER_SIZES, current_figures, latency_model
+from convkit.families.chang2022.multi import ChangMultiLaunch, multi_config
+from convkit.families.chang2022.single import ChangSingleLaunch, fill_plan
 
 
 def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
@@ -39,13 +39,13 @@ def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
 
 def conv2d_single(x: Any, w: Any, *, plan: ChangSingleLaunch | None = None, out: Any = None) -> Any:
     """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``
-    (``chang_single_direct`` for a :class:`~convkit.papers.chang2022.single.DirectSingleLaunch`).
+    (``chang_single_direct`` for a :class:`~convkit.families.chang2022.single.DirectSingleLaunch`).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
-        plan: the division; default :func:`~convkit.papers.chang2022.single.fill_plan` for this GPU's figures.
-            A :class:`~convkit.papers.chang2022.single.DirectSingleLaunch` runs the unstaged kernel.
+        plan: the division; default :func:`~convkit.families.chang2022.single.fill_plan` for this GPU's figures.
+            A :class:`~convkit.families.chang2022.single.DirectSingleLaunch` runs the unstaged kernel.
         out: optional float32 (1, M, H, W) output.
 
     Example:
@@ -65,13 +65,13 @@ def conv2d_single(x: Any, w: Any, *, plan: ChangSingleLaunch | None = None, out:
 
 def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out: Any = None) -> Any:
     """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
-    (``chang_pointwise`` for a :class:`~convkit.papers.chang2022.multi.PointwiseMultiLaunch` at 1x1,
-    ``chang_broadcast`` for a :class:`~convkit.papers.chang2022.multi.BroadcastMultiLaunch`).
+    (``chang_pointwise`` for a :class:`~convkit.families.chang2022.multi.PointwiseMultiLaunch` at 1x1,
+    ``chang_broadcast`` for a :class:`~convkit.families.chang2022.multi.BroadcastMultiLaunch`).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
-        config: the block; default :func:`~convkit.papers.chang2022.multi.multi_config` for this GPU. With
+        config: the block; default :func:`~convkit.families.chang2022.multi.multi_config` for this GPU. With
             ``split`` above 1 the splits of each output tile add into it with atomics in the same launch (the
             first to start zeroes it).
         out: optional float32 (1, M, H, W) output.

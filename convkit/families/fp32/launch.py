@@ -22,8 +22,8 @@ from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
+from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
-from convkit.papers.fp32.winograd import TILES as WINOGRAD_TILES
 
 #: Block tiles "BMxBN" (filters x positions): threads = BM * BN / 64 (warps of 32 x 64, 8 x 8 a thread).
 TILES: tuple[str, ...] = ("128x128", "128x64", "64x128", "64x64")

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from convkit.core import reference
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args
@@ -262,11 +261,6 @@ def layer_output_shape(problem: ConvProblem) -> tuple[int, int, int, int]:
     return (problem.n, problem.m, *pooled_shape(problem))
 
 
-def layer_min_bytes(problem: ConvProblem) -> int:
-    """Fewest bytes the fused layer moves: input, weights and bias read once, pooled output written once."""
-    ph, pw = pooled_shape(problem)
-    return _FLOAT * (problem.c * problem.h * problem.w + problem.m * problem.c * KERNEL_SIZE**2
-                     + problem.m + problem.m * ph * pw)  # fmt: skip
 
 
 def shared_tile_shape(block: Sequence[int]) -> tuple[int, int]:
@@ -401,6 +395,3 @@ def _launch_tiled(x: Any, w: Any, bias: Any, out: Any, problem: ConvProblem, til
     launch(tile, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, oh, ow, int(rows16)))))
 
 
-def reference_layer(x: Any, w: Any, bias: Any) -> Any:
-    """The float64 reference: ``maxpool2x2(relu(conv(x, w) + bias))`` (NumPy or CuPy arrays)."""
-    return reference.max_pool2x2(reference.relu(reference.bias_add(reference.conv2d(x, w), bias)))

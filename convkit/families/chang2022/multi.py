@@ -12,7 +12,7 @@ compile-time block and channel split:
 
 :func:`ranked_multi_configs` ranks the H100's candidates by a simple cost model (the tuning measures
 them all). Everything here is arithmetic, tested on the CPU;
-:func:`convkit.papers.chang2022.launch.conv2d_multi` launches them.
+:func:`convkit.families.chang2022.launch.conv2d_multi` launches them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.compile import staged_row_stride
-from convkit.papers.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, WARP, LatencyModel
+from convkit.families.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, WARP, LatencyModel
 
 #: Grid dimensions y and z: at most 65535 blocks each.
 MAX_GRID_YZ = 65535

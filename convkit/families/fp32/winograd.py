@@ -91,5 +91,5 @@ def kernel_tables() -> str:
         blocks.append(f"{'#elif' if i else '#if'} CONVKIT_WG_M == {m} && CONVKIT_WG_R == {r}\n"
                       f"#define WG_AT {cuda_initializer(at)}\n#define WG_G {cuda_initializer(g)}\n"
                       f"#define WG_BT {cuda_initializer(bt)}")  # fmt: skip
-    unbuilt = '#error "no transform matrices for this F(m, r): see convkit.papers.fp32.winograd.TILES"'
+    unbuilt = '#error "no transform matrices for this F(m, r): see convkit.families.fp32.winograd.TILES"'
     return "\n".join(blocks) + f"\n#else\n{unbuilt}\n#endif\n"

@@ -1,0 +1,33 @@
+"""The kernel families ``convkit.conv2d`` runs: the only list of them.
+
+Each family (:class:`convkit.bench.variant.Family`) is a folder here: its Launch classes, its variants with
+their knob candidates and the library peers measured beside them. Importing a family imports no chapter; a
+chapter (``convkit.papers.<name>``) imports its family. A new family is its folder and one line here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from convkit.bench.variant import Family, Variant
+from convkit.families import baseline, chang2022, cuconv, fp32, lu2020, toy_cnn
+
+FAMILIES: tuple[Family, ...] = (
+    baseline.FAMILY,
+    lu2020.FAMILY,
+    cuconv.FAMILY,
+    toy_cnn.FAMILY,
+    chang2022.FAMILY,
+    fp32.FAMILY,
+)
+
+
+@functools.cache
+def variants_by_name() -> dict[str, Variant]:
+    """Every family's variants and peers by name (names are unique across families)."""
+    return {v.name: v for f in FAMILIES for v in (*f.variants, *f.peers)}
+
+
+def owner(variant: str) -> str:
+    """The family a variant (or peer) belongs to ("" for none)."""
+    return next((f.name for f in FAMILIES for v in (*f.variants, *f.peers) if v.name == variant), "")

@@ -1,0 +1,23 @@
+"""The baseline's kernel (``kernels/direct.cu``): one thread per output, the plain direct convolution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.problem import ConvProblem
+from convkit.families.baseline.launch import DEFAULT_THREADS, DirectLaunch, conv2d_direct
+
+
+def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, **knobs)
+
+
+def _direct_knobs(p: ConvProblem) -> dict[str, Any]:
+    return DirectLaunch(DEFAULT_THREADS).as_params()
+
+
+#: The direct kernel at its one launch (no tuning).
+DIRECT = Variant("direct", _direct, _direct_knobs)
+
+FAMILY = Family("baseline", (DIRECT,), sources=("direct",))

@@ -1,0 +1,84 @@
+"""Chang, Onishi, Maruyama 2022's kernels (``kernels/chang2022.cu``): latency hiding, sized by a model.
+
+The paper's section 2.2 turns a GPU's figures into how much must be in flight to hide the global-memory
+latency (:mod:`.model`); section 3.1 divides a single-channel convolution over the SMs (:mod:`.single`),
+section 3.2 sizes the multi-channel kernel's block (:mod:`.multi`); :mod:`.launch` runs them. Each kernel is
+a variant twice: as the paper sizes it on this GPU's figures (``chang_single``, ``chang_multi``), and as
+the H100 runs it best (``chang_single_fill``, ``chang_multi_async``: tuned over the planners' and the cost
+model's candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.gpu import shared_memory_limits, sm_count
+from convkit.core.problem import ConvProblem
+from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
+from convkit.families.chang2022.model import FILTER_SIZES, LatencyModel, current_figures, latency_model
+from convkit.families.chang2022.multi import (
+    TUNING_CANDIDATES,
+    multi_config,
+    multi_launch,
+    paper_multi_config,
+    ranked_multi_configs,
+)
+from convkit.families.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
+
+
+def _model() -> LatencyModel:
+    return latency_model(current_figures())
+
+
+def _same_padded(p: ConvProblem) -> bool:
+    """The kernels' problems: one image, square 1x1/3x3/5x5 filters, "same" padding, stride 1."""
+    return p.n == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad == (p.r - 1) // 2 and p.stride == 1
+
+
+def _single_channel(p: ConvProblem) -> bool:
+    return p.c == 1 and _same_padded(p)
+
+
+def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
+    """A single-channel plan: the paper's (:func:`plan_single`), or the H100's (:func:`fill_plan` by default,
+    ``tuned`` over :func:`single_candidates`)."""
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        return planner(p, _model()).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [plan.as_params() for plan in single_candidates(p, _model())]
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        conv2d_single(x, w, plan=single_launch(knobs), out=out)
+
+    return Variant(name, run, knobs, candidates=candidates if tuned else None, supports=_single_channel)
+
+
+def _multi(name: str, paper: bool) -> Variant:
+    """A multi-channel launch: the paper's (:func:`paper_multi_config`), or the H100's (the cost model's
+    cheapest by default, tuned over :func:`ranked_multi_configs`)."""
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        if paper:
+            return paper_multi_config(p, _model()).as_params()
+        return multi_config(p, sm_count(), shared_per_sm=shared_memory_limits()[1]).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        ranked = ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])
+        return [c.as_params() for c in ranked[:TUNING_CANDIDATES]]
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        conv2d_multi(x, w, config=multi_launch(knobs), out=out)
+
+    return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
+
+
+#: Both kernels, each as the paper sizes it and as the H100 runs it (tuned).
+SINGLE_VARIANTS = (_single("chang_single", plan_single, tuned=False),
+                   _single("chang_single_fill", fill_plan, tuned=True))  # fmt: skip
+MULTI_VARIANTS = (_multi("chang_multi", paper=True), _multi("chang_multi_async", paper=False))
+
+FAMILY = Family("chang2022", (*SINGLE_VARIANTS, *MULTI_VARIANTS), sources=("chang2022",))

@@ -1,0 +1,36 @@
+"""cuConv's kernels (``kernels/cuconv.cu``): convolution as scalar products read in place, and past it.
+
+The paper's two-stage design and three steps past it (``cuconv_paper``, ``_fused``, ``_split``, ``_tiled``),
+each with the launches a tuning run chooses among (:mod:`.launch`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.families.cuconv import launch
+
+
+def _variant(variant: str) -> Variant:
+    """``cuconv_<variant>``: the heuristic's launch by default, the candidates a tuning run measures."""
+    name = f"cuconv_{variant}"
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
+
+    def knobs(p: ConvProblem) -> dict[str, Any]:
+        return launch.default_knobs(p, variant, sm_count()).as_params()
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [k.as_params() for k in launch.candidates(p, variant, sm_count())]
+
+    return Variant(name, run, knobs, candidates=candidates)
+
+
+#: The chapter's ladder: the paper's design, then each step past it.
+CUCONV_VARIANTS: tuple[Variant, ...] = tuple(_variant(v) for v in launch.VARIANTS)
+
+FAMILY = Family("cuconv", CUCONV_VARIANTS, sources=("cuconv",))

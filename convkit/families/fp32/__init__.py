@@ -1,0 +1,60 @@
+"""FP32 kernels at the ceiling, past the papers (``kernels/implicit_gemm.cu``, ``kernels/winograd.cu``).
+
+``fp32_igemm``, an implicit GEMM for any filter, stride and padding (CUTLASS's SIMT SGEMM design over NCHW,
+a cp.async pipeline, split-K for small layers), and ``fp32_winograd``, Winograd's F(2x2, 3x3) .. F(6x6, 3x3)
+and F(2x2, 5x5) .. F(4x4, 5x5) with its products on the same GEMM (:mod:`.launch`, :mod:`.winograd`); and
+cuBLAS SGEMM, measured beside them on the 1x1 layers. The implicit GEMM is what ``convkit.conv2d`` runs
+where nothing is recorded and tuning is off: it takes every problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.families.fp32 import launch
+from convkit.libs import cublas
+
+IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
+
+
+def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.ImplicitGemmLaunch(**knobs),
+                                out=out)  # fmt: skip
+
+
+def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    launch.conv2d_winograd(x, w, pad=p.pad, spec=launch.WinogradLaunch(**knobs), out=out)
+
+
+def winograd_supports(p: ConvProblem) -> bool:
+    """Stride 1 and a square filter some built F(m, r) takes within the workspace limit."""
+    return p.stride == 1 and p.r == p.s and launch.winograd_fits(p)
+
+
+def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    cublas.conv1x1(x, w, out)
+
+
+IGEMM_VARIANT = Variant(
+    IGEMM,
+    _run_igemm,
+    default_knobs=lambda p: launch.default_knobs(p, sm_count()).as_params(),
+    candidates=lambda p: [k.as_params() for k in launch.candidates(p, sm_count())],
+)
+WINOGRAD_VARIANT = Variant(
+    WINOGRAD,
+    _run_winograd,
+    default_knobs=lambda p: launch.winograd_default(p).as_params(),
+    candidates=lambda p: [k.as_params() for k in launch.winograd_candidates(p)],
+    tolerance=TRANSFORM_TOLERANCE,
+    supports=winograd_supports,
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
+#: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
+PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
+
+FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"))

@@ -1,0 +1,90 @@
+"""Lu, Zhang, Wang 2020's kernels (``kernels/lu2020.cu``): column and row reuse through warp shuffles.
+
+The paper's single-channel ladder (``lu_direct`` .. ``lu_combined``, C = 1), the kernel past it
+(``lu_wide``: four columns a lane) and the paper's multi-channel form (``lu_multi``), each with the launches
+a tuning run chooses among (:mod:`.launch`); and the image-processing libraries measured beside them on
+single images: cupyx.scipy.ndimage, NVIDIA NPP and CV-CUDA.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.problem import ConvProblem
+from convkit.families.lu2020.launch import (
+    FILTER_SIZES,
+    MULTI_CANDIDATES,
+    NDIMAGE_PEER,
+    SINGLE_VARIANTS,
+    WIDE,
+    WIDE_CANDIDATES,
+    LuMultiLaunch,
+    LuSingleLaunch,
+    LuWideLaunch,
+    conv2d_multi,
+    conv2d_single,
+    conv2d_wide,
+    correlate_peer,
+    default_single,
+    is_single_image,
+    single_candidates,
+    wide_halo_fits,
+)
+from convkit.libs import cvcuda, npp
+
+
+def _lu(variant: str) -> Variant:
+    """A Lu 2020 kernel: ``lu_<single-channel variant>`` (C = 1), ``lu_wide`` (past the paper, C = 1) or
+    ``lu_multi``, with its untuned launch as the default and every launch it offers as candidates."""
+    name = f"lu_{variant}"
+    multi, wide = variant == "multi", variant == WIDE
+    if multi:
+        default, launches, conv, launch_of = LuMultiLaunch(), MULTI_CANDIDATES, conv2d_multi, LuMultiLaunch
+    elif wide:
+        default, launches, conv, launch_of = LuWideLaunch(), WIDE_CANDIDATES, conv2d_wide, LuWideLaunch
+    else:
+        default, launches, conv = default_single(variant), single_candidates(variant), conv2d_single
+        launch_of = functools.partial(LuSingleLaunch, variant)
+
+    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
+        return [launch.as_params() for launch in launches]
+
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+        conv(x, w, pad=p.pad, launch=launch_of(**knobs), out=out)
+
+    def supports(p: ConvProblem) -> bool:
+        return (p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
+                and (not wide or wide_halo_fits(p)))  # fmt: skip
+
+    return Variant(name, run, lambda p: default.as_params(), candidates=candidates, supports=supports)
+
+
+def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    correlate_peer(x, w, out)
+
+
+#: The paper's single-channel ladder, the kernel past it, and the paper's multi-channel form.
+LADDER: tuple[Variant, ...] = tuple(_lu(v) for v in SINGLE_VARIANTS)
+SINGLE: tuple[Variant, ...] = (*LADDER, _lu(WIDE))
+MULTI: tuple[Variant, ...] = (_lu("multi"),)
+
+
+def _npp(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    npp.correlate(x, w, out)
+
+
+def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+    cvcuda.correlate(x, w, out)
+
+
+#: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and
+#: CV-CUDA (where it is installed).
+NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
+NPP = Variant("nppi_filter", _npp, supports=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
+CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p) and cvcuda.available(),
+                 impl=cvcuda.IMPL)  # fmt: skip
+IMAGE_PEERS = (NDIMAGE, NPP, CVCUDA)
+
+FAMILY = Family("lu2020", (*SINGLE, *MULTI), IMAGE_PEERS, sources=("lu2020",))

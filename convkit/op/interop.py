@@ -1,0 +1,138 @@
+"""Where the op meets its callers' libraries: PyTorch's streams, CuPy's, and a call's signature.
+
+A call's signature (shapes, stride, padding, device, stream, the operands' 16-byte alignment) is what a
+recorded plan is kept under (:mod:`convkit.op.conv`); it is read with a few attribute reads, and is None
+where a check that can change between calls of one signature fails, so the first-call checks say why.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def stream_handle(device: int) -> int:
+    """The handle of PyTorch's current stream on ``device``, without making a ``torch.cuda.Stream`` (as Triton
+    reads it): a call per op must stay cheap."""
+    return _raw_stream()(device)
+
+
+@functools.cache
+def _raw_stream() -> Callable[[int], int]:
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
+
+
+_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
+    """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
+    stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
+    import warnings
+
+    import cupy
+    import torch
+
+    device = torch.cuda.current_device() if device is None else device
+    handle = stream_handle(device) if handle is None else handle
+    found = _STREAMS.get((device, handle))
+    if found is None:
+        with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
+            warnings.simplefilter("ignore", DeprecationWarning)
+            found = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
+    return found
+
+
+_GPU_NAMES: dict[int, str] = {}
+
+
+def gpu_name() -> str:
+    """The current GPU's results folder name (its properties are read once per device: a read costs ~0.3 ms)."""
+    import cupy
+
+    from convkit.core.gpu import device_name, gpu_slug
+
+    device = cupy.cuda.runtime.getDevice()
+    found = _GPU_NAMES.get(device)
+    if found is None:
+        found = _GPU_NAMES[device] = gpu_slug(device_name())
+    return found
+
+
+@functools.cache
+def _torch_calls() -> tuple[type, Any, Callable[[], int], Callable[[int], int], Callable[[], bool]]:
+    """(Tensor, float32, the current device, the current stream's handle on a device, whether grad mode is
+    on): PyTorch's, looked up once, as a repeated call reads them each time."""
+    import torch
+
+    current = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+    return torch.Tensor, torch.float32, current, stream_handle, torch.is_grad_enabled
+
+
+def torch_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
+    """The signature of a PyTorch call whose tensors pass every check that can change between calls of one
+    signature (dtype, device, contiguity, gradient); None otherwise (the first-call checks then say why)."""
+    tensor, f32, current_device, current_stream, grad_enabled = _torch_calls()
+    if not isinstance(w, tensor) or x.dtype is not f32 or w.dtype is not f32:
+        return None
+    if not (x.is_contiguous() and w.is_contiguous()):
+        return None
+    device = x.get_device()
+    if device < 0 or w.get_device() != device or device != current_device():
+        return None
+    wants_grad = x.requires_grad or w.requires_grad
+    bias_shape = None
+    if bias is not None:
+        if not isinstance(bias, tensor) or bias.dtype is not f32 or not bias.is_contiguous():
+            return None
+        if bias.get_device() != device:
+            return None
+        wants_grad = wants_grad or bias.requires_grad
+        bias_shape = bias.shape
+    if wants_grad and grad_enabled():
+        return None
+    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, current_stream(device),
+            x.data_ptr() & 15, w.data_ptr() & 15)  # fmt: skip
+
+
+def cupy_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
+    """As :func:`torch_signature`, for CuPy arrays (the stream is CuPy's current one)."""
+    import cupy
+
+    if type(w) is not cupy.ndarray or x.dtype.char != "f" or w.dtype.char != "f":
+        return None
+    if not (x.flags.c_contiguous and w.flags.c_contiguous):
+        return None
+    device = x.data.device_id
+    if w.data.device_id != device or device != cupy.cuda.runtime.getDevice():
+        return None
+    bias_shape = None
+    if bias is not None:
+        if type(bias) is not cupy.ndarray or bias.dtype.char != "f" or not bias.flags.c_contiguous:
+            return None
+        if bias.data.device_id != device:
+            return None
+        bias_shape = bias.shape
+    return ("cupy", x.shape, w.shape, bias_shape, stride, padding, device, cupy.cuda.get_current_stream().ptr,
+            x.data.ptr & 15, w.data.ptr & 15)  # fmt: skip
+
+
+#: The signature function of each array type, filled on first use (importing convkit imports neither CuPy
+#: nor PyTorch); a type of neither library maps to None.
+_SIGNATURES: dict[type, Callable[..., tuple[Any, ...] | None] | None] = {}
+
+
+def signature_function(kind: type) -> Callable[..., tuple[Any, ...] | None] | None:
+    if not _SIGNATURES:
+        for module, attribute, keyer in (("cupy", "ndarray", cupy_signature), ("torch", "Tensor", torch_signature)):
+            try:
+                _SIGNATURES[getattr(importlib.import_module(module), attribute)] = keyer
+            except ImportError:
+                pass
+        _SIGNATURES[object] = None
+    return _SIGNATURES.get(kind)

@@ -1,0 +1,67 @@
+"""compute-sanitizer's driver for the op: ``convkit.conv2d`` on edge shapes, recorded and replayed.
+
+``scripts/edge_launch.py conv2d`` runs :func:`edge_check`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+from convkit.cuda.plan import Plan
+from convkit.op import conv2d
+from convkit.op.conv import run_recorded
+from convkit.op.dispatch import Choice
+
+#: Choices whose last launch adds the bias as it writes the output (:func:`convkit.cuda.compile.epilogue_bias`).
+EPILOGUE_CHOICES = (
+    Choice("convkit", "fp32_igemm", '{"splits":4,"stages":3,"tile":"64x64"}', "fp32"),
+    Choice(
+        "convkit", "cuconv_tiled", '{"filters_per_thread":1,"splits":3,"threads":128,"tile":"64x32"}', "cuconv"
+    ),
+    Choice("convkit", "fp32_winograd", '{"gemm_tile":"64x64","m":2,"stages":3}', "fp32"),
+)
+
+
+def edge_check() -> None:
+    """:func:`conv2d` with a bias on shapes no block divides (a 1-element output, C = M = 1, stride 2, an
+    unaligned input), each call twice (recorded, then replayed through the driver), and the choices that add
+    the bias in their last launch, each recorded and replayed; all against float64, raising AssertionError on
+    a mismatch. compute-sanitizer runs it (``scripts/edge_launch.py conv2d``)."""
+    import cupy
+    import numpy as np
+
+    from convkit.core import reference
+
+    rng = np.random.default_rng(0)
+
+    def operands(p: ConvProblem) -> tuple[Any, Any, Any, Any]:
+        x = rng.standard_normal(p.input_shape).astype(np.float32)
+        w = rng.standard_normal(p.filter_shape).astype(np.float32)
+        b = rng.standard_normal(p.m).astype(np.float32)
+        return x, w, b, reference.conv2d(x, w, pad=p.pad, stride=p.stride) + b[None, :, None, None]
+
+    for p in (ConvProblem(1, 1, 1, 1, 1, 1, 1), ConvProblem(2, 3, 5, 7, 9, 3, 3, pad=1, stride=2),
+              ConvProblem(1, 7, 9, 9, 33, 1, 1), ConvProblem(3, 2, 11, 6, 5, 5, 5, pad=2)):  # fmt: skip
+        x, w, b, ref = operands(p)
+        shifted = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
+        shifted[...] = cupy.asarray(x)
+        for xs in (cupy.asarray(x), shifted):
+            for _ in range(2):
+                y = conv2d(xs, cupy.asarray(w), cupy.asarray(b), stride=p.stride, padding=p.pad)
+                err = reference.relative_error(y.get(), ref)
+                assert err < 1e-5, f"conv2d on {p}: relative error {err:.2e}"
+    p = ConvProblem(3, 37, 9, 11, 19, 3, 3, pad=1)
+    x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
+    for choice in EPILOGUE_CHOICES:
+        out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+        found = run_recorded(choice, x, w, b, p, out)
+        assert found.bias_added, f"{choice.variant}: no launch added the bias"
+        again = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+        plan = Plan.record(found, (x, w, out, b))
+        block = cupy.empty(max(plan.scratch_bytes, 1), dtype=cupy.uint8)
+        bases = (x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, block.data.ptr)
+        plan.replay(bases, cupy.cuda.get_current_stream())
+        for y in (out, again):
+            err = reference.relative_error(y.get(), ref)
+            assert err < 1e-4, f"{choice.variant} with its bias in the epilogue: relative error {err:.2e}"

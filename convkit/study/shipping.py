@@ -1,0 +1,95 @@
+"""What the study ships inside the package for ``convkit.conv2d``: ``convkit/data/dispatch-<gpu>.json``.
+
+From one GPU's recorded results (:mod:`convkit.core.shipped` describes the document): per problem, the
+fastest row that passed its float64 check across every chapter whose rows are plain convolutions,
+convkit's or a library's; the knobs of every chapter's tuning table; the fused layer's choices; and the
+GPU's measured ceilings. :func:`explain` lists every recorded candidate of a problem with its time.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from convkit.bench.rows import params_text
+from convkit.core.shipped import shipped, shipped_path
+from convkit.op.dispatch import Choice, write_table
+from convkit.study.results import load_results
+from convkit.study.roofline import recorded_ceilings
+from convkit.study.tables import fastest_per, problem_keys, timed
+from convkit.study.tuning import tuned_knobs
+
+#: The candidates' columns.
+CANDIDATE_COLUMNS = ["key", "paper", "impl", "variant", "params", "us"]
+
+
+def recorded_candidates(directory: Path) -> Any:
+    """Every checked and timed row of every chapter's sweep in ``directory`` that runs a plain convolution,
+    with its chapter and problem key (a pandas DataFrame; empty where nothing is recorded)."""
+    import pandas as pd
+
+    from convkit.papers import PAPERS
+
+    frames = []
+    for paper in PAPERS:
+        if not paper.convolutions or not (Path(directory) / f"{paper.experiment}.csv").is_file():
+            continue
+        frame = timed(load_results(Path(directory), paper.experiment)[0])
+        if not frame.empty:
+            frames.append(frame.assign(paper=paper.name, key=problem_keys(frame)))
+    if not frames:
+        return pd.DataFrame(columns=CANDIDATE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[CANDIDATE_COLUMNS]
+
+
+def table_from_results(directory: Path) -> dict[str, Choice]:
+    """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's)."""
+    best = fastest_per(recorded_candidates(directory), ["key"])
+    return {
+        r.key: Choice(r.impl, r.variant, "" if r.impl != "convkit" else str(r.params),
+                      r.paper if r.impl == "convkit" else "", float(r.us))
+        for r in best.itertuples()
+    }  # fmt: skip
+
+
+def knobs_from_results(directory: Path) -> dict[str, dict[str, str]]:
+    """Every chapter's tuned knobs in ``directory``: per variant, per problem key, the knobs (JSON text)."""
+    from convkit.papers import PAPERS
+
+    out: dict[str, dict[str, str]] = {}
+    for paper in PAPERS:
+        if paper.tuning:
+            for (label, pad, stride, variant), knobs in tuned_knobs(directory, paper.tuning).items():
+                out.setdefault(variant, {})[f"{label}-p{pad}-s{stride}"] = params_text(knobs)
+    return {variant: dict(sorted(by_key.items())) for variant, by_key in sorted(out.items())}
+
+
+def fused_from_results(directory: Path) -> dict[str, dict[str, Any] | None]:
+    """The fused layer's choices recorded in ``directory`` (see :attr:`convkit.papers.paper.Paper.fused_choices`)."""
+    from convkit.papers import PAPERS
+
+    return {k: v for p in PAPERS if p.fused_choices is not None for k, v in sorted(p.fused_choices(directory).items())}
+
+
+def figures_from_results(directory: Path) -> dict[str, float] | None:
+    """The GPU's measured ceilings in ``directory`` (NaN left out: JSON has none), or None."""
+    summary = recorded_ceilings(directory)
+    return None if summary is None else {k: v for k, v in summary.items() if not math.isnan(v)}
+
+
+def write_shipped_table(directory: Path) -> Path:
+    """Write the package's dispatch document of the GPU whose results are in ``directory``; returns its path."""
+    gpu = Path(directory).name
+    path = shipped_path(gpu)
+    write_table(path, gpu, table_from_results(directory), knobs=knobs_from_results(directory),
+                fused=fused_from_results(directory), figures=figures_from_results(directory))  # fmt: skip
+    shipped.cache_clear()
+    return path
+
+
+def explain(problem: Any, directory: Path) -> Any:
+    """Every recorded implementation of ``problem`` in ``directory`` with its median time, fastest first."""
+    rows = recorded_candidates(directory)
+    mine = rows[rows["key"] == problem.key].sort_values("us", kind="stable")
+    return mine.drop(columns="key").reset_index(drop=True)

@@ -1,0 +1,178 @@
+"""The sweep loop: every case of every problem into a results store, resumable, and the study's one
+tune-then-sweep.
+
+:func:`sweep` measures what the store does not hold yet and records a failing case with its error;
+:func:`run_experiment` drives it with :func:`convkit.bench.measure.measure_problem`, so every chapter's sweep
+is resumable. :func:`tune_then_sweep` is what every tuned chapter does: measure each knob candidate into the
+tuning table, then sweep the variants at the knobs that table found fastest, both in ``directory``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from convkit.bench.measure import TUNING_TIMING, cases, measure_problem
+from convkit.bench.rows import Case, case_key, make_row, row_key
+from convkit.bench.variant import Kernels, KnobTable, Variant
+from convkit.core.problem import ConvProblem
+from convkit.study.results import ResultStore, gpu_results_dir
+
+#: Checks and times the cases of one problem, one row per case (:func:`convkit.bench.measure.measure_problem`).
+RowsOf = Callable[[ConvProblem, list[Case]], Iterator[dict[str, Any]]]
+
+
+def sweep(
+    store: ResultStore,
+    problems: Iterable[ConvProblem],
+    cases: Callable[[ConvProblem], list[Case]],
+    measure: RowsOf,
+    *,
+    progress: Callable[[str], None] | None = None,
+    remeasure_changed: bool = False,
+) -> int:
+    """Measure every case of every problem that the store does not hold yet; returns rows written.
+
+    ``measure(problem, todo)`` yields one row per case in ``todo`` (built with :func:`make_row`);
+    each is stored as soon as it is yielded. If it raises, the cases it had not yielded are
+    recorded with status ``error`` and the message, and the sweep goes on with the next problem.
+
+    ``remeasure_changed`` (for experiments with one launch per implementation and variant): a problem
+    whose rows hold a case's implementation and variant with other ``params`` than the case has now (a
+    launch tuned again, a changed plan) is measured again whole: its rows are dropped first, so that
+    every implementation of it still comes from one run, and no variant has two rows.
+    """
+    done = store.done_keys()
+    recorded: dict[tuple[str, ...], set[str]] = {}  # (label, pad, stride, impl, variant) -> the params it ran
+    for key in done if remeasure_changed else ():
+        recorded.setdefault(key[:-1], set()).add(key[-1])
+    written = 0
+    for problem in problems:
+        keys = {case_key(problem, c): c for c in cases(problem)}
+        if remeasure_changed and any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys):
+            where = (problem.label, str(problem.pad), str(problem.stride))
+            store.drop(lambda row, at=where: (row["label"], row["pad"], row["stride"]) == at)
+            done = {key for key in done if key[:3] != where}
+            if progress:
+                progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: a launch changed, measured again")
+        todo = [case for key, case in keys.items() if key not in done]
+        if not todo:
+            continue
+        if progress:
+            progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: {len(todo)} cases")
+        pending = {case_key(problem, c): c for c in todo}
+        try:
+            for row in measure(problem, todo):
+                key = row_key(row)
+                if key not in pending:
+                    raise RuntimeError(f"measure returned a row for an unexpected case {key}")
+                store.append(row)
+                done.add(key)
+                del pending[key]
+                written += 1
+        except Exception as exc:  # a KeyboardInterrupt is no Exception: it stops the sweep, its cases unrecorded
+            message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            for case in pending.values():
+                store.append(make_row(problem, case, status="error", note=message[:500]))
+                written += 1
+    return written
+
+
+
+
+
+def run_sweep(
+    experiment: str,
+    problems: Iterable[ConvProblem],
+    cases_of: Callable[[ConvProblem], list[Case]],
+    measure: RowsOf,
+    *,
+    directory: Path | None = None,
+    progress: Callable[[str], None] | None = print,
+    remeasure_changed: bool = False,
+) -> Path:
+    """Measure ``cases_of(problem)`` with ``measure`` into ``<directory>/<experiment>.csv`` (default
+    ``results/<this GPU>``), resuming what is there, with this run's provenance; returns the directory."""
+    from convkit.study import provenance
+
+    directory = gpu_results_dir(directory)
+    store = ResultStore.open(directory, experiment, provenance.collect())
+    sweep(store, problems, cases_of, measure, progress=progress, remeasure_changed=remeasure_changed)
+    return directory
+
+
+def fixed_sweep(
+    experiment: str, default_problems: Callable[[], list[ConvProblem]], cases: Sequence[Case], measure_rows: RowsOf
+) -> Callable[..., Path]:
+    """``measure(directory=None, *, problems=None, experiment=experiment, progress=print)`` for an experiment whose
+    every problem takes the same ``cases``: ``problems`` (default ``default_problems()``) into
+    ``<directory>/<experiment>.csv`` (default ``results/<this GPU>``), resuming; returns the directory."""
+
+    def measure(directory: Path | None = None, *, problems: list[ConvProblem] | None = None,
+                experiment: str = experiment, progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
+        chosen = problems if problems is not None else default_problems()
+        return run_sweep(experiment, chosen, lambda p: list(cases), measure_rows, directory=directory,
+                         progress=progress)  # fmt: skip
+
+    return measure
+
+
+def run_experiment(
+    experiment: str,
+    problems: Iterable[ConvProblem],
+    variants: Sequence[Variant],
+    *,
+    directory: Path | None = None,
+    cudnn: bool = True,
+    tune: bool = False,
+    peers: Sequence[Variant] = (),
+    seed: int | None = None,
+    timing: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+    remeasure_changed: bool = False,
+    tuned: KnobTable | None = None,
+) -> Path:
+    """Measure ``variants`` (and cuDNN, PyTorch, ``peers``: see :func:`cases`) on ``problems`` into
+    ``results/<gpu-slug>/<experiment>.csv``, resuming what is there.
+
+    ``tune`` measures every knob candidate of the variants; otherwise each runs its knobs from ``tuned`` (else
+    its default). ``remeasure_changed``: a problem whose variant
+    now runs other knobs than its rows record (tuned again) is measured again whole
+    (:func:`sweep`). Returns the directory written to.
+    """
+    kernels = Kernels(tuple(variants), tuple(peers))
+    return run_sweep(
+        experiment, problems,
+        lambda p: cases(p, kernels.variants, cudnn=cudnn, tune=tune, peers=kernels.peers, tuned=tuned),
+        lambda p, todo: measure_problem(p, todo, kernels, seed=seed, timing=timing),
+        directory=directory, progress=progress, remeasure_changed=remeasure_changed,
+    )  # fmt: skip
+
+
+def tune_then_sweep(
+    directory: Path | None,
+    problems: Iterable[ConvProblem],
+    variants: Sequence[Variant],
+    *,
+    tuning: str,
+    experiment: str,
+    peers: Sequence[Variant] = (),
+    timing: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> Path:
+    """Measure every knob candidate of ``variants`` (those that tune) on ``problems`` into the tuning table
+    ``tuning``, then sweep
+    them at the knobs that table found fastest (with every cuDNN algorithm, PyTorch and ``peers``) into
+    ``experiment``, both in ``directory`` (default ``results/<this GPU>``) and both resuming; a problem whose
+    tuned launch changed is swept again whole. Returns the directory."""
+    from convkit.study.tuning import knob_table
+
+    directory, problems = gpu_results_dir(directory), list(problems)
+    tuned = [v for v in variants if v.candidates is not None]
+    run_experiment(tuning, problems, tuned, directory=directory, cudnn=False, tune=True, timing=TUNING_TIMING,
+                   progress=progress)  # fmt: skip
+    run_experiment(experiment, problems, variants, directory=directory, peers=peers, timing=timing, progress=progress,
+                   remeasure_changed=True, tuned=knob_table(directory, tuning))  # fmt: skip
+    return directory
