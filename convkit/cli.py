@@ -16,7 +16,7 @@ from convkit.papers import PAPERS, names, paper
 def _cmd_info(args: argparse.Namespace) -> int:
     from convkit._version import __version__
     from convkit.core.gpu import gpu_status
-    from convkit.cuda.compile import find_nvcc
+    from convkit.cuda.ptxas import find_nvcc
     from convkit.libs import cudnn
 
     ok, what = gpu_status()
@@ -110,7 +110,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_kernels(args: argparse.Namespace) -> int:
-    from convkit.cuda.compile import CHECKED_ARCHS, all_sources, ptxas_report
+    from convkit.cuda.ptxas import CHECKED_ARCHS, all_sources, ptxas_report
 
     archs = args.arch or list(CHECKED_ARCHS)
     print(

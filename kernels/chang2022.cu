@@ -5,7 +5,7 @@
 //
 // One image, NCHW float32, "same" padding, stride 1, K in {1, 3, 5}, FP32 FMA accumulation.
 //
-// chang_single (section 3.1, C = 1): executes a plan of convkit.papers.chang2022.single.plan_single. A block owns
+// chang_single (section 3.1, C = 1): executes a plan of convkit.families.chang2022.single.plan_single. A block owns
 //   a band of output rows and a group of filters, cut into pieces of piece_rows x piece_filters; each
 //   piece's input rows (plus the K - 1 halo rows) and filters are staged in shared memory, and the
 //   next piece is prefetched (cp.async double buffer) while the current one is computed. The

@@ -27,7 +27,7 @@
 // Layout: x NCHW and w MCRS (each under 2^31 elements: 32-bit offsets), out NMPQ or split planes
 // [split][n][m][p][q] (N*P*Q under 2^31: positions are divided in 32 bits), float32, C-contiguous;
 // FP32 FMA accumulation, so the result is a direct method's (within 1e-5 of float64). Any padding
-// and stride. Compile-time knobs (-D, set by convkit.papers.fp32.launch): CONVKIT_BM and CONVKIT_BN
+// and stride. Compile-time knobs (-D, set by convkit.families.fp32.launch): CONVKIT_BM and CONVKIT_BN
 // (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..4).
 #include "staging.cuh"
 #include "split_sum.cuh"  // sum_planes: adds the split-K partial planes

@@ -2,7 +2,7 @@
 // blockIdx.z leaves behind (cuConv's R*S planes and channel splits, the implicit GEMM's split-K).
 // Four independent accumulators keep loads in flight. With a bias (convkit.conv2d's; null otherwise)
 // out is NCHW and bias[m] is added to filter m's planes of hw elements, saving the op a launch.
-// Included textually by convkit.compile (NVRTC).
+// Included textually by convkit.cuda.nvrtc (NVRTC).
 #pragma once
 
 extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __restrict__ out, int K,

@@ -1,13 +1,13 @@
 // Staging inputs in shared memory, for the kernels that double-buffer them: asynchronous global ->
 // shared copies (cp.async, sm_80 and later, with a synchronous fallback for Turing, Colab's T4), the
 // row stride that keeps float4 reads of the staged rows free of bank conflicts, and the double-buffered
-// loop over stages. Included textually by convkit.compile (NVRTC) and by nvcc from this directory.
+// loop over stages. Included textually by convkit.cuda.nvrtc (NVRTC) and by nvcc from this directory.
 #pragma once
 
 // Row stride (floats) of a staged window `width` floats wide: the smallest multiple of 4 from `width`
 // at which one LDS.128 phase (8 lanes, `threads_x` lanes per thread row, each reading 4 adjacent
 // floats, thread rows `rows_apart` staged rows apart) hits 32 distinct banks; `width` rounded up if
-// none does. Mirrored by convkit.compile.staged_row_stride.
+// none does. Mirrored by convkit.cuda.launch.staged_row_stride.
 constexpr int conflict_free_stride(int width, int threads_x, int rows_apart)
 {
     const int first = (width + 3) / 4 * 4;

@@ -1,4 +1,4 @@
-// Support for convkit.timing: a kernel that holds the stream for a while.
+// Support for convkit.cuda.timing: a kernel that holds the stream for a while.
 //
 // Launched before a batch of timed runs, it keeps the GPU busy while the host enqueues the
 // whole batch, so that host-side launch cost (CuPy's, or cuDNN's through ctypes) stays out of
@@ -18,7 +18,7 @@ extern "C" __global__ void hold_stream(long long duration_ns)
     while (global_timer_ns() - t0 < (unsigned long long)duration_ns) { }
 }
 
-// Markers for convkit.profile: a profiled case's kernels lie between profile_begin, launched with
+// Markers for convkit.book.profile: a profiled case's kernels lie between profile_begin, launched with
 // as many blocks as the case's index + 1, and profile_end. They do nothing; the profiler sees them.
 extern "C" __global__ void profile_begin() { }
 extern "C" __global__ void profile_end() { }

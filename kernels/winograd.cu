@@ -9,7 +9,7 @@
 // Layouts: V[xi][m][c], U[xi][c][t] and Mo[xi][m][t] with t over N * tiles_h * tiles_w padded to a
 // multiple of 4 (t_pad: the GEMM's 16-byte copies); the padding columns of U are written as zeros.
 // Each thread holds one a x a tile in registers; the transforms are unrolled products with the
-// matrices as compile-time constants (convkit.papers.fp32.winograd builds them), so zeros and ones
+// matrices as compile-time constants (convkit.families.fp32.winograd builds them), so zeros and ones
 // cost nothing. Stride 1, any padding. The products are FP32, the transforms add rounding of their
 // own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
@@ -21,7 +21,7 @@
 #define CONVKIT_WG_R 3
 #endif
 
-// The matrices of every tile convkit runs, as convkit.papers.fp32.winograd.matrices computes them
+// The matrices of every tile convkit runs, as convkit.families.fp32.winograd.matrices computes them
 // (a CPU test keeps the two equal).
 #if CONVKIT_WG_M == 2 && CONVKIT_WG_R == 3
 #define WG_AT {{1.0f, 1.0f, 1.0f, 0.0f}, {0.0f, 1.0f, -1.0f, 1.0f}}
@@ -44,7 +44,7 @@
 #define WG_G {{0.25f, 0.0f, 0.0f, 0.0f, 0.0f}, {0.0555555559694767f, 0.0555555559694767f, 0.0555555559694767f, 0.0555555559694767f, 0.0555555559694767f}, {0.0555555559694767f, -0.0555555559694767f, 0.0555555559694767f, -0.0555555559694767f, 0.0555555559694767f}, {0.0027777778450399637f, 0.0055555556900799274f, 0.011111111380159855f, 0.02222222276031971f, 0.04444444552063942f}, {0.0027777778450399637f, -0.0055555556900799274f, 0.011111111380159855f, -0.02222222276031971f, 0.04444444552063942f}, {0.02222222276031971f, 0.011111111380159855f, 0.0055555556900799274f, 0.0027777778450399637f, 0.0013888889225199819f}, {0.02222222276031971f, -0.011111111380159855f, 0.0055555556900799274f, -0.0027777778450399637f, 0.0013888889225199819f}, {0.0f, 0.0f, 0.0f, 0.0f, 0.25f}}
 #define WG_BT {{4.0f, 0.0f, -21.0f, 0.0f, 21.0f, 0.0f, -4.0f, 0.0f}, {0.0f, -4.0f, -4.0f, 17.0f, 17.0f, -4.0f, -4.0f, 0.0f}, {0.0f, 4.0f, -4.0f, -17.0f, 17.0f, 4.0f, -4.0f, 0.0f}, {0.0f, 2.0f, 1.0f, -10.0f, -5.0f, 8.0f, 4.0f, 0.0f}, {0.0f, -2.0f, 1.0f, 10.0f, -5.0f, -8.0f, 4.0f, 0.0f}, {0.0f, 64.0f, 128.0f, -80.0f, -160.0f, 16.0f, 32.0f, 0.0f}, {0.0f, -64.0f, 128.0f, 80.0f, -160.0f, -16.0f, 32.0f, 0.0f}, {0.0f, -4.0f, 0.0f, 21.0f, 0.0f, -21.0f, 0.0f, 4.0f}}
 #else
-#error "no transform matrices for this F(m, r): see convkit.papers.fp32.winograd.TILES"
+#error "no transform matrices for this F(m, r): see convkit.families.fp32.winograd.TILES"
 #endif
 
 namespace wg {

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from convkit.core.gpu import gpu_slug
 from convkit.core.paths import replace_text
 from convkit.study import provenance
-from convkit.study.results import results_dir
+from convkit.study.checkout import results_dir
 
 #: How a pytest part's key begins; the test files follow.
 PYTEST = "pytest -m gpu "

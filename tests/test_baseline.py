@@ -9,7 +9,7 @@ import pytest
 
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import Launch
+from convkit.cuda.launch import Launch
 from convkit.families.baseline.launch import DirectLaunch
 from convkit.papers import baseline
 from convkit.papers.baseline import results as baseline_results

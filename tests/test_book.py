@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from convkit.book.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
-from convkit.core.paths import book_dir, project_root
+from convkit.study.checkout import book_dir, project_root
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import Launch
+from convkit.cuda.launch import Launch
 from convkit.families.chang2022 import model, multi, single
 from convkit.papers.chang2022 import PAPER, problems
 
@@ -132,7 +132,7 @@ def test_single_candidates_include_both_plans_and_fit_shared_memory():
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_build_without_spills(arch):
-    from convkit.cuda.compile import find_nvcc, ptxas_report
+    from convkit.cuda.ptxas import find_nvcc, ptxas_report
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")

@@ -6,7 +6,7 @@ import pytest
 
 from convkit import cli
 from convkit.core.gpu import GPUUnavailableError, has_gpu
-from convkit.cuda.compile import find_nvcc
+from convkit.cuda.ptxas import find_nvcc
 
 no_gpu = pytest.mark.skipif(has_gpu(), reason="checks the behaviour without a GPU")
 

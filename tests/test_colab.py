@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from convkit.core.paths import book_dir, notebooks_dir, project_root
+from convkit.study.checkout import book_dir, notebooks_dir, project_root
 
 NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 COLAB = "/content/convkit"

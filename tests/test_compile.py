@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from convkit.cuda import compile as ck
+from convkit.cuda import nvrtc
+from convkit.cuda import ptxas as ck
 from convkit.families.cuconv.launch import TILES, tile_shape
 
 REAL_SM75_LOG = """\
@@ -43,8 +44,8 @@ def test_parse_spills_shared_memory_and_several_kernels():
 
 
 def test_kernel_names_are_found_in_sources():
-    assert ck.kernel_names(ck.kernel_source("direct").read_text()) == ["conv2d_direct"]
-    ceilings = set(ck.kernel_names(ck.kernel_source("ceilings").read_text()))
+    assert nvrtc.kernel_names(nvrtc.kernel_source("direct").read_text()) == ["conv2d_direct"]
+    ceilings = set(nvrtc.kernel_names(nvrtc.kernel_source("ceilings").read_text()))
     assert ceilings == {"fma_peak", "pointer_chase", "clock_rate", "launch_floor"}
 
 
@@ -53,7 +54,7 @@ def test_kernel_names_are_found_in_sources():
 @pytest.mark.parametrize("source", ck.all_sources())
 def test_every_kernel_compiles_without_spills(source, arch):
     report = {k.kernel: k for k in ck.ptxas_report(source, arch)}
-    for name in ck.kernel_names(ck.kernel_source(source).read_text()):
+    for name in nvrtc.kernel_names(nvrtc.kernel_source(source).read_text()):
         assert name in report, f"{name} missing from the {arch} report"
         k = report[name]
         assert k.arch == arch and k.registers > 0
@@ -82,4 +83,4 @@ def test_a_broken_source_raises_with_the_compiler_output(tmp_path, monkeypatch):
 
 def test_missing_source():
     with pytest.raises(FileNotFoundError, match="no CUDA source"):
-        ck.kernel_source("no_such_family")
+        nvrtc.kernel_source("no_such_family")

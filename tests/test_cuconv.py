@@ -8,7 +8,7 @@ import pytest
 
 from convkit.book.chapter import DEFAULT_RECORDED_GPU
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import Launch
+from convkit.cuda.launch import Launch
 from convkit.families.cuconv.launch import (
     MIN_CHANNELS_PER_SPLIT,
     CuconvLaunch,
@@ -18,7 +18,8 @@ from convkit.families.cuconv.launch import (
 )
 from convkit.papers.cuconv import CUCONV_TUNING, CUCONV_VARIANTS
 from convkit.study import networks, tuning
-from convkit.study.results import load_results, results_dir
+from convkit.study.checkout import results_dir
+from convkit.study.results import load_results
 
 
 def test_threads_cover_a_small_plane_in_whole_warps():
@@ -109,5 +110,5 @@ def test_the_recorded_table_covers_every_problem_and_variant():
     directory = results_dir() / DEFAULT_RECORDED_GPU
     for problem in networks.problems()[::37]:
         for variant in CUCONV_VARIANTS:
-            tuned = tuning.tuned_knobs(problem, variant.name, experiment=CUCONV_TUNING, directory=directory)
+            tuned = tuning.knob_table(directory, CUCONV_TUNING)(problem, variant.name)
             assert tuned is not None, (problem.label, variant.name)

@@ -14,7 +14,8 @@ from convkit.papers import cuconv
 from convkit.papers.cuconv import claims
 from convkit.papers.cuconv import results as cr
 from convkit.papers.paper import FINDING_COLUMNS
-from convkit.study.results import load_results, results_dir
+from convkit.study.checkout import results_dir
+from convkit.study.results import load_results
 
 
 def _frame(rows):

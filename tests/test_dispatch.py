@@ -13,7 +13,7 @@ from convkit.core.shipped import shipped_path
 from convkit.op import dispatch
 from convkit.papers import PAPERS
 from convkit.study import shipping
-from convkit.study.results import results_dir
+from convkit.study.checkout import results_dir
 
 GPU = "nvidia-h100-80gb-hbm3"
 MAX_CASE = ConvProblem.same(1, 832, 7, 7, 32, 1)  # cuConv's largest speed-up

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import kernel_source
+from convkit.cuda.nvrtc import kernel_source
 from convkit.families.fp32 import launch, winograd
 from convkit.papers import fp32
 from convkit.papers.fp32.problem_sets import suites
@@ -110,7 +110,7 @@ def test_sweep_problems_cover_three_chapters_once():
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_build_without_spills(arch):
-    from convkit.cuda.compile import find_nvcc, ptxas_report
+    from convkit.cuda.ptxas import find_nvcc, ptxas_report
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")
@@ -128,7 +128,7 @@ def test_kernels_build_without_spills(arch):
 
 def test_chapter_numbers_from_the_recorded_run():
     from convkit.papers.fp32 import results
-    from convkit.study.results import results_dir
+    from convkit.study.checkout import results_dir
     from convkit.study.roofline import recorded_ceilings
 
     directory = results_dir() / "nvidia-h100-80gb-hbm3"
@@ -151,7 +151,7 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
     import pandas as pd
 
     from convkit.papers.fp32 import results
-    from convkit.study.results import results_dir
+    from convkit.study.checkout import results_dir
     from convkit.study.roofline import recorded_ceilings
 
     source = results_dir() / "nvidia-h100-80gb-hbm3"

@@ -17,7 +17,8 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.cuda.compile import Launch, kernel_code
+from convkit.cuda.launch import Launch
+from convkit.cuda.nvrtc import kernel_code
 from convkit.families.chang2022 import multi, single
 
 EMULATOR = Path(__file__).parent / "cuda_emulator"
@@ -41,7 +42,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def emulate(build_dir: Path, launch: Launch, problem: ConvProblem, args: tuple[int, ...], *, counters: bool = True,
             offset: int = 0) -> None:  # fmt: skip
     """Build (once per macro set) and run one launch (its grid, block and shared memory as
-    :func:`convkit.cuda.compile.launch` takes them) on fresh random inputs, ``w`` and ``out`` ``offset`` floats off
+    :func:`convkit.cuda.launch.launch` takes them) on fresh random inputs, ``w`` and ``out`` ``offset`` floats off
     16 bytes, and check it against :func:`convkit.core.reference.conv2d`. ``counters``: the kernel takes the split
     counters last."""
     launch.can_implement(problem)

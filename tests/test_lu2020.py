@@ -6,11 +6,12 @@ import pytest
 
 from convkit.bench.measure import cases
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import Launch, find_nvcc, ptxas_report
+from convkit.cuda.launch import Launch
+from convkit.cuda.ptxas import find_nvcc, ptxas_report
 from convkit.families.lu2020 import launch as lu2020
-from convkit.families.lu2020 import warp_sim
 from convkit.papers import lu2020 as chapter
-from convkit.papers.lu2020 import problems as lu_problems
+from convkit.papers.lu2020 import problem_sets as lu_problems
+from convkit.papers.lu2020 import warp_sim
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
 

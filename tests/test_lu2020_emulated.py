@@ -11,7 +11,7 @@ import pytest
 from test_kernels_emulated import CXX, emulate, pointer
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import kernel_code
+from convkit.cuda.nvrtc import kernel_code
 from convkit.families.lu2020.launch import LuWideLaunch
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")

@@ -13,7 +13,7 @@ from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.lu2020 import launch as lu2020
 from convkit.papers.lu2020 import NDIMAGE
-from convkit.papers.lu2020 import problems as lu_problems
+from convkit.papers.lu2020 import problem_sets as lu_problems
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,7 @@ import ast
 import nbformat
 import pytest
 
-from convkit.core.paths import notebooks_dir
+from convkit.study.checkout import notebooks_dir
 
 NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url"}

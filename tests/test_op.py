@@ -7,7 +7,7 @@ import pytest
 from convkit.core import arguments as operands
 from convkit.core.problem import ConvProblem
 from convkit.op import conv as op
-from convkit.op import dispatch
+from convkit.op import dispatch, tune
 
 
 def _operand(shape, **kw):
@@ -60,7 +60,7 @@ def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_onc
     assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
     tuned = dispatch.Choice("convkit", "fp32_igemm", "{}", "fp32", 2.0, "tuned")
     calls = []
-    monkeypatch.setattr(dispatch, "tune", lambda p, g: calls.append(p) or tuned)
+    monkeypatch.setattr(tune, "tune", lambda p, g: calls.append(p) or tuned)
     assert op.choose(new, gpu) == tuned and op.choose(new, gpu) == tuned and calls == [new]
     monkeypatch.setattr(op, "_CHOICES", {})
     monkeypatch.setenv("CONVKIT_TUNE", "0")

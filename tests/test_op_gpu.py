@@ -153,7 +153,8 @@ def test_conv2d_relu_pool_matches_float64(problem, library):
 
 def _epilogue_cases():
     from convkit.families.cuconv.launch import conv2d_cuconv
-    from convkit.families.fp32.launch import ImplicitGemmLaunch, WinogradLaunch, conv2d_implicit_gemm, conv2d_winograd
+    from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
+    from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 
     split = ConvProblem(2, 37, 9, 11, 19, 3, 3, pad=1)
     return {
@@ -177,7 +178,7 @@ def test_the_launch_writing_the_output_adds_the_bias(case):
     a launcher whose output is written by its main kernel leaves the bias to the op."""
     import cupy
 
-    from convkit.cuda.compile import recording
+    from convkit.cuda.record import recording
 
     problem, run, takes = _epilogue_cases()[case]
     x, w, b, ref = _inputs(problem)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from convkit.cuda.compile import Recording
 from convkit.cuda.plan import SCRATCH, SCRATCH_ALIGN, Plan
+from convkit.cuda.record import Recording
 
 
 @dataclass

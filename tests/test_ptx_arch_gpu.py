@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convkit.core.gpu import PTX_SHARED_LIMITS, ptx_arch, shared_memory_limits
-from convkit.cuda.compile import load_kernel
+from convkit.cuda.nvrtc import load_kernel
 
 pytestmark = pytest.mark.gpu
 

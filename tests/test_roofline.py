@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from convkit.core.problem import ConvProblem
-from convkit.study.results import load_results, results_dir
+from convkit.study.checkout import results_dir
+from convkit.study.results import load_results
 from convkit.study.roofline import (
     LAUNCH_US,
     ceilings_summary,
@@ -99,7 +100,7 @@ def test_a_t4_takes_the_bandwidth_ratio_and_the_fp32_ratio_longer():
 
 def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
     from convkit.book.reproduce import rerun_markdown
-    from convkit.study.results import results_dir
+    from convkit.study.checkout import results_dir
 
     table = rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/example/convkit")
     header, _, *rows = table.strip().split("\n")

@@ -10,8 +10,8 @@ import pytest
 
 from convkit.core.paths import kernels_dir
 from convkit.core.problem import ConvProblem
-from convkit.cuda import compile as ck_compile
-from convkit.cuda.compile import Launch
+from convkit.cuda import ptxas as ck_compile
+from convkit.cuda.launch import Launch
 from convkit.families.toy_cnn import launch as toy_cnn
 from convkit.families.toy_cnn.launch import LAB_LAYER, ToyEpilogueLaunch, ToyLadderLaunch, ToyTiledLaunch
 from convkit.papers import toy_cnn as paper

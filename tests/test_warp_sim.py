@@ -8,13 +8,12 @@ import matplotlib
 import numpy as np
 import pytest
 
-from convkit.families.lu2020.warp_sim import (
+from convkit.families.lu2020.exchange import exchange_schedule, schedule_macros
+from convkit.papers.lu2020.warp_sim import (
     METHODS,
     Schedule,
     Step,
-    exchange_schedule,
     problem_loads,
-    schedule_macros,
     simulate_exchange,
     transactions_table,
     warp_loads,

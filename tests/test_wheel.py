@@ -35,12 +35,21 @@ def _run(site: Path, code: str) -> str:
 
 def test_the_wheel_carries_the_tables_and_the_kernels(installed):
     code = (
-        "import convkit, convkit.op.dispatch as d, convkit.core.paths as paths\n"
+        "import sys, convkit, convkit.core.paths as paths\n"
+        "from convkit.core import shipped\n"
         "from convkit.core.problem import ConvProblem\n"
+        "from convkit.op import dispatch\n"
+        "from convkit.op.fused import fused_knobs\n"
         f"assert convkit.__file__.startswith({str(installed)!r}), convkit.__file__\n"
-        "assert d.shipped_table_path('nvidia-h100-80gb-hbm3').is_file()\n"
-        "choice = d.lookup(ConvProblem.same(1, 832, 7, 7, 32, 1), 'nvidia-h100-80gb-hbm3')\n"
-        "assert choice is not None and choice.impl == 'convkit', choice\n"
+        "gpu = 'nvidia-h100-80gb-hbm3'\n"
+        "assert shipped.shipped_path(gpu).is_file()\n"
+        "choice = dispatch.lookup(ConvProblem.same(1, 832, 7, 7, 32, 1), gpu)\n"
+        "assert choice is not None and choice.impl == 'convkit' and choice.params, choice\n"
+        "knobs = shipped.knob_table(gpu)(ConvProblem.same(64, 512, 7, 7, 512, 3), 'fp32_igemm')\n"
+        "assert knobs and 'tile' in knobs, knobs\n"
+        "assert fused_knobs(ConvProblem(1, 256, 228, 228, 256, 5, 5), gpu), 'no fused choice'\n"
+        "assert shipped.shipped(gpu)['figures']['dram_latency_cycles'] > 0\n"
+        "assert not {'pandas', 'matplotlib'} & set(sys.modules), 'the op imported the study'\n"
         "kernels = paths.kernels_dir()\n"
         "assert kernels.name == '_kernels'\n"
         "assert (kernels / 'implicit_gemm.cu').is_file() and (kernels / 'bias.cu').is_file()\n"
@@ -53,7 +62,7 @@ def test_the_wheel_carries_the_tables_and_the_kernels(installed):
 def test_conv2d_runs_from_the_installed_wheel(installed):
     code = (
         "import cupy, numpy as np, convkit\n"
-        "from convkit import reference\n"
+        "from convkit.core import reference\n"
         f"assert convkit.__file__.startswith({str(installed)!r})\n"
         "rng = np.random.default_rng(0)\n"
         "for shape, wshape, pad in (((1, 832, 7, 7), (32, 832, 1, 1), 0), ((2, 5, 9, 11), (6, 5, 3, 3), 1)):\n"

@@ -30,14 +30,6 @@ TUNING_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 3, "max_reps": 50, "bu
 CHECK_ONLY: dict[str, Any] = {"warmup": 0, "min_reps": 1, "max_reps": 1, "budget_ms": 0.0}
 
 
-
-
-
-
-
-
-
-
 def cases(
     problem: ConvProblem,
     variants: Sequence[Variant],
@@ -232,16 +224,6 @@ def check_and_time(
     if min_bytes is not None:
         row["gbytes_per_s"] = f"{min_bytes / (result.median_ms * 1e6):.6g}"
     return row
-
-
-
-
-
-
-
-
-
-
 
 
 def variant_checks(

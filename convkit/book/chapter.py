@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit.study.results import gpu_results_dir, results_dir
+from convkit.study.checkout import results_dir
+from convkit.study.results import gpu_results_dir
 from convkit.study.roofline import ceilings_summary
 
 #: The GPU whose recorded results the book shows when built without one.
@@ -49,7 +50,6 @@ def resolve_device(device: str) -> str:
 def results_directory(mode: str, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Path:
     """``results/<this GPU>`` when measuring (``mode == "gpu"``), else ``results/<recorded_gpu>``."""
     if mode == "gpu":
-
         return gpu_results_dir()
     directory = results_dir() / recorded_gpu
     if not directory.is_dir():
@@ -130,7 +130,7 @@ def compiler_report(source: str, archs: tuple[str, ...] = ("sm_75", "sm_90")) ->
     spills, shared memory), or None where ``nvcc`` is not installed."""
     import pandas as pd
 
-    from convkit.cuda.compile import find_nvcc, ptxas_report
+    from convkit.cuda.ptxas import find_nvcc, ptxas_report
 
     if find_nvcc() is None:
         return None

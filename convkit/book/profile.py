@@ -117,7 +117,7 @@ def drive(manifest_path: Path, name: str) -> None:
     """The profiled process: check each of the paper's profiled cases, warm it up, launch it once between
     markers. Writes the manifest (case index -> entry with status, error and note) as JSON."""
     from convkit.bench.measure import check_output
-    from convkit.cuda.compile import load_kernel
+    from convkit.cuda.nvrtc import load_kernel
     from convkit.libs.cudnn import CudnnError
 
     spec = paper(name).profile

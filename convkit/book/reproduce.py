@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit.core.paths import book_dir, notebooks_dir
+from convkit.study.checkout import book_dir, notebooks_dir
 from convkit.study.results import ResultStore
 
 DEVICE_MODES = ("auto", "gpu", "recorded")

@@ -3,7 +3,7 @@
 
 A launcher checks its arguments, builds launch objects, looks its kernels up and allocates work arrays:
 tens of microseconds of Python per call, as much as a small layer's GPU time. The first call of a problem
-runs the launcher under :func:`convkit.cuda.compile.recording`; :meth:`Plan.record` turns what it enqueued into
+runs the launcher under :func:`convkit.cuda.record.recording`; :meth:`Plan.record` turns what it enqueued into
 steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byte offset, or a place in one
 scratch block), everything else kept as it was (integers, and buffers a launcher keeps between calls, such
 as split counters). A replay is then one Python call per launch.
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from convkit.cuda.compile import KernelCall, Recording
+from convkit.cuda.record import KernelCall, Recording
 
 #: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
 #: block comes after them.

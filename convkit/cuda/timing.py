@@ -85,7 +85,7 @@ class CudaEventClock:
         self._cupy.cuda.get_current_stream().synchronize()
 
     def hold(self, duration_ms: float) -> None:
-        from convkit.cuda.compile import load_kernel
+        from convkit.cuda.nvrtc import load_kernel
 
         kernel = load_kernel("timing", "hold_stream")
         kernel((1,), (1,), (self._cupy.int64(int(duration_ms * 1e6)),))

@@ -12,7 +12,7 @@ import functools
 from typing import Any
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import enqueue
+from convkit.cuda.record import enqueue
 
 #: The peer's name in results rows (impl ``cublas``).
 IMPL, VARIANT = "cublas", "sgemm"
@@ -56,7 +56,7 @@ def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, 
 
 
 class StridedSgemm:
-    """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.cuda.compile.enqueue` calls it (arrays or
+    """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.cuda.record.enqueue` calls it (arrays or
     device pointers) and as a recorded plan binds it (:meth:`bind`); both on a handle of convkit's own per
     device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call."""
 

@@ -56,11 +56,3 @@ def autotuned_conv2d(problem: ConvProblem, x: Any, w: Any) -> Callable[[], Any]:
         return cupy.from_dlpack(conv(xt, wt, padding=problem.pad, stride=problem.stride))
 
     return run
-
-
-
-
-
-
-
-

@@ -9,7 +9,7 @@ every filter size, stride and padding.
 
 Arguments are checked before anything is allocated or launched, and every error names the argument. Not
 supported, and said so: autograd (tensors that require a gradient while grad mode is on), ``channels_last``
-tensors, groups and dilation (``convkit.op.patch.patch`` leaves such layers to PyTorch).
+tensors, groups and dilation (``convkit.patch`` leaves such layers to PyTorch).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any, ClassVar
 from convkit.core import shipped
 from convkit.core.arguments import check_arguments, describe
 from convkit.core.problem import ConvProblem
-from convkit.cuda.compile import ElementwiseLaunch, Recording
+from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
+from convkit.cuda.record import Recording
 from convkit.op import dispatch
 from convkit.op.interop import cupy_stream, gpu_name, signature_function, stream_handle
 
@@ -132,7 +133,7 @@ def _first_call(x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[A
 
 def run_recorded(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> Recording:
     """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``, recording it."""
-    from convkit.cuda.compile import recording
+    from convkit.cuda.record import recording
     from convkit.families import variants_by_name
     from convkit.libs import cublas
 
@@ -157,7 +158,7 @@ def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
     """Enqueue ``out += bias`` per filter (CuPy arrays) with ``kernels/bias.cu``."""
     import cupy
 
-    from convkit.cuda.compile import launch
+    from convkit.cuda.launch import launch
 
     plane = problem.out_h * problem.out_w
     launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
@@ -189,10 +190,6 @@ def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
         kept = allocate(nbytes)
         return lambda: kept
     return lambda: allocate(nbytes)
-
-
-
-
 
 
 def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
@@ -232,8 +229,6 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
 _CUDNN: dict[ConvProblem, Any] = {}
 
 
-
-
 def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
     import cupy
 
@@ -268,21 +263,5 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
     return replay, out
 
 
-
-
-
-
 # ---------------------------------------------------------------------------------------------
 # The fused layer: conv + bias + ReLU + 2x2 max-pool
-
-
-
-
-
-
-
-
-
-
-
-

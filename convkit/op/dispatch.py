@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,15 +38,20 @@ class Choice:
     source: str = "recorded"
 
 
-def choices_of(doc: dict) -> dict[str, Choice]:
-    """The choices of a dispatch document (:mod:`convkit.core.shipped`), by problem key."""
-    return {k: Choice(**v) for k, v in doc.get("choices", {}).items()}
+def choices_of(doc: dict, where: object = "the dispatch table") -> dict[str, Choice]:
+    """The choices of a dispatch document (:mod:`convkit.core.shipped`), by problem key; ``{}`` with a warning
+    where a choice is malformed."""
+    try:
+        return {k: Choice(**v) for k, v in doc.get("choices", {}).items()}
+    except TypeError as error:
+        warnings.warn(f"ignoring the unreadable dispatch table {where}: {error}", stacklevel=2)
+        return {}
 
 
 def read_table(path: Path, *, gpu: str | None = None) -> dict[str, Choice]:
     """The choices of a dispatch table file; ``{}`` with a warning where it is unreadable, of another convkit
     version or (``gpu``) of another GPU, so that a damaged or stale file is never trusted."""
-    return choices_of(read_document(path, gpu=gpu))
+    return choices_of(read_document(path, gpu=gpu), path)
 
 
 def write_table(path: Path, gpu: str, choices: dict[str, Choice], **fields: object) -> None:

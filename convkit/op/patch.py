@@ -1,4 +1,4 @@
-"""``convkit.op.patch.patch``: a PyTorch model's supported convolutions run through :func:`convkit.conv2d`.
+"""``convkit.patch``: a PyTorch model's supported convolutions run through :func:`convkit.conv2d`.
 
 :func:`patch` swaps every ``nn.Conv2d`` that convkit can run (:func:`unsupported` says why not, for the
 others) for a :class:`ConvkitConv2d` holding the same parameters, and leaves the rest of the model to

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from convkit.bench.rows import COLUMNS, KEY_COLUMNS, row_key
-from convkit.core.paths import project_root, replace_text
+from convkit.core.paths import replace_text
+from convkit.study.checkout import results_dir
 
 
 class ResultStore:
@@ -146,10 +147,6 @@ class ResultStore:
             os.fsync(f.fileno())
 
 
-
-
-
-
 def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]:
     """The rows of an experiment as a pandas DataFrame, and its provenance document."""
     import pandas as pd
@@ -161,11 +158,6 @@ def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]
     frame = pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
     provenance = json.loads(json_path.read_text()) if json_path.exists() else {}
     return frame, provenance
-
-
-def results_dir() -> Path:
-    """``results/`` under the project root (recorded measurements, one folder per GPU)."""
-    return project_root() / "results"
 
 
 def gpu_results_dir(directory: Path | None = None) -> Path:

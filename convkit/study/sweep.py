@@ -80,9 +80,6 @@ def sweep(
     return written
 
 
-
-
-
 def run_sweep(
     experiment: str,
     problems: Iterable[ConvProblem],

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.compile import ElementwiseLaunch, launch
+from convkit.cuda.launch import ElementwiseLaunch, launch
 
 #: Threads per block: a multiple of the warp size that the launcher's grid cap divides well.
 DEFAULT_THREADS = 256

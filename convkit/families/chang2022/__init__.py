@@ -18,13 +18,8 @@ from convkit.core.gpu import shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
 from convkit.families.chang2022.model import FILTER_SIZES, LatencyModel, current_figures, latency_model
-from convkit.families.chang2022.multi import (
-    TUNING_CANDIDATES,
-    multi_config,
-    multi_launch,
-    paper_multi_config,
-    ranked_multi_configs,
-)
+from convkit.families.chang2022.multi import paper_multi_config
+from convkit.families.chang2022.ranking import TUNING_CANDIDATES, multi_config, multi_launch, ranked_multi_configs
 from convkit.families.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
 
 

@@ -3,7 +3,7 @@
 Both kernels of the paper take one image, square 1x1, 3x3 or 5x5 filters and "same" padding
 (:func:`check_same_args`). :func:`conv2d_single` runs a single-channel launch
 (:mod:`convkit.families.chang2022.single`), :func:`conv2d_multi` a multi-channel one
-(:mod:`convkit.families.chang2022.multi`), each through :func:`convkit.cuda.compile.launch`.
+(:mod:`convkit.families.chang2022.multi`), each through :func:`convkit.cuda.launch.launch`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 from convkit.core.gpu import require_cupy, shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.compile import launch
+from convkit.cuda.launch import launch
 from convkit.families.chang2022.model import FILTER_SIZES, current_figures, latency_model
-from convkit.families.chang2022.multi import ChangMultiLaunch, multi_config
+from convkit.families.chang2022.multi import ChangMultiLaunch
+from convkit.families.chang2022.ranking import multi_config
 from convkit.families.chang2022.single import ChangSingleLaunch, fill_plan
 
 

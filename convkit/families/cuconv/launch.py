@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 from convkit.core import gpu
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
+from convkit.cuda.launch import ElementwiseLaunch, launch
+from convkit.cuda.record import epilogue_bias, scratch
 
 VARIANTS = ("paper", "fused", "split", "tiled")
 #: Shared memory a block of fused_tile stages at most: the 48 KiB every GPU gives without opt-in.
@@ -56,7 +57,7 @@ SMALL_CANDIDATE_SET_FLOPS = 50e9
 
 @dataclass(frozen=True)
 class CuconvLaunch:
-    """How one variant's main kernel is launched (a :class:`convkit.cuda.compile.Launch`).
+    """How one variant's main kernel is launched (a :class:`convkit.cuda.launch.Launch`).
 
     ``splits`` is 1 except for ``split`` and ``tiled``; ``tile`` ("BMxBN") is ``tiled``'s alone, and
     its threads follow from it. Where the main kernel leaves partial planes (:meth:`planes` above 1),

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.compile import ElementwiseLaunch, epilogue_bias, launch, scratch
-from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.cuda.launch import ElementwiseLaunch, launch
+from convkit.cuda.record import epilogue_bias, scratch
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: Block tiles "BMxBN" (filters x positions): threads = BM * BN / 64 (warps of 32 x 64, 8 x 8 a thread).
@@ -70,7 +70,7 @@ def k_per_split(problem: ConvProblem, splits: int) -> int:
 
 @dataclass(frozen=True)
 class ImplicitGemmLaunch:
-    """One launch of ``implicit_gemm`` (a :class:`convkit.cuda.compile.Launch`).
+    """One launch of ``implicit_gemm`` (a :class:`convkit.cuda.launch.Launch`).
 
     ``splits`` asks for that many reduction splits; whole slices make it :meth:`effective_splits`.
     ``batch`` independent GEMMs of the same shape run in one launch (Winograd's transformed points);
@@ -153,7 +153,7 @@ class SplitSumLaunch(ElementwiseLaunch):
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond
 
 
-def _tiles_fitting(problem: ConvProblem) -> list[str]:
+def tiles_fitting(problem: ConvProblem) -> list[str]:
     """Tiles that are not mostly padding on ``problem``: BM at most 2M (64 always fits), BN likewise."""
     positions = problem.n * problem.out_h * problem.out_w
     fit = []
@@ -180,7 +180,7 @@ def splits_for(problem: ConvProblem, tile: str, target_blocks: int) -> int:
 def default_knobs(problem: ConvProblem, sms: int = 132) -> ImplicitGemmLaunch:
     """The heuristic launch: the largest fitting tile that gives every SM a block by itself; else the
     smallest tile with the reduction split to about four blocks an SM."""
-    for tile in _tiles_fitting(problem):
+    for tile in tiles_fitting(problem):
         if tile_blocks(problem, tile) >= sms:
             return ImplicitGemmLaunch(tile)
     tile = "64x64"
@@ -191,7 +191,7 @@ def candidates(problem: ConvProblem, sms: int = 132) -> list[ImplicitGemmLaunch]
     """Launches a tuning run measures, the heuristic's first: every fitting tile unsplit (3 and 4 stages
     for the 128x128 tile), and where a tile gives under two waves, split to one, two and four waves."""
     out = [default_knobs(problem, sms)]
-    for tile in _tiles_fitting(problem):
+    for tile in tiles_fitting(problem):
         out.append(ImplicitGemmLaunch(tile))
         if tile == "128x128":
             out.append(ImplicitGemmLaunch(tile, stages=4))
@@ -220,11 +220,11 @@ def conv2d_implicit_gemm(
     spec = launch_spec or default_knobs(problem, sm_count())
     spec.can_implement(problem)  # before anything is allocated or launched
     out = output_for(out, problem)
-    _gemm(spec, problem, x, w, out)
+    gemm(spec, problem, x, w, out)
     return out
 
 
-def _gemm(
+def gemm(
     spec: ImplicitGemmLaunch, p: ConvProblem, x: Any, w: Any, out: Any, strides: tuple[int, int, int] = (0, 0, 0)
 ) -> None:
     """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes and ``sum_planes`` where split)."""
@@ -244,174 +244,3 @@ def _gemm(
 
 # ---------------------------------------------------------------------------------------------
 # Winograd
-
-
-@dataclass(frozen=True)
-class WinogradLaunch:
-    """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``), as many images a pass
-    as fit ``workspace_limit``."""
-
-    m: int = 2
-    gemm_tile: str = "128x128"
-    stages: int = 3
-    threads: int = 256
-    workspace_limit: int = WORKSPACE_LIMIT_BYTES  # bytes; below it, fewer images a pass (the tests' edge shapes)
-
-    source: ClassVar[str] = "winograd"
-
-    def as_params(self) -> dict[str, Any]:
-        return {"m": self.m, "gemm_tile": self.gemm_tile, "stages": self.stages}
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (f"-DCONVKIT_WG_M={self.m}", f"-DCONVKIT_WG_R={problem.r}")
-
-    def tiles(self, problem: ConvProblem) -> tuple[int, int, int, int]:
-        """(tiles_h, tiles_w, T, t_pad): output tiles per plane, over the batch, and padded to a float4."""
-        th, tw = math.ceil(problem.out_h / self.m), math.ceil(problem.out_w / self.m)
-        t = problem.n * th * tw
-        return th, tw, t, 4 * math.ceil(t / 4)
-
-    def alpha(self, problem: ConvProblem) -> int:
-        return self.m + problem.r - 1
-
-    def gemm_problem(self, problem: ConvProblem) -> ConvProblem:
-        """One transformed point's product as a 1x1 convolution: V[xi] (M x C) times U[xi] (C x t_pad)."""
-        t_pad = self.tiles(problem)[3]
-        return ConvProblem(1, problem.c, 1, t_pad, problem.m, 1, 1)
-
-    def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
-        return ImplicitGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2)
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming what F(m, r) cannot run: another stride, a non-square or unbuilt filter."""
-        p = problem
-        if p.stride != 1:
-            raise ValueError(f"Winograd runs stride 1 only, got stride={p.stride}")
-        if p.r != p.s or (self.m, p.r) not in WINOGRAD_TILES:
-            raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {WINOGRAD_TILES} (m, r)")
-        if p.c > 65535 or p.m > 65535:
-            raise ValueError("C and M must be at most 65535 (one grid row each)")
-        if self.images_per_pass(p) < 1:
-            need = self.workspace_bytes(dataclasses.replace(p, n=1))
-            raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
-                             f"{self.workspace_limit} every algorithm is allowed (cuDNN's too)")  # fmt: skip
-        self.gemm_launch(p).can_implement(self.gemm_problem(p))
-
-    def images_per_pass(self, problem: ConvProblem) -> int:
-        """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
-        not even one does): a larger batch is transformed and multiplied that many images at a time."""
-        low, high = 0, problem.n  # the workspace grows with the images: bisect for the last that fits
-        while low < high:
-            mid = (low + high + 1) // 2
-            if self.workspace_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
-                low = mid
-            else:
-                high = mid - 1
-        return low
-
-    def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Bytes of V, U and the products together, for all of ``problem``'s images at once."""
-        return 4 * sum(self.workspace_elements(problem))
-
-    def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
-        """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
-        points, t_pad = self.alpha(problem) ** 2, self.tiles(problem)[3]
-        return points * problem.m * problem.c, points * problem.c * t_pad, points * problem.m * t_pad
-
-
-@dataclass(frozen=True)
-class _TransformLaunch:
-    """One of winograd.cu's transforms, a thread per (filter, channel), (channel, tile) or (filter, tile)."""
-
-    kernel: str
-    spec: WinogradLaunch
-    source: ClassVar[str] = "winograd"
-
-    def as_params(self) -> dict[str, Any]:
-        return self.spec.as_params()
-
-    def kernel_name(self, problem: ConvProblem) -> str:
-        return self.kernel
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return self.spec.options(problem)
-
-    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        threads = self.spec.threads
-        _, _, t, t_pad = self.spec.tiles(problem)
-        if self.kernel == "winograd_filter":
-            return (min(math.ceil(problem.m * problem.c / threads), 65535),)
-        if self.kernel == "winograd_input":
-            return math.ceil(t_pad / threads), problem.c
-        return math.ceil(t / threads), problem.m
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (self.spec.threads,)
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        self.spec.can_implement(problem)
-
-
-def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None = None, out: Any = None) -> Any:
-    """Convolution (cross-correlation, stride 1) of NCHW ``x`` with MCRS ``w`` by Winograd's F(m x m, r x r).
-
-    Args:
-        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
-        w: float32 ``cupy.ndarray`` (M, C, R, R), C-contiguous, R in 3 or 5.
-        pad: zero padding on every side.
-        spec: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
-        out: optional float32 output (N, M, P, Q).
-
-    Returns:
-        the output ``cupy.ndarray``, enqueued on the current stream. Its error is a transform method's.
-    """
-    import cupy
-
-    problem = check_conv_args(x, w, pad=pad, stride=1)
-    spec = spec or WinogradLaunch()
-    spec.can_implement(problem)
-    out = output_for(out, problem)
-    per_pass = spec.images_per_pass(problem)
-    v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
-    v, u, prod = (scratch(size) for size in (v_size, u_size, prod_size))
-    i32 = cupy.int32
-    launch(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
-    for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
-        p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
-        xs, ys = x[first : first + p.n], out[first : first + p.n]
-        th, tw, t, t_pad = spec.tiles(p)
-        launch(_TransformLaunch("winograd_input", spec), p,
-               (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
-        _gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
-        launch(_TransformLaunch("winograd_output", spec), p,
-               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
-                epilogue_bias(ys)))  # fmt: skip
-    return out
-
-
-def winograd_default(problem: ConvProblem) -> WinogradLaunch:
-    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the implicit GEMM's
-    heuristic tile for the products of one pass of images."""
-    spec = WinogradLaunch(4 if problem.r == 3 else 2)
-    gemm = spec.gemm_problem(dataclasses.replace(problem, n=max(1, spec.images_per_pass(problem))))
-    return WinogradLaunch(spec.m, default_knobs(gemm).tile)
-
-
-def winograd_fits(problem: ConvProblem) -> bool:
-    """True where some built tile takes the filter with one image's workspace within the limit."""
-    return any(r == problem.r and WinogradLaunch(m).images_per_pass(problem) >= 1 for m, r in WINOGRAD_TILES)
-
-
-def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
-    """Launches a tuning run measures: every built F(m, r) for the filter that fits one image, on each GEMM
-    tile that fits the products of one pass."""
-    out = [winograd_default(problem)]
-    for m, r in WINOGRAD_TILES:
-        per_pass = WinogradLaunch(m).images_per_pass(problem)
-        if r == problem.r and per_pass >= 1:
-            gemm = WinogradLaunch(m).gemm_problem(dataclasses.replace(problem, n=per_pass))
-            out += [WinogradLaunch(m, tile) for tile in _tiles_fitting(gemm)]
-    return list(dict.fromkeys(out))

@@ -11,11 +11,21 @@ The CUDA kernels (``kernels/winograd.cu``) take these matrices as compile-time c
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
+from typing import Any, ClassVar
 
 import numpy as np
+
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.launch import launch
+from convkit.cuda.record import epilogue_bias, scratch
+from convkit.families.fp32.launch import ImplicitGemmLaunch, default_knobs, gemm, tiles_fitting
+from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: The tiles (m, r) the kernels are built for: F(2x2, 3x3), F(4x4, 3x3), F(6x6, 3x3), F(2x2, 5x5) and
 #: F(4x4, 5x5). The larger the tile, the fewer the products and the larger the transforms' rounding.
@@ -93,3 +103,174 @@ def kernel_tables() -> str:
                       f"#define WG_BT {cuda_initializer(bt)}")  # fmt: skip
     unbuilt = '#error "no transform matrices for this F(m, r): see convkit.families.fp32.winograd.TILES"'
     return "\n".join(blocks) + f"\n#else\n{unbuilt}\n#endif\n"
+
+
+@dataclass(frozen=True)
+class WinogradLaunch:
+    """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``), as many images a pass
+    as fit ``workspace_limit``."""
+
+    m: int = 2
+    gemm_tile: str = "128x128"
+    stages: int = 3
+    threads: int = 256
+    workspace_limit: int = WORKSPACE_LIMIT_BYTES  # bytes; below it, fewer images a pass (the tests' edge shapes)
+
+    source: ClassVar[str] = "winograd"
+
+    def as_params(self) -> dict[str, Any]:
+        return {"m": self.m, "gemm_tile": self.gemm_tile, "stages": self.stages}
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (f"-DCONVKIT_WG_M={self.m}", f"-DCONVKIT_WG_R={problem.r}")
+
+    def tiles(self, problem: ConvProblem) -> tuple[int, int, int, int]:
+        """(tiles_h, tiles_w, T, t_pad): output tiles per plane, over the batch, and padded to a float4."""
+        th, tw = math.ceil(problem.out_h / self.m), math.ceil(problem.out_w / self.m)
+        t = problem.n * th * tw
+        return th, tw, t, 4 * math.ceil(t / 4)
+
+    def alpha(self, problem: ConvProblem) -> int:
+        return self.m + problem.r - 1
+
+    def gemm_problem(self, problem: ConvProblem) -> ConvProblem:
+        """One transformed point's product as a 1x1 convolution: V[xi] (M x C) times U[xi] (C x t_pad)."""
+        t_pad = self.tiles(problem)[3]
+        return ConvProblem(1, problem.c, 1, t_pad, problem.m, 1, 1)
+
+    def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
+        return ImplicitGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2)
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming what F(m, r) cannot run: another stride, a non-square or unbuilt filter."""
+        p = problem
+        if p.stride != 1:
+            raise ValueError(f"Winograd runs stride 1 only, got stride={p.stride}")
+        if p.r != p.s or (self.m, p.r) not in TILES:
+            raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {TILES} (m, r)")
+        if p.c > 65535 or p.m > 65535:
+            raise ValueError("C and M must be at most 65535 (one grid row each)")
+        if self.images_per_pass(p) < 1:
+            need = self.workspace_bytes(dataclasses.replace(p, n=1))
+            raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
+                             f"{self.workspace_limit} every algorithm is allowed (cuDNN's too)")  # fmt: skip
+        self.gemm_launch(p).can_implement(self.gemm_problem(p))
+
+    def images_per_pass(self, problem: ConvProblem) -> int:
+        """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
+        not even one does): a larger batch is transformed and multiplied that many images at a time."""
+        low, high = 0, problem.n  # the workspace grows with the images: bisect for the last that fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.workspace_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
+                low = mid
+            else:
+                high = mid - 1
+        return low
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Bytes of V, U and the products together, for all of ``problem``'s images at once."""
+        return 4 * sum(self.workspace_elements(problem))
+
+    def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
+        """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
+        points, t_pad = self.alpha(problem) ** 2, self.tiles(problem)[3]
+        return points * problem.m * problem.c, points * problem.c * t_pad, points * problem.m * t_pad
+
+
+@dataclass(frozen=True)
+class _TransformLaunch:
+    """One of winograd.cu's transforms, a thread per (filter, channel), (channel, tile) or (filter, tile)."""
+
+    kernel: str
+    spec: WinogradLaunch
+    source: ClassVar[str] = "winograd"
+
+    def as_params(self) -> dict[str, Any]:
+        return self.spec.as_params()
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return self.kernel
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return self.spec.options(problem)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        threads = self.spec.threads
+        _, _, t, t_pad = self.spec.tiles(problem)
+        if self.kernel == "winograd_filter":
+            return (min(math.ceil(problem.m * problem.c / threads), 65535),)
+        if self.kernel == "winograd_input":
+            return math.ceil(t_pad / threads), problem.c
+        return math.ceil(t / threads), problem.m
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (self.spec.threads,)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        self.spec.can_implement(problem)
+
+
+def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None = None, out: Any = None) -> Any:
+    """Convolution (cross-correlation, stride 1) of NCHW ``x`` with MCRS ``w`` by Winograd's F(m x m, r x r).
+
+    Args:
+        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
+        w: float32 ``cupy.ndarray`` (M, C, R, R), C-contiguous, R in 3 or 5.
+        pad: zero padding on every side.
+        spec: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
+        out: optional float32 output (N, M, P, Q).
+
+    Returns:
+        the output ``cupy.ndarray``, enqueued on the current stream. Its error is a transform method's.
+    """
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=1)
+    spec = spec or WinogradLaunch()
+    spec.can_implement(problem)
+    out = output_for(out, problem)
+    per_pass = spec.images_per_pass(problem)
+    v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
+    v, u, prod = (scratch(size) for size in (v_size, u_size, prod_size))
+    i32 = cupy.int32
+    launch(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
+    for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
+        p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
+        xs, ys = x[first : first + p.n], out[first : first + p.n]
+        th, tw, t, t_pad = spec.tiles(p)
+        launch(_TransformLaunch("winograd_input", spec), p,
+               (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+        gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
+        launch(_TransformLaunch("winograd_output", spec), p,
+               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
+                epilogue_bias(ys)))  # fmt: skip
+    return out
+
+
+def winograd_default(problem: ConvProblem) -> WinogradLaunch:
+    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the implicit GEMM's
+    heuristic tile for the products of one pass of images."""
+    spec = WinogradLaunch(4 if problem.r == 3 else 2)
+    gemm = spec.gemm_problem(dataclasses.replace(problem, n=max(1, spec.images_per_pass(problem))))
+    return WinogradLaunch(spec.m, default_knobs(gemm).tile)
+
+
+def winograd_fits(problem: ConvProblem) -> bool:
+    """True where some built tile takes the filter with one image's workspace within the limit."""
+    return any(r == problem.r and WinogradLaunch(m).images_per_pass(problem) >= 1 for m, r in TILES)
+
+
+def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
+    """Launches a tuning run measures: every built F(m, r) for the filter that fits one image, on each GEMM
+    tile that fits the products of one pass."""
+    out = [winograd_default(problem)]
+    for m, r in TILES:
+        per_pass = WinogradLaunch(m).images_per_pass(problem)
+        if r == problem.r and per_pass >= 1:
+            gemm = WinogradLaunch(m).gemm_problem(dataclasses.replace(problem, n=per_pass))
+            out += [WinogradLaunch(m, tile) for tile in tiles_fitting(gemm)]
+    return list(dict.fromkeys(out))

@@ -1,7 +1,7 @@
 """Lu, Zhang, Wang 2020 (memory transactions): launchers, launch knobs and the chapter's problems.
 
 The kernels are in ``kernels/lu2020.cu``; the warp exchange they run comes from
-:func:`convkit.families.lu2020.warp_sim.exchange_schedule`, which also counts their loads on the CPU.
+:func:`convkit.papers.lu2020.warp_sim.exchange_schedule`, which also counts their loads on the CPU.
 
 Single channel (C = 1; any N and M), one kernel per step of the paper:
 
@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.compile import launch as launch_kernel
-from convkit.families.lu2020.warp_sim import exchange_schedule, schedule_macros
+from convkit.cuda.launch import launch as launch_kernel
+from convkit.families.lu2020.exchange import exchange_schedule, schedule_macros
 
 WARP = 32
 #: Filter widths the kernels are built and checked for (the paper's 5, and 3 and 7).
@@ -45,7 +45,7 @@ def build_options(
     k: int, *, rows: int = 1, warps: int = 4, filters: int = 8, stage_channels: int = 8
 ) -> tuple[str, ...]:
     """NVRTC options of ``kernels/lu2020.cu`` for a K x K filter and a launch: the exchange schedule
-    of :func:`convkit.families.lu2020.warp_sim.exchange_schedule` and the tile macros."""
+    of :func:`convkit.papers.lu2020.warp_sim.exchange_schedule` and the tile macros."""
     return (*schedule_macros(exchange_schedule(k)), f"-DLU_ROWS={rows}", f"-DLU_WARPS={warps}",
             f"-DLU_FILTERS={filters}", f"-DLU_STAGE_CHANNELS={stage_channels}")  # fmt: skip
 
@@ -97,7 +97,7 @@ class _ColumnLaunch:
 @dataclass(frozen=True)
 class LuSingleLaunch(_ColumnLaunch):
     """How a single-channel kernel (``lu_<variant>``) is launched: outputs down a column per thread, warps
-    per block (a :class:`convkit.cuda.compile.Launch`). The variant is not a knob: :meth:`as_params` leaves it
+    per block (a :class:`convkit.cuda.launch.Launch`). The variant is not a knob: :meth:`as_params` leaves it
     out, as the results rows name it in their own column."""
 
     variant: str
@@ -125,7 +125,7 @@ class LuSingleLaunch(_ColumnLaunch):
 
 @dataclass(frozen=True)
 class LuMultiLaunch:
-    """How ``lu_multi`` is launched (a :class:`convkit.cuda.compile.Launch`): outputs down a column and filters
+    """How ``lu_multi`` is launched (a :class:`convkit.cuda.launch.Launch`): outputs down a column and filters
     per thread, warps per block, channels whose filters are staged in shared memory at a time."""
 
     rows: int = 4
@@ -225,7 +225,7 @@ def conv2d_single(
 
 @dataclass(frozen=True)
 class LuWideLaunch(_ColumnLaunch):
-    """How ``lu_wide`` is launched (a :class:`convkit.cuda.compile.Launch`): four output columns per lane, ``rows``
+    """How ``lu_wide`` is launched (a :class:`convkit.cuda.launch.Launch`): four output columns per lane, ``rows``
     down, ``warps`` per block. Past the paper: 16-byte loads and the halo from the neighbouring lanes
     (``kernels/lu2020.cu``)."""
 
@@ -330,8 +330,3 @@ def is_single_image(p: ConvProblem) -> bool:
 
 
 # --- The chapter's problems ---------------------------------------------------------------------------
-
-
-
-
-

@@ -31,7 +31,8 @@ from typing import Any, ClassVar
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args
-from convkit.cuda.compile import ElementwiseLaunch, launch, scratch, staged_row_stride
+from convkit.cuda.launch import ElementwiseLaunch, launch, staged_row_stride
+from convkit.cuda.record import scratch
 
 KERNEL_SIZE = 5  # the lab's filters
 POOL = 2  # 2x2 max-pool, stride 2
@@ -71,7 +72,7 @@ _FLOAT = 4
 
 @dataclass(frozen=True)
 class ToyTiledLaunch:
-    """Compile-time tile of ``toy_fused_tiled`` (a :class:`convkit.cuda.compile.Launch`).
+    """Compile-time tile of ``toy_fused_tiled`` (a :class:`convkit.cuda.launch.Launch`).
 
     Args:
         bm: output channels per block (a multiple of 8: 8 per thread).
@@ -155,7 +156,7 @@ class ToyTiledLaunch:
 
 @dataclass(frozen=True)
 class ToyLadderLaunch:
-    """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.cuda.compile.Launch`): its
+    """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.cuda.launch.Launch`): its
     (x, y, z) block and grid, chosen at run time as in the report's Table 3. The block's x and y cover
     pooled columns and rows, z output channels; the grid's z strides over the channels."""
 
@@ -259,8 +260,6 @@ def pooled_shape(problem: ConvProblem) -> tuple[int, int]:
 def layer_output_shape(problem: ConvProblem) -> tuple[int, int, int, int]:
     """(1, M, pooled rows, pooled columns)."""
     return (problem.n, problem.m, *pooled_shape(problem))
-
-
 
 
 def shared_tile_shape(block: Sequence[int]) -> tuple[int, int]:
@@ -393,5 +392,3 @@ def _launch_tiled(x: Any, w: Any, bias: Any, out: Any, problem: ConvProblem, til
     oh, ow = pooled_shape(p) if tile.fuse_pool else (p.out_h, p.out_w)
     rows16 = p.w % 4 == 0 and x.data.ptr % 16 == 0  # 16-byte cp.async of whole input rows
     launch(tile, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, oh, ow, int(rows16)))))
-
-

@@ -31,7 +31,6 @@ EXPERIMENT, TUNING = results.SWEEP, results.TUNING
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 
 
-
 #: Problems tuned and then swept together: an interrupted session leaves whole chunks behind.
 CHUNK = 16
 

@@ -15,15 +15,9 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
-from convkit.families.fp32.launch import (
-    STAGES,
-    TILES,
-    ImplicitGemmLaunch,
-    WinogradLaunch,
-    conv2d_implicit_gemm,
-    conv2d_winograd,
-)
+from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
+from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.

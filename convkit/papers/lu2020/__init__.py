@@ -22,7 +22,7 @@ from convkit.core.problem import ConvProblem
 from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE, SINGLE
 from convkit.families.lu2020.launch import FILTER_SIZES
 from convkit.papers.lu2020 import edges, results
-from convkit.papers.lu2020.problems import multi_problems, single_problems
+from convkit.papers.lu2020.problem_sets import multi_problems, single_problems
 from convkit.papers.lu2020.results import findings
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.study.sweep import run_experiment, tune_then_sweep
@@ -107,8 +107,9 @@ def profile_problems() -> list[tuple[str, str, ConvProblem]]:
 def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
     """The profile's cases, in order: on each image, the ladder at its tuned launches, then the image peer
     (no cuDNN: the counters are about the paper's kernels)."""
-    return convolution_cases(profile_problems(), Kernels(LADDER, (NDIMAGE,)), cudnn=False,
-                             tuned=knob_table(directory, TUNING))
+    return convolution_cases(
+        profile_problems(), Kernels(LADDER, (NDIMAGE,)), cudnn=False, tuned=knob_table(directory, TUNING)
+    )
 
 
 PAPER = Paper(

@@ -10,22 +10,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from convkit.papers.lu2020.results import (
-    EXPERIMENT,
-    LIBRARY_COLUMNS,
-    REPEAT,
-    TARGET_MIN_SIZE,
-    VARIANT_NAMES,
-    in_target,
-    tie_tolerance,
-)
+from convkit.papers.lu2020.loads import VARIANT_NAMES
+from convkit.papers.lu2020.results import EXPERIMENT, LIBRARY_COLUMNS, REPEAT, TARGET_MIN_SIZE, in_target, tie_tolerance
 from convkit.study import tables
 from convkit.study.results import load_results
 
 
 def chapter_spread(directory: Path) -> dict[str, float]:
-    """The run-to-run spread (:func:`convkit.study.tables.spread`) of the single-channel sweep recorded in ``directory``:
-    a sample of its images measured again in a fresh process; NaN where no repeat is recorded."""
+    """The run-to-run spread (:func:`convkit.study.tables.spread`) of the single-channel sweep recorded in
+    ``directory``: a sample of its images measured again in a fresh process; NaN where no repeat is recorded."""
     directory = Path(directory)
     if not (directory / f"{REPEAT}.csv").is_file():
         return {"cases": 0, "median": math.nan, "p95": math.nan}

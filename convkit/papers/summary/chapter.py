@@ -4,7 +4,8 @@ Reads what the chapters and the op's own measurements recorded for one GPU:
 
 - every chapter's sweep (through :func:`convkit.study.shipping.recorded_candidates`): per problem, convkit's best
   kernel against the best library of the same run, on one roofline and as a map of where each wins;
-- ``networks.csv`` (:mod:`convkit.papers.summary.inference`): five torchvision networks patched by ``convkit.op.patch.patch``;
+- ``networks.csv`` (:mod:`convkit.papers.summary.inference`): five torchvision networks patched by
+  ``convkit.patch``;
 - ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
 - ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs.
 
@@ -223,7 +224,7 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
     :func:`spreads`) makes differences within the run-to-run spread (its 95th percentile) ties."""
     tie = {name: float(s["p95"]) if s["cases"] else 0.0 for name, s in (spread or {}).items()}
     out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
-           "convkit.op.patch.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
+           "convkit.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
            "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
     if not best.empty:
         out.append(f"**Every chapter's problems**: convkit's best kernel is faster than the best library on "

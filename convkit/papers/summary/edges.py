@@ -13,12 +13,10 @@ from convkit.op import conv2d
 from convkit.op.conv import run_recorded
 from convkit.op.dispatch import Choice
 
-#: Choices whose last launch adds the bias as it writes the output (:func:`convkit.cuda.compile.epilogue_bias`).
+#: Choices whose last launch adds the bias as it writes the output (:func:`convkit.cuda.record.epilogue_bias`).
 EPILOGUE_CHOICES = (
     Choice("convkit", "fp32_igemm", '{"splits":4,"stages":3,"tile":"64x64"}', "fp32"),
-    Choice(
-        "convkit", "cuconv_tiled", '{"filters_per_thread":1,"splits":3,"threads":128,"tile":"64x32"}', "cuconv"
-    ),
+    Choice("convkit", "cuconv_tiled", '{"filters_per_thread":1,"splits":3,"threads":128,"tile":"64x32"}', "cuconv"),
     Choice("convkit", "fp32_winograd", '{"gemm_tile":"64x64","m":2,"stages":3}', "fp32"),
 )
 

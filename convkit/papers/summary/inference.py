@@ -2,7 +2,7 @@
 
 torchvision's AlexNet, VGG19, ResNet-50, GoogLeNet and SqueezeNet 1.0 with random weights (nothing
 downloaded), in inference at batch 1, 8, 32 and 256 on 224x224 images, each as PyTorch runs it (FP32, TF32
-off, cuDNN autotuned) and patched by :func:`convkit.op.patch.patch`. Per network and batch, for each of
+off, cuDNN autotuned) and patched by :func:`convkit.patch`. Per network and batch, for each of
 ``pytorch`` and ``convkit``:
 
 - ``gpu``: one forward's GPU time, the study's timing (CUDA events, the stream held while the host

@@ -1,0 +1,133 @@
+"""The one way a launcher runs a kernel: a :class:`Launch` (CUTLASS's device adapter, in Python) that can say
+no before launching, and :func:`launch`, which asks it whether it can implement the problem, then builds
+the kernel (:mod:`convkit.cuda.nvrtc`), opts in to its shared memory and enqueues it on the current stream
+(:func:`convkit.cuda.record.enqueue`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from convkit.core.gpu import shared_memory_limits
+from convkit.cuda.nvrtc import load_kernel
+from convkit.cuda.record import KernelCall, enqueue
+
+
+def staged_row_stride(width: int, threads_x: int, rows_apart: int) -> int:
+    """Row stride (floats) of a staged shared-memory window, as ``conflict_free_stride`` in
+    ``kernels/staging.cuh`` computes it: the smallest multiple of 4 from ``width`` at which one LDS.128
+    phase (8 lanes, ``threads_x`` per thread row, thread rows ``rows_apart`` staged rows apart) hits 32
+    distinct banks; ``width`` rounded up to 4 if none does."""
+    first = -(-width // 4) * 4
+    if threads_x >= 8:
+        return first
+    for stride in range(first, first + 32, 4):  # banks repeat every 32 words
+        words = [(lane // threads_x) * rows_apart * stride + (lane % threads_x) * 4 + k
+                 for lane in range(8) for k in range(4)]  # fmt: skip
+        if len({word % 32 for word in words}) == 32:
+            return stride
+    return first
+
+
+#: Dynamic shared memory a block gets without opting in (bytes).
+DEFAULT_DYNAMIC_SHARED = 48 * 1024
+
+
+def with_dynamic_shared(kernel: Any, nbytes: int, what: str) -> Any:
+    """``kernel``, opted in to ``nbytes`` of dynamic shared memory per block where that is above the
+    default 48 KiB; raises ValueError naming ``what`` (the launch) if this GPU allows less."""
+    limit = shared_memory_limits()[0]
+    if nbytes > limit:
+        raise ValueError(f"{what} needs {nbytes} bytes of shared memory; this GPU allows {limit}")
+    if nbytes > DEFAULT_DYNAMIC_SHARED:
+        kernel.max_dynamic_shared_size_bytes = nbytes
+    return kernel
+
+
+@runtime_checkable
+class Launch(Protocol):
+    """What a kernel launch declares before it runs, for one problem.
+
+    Every family's launch objects (frozen dataclasses of their knobs, recorded as a row's ``params``
+    through ``as_params``) satisfy this; :func:`launch` is the only code that turns one into a launch.
+    """
+
+    #: The file under ``kernels/`` (stem) that defines the kernel.
+    source: str
+
+    def kernel_name(self, problem: Any) -> str:
+        """The ``extern "C"`` kernel this launch runs on ``problem``."""
+        ...
+
+    def options(self, problem: Any) -> tuple[str, ...]:
+        """Compile-time options (``-D`` macros) for ``problem``."""
+        ...
+
+    def grid(self, problem: Any) -> tuple[int, ...]: ...
+
+    def block(self, problem: Any) -> tuple[int, ...]: ...
+
+    def shared_bytes(self, problem: Any) -> int:
+        """Dynamic shared memory per block (bytes)."""
+        ...
+
+    def can_implement(self, problem: Any) -> None:
+        """Raise ValueError, naming the knob or argument, if the kernel cannot run this launch on ``problem``."""
+        ...
+
+    def as_params(self) -> dict[str, Any]:
+        """The knobs as a results row records them."""
+        ...
+
+
+@dataclass(frozen=True)
+class ElementwiseLaunch:
+    """A :class:`Launch` of one thread per output element, ``threads`` per block, the grid capped at
+    ``max_blocks`` (the kernel strides over the rest), no shared memory: the simple kernels' shape (a plain
+    direct convolution, a sum of partial planes, an epilogue). A family sets ``source``, ``kernel`` and, where
+    its output is not the problem's, :meth:`elements`."""
+
+    threads: int = 256
+
+    source: ClassVar[str]
+    kernel: ClassVar[str]
+    max_blocks: ClassVar[int] = 2**31 - 1
+
+    def elements(self, problem: Any) -> int:
+        """The output elements the kernel writes: the convolution's output by default."""
+        return math.prod(problem.output_shape)
+
+    def as_params(self) -> dict[str, Any]:
+        return {"threads": self.threads}
+
+    def kernel_name(self, problem: Any = None) -> str:
+        return self.kernel
+
+    def options(self, problem: Any = None) -> tuple[str, ...]:
+        return ()
+
+    def grid(self, problem: Any) -> tuple[int, ...]:
+        return (min(math.ceil(self.elements(problem) / self.threads), self.max_blocks),)
+
+    def block(self, problem: Any = None) -> tuple[int, ...]:
+        return (self.threads,)
+
+    def shared_bytes(self, problem: Any = None) -> int:
+        return 0
+
+    def can_implement(self, problem: Any) -> None:
+        """Raise ValueError naming ``threads`` if it is no int in 1..1024 (every problem runs)."""
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or not 1 <= self.threads <= 1024:
+            raise ValueError(f"threads must be an int in 1..1024, got {self.threads!r}")
+
+
+def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
+    """Check ``spec`` against ``problem`` (:meth:`Launch.can_implement`), build its kernel for this GPU and
+    enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them)."""
+    spec.can_implement(problem)
+    shared = spec.shared_bytes(problem)
+    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
+    with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
+    enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)

@@ -1,0 +1,163 @@
+"""Compiling ``kernels/*.cu`` at run time through CuPy (NVRTC).
+
+:func:`load_kernel` builds a source once per (source text, options, architecture) for the GPU in use and
+hands back a ``cupy.RawKernel``; ahead of time, :mod:`convkit.cuda.ptxas` compiles the same source text.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from convkit.core.gpu import compute_capability, ptx_arch, require_cupy
+from convkit.core.paths import kernels_dir
+
+#: Options every kernel is built with, at run time and ahead of time alike.
+COMMON_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+
+
+def kernel_source(name: str) -> Path:
+    """Path of ``kernels/<name>.cu``; raises FileNotFoundError naming the file."""
+    path = kernels_dir() / f"{name}.cu"
+    if not path.is_file():
+        raise FileNotFoundError(f"no CUDA source {path}")
+    return path
+
+
+_LOCAL_INCLUDE = re.compile(r'^#include "(?P<name>[\w.]+)"[^\n]*$', re.MULTILINE)
+
+
+def kernel_code(name: str) -> str:
+    """The text of ``kernels/<name>.cu`` with its ``#include "x.cuh"`` of ``kernels/`` headers inlined,
+    so NVRTC needs no include path and the build cache key covers the headers too."""
+
+    def inline(match: re.Match[str]) -> str:
+        header = kernels_dir() / match.group("name")
+        if not header.is_file():
+            raise FileNotFoundError(f"kernels/{name}.cu includes {match.group('name')}, not in {kernels_dir()}")
+        return header.read_text()
+
+    return _LOCAL_INCLUDE.sub(inline, kernel_source(name).read_text())
+
+
+def kernel_names(source: str) -> list[str]:
+    """The ``extern "C" __global__`` kernels a source defines, in order."""
+    bounds = r"(?:__launch_bounds__\([^)]*\)\s+)?"  # before or after the return type
+    return re.findall(rf'extern\s+"C"\s+__global__\s+{bounds}void\s+{bounds}(\w+)', source)
+
+
+@functools.cache
+def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> Any:
+    cupy = require_cupy()
+    del code_hash  # part of the cache key only
+    if arch.startswith("compute_"):
+        return _PtxModule(code, options, arch)
+    return cupy.RawModule(code=code, options=options, name_expressions=None)
+
+
+class _PtxModule:
+    """A module built by NVRTC as PTX for a virtual architecture and JIT-compiled by the driver for the GPU in
+    hand (CuPy's ``RawModule`` builds for the device's own architecture, whatever ``-arch`` it is given)."""
+
+    def __init__(self, code: str, options: tuple[str, ...], arch: str):
+        import cupy
+        from cupy_backends.cuda.libs import nvrtc
+
+        program = nvrtc.createProgram(code, "convkit.cu", (), ())
+        try:
+            try:
+                # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions
+                flags = ["--device-as-default-execution-space", f"--gpu-architecture={arch}"]
+                nvrtc.compileProgram(program, [*options, *_cuda_include_options(), *flags])
+            except nvrtc.NVRTCError as exc:
+                raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
+            ptx = nvrtc.getPTX(program)
+        finally:
+            nvrtc.destroyProgram(program)
+        self._module = cupy.cuda.function.Module()
+        self._module.load(ptx if isinstance(ptx, bytes) else ptx.encode())
+
+    def get_function(self, kernel: str) -> Any:
+        return _PtxKernel(self._module.get_function(kernel))
+
+
+def _cuda_include_options() -> list[str]:
+    """``-I`` options for the CUDA headers (``cuda_runtime.h``, ...): CuPy's own list for its NVRTC builds where
+    it has one, and the toolkit's include folder."""
+    import os
+
+    import cupy
+
+    options = list(getattr(cupy.cuda.compiler, "_get_extra_include_dir_opts", lambda: [])())
+    for root in (cupy.cuda.get_cuda_path(), "/usr/local/cuda"):
+        if root and os.path.isfile(f"{root}/include/cuda_runtime.h") and f"-I{root}/include" not in options:
+            options.append(f"-I{root}/include")
+    return options
+
+
+class _PtxKernel:
+    """What launchers use of a ``cupy.RawKernel``: the call, and the dynamic shared-memory opt-in."""
+
+    def __init__(self, function: Any):
+        self._function = function
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple, *, shared_mem: int = 0) -> None:
+        self._function(grid, block, args, shared_mem=shared_mem)
+
+    @property
+    def kernel(self) -> Any:
+        """The ``cupy.cuda.Function``, as ``cupy.RawKernel.kernel`` gives it."""
+        return self._function
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy_backends.cuda.api import driver
+
+        return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self._function.ptr)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        from cupy_backends.cuda.api import driver
+
+        driver.funcSetAttribute(self._function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+
+#: Kernels already loaded, by (source, kernel, options, device): a launch finds its kernel without reading
+#: a file, running a regular expression or hashing (CuPy memoizes its own kernels per device the same way).
+_LOADED: dict[tuple[str, str, tuple[str, ...], int, str | None], Any] = {}
+
+
+def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> Any:
+    """A ``cupy.RawKernel`` for ``kernel`` from ``kernels/<source>.cu``, built for the current GPU.
+
+    Args:
+        source: file stem under ``kernels/`` (``"direct"``).
+        kernel: the ``extern "C"`` kernel name.
+        options: extra NVRTC options (``-D`` macros for compile-time knobs).
+
+    Returns:
+        the kernel, compiled once per (source text, options, architecture) and looked up once per
+        (source, kernel, options, device) in this process; CuPy also caches the binary on disk between
+        processes. A source edited while a process runs is picked up by the next process.
+    """
+    cupy = require_cupy()
+    key = (source, kernel, tuple(options), cupy.cuda.runtime.getDevice(), ptx_arch())
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
+    code = kernel_code(source)
+    if kernel not in kernel_names(code):
+        raise ValueError(f"kernels/{source}.cu defines no kernel {kernel!r} (has {kernel_names(code)})")
+    major, minor = compute_capability()
+    arch = ptx_arch() or f"sm_{major}{minor}"
+    all_options = COMMON_OPTIONS + tuple(options)
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    found = _LOADED[key] = _module(digest, code, all_options, arch).get_function(kernel)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording: what a launcher enqueued, to replay it without the launcher (convkit.conv2d's fast path)

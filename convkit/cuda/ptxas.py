@@ -1,0 +1,117 @@
+"""Compiling ``kernels/*.cu`` ahead of time with ``nvcc``, no GPU needed: what ptxas says of each kernel.
+
+:func:`ptxas_report` compiles a source with ``nvcc -cubin -Xptxas -v`` for a given architecture and parses
+the resource usage of every kernel (registers, stack frame, spills, shared memory). CI uses it to check
+that every kernel builds for the Colab T4 (sm_75) and the H100 (sm_90); the chapters use it as evidence.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from convkit.core.paths import kernels_dir
+from convkit.cuda.nvrtc import COMMON_OPTIONS, kernel_source
+
+#: The architectures CI compiles for: Colab's T4 and the H100.
+CHECKED_ARCHS: tuple[str, ...] = ("sm_75", "sm_90")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ``ptxas -v`` reports for one kernel on one architecture."""
+
+    source: str
+    kernel: str
+    arch: str
+    registers: int
+    stack_frame_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    shared_bytes: int
+    constant_bytes: int
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
+
+
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+_USED = re.compile(r"Used (\d+) registers")
+
+
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def parse_ptxas(text: str, *, source: str = "") -> list[KernelResources]:
+    """Parse the ``-Xptxas -v`` log of one compilation into one record per kernel."""
+    records: list[KernelResources] = []
+    current: dict[str, Any] | None = None
+
+    def flush() -> None:
+        if current is not None and "registers" in current:
+            records.append(KernelResources(source=source, **current))
+
+    for line in text.splitlines():
+        if m := _ENTRY.search(line):
+            flush()
+            current = dict(
+                kernel=m.group(1), arch=m.group(2), registers=0, stack_frame_bytes=0,
+                spill_store_bytes=0, spill_load_bytes=0, shared_bytes=0, constant_bytes=0,
+            )  # fmt: skip
+            current.pop("registers")
+            continue
+        if current is None:
+            continue
+        if m := _FRAME.search(line):
+            current["stack_frame_bytes"], current["spill_store_bytes"], current["spill_load_bytes"] = (
+                int(g) for g in m.groups()
+            )
+        if m := _USED.search(line):
+            current["registers"] = int(m.group(1))
+            current["shared_bytes"] = int(s.group(1)) if (s := _SMEM.search(line)) else 0
+            current["constant_bytes"] = int(c.group(1)) if (c := _CMEM.search(line)) else 0
+    flush()
+    return records
+
+
+def find_nvcc() -> str | None:
+    """Path of ``nvcc`` on the PATH, or None."""
+    return shutil.which("nvcc")
+
+
+def ptxas_report(source: str, arch: str = "sm_90", *, options: tuple[str, ...] = ()) -> list[KernelResources]:
+    """Compile ``kernels/<source>.cu`` with ``nvcc -cubin -Xptxas -v`` and parse the resources.
+
+    Needs no GPU, only ``nvcc``. Raises RuntimeError with the compiler's output if it fails.
+    """
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("nvcc is not on the PATH: the compile report needs the CUDA toolkit")
+    path = kernel_source(source)
+    # nvcc splits option values at commas (NVRTC takes each option whole): escape them in macro values
+    options = tuple(o.replace(",", "\\,") if o.startswith("-D") else o for o in options)
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [
+            nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *COMMON_OPTIONS, *options,
+            "-o", str(Path(tmp) / f"{source}.cubin"), str(path),
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed for kernels/{source}.cu ({arch}):\n{log}")
+    return parse_ptxas(log, source=source)
+
+
+def all_sources() -> list[str]:
+    """Stems of every ``kernels/*.cu``."""
+    return sorted(p.stem for p in kernels_dir().glob("*.cu"))
