@@ -10,7 +10,7 @@ import pytest
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import Launch
-from convkit.families.chang2022 import model, multi, single
+from convkit.families.chang2022 import model, multi, ranking, single
 from convkit.papers.chang2022 import PAPER, problems
 
 
@@ -72,22 +72,22 @@ def test_paper_multi_config_meets_fma_and_half_shared_memory():
 
 def test_h100_configs_fit_and_split_only_with_channels_to_spare():
     for problem in problems.multi_problems():
-        for cfg in multi.ranked_multi_configs(problem, 132):
-            assert multi.resident_blocks(cfg, problem.r) >= 1
+        for cfg in ranking.ranked_multi_configs(problem, 132):
+            assert ranking.resident_blocks(cfg, problem.r) >= 1
             assert cfg.split_channels(problem) >= min(problem.c, cfg.ck)
             assert cfg.splits(problem) * cfg.split_channels(problem) >= problem.c
 
 
 def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
     for problem in problems.multi_problems():
-        kinds = {type(cfg) for cfg in multi.ranked_multi_configs(problem, 132)}
+        kinds = {type(cfg) for cfg in ranking.ranked_multi_configs(problem, 132)}
         assert (multi.PointwiseMultiLaunch in kinds) == (problem.r == 1)
     cfg = multi.PointwiseMultiLaunch(64, 64, 4, 8, 16, split=3)
     assert cfg.threads == 128 and cfg.shared_bytes_for() == cfg.stages * 16 * (64 + 64 + 4) * 4
     problem = ConvProblem.same(1, 100, 7, 9, 70, 1)  # 63 pixels, 100 channels in splits of 48
     assert cfg.grid(problem) == (2, 1, 3) and cfg.split_channels(problem) == 48
-    assert multi.multi_launch(cfg.as_params()) == cfg
-    assert multi.multi_launch(multi.TiledMultiLaunch(bm=16).as_params()) == multi.TiledMultiLaunch(bm=16)
+    assert ranking.multi_launch(cfg.as_params()) == cfg
+    assert ranking.multi_launch(multi.TiledMultiLaunch(bm=16).as_params()) == multi.TiledMultiLaunch(bm=16)
     with pytest.raises(ValueError, match="tm and tp"):
         multi.PointwiseMultiLaunch(tm=2)
     with pytest.raises(ValueError, match="whole threads"):
@@ -96,7 +96,7 @@ def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
 
 def test_broadcast_blocks_join_the_h100_launch_at_3x3_and_5x5_on_small_maps():
     for problem in problems.multi_problems():
-        kinds = {type(cfg) for cfg in multi.ranked_multi_configs(problem, 132)}
+        kinds = {type(cfg) for cfg in ranking.ranked_multi_configs(problem, 132)}
         small = math.ceil(problem.h / 7) * math.ceil(problem.w / 7) <= multi.BROADCAST_MAX_TILES
         assert (multi.BroadcastMultiLaunch in kinds) == (problem.r > 1 and small)
     cfg = multi.BroadcastMultiLaunch(32, 4, 7, 7, 8, split=3)
@@ -110,7 +110,7 @@ def test_broadcast_blocks_join_the_h100_launch_at_3x3_and_5x5_on_small_maps():
     # At least the block's sums on their way out: 49 floats per thread (odd already), 28 padded to 29.
     assert multi.BroadcastMultiLaunch(128, ck=4).shared_bytes_for(3, segments=1) == 128 * 49 * 4
     assert multi.BroadcastMultiLaunch(64, 2, 4, 7, 4).shared_bytes_for(3, segments=1) == 128 * 29 * 4
-    assert multi.multi_launch(cfg.as_params()) == cfg
+    assert ranking.multi_launch(cfg.as_params()) == cfg
     with pytest.raises(ValueError, match="multiple of 4"):
         multi.BroadcastMultiLaunch(ck=6)
     with pytest.raises(ValueError, match="whole warps"):

@@ -10,7 +10,7 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.chang2022 import model, multi, single
+from convkit.families.chang2022 import model, multi, ranking, single
 from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
 from convkit.papers.chang2022 import problems
 
@@ -86,7 +86,7 @@ def test_multi_matches_reference(shape, config):
     if config == "paper":
         cfg = multi.paper_multi_config(problem, _model())
     elif config == "h100":
-        cfg = multi.multi_config(problem, sm_count())
+        cfg = ranking.multi_config(problem, sm_count())
     else:
         cfg = MULTI_CONFIGS[config]
     _skip_unless_it_fits(cfg, problem)

@@ -10,7 +10,7 @@ import pytest
 
 from convkit.bench.rows import params_text
 from convkit.book import chapter
-from convkit.families.chang2022 import multi, single
+from convkit.families.chang2022 import ranking, single
 from convkit.papers.chang2022 import TUNING, problems
 from convkit.papers.chang2022 import results as chang_results
 from convkit.study.results import load_results
@@ -117,5 +117,5 @@ def test_every_recorded_launch_parses_and_records_the_same_params(recorded):
     tuning, _ = load_results(results.directory, TUNING)
     rows = pd.concat([results.frame, tuning])
     for variant, params in rows[rows["impl"] == "convkit"][["variant", "params"]].drop_duplicates().itertuples(False):
-        parse = single.single_launch if variant.startswith("chang_single") else multi.multi_launch
+        parse = single.single_launch if variant.startswith("chang_single") else ranking.multi_launch
         assert params_text(parse(json.loads(params)).as_params()) == params, (variant, params)

@@ -76,7 +76,8 @@ def test_every_tiled_gemm_tile_compiles_without_spills(tile, arch):
 @needs_nvcc
 def test_a_broken_source_raises_with_the_compiler_output(tmp_path, monkeypatch):
     (tmp_path / "broken.cu").write_text('extern "C" __global__ void broken(float* y) { y[0] = undefined_name; }\n')
-    monkeypatch.setattr(ck, "kernels_dir", lambda: tmp_path)
+    for module in (nvrtc, ck):  # where the source is read, and the include path of nvcc
+        monkeypatch.setattr(module, "kernels_dir", lambda: tmp_path)
     with pytest.raises(RuntimeError, match="undefined_name"):
         ck.ptxas_report("broken", "sm_90")
 

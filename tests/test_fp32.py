@@ -75,13 +75,13 @@ def test_heuristic_and_candidates_fill_the_gpu():
         for spec in found:
             spec.can_implement(p)
     medium = ConvProblem.same(8, 256, 56, 56, 256, 3)
-    assert {s.m for s in launch.winograd_candidates(medium)} == {2, 4, 6}
-    for spec in launch.winograd_candidates(large):  # the batch in passes that fit the 1 GiB cuDNN is allowed too
+    assert {s.m for s in winograd.winograd_candidates(medium)} == {2, 4, 6}
+    for spec in winograd.winograd_candidates(large):  # the batch in passes that fit the 1 GiB cuDNN is allowed too
         per_pass = spec.images_per_pass(large)
         assert 1 <= per_pass < large.n
         assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass)) <= 1 << 30
         assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass + 1)) > 1 << 30
-    assert all(s.images_per_pass(medium) == medium.n for s in launch.winograd_candidates(medium))
+    assert all(s.images_per_pass(medium) == medium.n for s in winograd.winograd_candidates(medium))
 
 
 @pytest.mark.parametrize(
@@ -91,9 +91,9 @@ def test_heuristic_and_candidates_fill_the_gpu():
         (launch.ImplicitGemmLaunch(stages=5), ConvProblem(1, 4, 8, 8, 4, 3, 3), "stages"),
         (launch.ImplicitGemmLaunch(splits=0), ConvProblem(1, 4, 8, 8, 4, 3, 3), "splits"),
         (launch.ImplicitGemmLaunch(splits=9), ConvProblem(1, 4, 8, 8, 4, 1, 1), "splits"),
-        (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 3, stride=2), "stride"),
-        (launch.WinogradLaunch(6), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(6, 5x5)"),
-        (launch.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 5), "F(2, 3x5)"),
+        (winograd.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 3, stride=2), "stride"),
+        (winograd.WinogradLaunch(6), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(6, 5x5)"),
+        (winograd.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 5), "F(2, 3x5)"),
     ],
 )
 def test_launches_name_what_they_cannot_run(spec, problem, named):
@@ -119,7 +119,7 @@ def test_kernels_build_without_spills(arch):
     builds = [("implicit_gemm", launch.ImplicitGemmLaunch(tile, stages=s).options(p))
               for tile in launch.TILES for p in shapes for s in (4,)]  # fmt: skip
     builds += [
-        ("winograd", launch.WinogradLaunch(m).options(ConvProblem(1, 4, 9, 9, 4, r, r))) for m, r in winograd.TILES
+        ("winograd", winograd.WinogradLaunch(m).options(ConvProblem(1, 4, 9, 9, 4, r, r))) for m, r in winograd.TILES
     ]
     for source, options in builds:
         for k in ptxas_report(source, arch, options=options):

@@ -10,7 +10,8 @@ from convkit.bench.rows import Case, params_text
 from convkit.bench.variant import Kernels
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
-from convkit.families.fp32 import launch
+from convkit.families import fp32 as family
+from convkit.families.fp32 import launch, winograd
 from convkit.libs import cublas
 from convkit.papers import fp32
 
@@ -35,11 +36,11 @@ def _random_problems(count: int, seed: int) -> list[ConvProblem]:
 
 @pytest.mark.parametrize("problem", _random_problems(24, seed=7), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
 def test_every_candidate_matches_float64(problem):
-    kernels = Kernels(fp32.VARIANTS, fp32.PEERS)
-    todo = [Case("convkit", fp32.IGEMM, params_text(k.as_params())) for k in launch.candidates(problem)]
-    if fp32.winograd_supports(problem):
+    kernels = Kernels(family.VARIANTS, family.PEERS)
+    todo = [Case("convkit", family.IGEMM, params_text(k.as_params())) for k in launch.candidates(problem)]
+    if family.winograd_supports(problem):
         todo += [
-            Case("convkit", fp32.WINOGRAD, params_text(k.as_params())) for k in launch.winograd_candidates(problem)
+            Case("convkit", family.WINOGRAD, params_text(k.as_params())) for k in winograd.winograd_candidates(problem)
         ]
     if cublas.supports(problem):
         todo.append(Case(cublas.IMPL, cublas.VARIANT))
@@ -62,8 +63,8 @@ def test_winograd_error_is_a_transform_methods():
         rng.standard_normal(p.filter_shape, dtype=cupy.float32),
     )
     ref = reference.conv2d(x.get(), w.get(), pad=1, stride=1)
-    errors = {m: reference.relative_error(launch.conv2d_winograd(x, w, pad=1, spec=launch.WinogradLaunch(m)).get(), ref)
-              for m in (2, 4)}  # fmt: skip
+    errors = {m: reference.relative_error(winograd.conv2d_winograd(x, w, pad=1, spec=winograd.WinogradLaunch(m)).get(),
+                                          ref) for m in (2, 4)}  # fmt: skip
     assert errors[2] < errors[4] < reference.TRANSFORM_TOLERANCE, errors
     direct = reference.relative_error(launch.conv2d_implicit_gemm(x, w, pad=1).get(), ref)
     assert direct < reference.DIRECT_TOLERANCE
@@ -81,4 +82,4 @@ def test_argument_errors_before_launch():
     with pytest.raises(ValueError, match="tile"):
         launch.conv2d_implicit_gemm(x, w, launch_spec=launch.ImplicitGemmLaunch("32x32"))
     with pytest.raises(ValueError, match="no F"):
-        launch.conv2d_winograd(x, cupy.zeros((4, 4, 2, 2), dtype=cupy.float32))
+        winograd.conv2d_winograd(x, cupy.zeros((4, 4, 2, 2), dtype=cupy.float32))

@@ -14,6 +14,7 @@ from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.core.shipped import shipped_path
 from convkit.op import conv as op
 from convkit.op import dispatch
+from convkit.op.fused import conv2d_relu_pool
 
 pytestmark = pytest.mark.gpu
 
@@ -82,7 +83,7 @@ def test_every_kind_of_choice_replays_on_fresh_operands(name, library, monkeypat
     import cupy
 
     problem, choice = RECORDED[name]
-    monkeypatch.setattr(op, "_RUNNERS", {})
+    monkeypatch.setattr(op, "RUNNERS", {})
     monkeypatch.setattr(op, "choose", lambda p, gpu: choice)
     convert = lambda a: a  # noqa: E731
     if library == "torch":
@@ -93,14 +94,14 @@ def test_every_kind_of_choice_replays_on_fresh_operands(name, library, monkeypat
         y = op.conv2d(convert(x), convert(w), convert(b), stride=problem.stride, padding=problem.pad)
         got = cupy.asnumpy(cupy.from_dlpack(y))
         assert reference.relative_error(got, ref) < TRANSFORM_TOLERANCE, (name, json.loads(choice.params or "{}"))
-    assert len(op._RUNNERS) == 1
+    assert len(op.RUNNERS) == 1
 
 
 def test_an_unaligned_input_gets_its_own_recording(monkeypatch):
     import cupy
 
     problem = ConvProblem(2, 8, 12, 12, 16, 1, 1, pad=0)  # 1x1 with H*W % 4 == 0: 16-byte copies when aligned
-    monkeypatch.setattr(op, "_RUNNERS", {})
+    monkeypatch.setattr(op, "RUNNERS", {})
     monkeypatch.setattr(op, "choose", lambda p, gpu: op.FALLBACK)
     x, w, b, ref = _inputs(problem)
     shifted = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
@@ -108,7 +109,7 @@ def test_an_unaligned_input_gets_its_own_recording(monkeypatch):
     for operand in (x, shifted, x, shifted):
         y = op.conv2d(operand, w, b)
         assert reference.relative_error(y.get(), ref) < 1e-5
-    assert len(op._RUNNERS) == 2
+    assert len(op.RUNNERS) == 2
 
 
 def test_autograd_is_refused_by_name():
@@ -147,7 +148,7 @@ def test_conv2d_relu_pool_matches_float64(problem, library):
     ref = reference.max_pool2x2(reference.relu(conv))
     convert = (lambda a: a) if library == "cupy" else pytest.importorskip("torch").from_dlpack
     for _ in range(2):  # the choice is made once per signature, then reused
-        y = op.conv2d_relu_pool(convert(x), convert(w), convert(b), padding=problem.pad)
+        y = conv2d_relu_pool(convert(x), convert(w), convert(b), padding=problem.pad)
         assert reference.relative_error(cupy.asnumpy(cupy.from_dlpack(y)), ref) < 1e-5
 
 

@@ -12,6 +12,7 @@ import pytest
 from convkit.bench.measure import CHECK_ONLY
 from convkit.core.gpu import gpu_status
 from convkit.papers import PAPERS
+from convkit.study.results import gpu_results_dir
 
 pytestmark = pytest.mark.gpu
 
@@ -22,7 +23,7 @@ def _checks():
         yield pytest.param(None, None, None, id="no-gpu")
         return
     for paper in PAPERS:
-        for problem, cases in paper.checks():
+        for problem, cases in paper.checks(paper.tuned(gpu_results_dir())):  # at this GPU's tuned knobs
             yield pytest.param(
                 paper, problem, cases, id=f"{paper.name}-{problem.label}-p{problem.pad}-s{problem.stride}"
             )

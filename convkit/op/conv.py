@@ -101,7 +101,7 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
     return _first_call(x, w, bias, stride, padding, k)
 
 
-def replay_ifknown(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
+def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
     """:func:`conv2d`'s output where this call's signature has run before, else None (nothing enqueued)."""
     _, runner = known("conv2d", x, w, bias, stride, padding)
     return runner(x, w, bias) if runner is not None else None

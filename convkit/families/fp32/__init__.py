@@ -15,7 +15,7 @@ from convkit.bench.variant import Family, Variant
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
-from convkit.families.fp32 import launch
+from convkit.families.fp32 import launch, winograd
 from convkit.libs import cublas
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
@@ -27,12 +27,12 @@ def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
 
 
 def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    launch.conv2d_winograd(x, w, pad=p.pad, spec=launch.WinogradLaunch(**knobs), out=out)
+    winograd.conv2d_winograd(x, w, pad=p.pad, spec=winograd.WinogradLaunch(**knobs), out=out)
 
 
 def winograd_supports(p: ConvProblem) -> bool:
     """Stride 1 and a square filter some built F(m, r) takes within the workspace limit."""
-    return p.stride == 1 and p.r == p.s and launch.winograd_fits(p)
+    return p.stride == 1 and p.r == p.s and winograd.winograd_fits(p)
 
 
 def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
@@ -48,8 +48,8 @@ IGEMM_VARIANT = Variant(
 WINOGRAD_VARIANT = Variant(
     WINOGRAD,
     _run_winograd,
-    default_knobs=lambda p: launch.winograd_default(p).as_params(),
-    candidates=lambda p: [k.as_params() for k in launch.winograd_candidates(p)],
+    default_knobs=lambda p: winograd.winograd_default(p).as_params(),
+    candidates=lambda p: [k.as_params() for k in winograd.winograd_candidates(p)],
     tolerance=TRANSFORM_TOLERANCE,
     supports=winograd_supports,
 )
