@@ -8,10 +8,10 @@ from convkit.bench.measure import cases
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import Launch
 from convkit.cuda.ptxas import find_nvcc, ptxas_report
+from convkit.families.lu2020 import exchange
 from convkit.families.lu2020 import launch as lu2020
 from convkit.papers import lu2020 as chapter
 from convkit.papers.lu2020 import problem_sets as lu_problems
-from convkit.papers.lu2020 import warp_sim
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
 
@@ -44,7 +44,7 @@ def test_multi_channel_tiles_do_not_spill_at_3x3(arch):
 
 def test_build_options_carry_the_simulated_schedule():
     options = lu2020.build_options(7, rows=16, warps=2)
-    assert options[:5] == warp_sim.schedule_macros(warp_sim.exchange_schedule(7))
+    assert options[:5] == exchange.schedule_macros(exchange.exchange_schedule(7))
     assert "-DLU_LOADS=0,2,6" in options and "-DLU_ROWS=16" in options and "-DLU_WARPS=2" in options
 
 
