@@ -52,9 +52,16 @@ def test_an_argument_of_another_library_is_refused():
         operands.describe("x", np.zeros((1, 1, 3, 3), dtype=np.float32))
 
 
-def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_once(monkeypatch, tmp_path):
+@pytest.fixture
+def fresh_choices():
+    """The op's remembered choices emptied before and after a test that fakes them."""
+    op.choose.cache_clear()
+    yield
+    op.choose.cache_clear()
+
+
+def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_once(monkeypatch, tmp_path, fresh_choices):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(op, "_CHOICES", {})
     gpu = "nvidia-h100-80gb-hbm3"
     recorded, new = ConvProblem.same(1, 832, 7, 7, 32, 1), ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1)
     assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
@@ -62,7 +69,7 @@ def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_onc
     calls = []
     monkeypatch.setattr(tune, "tune", lambda p, g: calls.append(p) or tuned)
     assert op.choose(new, gpu) == tuned and op.choose(new, gpu) == tuned and calls == [new]
-    monkeypatch.setattr(op, "_CHOICES", {})
+    op.choose.cache_clear()
     monkeypatch.setenv("CONVKIT_TUNE", "0")
     assert op.choose(new, gpu) == op.FALLBACK
 

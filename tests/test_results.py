@@ -117,6 +117,28 @@ def test_sweep_skips_done_keys_and_records_failures(tmp_path):
     assert sweep(store, [P1, P2], lambda p: CASES, measure) == 0  # everything recorded, errors included
 
 
+def test_an_interrupted_sweep_records_no_error_for_its_pending_cases_and_resumes(tmp_path):
+    """Ctrl-C mid-problem stops the sweep: what was measured is kept, the cases not yet measured are not
+    recorded as failures (a KeyboardInterrupt is no Exception), and the next run measures just those."""
+    store = ResultStore.open(tmp_path, "exp", {})
+
+    def interrupted(problem, todo):
+        yield make_row(problem, todo[0], status="ok")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(store, [P1, P2], lambda p: CASES, interrupted)
+    assert [(r["variant"], r["status"]) for r in store.rows()] == [(CASES[0].variant, "ok")]
+
+    def measure(problem, todo):
+        for case in todo:
+            yield make_row(problem, case, status="ok")
+
+    assert sweep(store, [P1, P2], lambda p: CASES, measure) == 3
+    keys = [row_key(r) for r in store.rows()]
+    assert len(keys) == len(set(keys)) == 4 and all(r["status"] == "ok" for r in store.rows())
+
+
 def test_a_problem_whose_launch_changed_is_measured_again_whole(tmp_path):
     """remeasure_changed: P1's convkit row ran other params than its case has now (tuned again), so all of P1's
     rows go (cuDNN's too: one run per problem) with their run's provenance, and P1 is measured again; P2,

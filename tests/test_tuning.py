@@ -46,7 +46,7 @@ def test_no_table_means_no_tuned_knobs(tmp_path):
 def test_fastest_of_an_all_failed_frame_is_empty():
     frame = pd.DataFrame([{"label": "a", "pad": 0, "stride": 1, "variant": "v", "status": "wrong",
                            "time_ms_median": float("nan"), "params": "{}"}])  # fmt: skip
-    assert tuning.fastest(frame).empty
+    assert tuning.fastest_tuned(frame).empty
 
 
 def _tuning_table(directory, problem, variant, knobs):

@@ -166,7 +166,7 @@ def measure_problem(
         cupy.get_default_memory_pool().free_all_blocks()  # cuDNN workspaces must not pile up
 
 
-def check_output(out: Any, ref: Any, run: Callable[[], Any]) -> float:
+def poisoned_run_error(out: Any, ref: Any, run: Callable[[], Any]) -> float:
     """Poison ``out`` with NaN, ``run()`` once, synchronize; the norm-wise relative error to ``ref`` (where
     ``ref`` lives: CPU or GPU). An element the kernel forgets to write makes it NaN."""
     import cupy
@@ -193,7 +193,7 @@ def check_and_time(
 
     ``prepare()`` returns ``(run, check_run)`` (``check_run`` None when the checked run is ``run``)
     or a finished row (the case cannot run: e.g. a cuDNN algorithm over the workspace limit). The
-    checked run fills the poisoned ``out`` (:func:`check_output`), its error must stay under
+    checked run fills the poisoned ``out`` (:func:`poisoned_run_error`), its error must stay under
     ``tolerance`` (default :func:`tolerance_for`), and only then is ``run`` timed. cuDNN refusals,
     out-of-memory and any other error become rows with their message. ``min_bytes`` overrides the
     problem's minimal traffic in the bandwidth column.
@@ -209,7 +209,7 @@ def check_and_time(
             return prepared
         run, check_run = prepared
         tolerance = tolerance_for(case) if tolerance is None else tolerance
-        err = check_output(out, ref, check_run or run)
+        err = poisoned_run_error(out, ref, check_run or run)
         if not err <= tolerance:  # NaN fails too
             return make_row(problem, case, status="wrong", rel_err=err,
                             note=f"relative error over the tolerance {tolerance:g}; not timed")  # fmt: skip

@@ -116,7 +116,7 @@ def _launch_between_markers(run: Any, begin: Any, end: Any, case_index: int) -> 
 def drive(manifest_path: Path, name: str) -> None:
     """The profiled process: check each of the paper's profiled cases, warm it up, launch it once between
     markers. Writes the manifest (case index -> entry with status, error and note) as JSON."""
-    from convkit.bench.measure import check_output
+    from convkit.bench.measure import poisoned_run_error
     from convkit.cuda.nvrtc import load_kernel
     from convkit.libs.cudnn import CudnnError
 
@@ -133,7 +133,7 @@ def drive(manifest_path: Path, name: str) -> None:
                 entry.update(status=prepared["status"], note=prepared["note"])
             else:
                 run, check_run = prepared
-                err = check_output(case.out, case.ref, check_run or run)
+                err = poisoned_run_error(case.out, case.ref, check_run or run)
                 entry["rel_err"] = f"{err:.3e}"
                 if err <= case.tolerance:
                     _launch_between_markers(run, begin, end, len(manifest))

@@ -6,10 +6,11 @@ so a machine without a GPU (CI, a reader building the book) runs every CPU path.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from typing import Any
+
+from convkit.core.memo import memoize
 
 #: The setting that builds every kernel as PTX for an older virtual architecture (``compute_75``: the Colab
 #: T4's code paths, ``__CUDA_ARCH__`` = 750), JIT-compiled for the GPU in hand, with that architecture's
@@ -23,7 +24,7 @@ class GPUUnavailableError(RuntimeError):
     """Raised when a GPU path is used where CuPy or a CUDA device is missing."""
 
 
-@functools.cache
+@memoize()
 def gpu_status() -> tuple[bool, str]:
     """(True, device name) when CuPy imports and sees a CUDA device, else (False, why not)."""
     try:

@@ -17,7 +17,6 @@ another convkit version or GPU, or one that cannot be read, is ignored with a wa
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit._version import __version__
+from convkit.core.memo import memoize
 from convkit.core.paths import replace_text
 from convkit.core.problem import ConvProblem
 
@@ -62,7 +62,7 @@ def write_document(path: Path, gpu: str, **fields: Any) -> None:
     replace_text(Path(path), json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
-@functools.cache
+@memoize()
 def shipped(gpu: str) -> dict[str, Any]:
     """The package's document of ``gpu`` (read once per process; ``{}`` where none ships)."""
     return read_document(shipped_path(gpu), gpu=gpu)

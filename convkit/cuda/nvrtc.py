@@ -6,13 +6,13 @@ hands back a ``cupy.RawKernel``; ahead of time, :mod:`convkit.cuda.ptxas` compil
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
 from convkit.core.gpu import compute_capability, ptx_arch, require_cupy
+from convkit.core.memo import memoize
 from convkit.core.paths import kernels_dir
 
 #: Options every kernel is built with, at run time and ahead of time alike.
@@ -49,7 +49,7 @@ def kernel_names(source: str) -> list[str]:
     return re.findall(rf'extern\s+"C"\s+__global__\s+{bounds}void\s+{bounds}(\w+)', source)
 
 
-@functools.cache
+@memoize()
 def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> Any:
     cupy = require_cupy()
     del code_hash  # part of the cache key only
@@ -125,11 +125,6 @@ class _PtxKernel:
         driver.funcSetAttribute(self._function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
 
-#: Kernels already loaded, by (source, kernel, options, device): a launch finds its kernel without reading
-#: a file, running a regular expression or hashing (CuPy memoizes its own kernels per device the same way).
-_LOADED: dict[tuple[str, str, tuple[str, ...], int, str | None], Any] = {}
-
-
 def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> Any:
     """A ``cupy.RawKernel`` for ``kernel`` from ``kernels/<source>.cu``, built for the current GPU.
 
@@ -143,20 +138,22 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
         (source, kernel, options, device) in this process; CuPy also caches the binary on disk between
         processes. A source edited while a process runs is picked up by the next process.
     """
-    cupy = require_cupy()
-    key = (source, kernel, tuple(options), cupy.cuda.runtime.getDevice(), ptx_arch())
-    found = _LOADED.get(key)
-    if found is not None:
-        return found
+    require_cupy()
+    return _loaded_kernel(source, kernel, tuple(options), ptx_arch())
+
+
+@memoize(for_each_device=True)
+def _loaded_kernel(source: str, kernel: str, options: tuple[str, ...], ptx: str | None) -> Any:
+    """:func:`load_kernel`, remembered per device: a launch finds its kernel without reading a file, running a
+    regular expression or hashing (CuPy memoizes its own kernels per device the same way)."""
     code = kernel_code(source)
     if kernel not in kernel_names(code):
         raise ValueError(f"kernels/{source}.cu defines no kernel {kernel!r} (has {kernel_names(code)})")
     major, minor = compute_capability()
-    arch = ptx_arch() or f"sm_{major}{minor}"
+    arch = ptx or f"sm_{major}{minor}"
     all_options = COMMON_OPTIONS + tuple(options)
     digest = hashlib.sha256(code.encode()).hexdigest()
-    found = _LOADED[key] = _module(digest, code, all_options, arch).get_function(kernel)
-    return found
+    return _module(digest, code, all_options, arch).get_function(kernel)
 
 
 # ---------------------------------------------------------------------------------------------

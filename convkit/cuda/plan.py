@@ -21,12 +21,12 @@ plan must not run from two threads at once (the bound parameter buffers are rewr
 from __future__ import annotations
 
 import ctypes
-import functools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from convkit.core.memo import memoize
 from convkit.cuda.record import KernelCall, Recording
 
 #: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
@@ -57,7 +57,7 @@ class PlanStep:
         self.call(tuple(args), stream)
 
 
-@functools.cache
+@memoize()
 def _driver_library() -> Any:
     """The CUDA driver (CuPy and PyTorch have loaded it already)."""
     lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")

@@ -7,9 +7,8 @@ chapter (``convkit.papers.<name>``) imports its family. A new family is its fold
 
 from __future__ import annotations
 
-import functools
-
 from convkit.bench.variant import Family, Variant
+from convkit.core.memo import memoize
 from convkit.families import baseline, chang2022, cuconv, fp32, lu2020, toy_cnn
 
 FAMILIES: tuple[Family, ...] = (
@@ -22,7 +21,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
-@functools.cache
+@memoize()
 def variants_by_name() -> dict[str, Variant]:
     """Every family's variants and peers by name (names are unique across families)."""
     return {v.name: v for f in FAMILIES for v in (*f.variants, *f.peers)}

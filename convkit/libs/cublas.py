@@ -8,9 +8,9 @@ shared by every image (stride 0).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.cuda.record import enqueue
 
@@ -39,7 +39,7 @@ def _pointer(a: Any) -> int:
     return a if isinstance(a, int) else a.data.ptr
 
 
-@functools.cache
+@memoize()
 def _scalars() -> tuple[Any, Any]:
     import numpy as np
 
@@ -82,7 +82,7 @@ class StridedSgemm:
 
         def replay(bases: tuple[int, ...], stream: int) -> None:
             args = fixed.copy()
-            args[0] = _HANDLES.get((device, stream)) or _handle(device, stream)
+            args[0] = _handle(device, stream)
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
             sgemm(*args)
@@ -92,19 +92,15 @@ class StridedSgemm:
 
 _sgemm = StridedSgemm()
 
-#: convkit's cuBLAS handles by (device, stream), in FP32 math (no TF32 tensor cores) and host pointer mode.
-_HANDLES: dict[tuple[int, int], int] = {}
 
-
+@memoize()
 def _handle(device: int, stream: int) -> int:
-    """convkit's handle on ``device`` (the current one) for ``stream``, made and set up on first use."""
+    """convkit's cuBLAS handle on ``device`` (the current one) for ``stream``, made on first use: FP32 math (no
+    TF32 tensor cores), host pointer mode."""
     from cupy_backends.cuda.libs import cublas
 
-    handle = _HANDLES.get((device, stream))
-    if handle is None:
-        handle = cublas.create()
-        cublas.setStream(handle, stream)
-        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
-        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-        _HANDLES[device, stream] = handle
+    handle = cublas.create()
+    cublas.setStream(handle, stream)
+    cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
     return handle

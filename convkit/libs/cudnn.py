@@ -13,12 +13,12 @@ they are loaded first with ``RTLD_GLOBAL`` so that every engine resolves against
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 
 #: cudnnConvolutionFwdAlgo_t, in enum order.
@@ -75,7 +75,7 @@ def _candidate_dirs() -> list[tuple[str, Path]]:
     return found
 
 
-@functools.cache
+@memoize()
 def _library() -> tuple[ctypes.CDLL, str]:
     """Load cuDNN once per process; returns the library and where it came from."""
     for origin, directory in _candidate_dirs():
@@ -137,7 +137,7 @@ class _AlgoPerf(ctypes.Structure):
                 ("mathType", ctypes.c_int), ("reserved", ctypes.c_int * 3)]  # fmt: skip
 
 
-@functools.cache
+@memoize()
 def _handle(device_id: int) -> ctypes.c_void_p:
     """One cuDNN handle per device for the life of the process (creating one costs milliseconds)."""
     handle = ctypes.c_void_p()

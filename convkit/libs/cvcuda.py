@@ -11,8 +11,9 @@ convolution's filter goes in as it is (:data:`FLIPS` says whether the coefficien
 
 from __future__ import annotations
 
-import functools
 from typing import Any
+
+from convkit.core.memo import memoize
 
 #: The peer's name in results rows (impl ``cvcuda``).
 IMPL, VARIANT = "cvcuda", "conv2d"
@@ -20,7 +21,7 @@ IMPL, VARIANT = "cvcuda", "conv2d"
 FLIPS = False
 
 
-@functools.cache
+@memoize()
 def available() -> bool:
     """Whether CV-CUDA imports here."""
     try:

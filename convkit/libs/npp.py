@@ -15,10 +15,11 @@ copies count in its time (a user needs them too).
 from __future__ import annotations
 
 import ctypes
-import functools
 import glob
 import os
 from typing import Any
+
+from convkit.core.memo import memoize
 
 #: The peer's name in results rows.
 IMPL, VARIANT = "npp", "filter"
@@ -65,7 +66,7 @@ def _candidates() -> list[str]:
     return found
 
 
-@functools.cache
+@memoize()
 def library() -> ctypes.CDLL:
     """``libnppif`` (its ``libnppc`` loaded first); raises OSError naming where it looked."""
     tried = _candidates()
@@ -93,7 +94,7 @@ def available() -> bool:
         return False
 
 
-@functools.cache
+@memoize()
 def _device_fields(device: int) -> tuple[int, ...]:
     import cupy
 

@@ -7,17 +7,17 @@ by one. Measuring both in the same run shows whether the legacy API leaves speed
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 
 #: The variant name of PyTorch's autotuned convolution in results files (impl ``pytorch``).
 VARIANT = "cudnn.benchmark"
 
 
-@functools.cache
+@memoize()
 def available() -> bool:
     """True when PyTorch imports and sees a CUDA device."""
     try:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from convkit.core import shipped
 from convkit.core.arguments import check_arguments, describe
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
@@ -33,29 +34,23 @@ from convkit.op.interop import cupy_stream, gpu_name, signature_function, stream
 FALLBACK = dispatch.Choice("convkit", "fp32_igemm", "", "fp32", source="heuristic")
 
 
-_CHOICES: dict[tuple[str, str], dispatch.Choice] = {}
-
-
 def tuning_enabled() -> bool:
     """Whether a problem no table records is tuned on first use (``CONVKIT_TUNE=0`` turns it off, as
     ``torch.backends.cudnn.benchmark = False`` does for PyTorch); off, it runs :data:`FALLBACK`."""
     return os.environ.get("CONVKIT_TUNE", "1") != "0"
 
 
+@memoize()
 def choose(problem: ConvProblem, gpu: str) -> dispatch.Choice:
     """The implementation of ``problem`` on ``gpu``, found once per process and then remembered: the user's
     cache, then the shipped table, else tuned now (:func:`convkit.op.tune.tune`, kept in the cache) or, with
     tuning off, :data:`FALLBACK`."""
-    k = (gpu, problem.key)
-    found = _CHOICES.get(k)
-    if found is None:
-        found = dispatch.lookup(problem, gpu)
-        if found is None and tuning_enabled():
-            from convkit.op.tune import tune
+    found = dispatch.lookup(problem, gpu)
+    if found is None and tuning_enabled():
+        from convkit.op.tune import tune
 
-            found = tune(problem, gpu)
-        _CHOICES[k] = found = found or FALLBACK
-    return found
+        found = tune(problem, gpu)
+    return found or FALLBACK
 
 
 @dataclass(frozen=True)
@@ -225,8 +220,13 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
 # ---------------------------------------------------------------------------------------------
 # CuPy arrays
 
-#: cuDNN descriptors by problem: made once per process.
-_CUDNN: dict[ConvProblem, Any] = {}
+
+@memoize(for_each_device=True)
+def _cudnn_convolution(problem: ConvProblem) -> Any:
+    """cuDNN's descriptors of ``problem``, made once per device."""
+    from convkit.libs.cudnn import CudnnConvolution
+
+    return CudnnConvolution(problem)
 
 
 def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
@@ -235,11 +235,7 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
     shape = problem.output_shape
     out = cupy.empty(shape, dtype=cupy.float32)
     if choice.impl == "cudnn":  # cuDNN's recorded algorithm, its descriptors made once per problem
-        from convkit.libs.cudnn import CudnnConvolution
-
-        conv = _CUDNN.get(problem)
-        if conv is None:
-            conv = _CUDNN[problem] = CudnnConvolution(problem)
+        conv = _cudnn_convolution(problem)
 
         def library(x: Any, w: Any, bias: Any) -> Any:
             out = cupy.empty(shape, dtype=cupy.float32)

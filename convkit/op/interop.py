@@ -7,10 +7,11 @@ where a check that can change between calls of one signature fails, so the first
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
+
+from convkit.core.memo import memoize
 
 
 def stream_handle(device: int) -> int:
@@ -19,7 +20,7 @@ def stream_handle(device: int) -> int:
     return _raw_stream()(device)
 
 
-@functools.cache
+@memoize()
 def _raw_stream() -> Callable[[int], int]:
     import torch
 
@@ -27,44 +28,35 @@ def _raw_stream() -> Callable[[int], int]:
     return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
 
 
-_STREAMS: dict[tuple[int, int], Any] = {}
-
-
 def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
     """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
     stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
-    import warnings
-
-    import cupy
     import torch
 
     device = torch.cuda.current_device() if device is None else device
-    handle = stream_handle(device) if handle is None else handle
-    found = _STREAMS.get((device, handle))
-    if found is None:
-        with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
-            warnings.simplefilter("ignore", DeprecationWarning)
-            found = _STREAMS[device, handle] = cupy.cuda.ExternalStream(handle, device)
-    return found
+    return _external_stream(stream_handle(device) if handle is None else handle, device)
 
 
-_GPU_NAMES: dict[int, str] = {}
+@memoize()
+def _external_stream(handle: int, device: int) -> Any:
+    import warnings
 
-
-def gpu_name() -> str:
-    """The current GPU's results folder name (its properties are read once per device: a read costs ~0.3 ms)."""
     import cupy
 
+    with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(handle, device)
+
+
+@memoize(for_each_device=True)
+def gpu_name() -> str:
+    """The current GPU's results folder name (its properties are read once per device: a read costs ~0.3 ms)."""
     from convkit.core.gpu import device_name, gpu_slug
 
-    device = cupy.cuda.runtime.getDevice()
-    found = _GPU_NAMES.get(device)
-    if found is None:
-        found = _GPU_NAMES[device] = gpu_slug(device_name())
-    return found
+    return gpu_slug(device_name())
 
 
-@functools.cache
+@memoize()
 def _torch_calls() -> tuple[type, Any, Callable[[], int], Callable[[int], int], Callable[[], bool]]:
     """(Tensor, float32, the current device, the current stream's handle on a device, whether grad mode is
     on): PyTorch's, looked up once, as a repeated call reads them each time."""
@@ -122,17 +114,19 @@ def cupy_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tupl
             x.data.ptr & 15, w.data.ptr & 15)  # fmt: skip
 
 
-#: The signature function of each array type, filled on first use (importing convkit imports neither CuPy
-#: nor PyTorch); a type of neither library maps to None.
-_SIGNATURES: dict[type, Callable[..., tuple[Any, ...] | None] | None] = {}
-
-
 def signature_function(kind: type) -> Callable[..., tuple[Any, ...] | None] | None:
-    if not _SIGNATURES:
-        for module, attribute, keyer in (("cupy", "ndarray", cupy_signature), ("torch", "Tensor", torch_signature)):
-            try:
-                _SIGNATURES[getattr(importlib.import_module(module), attribute)] = keyer
-            except ImportError:
-                pass
-        _SIGNATURES[object] = None
-    return _SIGNATURES.get(kind)
+    """The signature function of an array type (None for a type of neither CuPy nor PyTorch)."""
+    return _signature_functions().get(kind)
+
+
+@memoize()
+def _signature_functions() -> dict[type, Callable[..., tuple[Any, ...] | None]]:
+    """The signature function of each array type, found on first use (importing convkit imports neither CuPy
+    nor PyTorch)."""
+    found = {}
+    for module, attribute, keyer in (("cupy", "ndarray", cupy_signature), ("torch", "Tensor", torch_signature)):
+        try:
+            found[getattr(importlib.import_module(module), attribute)] = keyer
+        except ImportError:
+            pass
+    return found

@@ -24,7 +24,7 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.study.roofline import floor_us
 
-#: Implementations that are not convkit's own kernels.
+#: The ``impl`` of convkit's own kernels in the results; every other impl is a library (cuDNN, PyTorch, a peer).
 CONVKIT = "convkit"
 
 

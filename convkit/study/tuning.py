@@ -10,19 +10,19 @@ the full budget.
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 from convkit.bench.variant import KnobTable
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 
 #: What a tuned knob set is recorded for: the problem and the variant.
 TUNED_BY = ("label", "pad", "stride", "variant")
 
 
-def fastest(frame: Any) -> Any:
+def fastest_tuned(frame: Any) -> Any:
     """The fastest ``ok`` row per (label, pad, stride, variant) of a tuning frame (pandas).
 
     Rows that failed the check or did not run never win; a problem whose candidates all failed
@@ -33,7 +33,7 @@ def fastest(frame: Any) -> Any:
     return fastest_per(frame, TUNED_BY)
 
 
-@functools.cache
+@memoize()
 def _table(csv_path: str, mtime_ns: int) -> dict[tuple[str, int, int, str], dict[str, Any]]:
     from convkit.study.results import load_results
 
@@ -41,7 +41,7 @@ def _table(csv_path: str, mtime_ns: int) -> dict[tuple[str, int, int, str], dict
     path = Path(csv_path)
     frame, _ = load_results(path.parent, path.stem)
     return {(r.label, int(r.pad), int(r.stride), r.variant): json.loads(r.params)
-            for r in fastest(frame).itertuples()}  # fmt: skip
+            for r in fastest_tuned(frame).itertuples()}  # fmt: skip
 
 
 def tuned_knobs(directory: Path, experiment: str) -> dict[tuple[str, int, int, str], dict[str, Any]]:

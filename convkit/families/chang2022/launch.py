@@ -96,6 +96,7 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     return out
 
 
+#: The counter buffer of each (device, stream): not a memo, as a launch of more tiles replaces it by a larger one.
 _SPLIT_COUNTERS: dict[tuple[int, int], Any] = {}
 
 

@@ -30,11 +30,14 @@ MAX_GRID_YZ = 65535
 
 
 class _ChannelSplit:
-    """What both multi-channel launches share: their channels in segments of ``ck``, split over ``split``
+    """What the multi-channel launches share: their channels in segments of ``ck``, split over ``split``
     blocks per output tile."""
 
     ck: int
     split: int
+    threads: int
+    #: The kernel ``as_params`` names beside the fields (None for ``chang_multi``, recorded without one).
+    params_kernel: str | None = None
 
     def split_channels(self, problem: ConvProblem) -> int:
         """Channels per split, a multiple of ``ck``."""
@@ -48,6 +51,13 @@ class _ChannelSplit:
         """Segments of ``ck`` channels a block sums (a double-buffered block of one segment needs one buffer)."""
         return math.ceil(self.split_channels(problem) / self.ck)
 
+    def check_block(self) -> None:
+        """Raise ValueError unless the block is whole warps (at most 1024 threads) and ``ck``, ``split`` positive."""
+        if self.threads % WARP or self.threads > 1024:
+            raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
+        if self.ck < 1 or self.split < 1:
+            raise ValueError("ck and split must be positive")
+
     # The Launch protocol (convkit.cuda.launch.Launch); each launch gives its grid, threads and shared_bytes_for.
 
     #: The file under ``kernels/`` that defines the kernels.
@@ -59,6 +69,10 @@ class _ChannelSplit:
     def shared_bytes(self, problem: ConvProblem) -> int:
         """Dynamic shared memory on ``problem``: its filter size, its block's segments (``shared_bytes_for``)."""
         return self.shared_bytes_for(problem.r, self.segments(problem))
+
+    def as_params(self) -> dict[str, Any]:
+        fields = asdict(self)
+        return fields if self.params_kernel is None else {"kernel": self.params_kernel, **fields}
 
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError if the grid is too large for ``problem``: y and z hold at most 65535 blocks."""
@@ -103,10 +117,7 @@ class TiledMultiLaunch(_ChannelSplit):
         if self.tile_w % 4 or self.tile_w % self.px or self.tile_h % self.rpt or self.tile_h < 1:
             raise ValueError(f"tile {self.tile_h}x{self.tile_w} must be whole threads of {self.rpt}x{self.px}, "
                              "and 4-wide")  # fmt: skip
-        if self.threads % WARP or self.threads > 1024:
-            raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
-        if self.ck < 1 or self.split < 1:
-            raise ValueError("ck and split must be positive")
+        self.check_block()
 
     @property
     def threads(self) -> int:
@@ -148,9 +159,6 @@ class TiledMultiLaunch(_ChannelSplit):
         p = problem
         rows16 = self.rows16 and p.w % 4 == 0 and x.data.ptr % 16 == 0
         return p.c, p.h, p.w, p.m, self.split_channels(p), int(rows16)
-
-    def as_params(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 #: The paper's P_x: 32 pixels, 128 bytes of a feature-map line.
@@ -214,10 +222,7 @@ class PointwiseMultiLaunch(_ChannelSplit):
             raise ValueError(f"tm and tp must be 4 or 8, got {self.tm!r} and {self.tp!r}")
         if self.bm % self.tm or self.bp % self.tp or self.bm < 1 or self.bp < 1:
             raise ValueError(f"block {self.bm}x{self.bp} must be whole threads of {self.tm}x{self.tp}")
-        if self.threads % WARP or self.threads > 1024:
-            raise ValueError(f"{self.threads} threads per block: whole warps, at most 1024")
-        if self.ck < 1 or self.split < 1:
-            raise ValueError("ck and split must be positive")
+        self.check_block()
         if self.stages < 2:
             raise ValueError(f"stages must be 2 or more, got {self.stages!r}")
 
@@ -245,6 +250,8 @@ class PointwiseMultiLaunch(_ChannelSplit):
         """Filter blocks fastest: the blocks of one pixel tile run together and share it through L2."""
         return math.ceil(problem.m / self.bm), math.ceil(problem.h * problem.w / self.bp), self.splits(problem)
 
+    params_kernel = "pointwise"
+
     def kernel_name(self, problem: ConvProblem) -> str:
         return "chang_pointwise"
 
@@ -259,9 +266,6 @@ class PointwiseMultiLaunch(_ChannelSplit):
         p = problem
         vec16 = (p.h * p.w) % 4 == 0 and x.data.ptr % 16 == 0
         return p.c, p.h * p.w, p.m, self.split_channels(p), int(vec16)
-
-    def as_params(self) -> dict[str, Any]:
-        return {"kernel": "pointwise", **asdict(self)}
 
 
 #: Tiles of ``chang_pointwise`` the H100 launch chooses from at 1x1: (bm, bp, tm, tp, ck), the
@@ -305,8 +309,7 @@ class BroadcastMultiLaunch(_ChannelSplit):
             raise ValueError(f"tile {self.tile_h}x{self.tile_w}: 1 to 64 outputs per thread")
         if self.ck < 4 or self.ck % 4:
             raise ValueError(f"ck must be a positive multiple of 4, got {self.ck!r}")
-        if self.split < 1:
-            raise ValueError("split must be positive")
+        self.check_block()
 
     @property
     def threads(self) -> int:
@@ -347,6 +350,8 @@ class BroadcastMultiLaunch(_ChannelSplit):
             self.splits(problem),
         )
 
+    params_kernel = "broadcast"
+
     def kernel_name(self, problem: ConvProblem) -> str:
         return "chang_broadcast"
 
@@ -356,9 +361,6 @@ class BroadcastMultiLaunch(_ChannelSplit):
         p = problem
         vec16 = p.c % 4 == 0 and w.data.ptr % 16 == 0
         return p.c, p.h, p.w, p.m, self.split_channels(p), int(vec16)
-
-    def as_params(self) -> dict[str, Any]:
-        return {"kernel": "broadcast", **asdict(self)}
 
 
 #: Blocks of ``chang_broadcast`` the H100 launch chooses from at 3x3 and 5x5: (filters, tiles, tile_h,

@@ -297,16 +297,12 @@ def conv2d_cuconv(
     """cuConv convolution (cross-correlation) of NCHW ``x`` with MCRS ``w``.
 
     Args:
-        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
-        w: float32 ``cupy.ndarray`` (M, C, R, S), C-contiguous.
-        pad: zero padding on every side.
-        stride: window step in both directions.
+        x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
         variant: ``"paper"``, ``"fused"``, ``"split"`` or ``"tiled"`` (see the module doc).
         threads: threads per block; default from :func:`default_knobs` (tiled: set by the tile).
         filters_per_thread: filters each thread accumulates (fused, split): 1, 2, 4 or 8.
         splits: reduction splits (split: over channels; tiled: over C*R*S).
         tile: tiled's block tile, one of :data:`TILES`.
-        out: optional float32 output (N, M, P, Q).
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.

@@ -206,12 +206,8 @@ def conv2d_implicit_gemm(
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM.
 
     Args:
-        x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
-        w: float32 ``cupy.ndarray`` (M, C, R, S), C-contiguous.
-        pad: zero padding on every side.
-        stride: window step in both directions.
+        x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
         launch_spec: tile, pipeline stages and splits; default :func:`default_knobs`.
-        out: optional float32 output (N, M, P, Q).
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.

@@ -15,11 +15,11 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
 
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import launch
@@ -56,7 +56,7 @@ def _inverse(a: list[list[Fraction]]) -> list[list[Fraction]]:
     return [row[n:] for row in aug]
 
 
-@cache
+@memoize()
 def matrices(m: int, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(AT, G, BT) of F(m, r) as float64 arrays: m x a, a x r and a x a for a tile of a = m + r - 1.
 

@@ -8,11 +8,12 @@ simulator (``convkit.papers.lu2020.warp_sim``) executes the same schedule on the
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
+
+from convkit.core.memo import memoize
 
 WARP = 32
 
@@ -72,7 +73,7 @@ def _build_steps(k: int, loads: tuple[int, ...]) -> tuple[Step, ...] | None:
     return tuple(steps)
 
 
-@functools.cache
+@memoize()
 def exchange_schedule(k: int) -> Schedule:
     """The smallest load set for a K-wide window and the shuffle steps that fill the rest.
 

@@ -50,14 +50,6 @@ def sample_problems() -> list[ConvProblem]:
 
 
 PAPER = Paper(
-    name="baseline",
-    title="The baseline: every cuDNN algorithm",
-    notebook="01_baseline",
-    experiment=EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    sample_problems=sample_problems,
-    problems=problems,
-    findings=findings,
-    edge_check=edge_check,
-)
+    "baseline", "The baseline: every cuDNN algorithm", "01_baseline", EXPERIMENT, measure, FAMILY,
+    sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edge_check,
+)  # fmt: skip

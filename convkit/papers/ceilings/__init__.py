@@ -16,13 +16,7 @@ from convkit.papers.ceilings.results import findings
 from convkit.papers.paper import Paper
 
 PAPER = Paper(
-    name="ceilings",
-    title="The GPU's ceilings",
-    notebook="00_ceilings",
-    experiment=EXPERIMENT,
-    measure=record,
-    family=Family("ceilings", (), sources=("ceilings",)),  # its kernels measure the GPU, not a convolution
-    convolutions=False,
-    findings=findings,
-    edge_check=edge_check,
-)
+    "ceilings", "The GPU's ceilings", "00_ceilings", EXPERIMENT, record,
+    Family("ceilings", (), sources=("ceilings",)),  # its kernels measure the GPU, not a convolution
+    convolutions=False, findings=findings, edge_check=edge_check,
+)  # fmt: skip

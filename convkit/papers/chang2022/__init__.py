@@ -21,12 +21,11 @@ from convkit.core.problem import ConvProblem
 from convkit.families.chang2022 import FAMILY, MULTI_VARIANTS, SINGLE_VARIANTS
 from convkit.papers.chang2022.edges import edge_check
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
-from convkit.papers.chang2022.results import findings
+from convkit.papers.chang2022.results import EXPERIMENT, findings
 from convkit.papers.paper import Paper
 from convkit.study.sweep import tune_then_sweep
 
-#: The sweep's experiment (``results/<gpu>/chang2022.csv``: 117 problems x 2 variants + every cuDNN algorithm).
-EXPERIMENT = "chang2022"
+# EXPERIMENT (the sweep: 117 problems x 2 variants + every cuDNN algorithm) is named in the results module.
 #: The tuning table of the H100 plan and launch of both kernels (``results/<gpu>/chang2022_tuning.csv``).
 TUNING = "chang2022_tuning"
 #: The sweep's timing.
@@ -58,15 +57,6 @@ def sample_problems() -> list[ConvProblem]:
 
 
 PAPER = Paper(
-    name="chang2022",
-    title="Chang et al. 2022, latency hiding",
-    notebook="05_chang2022",
-    experiment=EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    tuning=TUNING,
-    sample_problems=sample_problems,
-    problems=sweep_problems,
-    findings=findings,
-    edge_check=edge_check,
-)
+    "chang2022", "Chang et al. 2022, latency hiding", "05_chang2022", EXPERIMENT, measure, FAMILY, tuning=TUNING,
+    sample_problems=sample_problems, problems=sweep_problems, findings=findings, edge_check=edge_check,
+)  # fmt: skip

@@ -28,7 +28,7 @@ from convkit.papers.chang2022.problems import multi_problems
 from convkit.study import tables
 from convkit.study.roofline import recorded_ceilings
 
-#: The sweep's experiment (as :mod:`convkit.papers.chang2022` names it).
+#: The sweep's experiment (``results/<gpu>/chang2022.csv``).
 EXPERIMENT = "chang2022"
 #: The paper's claims (section 4, Figure 5): speedups over cuDNN 7.1 on the GTX 1080 Ti.
 PAPER_SPEEDUPS = {"single": {"min": 1.5, "mean": 2.6, "max": 5.6}, "multi": {"min": 1.05, "mean": 1.39, "max": 2.0}}

@@ -103,16 +103,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 PAPER = Paper(
-    name="cuconv",
-    title="cuConv (Jorda et al. 2022)",
-    notebook="03_cuconv",
-    experiment=CUCONV_EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    tuning=CUCONV_TUNING,
-    sample_problems=sample_problems,
-    problems=problems,
+    "cuconv", "cuConv (Jorda et al. 2022)", "03_cuconv", CUCONV_EXPERIMENT, measure, FAMILY, tuning=CUCONV_TUNING,
+    sample_problems=sample_problems, problems=problems, findings=claims.findings, edge_check=edges.edge_check,
     profile=Profile("cuconv_kernels", profiled_cases),
-    edge_check=edges.edge_check,
-    findings=claims.findings,
-)
+)  # fmt: skip

@@ -8,10 +8,10 @@ recorded in, so that a test can copy it, change a recorded value and see the tex
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import results as cr
 from convkit.papers.cuconv.results import NAMED_CONFIGS
@@ -36,7 +36,7 @@ REGISTERS_PER_SM = 65536
 SWEEP = "cuconv"
 
 
-@lru_cache(maxsize=8)
+@memoize()
 def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
     from convkit.study.results import load_results
 

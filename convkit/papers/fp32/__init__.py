@@ -105,16 +105,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 PAPER = Paper(
-    name="fp32",
-    title="Past the papers: at the FP32 ceiling",
-    notebook="06_fp32",
-    experiment=EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    tuning=TUNING,
-    sample_problems=sample_problems,
-    problems=problems,
+    "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, FAMILY, tuning=TUNING,
+    sample_problems=sample_problems, problems=problems, findings=results.findings, edge_check=edges.edge_check,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
-    edge_check=edges.edge_check,
-    findings=results.findings,
-)
+)  # fmt: skip

@@ -23,23 +23,21 @@ from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE,
 from convkit.families.lu2020.launch import FILTER_SIZES
 from convkit.papers.lu2020 import edges, results
 from convkit.papers.lu2020.problem_sets import multi_problems, single_problems
-from convkit.papers.lu2020.results import findings
+from convkit.papers.lu2020.results import EXPERIMENT, PROFILE_EXPERIMENT, findings
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
 
-#: The sweep's experiment (``results/<gpu>/lu2020.csv``: 18 images and 26 layers; every cuDNN algorithm,
-#: PyTorch and, on single images, cupyx.scipy.ndimage).
-EXPERIMENT = "lu2020"
+# EXPERIMENT (the sweep: 18 images and 26 layers; every cuDNN algorithm, PyTorch and, on single images,
+# cupyx.scipy.ndimage) and PROFILE_EXPERIMENT are named in the results module, which reads them.
 #: The tuning table of every kernel's launch (``results/<gpu>/lu2020_tuning.csv``).
 TUNING = "lu2020_tuning"
 #: The sweep's timing.
 TIMING: dict[str, Any] = {"warmup": 3, "min_reps": 10, "max_reps": 300, "budget_ms": 40.0}
 #: Problems of a quick run: every fifth of each grid.
 QUICK_STEP = 5
-#: The profile's experiment and counters: the global load requests and sectors the paper's argument is
+#: The profile's counters: the global load requests and sectors the paper's argument is
 #: about, local-memory traffic (where a window array lands off registers), DRAM bytes.
-PROFILE_EXPERIMENT = "lu2020_kernels"
 METRICS = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
@@ -113,16 +111,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 PAPER = Paper(
-    name="lu2020",
-    title="Lu 2020, memory transactions",
-    notebook="02_lu2020",
-    experiment=EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    tuning=TUNING,
-    sample_problems=sample_problems,
-    problems=problems,
-    findings=findings,
+    "lu2020", "Lu 2020, memory transactions", "02_lu2020", EXPERIMENT, measure, FAMILY, tuning=TUNING,
+    sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edges.edge_check,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS),
-    edge_check=edges.edge_check,
-)
+)  # fmt: skip

@@ -179,17 +179,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 PAPER = Paper(
-    name="toy_cnn",
-    title="Fused CNN layer (Grisett)",
-    notebook="04_toy_cnn",
-    experiment=TOY_EXPERIMENT,
-    measure=measure,
-    family=FAMILY,
-    convolutions=False,
-    sample_checks=sample_checks,
-    measure_rows=measure_layer,
-    profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
-    edge_check=edges.edge_check,
-    findings=findings,
-    fused_choices=layer_op.fused_choices,
-)
+    "toy_cnn", "Fused CNN layer (Grisett)", "04_toy_cnn", TOY_EXPERIMENT, measure, FAMILY, convolutions=False,
+    sample_checks=sample_checks, measure_rows=measure_layer, fused_choices=layer_op.fused_choices,
+    findings=findings, edge_check=edges.edge_check, profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
+)  # fmt: skip
