@@ -62,10 +62,10 @@ def vector_width(problem: ConvProblem, aligned: bool = True) -> int:
     return 4 if one_by_one and aligned and (p.h * p.w) % 4 == 0 else 1
 
 
-def k_per_split(problem: ConvProblem, splits: int) -> int:
-    """Reduction elements per split: C*R*S / splits rounded up to whole slices."""
+def k_per_split(problem: ConvProblem, splits: int, slice_k: int = SLICE_K) -> int:
+    """Reduction elements per split: C*R*S / splits rounded up to whole slices of ``slice_k``."""
     k = problem.c * problem.r * problem.s
-    return SLICE_K * math.ceil(math.ceil(k / splits) / SLICE_K)
+    return slice_k * math.ceil(math.ceil(k / splits) / slice_k)
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,14 @@ class ImplicitGemmLaunch:
     unaligned: bool = False
 
     source: ClassVar[str] = "implicit_gemm"
+    #: The kernel's slice depth (BK): split points are multiples of it.
+    slice_k: ClassVar[int] = SLICE_K
 
     def as_params(self) -> dict[str, Any]:
         return {"tile": self.tile, "splits": self.splits, "stages": self.stages}
 
     def kernel_name(self, problem: ConvProblem) -> str:
-        return "implicit_gemm"
+        return self.source
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         bm, bn, _ = tile_shape(self.tile)
@@ -101,7 +103,7 @@ class ImplicitGemmLaunch:
     def effective_splits(self, problem: ConvProblem) -> int:
         """Splits that each reduce at least one slice (``splits`` rounded to whole slices)."""
         k = problem.c * problem.r * problem.s
-        return math.ceil(k / k_per_split(problem, self.splits))
+        return math.ceil(k / k_per_split(problem, self.splits, self.slice_k))
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         bm, bn, _ = tile_shape(self.tile)
@@ -119,16 +121,20 @@ class ImplicitGemmLaunch:
         splits = self.effective_splits(problem)
         return 0 if splits == 1 else splits * math.prod(problem.output_shape)
 
-    def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming the knob (or the problem's size) the kernel cannot run."""
-        tile_shape(self.tile)
+    def check_pipeline(self) -> None:
+        """Raise ValueError naming ``stages`` where the kernel builds no such pipeline."""
         if self.stages not in STAGES:
             raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
         if self.stages * stage_bytes(self.tile) > STATIC_SHARED_BYTES:
             raise ValueError(f"stages={self.stages} of tile {self.tile} need more than 48 KiB of shared memory")
-        k = problem.c * problem.r * problem.s
-        if not isinstance(self.splits, int) or not 1 <= self.splits <= math.ceil(k / SLICE_K):
-            raise ValueError(f"splits must be an int in 1..{math.ceil(k / SLICE_K)} (C*R*S / 8), got {self.splits!r}")
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the knob (or the problem's size) the kernel cannot run."""
+        tile_shape(self.tile)
+        self.check_pipeline()
+        most = math.ceil(problem.c * problem.r * problem.s / self.slice_k)
+        if not isinstance(self.splits, int) or not 1 <= self.splits <= most:
+            raise ValueError(f"splits must be an int in 1..{most} (C*R*S / {self.slice_k}), got {self.splits!r}")
         if self.batch > 1 and self.effective_splits(problem) > 1:
             raise ValueError("a batch of GEMMs runs unsplit: splits must be 1")
         positions = (problem.n, problem.out_h, problem.out_w)
@@ -169,34 +175,41 @@ def tile_blocks(problem: ConvProblem, tile: str) -> int:
     return math.prod(ImplicitGemmLaunch(tile).grid(problem)[:2])
 
 
-def splits_for(problem: ConvProblem, tile: str, target_blocks: int) -> int:
+def splits_for(
+    problem: ConvProblem, tile: str, target_blocks: int, kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch
+) -> int:
     """Splits that bring the tile's grid to about ``target_blocks``, each at least :data:`MIN_K_PER_SPLIT` deep."""
     k = problem.c * problem.r * problem.s
     wanted = math.ceil(target_blocks / tile_blocks(problem, tile))
     splits = max(1, min(wanted, k // MIN_K_PER_SPLIT))
-    return ImplicitGemmLaunch(tile, splits).effective_splits(problem)
+    return kind(tile, splits).effective_splits(problem)
 
 
-def default_knobs(problem: ConvProblem, sms: int = 132) -> ImplicitGemmLaunch:
-    """The heuristic launch: the largest fitting tile that gives every SM a block by itself; else the
-    smallest tile with the reduction split to about four blocks an SM."""
+def default_knobs(
+    problem: ConvProblem, sms: int = 132, kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch
+) -> ImplicitGemmLaunch:
+    """The heuristic launch of ``kind`` (the FP32 kernel's, or a kernel of its design): the largest fitting tile
+    that gives every SM a block by itself; else the smallest tile with the reduction split to about four
+    blocks an SM."""
     for tile in tiles_fitting(problem):
         if tile_blocks(problem, tile) >= sms:
-            return ImplicitGemmLaunch(tile)
+            return kind(tile)
     tile = "64x64"
-    return ImplicitGemmLaunch(tile, splits_for(problem, tile, 4 * sms))
+    return kind(tile, splits_for(problem, tile, 4 * sms, kind))
 
 
-def candidates(problem: ConvProblem, sms: int = 132) -> list[ImplicitGemmLaunch]:
+def candidates(
+    problem: ConvProblem, sms: int = 132, kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch
+) -> list[ImplicitGemmLaunch]:
     """Launches a tuning run measures, the heuristic's first: every fitting tile unsplit (3 and 4 stages
     for the 128x128 tile), and where a tile gives under two waves, split to one, two and four waves."""
-    out = [default_knobs(problem, sms)]
+    out = [default_knobs(problem, sms, kind)]
     for tile in tiles_fitting(problem):
-        out.append(ImplicitGemmLaunch(tile))
+        out.append(kind(tile))
         if tile == "128x128":
-            out.append(ImplicitGemmLaunch(tile, stages=4))
+            out.append(kind(tile, stages=4))
         if tile_blocks(problem, tile) < 2 * sms:
-            out += [ImplicitGemmLaunch(tile, splits_for(problem, tile, waves * sms)) for waves in (1, 2, 4)]
+            out += [kind(tile, splits_for(problem, tile, waves * sms, kind)) for waves in (1, 2, 4)]
     return list(dict.fromkeys(out))
 
 
@@ -230,7 +243,19 @@ def gemm(
         spec = dataclasses.replace(spec, unaligned=True)
     splits = spec.effective_splits(p)
     temp = scratch(spec.workspace_elements(p)) if splits > 1 else out
-    dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, spec.splits), splits)
+    dims = (
+        p.n,
+        p.c,
+        p.h,
+        p.w,
+        p.m,
+        p.out_h,
+        p.out_w,
+        p.pad,
+        p.stride,
+        k_per_split(p, spec.splits, spec.slice_k),
+        splits,
+    )
     launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
     if splits > 1:
         bias = epilogue_bias(out)

@@ -1,6 +1,7 @@
 """Every FP32-ceiling kernel on edge shapes, each output checked against float64 (compute-sanitizer's driver).
 
-Each block tile and pipeline depth, split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
+Each block tile and pipeline depth of the implicit GEMM, in FP32 and (where the GPU has TF32 tensor cores) in
+3xTF32, split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
 of 4 and not, an input and an output that are not 16-byte aligned, stride 2, a 7x7 filter), and every
 built Winograd tile on sizes its tiles do not divide, and in passes of fewer images than the batch; then
 cuBLAS's 1x1 peer.
@@ -18,6 +19,8 @@ from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
+from convkit.families.tf32x3.launch import STAGES as TF32X3_STAGES
+from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, conv2d_tf32x3, tensor_cores_here
 from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.
@@ -60,6 +63,14 @@ def edge_check() -> None:
                         spec = ImplicitGemmLaunch(tile, splits, stages)
                         out.fill(cupy.nan)
                         conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
+                        err = reference.relative_error(out.get(), ref)
+                        assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+            for tile in TILES if tensor_cores_here() else ():  # 3xTF32: 16-deep slices, dynamic shared memory
+                for stages in TF32X3_STAGES:
+                    for splits in sorted({1, min(2, -(-k // 16)), max(1, k // 16)}):
+                        spec = TensorCoreGemmLaunch(tile, splits, stages)
+                        out.fill(cupy.nan)
+                        conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
                         err = reference.relative_error(out.get(), ref)
                         assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
         if cublas.supports(p):

@@ -1,0 +1,33 @@
+"""FP32 accuracy on tensor cores (``kernels/implicit_gemm_tf32x3.cu``): the implicit GEMM in 3xTF32.
+
+``igemm_tf32x3`` splits each FP32 operand into two TF32 parts and sums three tensor-core products, the
+small ones first, each slice's sum added in FP32 outside the tensor cores: FP32's accuracy (the direct
+methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and padding. Below compute
+capability 8.0 (the T4) its launch declines and the FP32 SIMT kernels serve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convkit.bench.variant import Family, Variant
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.families.tf32x3 import launch
+
+IGEMM = "igemm_tf32x3"
+
+
+def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
+    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.TensorCoreGemmLaunch(**knobs), out=out)
+
+
+IGEMM_VARIANT = Variant(
+    IGEMM,
+    _run_igemm,
+    default_knobs=lambda p: launch.default_launch(p, sm_count()).as_params(),
+    candidates=lambda p: [k.as_params() for k in launch.launch_candidates(p, sm_count())],
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
+
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",))

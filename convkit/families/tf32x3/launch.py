@@ -1,0 +1,95 @@
+"""Launcher for ``kernels/implicit_gemm_tf32x3.cu``: the implicit GEMM in 3xTF32 on ``mma.sync`` tensor cores.
+
+:class:`TensorCoreGemmLaunch` is the FP32 implicit GEMM's launch
+(:class:`convkit.families.fp32.launch.ImplicitGemmLaunch`: its tiles, split-K, batch and alignment) for the
+3xTF32 kernel: 16-deep slices, a deeper pipeline in dynamic shared memory, and no launch below compute
+capability 8.0 (no TF32 tensor cores: the T4 declines here, and the SIMT kernels serve it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from convkit.core.gpu import compute_capability, ptx_arch, sm_count
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.families.fp32.launch import ImplicitGemmLaunch, candidates, default_knobs, gemm, tile_shape
+
+#: The kernel's slice depth (BK): two m16n8k8 steps.
+SLICE_K = 16
+#: Pipeline depths the kernel builds.
+STAGES = (2, 3, 4, 5)
+#: The first compute capability with TF32 tensor cores (``mma.sync ... tf32``).
+TF32_CAPABILITY = (8, 0)
+#: The input precision the kernel keeps (the vocabulary of Triton's ``tl.dot(input_precision=...)``).
+INPUT_PRECISION = "tf32x3"
+
+
+def stage_bytes(tile: str) -> int:
+    """Shared memory of one pipeline stage: both slices, their rows padded by 8 floats."""
+    bm, bn, _ = tile_shape(tile)
+    return 4 * SLICE_K * (bm + 8 + bn + 8)
+
+
+def tensor_cores_here() -> bool:
+    """Whether this GPU, as convkit builds for it (``CONVKIT_PTX_ARCH`` included), has TF32 tensor cores."""
+    arch = ptx_arch()
+    if arch is not None:
+        return int(arch.split("_")[1]) >= 10 * TF32_CAPABILITY[0] + TF32_CAPABILITY[1]
+    return compute_capability() >= TF32_CAPABILITY
+
+
+@dataclass(frozen=True)
+class TensorCoreGemmLaunch(ImplicitGemmLaunch):
+    """One launch of ``implicit_gemm_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``tile``, ``splits``,
+    ``stages`` as :class:`~convkit.families.fp32.launch.ImplicitGemmLaunch`'s."""
+
+    source: ClassVar[str] = "implicit_gemm_tf32x3"
+    slice_k: ClassVar[int] = SLICE_K
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return self.stages * stage_bytes(self.tile)
+
+    def check_pipeline(self) -> None:
+        """Raise ValueError naming ``stages`` where the kernel builds no such pipeline, or the GPU where it has
+        no TF32 tensor cores."""
+        if self.stages not in STAGES:
+            raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
+        if not tensor_cores_here():
+            major, minor = TF32_CAPABILITY
+            here = ptx_arch() or "sm_{}{}".format(*compute_capability())
+            raise ValueError(f"3xTF32 needs TF32 tensor cores (compute capability {major}.{minor} or later); "
+                             f"this build targets {here}")  # fmt: skip
+
+
+def conv2d_tf32x3(
+    x: Any, w: Any, *, pad: int = 0, stride: int = 1, launch_spec: TensorCoreGemmLaunch | None = None, out: Any = None
+) -> Any:
+    """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM in 3xTF32: FP32
+    accuracy (within 1e-5 of float64, as the FP32 kernels) from TF32 tensor cores.
+
+    Args:
+        x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
+        launch_spec: tile, pipeline stages and splits; default :func:`default_launch`.
+
+    Returns:
+        the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
+    """
+    problem = check_conv_args(x, w, pad=pad, stride=stride)
+    spec = launch_spec or default_launch(problem, sm_count())
+    spec.can_implement(problem)  # before anything is allocated or launched
+    out = output_for(out, problem)
+    gemm(spec, problem, x, w, out)
+    return out
+
+
+def default_launch(problem: ConvProblem, sms: int = 132) -> TensorCoreGemmLaunch:
+    """The heuristic launch (the FP32 implicit GEMM's rule, :func:`convkit.families.fp32.launch.default_knobs`)."""
+    return default_knobs(problem, sms, TensorCoreGemmLaunch)
+
+
+def launch_candidates(problem: ConvProblem, sms: int = 132) -> list[TensorCoreGemmLaunch]:
+    """Launches a tuning run measures: the FP32 implicit GEMM's candidates, and 128x128 at 5 stages."""
+    out = candidates(problem, sms, TensorCoreGemmLaunch)
+    return list(dict.fromkeys([*out, TensorCoreGemmLaunch("128x128", stages=5)]))

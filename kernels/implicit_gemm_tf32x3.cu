@@ -1,0 +1,219 @@
+// FP32 accuracy on tensor cores: the implicit GEMM of implicit_gemm.cu in 3xTF32, the "fast accurate
+// FP32" of CUTLASS (its OpMultiplyAddFastF32, examples 27 and 28 of NVIDIA/cutlass) carried to an implicit
+// GEMM over NCHW, with the error analysis and the accumulation outside the tensor cores of Ootomo & Yokota
+// 2022 (arXiv 2203.03341).
+//
+//   implicit_gemm_tf32x3: Out[m][pos] = sum_k W[m][k] * X~[k][pos], as implicit_gemm.cu (the operands
+//     staged by im2col_slices.cuh, a STAGES-deep cp.async pipeline of BK = 16 deep slices, split-K over
+//     blockIdx.z, a batch of GEMMs x_batch, w_batch and out_batch floats apart), its products on
+//     mma.sync.m16n8k8 TF32 (sm_80 and later).
+//     - The split: each operand a = big + small with big = tf32(a) and small = tf32(a - big), both
+//       rounded to nearest (cvt.rna.tf32.f32; a - big is exact in FP32). A product is
+//       big*big + big*small + small*big; small*small, about 2^-22 of it, is dropped, as CUTLASS does.
+//       Each fragment is split once in registers after its shared-memory load, not once per product.
+//     - The accumulation: per 16-deep slice the tensor cores sum the small products first, then the big
+//       one, from zero (two k-steps of m16n8k8); the slice's sum is then added to an FP32 accumulator by
+//       an FADD, which rounds to nearest. The tensor cores' own accumulation truncates, so a running sum
+//       kept inside them over all of K drifts; kept outside, the error is an FP32 sum's.
+//     - Warps own 32 x 64 outputs (2 x 8 tiles of m16n8), 64 accumulators a thread as implicit_gemm.cu.
+//       Staged rows are padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes
+//       (g, t) reading row t, column g) hits 32 distinct banks.
+//
+// Layout: x NCHW and w MCRS (each under 2^31 elements), out NMPQ or split planes [split][n][m][p][q],
+// float32, C-contiguous. Compile-time knobs (-D, set by convkit.families.tf32x3.launch): CONVKIT_BM and
+// CONVKIT_BN (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..5); dynamic shared
+// memory STAGES * STAGE_FLOATS * 4 bytes.
+#include "staging.cuh"
+#include "im2col_slices.cuh"  // im2col::Slices: a slice of both operands into shared memory
+#include "split_sum.cuh"      // sum_planes: adds the split-K partial planes
+
+#ifndef CONVKIT_BM
+#define CONVKIT_BM 128
+#endif
+#ifndef CONVKIT_BN
+#define CONVKIT_BN 128
+#endif
+#ifndef CONVKIT_R
+#define CONVKIT_R 3
+#endif
+#ifndef CONVKIT_S
+#define CONVKIT_S 3
+#endif
+#ifndef CONVKIT_VEC
+#define CONVKIT_VEC 1
+#endif
+#ifndef CONVKIT_STAGES
+#define CONVKIT_STAGES 3
+#endif
+
+namespace tf32x3 {
+constexpr int BM = CONVKIT_BM, BN = CONVKIT_BN, BK = 16, STAGES = CONVKIT_STAGES, VEC = CONVKIT_VEC;
+constexpr int R = CONVKIT_R, S = CONVKIT_S;
+constexpr int WARP_M = 32, WARP_N = 64;        // a warp's outputs: MT x NT tiles of m16n8
+constexpr int MT = WARP_M / 16, NT = WARP_N / 8;
+constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int A_STRIDE = BM + 8, B_STRIDE = BN + 8;  // 8 mod 32 banks: conflict-free fragment loads
+constexpr int STAGE_FLOATS = BK * (A_STRIDE + B_STRIDE);
+constexpr int MIN_BLOCKS = THREADS >= 256 ? 1 : 256 / THREADS;
+static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
+static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
+
+// a = big + small, each a TF32 value in a 32-bit register (low 13 bits zero).
+__device__ __forceinline__ void split(float a, unsigned& big, unsigned& small)
+{
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(a));
+    const float rest = a - __uint_as_float(big);
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(rest));
+#else
+    big = small = 0u;
+#endif
+}
+
+// d += a * b on one m16n8k8 TF32 tile (FP32 accumulation in the tensor core).
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+}  // namespace tf32x3
+
+// grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = batch * splits.
+// Split `z % splits` reduces k in [split * k_per_split, +k_per_split) (a multiple of BK) into
+// out + split * N*M*P*Q; `z / splits` picks the GEMM of a batch.
+extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS) implicit_gemm_tf32x3(
+    const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
+    int N, int C, int H, int W, int M, int P, int Q, int pad, int stride, int k_per_split, int splits,
+    long long x_batch, long long w_batch, long long out_batch)
+{
+    using namespace tf32x3;
+#if __CUDA_ARCH__ < 800
+    __trap();  // no TF32 tensor cores: convkit.families.tf32x3 declines these GPUs before launching
+#else
+    extern __shared__ __align__(16) float smem[];
+
+    const int batch = blockIdx.z / splits, split_index = blockIdx.z % splits;
+    x += batch * x_batch;
+    w += batch * w_batch;
+    const int K = C * R * S;
+    const int PQ = P * Q;
+    const long long NPQ = (long long)N * PQ;
+    const int k_begin = split_index * k_per_split;
+    const int k_end = min(K, k_begin + k_per_split);
+    const int m0 = blockIdx.y * BM;
+    const long long n0 = (long long)blockIdx.x * BN;
+    const int tid = threadIdx.x;
+
+    const im2col::Slices<BM, BN, BK, THREADS, A_STRIDE, B_STRIDE, R, S, VEC> operands(
+        x, w, N, C, H, W, M, P, Q, pad, stride, m0, n0, k_end, tid);
+    auto load_slice = [&](int stage, int k0) {
+        float* As = smem + stage * STAGE_FLOATS;
+        operands.load(As, As + BK * A_STRIDE, k0, tid);
+    };
+
+    const int warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;  // the fragment's row group and thread in group
+    const int wm = (warp % WARPS_M) * WARP_M, wn = (warp / WARPS_M) * WARP_N;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.0f;
+
+    const int slices = (k_end - k_begin + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < slices) load_slice(s, k_begin + s * BK);
+        commit();
+    }
+    for (int it = 0; it < slices; ++it) {
+        wait_stages<STAGES - 2>();  // slice `it` has landed (this thread's copies) ...
+        __syncthreads();            // ... everyone's, and slice it - 1's stage is free again
+        const int next = it + STAGES - 1;
+        if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
+        commit();  // an empty group past the end keeps the count wait_stages relies on
+
+        const float* As = smem + (it % STAGES) * STAGE_FLOATS;
+        const float* Bs = As + BK * A_STRIDE;
+        float part[MT][NT][4];  // this slice's sum, from zero in the tensor cores
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int v = 0; v < 4; ++v) part[i][j][v] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const float* a = As + (kk + t) * A_STRIDE + wm + i * 16 + g;
+                split(a[0], a_big[i][0], a_small[i][0]);                 // (row g, k t)
+                split(a[8], a_big[i][1], a_small[i][1]);                 // (row g + 8, k t)
+                split(a[4 * A_STRIDE], a_big[i][2], a_small[i][2]);      // (row g, k t + 4)
+                split(a[4 * A_STRIDE + 8], a_big[i][3], a_small[i][3]);  // (row g + 8, k t + 4)
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const float* b = Bs + (kk + t) * B_STRIDE + wn + j * 8 + g;
+                split(b[0], b_big[j][0], b_small[j][0]);             // (k t, column g)
+                split(b[4 * B_STRIDE], b_big[j][1], b_small[j][1]);  // (k t + 4, column g)
+            }
+            // the small products first, so the big one is added to sums of their own size
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    mma(part[i][j], a_small[i], b_big[j]);
+                    mma(part[i][j], a_big[i], b_small[j]);
+                }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma(part[i][j], a_big[i], b_big[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int v = 0; v < 4; ++v) acc[i][j][v] += part[i][j][v];  // FP32, rounded to nearest
+    }
+
+    // acc[i][j]: filters wm + 16 i + g (+ 8 for v >= 2), positions wn + 8 j + 2 t (+ 1 for odd v)
+    float* dst = out + batch * out_batch + (long long)split_index * NPQ * M;
+    const bool pair_store = PQ % 2 == 0 && reinterpret_cast<size_t>(dst) % 8 == 0;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int m = m0 + wm + i * 16 + g + half * 8;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const long long p0 = n0 + wn + j * 8 + 2 * t;
+                if (p0 >= NPQ) continue;
+                const float v0 = acc[i][j][2 * half], v1 = acc[i][j][2 * half + 1];
+                const long long n = (unsigned)p0 / (unsigned)PQ;
+                float* at = &dst[(n * M + m) * PQ + (p0 - n * PQ)];
+                if (pair_store) {  // p0 is even, so p0 and p0 + 1 share an image
+                    *reinterpret_cast<float2*>(at) = make_float2(v0, v1);
+                } else {
+                    at[0] = v0;
+                    if (p0 + 1 < NPQ) {
+                        const long long n1 = (unsigned)(p0 + 1) / (unsigned)PQ;
+                        dst[(n1 * M + m) * PQ + (p0 + 1 - n1 * PQ)] = v1;
+                    }
+                }
+            }
+        }
+#endif
+}

@@ -1,0 +1,73 @@
+"""The 3xTF32 family on the CPU: the split's rounding bit for bit, its error bound, the launch's knobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from convkit.core.problem import ConvProblem
+from convkit.families.tf32x3 import launch
+from convkit.families.tf32x3.rounding import product_tf32x3, round_tf32, split_tf32
+
+
+def _f32(bits: int) -> np.float32:
+    return np.array([bits], dtype=np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.parametrize(
+    ("bits", "rounded"),
+    [
+        (0x3F800000, 0x3F800000),  # 1.0: exact
+        (0x3F800FFF, 0x3F800000),  # below half of the dropped range: down
+        (0x3F801000, 0x3F802000),  # exactly half: away from zero
+        (0xBF801000, 0xBF802000),  # negative half: away from zero too
+        (0x3F801001, 0x3F802000),  # above half: up
+        (0x3FFFF000, 0x40000000),  # the carry rounds into the next binade
+        (0x00000000, 0x00000000),
+    ],
+)
+def test_round_tf32_is_cvt_rna(bits, rounded):
+    assert round_tf32(np.array([_f32(bits)])).view(np.uint32)[0] == rounded
+
+
+def test_the_split_is_exact_to_22_bits_and_its_parts_are_tf32():
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(100_000) * np.exp2(rng.integers(-20, 20, 100_000))).astype(np.float32)
+    big, small = split_tf32(a)
+    assert not (big.view(np.uint32) & 0x1FFF).any() and not (small.view(np.uint32) & 0x1FFF).any()
+    # big + small holds a's leading 22 bits at least: a relative difference of at most 2^-22
+    err = np.abs(big.astype(np.float64) + small - a) / np.abs(a.astype(np.float64))
+    assert err.max() <= 2.0**-22
+
+
+def test_the_dropped_small_product_bounds_a_products_error_near_fp32():
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(100_000).astype(np.float32) for _ in range(2))
+    exact = a.astype(np.float64) * b
+    err = np.abs(product_tf32x3(a, b) - exact) / np.abs(exact)
+    assert np.median(err) < 2.0**-23 and err.max() < 2.0**-20
+
+
+def test_the_launch_is_the_fp32_launch_with_16_deep_slices_and_dynamic_shared_memory():
+    p = ConvProblem.same(1, 3, 17, 19, 5, 3)  # K = 27: two slices of 16
+    spec = launch.TensorCoreGemmLaunch("64x64", splits=2, stages=4)
+    assert spec.effective_splits(p) == 2 and spec.grid(p) == (6, 1, 2) and spec.block(p) == (64,)
+    assert spec.shared_bytes(p) == 4 * launch.stage_bytes("64x64") == 4 * 4 * 16 * (72 + 72)
+    assert spec.options(p) == ("-DCONVKIT_BM=64", "-DCONVKIT_BN=64", "-DCONVKIT_R=3", "-DCONVKIT_S=3",
+                               "-DCONVKIT_VEC=1", "-DCONVKIT_STAGES=4")  # fmt: skip
+    assert spec.kernel_name(p) == "implicit_gemm_tf32x3"
+
+
+def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
+    p = ConvProblem.same(1, 8, 8, 8, 8, 3)
+    monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
+    with pytest.raises(ValueError, match=r"3xTF32 needs TF32 tensor cores .*compute_75"):
+        launch.TensorCoreGemmLaunch().can_implement(p)
+    monkeypatch.delenv("CONVKIT_PTX_ARCH")
+    monkeypatch.setattr(launch, "compute_capability", lambda: (7, 5))
+    with pytest.raises(ValueError, match=r"this build targets sm_75"):
+        launch.TensorCoreGemmLaunch().can_implement(p)
+    monkeypatch.setattr(launch, "compute_capability", lambda: (9, 0))
+    launch.TensorCoreGemmLaunch().can_implement(p)
+    with pytest.raises(ValueError, match="stages must be one of"):
+        launch.TensorCoreGemmLaunch(stages=6).can_implement(p)

@@ -1,0 +1,106 @@
+"""The 3xTF32 implicit GEMM on the GPU: every tuning candidate against float64 on random shapes, the split
+bit for bit against its NumPy rule, its error beside the FP32 SIMT kernel's as K grows, and adversarial
+inputs (a wide dynamic range, values on TF32's rounding ties)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fp32_gpu import _random_problems
+
+from convkit.bench.measure import CHECK_ONLY, measure_problem
+from convkit.bench.rows import Case, params_text
+from convkit.bench.variant import Kernels
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.families import tf32x3 as family
+from convkit.families.fp32.launch import conv2d_implicit_gemm
+from convkit.families.tf32x3 import launch
+from convkit.families.tf32x3.launch import conv2d_tf32x3
+from convkit.families.tf32x3.rounding import split_tf32
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _tensor_cores():
+    if not launch.tensor_cores_here():
+        pytest.skip("this GPU (or CONVKIT_PTX_ARCH) has no TF32 tensor cores: the family declines it")
+
+
+@pytest.mark.parametrize("problem", _random_problems(24, seed=11), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+def test_every_candidate_matches_float64(problem):
+    todo = [Case("convkit", family.IGEMM, params_text(k.as_params())) for k in launch.launch_candidates(problem)]
+    rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=2, timing=CHECK_ONLY))
+    failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
+    assert not failed, failed
+
+
+def test_the_kernel_splits_as_the_numpy_rule_bit_for_bit():
+    """1x1, one channel, one filter of 1.0: each output is big(x) + small(x), which float32 holds exactly."""
+    import cupy
+
+    bits = np.array([0x3F800000, 0x3F801000, 0xBF801000, 0x3F800FFF, 0x3F801001, 0x3FFFF000, 0x3FFFFFFF,
+                     0x3F800001, 0x4B7FFFFF, 0x33D6BF95, 0xC2F6E979, 0x00800000, 0x3EAAAAAB, 0x00000000],
+                    dtype=np.uint32)  # fmt: skip
+    x = bits.view(np.float32).reshape(1, 1, 1, -1)
+    out = conv2d_tf32x3(cupy.asarray(x), cupy.ones((1, 1, 1, 1), dtype=cupy.float32)).get().ravel()
+    big, small = split_tf32(x.ravel())
+    assert (out.view(np.uint32) == (big + small).view(np.uint32)).all(), (out, big + small)
+
+
+def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
+    import cupy
+
+    ref = reference.conv2d(x, w, pad=p.pad, stride=p.stride)
+    xs, ws = cupy.asarray(x), cupy.asarray(w)
+    return {
+        "tf32x3": reference.relative_error(conv2d_tf32x3(xs, ws, pad=p.pad).get(), ref),
+        "fp32": reference.relative_error(conv2d_implicit_gemm(xs, ws, pad=p.pad).get(), ref),
+    }
+
+
+@pytest.mark.parametrize("channels", [3, 32, 128, 512])
+def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
+    """K = 9 C from 27 to 4608: under the direct bar, and for K >= 256 no worse than 1.5x the SIMT kernel's
+    (the median over the study's layers is the chapter's measure)."""
+    rng = np.random.default_rng(channels)
+    p = ConvProblem.same(2, channels, 24, 24, 64, 3)
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    err = _errors(p, x, w)
+    print(f"K={9 * channels}: {err}")
+    assert err["tf32x3"] < reference.DIRECT_TOLERANCE, err
+    if 9 * channels >= 256:
+        assert err["tf32x3"] <= 1.5 * err["fp32"], err
+
+
+@pytest.mark.parametrize("inputs", ["wide range", "rounding ties", "all positive"])
+def test_adversarial_inputs(inputs):
+    rng = np.random.default_rng(5)
+    p = ConvProblem.same(2, 64, 20, 20, 32, 3)
+    x = rng.standard_normal(p.input_shape).astype(np.float32)
+    w = rng.standard_normal(p.filter_shape).astype(np.float32)
+    if inputs == "wide range":  # 2^-16 .. 2^16 within each operand
+        x *= np.exp2(rng.integers(-16, 17, x.shape)).astype(np.float32)
+        w *= np.exp2(rng.integers(-16, 17, w.shape)).astype(np.float32)
+    elif inputs == "rounding ties":  # the 13 dropped bits exactly half: each split rounds away from zero
+        x = ((x.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
+        w = ((w.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
+    else:  # no cancellation: truncating sums would drift one way
+        x, w = np.abs(x), np.abs(w)
+    err = _errors(p, x, w)
+    print(f"{inputs}: {err}")
+    assert err["tf32x3"] < reference.DIRECT_TOLERANCE, err
+
+
+def test_argument_errors_before_launch():
+    import cupy
+
+    x = cupy.zeros((1, 3, 8, 8), dtype=cupy.float32)
+    with pytest.raises(ValueError, match="stages must be one of"):
+        conv2d_tf32x3(
+            x, cupy.zeros((4, 3, 3, 3), dtype=cupy.float32), launch_spec=launch.TensorCoreGemmLaunch(stages=9)
+        )
+    with pytest.raises(TypeError, match="w"):
+        conv2d_tf32x3(x, cupy.zeros((4, 3, 3, 3), dtype=cupy.float64))
