@@ -1,7 +1,10 @@
 // The implicit GEMM's operands, a BK-deep slice at a time, from NCHW inputs and MCRS filters into
-// shared memory: what implicit_gemm.cu (FP32 FMA) and implicit_gemm_tf32x3.cu (3xTF32 on tensor cores)
-// stage alike. Out[m][pos] = sum_k W[m][k] * X~[k][pos], k = (c, r, s) over C*R*S, pos = (n, p, q) over
-// N*P*Q; X~ (im2col) is read in place and never materialised.
+// shared memory, as implicit_gemm.cu stages them (its load_slice, with the rows' strides as parameters),
+// for implicit_gemm_tf32x3.cu. implicit_gemm.cu keeps its own copy: built from this struct, its 128x128
+// tile with 7x7 filters spills 8 bytes at 4 stages (it spills 24 at 3 either way), and its recorded
+// launches stay as they were measured.
+// Out[m][pos] = sum_k W[m][k] * X~[k][pos], k = (c, r, s) over C*R*S, pos = (n, p, q) over N*P*Q; X~ (im2col)
+// is read in place and never materialised.
 //   - Weights go k-major (As[k][m], rows A_STRIDE floats apart) by 4-byte copies along k (whole 32-byte
 //     sectors per BK lanes).
 //   - Inputs (Bs[k][pos], rows B_STRIDE floats apart): consecutive lanes take consecutive positions
