@@ -71,3 +71,20 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
     launch.TensorCoreGemmLaunch().can_implement(p)
     with pytest.raises(ValueError, match="stages must be one of"):
         launch.TensorCoreGemmLaunch(stages=6).can_implement(p)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_kernel_builds_without_spills(arch):
+    from convkit.cuda.ptxas import find_nvcc, ptxas_report
+    from convkit.families.fp32.launch import TILES
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not on the PATH")
+    shapes = [ConvProblem(1, 8, 8, 8, 8, 1, 1), ConvProblem(1, 8, 7, 7, 8, 1, 1)]  # 16-byte copies and 4-byte
+    shapes += [ConvProblem(1, 8, 13, 13, 8, k, k) for k in (3, 5, 7, 11)]
+    for tile in TILES:
+        for p in shapes:
+            for stages in (3, 5):
+                options = launch.TensorCoreGemmLaunch(tile, stages=stages).options(p)
+                for k in ptxas_report("implicit_gemm_tf32x3", arch, options=options):
+                    assert k.spill_store_bytes == k.spill_load_bytes == 0, (options, k)
