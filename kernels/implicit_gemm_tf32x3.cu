@@ -45,6 +45,9 @@
 #ifndef CONVKIT_STAGES
 #define CONVKIT_STAGES 3
 #endif
+#ifndef CONVKIT_SLICE_SUM  // 1: each slice summed from zero in the tensor cores, then added in FP32; 0: one running sum
+#define CONVKIT_SLICE_SUM 1
+#endif
 
 namespace tf32x3 {
 constexpr int BM = CONVKIT_BM, BN = CONVKIT_BN, BK = 16, STAGES = CONVKIT_STAGES, VEC = CONVKIT_VEC;
@@ -55,7 +58,8 @@ constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int A_STRIDE = BM + 8, B_STRIDE = BN + 8;  // 8 mod 32 banks: conflict-free fragment loads
 constexpr int STAGE_FLOATS = BK * (A_STRIDE + B_STRIDE);
-constexpr int MIN_BLOCKS = THREADS >= 256 ? 1 : 256 / THREADS;
+// a slice's own sums double the accumulators: one 256-thread block per SM then, two without them
+constexpr int MIN_BLOCKS = (CONVKIT_SLICE_SUM ? 256 : 512) / THREADS;
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
 
@@ -143,13 +147,16 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 
         const float* As = smem + (it % STAGES) * STAGE_FLOATS;
         const float* Bs = As + BK * A_STRIDE;
-        float part[MT][NT][4];  // this slice's sum, from zero in the tensor cores
+        float slice_sum[CONVKIT_SLICE_SUM ? MT : 1][NT][4];  // this slice's sum, from zero in the tensor cores
+        auto& part = *reinterpret_cast<float(*)[MT][NT][4]>(CONVKIT_SLICE_SUM ? &slice_sum[0][0][0] : &acc[0][0][0]);
+        if (CONVKIT_SLICE_SUM) {
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
+            for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT; ++j)
+                for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int v = 0; v < 4; ++v) part[i][j][v] = 0.0f;
+                    for (int v = 0; v < 4; ++v) part[i][j][v] = 0.0f;
+        }
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
@@ -180,12 +187,14 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 #pragma unroll
                 for (int j = 0; j < NT; ++j) mma(part[i][j], a_big[i], b_big[j]);
         }
+        if (CONVKIT_SLICE_SUM) {
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
+            for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT; ++j)
+                for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int v = 0; v < 4; ++v) acc[i][j][v] += part[i][j][v];  // FP32, rounded to nearest
+                    for (int v = 0; v < 4; ++v) acc[i][j][v] += part[i][j][v];  // FP32, rounded to nearest
+        }
     }
 
     // acc[i][j]: filters wm + 16 i + g (+ 8 for v >= 2), positions wn + 8 j + 2 t (+ 1 for odd v)
