@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from convkit.core.problem import ConvProblem
+from convkit.families import tf32x3 as family
 from convkit.families.tf32x3 import launch
 from convkit.families.tf32x3.rounding import product_tf32x3, round_tf32, split_tf32
 
@@ -63,11 +64,13 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
     monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
     with pytest.raises(ValueError, match=r"3xTF32 needs TF32 tensor cores .*compute_75"):
         launch.TensorCoreGemmLaunch().can_implement(p)
+    assert not family.IGEMM_VARIANT.supports(p)  # the generic checks and the sweeps leave it out there
     monkeypatch.delenv("CONVKIT_PTX_ARCH")
     monkeypatch.setattr(launch, "compute_capability", lambda: (7, 5))
     with pytest.raises(ValueError, match=r"this build targets sm_75"):
         launch.TensorCoreGemmLaunch().can_implement(p)
     monkeypatch.setattr(launch, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(launch, "has_gpu", lambda: True)
     launch.TensorCoreGemmLaunch().can_implement(p)
     with pytest.raises(ValueError, match="stages must be one of"):
         launch.TensorCoreGemmLaunch(stages=6).can_implement(p)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import compute_capability, ptx_arch, sm_count
+from convkit.core.gpu import compute_capability, has_gpu, ptx_arch, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.families.fp32.launch import ImplicitGemmLaunch, candidates, default_knobs, gemm, tile_shape
@@ -33,11 +33,12 @@ def stage_bytes(tile: str) -> int:
 
 
 def tensor_cores_here() -> bool:
-    """Whether this GPU, as convkit builds for it (``CONVKIT_PTX_ARCH`` included), has TF32 tensor cores."""
+    """Whether this GPU, as convkit builds for it (``CONVKIT_PTX_ARCH`` included), has TF32 tensor cores (False
+    where there is no GPU)."""
     arch = ptx_arch()
     if arch is not None:
         return int(arch.split("_")[1]) >= 10 * TF32_CAPABILITY[0] + TF32_CAPABILITY[1]
-    return compute_capability() >= TF32_CAPABILITY
+    return has_gpu() and compute_capability() >= TF32_CAPABILITY
 
 
 @dataclass(frozen=True)
