@@ -1,9 +1,10 @@
-"""The 3xTF32 split in NumPy, bit for bit as the kernel does it (``cvt.rna.tf32.f32``): for the tests and
-the chapter's error analysis.
+"""The 3xTF32 split in NumPy, bit for bit as the kernel does it: for the tests and the chapter's error analysis.
 
-TF32 keeps FP32's 8 exponent bits and 10 of its 23 mantissa bits. ``cvt.rna`` rounds the 13 dropped bits to
-nearest, ties away from zero, which on the sign-magnitude bits is: add half of the dropped range, then clear
-it (a carry into the exponent is the correct rounding up to the next binade).
+TF32 keeps FP32's 8 exponent bits and 10 of its 23 mantissa bits. The big part rounds the 13 dropped bits to
+nearest, ties away from zero (``cvt.rna.tf32.f32``), which on the sign-magnitude bits is: add half of the
+dropped range, then clear it (a carry into the exponent is the correct rounding up to the next binade). The
+small part is the rest, ``a - big`` (exact in float32), which the tensor core reads as TF32 by dropping the
+same 13 bits: truncated toward zero.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ def round_tf32(a: Any) -> np.ndarray:
     return ((bits + half) & ~mask).view(np.float32)
 
 
+def truncate_tf32(a: Any) -> np.ndarray:
+    """``a`` (float32) as the tensor core reads it as TF32: the 13 dropped bits cleared (toward zero)."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    return (bits & ~np.uint32((1 << DROPPED_BITS) - 1)).view(np.float32)
+
+
 def split_tf32(a: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(big, small): ``big = tf32(a)``, ``small = tf32(a - big)`` (``a - big`` is exact in float32)."""
+    """(big, small) as the tensor cores see them: ``big = tf32(a)`` rounded to nearest, ``small`` the rest
+    (``a - big``, exact in float32) truncated to TF32."""
     a = np.asarray(a, dtype=np.float32)
     big = round_tf32(a)
-    return big, round_tf32(a - big)
+    return big, truncate_tf32(a - big)
 
 
 def product_tf32x3(a: Any, b: Any) -> np.ndarray:
