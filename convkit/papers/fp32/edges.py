@@ -19,7 +19,6 @@ from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
-from convkit.families.tf32x3.launch import STAGES as TF32X3_STAGES
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, conv2d_tf32x3, tensor_cores_here
 from convkit.libs import cublas
 
@@ -66,7 +65,7 @@ def edge_check() -> None:
                         err = reference.relative_error(out.get(), ref)
                         assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
             for tile in TILES if tensor_cores_here() else ():  # 3xTF32: 16-deep slices, dynamic shared memory
-                for stages in TF32X3_STAGES:
+                for stages in (2, 5):  # the shallowest and the deepest pipeline
                     for splits in sorted({1, min(2, -(-k // 16)), max(1, k // 16)}):
                         spec = TensorCoreGemmLaunch(tile, splits, stages)
                         out.fill(cupy.nan)
