@@ -22,6 +22,24 @@ def test_a_well_formed_call_describes_its_problem():
     assert operands.check_arguments(X, W, B, stride=2, padding=1) == ConvProblem(2, 3, 9, 9, 4, 3, 3, pad=1, stride=2)
 
 
+def test_a_narrower_precision_takes_only_choices_it_allows_and_is_kept_apart(monkeypatch, tmp_path, fresh_choices):
+    from convkit.core.precision import check_input_precision
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    gpu = "nvidia-h100-80gb-hbm3"
+    p = ConvProblem(1, 3, 17, 19, 5, 3, 3, pad=1)  # recorded nowhere
+    mine = dispatch.Choice("convkit", "igemm_tf32x3", "{}", "tf32x3", 1.0, "tuned", "tf32x3")
+    simt = dispatch.Choice("convkit", "fp32_igemm", "{}", "fp32", 2.0, "tuned")
+    dispatch.write_table(dispatch.cache_path(gpu), gpu, {p.key: mine})
+    assert dispatch.lookup(p, gpu) == mine and dispatch.lookup(p, gpu, "ieee") is None
+    dispatch.write_table(dispatch.cache_path(gpu), gpu, {p.key: mine, dispatch.table_key(p.key, "ieee"): simt})
+    assert dispatch.table_key(p.key, "ieee") == p.key + "@ieee" and dispatch.lookup(p, gpu, "ieee") == simt
+    dispatch.write_table(dispatch.cache_path(gpu), gpu, {p.key: simt})  # an FP32 FMA choice serves both
+    assert dispatch.lookup(p, gpu, "ieee") == simt == dispatch.lookup(p, gpu)
+    with pytest.raises(ValueError, match=r"input_precision must be one of \('tf32x3', 'ieee'\), got 'tf32'"):
+        check_input_precision("tf32")
+
+
 @pytest.mark.parametrize(
     ("x", "w", "bias", "options", "error", "named"),
     [
@@ -67,7 +85,7 @@ def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_onc
     assert op.choose(recorded, gpu) == dispatch.lookup(recorded, gpu)
     tuned = dispatch.Choice("convkit", "fp32_igemm", "{}", "fp32", 2.0, "tuned")
     calls = []
-    monkeypatch.setattr(tune, "tune", lambda p, g: calls.append(p) or tuned)
+    monkeypatch.setattr(tune, "tune", lambda p, g, precision: calls.append(p) or tuned)
     assert op.choose(new, gpu) == tuned and op.choose(new, gpu) == tuned and calls == [new]
     op.choose.cache_clear()
     monkeypatch.setenv("CONVKIT_TUNE", "0")

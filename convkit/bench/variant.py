@@ -36,7 +36,8 @@ class Variant:
     ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``default_knobs(problem)``
     gives its heuristic launch there and ``candidates(problem)`` the knob sets a tuning run measures;
     :meth:`knobs` is what it runs with, recorded in a row's ``params``. ``impl`` is ``"convkit"`` for the
-    study's kernels and the library's name for a peer (``"cupyx"``).
+    study's kernels and the library's name for a peer (``"cupyx"``); ``precision`` is how it multiplies
+    (:mod:`convkit.core.precision`: ``"ieee"``, FP32 FMA, or ``"tf32x3"``).
     """
 
     name: str
@@ -46,6 +47,7 @@ class Variant:
     tolerance: float = DIRECT_TOLERANCE
     supports: Callable[[ConvProblem], bool] = _everywhere
     impl: str = "convkit"
+    precision: str = "ieee"
 
     def knobs(self, problem: ConvProblem, tuned: KnobTable | None = None) -> dict[str, Any]:
         """The knobs it runs ``problem`` with: ``tuned``'s where this variant tunes and the table has them,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from convkit.bench.variant import Family, Variant
 from convkit.core.memo import memoize
-from convkit.families import baseline, chang2022, cuconv, fp32, lu2020, toy_cnn
+from convkit.families import baseline, chang2022, cuconv, fp32, lu2020, tf32x3, toy_cnn
 
 FAMILIES: tuple[Family, ...] = (
     baseline.FAMILY,
@@ -18,6 +18,7 @@ FAMILIES: tuple[Family, ...] = (
     toy_cnn.FAMILY,
     chang2022.FAMILY,
     fp32.FAMILY,
+    tf32x3.FAMILY,
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from convkit.core import shipped
 from convkit.core.arguments import check_arguments, describe
 from convkit.core.memo import memoize
+from convkit.core.precision import DEFAULT_INPUT_PRECISION, INPUT_PRECISIONS, check_input_precision
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
@@ -41,15 +42,15 @@ def tuning_enabled() -> bool:
 
 
 @memoize()
-def choose(problem: ConvProblem, gpu: str) -> dispatch.Choice:
+def choose(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> dispatch.Choice:
     """The implementation of ``problem`` on ``gpu``, found once per process and then remembered: the user's
     cache, then the shipped table, else tuned now (:func:`convkit.op.tune.tune`, kept in the cache) or, with
     tuning off, :data:`FALLBACK`."""
-    found = dispatch.lookup(problem, gpu)
+    found = dispatch.lookup(problem, gpu, input_precision)
     if found is None and tuning_enabled():
         from convkit.op.tune import tune
 
-        found = tune(problem, gpu)
+        found = tune(problem, gpu, input_precision)
     return found or FALLBACK
 
 
@@ -67,12 +68,24 @@ class BiasLaunch(ElementwiseLaunch):
 RUNNERS: dict[tuple[Any, ...], Callable[[Any, Any, Any], Any]] = {}
 
 
-def implementation(problem: ConvProblem) -> dispatch.Choice:
+def implementation(problem: ConvProblem, input_precision: str = DEFAULT_INPUT_PRECISION) -> dispatch.Choice:
     """What :func:`conv2d` runs ``problem`` with on this GPU (tuning it first if nothing records it)."""
-    return choose(problem, gpu_name())
+    return choose(problem, gpu_name(), check_input_precision(input_precision))
 
 
-def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 0) -> Any:
+#: The op's name in a call's signature, per input precision (the default's is plain, as it always was).
+_SIGNATURE_OP = {p: "conv2d" if p == DEFAULT_INPUT_PRECISION else f"conv2d@{p}" for p in INPUT_PRECISIONS}
+
+
+def conv2d(
+    x: Any,
+    w: Any,
+    bias: Any = None,
+    *,
+    stride: int = 1,
+    padding: int = 0,
+    input_precision: str = DEFAULT_INPUT_PRECISION,
+) -> Any:
     """Cross-correlation of NCHW ``x`` with MCRS ``w`` (plus ``bias``), like ``torch.nn.functional.conv2d``
     without groups or dilation, by the fastest implementation recorded for this GPU and problem.
 
@@ -82,6 +95,9 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
         bias: optional float32 (M,).
         stride: window step in both directions.
         padding: zero padding on every side.
+        input_precision: the kernels it may run (:mod:`convkit.core.precision`): ``"tf32x3"`` (the default)
+            FP32 FMA kernels and FP32-accurate kernels on TF32 tensor cores, ``"ieee"`` FP32 FMA only. Whatever
+            runs was checked against float64 within the direct methods' bar (1e-5) when it was chosen.
 
     Returns:
         the output (N, M, P, Q) as the caller's type, enqueued on the caller's current stream.
@@ -90,10 +106,10 @@ def conv2d(x: Any, w: Any, bias: Any = None, *, stride: int = 1, padding: int = 
     checks the arguments, picks the implementation and records its launches; later calls replay them
     (:mod:`convkit.cuda.plan`), checking only what can change between calls of one signature.
     """
-    k, runner = known("conv2d", x, w, bias, stride, padding)
+    k, runner = known(_SIGNATURE_OP.get(input_precision, "conv2d@?"), x, w, bias, stride, padding)
     if runner is not None:
         return runner(x, w, bias)
-    return _first_call(x, w, bias, stride, padding, k)
+    return _first_call(x, w, bias, stride, padding, k, input_precision)
 
 
 def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
@@ -113,12 +129,15 @@ def known(op: str, x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tupl
     return k, RUNNERS.get(k)
 
 
-def _first_call(x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None) -> Any:
+def _first_call(
+    x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None, input_precision: str
+) -> Any:
     """Check, choose, run (recording the launches) and keep the runner under ``k`` for the next calls."""
+    precision = check_input_precision(input_precision)
     xd, wd = describe("x", x), describe("w", w)
     bd = describe("bias", bias) if bias is not None else None
     problem = check_arguments(xd, wd, bd, stride=stride, padding=padding)
-    choice = choose(problem, gpu_name())
+    choice = choose(problem, gpu_name(), precision)
     make = _torch_runner if xd.library == "torch" else _cupy_runner
     runner, out = make(choice, problem, x, w, bias)
     if k is not None:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from convkit._version import __version__
+from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
 from convkit.core.shipped import read_document, shipped, write_document
 
@@ -28,7 +29,8 @@ from convkit.core.shipped import read_document, shipped, write_document
 class Choice:
     """The implementation that runs one problem: ``impl`` (``convkit`` or the library), the family a convkit
     kernel belongs to (``paper``, as the tables have always named it), its ``variant`` and launch ``params``
-    (JSON text), its median time and where the choice came from (``recorded``, ``tuned`` or ``heuristic``)."""
+    (JSON text), its median time, where the choice came from (``recorded``, ``tuned`` or ``heuristic``) and
+    how it multiplies (:mod:`convkit.core.precision`)."""
 
     impl: str
     variant: str
@@ -36,6 +38,7 @@ class Choice:
     paper: str = ""
     time_us: float = math.nan
     source: str = "recorded"
+    precision: str = "ieee"
 
 
 def choices_of(doc: dict, where: object = "the dispatch table") -> dict[str, Choice]:
@@ -65,9 +68,20 @@ def cache_path(gpu: str) -> Path:
     return root / "convkit" / f"dispatch-{gpu}-{__version__}.json"
 
 
-def lookup(problem: ConvProblem, gpu: str) -> Choice | None:
-    """The choice for ``problem`` on ``gpu``: the user's cache first (tuned here), then the shipped table."""
+def table_key(problem_key: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> str:
+    """Where a table keeps the choice for a problem (:attr:`ConvProblem.key`) at ``input_precision``: the problem
+    key for the default request, ``<key>@<precision>`` for a narrower one."""
+    return problem_key if input_precision == DEFAULT_INPUT_PRECISION else f"{problem_key}@{input_precision}"
+
+
+def lookup(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> Choice | None:
+    """The choice for ``problem`` on ``gpu`` within ``input_precision``: the user's cache first (tuned here), then
+    the shipped table; a narrower request also takes the default request's choice where that is of a precision
+    it allows."""
+    allowed = ALLOWED[input_precision]
     for table in (read_table(cache_path(gpu), gpu=gpu), choices_of(shipped(gpu))):
-        if problem.key in table:
-            return table[problem.key]
+        for key in dict.fromkeys((table_key(problem.key, input_precision), problem.key)):
+            found = table.get(key)
+            if found is not None and found.precision in allowed:
+                return found
     return None

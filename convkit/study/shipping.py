@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from convkit.bench.rows import params_text
+from convkit.core.precision import ALLOWED, INPUT_PRECISIONS
 from convkit.core.shipped import shipped, shipped_path
-from convkit.op.dispatch import Choice, write_table
+from convkit.op.dispatch import Choice, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
 from convkit.study.tables import fastest_per, problem_keys, timed
@@ -44,13 +45,26 @@ def recorded_candidates(directory: Path) -> Any:
 
 
 def table_from_results(directory: Path) -> dict[str, Choice]:
-    """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's)."""
-    best = fastest_per(recorded_candidates(directory), ["key"])
-    return {
-        r.key: Choice(r.impl, r.variant, "" if r.impl != "convkit" else str(r.params),
-                      r.paper if r.impl == "convkit" else "", float(r.us))
-        for r in best.itertuples()
-    }  # fmt: skip
+    """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's) for
+    the default input precision, and under ``<key>@<precision>`` the fastest a narrower request allows where
+    the default's is not one (:func:`convkit.op.dispatch.table_key`)."""
+    from convkit.families import variants_by_name
+
+    kinds = variants_by_name()
+    candidates = recorded_candidates(directory)
+    rows = zip(candidates["impl"], candidates["variant"], strict=True)
+    candidates = candidates.assign(precision=[kinds[v].precision if i == "convkit" and v in kinds else "ieee"
+                                              for i, v in rows])  # fmt: skip
+    out: dict[str, Choice] = {}
+    for request in INPUT_PRECISIONS:  # the default first
+        allowed = ALLOWED[request]
+        for r in fastest_per(candidates[candidates["precision"].isin(allowed)], ["key"]).itertuples():
+            default = out.get(r.key)
+            if default is None or default.precision not in allowed:
+                out[table_key(r.key, request)] = Choice(
+                    r.impl, r.variant, "" if r.impl != "convkit" else str(r.params),
+                    r.paper if r.impl == "convkit" else "", float(r.us), precision=r.precision)  # fmt: skip
+    return out
 
 
 def knobs_from_results(directory: Path) -> dict[str, dict[str, str]]:

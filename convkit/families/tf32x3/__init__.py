@@ -28,6 +28,7 @@ IGEMM_VARIANT = Variant(
     default_knobs=lambda p: launch.default_launch(p, sm_count()).as_params(),
     candidates=lambda p: [k.as_params() for k in launch.launch_candidates(p, sm_count())],
     supports=lambda p: launch.tensor_cores_here(),  # the T4 (sm_75) has none: the SIMT kernels serve it
+    precision=launch.INPUT_PRECISION,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
 
