@@ -190,3 +190,28 @@ def test_the_launch_writing_the_output_adds_the_bias(case):
     if not takes:
         op._add_bias(out, b, problem)
     assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE
+
+
+def test_each_input_precision_tunes_within_itself_and_runs_what_it_chose(monkeypatch, tmp_path):
+    """On a problem no table records: 'ieee' never chooses the 3xTF32 kernel, the default may; each request's
+    choice is kept apart, and both outputs are within the direct bar of float64."""
+    import cupy
+
+    from convkit.core.reference import DIRECT_TOLERANCE
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    op.choose.cache_clear()
+    problem = ConvProblem.same(4, 96, 20, 20, 80, 3)
+    x, w, b, ref = _inputs(problem)
+    try:
+        for precision in ("ieee", "tf32x3"):
+            y = op.conv2d(x, w, b, padding=1, input_precision=precision)
+            assert reference.relative_error(y.get(), ref) < DIRECT_TOLERANCE, precision
+        ieee, default = op.implementation(problem, "ieee"), op.implementation(problem)
+        assert ieee.precision == "ieee" and ieee.variant != "igemm_tf32x3"
+        assert default.time_us <= ieee.time_us * 1.5  # the wider request measured at least ieee's candidates
+        with pytest.raises(ValueError, match="input_precision must be one of"):
+            op.conv2d(x, w, b, padding=1, input_precision="tf32")
+        cupy.cuda.get_current_stream().synchronize()
+    finally:
+        op.choose.cache_clear()
