@@ -209,7 +209,7 @@ def test_each_input_precision_tunes_within_itself_and_runs_what_it_chose(monkeyp
             assert reference.relative_error(y.get(), ref) < DIRECT_TOLERANCE, precision
         ieee, default = op.implementation(problem, "ieee"), op.implementation(problem)
         assert ieee.precision == "ieee" and ieee.variant != "igemm_tf32x3"
-        assert default.time_us <= ieee.time_us * 1.5  # the wider request measured at least ieee's candidates
+        assert default.precision in ("ieee", "tf32x3") and default.source == ieee.source == "tuned"
         with pytest.raises(ValueError, match="input_precision must be one of"):
             op.conv2d(x, w, b, padding=1, input_precision="tf32")
         cupy.cuda.get_current_stream().synchronize()
