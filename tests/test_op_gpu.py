@@ -72,8 +72,12 @@ def _smallest_recorded_choices() -> dict[str, tuple[ConvProblem, dispatch.Choice
         if name not in found or problem.flops < found[name][0].flops:
             found[name] = (problem, choice)
     # the 3xTF32 kernel, which no shipped table records yet: split (partial planes and their sum) and not
-    found["convkit-igemm_tf32x3"] = (ConvProblem.same(2, 64, 14, 14, 48, 3), dispatch.Choice(
-        "convkit", "igemm_tf32x3", '{"splits":3,"stages":3,"tile":"64x64"}', "tf32x3", precision="tf32x3"))
+    found["convkit-igemm_tf32x3"] = (
+        ConvProblem.same(2, 64, 14, 14, 48, 3),
+        dispatch.Choice(
+            "convkit", "igemm_tf32x3", '{"splits":3,"stages":3,"tile":"64x64"}', "tf32x3", precision="tf32x3"
+        ),
+    )
     found["convkit-igemm_tf32x3-unsplit"] = (ConvProblem.same(1, 32, 9, 9, 16, 1), dispatch.Choice(
         "convkit", "igemm_tf32x3", "", "tf32x3", precision="tf32x3"))  # fmt: skip
     return dict(sorted(found.items()))
