@@ -1,5 +1,6 @@
 """A look at the 3xTF32 kernel while it is developed (prints; records nothing): on a few network layers, every
-launch candidate of igemm_tf32x3 and fp32_igemm beside every cuDNN algorithm, PyTorch (TF32 off) and cuBLAS,
+launch candidate of igemm_tf32x3 and fp32_igemm beside every cuDNN algorithm, PyTorch (TF32 off), cuBLAS and
+CUTLASS (its 3xTF32 and SIMT kernels, NHWC, the layout transforms untimed; with the nvidia-cutlass wheel),
 checked against float64 and timed as the sweeps time them; then the error of both kernels as K = 9 C grows,
 on normal, rounding-tie and all-positive inputs. Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
@@ -17,6 +18,7 @@ from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
 from convkit.families.fp32.launch import candidates, conv2d_implicit_gemm
 from convkit.families.tf32x3.launch import conv2d_tf32x3, launch_candidates
+from convkit.libs import cutlass
 
 LAYERS = (
     ConvProblem.same(16, 256, 56, 56, 256, 3), ConvProblem.same(32, 256, 56, 56, 256, 3),
@@ -27,11 +29,11 @@ TIMING = {"warmup": 3, "min_reps": 10, "max_reps": 100, "budget_ms": 30.0}
 
 
 def speeds() -> None:
-    kernels = Kernels(tf32x3.VARIANTS + fp32.VARIANTS, fp32.PEERS)
+    kernels = Kernels(tf32x3.VARIANTS + fp32.VARIANTS, fp32.PEERS + cutlass.PEERS)
     for p in LAYERS:
         todo = [Case("convkit", tf32x3.IGEMM, params_text(k.as_params())) for k in launch_candidates(p)]
         todo += [Case("convkit", fp32.IGEMM, params_text(k.as_params())) for k in candidates(p)]
-        todo += cases(p, (), cudnn=True, pytorch=True, peers=fp32.PEERS)
+        todo += cases(p, (), cudnn=True, pytorch=True, peers=fp32.PEERS + cutlass.PEERS)
         gflop = 2 * p.n * p.m * p.c * p.r * p.s * p.out_h * p.out_w / 1e9
         best: dict[str, tuple[float, float]] = {}
         for row in measure_problem(p, todo, kernels, timing=TIMING):

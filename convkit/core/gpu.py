@@ -123,3 +123,16 @@ def sm_count(default: int = 132) -> int:
 #: FP32 lanes per SM by compute capability (CUDA C++ Programming Guide, arithmetic throughput table).
 FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
                      (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
+
+
+#: The first compute capability with TF32 tensor cores (``mma.sync ... tf32``).
+TF32_CAPABILITY = (8, 0)
+
+
+def has_tf32_tensor_cores() -> bool:
+    """Whether this GPU, as convkit builds for it (:data:`PTX_ARCH_ENV` included), has TF32 tensor cores (False
+    where there is no GPU)."""
+    arch = ptx_arch()
+    if arch is not None:
+        return int(arch.split("_")[1]) >= 10 * TF32_CAPABILITY[0] + TF32_CAPABILITY[1]
+    return has_gpu() and compute_capability() >= TF32_CAPABILITY

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from convkit.bench.variant import Family, Variant
-from convkit.core.gpu import sm_count
+from convkit.core.gpu import has_tf32_tensor_cores, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3 import launch
 
@@ -27,7 +27,7 @@ IGEMM_VARIANT = Variant(
     _run_igemm,
     default_knobs=lambda p: launch.default_launch(p, sm_count()).as_params(),
     candidates=lambda p: [k.as_params() for k in launch.launch_candidates(p, sm_count())],
-    supports=lambda p: launch.tensor_cores_here(),  # the T4 (sm_75) has none: the SIMT kernels serve it
+    supports=lambda p: has_tf32_tensor_cores(),  # the T4 (sm_75) has none: the SIMT kernels serve it
     precision=launch.INPUT_PRECISION,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)

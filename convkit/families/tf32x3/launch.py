@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import compute_capability, has_gpu, ptx_arch, sm_count
+from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_tf32_tensor_cores, ptx_arch, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.families.fp32.launch import ImplicitGemmLaunch, candidates, default_knobs, gemm, tile_shape
@@ -20,8 +20,6 @@ from convkit.families.fp32.launch import ImplicitGemmLaunch, candidates, default
 SLICE_K = 16
 #: Pipeline depths the kernel builds.
 STAGES = (2, 3, 4, 5)
-#: The first compute capability with TF32 tensor cores (``mma.sync ... tf32``).
-TF32_CAPABILITY = (8, 0)
 #: The input precision the kernel keeps (the vocabulary of Triton's ``tl.dot(input_precision=...)``).
 INPUT_PRECISION = "tf32x3"
 
@@ -30,15 +28,6 @@ def stage_bytes(tile: str) -> int:
     """Shared memory of one pipeline stage: both slices, their rows padded by 8 floats."""
     bm, bn, _ = tile_shape(tile)
     return 4 * SLICE_K * (bm + 8 + bn + 8)
-
-
-def tensor_cores_here() -> bool:
-    """Whether this GPU, as convkit builds for it (``CONVKIT_PTX_ARCH`` included), has TF32 tensor cores (False
-    where there is no GPU)."""
-    arch = ptx_arch()
-    if arch is not None:
-        return int(arch.split("_")[1]) >= 10 * TF32_CAPABILITY[0] + TF32_CAPABILITY[1]
-    return has_gpu() and compute_capability() >= TF32_CAPABILITY
 
 
 @dataclass(frozen=True)
@@ -57,7 +46,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
         no TF32 tensor cores."""
         if self.stages not in STAGES:
             raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
-        if not tensor_cores_here():
+        if not has_tf32_tensor_cores():
             major, minor = TF32_CAPABILITY
             here = ptx_arch() or "sm_{}{}".format(*compute_capability())
             raise ValueError(f"3xTF32 needs TF32 tensor cores (compute capability {major}.{minor} or later); "

@@ -14,12 +14,13 @@ import dataclasses
 import numpy as np
 
 from convkit.core import reference
+from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
-from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, conv2d_tf32x3, tensor_cores_here
+from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, conv2d_tf32x3
 from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.
@@ -64,7 +65,7 @@ def edge_check() -> None:
                         conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
                         err = reference.relative_error(out.get(), ref)
                         assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
-            for tile in TILES if tensor_cores_here() else ():  # 3xTF32: 16-deep slices, dynamic shared memory
+            for tile in TILES if has_tf32_tensor_cores() else ():  # 3xTF32: 16-deep slices, dynamic shared memory
                 for stages in (2, 5):  # the shallowest and the deepest pipeline
                     for splits in sorted({1, min(2, -(-k // 16)), max(1, k // 16)}):
                         spec = TensorCoreGemmLaunch(tile, splits, stages)
