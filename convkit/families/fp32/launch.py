@@ -214,19 +214,27 @@ def candidates(
 
 
 def conv2d_implicit_gemm(
-    x: Any, w: Any, *, pad: int = 0, stride: int = 1, launch_spec: ImplicitGemmLaunch | None = None, out: Any = None
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    stride: int = 1,
+    launch_spec: ImplicitGemmLaunch | None = None,
+    out: Any = None,
+    kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch,
 ) -> Any:
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM.
 
     Args:
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
-        launch_spec: tile, pipeline stages and splits; default :func:`default_knobs`.
+        launch_spec: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
+        kind: the kernel of this design that runs it where no ``launch_spec`` says (the FP32 one, or 3xTF32's).
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
     """
     problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = launch_spec or default_knobs(problem, sm_count())
+    spec = launch_spec or default_knobs(problem, sm_count(), kind)
     spec.can_implement(problem)  # before anything is allocated or launched
     out = output_for(out, problem)
     gemm(spec, problem, x, w, out)

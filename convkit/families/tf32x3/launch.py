@@ -11,10 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_tf32_tensor_cores, ptx_arch, sm_count
+from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_tf32_tensor_cores, ptx_arch
 from convkit.core.problem import ConvProblem
-from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.families.fp32.launch import ImplicitGemmLaunch, candidates, default_knobs, gemm, tile_shape
+from convkit.families.fp32.launch import (
+    ImplicitGemmLaunch,
+    candidates,
+    conv2d_implicit_gemm,
+    default_knobs,
+    tile_shape,
+)
 
 #: The kernel's slice depth (BK): two m16n8k8 steps.
 SLICE_K = 16
@@ -57,21 +62,12 @@ def conv2d_tf32x3(
     x: Any, w: Any, *, pad: int = 0, stride: int = 1, launch_spec: TensorCoreGemmLaunch | None = None, out: Any = None
 ) -> Any:
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM in 3xTF32: FP32
-    accuracy (within 1e-5 of float64, as the FP32 kernels) from TF32 tensor cores.
-
-    Args:
-        x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
-        launch_spec: tile, pipeline stages and splits; default :func:`default_launch`.
-
-    Returns:
-        the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
-    """
-    problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = launch_spec or default_launch(problem, sm_count())
-    spec.can_implement(problem)  # before anything is allocated or launched
-    out = output_for(out, problem)
-    gemm(spec, problem, x, w, out)
-    return out
+    accuracy (within 1e-5 of float64, as the FP32 kernels) from TF32 tensor cores. Arguments and result as
+    :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch_spec`` defaults to
+    :func:`default_launch`."""
+    return conv2d_implicit_gemm(
+        x, w, pad=pad, stride=stride, launch_spec=launch_spec, out=out, kind=TensorCoreGemmLaunch
+    )
 
 
 def default_launch(problem: ConvProblem, sms: int = 132) -> TensorCoreGemmLaunch:
