@@ -14,6 +14,11 @@
 //   time at the clock the GPU actually runs under load.
 // launch_floor: a launch that does nothing but show it ran (each block's thread 0 writes the
 //   block's index): the least any kernel timed with CUDA events costs, the roofline floors' launch.
+// tf32_mma_peak: the TF32 tensor-core rate of mma.sync.m16n8k8 (the instruction of the 3xTF32 kernels, ours and
+//   CUTLASS's SM80 ones): each warp keeps MMA_CHAINS independent accumulator tiles (enough to cover the
+//   instruction's latency) for `iters` rounds on fixed fragments of a and b. With a * b a power of two, every
+//   sum is exact: each output is MMA_CHAINS * 4 * iters * 8 * a * b. FLOPs = 2 * 16 * 8 * 8 * MMA_CHAINS * iters
+//   per warp. Compute capability 8.0 and later (a T4 build traps: the measurement declines before launching).
 
 #define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
 
@@ -69,4 +74,32 @@ extern "C" __global__ void clock_rate(long long spin_ns, long long* __restrict__
 extern "C" __global__ void launch_floor(int* __restrict__ ran)
 {
     if (threadIdx.x == 0) ran[blockIdx.x] = blockIdx.x;
+}
+
+#define MMA_CHAINS 8  // independent m16n8k8 accumulators per warp
+
+extern "C" __global__ void tf32_mma_peak(float* __restrict__ out, float a, float b, int iters)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned fa = __float_as_uint(a) & 0xffffe000u, fb = __float_as_uint(b) & 0xffffe000u;
+    float acc[MMA_CHAINS][4];
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0.0f;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int k = 0; k < MMA_CHAINS; ++k) {
+            asm volatile(
+                "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
+                "{%0,%1,%2,%3};\n"
+                : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
+                : "r"(fa), "r"(fb));
+        }
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+#else
+    __trap();
+#endif
 }

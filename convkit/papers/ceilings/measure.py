@@ -1,9 +1,10 @@
 """The GPU's ceilings (notebook 00): the measurements of the roofline every chapter measures against.
 
 Measured, not looked up: device-to-device copy bandwidth (bytes read plus written), the FP32
-FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the SM clock under load, the event
-time of an empty kernel (the least any timed kernel costs), and the global-memory load latency
-in cycles by pointer chasing over footprints from L1-sized to far beyond L2 (Chang 2022's
+FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the TF32 tensor-core rate of an own
+mma.sync kernel and of cuBLAS GEMM in TF32 (the rates the 3xTF32 kernels divide by three), the SM
+clock under load, the event time of an empty kernel (the least any timed kernel costs), and the
+global-memory load latency in cycles by pointer chasing over footprints from L1-sized to far beyond L2 (Chang 2022's
 latency-hiding model starts from that number). Every measurement is
 checked before it is timed; SGEMM's error against float64 also proves TF32 was off (TF32 lands
 near 1e-4, FP32 near 1e-6).
@@ -35,6 +36,8 @@ KEY_COLUMNS = ("measurement", "metric")
 
 #: FMA_CHAINS and the inner unroll of fma_peak in kernels/ceilings.cu.
 FMA_CHAINS, FMA_UNROLL = 8, 16
+#: MMA_CHAINS of tf32_mma_peak, and the FLOPs of one mma.sync.m16n8k8 (16 x 8 outputs, 8 products each).
+MMA_CHAINS, MMA_FLOPS = 8, 2 * 16 * 8 * 8
 #: Pointer-chase footprints, bytes: L1-resident up to well past any current L2.
 CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 #: Distance between consecutive chain entries: one 128-byte cache line... times two, so that
@@ -191,6 +194,58 @@ def sgemm(n: int = 8192) -> dict[str, Any]:
                 rel_err=err, note="cuBLAS via cupy.matmul, CUPY_TF32=0")  # fmt: skip
 
 
+def tf32_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
+    """TF32 tensor-core rate of ``mma.sync.m16n8k8`` (``kernels/ceilings.cu``: tf32_mma_peak), checked exactly."""
+    from convkit.core.gpu import has_tf32_tensor_cores
+
+    cupy = require_cupy()
+    if not has_tf32_tensor_cores():
+        raise RuntimeError("this GPU (or CONVKIT_PTX_ARCH) has no TF32 tensor cores")
+    blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
+    out = cupy.full(blocks * threads, math.nan, dtype=cupy.float32)
+    a = b = 2.0**-4  # a * b a power of two: every partial sum exact in FP32
+    kernel = load_kernel("ceilings", "tf32_mma_peak")
+
+    def run() -> None:
+        kernel((blocks,), (threads,), (out, cupy.float32(a), cupy.float32(b), cupy.int32(iters)))
+
+    run()
+    expected = MMA_CHAINS * 4 * iters * 8 * a * b
+    err = relative_error(out, cupy.full(out.shape, expected, dtype=cupy.float64))
+    if err != 0:
+        raise RuntimeError(f"tf32_mma_peak left {err:.2e} off the exact sums")
+    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
+    flops = MMA_FLOPS * MMA_CHAINS * iters * blocks * threads // 32
+    return _row("tf32_mma_peak", flops / (timing.median_ms * 1e9), "TFLOP/s", timing=timing, rel_err=err,
+                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
+                note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k8 TF32 tiles a warp")  # fmt: skip
+
+
+def tf32_gemm(n: int = 8192) -> dict[str, Any]:
+    """cuBLAS GEMM n^3 in TF32 through PyTorch (``allow_tf32``), its error against float64 recorded: the tensor
+    cores' rate for a library GEMM, which 3xTF32 divides by three."""
+    import torch
+
+    from convkit.op.interop import cupy_stream
+
+    a = torch.randn((n, n), device="cuda")
+    b = torch.randn((n, n), device="cuda")
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        c = a @ b
+        rows = slice(0, 256)  # a sample of rows, as for SGEMM
+        err = float((c[rows].double() - a[rows].double() @ b.double()).norm() / (a[rows].double() @ b.double()).norm())
+        if not 1e-6 < err < 1e-2:
+            raise RuntimeError(f"TF32 GEMM error {err:.2e}: not TF32 (FP32 gives ~1e-6, TF32 ~1e-4)")
+        with cupy_stream():
+            timing = benchmark(lambda: torch.matmul(a, b, out=c), warmup=2, min_reps=5, max_reps=20)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    return _row("tf32_gemm", 2 * n**3 / (timing.median_ms * 1e9), "TFLOP/s", params={"n": n}, timing=timing,
+                rel_err=err, note="cuBLAS via torch.matmul, allow_tf32: a reference rate, not FP32")  # fmt: skip
+
+
 def _chase_once(footprint: int, steps: int) -> float:
     """Cycles per load along one fresh random cycle through ``footprint`` bytes, checked."""
     cupy = require_cupy()
@@ -238,6 +293,8 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     yield "copy_bandwidth", lambda: copy_bandwidth(1 << (28 if quick else 30))
     yield "fp32_fma_peak", lambda: fma_peak(iters=512 if quick else 2048)
     yield "sgemm", lambda: sgemm(4096 if quick else 8192)
+    yield "tf32_gemm", lambda: tf32_gemm(4096 if quick else 8192)
+    yield "tf32_mma_peak", lambda: tf32_mma_peak(iters=1024 if quick else 4096)
     for footprint in CHASE_FOOTPRINTS[:: 2 if quick else 1]:
         yield (
             f"load_latency:{footprint}",

@@ -31,13 +31,15 @@ NAMES = {
     "registers_per_sm": "registers per SM", "max_threads_per_sm": "threads per SM",
     "sm_clock_measured": "SM clock under load", "launch_floor": "launch floor (empty kernel)",
     "copy_bandwidth": "copy bandwidth (device to device)", "fp32_fma_peak": "FP32 FMA, own kernel",
-    "sgemm": "FP32 SGEMM (cuBLAS), TF32 off", "load_latency": "load latency",
+    "sgemm": "FP32 SGEMM (cuBLAS), TF32 off", "tf32_gemm": "TF32 GEMM (cuBLAS)",
+    "tf32_mma_peak": "TF32 mma.sync, own kernel", "load_latency": "load latency",
 }  # fmt: skip
 #: How each ceiling was taken, in a table cell's length (the recorded notes say more).
 METHODS = {
     "sm_clock_measured": "clock64 over %globaltimer, one thread", "copy_bandwidth": "cupy.copyto, read + written",
     "fp32_fma_peak": "own kernel, 8 FMA chains a thread", "sgemm": "cuBLAS via cupy.matmul, TF32 off",
-    "launch_floor": "empty kernel, one block an SM",
+    "launch_floor": "empty kernel, one block an SM", "tf32_gemm": "cuBLAS via torch.matmul, TF32",
+    "tf32_mma_peak": "own kernel, 8 m16n8k8 tiles a warp",
 }  # fmt: skip
 SOURCES = {"CUDA programming guide, by compute capability": "CUDA guide, by compute capability"}
 
@@ -164,11 +166,11 @@ def _settings(params: str, metric: str) -> str:
     knobs = json.loads(params or "{}")
     if metric == "copy_bandwidth":
         return f"{_size(knobs['bytes'])[0]:.0f} {_size(knobs['bytes'])[1]} copied"
-    if metric == "sgemm":
+    if metric in ("sgemm", "tf32_gemm"):
         return f"n = {knobs['n']}"
     if metric == "sm_clock_measured":
         return f"one thread spinning {knobs['spin_ms']:g} ms"
-    if metric == "fp32_fma_peak":
+    if metric in ("fp32_fma_peak", "tf32_mma_peak"):
         return f"{knobs['blocks']} x {knobs['threads']} threads, {knobs['iters']} iterations"
     if metric == "launch_floor":
         return f"{knobs['blocks']} blocks x {knobs['threads']} threads"
