@@ -224,3 +224,16 @@ def test_each_input_precision_tunes_within_itself_and_runs_what_it_chose(monkeyp
         cupy.cuda.get_current_stream().synchronize()
     finally:
         op.choose.cache_clear()
+
+
+@pytest.mark.parametrize("problem", PROBLEMS[:2], ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+def test_parameters_that_require_grad_run_under_no_grad(problem):
+    """A layer's own weight and bias (requires_grad) passed under torch.no_grad: DLPack refuses tensors that
+    require grad, so the op hands it detached ones."""
+    torch = pytest.importorskip("torch")
+    x, w, b, ref = _inputs(problem)
+    xt = torch.from_dlpack(x)
+    wt, bt = (torch.nn.Parameter(torch.from_dlpack(a).clone()) for a in (w, b))
+    with torch.no_grad():
+        y = op.conv2d(xt, wt, bt, stride=problem.stride, padding=problem.pad)
+    assert reference.relative_error(y.cpu().numpy(), ref) < TRANSFORM_TOLERANCE

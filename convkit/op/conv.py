@@ -222,7 +222,8 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     shape, where = problem.output_shape, x.device
     out = torch.empty(shape, dtype=torch.float32, device=where)
     with cupy.cuda.Device(device), stream:
-        operands = [None if a is None else cupy.from_dlpack(a) for a in (x, w, out, bias)]
+        # detached: under torch.no_grad a parameter still requires grad, and DLPack refuses such a tensor
+        operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
         plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2])
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where))
 

@@ -81,7 +81,7 @@ def _fused(x: Any, w: Any, bias: Any, *, problem: ConvProblem, knobs: dict[str, 
         device = x.get_device()
         result = torch.empty(shape, dtype=torch.float32, device=x.device)
         context = cupy_stream(stream_handle(device), device)
-        x, w, bias, out = (cupy.from_dlpack(a) for a in (x, w, bias, result))
+        x, w, bias, out = (cupy.from_dlpack(a.detach()) for a in (x, w, bias, result))  # as conv.py's
     else:
         result = out = cupy.empty(shape, dtype=cupy.float32)
         context = contextlib.nullcontext()
