@@ -21,6 +21,15 @@ from convkit.core.reference import DIRECT_TOLERANCE
 KnobTable = Callable[[ConvProblem, str], "dict[str, Any] | None"]
 
 
+def first_of(tables: Sequence[KnobTable]) -> KnobTable:
+    """One knob table of several: the first that has knobs for a (problem, variant)."""
+
+    def lookup(problem: ConvProblem, variant: str) -> dict[str, Any] | None:
+        return next((found for table in tables if (found := table(problem, variant)) is not None), None)
+
+    return lookup
+
+
 def _no_knobs(problem: ConvProblem) -> dict[str, Any]:
     return {}
 

@@ -8,10 +8,8 @@ A new paper is its folder, one line here and one line in ``book/_toc.yml``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from convkit.bench.variant import KnobTable
-from convkit.core.problem import ConvProblem
+from convkit.bench.variant import KnobTable, first_of
 from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, toy_cnn
 from convkit.papers.paper import Paper
 
@@ -41,9 +39,4 @@ def names() -> list[str]:
 
 def tuned_knobs(directory: Path) -> KnobTable:
     """Every chapter's tuning table in ``directory`` as one knob table (variant names are unique)."""
-    tables = [table for p in PAPERS if (table := p.tuned(directory)) is not None]
-
-    def lookup(problem: ConvProblem, variant: str) -> dict[str, Any] | None:
-        return next((found for table in tables if (found := table(problem, variant)) is not None), None)
-
-    return lookup
+    return first_of([table for p in PAPERS if (table := p.tuned(directory)) is not None])
