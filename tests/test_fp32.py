@@ -13,7 +13,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.nvrtc import kernel_source
 from convkit.families.fp32 import launch, winograd
 from convkit.papers import fp32
-from convkit.papers.fp32.problem_sets import suites
+from convkit.study.layer_sets import three_chapter_suites as suites
 
 
 @pytest.mark.parametrize(("m", "r"), [*winograd.TILES, (6, 3), (3, 5)])

@@ -21,8 +21,8 @@ from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3
 from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
 from convkit.papers.fp32 import edges, results
-from convkit.papers.fp32.problem_sets import problems
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
 

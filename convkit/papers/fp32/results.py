@@ -15,8 +15,8 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import IGEMM, WINOGRAD
-from convkit.papers.fp32.problem_sets import suites
 from convkit.study import tables
+from convkit.study.layer_sets import three_chapter_suites as suites
 
 #: The experiments the chapter reads: its sweep, the repeated sample, the tuning table and the ncu profile.
 SWEEP, REPEAT, TUNING, PROFILE = "fp32", "fp32_repeat", "fp32_tuning", "fp32_kernels"
