@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from convkit.core.problem import ConvProblem
 from convkit.papers import tf32x3 as chapter
 from convkit.study import sweep, tuning
@@ -22,3 +24,28 @@ def test_it_tunes_and_sweeps_every_kernel_on_each_problem_in_one_run(monkeypatch
     assert [p.name for p in sweeps[0][3]["peers"]][:2] == ["sgemm", "cutlass_tf32x3_128x64"]
     # the kernels run the knobs this chapter's own tuning table found fastest
     assert sweeps[0][3]["tuned"](ConvProblem.same(1, 8, 8, 8, 8, 3), "fp32_igemm") == {"from": "tf32x3_tuning"}
+
+
+def test_the_accuracy_experiment_checks_every_precision_on_every_kind_of_input(monkeypatch):
+    from convkit.core import gpu
+    from convkit.families import fp32 as fp32_family
+    from convkit.families import tf32x3 as tf32x3_family
+    from convkit.libs import cutlass
+    from convkit.libs.cudnn import FORWARD_ALGORITHMS
+    from convkit.papers.tf32x3 import accuracy
+
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(cutlass, "available", lambda: False)
+    for family in (fp32_family, tf32x3_family):  # the H100's 132 SMs for the heuristic launches
+        monkeypatch.setattr(family, "sm_count", lambda: 132)
+    problems = accuracy.problems()
+    ks = [p.c * p.r * p.s for p in problems[:12]]
+    assert ks[:9] == [9, 36, 144, 288, 576, 1152, 2304, 4608, 9216] and ks[9:] == [256, 1024, 4096]
+    assert len(problems) == 12 + len(range(0, 671, accuracy.STUDY_STEP))
+    cases = accuracy.cases(problems[0])
+    per_input = 2 + len(FORWARD_ALGORITHMS) + len(accuracy.TORCH_PRECISIONS)
+    assert len(cases) == len(accuracy.INPUTS) * per_input
+    assert {json.loads(c.params)["inputs"] for c in cases} == set(accuracy.INPUTS)
+    assert [c.variant for c in cases[:2]] == ["fp32_igemm", "igemm_tf32x3"]
+    assert "tile" in json.loads(cases[1].params)  # the heuristic launch, recorded beside the kind of input

@@ -1,0 +1,133 @@
+"""The accuracy experiment of the 3xTF32 chapter (``tf32x3_accuracy.csv``): error against float64 as K = C*R*S
+grows, for every precision a convolution can be computed in, on inputs chosen to be hard.
+
+On each problem (:func:`problems`: 3x3 layers with K from 9 to 9216, 1x1 layers with K up to 4096, and a sample of
+the study's layers) and each kind of input (:data:`INPUTS`), one run checks against the float64 convolution of
+the same inputs: our FP32 implicit GEMM and our 3xTF32 kernel at their heuristic launches, every cuDNN forward
+algorithm in FMA math, CUTLASS's kernels where they run, and PyTorch's cuDNN in FP32 (TF32 off), in TF32 and in
+FP16. FP32 and 3xTF32 rows are held to their bars (a row over its bar is recorded ``wrong``); TF32 and FP16 rows
+record their error only, as reference lines. No time is taken: :mod:`convkit.papers.tf32x3` times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from convkit.bench.measure import CHECK_ONLY, check_and_time, float64_reference, prepare_case
+from convkit.bench.rows import Case, params_text
+from convkit.bench.variant import Kernels
+from convkit.core.problem import ConvProblem
+from convkit.families import fp32, tf32x3
+from convkit.libs import cutlass
+from convkit.study.layer_sets import three_chapter_problems
+from convkit.study.sweep import run_sweep
+
+EXPERIMENT = "tf32x3_accuracy"
+#: The inputs each problem is checked on: standard normal; every value's 13 bits below TF32's on the rounding tie
+#: (each split rounds away from zero); magnitudes spread over 2^-16 .. 2^16; all positive (no cancellation, so
+#: a biased rounding shows).
+INPUTS = ("normal", "rounding ties", "wide range", "all positive")
+#: PyTorch's precisions beside the kernels: FP32 (TF32 off), then the two reference lines.
+TORCH_PRECISIONS = ("fp32", "tf32", "fp16")
+KERNELS = Kernels((fp32.IGEMM_VARIANT, tf32x3.IGEMM_VARIANT), cutlass.PEERS)
+#: Every STUDY_STEP-th of the three chapters' problems joins the K sweep.
+STUDY_STEP = 20
+
+
+def problems() -> list[ConvProblem]:
+    """3x3 "same" layers with C from 1 to 1024 (K = 9 .. 9216), 1x1 layers with C of 256, 1024 and 4096, then a
+    sample of the three chapters' problems."""
+    sweep = [ConvProblem.same(2, c, 24, 24, 64, 3) for c in (1, 4, 16, 32, 64, 128, 256, 512, 1024)]
+    sweep += [ConvProblem.same(2, c, 24, 24, 64, 1) for c in (256, 1024, 4096)]
+    return sweep + three_chapter_problems()[::STUDY_STEP]
+
+
+def cases(problem: ConvProblem) -> list[Case]:
+    """Per kind of input: both kernels at their heuristic launches, every cuDNN algorithm, every CUTLASS kernel
+    that runs ``problem``, and PyTorch in each of :data:`TORCH_PRECISIONS`."""
+    from convkit.libs.cudnn import FORWARD_ALGORITHMS
+
+    out = []
+    for inputs in INPUTS:
+        kind = {"inputs": inputs}
+        out += [Case("convkit", v.name, params_text(kind | v.default_knobs(problem))) for v in KERNELS.variants
+                if v.supports(problem)]  # fmt: skip
+        out += [Case("cudnn", algo, params_text(kind)) for algo in FORWARD_ALGORITHMS]
+        out += [Case(cutlass.IMPL, peer.name, params_text(kind)) for peer in KERNELS.peers if peer.supports(problem)]
+        out += [Case("pytorch", precision, params_text(kind)) for precision in TORCH_PRECISIONS]
+    return out
+
+
+def make_inputs(problem: ConvProblem, inputs: str, seed: int) -> tuple[Any, Any]:
+    """``x`` and ``w`` (CuPy, float32) of one kind of :data:`INPUTS`."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    if inputs == "rounding ties":
+        x, w = (((a.view(cupy.uint32) & ~cupy.uint32(0x1FFF)) | cupy.uint32(0x1000)).view(cupy.float32) for a in (x, w))
+    elif inputs == "wide range":
+        x, w = (a * cupy.exp2(rng.integers(-16, 17, a.shape)).astype(cupy.float32) for a in (x, w))
+    elif inputs == "all positive":
+        x, w = cupy.abs(x), cupy.abs(w)
+    return x, w
+
+
+def _torch_prepare(problem: ConvProblem, precision: str, x: Any, w: Any, y: Any) -> Callable[[], Any]:
+    """(run, check_run) of PyTorch's cuDNN in ``precision`` writing ``y`` (FP16 computes from FP16 copies)."""
+
+    def prepare() -> Any:
+        import cupy
+        import torch
+
+        xt, wt = torch.from_dlpack(x), torch.from_dlpack(w)
+        if precision == "fp16":
+            xt, wt = xt.half(), wt.half()
+
+        def call() -> Any:
+            torch.backends.cudnn.allow_tf32 = precision == "tf32"
+            try:
+                with torch.no_grad():
+                    return torch.nn.functional.conv2d(xt, wt, stride=problem.stride, padding=problem.pad)
+            finally:
+                torch.backends.cudnn.allow_tf32 = False
+
+        return call, lambda: cupy.copyto(y, cupy.from_dlpack(call().float()))
+
+    return prepare
+
+
+def measure_rows(problem: ConvProblem, todo: list[Case], *, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """Check ``todo`` on ``problem``: per kind of input, fresh inputs and their float64 reference, then each case's
+    poisoned output against it (TF32 and FP16 recorded, not held to a bar)."""
+    import cupy
+
+    by_inputs: dict[str, list[Case]] = {}
+    for case in todo:
+        by_inputs.setdefault(json.loads(case.params)["inputs"], []).append(case)
+    for index, (inputs, group) in enumerate(by_inputs.items()):
+        x, w = make_inputs(problem, inputs, seed + index)
+        ref = float64_reference(problem, x, w)
+        y = cupy.empty(problem.output_shape, dtype=cupy.float32)
+        for case in group:
+            knobs = {k: v for k, v in json.loads(case.params).items() if k != "inputs"}
+            bare = Case(case.impl, case.variant, params_text(knobs))
+            reduced = case.impl == "pytorch" and case.variant != "fp32"
+            if case.impl == "pytorch":
+                prepare, tolerance = _torch_prepare(problem, case.variant, x, w, y), float("inf") if reduced else None
+            else:
+                prepare, tolerance = prepare_case(problem, bare, KERNELS, x, w, y), None
+            row = check_and_time(problem, bare, prepare, y, ref, CHECK_ONLY, tolerance=tolerance)
+            note = "reduced precision: error reported, not held to the FP32 bars" if reduced else row["note"]
+            yield row | {"params": case.params, "note": note}
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def measure(directory: Path | None = None, *, progress: Callable[[str], None] | None = print) -> Path:
+    """:func:`problems` x :func:`cases` into ``<directory>/tf32x3_accuracy.csv`` (default ``results/<this GPU>``),
+    resuming."""
+    return run_sweep(EXPERIMENT, problems(), cases, measure_rows, directory=directory, progress=progress)
