@@ -1,7 +1,8 @@
 """convkit: fast GPU convolution, and the reproducible study that measures it.
 
 The library: ``convkit.conv2d`` runs, per GPU and problem, the fastest implementation the study checked and
-recorded (one of its kernel families, :mod:`convkit.families`, or a library); ``convkit.conv2d_relu_pool``
+recorded (one of its kernel families, :mod:`convkit.families`, or a library), within the input precision asked
+for (:mod:`convkit.core.precision`: FP32 FMA, or FP32-accurate 3xTF32 on tensor cores); ``convkit.conv2d_relu_pool``
 the fused CNN layer; ``convkit.patch`` puts them under a PyTorch model's layers. Importing convkit imports
 neither CuPy nor PyTorch; the GPU paths import CuPy at first use and say plainly when it or a device is
 missing. The study (:mod:`convkit.study`, the chapters in :mod:`convkit.papers`, the book's helpers in
