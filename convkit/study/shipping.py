@@ -18,7 +18,7 @@ from convkit.core.shipped import shipped, shipped_path
 from convkit.op.dispatch import Choice, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
-from convkit.study.tables import fastest_per, problem_keys, timed
+from convkit.study.tables import OWN_PEERS, fastest_per, problem_keys, timed
 from convkit.study.tuning import tuned_knobs
 
 #: The candidates' columns.
@@ -26,8 +26,9 @@ CANDIDATE_COLUMNS = ["key", "paper", "impl", "variant", "params", "us"]
 
 
 def recorded_candidates(directory: Path) -> Any:
-    """Every checked and timed row of every chapter's sweep in ``directory`` that runs a plain convolution,
-    with its chapter and problem key (a pandas DataFrame; empty where nothing is recorded)."""
+    """Every checked and timed row of every chapter's sweep in ``directory`` that runs a plain convolution and
+    that ``convkit.conv2d`` can run (not the peers of their own, :data:`convkit.study.tables.OWN_PEERS`), with its
+    chapter and problem key (a pandas DataFrame; empty where nothing is recorded)."""
     import pandas as pd
 
     from convkit.papers import PAPERS
@@ -37,6 +38,7 @@ def recorded_candidates(directory: Path) -> Any:
         if not paper.convolutions or not (Path(directory) / f"{paper.experiment}.csv").is_file():
             continue
         frame = timed(load_results(Path(directory), paper.experiment)[0])
+        frame = frame[~frame["impl"].isin(OWN_PEERS)]
         if not frame.empty:
             frames.append(frame.assign(paper=paper.name, key=problem_keys(frame)))
     if not frames:

@@ -6,7 +6,8 @@ column-naming rule:
 - ``<variant>_us``, ``params_<variant>``: a convkit variant's fastest correct time and its knobs;
 - ``best_cudnn``, ``best_cudnn_us``: the fastest correct cuDNN forward algorithm;
 - ``pytorch_us``: PyTorch's autotuned cuDNN;
-- ``best_lib``, ``best_lib_us``: the fastest correct library case of any kind (cuDNN, PyTorch, peers);
+- ``best_lib``, ``best_lib_us``: the fastest correct library case of any kind (cuDNN, PyTorch, peers), CUTLASS
+  apart: it is a peer of its own (``best_cutlass``, ``best_cutlass_us``, where it ran), not "the best library";
 - ``floor_us``: the roofline floor (:func:`convkit.study.roofline.floor_us`), where ceilings are given;
 - ``speedup_<variant>``: the best library's time over the variant's (above 1: convkit is faster);
   ``cudnn_speedup_<variant>``: the same against the best cuDNN algorithm alone;
@@ -26,6 +27,9 @@ from convkit.study.roofline import floor_us
 
 #: The ``impl`` of convkit's own kernels in the results; every other impl is a library (cuDNN, PyTorch, a peer).
 CONVKIT = "convkit"
+#: Libraries compared as peers of their own, never counted in "the best library" (CUTLASS runs NHWC, its layout
+#: transforms untimed: not what a caller of an NCHW library gets).
+OWN_PEERS = ("cutlass",)
 
 
 def timed(frame: Any) -> Any:
@@ -74,8 +78,11 @@ def problem_row(group: Any, variants: Sequence[str], ceilings: dict[str, float] 
     """One problem's numbers (see the module doc) from its :func:`timed` rows."""
     problem = ConvProblem.from_row(group.iloc[0])
     mine = group[group["impl"] == CONVKIT]
-    library = group[group["impl"] != CONVKIT]
+    library = group[~group["impl"].isin((CONVKIT, *OWN_PEERS))]
     row: dict[str, Any] = {"label": group["label"].iloc[0], "problem": problem}
+    for peer in OWN_PEERS:
+        if (group["impl"] == peer).any():
+            row[f"best_{peer}"], row[f"best_{peer}_us"] = fastest(group[group["impl"] == peer])
     row["best_cudnn"], row["best_cudnn_us"] = fastest(library[library["impl"] == "cudnn"])
     row["pytorch_us"] = fastest(library[library["impl"] == "pytorch"])[1]
     row["best_lib"], row["best_lib_us"] = fastest(library)

@@ -1,0 +1,23 @@
+"""The chapters' shared numbers: CUTLASS is a peer of its own, never "the best library"."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from convkit.bench.rows import Case, make_row
+from convkit.core.problem import ConvProblem
+from convkit.study import tables
+
+
+def test_cutlass_is_compared_apart_from_the_best_library():
+    p = ConvProblem.same(2, 64, 14, 14, 32, 3)
+    times = {("convkit", "igemm_tf32x3"): 0.100, ("cudnn", "IMPLICIT_GEMM"): 0.120,
+             ("pytorch", "cudnn.benchmark"): 0.110, ("cutlass", "cutlass_tf32x3_128x64"): 0.050}  # fmt: skip
+    frame = pd.DataFrame([make_row(p, Case(impl, variant), status="ok") | {"time_ms_median": ms}
+                          for (impl, variant), ms in times.items()])  # fmt: skip
+    (row,) = tables.problem_rows(frame, ["igemm_tf32x3"])
+    assert row["best_lib"] == "cudnn.benchmark" and row["best_lib_us"] == 110.0
+    assert row["best_cutlass"] == "cutlass_tf32x3_128x64" and row["best_cutlass_us"] == 50.0
+    assert row["speedup_igemm_tf32x3"] == 1.1
+    (plain,) = tables.problem_rows(frame[frame["impl"] != "cutlass"], ["igemm_tf32x3"])
+    assert "best_cutlass" not in plain  # no column where CUTLASS did not run
