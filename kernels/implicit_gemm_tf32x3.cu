@@ -14,8 +14,8 @@
 //     - The accumulation: per 16-deep slice the tensor cores sum the small products first, then the big
 //       one, from zero (two k-steps of m16n8k8); the slice's sum is then added to an FP32 accumulator by
 //       an FADD, which rounds to nearest. The tensor cores' own accumulation truncates, so a running sum
-//       kept inside them over all of K drifts (CONVKIT_SLICE_SUM=0 builds it: 3.2e-5 from float64 at
-//       K = 4608 on the H100, against 3.3e-7 with slice sums); kept outside, only a slice's sum truncates.
+//       kept inside them over all of K drifts (measured on the H100 at K = 4608: 3.2e-5 from float64,
+//       against 3.3e-7 with slice sums); kept outside, only a slice's sum truncates.
 //     - Warps own 32 x 64 outputs (2 x 8 tiles of m16n8), 64 accumulators a thread as implicit_gemm.cu.
 //       Staged rows are padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes
 //       (g, t) reading row t, column g) hits 32 distinct banks.
@@ -46,9 +46,6 @@
 #ifndef CONVKIT_STAGES
 #define CONVKIT_STAGES 3
 #endif
-#ifndef CONVKIT_SLICE_SUM  // 1: each slice summed from zero in the tensor cores, then added in FP32; 0: one running sum
-#define CONVKIT_SLICE_SUM 1
-#endif
 
 namespace tf32x3 {
 constexpr int BM = CONVKIT_BM, BN = CONVKIT_BN, BK = 16, STAGES = CONVKIT_STAGES, VEC = CONVKIT_VEC;
@@ -59,8 +56,8 @@ constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int A_STRIDE = BM + 8, B_STRIDE = BN + 8;  // 8 mod 32 banks: conflict-free fragment loads
 constexpr int STAGE_FLOATS = BK * (A_STRIDE + B_STRIDE);
-// a slice's own sums double the accumulators: one 256-thread block per SM then, two without them
-constexpr int MIN_BLOCKS = (CONVKIT_SLICE_SUM ? 256 : 512) / THREADS;
+// a slice's own sums double the accumulators (about 205 registers): one 256-thread block per SM
+constexpr int MIN_BLOCKS = 256 / THREADS;
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
 
@@ -73,6 +70,19 @@ __device__ __forceinline__ void split(float a, unsigned& big, unsigned& small)
 {
     big = (__float_as_uint(a) + 0x1000u) & 0xffffe000u;
     small = __float_as_uint(a - __uint_as_float(big));
+}
+
+// A warp's MT x NT tiles of m16n8 sums, four floats a thread each.
+using Tiles = float[MT][NT][4];
+
+__device__ __forceinline__ void zero(Tiles& tiles)
+{
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int v = 0; v < 4; ++v) tiles[i][j][v] = 0.0f;
 }
 
 // d += a * b on one m16n8k8 TF32 tile (FP32 accumulation in the tensor core).
@@ -124,13 +134,8 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
     const int warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // the fragment's row group and thread in group
     const int wm = (warp % WARPS_M) * WARP_M, wn = (warp / WARPS_M) * WARP_N;
-    float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.0f;
+    Tiles acc;
+    zero(acc);
 
     const int slices = (k_end - k_begin + BK - 1) / BK;
 #pragma unroll
@@ -147,16 +152,8 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 
         const float* As = smem + (it % STAGES) * STAGE_FLOATS;
         const float* Bs = As + BK * A_STRIDE;
-        float slice_sum[CONVKIT_SLICE_SUM ? MT : 1][NT][4];  // this slice's sum, from zero in the tensor cores
-        auto& part = *reinterpret_cast<float(*)[MT][NT][4]>(CONVKIT_SLICE_SUM ? &slice_sum[0][0][0] : &acc[0][0][0]);
-        if (CONVKIT_SLICE_SUM) {
-#pragma unroll
-            for (int i = 0; i < MT; ++i)
-#pragma unroll
-                for (int j = 0; j < NT; ++j)
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) part[i][j][v] = 0.0f;
-        }
+        Tiles part;  // this slice's sum, from zero in the tensor cores
+        zero(part);
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
@@ -187,14 +184,12 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 #pragma unroll
                 for (int j = 0; j < NT; ++j) mma(part[i][j], a_big[i], b_big[j]);
         }
-        if (CONVKIT_SLICE_SUM) {
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j)
+            for (int j = 0; j < NT; ++j)
 #pragma unroll
-                    for (int v = 0; v < 4; ++v) acc[i][j][v] += part[i][j][v];  // FP32, rounded to nearest
-        }
+                for (int v = 0; v < 4; ++v) acc[i][j][v] += part[i][j][v];  // FP32, rounded to nearest
     }
 
     // acc[i][j]: filters wm + 16 i + g (+ 8 for v >= 2), positions wn + 8 j + 2 t (+ 1 for odd v)

@@ -2,13 +2,11 @@
 launch candidate of igemm_tf32x3 and fp32_igemm beside every cuDNN algorithm, PyTorch (TF32 off), cuBLAS and
 CUTLASS (its 3xTF32 and SIMT kernels, NHWC, the layout transforms untimed; with the nvidia-cutlass wheel),
 checked against float64 and timed as the sweeps time them; then the error of both kernels as K = 9 C grows,
-on normal, rounding-tie and all-positive inputs. Run on a GPU from the repository root:
+on the accuracy experiment's kinds of input. Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from convkit.bench.measure import cases, measure_problem
 from convkit.bench.rows import Case, params_text
@@ -48,22 +46,15 @@ def speeds() -> None:
 
 
 def errors() -> None:
-    import cupy
+    from convkit.papers.tf32x3.accuracy import INPUTS, make_inputs
 
-    rng = np.random.default_rng(3)
     for c in (32, 128, 512, 1024):
         p = ConvProblem.same(2, c, 24, 24, 64, 3)
-        for inputs in ("normal", "rounding ties", "all positive"):
-            x = rng.standard_normal(p.input_shape).astype(np.float32)
-            w = rng.standard_normal(p.filter_shape).astype(np.float32)
-            if inputs == "rounding ties":
-                x, w = ((a.view(np.uint32) & ~np.uint32(0x1FFF) | np.uint32(0x1000)).view(np.float32) for a in (x, w))
-            elif inputs == "all positive":
-                x, w = np.abs(x), np.abs(w)
-            ref = reference.conv2d(x, w, pad=1)
-            xs, ws = cupy.asarray(x), cupy.asarray(w)
-            mine = reference.relative_error(conv2d_tf32x3(xs, ws, pad=1).get(), ref)
-            simt = reference.relative_error(conv2d_implicit_gemm(xs, ws, pad=1).get(), ref)
+        for seed, inputs in enumerate(INPUTS):
+            x, w = make_inputs(p, inputs, seed)
+            ref = reference.conv2d(x.get(), w.get(), pad=1)
+            mine = reference.relative_error(conv2d_tf32x3(x, w, pad=1).get(), ref)
+            simt = reference.relative_error(conv2d_implicit_gemm(x, w, pad=1).get(), ref)
             print(f"K = {9 * c:5d}, {inputs:13s}: 3xTF32 {mine:.2e}, FP32 SIMT {simt:.2e}")
 
 

@@ -93,3 +93,11 @@ def test_the_kernel_builds_without_spills(arch):
                 options = launch.TensorCoreGemmLaunch(tile, stages=stages).options(p)
                 for k in ptxas_report("implicit_gemm_tf32x3", arch, options=options):
                     assert k.spill_store_bytes == k.spill_load_bytes == 0, (options, k)
+
+
+def test_a_rows_precision_comes_from_its_kernel_or_is_fp32_fma():
+    from convkit.families import precision_of
+
+    assert precision_of("convkit", "igemm_tf32x3") == "tf32x3"
+    assert precision_of("convkit", "fp32_igemm") == precision_of("cublas", "sgemm") == "ieee"
+    assert precision_of("cudnn", "IMPLICIT_GEMM") == precision_of("pytorch", "cudnn.benchmark") == "ieee"

@@ -1,4 +1,5 @@
-"""Where the library's files live (the CUDA sources), and writing a file so that a kill leaves it whole."""
+"""Where the library's files live (the CUDA sources, the user's cache), and writing a file so that a kill leaves it
+whole."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ def kernels_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"no kernels/ directory beside {_PACKAGE_DIR}")
+
+
+def cache_dir() -> Path:
+    """convkit's folder in the user's cache (``$XDG_CACHE_HOME/convkit``, else ``~/.cache/convkit``); not created."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "convkit"
 
 
 def replace_text(path: Path, text: str) -> None:

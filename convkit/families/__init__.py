@@ -28,6 +28,13 @@ def variants_by_name() -> dict[str, Variant]:
     return {v.name: v for f in FAMILIES for v in (*f.variants, *f.peers)}
 
 
+def precision_of(impl: str, variant: str) -> str:
+    """How a results row's implementation multiplies (:mod:`convkit.core.precision`): a family's kernel or peer
+    says; cuDNN in FMA math and PyTorch with TF32 off are ``"ieee"``."""
+    found = variants_by_name().get(variant)
+    return found.precision if found is not None and found.impl == impl else "ieee"
+
+
 def owner(variant: str) -> str:
     """The family a variant (or peer) belongs to ("" for none)."""
     return next((f.name for f in FAMILIES for v in (*f.variants, *f.peers) if v.name == variant), "")

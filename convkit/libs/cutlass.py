@@ -21,6 +21,7 @@ from typing import Any
 from convkit.bench.variant import Variant
 from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.memo import memoize
+from convkit.core.paths import cache_dir
 from convkit.core.problem import ConvProblem
 
 IMPL = "cutlass"
@@ -64,7 +65,7 @@ def library() -> Any:
         raise RuntimeError("the CUTLASS peer needs the nvidia-cutlass wheel's headers and nvcc on the PATH")
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
     digest = hashlib.sha256((SOURCE.read_text() + str(include) + version).encode()).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "convkit"
+    root = cache_dir()
     path = root / f"cutlass_fprop-{digest}.so"
     if not path.is_file():
         root.mkdir(parents=True, exist_ok=True)

@@ -14,12 +14,12 @@ A file that cannot be read is ignored with a warning rather than trusted.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from convkit._version import __version__
+from convkit.core.paths import cache_dir
 from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
 from convkit.core.shipped import read_document, shipped, write_document
@@ -64,8 +64,7 @@ def write_table(path: Path, gpu: str, choices: dict[str, Choice], **fields: obje
 
 def cache_path(gpu: str) -> Path:
     """The user's cache of choices tuned on this machine, per GPU and convkit version."""
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "convkit" / f"dispatch-{gpu}-{__version__}.json"
+    return cache_dir() / f"dispatch-{gpu}-{__version__}.json"
 
 
 def table_key(problem_key: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> str:

@@ -13,7 +13,7 @@ from convkit.bench.variant import Kernels
 from convkit.core import shipped
 from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
-from convkit.families import FAMILIES, owner
+from convkit.families import FAMILIES, owner, precision_of
 from convkit.op.dispatch import Choice, cache_path, read_table, table_key, write_table
 
 
@@ -31,7 +31,7 @@ def tune(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PR
         raise RuntimeError(f"no implementation passed its check on {problem.key}")
     best = min(rows, key=lambda r: float(r["time_ms_median"]))
     mine = best["impl"] == "convkit"
-    precision = kernels.by_name[best["variant"]].precision if best["variant"] in kernels.by_name else "ieee"
+    precision = precision_of(best["impl"], best["variant"])
     choice = Choice(best["impl"], best["variant"], best["params"] if mine else "",
                     owner(best["variant"]) if mine else "", 1e3 * float(best["time_ms_median"]), "tuned",
                     precision)  # fmt: skip

@@ -50,13 +50,11 @@ def table_from_results(directory: Path) -> dict[str, Choice]:
     """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's) for
     the default input precision, and under ``<key>@<precision>`` the fastest a narrower request allows where
     the default's is not one (:func:`convkit.op.dispatch.table_key`)."""
-    from convkit.families import variants_by_name
+    from convkit.families import precision_of
 
-    kinds = variants_by_name()
     candidates = recorded_candidates(directory)
     rows = zip(candidates["impl"], candidates["variant"], strict=True)
-    candidates = candidates.assign(precision=[kinds[v].precision if i == "convkit" and v in kinds else "ieee"
-                                              for i, v in rows])  # fmt: skip
+    candidates = candidates.assign(precision=[precision_of(impl, variant) for impl, variant in rows])
     out: dict[str, Choice] = {}
     for request in INPUT_PRECISIONS:  # the default first
         allowed = ALLOWED[request]

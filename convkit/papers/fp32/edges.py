@@ -20,7 +20,7 @@ from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
-from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, conv2d_tf32x3
+from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
 from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.
@@ -53,26 +53,24 @@ def edge_check() -> None:
     raises AssertionError naming the launch that is wrong."""
     import cupy
 
+    # the FP32 kernel at every depth; 3xTF32 (16-deep slices, dynamic shared memory) at its shallowest and deepest
+    kinds = [(ImplicitGemmLaunch, STAGES)]
+    if has_tf32_tensor_cores():
+        kinds.append((TensorCoreGemmLaunch, (2, 5)))
     for p in GEMM_EDGES:
         for unaligned in (False, True):
             x, w, ref, out = _inputs(p, unaligned=unaligned)
             k = p.c * p.r * p.s
-            for tile in TILES:
-                for stages in STAGES:
-                    for splits in sorted({1, min(2, -(-k // 8)), max(1, k // 8)}):
-                        spec = ImplicitGemmLaunch(tile, splits, stages)
-                        out.fill(cupy.nan)
-                        conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
-                        err = reference.relative_error(out.get(), ref)
-                        assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
-            for tile in TILES if has_tf32_tensor_cores() else ():  # 3xTF32: 16-deep slices, dynamic shared memory
-                for stages in (2, 5):  # the shallowest and the deepest pipeline
-                    for splits in sorted({1, min(2, -(-k // 16)), max(1, k // 16)}):
-                        spec = TensorCoreGemmLaunch(tile, splits, stages)
-                        out.fill(cupy.nan)
-                        conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
-                        err = reference.relative_error(out.get(), ref)
-                        assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+            for kind, depths in kinds:
+                for tile in TILES:
+                    for stages in depths:
+                        whole = -(-k // kind.slice_k)  # slices in C*R*S
+                        for splits in sorted({1, min(2, whole), max(1, k // kind.slice_k)}):
+                            spec = kind(tile, splits, stages)
+                            out.fill(cupy.nan)
+                            conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
+                            err = reference.relative_error(out.get(), ref)
+                            assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
         if cublas.supports(p):
             x, w, ref, out = _inputs(p)
             cublas.conv1x1(x, w, out)
