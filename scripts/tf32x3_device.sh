@@ -1,31 +1,60 @@
 #!/usr/bin/env bash
-# The 3xTF32 chapter's GPU session, resumable, until the chapter joins the registry (then chapter_device.sh):
-# its GPU tests (the family, CUTLASS, the op's precision contract), the TF32 ceilings the ceilings store lacks,
-# the accuracy experiment, then the tuning and sweep for at most SWEEP_SECONDS. Run from the repository root on
-# a GPU machine with .whl from `shared/tools/device-wheels.sh pytest-xdist execnet nvidia-cutlass` (the CUTLASS
-# rows need its headers):
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) SWEEP_SECONDS=400 bash scripts/tf32x3_device.sh
-# TESTS=0 skips the tests. The recorded CSV/JSON files are copied to $OUT (default ./out).
+# The 3xTF32 chapter's recording session, run in the background so that it outlives one device call (at most 10
+# minutes) on a machine held across several: the TF32 ceilings the ceilings store lacks, the accuracy experiment,
+# the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
+# resumes where an earlier machine stopped: its rows come back in $OUT and are put into results/<gpu>/ here.
+# Each call waits up to WAIT seconds (default 560) and copies what is recorded so far to $OUT:
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
+# The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
+# working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
+# waits. The job's log is $OUT/job.log; a file $OUT/done says it finished.
 set -uo pipefail
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-TESTS=0 source scripts/device_session.sh tf32x3
-if [ "${TESTS:-1}" = 1 ]; then
-  echo "=== GPU tests"
-  python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 tests/test_tf32x3_gpu.py tests/test_cutlass_gpu.py \
-    tests/test_op_gpu.py 2>&1 | tail -n 8
-fi
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+job=/tmp/tf32x3_job
+if [ ! -d "$job" ]; then
+  if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+  fi
+  gpu=$(python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  mkdir -p "$job/results"
+  cp -r convkit kernels scripts pyproject.toml "$job/"
+  cp -r "results/$gpu" "$job/results/$gpu"
+  echo "$gpu" > "$job/gpu"
+  cat > "$job/steps.sh" <<EOF
+set -uo pipefail
+cd $job
+export PYTHONPATH=/tmp/site:$job PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
+dir=results/$gpu
 echo "=== TF32 ceilings"
 python3 -c "
 from convkit.papers.ceilings import measure
 from convkit.study import provenance
-measure.run(measure.open_store('$gpu_dir', provenance.collect()), progress=print)"
-echo "=== accuracy (at most ${ACCURACY_SECONDS:-300} s)"
-timeout "${ACCURACY_SECONDS:-300}" python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('$gpu_dir')" \
-  > "$OUT/accuracy.log" 2>&1; echo "accuracy exit $? (124: stopped by the time limit, resumable)"
-echo "=== sweep (at most ${SWEEP_SECONDS:-400} s)"
-timeout "${SWEEP_SECONDS:-400}" python3 -c "from convkit.papers import tf32x3; tf32x3.measure('$gpu_dir')" \
-  > "$OUT/sweep.log" 2>&1; echo "sweep exit $? (124: stopped by the time limit, resumable)"; tail -n 2 "$OUT/sweep.log"
-cp "$gpu_dir"/tf32x3*.csv "$gpu_dir"/tf32x3*.json "$gpu_dir"/ceilings.* "$OUT"/ 2>/dev/null
+measure.run(measure.open_store('\$dir', provenance.collect()), progress=print)"
+echo "=== accuracy"
+timeout ${ACCURACY_SECONDS:-300} python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('\$dir')"
+echo "accuracy exit \$?"
+echo "=== sweep"
+python3 -c "from convkit.papers import tf32x3; tf32x3.measure('\$dir')" 2>&1 | grep -v "^  "
+echo "sweep exit \${PIPESTATUS[0]}"
+echo "=== repeat"
+python3 -c "from convkit.papers import tf32x3; tf32x3.measure_repeat('\$dir')" | tail -n 3
+echo "=== profile"
+if python3 -c "from convkit.papers import paper; paper('tf32x3')" 2>/dev/null && [ ! -f \$dir/tf32x3_kernels.csv ]; then
+  python3 -m convkit.cli profile tf32x3 --directory \$dir 2>&1 | tail -n 3
+fi
+touch $job/done
+EOF
+  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
+  echo "started the job on $gpu"
+fi
+for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
+  [ -f "$job/done" ] && break
+  sleep 10
+done
+gpu=$(cat "$job/gpu")
+mkdir -p "$OUT/$gpu"
+cp "$job/results/$gpu"/tf32x3* "$job/results/$gpu"/ceilings.* "$OUT/$gpu/" 2>/dev/null
+cp "$job/log" "$OUT/job.log"
+[ -f "$job/done" ] && touch "$OUT/done"
+grep -v "^  " "$job/log" | tail -n 25

@@ -16,7 +16,7 @@ from typing import Any
 
 from convkit.bench.measure import TUNING_TIMING, cases, measure_problem
 from convkit.bench.rows import Case, case_key, make_row, row_key
-from convkit.bench.variant import Kernels, KnobTable, Variant
+from convkit.bench.variant import Kernels, KnobTable, Variant, first_of
 from convkit.core.problem import ConvProblem
 from convkit.study.results import ResultStore, gpu_results_dir
 
@@ -158,18 +158,24 @@ def tune_then_sweep(
     peers: Sequence[Variant] = (),
     timing: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = print,
+    tune_here: Sequence[Variant] | None = None,
+    knobs_from: tuple[str, ...] = (),
 ) -> Path:
     """Measure every knob candidate of ``variants`` (those that tune) on ``problems`` into the tuning table
     ``tuning``, then sweep
     them at the knobs that table found fastest (with every cuDNN algorithm, PyTorch and ``peers``) into
     ``experiment``, both in ``directory`` (default ``results/<this GPU>``) and both resuming; a problem whose
-    tuned launch changed is swept again whole. Returns the directory."""
+    tuned launch changed is swept again whole. ``tune_here`` (default: every variant that tunes) are the ones
+    tuned into ``tuning``; the others run the knobs of the tuning tables ``knobs_from`` (other chapters'
+    experiments in the same folder), so that a chapter measuring another's kernels does not tune them again.
+    Returns the directory."""
     from convkit.study.tuning import knob_table
 
     directory, problems = gpu_results_dir(directory), list(problems)
-    tuned = [v for v in variants if v.candidates is not None]
+    tuned = [v for v in (variants if tune_here is None else tune_here) if v.candidates is not None]
     run_experiment(tuning, problems, tuned, directory=directory, cudnn=False, tune=True, timing=TUNING_TIMING,
                    progress=progress)  # fmt: skip
+    knobs = first_of([knob_table(directory, t) for t in (tuning, *knobs_from)])
     run_experiment(experiment, problems, variants, directory=directory, peers=peers, timing=timing, progress=progress,
-                   remeasure_changed=True, tuned=knob_table(directory, tuning))  # fmt: skip
+                   remeasure_changed=True, tuned=knobs)  # fmt: skip
     return directory
