@@ -2,7 +2,7 @@
 # The 3xTF32 chapter's recording session, run in the background so that it outlives one device call (at most 10
 # minutes) on a machine held across several: the TF32 ceilings the ceilings store lacks, the accuracy experiment,
 # the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
-# resumes where an earlier machine stopped: its rows come back in $OUT and are put into results/<gpu>/ here.
+# resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
 # Each call waits up to WAIT seconds (default 560) and copies what is recorded so far to $OUT:
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
@@ -53,8 +53,8 @@ for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
   sleep 10
 done
 gpu=$(cat "$job/gpu")
-mkdir -p "$OUT/$gpu"
-cp "$job/results/$gpu"/tf32x3* "$job/results/$gpu"/ceilings.* "$OUT/$gpu/" 2>/dev/null
+# one archive: a device call brings back only so many files
+(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/tf32x3* "$gpu"/ceilings.*)
 cp "$job/log" "$OUT/job.log"
 [ -f "$job/done" ] && touch "$OUT/done"
 grep -v "^  " "$job/log" | tail -n 25

@@ -15,7 +15,7 @@ PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url"}
 
 def test_notebooks_are_numbered_in_reading_order():
     assert [p.stem for p in NOTEBOOKS] == ["00_ceilings", "01_baseline", "02_lu2020", "03_cuconv", "04_toy_cnn",
-                                           "05_chang2022", "06_fp32", "07_summary"]  # fmt: skip
+                                           "05_chang2022", "06_fp32", "07_tf32x3", "08_summary"]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

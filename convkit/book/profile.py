@@ -113,9 +113,10 @@ def _launch_between_markers(run: Any, begin: Any, end: Any, case_index: int) -> 
     cupy.cuda.get_current_stream().synchronize()
 
 
-def drive(manifest_path: Path, name: str) -> None:
-    """The profiled process: check each of the paper's profiled cases, warm it up, launch it once between
-    markers. Writes the manifest (case index -> entry with status, error and note) as JSON."""
+def drive(manifest_path: Path, name: str, directory: Path) -> None:
+    """The profiled process: check each of the paper's profiled cases (at the knobs tuned in ``directory``), warm
+    it up, launch it once between markers. Writes the manifest (case index -> entry with status, error and note)
+    as JSON."""
     from convkit.bench.measure import poisoned_run_error
     from convkit.cuda.nvrtc import load_kernel
     from convkit.libs.cudnn import CudnnError
@@ -125,7 +126,7 @@ def drive(manifest_path: Path, name: str) -> None:
         raise ValueError(f"paper {name!r} declares no profile")
     begin, end = load_kernel("timing", "profile_begin"), load_kernel("timing", "profile_end")
     manifest: list[dict[str, Any]] = []
-    for case in spec.cases():
+    for case in spec.cases(directory):
         entry = {"status": "ok", "rel_err": "", "note": ""} | dict(case.entry)
         try:
             prepared = case.prepare()
@@ -184,7 +185,7 @@ def profile(name: str, directory: Path | None = None, *, ncu: str | None = None)
         metrics = ",".join((*NCU_METRICS, *spec.metrics))
         subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", metrics,
                         "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.book.profile",
-                        "--drive", str(manifest), name], check=True, env=env)  # fmt: skip
+                        "--drive", str(manifest), name, str(directory)], check=True, env=env)  # fmt: skip
         raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
         rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, spec.metrics))
@@ -203,7 +204,7 @@ def _ncu_version(ncu: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--drive":
-        drive(Path(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "--drive":
+        drive(Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
     else:
         print(profile(sys.argv[1] if len(sys.argv) > 1 else "cuconv"))

@@ -33,7 +33,7 @@ class NotebookFailure(Exception):
 
 
 #: Chapters that are no paper's, after the papers': (name, notebook stem).
-CLOSING_CHAPTERS = (("summary", "07_summary"),)
+CLOSING_CHAPTERS = (("summary", "08_summary"),)
 
 
 def select_notebooks(only: str | None = None) -> list[Path]:

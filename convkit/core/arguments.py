@@ -51,6 +51,13 @@ def _grad_enabled() -> bool:
 
 def check_arguments(x: Operand, w: Operand, bias: Operand | None, *, stride: Any, padding: Any) -> ConvProblem:
     """The problem ``x``, ``w`` (and ``bias``) describe; raises TypeError or ValueError naming the argument."""
+    n, c, h, wd, m, r, s = checked_dims(x, w, bias, stride=stride, padding=padding)
+    return ConvProblem(n, c, h, wd, m, r, s, pad=padding, stride=stride)
+
+
+def checked_dims(x: Operand, w: Operand, bias: Operand | None, *, stride: Any, padding: Any) -> tuple[Any, ...]:
+    """(N, C, H, W, M, R, S) after :func:`check_arguments`'s checks. The sizes may be symbolic (PyTorch's SymInt,
+    as torch.compile traces with dynamic shapes): only comparisons and arithmetic are done on them."""
     named = [("x", x), ("w", w)] + ([("bias", bias)] if bias is not None else [])
     for name, a in named:
         if a.library != x.library:
@@ -84,4 +91,4 @@ def check_arguments(x: Operand, w: Operand, bias: Operand | None, *, stride: Any
     if (h + 2 * padding - r) // stride + 1 < 1 or (wd + 2 * padding - s) // stride + 1 < 1:
         raise ValueError(f"padding={padding}, stride={stride} give no output for a {h}x{wd} input and a {r}x{s} "
                          "filter")  # fmt: skip
-    return ConvProblem(n, c, h, wd, m, r, s, pad=padding, stride=stride)
+    return n, c, h, wd, m, r, s

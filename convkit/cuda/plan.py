@@ -13,8 +13,8 @@ ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, abo
 converts every argument anew (about 10 us). A call with a ``bind`` method binds itself (cuBLAS, on a handle
 set up once); other steps are called as recorded.
 
-A plan is valid for the problem, device, stream and operand alignment it was recorded on: the caller keys
-it by all four (a launcher may pick a kernel by alignment, and kept buffers are per stream). Replays of one
+A plan is valid for the problem, device and operand alignment it was recorded on (a launcher may pick a kernel
+by alignment), on any stream: its work arrays are all scratch, given per replay. Replays of one
 plan must not run from two threads at once (the bound parameter buffers are rewritten per call).
 """
 
@@ -113,11 +113,12 @@ class DriverLaunch:
             raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({status})")
 
 
-def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...], blas_handle: Any) -> Any:
     """A replay of one step taking (bases, stream pointer): a :class:`DriverLaunch` for a kernel whose
-    arguments it can pass, the call's own ``bind`` where it has one (cuBLAS), else None."""
+    arguments it can pass, the call's own ``bind`` where it has one (cuBLAS, on ``blas_handle``'s handles where
+    given), else None."""
     if hasattr(call, "bind"):
-        return call.bind(template, slots)
+        return call.bind(template, slots, blas_handle)
     if not isinstance(call, KernelCall):
         return None
     try:
@@ -134,9 +135,10 @@ class Plan:
     scratch_bytes: int
 
     @classmethod
-    def record(cls, recording: Recording, operands: Sequence[Any]) -> Plan:
+    def record(cls, recording: Recording, operands: Sequence[Any], *, blas_handle: Any = None) -> Plan:
         """The plan of ``recording``, whose array arguments are found in ``operands`` (CuPy arrays in
-        :data:`OPERANDS` order, None where absent) or among its scratch arrays; other arrays are kept."""
+        :data:`OPERANDS` order, None where absent) or among its scratch arrays; other arrays are kept. Its cuBLAS
+        calls replay on ``blas_handle(device, stream)``'s handle (default: convkit's own per stream)."""
         import cupy
 
         ranges = [(a.data.ptr, a.data.ptr + a.nbytes, i) for i, a in enumerate(operands) if a is not None]
@@ -154,7 +156,9 @@ class Plan:
                 if where is not None:
                     template[index] = None
                     slots.append((index, *where))
-            steps.append(PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots))))
+            steps.append(
+                PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots), blas_handle))
+            )
         return cls(tuple(steps), offset)
 
     def replay(self, bases: tuple[int, ...], stream: Any) -> None:

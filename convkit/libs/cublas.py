@@ -68,13 +68,14 @@ class StridedSgemm:
         handle = _handle(cupy.cuda.runtime.getDevice(), (stream or cupy.cuda.get_current_stream()).ptr)
         cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
 
-    def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]) -> Any:
+    def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...], handle_of: Any = None) -> Any:
         """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
-        device it was recorded on."""
+        device it was recorded on, on the handle ``handle_of(device, stream)`` (default: convkit's own)."""
         import cupy
         from cupy_backends.cuda.libs import cublas
 
         sgemm, device = cublas.sgemmStridedBatched, cupy.cuda.runtime.getDevice()
+        handle_of = handle_of or _handle
         x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
         fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
         where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
@@ -82,7 +83,7 @@ class StridedSgemm:
 
         def replay(bases: tuple[int, ...], stream: int) -> None:
             args = fixed.copy()
-            args[0] = _handle(device, stream)
+            args[0] = handle_of(device, stream)
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
             sgemm(*args)
@@ -104,3 +105,23 @@ def _handle(device: int, stream: int) -> int:
     cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
     cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
     return handle
+
+
+def torch_handle(device: int, stream: int) -> int:
+    """PyTorch's cuBLAS handle of this thread and ``device``, on its current stream (``stream``) with PyTorch's
+    workspace for it, as a captured CUDA graph needs: no handle made and no workspace allocated in a call. Set to
+    FP32 math (no TF32, whatever ``torch.backends.cuda.matmul.allow_tf32`` says) and host pointers for each call:
+    PyTorch sets its own modes again before its next one."""
+    from cupy_backends.cuda.libs import cublas
+
+    handle = _torch_blas_handle()()
+    cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    return handle
+
+
+@memoize()
+def _torch_blas_handle() -> Any:
+    import torch
+
+    return torch.cuda.current_blas_handle

@@ -7,5 +7,8 @@ It imports the kernel families (:mod:`convkit.families`) and what the package sh
 
 from convkit.op.conv import conv2d, implementation
 from convkit.op.fused import conv2d_relu_pool
+from convkit.op.torch_ops import register_if_torch_is_imported
+
+register_if_torch_is_imported()
 
 __all__ = ["conv2d", "conv2d_relu_pool", "implementation"]

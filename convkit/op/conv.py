@@ -28,7 +28,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
 from convkit.cuda.record import Recording
-from convkit.op import dispatch
+from convkit.op import dispatch, torch_ops
 from convkit.op.interop import cupy_stream, gpu_name, signature_function, stream_handle
 
 #: What runs a problem no table records: the FP32 chapter's implicit GEMM (any filter, stride, padding).
@@ -106,10 +106,20 @@ def conv2d(
     checks the arguments, picks the implementation and records its launches; later calls replay them
     (:mod:`convkit.cuda.plan`), checking only what can change between calls of one signature.
     """
+    if torch_ops.compiling():  # torch.compile is tracing: one node of its graph, the registered operator
+        return torch_ops.traced_conv2d(x, w, bias, stride, padding, input_precision)
+    return conv2d_eager(x, w, bias, stride, padding, input_precision)
+
+
+def conv2d_eager(x: Any, w: Any, bias: Any, stride: Any, padding: Any, input_precision: str) -> Any:
+    """:func:`conv2d` as it runs outside ``torch.compile`` (and inside ``torch.ops.convkit.conv2d``)."""
     k, runner = known(_SIGNATURE_OP.get(input_precision, "conv2d@?"), x, w, bias, stride, padding)
     if runner is not None:
         return runner(x, w, bias)
     return _first_call(x, w, bias, stride, padding, k, input_precision)
+
+
+torch_ops.EAGER["conv2d"] = conv2d_eager
 
 
 def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any:
@@ -178,9 +188,12 @@ def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
     launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
 
 
-def _recorded(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any) -> Plan:
-    """Run ``choice`` on CuPy arrays and return the plan that replays it."""
-    return Plan.record(run_recorded(choice, x, w, bias, problem, out), (x, w, out, bias))
+def _recorded(
+    choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any, blas_handle: Any = None
+) -> Plan:
+    """Run ``choice`` on CuPy arrays and return the plan that replays it (its cuBLAS calls on ``blas_handle``'s
+    handles, where given)."""
+    return Plan.record(run_recorded(choice, x, w, bias, problem, out), (x, w, out, bias), blas_handle=blas_handle)
 
 
 def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
@@ -191,24 +204,36 @@ def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
 # ---------------------------------------------------------------------------------------------
 # PyTorch tensors
 
-#: Scratch a plan keeps between its calls, up to this size (larger is allocated per call, as cuDNN's
-#: workspace is in PyTorch): its calls run in order on one stream, so they never overlap.
+#: Scratch a CuPy plan keeps between its calls, up to this size (larger is allocated per call): its calls run in
+#: order on one stream (the stream is part of a CuPy call's signature), so they never overlap.
 KEPT_SCRATCH_BYTES = 16 << 20
 
 
-def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
-    """What a replay calls for its scratch block: None, the block kept, or a fresh one."""
+def _scratch(nbytes: int, allocate: Callable[[int], Any], keep: bool = True) -> Callable[[], Any]:
+    """What a replay calls for its scratch block: None, the block kept (``keep``, up to
+    :data:`KEPT_SCRATCH_BYTES`), or a fresh one."""
     if not nbytes:
         return lambda: None
-    if nbytes <= KEPT_SCRATCH_BYTES:
+    if keep and nbytes <= KEPT_SCRATCH_BYTES:
         kept = allocate(nbytes)
         return lambda: kept
     return lambda: allocate(nbytes)
 
 
 def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
+    """The runner of a PyTorch call signature. It serves every stream (a tensor call's signature has none): each
+    call enqueues on PyTorch's current stream (CUDA-graph capture runs on a stream of its own), takes its scratch
+    from PyTorch's caching allocator (stream-ordered, and a captured graph's own pool under capture) and cuBLAS's
+    handle and workspace from PyTorch, so that a call under capture allocates, synchronises and builds nothing;
+    a lock keeps two threads from rewriting one plan's launch parameters at once."""
+    import threading
+
     import cupy
     import torch
+
+    from convkit.libs.cublas import torch_handle
+
+    torch_ops.ops()  # registered once PyTorch calls: torch.compile may trace a call next
 
     stride, padding = problem.stride, problem.pad
     if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
@@ -224,14 +249,18 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     with cupy.cuda.Device(device), stream:
         # detached: under torch.no_grad a parameter still requires grad, and DLPack refuses such a tensor
         operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
-        plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2])
-    new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where))
+        plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
+    new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
+    lock = threading.Lock()
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = x.new_empty(shape)
         block = new_scratch()
-        plan.replay((x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                     0 if block is None else block.data_ptr()), stream)  # fmt: skip
+        bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                 0 if block is None else block.data_ptr())  # fmt: skip
+        stream = cupy_stream(stream_handle(device), device)
+        with lock:
+            plan.replay(bases, stream)
         return out
 
     return replay, out

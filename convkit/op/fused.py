@@ -14,6 +14,7 @@ from convkit.core import shipped
 from convkit.core.arguments import check_arguments, describe
 from convkit.core.problem import ConvProblem
 from convkit.families import toy_cnn
+from convkit.op import torch_ops
 from convkit.op.conv import RUNNERS, conv2d, known
 from convkit.op.interop import cupy_stream, gpu_name, stream_handle
 
@@ -36,6 +37,13 @@ def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
     the pool in the caller's library. Arguments as :func:`conv2d` (``bias`` required). The choice is made
     once per call signature, as :func:`conv2d`'s.
     """
+    if torch_ops.compiling():  # torch.compile is tracing: one node of its graph, the registered operator
+        return torch_ops.traced_conv2d_relu_pool(x, w, bias, padding)
+    return conv2d_relu_pool_eager(x, w, bias, padding)
+
+
+def conv2d_relu_pool_eager(x: Any, w: Any, bias: Any, padding: int) -> Any:
+    """:func:`conv2d_relu_pool` as it runs outside ``torch.compile`` (and inside its registered operator)."""
     k, runner = known("relu_pool", x, w, bias, 1, padding) if bias is not None else (None, None)
     if runner is not None:
         return runner(x, w, bias)
@@ -51,6 +59,9 @@ def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:
     if k is not None:
         RUNNERS[k] = runner
     return runner(x, w, bias)
+
+
+torch_ops.EAGER["conv2d_relu_pool"] = conv2d_relu_pool_eager
 
 
 def _composed_torch(x: Any, w: Any, bias: Any, *, padding: int) -> Any:

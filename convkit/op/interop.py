@@ -1,8 +1,8 @@
 """Where the op meets its callers' libraries: PyTorch's streams, CuPy's, and a call's signature.
 
-A call's signature (shapes, stride, padding, device, stream, the operands' 16-byte alignment) is what a
-recorded plan is kept under (:mod:`convkit.op.conv`); it is read with a few attribute reads, and is None
-where a check that can change between calls of one signature fails, so the first-call checks say why.
+A call's signature (shapes, stride, padding, device, for CuPy arrays the stream, the operands' 16-byte
+alignment) is what a recorded plan is kept under (:mod:`convkit.op.conv`); it is read with a few attribute
+reads, and is None where a check that can change between calls of one signature fails, so the first-call checks say why.
 """
 
 from __future__ import annotations
@@ -57,19 +57,19 @@ def gpu_name() -> str:
 
 
 @memoize()
-def _torch_calls() -> tuple[type, Any, Callable[[], int], Callable[[int], int], Callable[[], bool]]:
-    """(Tensor, float32, the current device, the current stream's handle on a device, whether grad mode is
-    on): PyTorch's, looked up once, as a repeated call reads them each time."""
+def _torch_calls() -> tuple[type, Any, Callable[[], int], Callable[[], bool]]:
+    """(Tensor, float32, the current device, whether grad mode is on): PyTorch's, looked up once, as a repeated
+    call reads them each time."""
     import torch
 
     current = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
-    return torch.Tensor, torch.float32, current, stream_handle, torch.is_grad_enabled
+    return torch.Tensor, torch.float32, current, torch.is_grad_enabled
 
 
 def torch_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:
     """The signature of a PyTorch call whose tensors pass every check that can change between calls of one
     signature (dtype, device, contiguity, gradient); None otherwise (the first-call checks then say why)."""
-    tensor, f32, current_device, current_stream, grad_enabled = _torch_calls()
+    tensor, f32, current_device, grad_enabled = _torch_calls()
     if not isinstance(w, tensor) or x.dtype is not f32 or w.dtype is not f32:
         return None
     if not (x.is_contiguous() and w.is_contiguous()):
@@ -88,8 +88,9 @@ def torch_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tup
         bias_shape = bias.shape
     if wants_grad and grad_enabled():
         return None
-    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, current_stream(device),
-            x.data_ptr() & 15, w.data_ptr() & 15)  # fmt: skip
+    # no stream: a tensor call's runner enqueues on the stream current at each call (convkit.op.conv)
+    return ("torch", x.shape, w.shape, bias_shape, stride, padding, device, x.data_ptr() & 15,
+            w.data_ptr() & 15)  # fmt: skip
 
 
 def cupy_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, ...] | None:

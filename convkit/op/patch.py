@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from convkit.core.precision import DEFAULT_INPUT_PRECISION, check_input_precision
+
 #: Why a convolution layer stays with PyTorch, by the attribute that rules it out.
 REASONS = {
     "groups": "grouped convolution",
@@ -53,14 +55,19 @@ def _module_classes() -> tuple[type, type]:
 
     from convkit.op.conv import conv2d, replay_if_known
     from convkit.op.fused import conv2d_relu_pool
+    from convkit.op.torch_ops import ops
+
+    registered = ops()  # before any tracing: torch.compile cannot register an operator while it traces
+    is_compiling = torch.compiler.is_compiling
 
     class ConvkitConv2d(torch.nn.Module):
         """An ``nn.Conv2d`` whose inference runs in :func:`convkit.conv2d` (the original kept for autograd)."""
 
-        def __init__(self, conv: torch.nn.Conv2d):
+        def __init__(self, conv: torch.nn.Conv2d, input_precision: str = DEFAULT_INPUT_PRECISION):
             super().__init__()
             self.original = conv
             self.stride, self.padding = int(conv.stride[0]), int(conv.padding[0])
+            self.input_precision = input_precision
 
         def runs_in_convkit(self, x: torch.Tensor) -> bool:
             conv = self.original
@@ -73,12 +80,18 @@ def _module_classes() -> tuple[type, type]:
             w, b = conv.weight, conv.bias
             if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
                 return conv(x)
-            y = replay_if_known(x, w, b, self.stride, self.padding)  # the usual case: a few attribute reads
-            if y is not None:
-                return y
+            if is_compiling():  # torch.compile is tracing: one node of its graph
+                if not self.runs_in_convkit(x):
+                    return conv(x)
+                return registered.conv2d(x, w, b, self.stride, self.padding, self.input_precision)
+            if self.input_precision == DEFAULT_INPUT_PRECISION:
+                y = replay_if_known(x, w, b, self.stride, self.padding)  # the usual case: a few attribute reads
+                if y is not None:
+                    return y
             if not self.runs_in_convkit(x):
                 return conv(x)
-            return conv2d(x, w.detach(), None if b is None else b.detach(), stride=self.stride, padding=self.padding)
+            return conv2d(x, w.detach(), None if b is None else b.detach(), stride=self.stride, padding=self.padding,
+                          input_precision=self.input_precision)  # fmt: skip
 
     class ConvkitConvReluPool(ConvkitConv2d):
         """Conv, ReLU and 2x2 max-pool as :func:`convkit.conv2d_relu_pool` (the ReLU and pool modules that
@@ -92,15 +105,19 @@ def _module_classes() -> tuple[type, type]:
             conv = self.original
             if not self.runs_in_convkit(x) or self.stride != 1 or conv.bias is None:
                 return self.pool(self.relu(conv(x)))
+            if is_compiling():
+                return registered.conv2d_relu_pool(x, conv.weight, conv.bias, self.padding)
             return conv2d_relu_pool(x, conv.weight.detach(), conv.bias.detach(), padding=self.padding)
 
     return ConvkitConv2d, ConvkitConvReluPool
 
 
-def patch(model: Any) -> dict[str, str]:
-    """Swap each supported ``nn.Conv2d`` of ``model`` (in place) for one that runs in convkit; where such a
-    convolution is followed, in an ``nn.Sequential``, by ``nn.ReLU`` and a 2x2 ``nn.MaxPool2d``, the three
-    become one :func:`convkit.conv2d_relu_pool`.
+def patch(model: Any, *, input_precision: str = DEFAULT_INPUT_PRECISION) -> dict[str, str]:
+    """Swap each supported ``nn.Conv2d`` of ``model`` (in place) for one that runs in convkit (at
+    ``input_precision``, as :func:`convkit.conv2d`'s); where such a convolution is followed, in an
+    ``nn.Sequential``, by ``nn.ReLU`` and a 2x2 ``nn.MaxPool2d``, the three become one
+    :func:`convkit.conv2d_relu_pool`. Under ``torch.compile`` the patched layers are the registered operators
+    ``torch.ops.convkit.conv2d`` and ``conv2d_relu_pool`` (:mod:`convkit.op.torch_ops`): one graph node each.
 
     Returns:
         every convolution layer's name and what became of it: ``"convkit"``, ``"convkit+relu+pool"``, or why
@@ -108,6 +125,7 @@ def patch(model: Any) -> dict[str, str]:
     """
     import torch
 
+    check_input_precision(input_precision)
     plain, fused = _module_classes()
     outcome: dict[str, str] = {}
     for name, parent in list(model.named_modules()):
@@ -127,5 +145,5 @@ def patch(model: Any) -> dict[str, str]:
                     setattr(parent, later, torch.nn.Identity())
                 outcome[full] = "convkit+relu+pool"
             else:
-                setattr(parent, child_name, plain(child))
+                setattr(parent, child_name, plain(child, input_precision))
     return outcome

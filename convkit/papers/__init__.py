@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from convkit.bench.variant import KnobTable, first_of
-from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, toy_cnn
+from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, tf32x3, toy_cnn
 from convkit.papers.paper import Paper
 
 PAPERS: tuple[Paper, ...] = (
@@ -21,6 +21,7 @@ PAPERS: tuple[Paper, ...] = (
     toy_cnn.PAPER,
     chang2022.PAPER,
     fp32.PAPER,
+    tf32x3.PAPER,
 )
 
 

@@ -140,3 +140,81 @@ def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict
 def ties(speedups: Any, tolerance: float) -> int:
     """Speed-ups (a pandas Series) within ``tolerance`` (the spread) of 1: neither side is faster."""
     return int(((speedups - 1).abs() <= tolerance).sum())
+
+
+def best_rows(
+    frame: Any, variants: Sequence[str], ceilings: dict[str, float] | None = None, *, where: Any = None
+) -> Any:
+    """:func:`problem_rows` as a frame, with the fastest of ``variants`` (``best``, ``best_us``) and its speed-up
+    over the best library of the same run (``speedup``), and each problem's padding, stride, batch (``n``),
+    filter size (``r``) and GFLOP."""
+    import pandas as pd
+
+    out = pd.DataFrame(problem_rows(frame, variants, ceilings, where=where))
+    mine = [f"{v}_us" for v in variants if f"{v}_us" in out]
+    out["best_us"] = out[mine].min(axis=1)
+    out["best"] = out[mine].idxmin(axis=1).str.removesuffix("_us")
+    out["speedup"] = out["best_lib_us"] / out["best_us"]
+    for column, attribute in (("pad", "pad"), ("stride", "stride"), ("n", "n"), ("r", "r")):
+        out[column] = [getattr(p, attribute) for p in out["problem"]]
+    out["gflop"] = [p.flops / 1e9 for p in out["problem"]]
+    return out
+
+
+def suite_rows(table: Any, problems: Sequence[ConvProblem]) -> Any:
+    """The rows of a per-problem ``table`` for ``problems`` (one chapter's suite), in their order."""
+    keyed = table.set_index(["label", "pad", "stride"], drop=False)
+    return keyed.loc[[(p.label, p.pad, p.stride) for p in problems]].reset_index(drop=True)
+
+
+def cell_table(rows: Any, column: str = "speedup", *, bound: str | None = None) -> Any:
+    """cuConv's problems by filter size and batch (a filter per row, a batch per column): the geometric mean of
+    ``column``, and in brackets that of ``bound`` where given."""
+    import pandas as pd
+
+    out: dict[str, dict[str, str]] = {}
+    for (r, n), group in rows.groupby(["r", "n"]):
+        text = f"{geomean(group[column]):.2f}"
+        out.setdefault(f"{r}x{r}", {})[f"batch {n}"] = text + (f" ({geomean(group[bound]):.2f})" if bound else "")
+    return pd.DataFrame(out).T.rename_axis("filter")
+
+
+#: ncu's stall reasons (cycles per issued instruction) as the book names them.
+STALL_COLUMNS = {
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": "not selected",
+    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio": "dispatch",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio": "math pipe",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "barrier",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": "global memory",
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": "shared memory",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "fixed latency",
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": "memory queue",
+}
+
+
+def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructions: str, pipe_name: str) -> Any:
+    """Per profiled layer and implementation (``names`` maps variants to the book's names), its longest kernel:
+    time, the use of one pipe (metric ``pipe``, "<pipe_name> pipe %") and its share of the instructions (metric
+    ``pipe_instructions``), issue-slot use, achieved occupancy, shared-memory bank conflicts and the two leading
+    stall reasons (cycles per issued instruction)."""
+    import pandas as pd
+
+    ok = kernels[kernels["status"] == "ok"].copy()
+    col = {m: m.replace(".", "_") for m in STALL_COLUMNS}
+    rows = []
+    for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False):
+        k = g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0]
+        stalls = sorted(((float(k[col[m]]), name) for m, name in STALL_COLUMNS.items() if col[m] in k and
+                         not pd.isna(k[col[m]])), reverse=True)[:2]  # fmt: skip
+        issued = float(k.get("smsp__inst_executed_sum", math.nan))
+        rows.append({
+            "layer": config, "implementation": names.get(variant, f"{impl} {variant}"),
+            "kernel us": float(k["time_us"]) if "time_us" in k else math.nan,
+            f"{pipe_name} pipe %": k.get(pipe),
+            "issue slots %": k.get("smsp__issue_active_avg_pct_of_peak_sustained_active"),
+            f"{pipe_name} share of instructions %": 100 * float(k.get(pipe_instructions, math.nan)) / issued,
+            "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
+            "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
+            "top stalls": ", ".join(f"{name} {v:.2f}" for v, name in stalls),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index(["layer", "implementation"])

@@ -16,19 +16,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Family, Kernels
+from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
-from convkit.families import tf32x3
 from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
 from convkit.papers.fp32 import edges, results
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.study.layer_sets import small_problems as sample_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
 
-#: The chapter's kernels for the command line, the generic GPU test and the sanitizer: the FP32 family's and,
-#: until FP32 accuracy on tensor cores has a chapter of its own, the 3xTF32 family's (not in this sweep).
-KERNELS = Family("fp32", (*VARIANTS, *tf32x3.VARIANTS), PEERS, sources=(*FAMILY.sources, *tf32x3.FAMILY.sources))
 #: The sweep's experiment and its tuning table (results/<gpu>/fp32.csv, fp32_tuning.csv).
 EXPERIMENT, TUNING = results.SWEEP, results.TUNING
 #: The sweep's timing: cuConv's budget (many problems, 13+ cases each).
@@ -68,18 +65,6 @@ def measure_repeat(directory: Path, *, progress: Callable[[str], None] | None = 
                    timing=TIMING, progress=progress, tuned=knob_table(directory, TUNING))  # fmt: skip
 
 
-def sample_problems() -> list[ConvProblem]:
-    """Small problems no tile divides: batch 1..8, odd sizes, C = 1, M = 1, stride 2, each padding,
-    1x1 with H*W a multiple of 4 and not, 3x3, 5x5 and 7x7."""
-    cp = ConvProblem
-    return [
-        cp(1, 7, 13, 11, 5, 3, 3, pad=1), cp(3, 1, 9, 9, 1, 3, 3, pad=0), cp(2, 19, 16, 16, 33, 1, 1),
-        cp(1, 5, 7, 9, 70, 1, 1), cp(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2), cp(8, 3, 12, 12, 4, 5, 5, pad=2),
-        cp(1, 6, 17, 10, 3, 7, 7, pad=3, stride=2), cp(2, 130, 6, 6, 129, 3, 3, pad=2), cp(1, 11, 5, 5, 7, 5, 5, pad=1),
-        cp(1, 300, 4, 4, 64, 1, 1), cp(5, 2, 10, 10, 66, 1, 1, stride=2), cp(4, 17, 14, 14, 24, 3, 3, pad=1),
-    ]  # fmt: skip
-
-
 #: The ncu profile: four network layers from the latency-bound to the compute-bound, every kernel of the
 #: chapter at its tuned launch and every cuDNN algorithm, with occupancy, FMA-pipe use, instruction counts,
 #: shared-memory bank conflicts and the leading stall reasons.
@@ -109,7 +94,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 PAPER = Paper(
-    "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, KERNELS, tuning=TUNING,
+    "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=problems, findings=results.findings, edge_check=edges.edge_check,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
 )  # fmt: skip

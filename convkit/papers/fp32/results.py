@@ -71,21 +71,20 @@ def _late(cells: Any) -> Any:
     return cells[(cells.index.get_level_values(0) > 1) & (cells.index.get_level_values(1) >= 16)]
 
 
-def best_rows(frame: Any, variants: Any, ceilings: dict[str, float] | None = None, *, where: Any = None) -> Any:
-    """:func:`convkit.study.tables.problem_rows` as a frame, with the fastest of ``variants`` (``best``, ``best_us``)
-    and its speed-up over the best library of the same run, and each problem's padding, stride, batch,
-    filter size and GFLOP."""
-    import pandas as pd
+best_rows, suite_rows = tables.best_rows, tables.suite_rows
 
-    out = pd.DataFrame(tables.problem_rows(frame, variants, ceilings, where=where))
-    mine = [f"{v}_us" for v in variants if f"{v}_us" in out]
-    out["best_us"] = out[mine].min(axis=1)
-    out["best"] = out[mine].idxmin(axis=1).str.removesuffix("_us")
-    out["speedup"] = out["best_lib_us"] / out["best_us"]
-    for column, attribute in (("pad", "pad"), ("stride", "stride"), ("n", "n"), ("r", "r")):
-        out[column] = [getattr(p, attribute) for p in out["problem"]]
-    out["gflop"] = [p.flops / 1e9 for p in out["problem"]]
-    return out
+
+def cell_table(cuconv: Any) -> Any:
+    """cuConv's problems by filter size and batch: the geometric-mean speed-up over the best library,
+    and beside it the bound a direct kernel at 100% of the SGEMM ceiling would reach."""
+    return tables.cell_table(cuconv, bound="bound")
+
+
+def profile_table(kernels: Any) -> Any:
+    """Per profiled layer and implementation, its longest kernel: time, FMA-pipe use, issue-slot use, FMA share
+    of the instructions, achieved occupancy, shared-memory bank conflicts and the two leading stall reasons."""
+    return tables.profile_table(kernels, NAMES, "sm__pipe_fma_cycles_active_avg_pct_of_peak_sustained_active",
+                                "sm__inst_executed_pipe_fma_sum", "FMA")  # fmt: skip
 
 
 def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
@@ -98,25 +97,6 @@ def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
     if ceilings is not None:
         out["bound"] = out["best_lib_us"] / (out["gflop"] * 1e3 / ceilings["sgemm_tflops"])
     return out
-
-
-def suite_rows(table: Any, problems: list[ConvProblem]) -> Any:
-    """The rows of ``table`` for ``problems`` (one chapter's suite), in their order."""
-    keyed = table.set_index(["label", "pad", "stride"], drop=False)
-    return keyed.loc[[(p.label, p.pad, p.stride) for p in problems]].reset_index(drop=True)
-
-
-def cell_table(cuconv: Any) -> Any:
-    """cuConv's problems by filter size and batch: the geometric-mean speed-up over the best library,
-    and beside it the bound a direct kernel at 100% of the SGEMM ceiling would reach."""
-    import pandas as pd
-
-    out = {}
-    for (r, n), group in cuconv.groupby(["r", "n"]):
-        out.setdefault(f"{r}x{r}", {})[f"batch {n}"] = (
-            f"{tables.geomean(group['speedup']):.2f} ({tables.geomean(group['bound']):.2f})"
-        )
-    return pd.DataFrame(out).T.rename_axis("filter")
 
 
 def goals(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], sgemm_tflops: float) -> Any:
@@ -194,44 +174,6 @@ def winograd_errors(tuning: Any, sweep: Any) -> Any:
                 {"method": name, "runs": len(g), "median": g["rel_err"].median(), "largest": g["rel_err"].max()}
             )
     return pd.DataFrame(rows).set_index("method")
-
-
-STALL_COLUMNS = {
-    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": "not selected",
-    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio": "dispatch",
-    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio": "math pipe",
-    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "barrier",
-    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": "global memory",
-    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": "shared memory",
-    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "fixed latency",
-    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": "memory queue",
-}
-
-
-def profile_table(kernels: Any) -> Any:
-    """Per profiled layer and implementation, its longest kernel: time, FMA-pipe use, issue-slot use, achieved
-    occupancy, shared-memory bank conflicts and the two leading stall reasons (cycles per issued instruction)."""
-    import pandas as pd
-
-    ok = kernels[kernels["status"] == "ok"].copy()
-    col = {m: m.replace(".", "_") for m in STALL_COLUMNS}
-    rows = []
-    for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False):
-        k = g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0]
-        stalls = sorted(((float(k[col[m]]), name) for m, name in STALL_COLUMNS.items() if col[m] in k and
-                         not pd.isna(k[col[m]])), reverse=True)[:2]  # fmt: skip
-        rows.append({
-            "layer": config, "implementation": NAMES.get(variant, f"{impl} {variant}"),
-            "kernel us": float(k["time_us"]) if "time_us" in k else math.nan,
-            "FMA pipe %": k.get("sm__pipe_fma_cycles_active_avg_pct_of_peak_sustained_active"),
-            "issue slots %": k.get("smsp__issue_active_avg_pct_of_peak_sustained_active"),
-            "FMA share of instructions %": 100 * float(k.get("sm__inst_executed_pipe_fma_sum", math.nan))
-                                           / float(k.get("smsp__inst_executed_sum", math.nan)),
-            "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
-            "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
-            "top stalls": ", ".join(f"{name} {v:.2f}" for v, name in stalls),
-        })  # fmt: skip
-    return pd.DataFrame(rows).set_index(["layer", "implementation"])
 
 
 def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, float, float, str]]:

@@ -1,7 +1,5 @@
-"""FP32 accuracy on tensor cores: the measuring step of the chapter to come on the 3xTF32 family.
-
-Not in the registry yet: the chapter joins it, with its notebook and ``book/_toc.yml`` entry, once its sweep is
-recorded (the book renders recorded results only). What is here already runs on a GPU:
+"""FP32 accuracy on tensor cores: the 3xTF32 implicit GEMM (:mod:`convkit.families.tf32x3`) against the FP32 kernels,
+every cuDNN algorithm in FMA math, PyTorch, cuBLAS and CUTLASS, on the FP32 chapter's problems.
 
 - :func:`measure`: the FP32 chapter's 671 problems (cuConv's 616, Lu 2020's 26 and Chang 2022's 63 multi-channel
   layers, which overlap), each measured whole in one run: ``igemm_tf32x3`` at the launches tuned into
@@ -10,22 +8,31 @@ recorded (the book renders recorded results only). What is here already runs on 
   cuDNN algorithm, PyTorch (TF32 off), cuBLAS on 1x1 and every CUTLASS kernel (3xTF32 and SIMT, NHWC, its
   layout transforms untimed), into ``tf32x3.csv``, resuming, in chunks of :data:`CHUNK` problems.
 - :func:`measure_repeat`: every :data:`REPEAT_STEP`-th problem again in a fresh process, for the spread.
+- :mod:`.accuracy`: the error against float64 as K grows, on hard inputs, for every precision.
+- The ncu profile (:data:`PROFILE_PROBLEMS`, and the best and worst of cuConv's layers for the 3xTF32 kernel).
+
+The kernel's edge launches run with the FP32 implicit GEMM's (:mod:`convkit.papers.fp32.edges`: one loop over
+both kinds of the design).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import first_of
+from convkit.bench.variant import Family, Kernels, KnobTable, first_of
+from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
 from convkit.libs import cutlass
+from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
+from convkit.papers.tf32x3 import results
+from convkit.study.layer_sets import small_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
 
-EXPERIMENT, TUNING, REPEAT_EXPERIMENT = "tf32x3", "tf32x3_tuning", "tf32x3_repeat"
+EXPERIMENT, TUNING, REPEAT_EXPERIMENT = results.SWEEP, results.TUNING, results.REPEAT
 #: The tuning table of the FP32 chapter, whose launches the FP32 kernels run here.
 FP32_TUNING = "fp32_tuning"
 #: Every kernel of the sweep: the 3xTF32 family's and the FP32 chapter's, so each problem compares them in one run.
@@ -64,6 +71,68 @@ def measure_repeat(directory: Path | None, *, progress: Callable[[str], None] | 
     from convkit.study.results import gpu_results_dir
 
     directory = gpu_results_dir(directory)
-    tuned = first_of([knob_table(directory, table) for table in (TUNING, FP32_TUNING)])
     return run_experiment(REPEAT_EXPERIMENT, problems()[::REPEAT_STEP], VARIANTS, directory=directory, peers=PEERS,
-                          timing=TIMING, progress=progress, tuned=tuned)  # fmt: skip
+                          timing=TIMING, progress=progress, tuned=tuned(directory))  # fmt: skip
+
+
+def tuned(directory: Path) -> KnobTable:
+    """The knobs the sweep runs: the 3xTF32 kernel's from this chapter's tuning table, the FP32 kernels' from the
+    FP32 chapter's."""
+    return first_of([knob_table(directory, table) for table in (TUNING, FP32_TUNING)])
+
+
+#: The ncu profile: three of the FP32 chapter's compute-bound network layers and (from the recorded sweep) the best
+#: and the worst of cuConv's layers of at least 1 GFLOP for the 3xTF32 kernel against the best library; our
+#: kernels at their tuned launches, cuBLAS and CUTLASS's 128x128 kernels (cuDNN's algorithms are the FP32
+#: chapter's profile).
+PROFILE_PROBLEMS: tuple[tuple[str, ConvProblem], ...] = (
+    ("1x1, batch 64 (ResNet-50 res4)", ConvProblem.same(64, 1024, 14, 14, 256, 1)),
+    ("3x3, batch 32 (VGG19 conv3)", ConvProblem.same(32, 256, 56, 56, 256, 3)),
+    ("5x5, batch 64 (AlexNet conv2)", ConvProblem.same(64, 96, 27, 27, 256, 5)),
+)
+#: CUTLASS's kernels the profile takes (one tile of each precision).
+PROFILED_PEERS = ("cutlass_tf32x3_128x128", "cutlass_simt_128x128")
+STALLS = ("not_selected", "dispatch_stall", "math_pipe_throttle", "barrier", "long_scoreboard", "short_scoreboard",
+          "wait", "mio_throttle")  # fmt: skip
+PROFILE_METRICS: tuple[str, ...] = (
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed_pipe_tensor_op_hmma.sum",
+    "smsp__inst_executed.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS),
+)  # fmt: skip
+
+
+def best_and_worst(directory: Path) -> list[tuple[str, ConvProblem]]:
+    """The cuConv layers of at least 1 GFLOP where the 3xTF32 kernel is fastest and slowest against the best
+    library, from the sweep recorded in ``directory`` (none where it is not)."""
+    from convkit.study.roofline import recorded_ceilings
+
+    if not (Path(directory) / f"{EXPERIMENT}.csv").is_file():
+        return []
+    t = results.chapter_tables(Path(directory), recorded_ceilings(Path(directory)) or {})
+    rows = t["cuconv"][t["cuconv"]["gflop"] >= results.COUNTED_GFLOP].dropna(subset=["tf32x3_speedup"])
+    if rows.empty:
+        return []
+    best, worst = rows.loc[rows["tf32x3_speedup"].idxmax()], rows.loc[rows["tf32x3_speedup"].idxmin()]
+    return [(f"best for 3xTF32 ({best['label']})", best["problem"]),
+            (f"worst for 3xTF32 ({worst['label']})", worst["problem"])]  # fmt: skip
+
+
+def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
+    """The profile's cases: on each of :data:`PROFILE_PROBLEMS` and :func:`best_and_worst`, every kernel at the
+    launch tuned in ``directory``, then cuBLAS where it applies and :data:`PROFILED_PEERS`."""
+    named = [("layers", name, p) for name, p in (*PROFILE_PROBLEMS, *best_and_worst(directory))]
+    peers = tuple(p for p in PEERS if p.impl != cutlass.IMPL or p.name in PROFILED_PEERS)
+    return convolution_cases(named, Kernels(VARIANTS, peers), cudnn=False, tuned=tuned(directory))
+
+
+#: The chapter's own kernels (the FP32 ones it measures belong to the FP32 chapter) and every peer it measures.
+KERNELS = Family("tf32x3", tf32x3.VARIANTS, PEERS, sources=tf32x3.FAMILY.sources)
+
+PAPER = Paper(
+    "tf32x3", "FP32 accuracy on tensor cores", "07_tf32x3", EXPERIMENT, measure, KERNELS, tuning=TUNING,
+    sample_problems=small_problems, problems=problems, findings=results.findings,
+    profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS),
+)  # fmt: skip

@@ -1,0 +1,376 @@
+"""The 3xTF32 chapter's numbers, from a results folder: per problem, the 3xTF32 kernel, the FP32 kernels and the
+best FP32 library of the same run; the targets beside the FP32 kernels' numbers; the ladder and the throughput
+against the FP32 and TF32 ceilings; CUTLASS beside ours; the error against float64 as K grows; the ncu evidence
+and the book's findings row.
+
+Every function takes the frames (or the folder) of the sweep (``tf32x3.csv``), its repeat, the tuning table,
+the accuracy experiment (``tf32x3_accuracy.csv``) and the profile (``tf32x3_kernels.csv``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from convkit.families.fp32 import IGEMM, WINOGRAD
+from convkit.families.tf32x3 import IGEMM as TF32X3
+from convkit.study import tables
+from convkit.study.layer_sets import three_chapter_suites as suites
+
+#: The experiments the chapter reads.
+SWEEP, REPEAT, TUNING, ACCURACY, PROFILE = (
+    "tf32x3",
+    "tf32x3_repeat",
+    "tf32x3_tuning",
+    "tf32x3_accuracy",
+    "tf32x3_kernels",
+)
+#: Our kernels: all three are what the op chooses among; the FP32 two are where the study stood before.
+VARIANTS, FP32_VARIANTS = (TF32X3, IGEMM, WINOGRAD), (IGEMM, WINOGRAD)
+NAMES = {TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
+         "cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM"}  # fmt: skip
+#: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.
+LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
+#: The targets the chapter reports against.
+TARGET_SHARE, TARGET_GEOMEAN, TARGET_TFLOPS, TARGET_1X1, TARGET_SUITES, TARGET_CUTLASS = 90.0, 1.5, 75.0, 1.5, 1.5, 80.0
+#: K = C*R*S from which the error of the 3xTF32 kernel is held to the FP32 kernel's.
+ERROR_K = 256
+#: cuDNN's direct forward algorithms (the others transform: FFT and Winograd).
+CUDNN_DIRECT = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT")
+#: The accuracy experiment's implementations as the book names them (impl, variant) -> name; CUTLASS by precision.
+ERROR_NAMES = {("convkit", IGEMM): "FP32 implicit GEMM (ours)", ("convkit", TF32X3): "3xTF32 implicit GEMM (ours)",
+               ("pytorch", "fp32"): "PyTorch FP32", ("pytorch", "tf32"): "PyTorch TF32",
+               ("pytorch", "fp16"): "PyTorch FP16"}  # fmt: skip
+
+
+def _cutlass(frame: Any, precision: str) -> Any:
+    """Per problem (label, pad, stride), the fastest CUTLASS kernel of ``precision`` (``tf32x3`` or ``simt``)."""
+    ok = tables.timed(frame)
+    rows = ok[(ok["impl"] == "cutlass") & ok["variant"].str.contains(precision)]
+    return rows.groupby(["label", "pad", "stride"])["us"].min()
+
+
+def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
+    """One row per problem (:func:`convkit.study.tables.best_rows` of all three kernels: what the op chooses
+    among), with the FP32 kernels' best (``fp32_us``, ``fp32_speedup``: where the study stood), the 3xTF32
+    kernel's speed-up alone, cuBLAS where it ran, and CUTLASS's fastest 3xTF32 and SIMT kernels."""
+    out = tables.best_rows(frame, VARIANTS, ceilings)
+    out["fp32_us"] = out[[f"{v}_us" for v in FP32_VARIANTS if f"{v}_us" in out]].min(axis=1)
+    out["fp32_speedup"] = out["best_lib_us"] / out["fp32_us"]
+    out["tf32x3_speedup"] = out["best_lib_us"] / out[f"{TF32X3}_us"]
+    ok = tables.timed(frame)
+    cublas = ok[ok["impl"] == "cublas"].set_index(["label", "pad", "stride"])["us"]
+    keys = list(zip(out["label"], out["pad"], out["stride"], strict=True))
+    out["cublas_us"] = [cublas.get(k, math.nan) for k in keys]
+    for precision in ("tf32x3", "simt"):
+        fastest = _cutlass(frame, precision)
+        out[f"cutlass_{precision}_us"] = [fastest.get(k, math.nan) for k in keys]
+    return out
+
+
+def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
+    """The chapter's frames: the sweep ``experiment``, its repeat, the tuning table, the accuracy experiment and
+    the profile (empty frames where not recorded)."""
+    import pandas as pd
+
+    from convkit.study.results import load_results
+
+    named = (("sweep", experiment), ("repeat", REPEAT), ("tuning", TUNING), ("accuracy", ACCURACY),
+             ("kernels", PROFILE))  # fmt: skip
+    return {key: load_results(Path(directory), name)[0] if (Path(directory) / f"{name}.csv").is_file()
+            else pd.DataFrame() for key, name in named}  # fmt: skip
+
+
+def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str = SWEEP) -> dict[str, Any]:
+    """Everything the chapter shows: the frames, the per-problem table, each suite's rows (multi-channel ones
+    for the two smaller suites) and the spread. A quick run's ``experiment`` has the quick suites."""
+    frames = load(directory, experiment)
+    table = problem_table(frames["sweep"], ceilings)
+    groups = {name: tables.suite_rows(table, problems) for name, problems in suites(experiment != SWEEP).items()}
+    for name in ("lu2020", "chang2022"):
+        groups[name] = groups[name][[p.c > 1 for p in groups[name]["problem"]]].reset_index(drop=True)
+    spread = tables.spread(frames["sweep"], frames["repeat"])
+    return frames | groups | {"ceilings": ceilings, "table": table, "spread": spread}
+
+
+def _cells(rows: Any, column: str) -> Any:
+    return rows.groupby(["r", "n"])[column].apply(tables.geomean)
+
+
+def _tflops(rows: Any, us: str) -> Any:
+    return rows["gflop"] / rows[us] * 1e3
+
+
+def direct_errors(t: dict[str, Any]) -> Any:
+    """Every error the 3xTF32 kernel recorded: its tuning runs, its sweep rows and the accuracy experiment's."""
+    import pandas as pd
+
+    parts = [f[(f["impl"] == "convkit") & (f["variant"] == TF32X3)] for f in (t["tuning"], t["sweep"], t["accuracy"])
+             if len(f)]  # fmt: skip
+    return pd.concat(parts) if parts else pd.DataFrame({"status": [], "rel_err": []})
+
+
+def targets(t: dict[str, Any]) -> Any:
+    """Each target: where the FP32 kernels stand in the same run, what is measured with the 3xTF32 kernel, and
+    whether it is reached."""
+    import pandas as pd
+
+    cuconv, lu, chang, ceilings = t["cuconv"], t["lu2020"], t["chang2022"], t["ceilings"]
+    counted = cuconv[cuconv["gflop"] >= COUNTED_GFLOP]
+    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
+    one = cuconv[cuconv["r"] == 1]
+    direct, simt = _tflops(large, f"{TF32X3}_us").median(), _tflops(large, f"{IGEMM}_us").median()
+    mma = ceilings.get("tf32_mma_peak_tflops", math.nan)
+    both = t["table"].dropna(subset=["cutlass_tf32x3_us", f"{TF32X3}_us"])
+    vs_cutlass = tables.share_faster(both["cutlass_tf32x3_us"] / both[f"{TF32X3}_us"])
+    errors = direct_errors(t)
+    wrong = int((errors["status"] == "wrong").sum())
+    worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
+    mine, simt_err = accuracy_medians(t["accuracy"])
+
+    def row(target: str, before: str, now: str, reached: bool) -> dict[str, str]:
+        return {"target": target, "FP32 kernels": before, "with 3xTF32": now, "reached": "yes" if reached else "no"}
+
+    share, share_before = tables.share_faster(cuconv["speedup"]), tables.share_faster(cuconv["fp32_speedup"])
+    mean, mean_before = tables.geomean(counted["speedup"]), tables.geomean(counted["fp32_speedup"])
+    low, low_before = _cells(cuconv, "speedup").min(), _cells(cuconv, "fp32_speedup").min()
+    vs_sgemm, vs_sgemm_before = (
+        (one["cublas_us"] / one["best_us"]).median(),
+        (one["cublas_us"] / one["fp32_us"]).median(),
+    )
+    lu_mean, lu_before = tables.geomean(lu["speedup"]), tables.geomean(lu["fp32_speedup"])
+    rows = [
+        row(f"cuConv's {len(cuconv)}: faster than the best FP32 library on >= {TARGET_SHARE:.0f}%",
+            f"{share_before:.1f}%", f"{share:.1f}%", share >= TARGET_SHARE),
+        row(f"cuConv's layers of >= {COUNTED_GFLOP:.0f} GFLOP ({len(counted)}): geometric mean >= {TARGET_GEOMEAN}x",
+            f"{mean_before:.2f}x", f"{mean:.2f}x", mean >= TARGET_GEOMEAN),
+        row("every (filter, batch) cell >= 1.0x", f"lowest {low_before:.2f}x", f"lowest {low:.2f}x", low >= 1),
+        row(f"direct kernel on layers >= {LARGE_GFLOP:.0f} GFLOP: median >= {TARGET_TFLOPS:.0f} TFLOP/s",
+            f"{simt:.1f} TFLOP/s", f"{direct:.1f} TFLOP/s ({100 * direct / (mma / 3):.0f}% of the 3xTF32 bound "
+            f"{mma / 3:.0f})", direct >= TARGET_TFLOPS),
+        row(f"1x1 ({len(one)} layers): median >= {TARGET_1X1}x cuBLAS SGEMM", f"{vs_sgemm_before:.2f}x",
+            f"{vs_sgemm:.2f}x", vs_sgemm >= TARGET_1X1),
+        row(f"memory-transactions multi-channel layers ({len(lu)}): geometric mean >= {TARGET_SUITES}x",
+            f"{lu_before:.2f}x", f"{lu_mean:.2f}x", lu_mean >= TARGET_SUITES),
+        row(f"Pascal-era multi-channel grid ({len(chang)}): slower on none",
+            f"slower on {int((chang['fp32_speedup'] < 1).sum())}", f"slower on {int((chang['speedup'] < 1).sum())}",
+            bool((chang["speedup"] >= 1).all())),
+        row(f"faster than CUTLASS's 3xTF32 on >= {TARGET_CUTLASS:.0f}% of the problems both run", "-",
+            f"{vs_cutlass:.1f}% of {len(both)}", vs_cutlass >= TARGET_CUTLASS),
+        row("no wrong result; largest 3xTF32 error <= 1e-5", "-", f"{wrong} wrong of {len(errors)}; largest "
+            f"{worst:.1e}", wrong == 0 and worst <= 1e-5),
+        row(f"median error for K >= {ERROR_K} at most the FP32 kernel's", f"{simt_err:.2e}", f"{mine:.2e}",
+            mine <= simt_err),
+    ]  # fmt: skip
+    return pd.DataFrame(rows).set_index("target")
+
+
+def ladder(t: dict[str, Any]) -> Any:
+    """Median rate on cuConv's layers of at least :data:`LARGE_GFLOP` (all measured in this chapter's run), each
+    against the FP32 SGEMM ceiling and the 3xTF32 bound (a third of the TF32 mma.sync peak)."""
+    import pandas as pd
+
+    large = t["cuconv"][t["cuconv"]["gflop"] >= LARGE_GFLOP]
+    ceilings = t["ceilings"]
+    bound = ceilings.get("tf32_mma_peak_tflops", math.nan) / 3
+    steps = (("FP32 implicit GEMM (ours, CUDA cores)", f"{IGEMM}_us"),
+             ("FP32 Winograd (ours, effective rate)", f"{WINOGRAD}_us"),
+             ("CUTLASS FP32 (CUDA cores, NHWC)", "cutlass_simt_us"),
+             ("best FP32 library (effective rate)", "best_lib_us"),
+             ("3xTF32 implicit GEMM (ours, tensor cores)", f"{TF32X3}_us"),
+             ("CUTLASS 3xTF32 (tensor cores, NHWC)", "cutlass_tf32x3_us"))  # fmt: skip
+    rows = []
+    for step, column in steps:
+        rate = _tflops(large.dropna(subset=[column]), column).median()
+        rows.append({"step": step, "layers": int(large[column].notna().sum()), "median TFLOP/s": rate,
+                     "share of SGEMM": rate / ceilings["sgemm_tflops"],
+                     "share of the 3xTF32 bound": rate / bound})  # fmt: skip
+    return pd.DataFrame(rows).set_index("step")
+
+
+def ceilings_table(ceilings: dict[str, float]) -> Any:
+    """The ceilings the chapter measures against: FP32 FMA peak, cuBLAS SGEMM, cuBLAS TF32 GEMM, our TF32
+    mma.sync peak and a third of it (three tensor products per FP32 product)."""
+    import pandas as pd
+
+    named = (("FP32 FMA peak (CUDA cores)", "fma_tflops"), ("cuBLAS SGEMM, 8192-cube", "sgemm_tflops"),
+             ("cuBLAS TF32 GEMM, 8192-cube", "tf32_gemm_tflops"),
+             ("TF32 mma.sync peak", "tf32_mma_peak_tflops"))  # fmt: skip
+    rows = [{"ceiling": name, "TFLOP/s": ceilings.get(key, math.nan)} for name, key in named]
+    rows.append({"ceiling": "3xTF32 bound (mma.sync peak / 3)", "TFLOP/s": ceilings.get("tf32_mma_peak_tflops",
+                                                                                       math.nan) / 3})  # fmt: skip
+    return pd.DataFrame(rows).set_index("ceiling")
+
+
+def cutlass_table(table: Any) -> Any:
+    """Per filter size, on the problems both ran: our 3xTF32 kernel against CUTLASS's fastest 3xTF32 kernel
+    (NHWC, its layout transforms untimed) and our FP32 kernels against CUTLASS's SIMT kernels."""
+    import pandas as pd
+
+    rows = []
+    for r, group in table.groupby("r"):
+        tc = group.dropna(subset=["cutlass_tf32x3_us", f"{TF32X3}_us"])
+        simt = group.dropna(subset=["cutlass_simt_us", "fp32_us"])
+        tc_speedup, simt_speedup = (
+            tc["cutlass_tf32x3_us"] / tc[f"{TF32X3}_us"],
+            simt["cutlass_simt_us"] / simt["fp32_us"],
+        )
+        rows.append({"filter": f"{r}x{r}", "problems": len(tc),
+                     "3xTF32: ours faster on %": tables.share_faster(tc_speedup),
+                     "3xTF32: geometric-mean speed-up": tables.geomean(tc_speedup),
+                     "FP32: ours faster on %": tables.share_faster(simt_speedup),
+                     "FP32: geometric-mean speed-up": tables.geomean(simt_speedup)})  # fmt: skip
+    return pd.DataFrame(rows).set_index("filter")
+
+
+def throughput_table(cuconv: Any, ceilings: dict[str, float]) -> Any:
+    """The large layers: TFLOP/s of the 3xTF32 kernel, the FP32 implicit GEMM, CUTLASS's 3xTF32 and the best
+    library (effective), and the 3xTF32 kernel's speed-up over the best library."""
+    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP].sort_values("gflop", ascending=False)
+    out = large[["label", "gflop"]].copy()
+    out["3xTF32 (TFLOP/s)"] = _tflops(large, f"{TF32X3}_us")
+    out["FP32 implicit GEMM (TFLOP/s)"] = _tflops(large, f"{IGEMM}_us")
+    out["CUTLASS 3xTF32 (TFLOP/s)"] = _tflops(large, "cutlass_tf32x3_us")
+    out["best library, effective (TFLOP/s)"] = _tflops(large, "best_lib_us")
+    out["best library"] = large["best_lib"].map(lambda v: NAMES.get(v, v))
+    out["3xTF32 speed-up"] = large["tf32x3_speedup"]
+    return out.rename(columns={"label": "layer", "gflop": "GFLOP"}).set_index("layer")
+
+
+def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, float, float, str]]:
+    """Every compute-bound problem (past the SGEMM roofline's ridge) three times: the 3xTF32 kernel, the FP32
+    kernels' best and the best library, in (effective) GFLOP/s."""
+    points = []
+    for r in table.itertuples():
+        ai = r.problem.arithmetic_intensity
+        if ai < ceilings["ridge_flops_per_byte"]:
+            continue
+        for us, kind in ((getattr(r, f"{TF32X3}_us"), "3xTF32 (ours)"), (r.fp32_us, "FP32 kernels (ours)"),
+                         (r.best_lib_us, "best FP32 library")):  # fmt: skip
+            points.append(("", ai, r.gflop / us * 1e6, kind))
+    return points
+
+
+def accuracy_frame(accuracy: Any) -> Any:
+    """The accuracy experiment's checked rows with K = C*R*S, the kind of input and the implementation's name
+    (CUTLASS's kernels by precision, cuDNN's algorithms each)."""
+    import pandas as pd
+
+    if accuracy.empty:
+        return pd.DataFrame(columns=["label", "K", "inputs", "method", "impl", "variant", "rel_err", "status"])
+    ok = accuracy[accuracy["status"].isin(("ok", "wrong"))].copy()
+    ok["K"] = ok["C"].astype(int) * ok["R"].astype(int) * ok["S"].astype(int)
+    ok["inputs"] = [json.loads(p)["inputs"] for p in ok["params"]]
+    ok["rel_err"] = ok["rel_err"].astype(float)
+
+    def name(impl: str, variant: str) -> str:
+        if impl == "cutlass":
+            return "CUTLASS 3xTF32" if "tf32x3" in variant else "CUTLASS FP32"
+        if impl == "cudnn":
+            return f"cuDNN {variant}"
+        return ERROR_NAMES.get((impl, variant), f"{impl} {variant}")
+
+    ok["method"] = [name(i, v) for i, v in zip(ok["impl"], ok["variant"], strict=True)]
+    return ok
+
+
+def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
+    """Median error for K >= :data:`ERROR_K` on ``inputs`` of the 3xTF32 kernel and of the FP32 implicit GEMM."""
+    if accuracy.empty:
+        return math.nan, math.nan
+    a = accuracy_frame(accuracy)
+    a = a[(a["K"] >= ERROR_K) & (a["inputs"] == inputs)]
+    return tuple(float(a.loc[a["method"] == ERROR_NAMES[("convkit", v)], "rel_err"].median()) for v in (TF32X3, IGEMM))
+
+
+def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
+    """Per kind of input, error against float64 by K (columns) and implementation (rows) on the K sweep's 3x3
+    problems ``k_sweep`` (CUTLASS's kernels and cuDNN's direct algorithms: the median over them; its transforms
+    are held to another bar)."""
+    a = accuracy_frame(accuracy)
+    labels = {p.label for p in k_sweep}
+    a = a[a["label"].isin(labels)]
+    direct = a["method"].isin([f"cuDNN {algo}" for algo in CUDNN_DIRECT])
+    a = a[direct | ~a["method"].str.startswith("cuDNN")]
+    a.loc[direct, "method"] = "cuDNN FP32, direct algorithms (median)"
+    return {inputs: g.pivot_table(index="method", columns="K", values="rel_err", aggfunc="median")
+            for inputs, g in a.groupby("inputs", sort=False)}  # fmt: skip
+
+
+def error_summary(accuracy: Any) -> Any:
+    """Per implementation and kind of input, over every problem with K >= :data:`ERROR_K`: median and largest
+    error against float64 (the study's layers included); "overflows" where the output was not finite."""
+    a = accuracy_frame(accuracy)
+    a = a[a["K"] >= ERROR_K]
+    out = a.groupby(["method", "inputs"], sort=False)["rel_err"].agg(["median", "max"]).unstack("inputs")
+    out.columns = [f"{inputs}: {'median' if stat == 'median' else 'largest'}" for stat, inputs in out.columns]
+    # an output that overflowed (FP16 past 65504) has no finite error
+    return out.astype(object).where(out.notna(), "overflows")
+
+
+def profile_table(kernels: Any) -> Any:
+    """Per profiled layer and implementation, its longest kernel: time, tensor-pipe use, issue-slot use, the
+    tensor instructions' share, achieved occupancy, shared-memory bank conflicts and the two leading stalls."""
+    pipe = "sm__pipe_tensor_op_hmma_cycles_active_avg_pct_of_peak_sustained_active"
+    return tables.profile_table(kernels, NAMES, pipe, "smsp__inst_executed_pipe_tensor_op_hmma_sum", "tensor")
+
+
+def result_lines(t: dict[str, Any]) -> list[str]:
+    """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
+    cuconv, ceilings = t["cuconv"], t["ceilings"]
+    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
+    direct, simt = _tflops(large, f"{TF32X3}_us").median(), _tflops(large, f"{IGEMM}_us").median()
+    cutlass = _tflops(large.dropna(subset=["cutlass_tf32x3_us"]), "cutlass_tf32x3_us").median()
+    library = _tflops(large, "best_lib_us").median()
+    mine, simt_err = accuracy_medians(t["accuracy"])
+    reached = targets(t)["reached"]
+    return [
+        f"**Aim**: FP32 accuracy at tensor-core speed: every product split into TF32 halves, three tensor-core "
+        f"products in place of one FP32 product, against the FP32 CUDA-core ceiling ({ceilings['sgemm_tflops']:.1f} "
+        f"TFLOP/s, cuBLAS SGEMM) that held the FP32 kernels at {simt:.0f} TFLOP/s.",
+        f"**Measured (H100)**: the 3xTF32 implicit GEMM runs cuConv's large layers at a median {direct:.1f} TFLOP/s "
+        f"({direct / simt:.2f}x the FP32 implicit GEMM; CUTLASS's 3xTF32 {cutlass:.1f}; the best FP32 library "
+        f"{library:.0f} effective, with its FFT and Winograd). With it, our kernels beat the best FP32 library on "
+        f"{tables.share_faster(cuconv['speedup']):.1f}% of cuConv's {len(cuconv)} layers (FP32 kernels alone: "
+        f"{tables.share_faster(cuconv['fp32_speedup']):.1f}%). Its median error for K >= {ERROR_K} is "
+        f"{mine:.2e} against the FP32 kernel's {simt_err:.2e}.",
+        f"**Verdict**: {int((reached == 'yes').sum())} of {len(reached)} targets reached. FP32 accuracy on "
+        f"tensor cores holds; its speed does not yet pass the library's transforms, and CUTLASS's mma.sync kernel "
+        f"shows the distance left on the same instruction.",
+    ]  # fmt: skip
+
+
+def findings(directory: Path) -> list[dict[str, str]]:
+    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    from convkit.study.roofline import recorded_ceilings
+
+    t = chapter_tables(directory, recorded_ceilings(directory))
+    cuconv = t["cuconv"]
+    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
+    direct = _tflops(large, f"{TF32X3}_us").median()
+    cutlass = _tflops(large.dropna(subset=["cutlass_tf32x3_us"]), "cutlass_tf32x3_us").median()
+    mine, _ = accuracy_medians(t["accuracy"])
+    return [{
+        "paper": "FP32 accuracy on tensor cores", "claim": "3xTF32 keeps FP32 accuracy at tensor-core speed",
+        "paper's number": "(CUTLASS's fast accurate FP32; Ootomo & Yokota 2022)",
+        "paper's design on the H100": f"CUTLASS 3xTF32 (NHWC): {cutlass:.1f} TFLOP/s on layers >= "
+                                      f"{LARGE_GFLOP:.0f} GFLOP",
+        "our best on the H100": f"faster on {tables.share_faster(cuconv['speedup']):.1f}% of cuConv's layers, "
+                                f"{tables.geomean(cuconv['speedup']):.2f}x",
+        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) in FMA math and cuBLAS SGEMM on 1x1",
+        "efficiency": f"3xTF32 implicit GEMM {direct:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP, error "
+                      f"{mine:.1e} (median, K >= {ERROR_K})",
+        "what changed": "the products on TF32 tensor cores, each operand split in two, sums kept per 16-deep slice",
+    }]  # fmt: skip
+
+
+def layer_table(rows: Any) -> Any:
+    """Rows of :func:`problem_table` as a reader sees them: each layer, our fastest kernel and the best library."""
+    cols = {"label": "layer", "best": "our kernel", "best_us": "our kernel (us)", "fp32_us": "FP32 kernels (us)",
+            "best_lib": "best library", "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
+    shown = rows[list(cols)].rename(columns=cols)
+    shown["our kernel"] = shown["our kernel"].map(NAMES)
+    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
+    return shown.set_index("layer")

@@ -1,0 +1,67 @@
+"""The 3xTF32 chapter's numbers from its recorded H100 run, without a GPU: the suites, the targets, the ladder,
+CUTLASS beside ours, the accuracy tables, and text that follows the recorded rows."""
+
+from __future__ import annotations
+
+import math
+
+from convkit.papers.tf32x3 import results
+from convkit.study.checkout import results_dir
+from convkit.study.roofline import recorded_ceilings
+
+RECORDED = results_dir() / "nvidia-h100-80gb-hbm3"
+
+
+def _tables(directory=RECORDED):
+    return results.chapter_tables(directory, recorded_ceilings(directory))
+
+
+def test_every_problem_of_the_three_suites_is_in_one_run():
+    t = _tables()
+    assert [len(t[k]) for k in ("cuconv", "lu2020", "chang2022")] == [616, 26, 63]
+    assert set(t["table"]["best"]) <= set(results.VARIANTS)
+    assert t["table"][f"{results.TF32X3}_us"].notna().all()  # the 3xTF32 kernel ran every problem
+    assert (t["table"]["fp32_us"] >= t["table"]["best_us"]).all()
+    assert t["spread"]["cases"] > 0 and t["ceilings"]["tf32_mma_peak_tflops"] > t["ceilings"]["sgemm_tflops"]
+
+
+def test_the_targets_are_reported_with_what_they_measured():
+    t = _tables()
+    targets = results.targets(t)
+    assert len(targets) == 10 and set(targets["reached"]) <= {"yes", "no"}
+    wrong = targets.loc["no wrong result; largest 3xTF32 error <= 1e-5", "with 3xTF32"]
+    assert wrong.startswith("0 wrong of ")
+    assert list(results.ladder(t)["layers"])[0] == 94
+    assert set(results.cutlass_table(t["table"]).index) == {"1x1", "3x3", "5x5"}
+    assert len(results.throughput_table(t["cuconv"], t["ceilings"])) == 94
+
+
+def test_the_accuracy_tables_hold_every_implementation_and_kind_of_input():
+    from convkit.papers.tf32x3.accuracy import INPUTS, problems
+
+    t = _tables()
+    curves = results.error_by_k(t["accuracy"], problems()[:9])
+    assert list(curves) == list(INPUTS)
+    normal = curves["normal"]
+    assert list(normal.columns) == [9, 36, 144, 288, 576, 1152, 2304, 4608, 9216]
+    assert {"3xTF32 implicit GEMM (ours)", "FP32 implicit GEMM (ours)", "PyTorch TF32"} <= set(normal.index)
+    summary = results.error_summary(t["accuracy"])
+    assert not summary.isna().any().any()  # an FP16 output that overflowed says so, no NaN
+    mine, simt = results.accuracy_medians(t["accuracy"])
+    assert mine < 1e-5 and simt < 1e-5 and not math.isnan(mine)
+
+
+def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    copy = tmp_path / RECORDED.name
+    shutil.copytree(RECORDED, copy)
+    before = results.result_lines(_tables(copy))
+    frame = pd.read_csv(copy / "tf32x3.csv", dtype=str, keep_default_na=False)
+    mine = (frame["impl"] == "convkit") & (frame["variant"] == results.TF32X3)
+    frame.loc[mine, "time_ms_median"] = [f"{float(v) / 2:.6g}" for v in frame.loc[mine, "time_ms_median"]]
+    frame.to_csv(copy / "tf32x3.csv", index=False)
+    after = results.result_lines(_tables(copy))
+    assert after[1] != before[1] and after[2] != before[2]
