@@ -67,12 +67,12 @@ def _smallest_recorded_choices() -> dict[str, tuple[ConvProblem, dispatch.Choice
     table = dispatch.read_table(shipped_path("nvidia-h100-80gb-hbm3"))
     found: dict[str, tuple[ConvProblem, dispatch.Choice]] = {}
     for k, choice in table.items():
-        problem = ConvProblem.from_key(k)
+        problem = ConvProblem.from_key(k.split("@")[0])  # "<key>@ieee": the choice a narrower precision gets
         name = f"{choice.impl}-{choice.variant}"
         if name not in found or problem.flops < found[name][0].flops:
             found[name] = (problem, choice)
-    # the 3xTF32 kernel, which no shipped table records yet: split (partial planes and their sum) and not
-    found["convkit-igemm_tf32x3"] = (
+    # the 3xTF32 kernel split (partial planes and their sum) and not
+    found["convkit-igemm_tf32x3-split"] = (
         ConvProblem.same(2, 64, 14, 14, 48, 3),
         dispatch.Choice(
             "convkit", "igemm_tf32x3", '{"splits":3,"stages":3,"tile":"64x64"}', "tf32x3", precision="tf32x3"

@@ -31,7 +31,7 @@ def test_the_targets_are_reported_with_what_they_measured():
     assert len(targets) == 10 and set(targets["reached"]) <= {"yes", "no"}
     wrong = targets.loc["no wrong result; largest 3xTF32 error <= 1e-5", "with 3xTF32"]
     assert wrong.startswith("0 wrong of ")
-    assert list(results.ladder(t)["layers"])[0] == 94
+    assert results.ladder(t)["layers"].iloc[0] == 94
     assert set(results.cutlass_table(t["table"]).index) == {"1x1", "3x3", "5x5"}
     assert len(results.throughput_table(t["cuconv"], t["ceilings"])) == 94
 

@@ -13,6 +13,18 @@ from convkit.core.problem import ConvProblem
 
 pytestmark = pytest.mark.gpu
 
+
+@pytest.fixture(autouse=True)
+def _fp32_references():
+    """PyTorch's own convolutions (the references, and the layers convkit leaves to PyTorch) in FP32: its default
+    lets cuDNN use TF32."""
+    import torch
+
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = before
+
 LAYERS = [ConvProblem.same(2, 16, 12, 12, 24, 3), ConvProblem.same(1, 64, 7, 7, 32, 1),
           ConvProblem(3, 5, 17, 19, 7, 3, 3, pad=1, stride=2)]  # fmt: skip
 
