@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from convkit.core.gpu import shared_memory_limits
+from convkit.core.memo import memoize
 from convkit.cuda.nvrtc import load_kernel
 from convkit.cuda.record import KernelCall, enqueue
 
@@ -131,3 +132,16 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
     with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
     enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)
+
+
+@memoize()
+def external_stream(handle: int, device: int) -> Any:
+    """A CuPy stream object on the CUDA stream ``handle`` of ``device`` (another library's), made once per stream:
+    CuPy launches inside ``with external_stream(...):`` queue on it."""
+    import warnings
+
+    import cupy
+
+    with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(handle, device)

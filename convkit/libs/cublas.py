@@ -12,6 +12,7 @@ from typing import Any
 
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import external_stream
 from convkit.cuda.record import enqueue
 
 #: The peer's name in results rows (impl ``cublas``).
@@ -81,12 +82,20 @@ class StridedSgemm:
         where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
         filled = [(where[index], base, offset) for index, base, offset in slots]
 
+        current = cupy.cuda.get_current_stream
+
         def replay(bases: tuple[int, ...], stream: int) -> None:
             args = fixed.copy()
             args[0] = handle_of(device, stream)
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
-            sgemm(*args)
+            # CuPy's wrapper sets the handle to CuPy's current stream before the call: make that ``stream``
+            before = current()
+            external_stream(stream, device).use()
+            try:
+                sgemm(*args)
+            finally:
+                before.use()
 
         return replay
 

@@ -237,9 +237,13 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
 
     stride, padding = problem.stride, problem.pad
     if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
+        cudnn = torch.ops.aten.cudnn_convolution
+        pads, strides, ones = [padding, padding], [stride, stride], [1, 1]
 
         def library(x: Any, w: Any, bias: Any) -> Any:
-            return torch.nn.functional.conv2d(x, w, bias, stride=stride, padding=padding)
+            # cuDNN autotuned, in FP32 whatever torch.backends.cudnn.allow_tf32 says (PyTorch's default is TF32)
+            out = cudnn(x, w, pads, strides, ones, 1, True, False, False)
+            return out if bias is None else out.add_(bias.view(1, -1, 1, 1))
 
         return library, library(x, w, bias)
     device = x.get_device()
@@ -250,6 +254,8 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
         # detached: under torch.no_grad a parameter still requires grad, and DLPack refuses such a tensor
         operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
         plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
+    if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
+        torch_handle(device, stream_handle(device))
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
     lock = threading.Lock()
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from convkit.core.memo import memoize
+from convkit.cuda.launch import external_stream
 
 
 def stream_handle(device: int) -> int:
@@ -34,18 +35,7 @@ def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
     import torch
 
     device = torch.cuda.current_device() if device is None else device
-    return _external_stream(stream_handle(device) if handle is None else handle, device)
-
-
-@memoize()
-def _external_stream(handle: int, device: int) -> Any:
-    import warnings
-
-    import cupy
-
-    with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external; 13 (Colab's) has only this
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(handle, device)
+    return external_stream(stream_handle(device) if handle is None else handle, device)
 
 
 @memoize(for_each_device=True)
