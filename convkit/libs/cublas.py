@@ -12,7 +12,6 @@ from typing import Any
 
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
-from convkit.cuda.launch import external_stream
 from convkit.cuda.record import enqueue
 
 #: The peer's name in results rows (impl ``cublas``).
@@ -73,29 +72,22 @@ class StridedSgemm:
         """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
         device it was recorded on, on the handle ``handle_of(device, stream)`` (default: convkit's own)."""
         import cupy
-        from cupy_backends.cuda.libs import cublas
 
-        sgemm, device = cublas.sgemmStridedBatched, cupy.cuda.runtime.getDevice()
+        sgemm, device = _raw_sgemm(), cupy.cuda.runtime.getDevice()
         handle_of = handle_of or _handle
         x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
         fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
         where = {0: 7, 1: 10, 2: 14}  # x, w and out among sgemmStridedBatched's arguments
         filled = [(where[index], base, offset) for index, base, offset in slots]
 
-        current = cupy.cuda.get_current_stream
-
         def replay(bases: tuple[int, ...], stream: int) -> None:
             args = fixed.copy()
-            args[0] = handle_of(device, stream)
+            args[0] = handle_of(device, stream)  # a handle already on ``stream``
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
-            # CuPy's wrapper sets the handle to CuPy's current stream before the call: make that ``stream``
-            before = current()
-            external_stream(stream, device).use()
-            try:
-                sgemm(*args)
-            finally:
-                before.use()
+            status = sgemm(*args)
+            if status:
+                raise RuntimeError(f"cublasSgemmStridedBatched failed: cublasStatus_t {status}")
 
         return replay
 
@@ -121,11 +113,10 @@ def torch_handle(device: int, stream: int) -> int:
     workspace for it, as a captured CUDA graph needs: no handle made and no workspace allocated in a call. Set to
     FP32 math (no TF32, whatever ``torch.backends.cuda.matmul.allow_tf32`` says) and host pointers for each call:
     PyTorch sets its own modes again before its next one."""
-    from cupy_backends.cuda.libs import cublas
-
     handle = _torch_blas_handle()()
-    cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
-    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    math_mode, pointer_mode = _raw_modes()
+    math_mode(handle, 0)  # CUBLAS_DEFAULT_MATH
+    pointer_mode(handle, 0)  # CUBLAS_POINTER_MODE_HOST
     return handle
 
 
@@ -134,3 +125,40 @@ def _torch_blas_handle() -> Any:
     import torch
 
     return torch.cuda.current_blas_handle
+
+
+@memoize()
+def _library() -> Any:
+    """The cuBLAS this process loaded (CuPy's and PyTorch's: one soname, one copy), through ctypes."""
+    import ctypes
+
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/libcublas.so" in line}
+    return ctypes.CDLL(sorted(paths)[0] if paths else "libcublas.so")
+
+
+@memoize()
+def _raw_sgemm() -> Any:
+    """``cublasSgemmStridedBatched`` called through ctypes (returns the status): CuPy's wrapper sets the handle's
+    stream to CuPy's current one first, and refuses to run while a stream is captured into a CUDA graph; a
+    replay's handle is on its stream already."""
+    import ctypes
+
+    fn = _library().cublasSgemmStridedBatched
+    p, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    fn.argtypes = [p, i, i, i, i, i, p, p, i, ll, p, i, ll, p, p, i, ll, i]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+@memoize()
+def _raw_modes() -> tuple[Any, Any]:
+    """``cublasSetMathMode`` and ``cublasSetPointerMode_v2`` through ctypes (host-side settings, allowed while
+    a stream is captured)."""
+    import ctypes
+
+    lib = _library()
+    math_mode, pointer_mode = lib.cublasSetMathMode, lib.cublasSetPointerMode_v2
+    for fn in (math_mode, pointer_mode):
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+    return math_mode, pointer_mode
