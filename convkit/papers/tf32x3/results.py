@@ -113,8 +113,8 @@ def direct_errors(t: dict[str, Any]) -> Any:
 
 
 def targets(t: dict[str, Any]) -> Any:
-    """Each target: where the FP32 kernels stand in the same run, what is measured with the 3xTF32 kernel, and
-    whether it is reached."""
+    """Per measure: the FP32 kernels of the same run, with the 3xTF32 kernel beside them, the value aimed at
+    (``target``) and whether it is reached (``reached``); :func:`standing` is what the book shows of it."""
     import pandas as pd
 
     cuconv, lu, chang, ceilings = t["cuconv"], t["lu2020"], t["chang2022"], t["ceilings"]
@@ -130,41 +130,44 @@ def targets(t: dict[str, Any]) -> Any:
     worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
     mine, simt_err = accuracy_medians(t["accuracy"])
 
-    def row(target: str, before: str, now: str, reached: bool) -> dict[str, str]:
-        return {"target": target, "FP32 kernels": before, "with 3xTF32": now, "reached": "yes" if reached else "no"}
+    def row(measure: str, before: str, now: str, target: str, reached: bool) -> dict[str, str]:
+        return {"measure": measure, "FP32 kernels": before, "with 3xTF32": now, "target": target,
+                "reached": "yes" if reached else "no"}  # fmt: skip
 
     share, share_before = tables.share_faster(cuconv["speedup"]), tables.share_faster(cuconv["fp32_speedup"])
     mean, mean_before = tables.geomean(counted["speedup"]), tables.geomean(counted["fp32_speedup"])
     low, low_before = _cells(cuconv, "speedup").min(), _cells(cuconv, "fp32_speedup").min()
-    vs_sgemm, vs_sgemm_before = (
-        (one["cublas_us"] / one["best_us"]).median(),
-        (one["cublas_us"] / one["fp32_us"]).median(),
-    )
+    vs_sgemm, vs_sgemm_before = ((one["cublas_us"] / one[us]).median() for us in ("best_us", "fp32_us"))
     lu_mean, lu_before = tables.geomean(lu["speedup"]), tables.geomean(lu["fp32_speedup"])
     rows = [
-        row(f"cuConv's {len(cuconv)}: faster than the best FP32 library on >= {TARGET_SHARE:.0f}%",
-            f"{share_before:.1f}%", f"{share:.1f}%", share >= TARGET_SHARE),
-        row(f"cuConv's layers of >= {COUNTED_GFLOP:.0f} GFLOP ({len(counted)}): geometric mean >= {TARGET_GEOMEAN}x",
-            f"{mean_before:.2f}x", f"{mean:.2f}x", mean >= TARGET_GEOMEAN),
-        row("every (filter, batch) cell >= 1.0x", f"lowest {low_before:.2f}x", f"lowest {low:.2f}x", low >= 1),
-        row(f"direct kernel on layers >= {LARGE_GFLOP:.0f} GFLOP: median >= {TARGET_TFLOPS:.0f} TFLOP/s",
-            f"{simt:.1f} TFLOP/s", f"{direct:.1f} TFLOP/s ({100 * direct / (mma / 3):.0f}% of the 3xTF32 bound "
-            f"{mma / 3:.0f})", direct >= TARGET_TFLOPS),
-        row(f"1x1 ({len(one)} layers): median >= {TARGET_1X1}x cuBLAS SGEMM", f"{vs_sgemm_before:.2f}x",
-            f"{vs_sgemm:.2f}x", vs_sgemm >= TARGET_1X1),
-        row(f"memory-transactions multi-channel layers ({len(lu)}): geometric mean >= {TARGET_SUITES}x",
-            f"{lu_before:.2f}x", f"{lu_mean:.2f}x", lu_mean >= TARGET_SUITES),
-        row(f"Pascal-era multi-channel grid ({len(chang)}): slower on none",
-            f"slower on {int((chang['fp32_speedup'] < 1).sum())}", f"slower on {int((chang['speedup'] < 1).sum())}",
+        row(f"cuConv's {len(cuconv)} layers: share faster than the best FP32 library", f"{share_before:.1f}%",
+            f"{share:.1f}%", f">= {TARGET_SHARE:.0f}%", share >= TARGET_SHARE),
+        row(f"cuConv's {len(counted)} layers of >= {COUNTED_GFLOP:.0f} GFLOP: geometric-mean speed-up",
+            f"{mean_before:.2f}x", f"{mean:.2f}x", f">= {TARGET_GEOMEAN}x", mean >= TARGET_GEOMEAN),
+        row("cuConv's lowest (filter, batch) cell", f"{low_before:.2f}x", f"{low:.2f}x", ">= 1.0x", low >= 1),
+        row(f"direct kernel, median on layers >= {LARGE_GFLOP:.0f} GFLOP", f"{simt:.1f} TFLOP/s",
+            f"{direct:.1f} TFLOP/s ({100 * direct / (mma / 3):.0f}% of the 3xTF32 bound, {mma / 3:.0f})",
+            f">= {TARGET_TFLOPS:.0f} TFLOP/s", direct >= TARGET_TFLOPS),
+        row(f"{len(one)} 1x1 layers: median speed-up over cuBLAS SGEMM", f"{vs_sgemm_before:.2f}x", f"{vs_sgemm:.2f}x",
+            f">= {TARGET_1X1}x", vs_sgemm >= TARGET_1X1),
+        row(f"memory-transactions chapter's {len(lu)} multi-channel layers: geometric-mean speed-up",
+            f"{lu_before:.2f}x", f"{lu_mean:.2f}x", f">= {TARGET_SUITES}x", lu_mean >= TARGET_SUITES),
+        row(f"Pascal-era chapter's {len(chang)}-layer grid: layers slower than the best library",
+            f"{int((chang['fp32_speedup'] < 1).sum())}", f"{int((chang['speedup'] < 1).sum())}", "0",
             bool((chang["speedup"] >= 1).all())),
-        row(f"faster than CUTLASS's 3xTF32 on >= {TARGET_CUTLASS:.0f}% of the problems both run", "-",
-            f"{vs_cutlass:.1f}% of {len(both)}", vs_cutlass >= TARGET_CUTLASS),
-        row("no wrong result; largest 3xTF32 error <= 1e-5", "-", f"{wrong} wrong of {len(errors)}; largest "
-            f"{worst:.1e}", wrong == 0 and worst <= 1e-5),
-        row(f"median error for K >= {ERROR_K} at most the FP32 kernel's", f"{simt_err:.2e}", f"{mine:.2e}",
-            mine <= simt_err),
+        row(f"problems both ran ({len(both)}): share where ours beats CUTLASS's 3xTF32", "-", f"{vs_cutlass:.1f}%",
+            f">= {TARGET_CUTLASS:.0f}%", vs_cutlass >= TARGET_CUTLASS),
+        row("3xTF32 runs checked: wrong results; largest error", "-", f"{wrong} of {len(errors)}; {worst:.1e}",
+            "0; <= 1e-5", wrong == 0 and worst <= 1e-5),
+        row(f"median error for K >= {ERROR_K}, normal inputs", f"{simt_err:.2e}", f"{mine:.2e}",
+            "at most the FP32 kernel's", mine <= simt_err),
     ]  # fmt: skip
-    return pd.DataFrame(rows).set_index("target")
+    return pd.DataFrame(rows).set_index("measure")
+
+
+def standing(t: dict[str, Any]) -> Any:
+    """:func:`targets` as the book shows it: each measure for the FP32 kernels and with the 3xTF32 kernel."""
+    return targets(t)[["FP32 kernels", "with 3xTF32"]]
 
 
 def ladder(t: dict[str, Any]) -> Any:
@@ -325,7 +328,9 @@ def result_lines(t: dict[str, Any]) -> list[str]:
     cutlass = _tflops(large.dropna(subset=["cutlass_tf32x3_us"]), "cutlass_tf32x3_us").median()
     library = _tflops(large, "best_lib_us").median()
     mine, simt_err = accuracy_medians(t["accuracy"])
-    reached = targets(t)["reached"]
+    bound = ceilings.get("tf32_mma_peak_tflops", math.nan) / 3
+    errors = direct_errors(t)
+    worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
     return [
         f"**Aim**: FP32 accuracy at tensor-core speed: every product split into TF32 halves, three tensor-core "
         f"products in place of one FP32 product, against the FP32 CUDA-core ceiling ({ceilings['sgemm_tflops']:.1f} "
@@ -336,9 +341,10 @@ def result_lines(t: dict[str, Any]) -> list[str]:
         f"{tables.share_faster(cuconv['speedup']):.1f}% of cuConv's {len(cuconv)} layers (FP32 kernels alone: "
         f"{tables.share_faster(cuconv['fp32_speedup']):.1f}%). Its median error for K >= {ERROR_K} is "
         f"{mine:.2e} against the FP32 kernel's {simt_err:.2e}.",
-        f"**Verdict**: {int((reached == 'yes').sum())} of {len(reached)} targets reached. FP32 accuracy on "
-        f"tensor cores holds; its speed does not yet pass the library's transforms, and CUTLASS's mma.sync kernel "
-        f"shows the distance left on the same instruction.",
+        f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors)} checked runs "
+        f"{worst:.1e}); its speed does not: {direct:.0f} TFLOP/s is {100 * direct / bound:.0f}% of the "
+        f"3xTF32 bound ({bound:.0f}, a third of the mma.sync peak), short of the library's transforms on the "
+        f"large layers, and CUTLASS's kernel on the same instruction runs {cutlass / direct:.2f}x faster.",
     ]  # fmt: skip
 
 
