@@ -1,13 +1,19 @@
 """Whole networks with their convolutions in convkit: ``results/<gpu>/networks.csv``.
 
-torchvision's AlexNet, VGG19, ResNet-50, GoogLeNet and SqueezeNet 1.0 with random weights (nothing
-downloaded), in inference at batch 1, 8, 32 and 256 on 224x224 images, each as PyTorch runs it (FP32, TF32
-off, cuDNN autotuned) and patched by :func:`convkit.patch`. Per network and batch, for each of
-``pytorch`` and ``convkit``:
+torchvision's AlexNet, VGG19, ResNet-50, GoogLeNet and SqueezeNet 1.0 (the study's five, at batch 1, 8, 32 and
+256) and five of other families (MobileNetV2's inverted residuals with depthwise convolutions, DenseNet-121's
+dense connections, Inception-v3's 1x7 and 7x1 branches, ConvNeXt-Tiny, and timm's ResNet-26d), with random
+weights (nothing downloaded), in inference on 224x224 images, each as PyTorch runs it (FP32, TF32 off, cuDNN
+autotuned) and patched by :func:`convkit.patch`. Per network and batch, for each of ``pytorch`` and
+``convkit``, the ``variant`` names the mode and the measure:
 
-- ``gpu``: one forward's GPU time, the study's timing (CUDA events, the stream held while the host
+- eager: ``gpu``, one forward's GPU time, the study's timing (CUDA events, the stream held while the host
   enqueues, median of repeats); ``wall``: one forward's wall time, synchronized, median (what a caller
-  waits, host cost included; PyTorch and convkit take turns);
+  waits, host cost included; PyTorch and convkit take turns); on convkit's ``wall`` row, ``first_forward_s``:
+  the first forward with an empty cache (tuning what the package records no choice for);
+- :data:`MODES` (every label of :data:`MODE_BATCHES`): ``compile_wall``, the wall time of the network under
+  ``torch.compile`` (with ``graph_breaks``, the breaks ``torch._dynamo.explain`` counts in that network);
+  ``graph_wall`` and ``graph_gpu``, one replay of the forward captured in a CUDA graph;
 - ``rel_err``: the features the classifier reads, against the same network in float64 (random logits
   alone would hide a wrong convolution);
 - for ``convkit``: every patched layer checked against a float64 convolution of its own input (the direct
@@ -18,7 +24,6 @@ off, cuDNN autotuned) and patched by :func:`convkit.patch`. Per network and batc
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,31 +32,49 @@ from convkit.bench.rows import error_text, timing_columns
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.op.interop import cupy_stream
+from convkit.papers.summary.modes import first_forward_seconds, mode_rows, relative_error, wall_ms
 from convkit.study.results import ResultStore
 
 EXPERIMENT = "networks"
-#: torchvision's constructor and the module whose input is the features, per network.
+#: The constructor (torchvision's, or ``timm:<name>``) and its options, and the module whose input is the
+#: features, per network.
 NETWORKS: dict[str, tuple[str, dict[str, Any], str]] = {
     "AlexNet": ("alexnet", {}, "classifier"),
     "VGG19": ("vgg19", {}, "classifier"),
     "ResNet-50": ("resnet50", {}, "fc"),
     "GoogLeNet": ("googlenet", {"aux_logits": False, "init_weights": True}, "fc"),
     "SqueezeNet": ("squeezenet1_0", {}, "classifier"),
+    "MobileNetV2": ("mobilenet_v2", {}, "classifier"),
+    "DenseNet-121": ("densenet121", {}, "classifier"),
+    "Inception-v3": ("inception_v3", {"aux_logits": False, "init_weights": True}, "fc"),
+    "ConvNeXt-Tiny": ("convnext_tiny", {}, "classifier"),
+    "ResNet-26d": ("timm:resnet26d", {}, "fc"),
 }
-BATCHES = (1, 8, 32, 256)
+#: The study's five networks, measured eagerly at :data:`BATCHES`; every network in every mode at MODE_BATCHES.
+STUDY_NETWORKS = ("AlexNet", "VGG19", "ResNet-50", "GoogLeNet", "SqueezeNet")
+BATCHES, MODE_BATCHES = (1, 8, 32, 256), (1, 16, 64)
 IMAGE = 224
 COLUMNS = ("experiment", "label", "network", "batch", "impl", "variant", "status", "time_ms_median", "time_ms_min",
            "time_ms_max", "reps", "rel_err", "conv_layers", "convkit_layers", "convkit_share", "worst_layer_err",
-           "layers_over_bar", "note", "run_id")  # fmt: skip
+           "layers_over_bar", "graph_breaks", "first_forward_s", "note", "run_id")  # fmt: skip
 KEY_COLUMNS = ("label", "impl", "variant")
 IMPLS, VARIANTS = ("pytorch", "convkit"), ("gpu", "wall")
+#: The variants of a label measured in every mode: eager, torch.compile, a captured CUDA graph.
+MODES = (*VARIANTS, "compile_wall", "graph_wall", "graph_gpu")
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 50, "budget_ms": 400.0}
-WALL_REPS = 30
 
 
 def labels() -> list[str]:
-    """``<network>-<batch>`` of every measurement, in the order they run."""
-    return [f"{network}-{batch}" for batch in BATCHES for network in NETWORKS]
+    """``<network>-<batch>`` of every measurement, in the order they run: the study's five networks eagerly at
+    :data:`BATCHES`, then every network in every mode at :data:`MODE_BATCHES`."""
+    eager = [f"{network}-{batch}" for batch in BATCHES for network in STUDY_NETWORKS]
+    modes = [f"{network}-{batch}" for batch in MODE_BATCHES for network in NETWORKS]
+    return list(dict.fromkeys(eager + modes))
+
+
+def variants_of(label: str) -> tuple[str, ...]:
+    """What is measured of ``label``: every mode at :data:`MODE_BATCHES`, else eager only."""
+    return MODES if int(label.rsplit("-", 1)[1]) in MODE_BATCHES else VARIANTS
 
 
 def _model(network: str) -> Any:
@@ -60,6 +83,10 @@ def _model(network: str) -> Any:
 
     name, options, _ = NETWORKS[network]
     torch.manual_seed(0)
+    if name.startswith("timm:"):
+        import timm
+
+        return timm.create_model(name.removeprefix("timm:"), pretrained=False, **options).cuda().eval()
     return getattr(torchvision.models, name)(weights=None, **options).cuda().eval()
 
 
@@ -73,10 +100,6 @@ def _features(model: Any, network: str, x: Any) -> Any:
     finally:
         handle.remove()
     return seen[0]
-
-
-def _relative_error(got: Any, ref: Any) -> float:
-    return float((got.double() - ref).norm() / ref.norm())
 
 
 def _problem(conv: Any, x: Any) -> ConvProblem:
@@ -118,7 +141,7 @@ def check_layers(model: Any, x: Any) -> tuple[float, int, list[str]]:
                                              conv.bias.double(), stride=conv.stride, padding=conv.padding)  # fmt: skip
             if hasattr(module, "pool"):
                 ref = module.pool(torch.relu(ref))
-            err = _relative_error(out, ref)
+            err = relative_error(out, ref)
             worst = max(worst, err)
             problem = _problem(conv, inp)
             if err >= (TRANSFORM_TOLERANCE if _transform(problem) else DIRECT_TOLERANCE):
@@ -183,25 +206,9 @@ def _event() -> Any:
     return event
 
 
-def _wall_ms(forwards: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
-    """Milliseconds of wall clock per forward (synchronized before and after), :data:`WALL_REPS` of each of
-    ``forwards``, taking turns (:func:`convkit.cuda.timing.in_turns`)."""
-    import torch
-
-    from convkit.cuda.timing import in_turns
-
-    def synchronized(forward: Callable[[], Any]) -> float:
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        forward()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) * 1e3
-
-    return in_turns(forwards, synchronized, WALL_REPS)
-
-
 def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
-    """The rows of ``network`` at ``batch`` (see the module doc)."""
+    """The rows of ``network`` at ``batch`` (see the module doc): eagerly, and at :data:`MODE_BATCHES` in every
+    mode."""
     import torch
 
     from convkit.cuda.timing import CudaEventClock, Timing, benchmark
@@ -215,30 +222,37 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
     with torch.no_grad():
         model = _model(network)
         x = torch.randn(batch, 3, IMAGE, IMAGE, device="cuda")
-        reference = _features(copy.deepcopy(model).double(), network, x.double())
+        in_float64 = copy.deepcopy(model).double()
+        reference, logits = _features(in_float64, network, x.double()), in_float64(x.double())
+        del in_float64
         patched = copy.deepcopy(model)
         outcome = patch(patched)
+        first = first_forward_seconds(patched, x)
         note = f"{sum(v.startswith('convkit') for v in outcome.values())} of {len(outcome)} convolutions patched"
         worst, over, names = check_layers(patched, x)
         layers, in_convkit, share = convolution_share(patched, x)
-        walls = _wall_ms({"pytorch": lambda net=model: net(x), "convkit": lambda net=patched: net(x)})
+        walls = wall_ms({"pytorch": lambda net=model: net(x), "convkit": lambda net=patched: net(x)})
         for impl, net in (("pytorch", model), ("convkit", patched)):
-            error = _relative_error(_features(net, network, x), reference)
+            error = relative_error(_features(net, network, x), reference)
             with cupy_stream():
                 gpu = benchmark(lambda net=net: net(x), clock=CudaEventClock(), **TIMING)
             wall = Timing(tuple(walls[impl]))
-            extra: dict[str, Any] = {}
+            extra: dict[str, Any] = {"conv_layers": layers}
             if impl == "convkit":
-                extra = {"conv_layers": layers, "convkit_layers": in_convkit, "convkit_share": f"{share:.4f}",
-                         "worst_layer_err": error_text(worst), "layers_over_bar": over,
-                         "note": "; ".join([note, *names])[:500]}  # fmt: skip
+                extra |= {"convkit_layers": in_convkit, "convkit_share": f"{share:.4f}",
+                          "worst_layer_err": error_text(worst), "layers_over_bar": over,
+                          "note": "; ".join([note, *names])[:500]}  # fmt: skip
             for variant, timing in (("gpu", gpu), ("wall", wall)):
+                first_forward = {"first_forward_s": f"{first:.3f}"} if impl == "convkit" and variant == "wall" else {}
                 yield (
                     base
                     | {"impl": impl, "variant": variant, "status": "ok", "rel_err": error_text(error)}
-                    | (timing_columns(timing) | extra)
+                    | (timing_columns(timing) | extra | first_forward)
                 )
-        del reference, patched, model
+        if batch in MODE_BATCHES:
+            for row in mode_rows(model, patched, x, logits, TIMING):
+                yield base | {"conv_layers": layers} | row
+        del reference, logits, patched, model
         torch.cuda.empty_cache()
 
 
@@ -251,10 +265,15 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
 
     directory = gpu_results_dir(directory)
     store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
-    done = {k[0] for k in store.done_keys()}
+    recorded = store.done_keys()
     for label in labels():
-        if label in done or (only and label not in only):
+        if only and label not in only:
             continue
+        wanted = {(label, impl, variant) for impl in IMPLS for variant in variants_of(label)}
+        if wanted <= recorded:
+            continue
+        # a label lacking a mode (an older run measured it eagerly) is measured again whole: a pair in one run
+        store.drop(lambda row, label=label: row["label"] == label)
         network, batch = label.rsplit("-", 1)
         if progress:
             progress(label)
@@ -263,7 +282,7 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
         except Exception as exc:  # recorded, and the rest go on
             note = f"{type(exc).__name__}: {exc}"[:500]
             rows = [{"label": label, "network": network, "batch": batch, "impl": impl, "variant": variant,
-                     "status": "error", "note": note} for impl in IMPLS for variant in VARIANTS]  # fmt: skip
+                     "status": "error", "note": note} for impl in IMPLS for variant in variants_of(label)]  # fmt: skip
         for row in rows:
             store.append(row)
     return directory

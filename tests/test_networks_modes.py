@@ -1,0 +1,44 @@
+"""The networks' measurement without a GPU: which labels run in which modes, and how an interrupted or older run
+resumes (a label lacking a mode is measured again whole, both networks in one run)."""
+
+from __future__ import annotations
+
+from convkit.papers.summary import inference
+
+
+def test_the_study_networks_run_eagerly_and_every_network_in_every_mode():
+    labels = inference.labels()
+    assert len(labels) == len(set(labels))
+    assert {label.rsplit("-", 1)[0] for label in labels} == set(inference.NETWORKS)
+    assert inference.variants_of("VGG19-256") == ("gpu", "wall")
+    assert inference.variants_of("DenseNet-121-16") == inference.MODES
+    assert all(f"{network}-{batch}" in labels for network in inference.NETWORKS for batch in inference.MODE_BATCHES)
+
+
+def test_a_label_lacking_a_mode_is_measured_again_whole(monkeypatch, tmp_path):
+    measured = []
+
+    def fake(network, batch):
+        label = f"{network}-{batch}"
+        measured.append(label)
+        for impl in inference.IMPLS:
+            for variant in inference.variants_of(label):
+                yield {"label": label, "network": network, "batch": batch, "impl": impl, "variant": variant,
+                       "status": "ok"}  # fmt: skip
+
+    monkeypatch.setattr(inference, "measure_network", fake)
+    monkeypatch.setattr("convkit.study.provenance.collect", lambda: {"gpu": "test"})
+    only = ["ResNet-50-1", "ResNet-50-8"]
+    inference.measure(tmp_path, only=only, progress=None)
+    assert measured == only
+    from convkit.study.results import ResultStore
+
+    store = ResultStore.open(tmp_path, inference.EXPERIMENT, {"gpu": "test"}, columns=inference.COLUMNS,
+                             key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    # an older run's eager rows alone for batch 1: that label is measured again, its old rows dropped
+    store.drop(lambda row: row["label"] == "ResNet-50-1" and row["variant"] not in inference.VARIANTS)
+    measured.clear()
+    inference.measure(tmp_path, only=only, progress=None)
+    assert measured == ["ResNet-50-1"]
+    rows = [r for r in store.rows() if r["label"] == "ResNet-50-1"]
+    assert len(rows) == 2 * len(inference.MODES)
