@@ -25,6 +25,7 @@ def _fp32_references():
     yield
     torch.backends.cudnn.allow_tf32 = before
 
+
 LAYERS = [ConvProblem.same(2, 16, 12, 12, 24, 3), ConvProblem.same(1, 64, 7, 7, 32, 1),
           ConvProblem(3, 5, 17, 19, 7, 3, 3, pad=1, stride=2)]  # fmt: skip
 
