@@ -99,26 +99,30 @@ def mode_rows(model: Any, patched: Any, x: Any, logits: Any, timing: dict[str, A
         errors = {impl: relative_error(net(x), logits) for impl, net in compiled.items()}  # compiles
         breaks = {impl: torch._dynamo.explain(net)(x).graph_break_count for impl, net in nets.items()}
         walls = wall_ms({impl: lambda net=net: net(x) for impl, net in compiled.items()})
-        for impl in nets:
-            yield {"impl": impl, "variant": "compile_wall", "status": "ok", "rel_err": error_text(errors[impl]),
-                   "graph_breaks": breaks[impl]} | timing_columns(Timing(tuple(walls[impl])))  # fmt: skip
+        rows = [{"impl": impl, "variant": "compile_wall", "status": "ok", "rel_err": error_text(errors[impl]),
+                 "graph_breaks": breaks[impl]} | timing_columns(Timing(tuple(walls[impl])))
+                for impl in nets]  # fmt: skip
     except Exception as exc:  # recorded, and the graph mode goes on
         note = f"{type(exc).__name__}: {exc}"[:500]
-        yield from ({"impl": impl, "variant": "compile_wall", "status": "error", "note": note} for impl in nets)
+        rows = [{"impl": impl, "variant": "compile_wall", "status": "error", "note": note} for impl in nets]
     finally:
         torch._dynamo.reset()
+    yield from rows
     try:
         graphs = {impl: captured(net, x) for impl, net in nets.items()}
         walls = wall_ms({impl: graph.replay for impl, (graph, _, _) in graphs.items()})
+        rows = []  # yielded once every measurement of the mode is in: an error leaves no half of a pair
         for impl, (graph, _, out) in graphs.items():
             with cupy_stream():
                 gpu = benchmark(graph.replay, clock=CudaEventClock(), **timing)
             torch.cuda.synchronize()
             error = error_text(relative_error(out, logits))
-            for variant, timing in (("graph_wall", Timing(tuple(walls[impl]))), ("graph_gpu", gpu)):
-                yield {"impl": impl, "variant": variant, "status": "ok", "rel_err": error} | timing_columns(timing)
+            for variant, measured in (("graph_wall", Timing(tuple(walls[impl]))), ("graph_gpu", gpu)):
+                rows.append({"impl": impl, "variant": variant, "status": "ok", "rel_err": error}
+                            | timing_columns(measured))  # fmt: skip
         del graphs
     except Exception as exc:
         note = f"{type(exc).__name__}: {exc}"[:500]
-        yield from ({"impl": impl, "variant": v, "status": "error", "note": note} for impl in nets
-                    for v in ("graph_wall", "graph_gpu"))  # fmt: skip
+        rows = [{"impl": impl, "variant": v, "status": "error", "note": note} for impl in nets
+                for v in ("graph_wall", "graph_gpu")]  # fmt: skip
+    yield from rows
