@@ -38,17 +38,18 @@ def test_the_targets_are_reported_with_what_they_measured():
 
 
 def test_the_accuracy_tables_hold_every_implementation_and_kind_of_input():
+    from convkit.papers.tf32x3 import accuracy
     from convkit.papers.tf32x3.accuracy import INPUTS, problems
 
     t = _tables()
-    curves = results.error_by_k(t["accuracy"], problems()[:9])
+    curves = accuracy.error_by_k(t["accuracy"], problems()[:9])
     assert list(curves) == list(INPUTS)
     normal = curves["normal"]
     assert list(normal.columns) == [9, 36, 144, 288, 576, 1152, 2304, 4608, 9216]
     assert {"3xTF32 implicit GEMM (ours)", "FP32 implicit GEMM (ours)", "PyTorch TF32"} <= set(normal.index)
-    summary = results.error_summary(t["accuracy"])
+    summary = accuracy.error_summary(t["accuracy"])
     assert not summary.isna().any().any()  # an FP16 output that overflowed says so, no NaN
-    mine, simt = results.accuracy_medians(t["accuracy"])
+    mine, simt = accuracy.accuracy_medians(t["accuracy"])
     assert mine < 1e-5 and simt < 1e-5 and not math.isnan(mine)
 
 

@@ -81,17 +81,7 @@ def tuned(directory: Path) -> KnobTable:
     return first_of([knob_table(directory, table) for table in (TUNING, FP32_TUNING)])
 
 
-#: The ncu profile: three of the FP32 chapter's compute-bound network layers and (from the recorded sweep) the best
-#: and the worst of cuConv's layers of at least 1 GFLOP for the 3xTF32 kernel against the best library; our
-#: kernels at their tuned launches, cuBLAS and CUTLASS's 128x128 kernels (cuDNN's algorithms are the FP32
-#: chapter's profile).
-PROFILE_PROBLEMS: tuple[tuple[str, ConvProblem], ...] = (
-    ("1x1, batch 64 (ResNet-50 res4)", ConvProblem.same(64, 1024, 14, 14, 256, 1)),
-    ("3x3, batch 32 (VGG19 conv3)", ConvProblem.same(32, 256, 56, 56, 256, 3)),
-    ("5x5, batch 64 (AlexNet conv2)", ConvProblem.same(64, 96, 27, 27, 256, 5)),
-)
-#: CUTLASS's kernels the profile takes (one tile of each precision).
-PROFILED_PEERS = ("cutlass_tf32x3_128x128", "cutlass_simt_128x128")
+PROFILE_PROBLEMS, PROFILED_PEERS = results.PROFILE_PROBLEMS, results.PROFILED_PEERS
 STALLS = ("not_selected", "dispatch_stall", "math_pipe_throttle", "barrier", "long_scoreboard", "short_scoreboard",
           "wait", "mio_throttle")  # fmt: skip
 PROFILE_METRICS: tuple[str, ...] = (

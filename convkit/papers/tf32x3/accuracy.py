@@ -12,6 +12,7 @@ record their error only, as reference lines. No time is taken: :mod:`convkit.pap
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from convkit.bench.rows import Case, params_text
 from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
+from convkit.families.fp32 import IGEMM
+from convkit.families.tf32x3 import IGEMM as TF32X3
 from convkit.libs import cutlass
 from convkit.study.layer_sets import three_chapter_problems
 from convkit.study.sweep import run_sweep
@@ -33,6 +36,14 @@ INPUTS = ("normal", "rounding ties", "wide range", "all positive")
 #: PyTorch's precisions beside the kernels: FP32 (TF32 off), then the two reference lines.
 TORCH_PRECISIONS = ("fp32", "tf32", "fp16")
 KERNELS = Kernels((fp32.IGEMM_VARIANT, tf32x3.IGEMM_VARIANT), cutlass.PEERS)
+#: K = C*R*S from which the error of the 3xTF32 kernel is held to the FP32 kernel's.
+ERROR_K = 256
+#: cuDNN's direct forward algorithms (the others transform: FFT and Winograd).
+CUDNN_DIRECT = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT")
+#: The accuracy experiment's implementations as the book names them (impl, variant) -> name; CUTLASS by precision.
+ERROR_NAMES = {("convkit", IGEMM): "FP32 implicit GEMM (ours)", ("convkit", TF32X3): "3xTF32 implicit GEMM (ours)",
+               ("pytorch", "fp32"): "PyTorch FP32", ("pytorch", "tf32"): "PyTorch TF32",
+               ("pytorch", "fp16"): "PyTorch FP16"}  # fmt: skip
 #: Every STUDY_STEP-th of the three chapters' problems joins the K sweep.
 STUDY_STEP = 20
 
@@ -131,3 +142,63 @@ def measure(directory: Path | None = None, *, progress: Callable[[str], None] | 
     """:func:`problems` x :func:`cases` into ``<directory>/tf32x3_accuracy.csv`` (default ``results/<this GPU>``),
     resuming."""
     return run_sweep(EXPERIMENT, problems(), cases, measure_rows, directory=directory, progress=progress)
+
+
+# The experiment's tables (the chapter's notebook shows them)
+
+
+def accuracy_frame(accuracy: Any) -> Any:
+    """The accuracy experiment's checked rows with K = C*R*S, the kind of input and the implementation's name
+    (CUTLASS's kernels by precision, cuDNN's algorithms each)."""
+    import pandas as pd
+
+    if accuracy.empty:
+        return pd.DataFrame(columns=["label", "K", "inputs", "method", "impl", "variant", "rel_err", "status"])
+    ok = accuracy[accuracy["status"].isin(("ok", "wrong"))].copy()
+    ok["K"] = ok["C"].astype(int) * ok["R"].astype(int) * ok["S"].astype(int)
+    ok["inputs"] = [json.loads(p)["inputs"] for p in ok["params"]]
+    ok["rel_err"] = ok["rel_err"].astype(float)
+
+    def name(impl: str, variant: str) -> str:
+        if impl == "cutlass":
+            return "CUTLASS 3xTF32" if "tf32x3" in variant else "CUTLASS FP32"
+        if impl == "cudnn":
+            return f"cuDNN {variant}"
+        return ERROR_NAMES.get((impl, variant), f"{impl} {variant}")
+
+    ok["method"] = [name(i, v) for i, v in zip(ok["impl"], ok["variant"], strict=True)]
+    return ok
+
+
+def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
+    """Median error for K >= :data:`ERROR_K` on ``inputs`` of the 3xTF32 kernel and of the FP32 implicit GEMM."""
+    if accuracy.empty:
+        return math.nan, math.nan
+    a = accuracy_frame(accuracy)
+    a = a[(a["K"] >= ERROR_K) & (a["inputs"] == inputs)]
+    return tuple(float(a.loc[a["method"] == ERROR_NAMES[("convkit", v)], "rel_err"].median()) for v in (TF32X3, IGEMM))
+
+
+def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
+    """Per kind of input, error against float64 by K (columns) and implementation (rows) on the K sweep's 3x3
+    problems ``k_sweep`` (CUTLASS's kernels and cuDNN's direct algorithms: the median over them; its transforms
+    are held to another bar)."""
+    a = accuracy_frame(accuracy)
+    labels = {p.label for p in k_sweep}
+    a = a[a["label"].isin(labels)]
+    direct = a["method"].isin([f"cuDNN {algo}" for algo in CUDNN_DIRECT])
+    a = a[direct | ~a["method"].str.startswith("cuDNN")]
+    a.loc[direct, "method"] = "cuDNN FP32, direct algorithms (median)"
+    return {inputs: g.pivot_table(index="method", columns="K", values="rel_err", aggfunc="median")
+            for inputs, g in a.groupby("inputs", sort=False)}  # fmt: skip
+
+
+def error_summary(accuracy: Any) -> Any:
+    """Per implementation and kind of input, over every problem with K >= :data:`ERROR_K`: median and largest
+    error against float64 (the study's layers included); "overflows" where the output was not finite."""
+    a = accuracy_frame(accuracy)
+    a = a[a["K"] >= ERROR_K]
+    out = a.groupby(["method", "inputs"], sort=False)["rel_err"].agg(["median", "max"]).unstack("inputs")
+    out.columns = [f"{inputs}: {'median' if stat == 'median' else 'largest'}" for stat, inputs in out.columns]
+    # an output that overflowed (FP16 past 65504) has no finite error
+    return out.astype(object).where(out.notna(), "overflows")

@@ -9,13 +9,14 @@ the accuracy experiment (``tf32x3_accuracy.csv``) and the profile (``tf32x3_kern
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import IGEMM, WINOGRAD
 from convkit.families.tf32x3 import IGEMM as TF32X3
+from convkit.papers.tf32x3.accuracy import ERROR_K, accuracy_medians
 from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_suites as suites
 
@@ -35,14 +36,18 @@ NAMES = {TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: 
 LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
 #: The targets the chapter reports against.
 TARGET_SHARE, TARGET_GEOMEAN, TARGET_TFLOPS, TARGET_1X1, TARGET_SUITES, TARGET_CUTLASS = 90.0, 1.5, 75.0, 1.5, 1.5, 80.0
-#: K = C*R*S from which the error of the 3xTF32 kernel is held to the FP32 kernel's.
-ERROR_K = 256
-#: cuDNN's direct forward algorithms (the others transform: FFT and Winograd).
-CUDNN_DIRECT = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT")
-#: The accuracy experiment's implementations as the book names them (impl, variant) -> name; CUTLASS by precision.
-ERROR_NAMES = {("convkit", IGEMM): "FP32 implicit GEMM (ours)", ("convkit", TF32X3): "3xTF32 implicit GEMM (ours)",
-               ("pytorch", "fp32"): "PyTorch FP32", ("pytorch", "tf32"): "PyTorch TF32",
-               ("pytorch", "fp16"): "PyTorch FP16"}  # fmt: skip
+
+#: The ncu profile: three of the FP32 chapter's compute-bound network layers and (from the recorded sweep) the best
+#: and the worst of cuConv's layers of at least 1 GFLOP for the 3xTF32 kernel against the best library; our
+#: kernels at their tuned launches, cuBLAS and CUTLASS's 128x128 kernels (cuDNN's algorithms are the FP32
+#: chapter's profile).
+PROFILE_PROBLEMS: tuple[tuple[str, ConvProblem], ...] = (
+    ("1x1, batch 64 (ResNet-50 res4)", ConvProblem.same(64, 1024, 14, 14, 256, 1)),
+    ("3x3, batch 32 (VGG19 conv3)", ConvProblem.same(32, 256, 56, 56, 256, 3)),
+    ("5x5, batch 64 (AlexNet conv2)", ConvProblem.same(64, 96, 27, 27, 256, 5)),
+)
+#: CUTLASS's kernels the profile takes (one tile of each precision).
+PROFILED_PEERS = ("cutlass_tf32x3_128x128", "cutlass_simt_128x128")
 
 
 def _cutlass(frame: Any, precision: str) -> Any:
@@ -256,68 +261,34 @@ def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, f
     return points
 
 
-def accuracy_frame(accuracy: Any) -> Any:
-    """The accuracy experiment's checked rows with K = C*R*S, the kind of input and the implementation's name
-    (CUTLASS's kernels by precision, cuDNN's algorithms each)."""
-    import pandas as pd
-
-    if accuracy.empty:
-        return pd.DataFrame(columns=["label", "K", "inputs", "method", "impl", "variant", "rel_err", "status"])
-    ok = accuracy[accuracy["status"].isin(("ok", "wrong"))].copy()
-    ok["K"] = ok["C"].astype(int) * ok["R"].astype(int) * ok["S"].astype(int)
-    ok["inputs"] = [json.loads(p)["inputs"] for p in ok["params"]]
-    ok["rel_err"] = ok["rel_err"].astype(float)
-
-    def name(impl: str, variant: str) -> str:
-        if impl == "cutlass":
-            return "CUTLASS 3xTF32" if "tf32x3" in variant else "CUTLASS FP32"
-        if impl == "cudnn":
-            return f"cuDNN {variant}"
-        return ERROR_NAMES.get((impl, variant), f"{impl} {variant}")
-
-    ok["method"] = [name(i, v) for i, v in zip(ok["impl"], ok["variant"], strict=True)]
-    return ok
-
-
-def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
-    """Median error for K >= :data:`ERROR_K` on ``inputs`` of the 3xTF32 kernel and of the FP32 implicit GEMM."""
-    if accuracy.empty:
-        return math.nan, math.nan
-    a = accuracy_frame(accuracy)
-    a = a[(a["K"] >= ERROR_K) & (a["inputs"] == inputs)]
-    return tuple(float(a.loc[a["method"] == ERROR_NAMES[("convkit", v)], "rel_err"].median()) for v in (TF32X3, IGEMM))
-
-
-def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
-    """Per kind of input, error against float64 by K (columns) and implementation (rows) on the K sweep's 3x3
-    problems ``k_sweep`` (CUTLASS's kernels and cuDNN's direct algorithms: the median over them; its transforms
-    are held to another bar)."""
-    a = accuracy_frame(accuracy)
-    labels = {p.label for p in k_sweep}
-    a = a[a["label"].isin(labels)]
-    direct = a["method"].isin([f"cuDNN {algo}" for algo in CUDNN_DIRECT])
-    a = a[direct | ~a["method"].str.startswith("cuDNN")]
-    a.loc[direct, "method"] = "cuDNN FP32, direct algorithms (median)"
-    return {inputs: g.pivot_table(index="method", columns="K", values="rel_err", aggfunc="median")
-            for inputs, g in a.groupby("inputs", sort=False)}  # fmt: skip
-
-
-def error_summary(accuracy: Any) -> Any:
-    """Per implementation and kind of input, over every problem with K >= :data:`ERROR_K`: median and largest
-    error against float64 (the study's layers included); "overflows" where the output was not finite."""
-    a = accuracy_frame(accuracy)
-    a = a[a["K"] >= ERROR_K]
-    out = a.groupby(["method", "inputs"], sort=False)["rel_err"].agg(["median", "max"]).unstack("inputs")
-    out.columns = [f"{inputs}: {'median' if stat == 'median' else 'largest'}" for stat, inputs in out.columns]
-    # an output that overflowed (FP16 past 65504) has no finite error
-    return out.astype(object).where(out.notna(), "overflows")
-
-
 def profile_table(kernels: Any) -> Any:
     """Per profiled layer and implementation, its longest kernel: time, tensor-pipe use, issue-slot use, the
     tensor instructions' share, achieved occupancy, shared-memory bank conflicts and the two leading stalls."""
     pipe = "sm__pipe_tensor_op_hmma_cycles_active_avg_pct_of_peak_sustained_active"
     return tables.profile_table(kernels, NAMES, pipe, "smsp__inst_executed_pipe_tensor_op_hmma_sum", "tensor")
+
+
+def profiled_cutlass_note(t: dict[str, Any]) -> str:
+    """A sentence on the CUTLASS tiles the profile took (:data:`convkit.papers.tf32x3.PROFILED_PEERS`) against
+    CUTLASS's fastest tile in the sweep, on the profiled network layers, so that the profile is read as that
+    tile's (empty where the sweep or the profile is missing)."""
+    if t["sweep"].empty or t["kernels"].empty:
+        return ""
+    ok = tables.timed(t["sweep"])
+    profiled = next(name for name in PROFILED_PEERS if "tf32x3" in name)
+    ratios = []
+    for _, problem in PROFILE_PROBLEMS:
+        rows = ok[(ok["label"] == problem.label) & (ok["impl"] == "cutlass") & ok["variant"].str.contains("tf32x3")]
+        if len(rows) and (rows["variant"] == profiled).any():
+            ratios.append(float(rows.loc[rows["variant"] == profiled, "us"].iloc[0] / rows["us"].min()))
+    if not ratios:
+        return ""
+    tile = profiled.rsplit("_", 1)[1].replace("x", " x ")
+    return (
+        f"CUTLASS's 3xTF32 kernel was profiled at its {tile} tile, which the sweep found {min(ratios):.1f}x to "
+        f"{max(ratios):.1f}x slower than CUTLASS's fastest tile on these layers: its rows show how that tile "
+        "spends its time, not how CUTLASS's fastest does."
+    )
 
 
 def result_lines(t: dict[str, Any]) -> list[str]:
