@@ -172,20 +172,23 @@ def speedups(
 
 def error_by_k(curves: dict[str, Any], *, bars: dict[str, float] | None = None) -> Any:
     """Relative error against float64 (log) by K = C*R*S (log 2), one panel per kind of input (``curves``: name ->
-    a frame with an implementation per row and a K per column), one line per implementation; ``bars``: dashed
-    horizontal lines (name -> error)."""
+    a frame with an implementation per row and a K per column), one line per implementation, styled alike in
+    every panel; ``bars``: horizontal lines, dashed then dotted (name -> error)."""
     import matplotlib.pyplot as plt
 
     columns = 2 if len(curves) > 1 else 1
     rows = -(-len(curves) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(7, 2.6 * rows + 0.6), sharex=True, sharey=True, squeeze=False)
     markers = "os^Dv<>ph"
+    methods = list(dict.fromkeys(m for frame in curves.values() for m in frame.index))  # one style per method
+    handles: dict[str, Any] = {}
     for ax, (name, frame) in zip(axes.flat, curves.items(), strict=False):
-        for i, (method, values) in enumerate(frame.iterrows()):
-            ax.plot(values.index, values.to_numpy(), marker=markers[i % len(markers)], ms=3.5, lw=1, label=method,
-                    color=f"C{i}")  # fmt: skip
+        for method, values in frame.iterrows():
+            i = methods.index(method)
+            (handles[method],) = ax.plot(values.index, values.to_numpy(), marker=markers[i % len(markers)], ms=3.5,
+                                         lw=1, label=method, color=f"C{i}")  # fmt: skip
         for j, (bar, value) in enumerate((bars or {}).items()):
-            ax.axhline(value, color="grey", ls=(0, (4, 2 + 2 * j)), lw=0.9, label=bar)
+            handles[bar] = ax.axhline(value, color="grey", ls=("--", ":", "-.")[j % 3], lw=1.0, label=bar)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(name, fontsize=10)
@@ -196,8 +199,7 @@ def error_by_k(curves: dict[str, Any], *, bars: dict[str, float] | None = None) 
     for ax in axes[:, 0]:
         ax.set_ylabel("relative error", fontsize=9)
     fig.supxlabel("K = C x R x S (the length of each dot product)", fontsize=9)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8.5, ncol=3, loc="lower center", bbox_to_anchor=(0.5, -0.02 - 0.045 *
-               -(-len(labels) // 3)), frameon=False)  # fmt: skip
+    fig.legend(list(handles.values()), list(handles), fontsize=8.5, ncol=3, loc="lower center",
+               bbox_to_anchor=(0.5, -0.02 - 0.045 * -(-len(handles) // 3)), frameon=False)  # fmt: skip
     fig.tight_layout()
     return axes
