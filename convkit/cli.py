@@ -148,9 +148,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from convkit.book.reproduce import NotebookFailure, reproduce
+    from convkit.book.reproduce import NotebookFailure, mode_line, reproduce
 
     try:
+        print(f"convkit: {mode_line(args.device)}", flush=True)
         reproduce(only=args.only, device=args.device, quick=args.quick, record_times=args.record_times)
     except (NotebookFailure, ValueError) as exc:
         print(f"convkit reproduce: {exc}", file=sys.stderr)
@@ -171,7 +172,9 @@ def _cmd_book(args: argparse.Namespace) -> int:
     except subprocess.CalledProcessError as exc:
         print(f"convkit book: jupyter-book failed ({exc.returncode})", file=sys.stderr)
         return 1
-    print(f"book: {html / 'index.html'}")
+    from convkit.book.reproduce import mode_line
+
+    print(f"book: {html / 'index.html'}, {mode_line(args.device)}")
     return 0
 
 

@@ -42,3 +42,17 @@ def test_bad_arguments_are_refused():
         cli.main(["reproduce", "--device", "tpu"])
     with pytest.raises(SystemExit):
         cli.main([])
+
+
+def test_a_run_says_whether_it_measures_or_shows_recorded_results(monkeypatch):
+    from convkit.book import reproduce
+    from convkit.core import gpu
+
+    monkeypatch.setattr(gpu, "gpu_status", lambda: (False, "no driver"))
+    line = reproduce.mode_line("auto")
+    assert line == "showing the results recorded on nvidia-h100-80gb-hbm3 (no GPU here: no driver)"
+    monkeypatch.setattr(gpu, "gpu_status", lambda: (True, ""))
+    monkeypatch.setattr(gpu, "device_name", lambda: "NVIDIA H100 80GB HBM3")
+    assert reproduce.mode_line("auto").startswith("measuring on this GPU, NVIDIA H100 80GB HBM3 (results in "
+                                                  "results/nvidia-h100-80gb-hbm3/")  # fmt: skip
+    assert reproduce.mode_line("recorded").endswith("(as asked)")

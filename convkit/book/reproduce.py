@@ -107,6 +107,22 @@ RUN_TIMES = "notebook_runs"
 RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
 
 
+def mode_line(device: str) -> str:
+    """What a run with ``device`` (auto|gpu|recorded) will show, in one line: measured on this GPU (and where its
+    results go), or the results recorded on the book's GPU (and why no GPU measures)."""
+    from convkit.book.chapter import DEFAULT_RECORDED_GPU, resolve_device
+    from convkit.core.gpu import gpu_status
+
+    if resolve_device(device) == "gpu":
+        from convkit.core.gpu import device_name, gpu_slug
+
+        name = device_name()
+        return f"measuring on this GPU, {name} (results in results/{gpu_slug(name)}/, resuming what is there)"
+    ok, why = gpu_status()
+    reason = "as asked" if ok else f"no GPU here: {why}"
+    return f"showing the results recorded on {DEFAULT_RECORDED_GPU} ({reason})"
+
+
 def reproduce(
     *, only: str | None = None, device: str = "auto", quick: bool = False, record_times: bool = False
 ) -> list[Path]:
