@@ -6,6 +6,7 @@ import pytest
 
 from convkit.book import chapter
 from convkit.papers import PAPERS
+from convkit.study.checkout import results_dir
 
 
 @pytest.mark.parametrize("paper", PAPERS, ids=lambda p: p.name)
@@ -81,3 +82,23 @@ def test_across_gpus_text_counts_the_wins_per_gpu():
     text = chapter.across_gpus_text(across)
     assert text.startswith("Of the 3 problems")
     assert "on 2 of them on the H100" in text and "on 1 of them on the H200 (quick)" in text
+
+
+def test_a_failing_ncu_never_stops_a_run_the_recorded_profile_is_shown(monkeypatch, tmp_path, capsys):
+    import shutil
+    import subprocess
+
+    from convkit.book import chapter, profile
+
+    monkeypatch.setattr(chapter, "resolve_device", lambda device: "gpu")
+    monkeypatch.setattr(chapter, "results_directory", lambda mode, gpu=chapter.DEFAULT_RECORDED_GPU: (
+        tmp_path if mode == "gpu" else results_dir() / gpu))  # fmt: skip
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/ncu")
+
+    def blocked(name, directory):
+        raise subprocess.CalledProcessError(1, ["ncu"], "ERR_NVGPUCTRPERM")
+
+    monkeypatch.setattr(profile, "profile", blocked)
+    shown = chapter.kernel_profile("fp32")
+    assert len(shown.frame) and not shown.measured_now
+    assert "ncu could not profile here" in capsys.readouterr().out

@@ -92,8 +92,10 @@ def ceilings(
 
 def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """A paper's ncu profile: measured with ``ncu`` where a GPU and ``ncu`` are present and nothing is
-    recorded for this GPU yet; otherwise read from ``results/``."""
+    recorded for this GPU yet; otherwise, and where ncu fails (counters blocked, as on Colab), the profile
+    recorded on ``recorded_gpu``, and the run says so."""
     import shutil
+    import subprocess
 
     from convkit.book import profile
     from convkit.papers import paper
@@ -104,11 +106,15 @@ def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAU
     mode = resolve_device(device)
     directory = results_directory(mode, recorded_gpu)
     if mode == "gpu" and not (directory / f"{spec.experiment}.csv").exists():
+        why = "ncu is not on the PATH"
         if shutil.which("ncu"):
-            profile.profile(name, directory)
-        else:
-            print("ncu is not on the PATH: showing the recorded profile of", recorded_gpu)
-            directory = results_directory("recorded", recorded_gpu)
+            try:
+                profile.profile(name, directory)
+                return load(directory, spec.experiment, True)
+            except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
+                why = f"ncu could not profile here ({type(exc).__name__})"
+        print(f"{why}: showing the profile recorded on {recorded_gpu}")
+        return load(results_directory("recorded", recorded_gpu), spec.experiment, False)
     return load(directory, spec.experiment, mode == "gpu")
 
 
