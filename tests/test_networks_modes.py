@@ -42,3 +42,26 @@ def test_a_label_lacking_a_mode_is_measured_again_whole(monkeypatch, tmp_path):
     assert measured == ["ResNet-50-1"]
     rows = [r for r in store.rows() if r["label"] == "ResNet-50-1"]
     assert len(rows) == 2 * len(inference.MODES)
+
+
+def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
+    from convkit.papers.summary import chapter
+    from convkit.study.results import ResultStore
+
+    store = ResultStore.open(tmp_path, inference.EXPERIMENT, {"gpu": "test"}, columns=inference.COLUMNS,
+                             key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    times = {"gpu": 2.0, "wall": 3.0, "compile_wall": 2.5, "graph_wall": 1.0, "graph_gpu": 0.9}
+    for impl, scale in (("pytorch", 1.0), ("convkit", 0.5)):
+        for variant, ms in times.items():
+            extra = {"graph_breaks": 0} if variant == "compile_wall" else {}
+            if impl == "convkit" and variant == "wall":
+                extra = {"first_forward_s": "1.2"}
+            store.append({"label": "ResNet-26d-1", "network": "ResNet-26d", "batch": 1, "impl": impl,
+                          "variant": variant, "status": "ok", "time_ms_median": ms * scale, "conv_layers": 30,
+                          **extra})  # fmt: skip
+    table = chapter.modes_table(tmp_path)
+    assert list(table["network"]) == ["ResNet-26d"]
+    row = table.iloc[0]
+    assert row["eager speed-up"] == row["torch.compile speed-up"] == row["CUDA graph speed-up"] == 2.0
+    assert row["graph breaks (patched / PyTorch)"] == "0 / 0" and row["first forward (ms a layer)"] == 40.0
+    assert chapter.modes_table(tmp_path / "none").empty

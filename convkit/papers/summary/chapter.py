@@ -166,6 +166,40 @@ def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> A
     return pd.DataFrame(rows)
 
 
+#: The modes a network runs in, each by its wall-clock variant: eager, torch.compile, a captured CUDA graph.
+MODE_WALLS = {"eager": "wall", "torch.compile": "compile_wall", "CUDA graph": "graph_wall"}
+
+
+def modes_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
+    """Per network and batch measured in every mode (pandas): the patched network's wall-clock speed-up over
+    PyTorch's in each mode (:data:`MODE_WALLS`) and on the GPU in graph mode, the graph breaks under
+    torch.compile (patched, and PyTorch's own), and the first forward with an empty cache per convolution layer
+    (ms); empty where no network was measured in every mode."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty or "graph_wall" not in set(frame["variant"]):
+        return pd.DataFrame()
+    ok = frame[frame["status"] == "ok"]
+    rows = []
+    for _, group in ok.groupby("label", sort=False):
+        t = {(r.impl, r.variant): r for r in group.itertuples()}
+        wanted = [(impl, v) for impl in inference.IMPLS for v in (*MODE_WALLS.values(), "graph_gpu")]
+        if not all(k in t for k in wanted):
+            continue
+        ms = {k: float(t[k].time_ms_median) for k in wanted}
+        row: dict[str, Any] = {"network": t["convkit", "wall"].network, "batch": int(t["convkit", "wall"].batch)}
+        for mode, variant in MODE_WALLS.items():
+            row[f"{mode} speed-up"] = ms["pytorch", variant] / ms["convkit", variant]
+        row["CUDA graph, GPU speed-up"] = ms["pytorch", "graph_gpu"] / ms["convkit", "graph_gpu"]
+        breaks = [int(float(t[impl, "compile_wall"].graph_breaks)) for impl in ("convkit", "pytorch")]
+        row["graph breaks (patched / PyTorch)"] = f"{breaks[0]} / {breaks[1]}"
+        first, layers = float(t["convkit", "wall"].first_forward_s), int(float(t["convkit", "wall"].conv_layers))
+        row["first forward (ms a layer)"] = 1e3 * first / max(layers, 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def networks_across_gpus() -> Any:
     """The networks on every GPU that recorded them, one column group per GPU (pandas): the patched copy's
     speed-up over PyTorch on the GPU and on the wall clock; empty where fewer than two GPUs recorded them."""
