@@ -53,12 +53,11 @@ def _pooled_after(relu: Any, pool: Any) -> bool:
 def _module_classes() -> tuple[type, type]:
     import torch
 
+    from convkit.op import torch_ops
     from convkit.op.conv import conv2d, replay_if_known
     from convkit.op.fused import conv2d_relu_pool
-    from convkit.op.torch_ops import ops
 
-    registered = ops()  # before any tracing: torch.compile cannot register an operator while it traces
-    is_compiling = torch.compiler.is_compiling
+    registered = torch_ops.ops()  # before any tracing: torch.compile cannot register an operator while it traces
 
     class ConvkitConv2d(torch.nn.Module):
         """An ``nn.Conv2d`` whose inference runs in :func:`convkit.conv2d` (the original kept for autograd)."""
@@ -80,7 +79,7 @@ def _module_classes() -> tuple[type, type]:
             w, b = conv.weight, conv.bias
             if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
                 return conv(x)
-            if is_compiling():  # torch.compile is tracing: one node of its graph
+            if torch_ops.compiling():  # torch.compile is tracing: one node of its graph
                 if not self.runs_in_convkit(x):
                     return conv(x)
                 return registered.conv2d(x, w, b, self.stride, self.padding, self.input_precision)
@@ -105,7 +104,7 @@ def _module_classes() -> tuple[type, type]:
             conv = self.original
             if not self.runs_in_convkit(x) or self.stride != 1 or conv.bias is None:
                 return self.pool(self.relu(conv(x)))
-            if is_compiling():
+            if torch_ops.compiling():
                 return registered.conv2d_relu_pool(x, conv.weight, conv.bias, self.padding)
             return conv2d_relu_pool(x, conv.weight.detach(), conv.bias.detach(), padding=self.padding)
 

@@ -4,7 +4,8 @@ Registered with ``torch.library.custom_op`` the first time a PyTorch caller need
 no PyTorch), each with a fake implementation that checks the arguments as the op does and gives the output's
 shape, so that ``torch.compile`` traces a call as one node of its graph (no graph break) and its CUDA-graph modes
 capture it. In eager mode :func:`convkit.conv2d` and the patched modules skip the dispatcher (a few microseconds
-a call) and call the op's own fast path; while ``torch.compile`` traces, they call these operators.
+a call) and call the op's own fast path; while ``torch.compile`` traces, they call these operators (PyTorch 2.4
+and later: ``torch.library.custom_op``).
 """
 
 import sys
@@ -64,8 +65,12 @@ def _output_shape(x: Any, w: Any, bias: Any, stride: int, padding: int, pooled: 
 
 @memoize()
 def ops() -> Any:
-    """``torch.ops.convkit``, its operators registered on first use."""
+    """``torch.ops.convkit``, its operators registered on first use; None with a PyTorch older than 2.4 (no
+    ``torch.library.custom_op``), where the op runs eagerly only (torch.compile breaks its graph at a call)."""
     import torch
+
+    if not hasattr(torch.library, "custom_op"):
+        return None
 
     conv2d_eager, conv2d_relu_pool_eager = EAGER["conv2d"], EAGER["conv2d_relu_pool"]
 
