@@ -58,6 +58,8 @@ def _module_classes() -> tuple[type, type]:
     from convkit.op.fused import conv2d_relu_pool
 
     registered = torch_ops.ops()  # before any tracing: torch.compile cannot register an operator while it traces
+    # without operators (PyTorch before 2.4) a patched layer stays eager, under torch.compile too
+    is_compiling = torch.compiler.is_compiling if registered is not None else torch_ops.compiling
 
     class ConvkitConv2d(torch.nn.Module):
         """An ``nn.Conv2d`` whose inference runs in :func:`convkit.conv2d` (the original kept for autograd)."""
@@ -79,7 +81,7 @@ def _module_classes() -> tuple[type, type]:
             w, b = conv.weight, conv.bias
             if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
                 return conv(x)
-            if torch_ops.compiling():  # torch.compile is tracing: one node of its graph
+            if is_compiling():  # torch.compile is tracing: one node of its graph
                 if not self.runs_in_convkit(x):
                     return conv(x)
                 return registered.conv2d(x, w, b, self.stride, self.padding, self.input_precision)
@@ -104,7 +106,7 @@ def _module_classes() -> tuple[type, type]:
             conv = self.original
             if not self.runs_in_convkit(x) or self.stride != 1 or conv.bias is None:
                 return self.pool(self.relu(conv(x)))
-            if torch_ops.compiling():
+            if is_compiling():
                 return registered.conv2d_relu_pool(x, conv.weight, conv.bias, self.padding)
             return conv2d_relu_pool(x, conv.weight.detach(), conv.bias.detach(), padding=self.padding)
 
