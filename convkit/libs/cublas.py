@@ -58,22 +58,22 @@ def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, 
 class StridedSgemm:
     """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.cuda.record.enqueue` calls it (arrays or
     device pointers) and as a recorded plan binds it (:meth:`bind`); both on a handle of convkit's own per
-    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call."""
+    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call (through ctypes: see
+    :func:`_raw_sgemm`)."""
 
     def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
         import cupy
-        from cupy_backends.cuda.libs import cublas
 
         x, w, out, n, c, hw, m = args
         handle = _handle(cupy.cuda.runtime.getDevice(), (stream or cupy.cuda.get_current_stream()).ptr)
-        cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
+        _call_sgemm(_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
 
     def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...], handle_of: Any = None) -> Any:
         """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
         device it was recorded on, on the handle ``handle_of(device, stream)`` (default: convkit's own)."""
         import cupy
 
-        sgemm, device = _raw_sgemm(), cupy.cuda.runtime.getDevice()
+        device = cupy.cuda.runtime.getDevice()
         handle_of = handle_of or _handle
         x, w, out = (0 if a is None else _pointer(a) for a in template[:3])
         fixed = list(_sgemm_args(0, x, w, out, *template[3:]))
@@ -85,9 +85,7 @@ class StridedSgemm:
             args[0] = handle_of(device, stream)  # a handle already on ``stream``
             for index, base, offset in filled:
                 args[index] = bases[base] + offset
-            status = sgemm(*args)
-            if status:
-                raise RuntimeError(f"cublasSgemmStridedBatched failed: cublasStatus_t {status}")
+            _call_sgemm(args)
 
         return replay
 
@@ -135,6 +133,13 @@ def _library() -> Any:
     with open("/proc/self/maps") as maps:
         paths = {line.split()[-1] for line in maps if "/libcublas.so" in line}
     return ctypes.CDLL(sorted(paths)[0] if paths else "libcublas.so")
+
+
+def _call_sgemm(args: Any) -> None:
+    """``cublasSgemmStridedBatched`` on ``args`` (:func:`_sgemm_args`'s), its handle already on its stream."""
+    status = _raw_sgemm()(*args)
+    if status:
+        raise RuntimeError(f"cublasSgemmStridedBatched failed: cublasStatus_t {status}")
 
 
 @memoize()

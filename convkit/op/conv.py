@@ -29,7 +29,7 @@ from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
 from convkit.cuda.record import Recording
 from convkit.op import dispatch, torch_ops
-from convkit.op.interop import cupy_stream, gpu_name, signature_function, stream_handle
+from convkit.op.interop import cupy_stream, gpu_name, signature_function
 
 #: What runs a problem no table records: the FP32 chapter's implicit GEMM (any filter, stride, padding).
 FALLBACK = dispatch.Choice("convkit", "fp32_igemm", "", "fp32", source="heuristic")
@@ -247,7 +247,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
 
         return library, library(x, w, bias)
     device = x.get_device()
-    stream = cupy_stream(stream_handle(device), device)
+    stream = cupy_stream(device)
     shape, where = problem.output_shape, x.device
     out = torch.empty(shape, dtype=torch.float32, device=where)
     with cupy.cuda.Device(device), stream:
@@ -255,7 +255,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
         operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
         plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
     if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
-        torch_handle(device, stream_handle(device))
+        torch_handle(device, stream.ptr)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
     lock = threading.Lock()
 
@@ -264,7 +264,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
         block = new_scratch()
         bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
                  0 if block is None else block.data_ptr())  # fmt: skip
-        stream = cupy_stream(stream_handle(device), device)
+        stream = cupy_stream(device)
         with lock:
             plan.replay(bases, stream)
         return out

@@ -16,7 +16,7 @@ from convkit.core.problem import ConvProblem
 from convkit.families import toy_cnn
 from convkit.op import torch_ops
 from convkit.op.conv import RUNNERS, conv2d, known
-from convkit.op.interop import cupy_stream, gpu_name, stream_handle
+from convkit.op.interop import cupy_stream, gpu_name
 
 
 def fused_knobs(problem: ConvProblem, gpu: str) -> dict[str, Any] | None:
@@ -91,7 +91,7 @@ def _fused(x: Any, w: Any, bias: Any, *, problem: ConvProblem, knobs: dict[str, 
 
         device = x.get_device()
         result = torch.empty(shape, dtype=torch.float32, device=x.device)
-        context = cupy_stream(stream_handle(device), device)
+        context = cupy_stream(device)
         x, w, bias, out = (cupy.from_dlpack(a.detach()) for a in (x, w, bias, result))  # as conv.py's
     else:
         result = out = cupy.empty(shape, dtype=cupy.float32)

@@ -29,13 +29,14 @@ def _raw_stream() -> Callable[[int], int]:
     return raw if raw is not None else lambda device: torch.cuda.current_stream(device).cuda_stream
 
 
-def cupy_stream(handle: int | None = None, device: int | None = None) -> Any:
-    """A CuPy stream on PyTorch's stream ``handle`` of ``device`` (default: the current one), made once per
+def cupy_stream(device: int | None = None) -> Any:
+    """A CuPy stream on PyTorch's current stream of ``device`` (default: the current device), made once per
     stream: CuPy launches inside ``with cupy_stream():`` queue behind PyTorch's work, in order."""
-    import torch
+    if device is None:
+        import torch
 
-    device = torch.cuda.current_device() if device is None else device
-    return external_stream(stream_handle(device) if handle is None else handle, device)
+        device = torch.cuda.current_device()
+    return external_stream(stream_handle(device), device)
 
 
 @memoize(for_each_device=True)

@@ -52,7 +52,7 @@ def tune(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PR
             timed.append((benchmark(prepared[0], **FIRST_USE_TIMING).median_ms, case, prepared))
         except Exception:  # a candidate that fails to run is not a choice; the others are
             continue
-    ref = reference.conv2d(x.astype("float64"), w.astype("float64"), pad=problem.pad, stride=problem.stride)
+    ref = reference.conv2d(x, w, pad=problem.pad, stride=problem.stride)  # float64, on the GPU
 
     def passes(case: Any, run: Any, check_run: Any) -> bool:
         return poisoned_run_error(y, ref, check_run or run) <= tolerance_for(case, kernels)

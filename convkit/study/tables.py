@@ -167,6 +167,17 @@ def suite_rows(table: Any, problems: Sequence[ConvProblem]) -> Any:
     return keyed.loc[[(p.label, p.pad, p.stride) for p in problems]].reset_index(drop=True)
 
 
+def layer_table(rows: Any, columns: dict[str, str], names: dict[str, str]) -> Any:
+    """Per-problem rows (:func:`best_rows`) as a reader sees them, one per layer: ``columns`` (a row's column ->
+    its heading, ``label`` first) picked and renamed, the fastest kernel and library (``best``, ``best_lib``) by
+    the book's ``names`` for them."""
+    shown = rows[list(columns)].rename(columns=columns)
+    for named in ("best", "best_lib"):
+        if named in columns:
+            shown[columns[named]] = shown[columns[named]].map(lambda v: names.get(v, v))
+    return shown.set_index(columns["label"])
+
+
 def cell_table(rows: Any, column: str = "speedup", *, bound: str | None = None) -> Any:
     """cuConv's problems by filter size and batch (a filter per row, a batch per column): the geometric mean of
     ``column``, and in brackets that of ``bound`` where given."""

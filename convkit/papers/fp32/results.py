@@ -271,10 +271,7 @@ def layer_table(rows: Any) -> Any:
     """Rows of :func:`problem_table` as a reader sees them: each layer, our faster kernel and the best library."""
     cols = {"label": "layer", "best": "FP32 kernel", "best_us": "FP32 kernel (us)", "best_lib": "best library",
             "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
-    shown = rows[list(cols)].rename(columns=cols)
-    shown["FP32 kernel"] = shown["FP32 kernel"].map(NAMES)
-    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
-    return shown.set_index("layer")
+    return tables.layer_table(rows, cols, NAMES)
 
 
 def for_chapter(directory: Path, ceilings: dict[str, float], suite: str) -> tuple[str, Any]:

@@ -110,6 +110,12 @@ def _tflops(rows: Any, us: str) -> Any:
     return rows["gflop"] / rows[us] * 1e3
 
 
+def _large_median(cuconv: Any, us: str) -> float:
+    """The median TFLOP/s (direct-method FLOPs over the time in column ``us``) on cuConv's layers of at least
+    :data:`LARGE_GFLOP`, over those that have the time."""
+    return float(_tflops(cuconv[cuconv["gflop"] >= LARGE_GFLOP], us).median())
+
+
 def direct_errors(t: dict[str, Any]) -> Any:
     """Every error the 3xTF32 kernel recorded: its tuning runs, its sweep rows and the accuracy experiment's."""
     import pandas as pd
@@ -126,9 +132,8 @@ def targets(t: dict[str, Any]) -> Any:
 
     cuconv, lu, chang, ceilings = t["cuconv"], t["lu2020"], t["chang2022"], t["ceilings"]
     counted = cuconv[cuconv["gflop"] >= COUNTED_GFLOP]
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
     one = cuconv[cuconv["r"] == 1]
-    direct, simt = _tflops(large, f"{TF32X3}_us").median(), _tflops(large, f"{IGEMM}_us").median()
+    direct, simt = _large_median(cuconv, f"{TF32X3}_us"), _large_median(cuconv, f"{IGEMM}_us")
     mma = ceilings.get("tf32_mma_peak_tflops", math.nan)
     both = t["table"].dropna(subset=["cutlass_tf32x3_us", f"{TF32X3}_us"])
     vs_cutlass = tables.share_faster(both["cutlass_tf32x3_us"] / both[f"{TF32X3}_us"])
@@ -195,7 +200,7 @@ def ladder(t: dict[str, Any]) -> Any:
     )
     rows = []
     for step, column in steps:
-        rate = _tflops(large.dropna(subset=[column]), column).median()
+        rate = _large_median(t["cuconv"], column)
         rows.append({"step": step, "layers": int(large[column].notna().sum()), "median TFLOP/s": rate,
                      "share of SGEMM": rate / ceilings["sgemm_tflops"],
                      "share of the 3xTF32 bound": rate / bound})  # fmt: skip
@@ -301,10 +306,8 @@ def profiled_cutlass_note(t: dict[str, Any]) -> str:
 def result_lines(t: dict[str, Any]) -> list[str]:
     """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
     cuconv, ceilings = t["cuconv"], t["ceilings"]
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
-    direct, simt = _tflops(large, f"{TF32X3}_us").median(), _tflops(large, f"{IGEMM}_us").median()
-    cutlass = _tflops(large.dropna(subset=["cutlass_tf32x3_us"]), "cutlass_tf32x3_us").median()
-    library = _tflops(large, "best_lib_us").median()
+    direct, simt = _large_median(cuconv, f"{TF32X3}_us"), _large_median(cuconv, f"{IGEMM}_us")
+    cutlass, library = _large_median(cuconv, "cutlass_tf32x3_us"), _large_median(cuconv, "best_lib_us")
     mine, simt_err = accuracy_medians(t["accuracy"])
     bound = ceilings.get("tf32_mma_peak_tflops", math.nan) / 3
     errors = direct_errors(t)
@@ -333,9 +336,7 @@ def findings(directory: Path) -> list[dict[str, str]]:
 
     t = chapter_tables(directory, recorded_ceilings(directory))
     cuconv = t["cuconv"]
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
-    direct = _tflops(large, f"{TF32X3}_us").median()
-    cutlass = _tflops(large.dropna(subset=["cutlass_tf32x3_us"]), "cutlass_tf32x3_us").median()
+    direct, cutlass = _large_median(cuconv, f"{TF32X3}_us"), _large_median(cuconv, "cutlass_tf32x3_us")
     mine, _ = accuracy_medians(t["accuracy"])
     return [{
         "paper": "FP32 accuracy on tensor cores", "claim": "3xTF32 keeps FP32 accuracy at tensor-core speed",
@@ -355,7 +356,4 @@ def layer_table(rows: Any) -> Any:
     """Rows of :func:`problem_table` as a reader sees them: each layer, our fastest kernel and the best library."""
     cols = {"label": "layer", "best": "our kernel", "best_us": "our kernel (us)", "fp32_us": "FP32 kernels (us)",
             "best_lib": "best library", "best_lib_us": "best library (us)", "speedup": "speed-up"}  # fmt: skip
-    shown = rows[list(cols)].rename(columns=cols)
-    shown["our kernel"] = shown["our kernel"].map(NAMES)
-    shown["best library"] = shown["best library"].map(lambda v: NAMES.get(v, v))
-    return shown.set_index("layer")
+    return tables.layer_table(rows, cols, NAMES)
