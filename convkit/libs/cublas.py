@@ -58,15 +58,17 @@ def _sgemm_args(handle: int, x: int, w: int, out: int, n: int, c: int, hw: int, 
 class StridedSgemm:
     """The strided-batched SGEMM of :func:`conv1x1`, as :func:`convkit.cuda.record.enqueue` calls it (arrays or
     device pointers) and as a recorded plan binds it (:meth:`bind`); both on a handle of convkit's own per
-    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call (through ctypes: see
-    :func:`_raw_sgemm`)."""
+    device and stream, set up once (:func:`_handle`), so a call is the one cuBLAS call."""
 
     def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
         import cupy
+        from cupy_backends.cuda.libs import cublas
 
+        # CuPy's wrapper, as measured on the GPU: a first (recorded) call runs inside ``with stream``, so the
+        # stream it sets the handle to is the one the call was asked for; replays go through ctypes (bind)
         x, w, out, n, c, hw, m = args
         handle = _handle(cupy.cuda.runtime.getDevice(), (stream or cupy.cuda.get_current_stream()).ptr)
-        _call_sgemm(_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
+        cublas.sgemmStridedBatched(*_sgemm_args(handle, _pointer(x), _pointer(w), _pointer(out), n, c, hw, m))
 
     def bind(self, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...], handle_of: Any = None) -> Any:
         """A replay of this call whose array arguments come from ``slots`` (index, base, byte offset), on the
