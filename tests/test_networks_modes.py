@@ -65,3 +65,17 @@ def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
     assert row["eager speed-up"] == row["torch.compile speed-up"] == row["CUDA graph speed-up"] == 2.0
     assert row["graph breaks (patched / PyTorch)"] == "0 / 0" and row["first forward (ms a layer)"] == 40.0
     assert chapter.modes_table(tmp_path / "none").empty
+
+
+def test_unrecorded_labels_are_those_lacking_any_row(tmp_path):
+    from convkit.study.results import ResultStore
+
+    labels = ["AlexNet-1", "AlexNet-16", "VGG19-256"]
+    assert inference.unrecorded(tmp_path, labels) == labels  # no file yet
+    store = ResultStore.open(tmp_path, inference.EXPERIMENT, {"gpu": "test"}, columns=inference.COLUMNS,
+                             key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    for impl in inference.IMPLS:
+        for variant in inference.variants_of("AlexNet-1"):
+            store.append({"label": "AlexNet-1", "impl": impl, "variant": variant, "status": "ok"})
+        store.append({"label": "VGG19-256", "impl": impl, "variant": "gpu", "status": "ok"})  # no wall rows
+    assert inference.unrecorded(tmp_path, labels) == ["AlexNet-16", "VGG19-256"]

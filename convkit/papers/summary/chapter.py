@@ -29,8 +29,9 @@ QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
 
 
 #: The run-to-run spread: these networks and every REPEAT_STEP-th host-cost layer measured again in a process
-#: of their own after the runs (a fifth of the networks and a quarter of the layers: both are small sweeps).
-REPEAT_NETWORKS, REPEAT_STEP, REPEAT = ("AlexNet-1", "SqueezeNet-1", "GoogLeNet-8", "SqueezeNet-256"), 4, "_repeat"
+#: of their own after the runs (those at batch 1 and 16 in every mode), and a quarter of the layers.
+REPEAT_NETWORKS = ("AlexNet-1", "SqueezeNet-1", "GoogLeNet-8", "SqueezeNet-256", "ResNet-50-16", "DenseNet-121-1")
+REPEAT_STEP, REPEAT = 4, "_repeat"
 
 
 def measure(directory: Path, *, quick: bool = False) -> None:

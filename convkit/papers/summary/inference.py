@@ -206,6 +206,15 @@ def _event() -> Any:
     return event
 
 
+def _pytorch_as_measured() -> None:
+    """PyTorch's settings in every measurement: cuDNN autotuned, TF32 off."""
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
     """The rows of ``network`` at ``batch`` (see the module doc): eagerly, and at :data:`MODE_BATCHES` in every
     mode."""
@@ -214,9 +223,7 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
     from convkit.cuda.timing import CudaEventClock, Timing, benchmark
     from convkit.op.patch import patch
 
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    _pytorch_as_measured()
     label = f"{network}-{batch}"
     base = {"label": label, "network": network, "batch": batch}
     with torch.no_grad():
@@ -288,7 +295,93 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
     return directory
 
 
-if __name__ == "__main__":  # python -m convkit.papers.summary.inference [labels...]: into results/<this GPU>
+def unrecorded(directory: Path, labels: list[str], experiment: str = EXPERIMENT) -> list[str]:
+    """Those of ``labels`` that ``<directory>/<experiment>.csv`` lacks a row of (every label, without the file)."""
+    import csv
+
+    path = Path(directory) / f"{experiment}.csv"
+    done = set()
+    if path.is_file():
+        with path.open(newline="") as f:
+            done = {tuple(row[k] for k in KEY_COLUMNS) for row in csv.DictReader(f)}
+    return [label for label in labels
+            if any((label, impl, v) not in done for impl in IMPLS for v in variants_of(label))]  # fmt: skip
+
+
+def warm_compile_cache(only: list[str]) -> None:
+    """Compile each label of ``only`` (plain and patched, as :func:`measure_network` will) once, so that a recording
+    run reads the compiled graphs from torch.compile's on-disk cache instead of compiling for a minute a label
+    (what a second run of a user's program does). Nothing is timed or recorded: several of these may run at once
+    beside each other, before the recording, each with a cache of convkit's choices of its own."""
+    import torch
+
+    from convkit.op.patch import patch
+
+    _pytorch_as_measured()
+    for label in only:
+        network, batch = label.rsplit("-", 1)
+        with torch.no_grad():
+            model = _model(network)
+            patched = copy.deepcopy(model)
+            patch(patched)
+            x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
+            for net in (model, patched):
+                torch.compile(net)(x)
+                torch._dynamo.reset()
+        del model, patched
+        torch.cuda.empty_cache()
+
+
+#: The first forward with nothing built yet, recorded apart (``<experiment>_cold.csv``): every kernel a network
+#: tunes compiled by NVRTC on the spot, as on a machine that never ran convkit.
+COLD = "_cold"
+
+
+def measure_cold_first_forward(label: str, directory: Path | None = None, experiment: str = EXPERIMENT) -> None:
+    """Record the first forward of the patched network of ``label`` with convkit's cache and CuPy's kernel cache
+    both empty (``first_forward_s`` on a ``first_forward_cold`` row of ``<experiment>_cold.csv``). Run it in a
+    process that has built nothing yet (CuPy keeps what it built in memory too)."""
+    import os
+    import tempfile
+
+    import torch
+
+    from convkit.op.patch import patch
+    from convkit.study import provenance
+    from convkit.study.results import gpu_results_dir
+
+    directory = gpu_results_dir(directory)
+    store = ResultStore.open(directory, experiment + COLD, provenance.collect(), columns=COLUMNS,
+                             key_columns=KEY_COLUMNS)  # fmt: skip
+    if (label, "convkit", "first_forward_cold") in store.done_keys():
+        return
+    _pytorch_as_measured()
+    network, batch = label.rsplit("-", 1)
+    with torch.no_grad(), tempfile.TemporaryDirectory() as builds:
+        os.environ["CUPY_CACHE_DIR"] = builds  # read by CuPy at each build
+        model = _model(network)
+        layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
+        patch(model)
+        x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
+        seconds = first_forward_seconds(model, x)
+    store.append({"label": label, "network": network, "batch": batch, "impl": "convkit",
+                  "variant": "first_forward_cold", "status": "ok", "conv_layers": layers,
+                  "first_forward_s": f"{seconds:.3f}"})  # fmt: skip
+
+
+if __name__ == "__main__":
+    # python -m convkit.papers.summary.inference [labels...]: measure into results/<this GPU>
+    # python -m convkit.papers.summary.inference --unrecorded <results folder>: the labels in every mode it lacks
+    # python -m convkit.papers.summary.inference --warm labels...: fill torch.compile's cache first
+    # python -m convkit.papers.summary.inference --cold label: the first forward with nothing built yet
     import sys
 
-    measure(only=sys.argv[1:] or None)
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--unrecorded"] and len(arguments) == 2:
+        print(" ".join(unrecorded(Path(arguments[1]), [k for k in labels() if variants_of(k) == MODES])))
+    elif arguments[:1] == ["--warm"]:
+        warm_compile_cache(arguments[1:])
+    elif arguments[:1] == ["--cold"] and len(arguments) == 2:
+        measure_cold_first_forward(arguments[1])
+    else:
+        measure(only=arguments or None)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The summary chapter's recording session (networks in three modes, host cost, the repeated sample), run in the
+# background so that it outlives one device call (at most 10 minutes) on a machine held across several; every
+# step resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/.
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) FRESH=1 bash scripts/networks_device.sh   # carry .whl
+# FRESH=1 (the first call of a recording only) sets aside what an older run recorded of these experiments.
+# Steps: the cold first forward (nothing built), each label in a process of its own; torch.compile's cache filled
+# by parallel processes (nothing timed); the host cost; the networks in every mode; the repeated sample in a
+# fresh process. The job's log is $OUT/job.log; a file $OUT/done says it finished. WAIT: seconds a call waits.
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+job=/tmp/networks_job
+if [ ! -d "$job" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+  gpu=$(PYTHONPATH=/tmp/site:$PWD python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  mkdir -p "$job/results"
+  cp -r convkit kernels scripts pyproject.toml "$job/"
+  cp -r "results/$gpu" "$job/results/$gpu"
+  if [ "${FRESH:-0}" = 1 ]; then
+    rm -f "$job/results/$gpu"/networks*.csv "$job/results/$gpu"/networks*.json "$job/results/$gpu"/conv2d_overhead*
+  fi
+  echo "$gpu" > "$job/gpu"
+  cat > "$job/steps.sh" <<EOF
+set -uo pipefail
+cd $job
+export PYTHONPATH=/tmp/site:$job PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
+dir=results/$gpu
+summary=convkit.papers.summary
+echo "=== cold first forward"
+for label in ResNet-50-1 ResNet-50-16 DenseNet-121-1 DenseNet-121-16; do
+  XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.inference --cold \$label 2>&1 | tail -n 2
+done
+echo "=== torch.compile's cache, filled in parallel"
+labels=\$(python3 -m \$summary.inference --unrecorded \$dir)
+i=0; for label in \$labels; do echo \$label >> /tmp/warmlist_\$((i % 6)); i=\$((i+1)); done
+for k in 0 1 2 3 4 5; do
+  XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.inference --warm \$(cat /tmp/warmlist_\$k) > /tmp/warm_\$k.log 2>&1 &
+done
+wait
+tail -n 3 /tmp/warm_*.log
+echo "=== host cost"
+python3 -m \$summary.overhead \$dir 2>&1 | tail -n 3
+echo "=== networks in every mode"
+[ -n "\$labels" ] && python3 -m \$summary.inference \$labels 2>&1 | grep -v "^  "
+echo "=== the repeated sample"
+python3 -m \$summary.chapter repeat \$dir 2>&1 | grep -v "^  "
+echo "=== the study's networks eagerly"
+python3 -m \$summary.inference 2>&1 | grep -v "^  "
+touch $job/done
+EOF
+  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
+  echo "started the job on $gpu"
+fi
+for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
+  [ -f "$job/done" ] && break
+  sleep 10
+done
+gpu=$(cat "$job/gpu")
+# one archive: a device call brings back only so many files
+(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/networks* "$gpu"/conv2d_overhead* 2>/dev/null)
+cp "$job/log" "$OUT/job.log"
+[ -f "$job/done" ] && touch "$OUT/done"
+grep -v "^  " "$job/log" | tail -n 30
