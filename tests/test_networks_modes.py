@@ -65,6 +65,25 @@ def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
     assert row["eager speed-up"] == row["torch.compile speed-up"] == row["CUDA graph speed-up"] == 2.0
     assert row["graph breaks (patched / PyTorch)"] == "0 / 0" and row["first forward (ms a layer)"] == 40.0
     assert chapter.modes_table(tmp_path / "none").empty
+    wide = chapter.modes_by_batch(table)
+    assert list(wide.columns) == [(1, "eager"), (1, "torch.compile"), (1, "CUDA graph")]
+    lines = chapter.mode_lines(table, chapter.cold_first_forward(tmp_path))
+    assert "2.00x to 2.00x" in lines[0] and "without a graph break" in lines[1] and "median 40 ms" in lines[2]
+
+
+def test_the_recorded_modes_agree_with_their_result_lines():
+    """The recorded H100 run: the lines the chapter opens with give the numbers its tables show."""
+    from convkit.papers.summary import chapter
+    from convkit.study.checkout import results_dir
+
+    directory = results_dir() / "nvidia-h100-80gb-hbm3"
+    table = chapter.modes_table(directory)
+    assert len(table) == len(inference.NETWORKS) * len(inference.MODE_BATCHES)
+    cold = chapter.cold_first_forward(directory)
+    lines = chapter.mode_lines(table, cold, chapter.spreads(directory))
+    graph = table["CUDA graph speed-up"]
+    assert f"{graph.min():.2f}x to {graph.max():.2f}x" in lines[0]
+    assert f"up to {cold['seconds'].max():.1f} s" in lines[2]
 
 
 def test_unrecorded_labels_are_those_lacking_any_row(tmp_path):

@@ -61,10 +61,13 @@ def measure_repeat(directory: Path) -> None:
 
 def spreads(directory: Path) -> dict[str, dict[str, float]]:
     """The run-to-run spread (:func:`convkit.study.tables.spread`) of the networks' forward times on the GPU and on the
-    wall clock (``networks gpu``, ``networks wall``) and of the per-call host cost (``host``)."""
+    wall clock, eagerly, compiled and replayed (``networks gpu``, ``networks wall``, ``networks compile wall``,
+    ``networks graph wall``) and of the per-call host cost (``host``)."""
     out = {}
-    for name, experiment, keys, variant in (("networks gpu", inference.EXPERIMENT, inference.KEY_COLUMNS, "gpu"),
-                                            ("networks wall", inference.EXPERIMENT, inference.KEY_COLUMNS, "wall"),
+    networks = inference.EXPERIMENT, inference.KEY_COLUMNS
+    for name, experiment, keys, variant in (("networks gpu", *networks, "gpu"), ("networks wall", *networks, "wall"),
+                                            ("networks compile wall", *networks, "compile_wall"),
+                                            ("networks graph wall", *networks, "graph_wall"),
                                             ("host", overhead.EXPERIMENT, None, "host_per_call")):  # fmt: skip
         sweep, repeat = _frame(directory, experiment), _frame(directory, experiment + REPEAT)
         if not sweep.empty and not repeat.empty:
@@ -199,6 +202,72 @@ def modes_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
         row["first forward (ms a layer)"] = 1e3 * first / max(layers, 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def modes_by_batch(modes: Any) -> Any:
+    """:func:`modes_table`'s wall-clock speed-ups with one row per network and a column per mode and batch
+    (pandas, columns ``(batch, mode)``)."""
+    if modes.empty:
+        return modes
+    columns = [f"{mode} speed-up" for mode in MODE_WALLS]
+    wide = modes.pivot(index="network", columns="batch", values=columns)
+    wide = wide.reindex(list(dict.fromkeys(modes["network"])))
+    wide.columns = [(batch, column.removesuffix(" speed-up")) for column, batch in wide.columns]
+    return wide[sorted(wide.columns, key=lambda c: (c[0], list(MODE_WALLS).index(c[1])))]
+
+
+def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
+    """The first forwards recorded with nothing built yet (pandas: network, batch, seconds, layers, ms a layer);
+    empty where none was."""
+    import pandas as pd
+
+    frame = _frame(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    ok = frame[frame["status"] == "ok"]
+    seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
+    return pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,
+                         "layers": layers, "ms a layer": 1e3 * seconds / layers}).reset_index(drop=True)  # fmt: skip
+
+
+def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """The result box's lines on the three modes (:func:`modes_table`, :func:`cold_first_forward`); ``spread``
+    (:func:`spreads`) makes a graph-mode difference within it a tie."""
+    if modes.empty:
+        return []
+    tie = float((spread or {}).get("networks graph wall", {}).get("p95", 0.0) or 0.0)
+    graph, eager, compiled = modes["CUDA graph speed-up"], modes["eager speed-up"], modes["torch.compile speed-up"]
+    by_batch = ", ".join(f"{tables.geomean(graph[modes['batch'] == b]):.2f}x at batch {b}"
+                         for b in sorted(set(modes["batch"])))  # fmt: skip
+    slower = modes[graph < 1 - max(tie, 0.02)]
+    out = [f"**Three modes** ({modes['network'].nunique()} networks at batch "
+           f"{', '.join(str(b) for b in sorted(set(modes['batch'])))}, each against PyTorch in the same mode): "
+           f"captured in a CUDA graph, the patched network's wall clock is {graph.min():.2f}x to {graph.max():.2f}x "
+           f"PyTorch's (geometric mean {by_batch}), slower beyond the spread on {len(slower) or 'none'} of "
+           f"{len(modes)}. Eagerly it is "
+           f"{eager.min():.2f}x to {eager.max():.2f}x, under torch.compile {compiled.min():.2f}x to "
+           f"{compiled.max():.2f}x: below 1 where many small layers leave the host setting the pace, as it does "
+           "at batch 1."]  # fmt: skip
+    breaks = [tuple(int(v) for v in b.split(" / ")) for b in modes["graph breaks (patched / PyTorch)"]]
+    more = sum(patched > plain for patched, plain in breaks)
+    if not any(patched for patched, _ in breaks):
+        out.append("**torch.compile** traces every patched network without a graph break, as it does the plain "
+                   "ones: each convolution in convkit is one node of the graph.")  # fmt: skip
+    else:
+        out.append(f"**torch.compile** breaks a patched network's graph up to {max(b[0] for b in breaks)} times, "
+                   f"more often than the plain network's in {more} of {len(breaks)}.")  # fmt: skip
+    first = modes["first forward (ms a layer)"]
+    worst = modes.loc[first.idxmax()]
+    line = (f"**First forward** with no choice cached: median {first.median():.0f} ms a convolution layer, "
+            f"{(first <= 40).sum()} of {len(first)} within 40 ms; the most {first.max():.0f} ms "
+            f"({worst['network']} at batch {worst['batch']}: few layers, each timed on a large input).")  # fmt: skip
+    if not cold.empty:
+        slowest = cold.loc[cold["seconds"].idxmax()]
+        line += (f" On a machine that has built no kernel yet it took up to {slowest['seconds']:.1f} s "
+                 f"({slowest['network']} at batch {slowest['batch']}, {slowest['ms a layer']:.0f} ms a layer), "
+                 "most of it compiling kernels.")  # fmt: skip
+    out.append(line)
+    return out
 
 
 def networks_across_gpus() -> Any:
