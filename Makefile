@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CUDA_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,cuda12)
 DEVICE ?= auto
 
-.PHONY: book test lint venv clean
+.PHONY: book test lint venv clean repository
 
 venv: $(BIN)/.installed
 
@@ -29,3 +29,9 @@ lint: venv
 
 clean:
 	rm -rf book/_build book/notebooks
+
+# A fork's address, named once: book/_config.yml's repository.url and every notebook's repo_url (Colab clones it).
+repository: venv
+	@test -n "$(URL)" || { echo "usage: make repository URL=https://github.com/<owner>/<name>"; exit 2; }
+	$(BIN)/python -c "import sys; from convkit.book.reproduce import set_repository; \
+	[print('set in', p) for p in set_repository(sys.argv[1])]" "$(URL)"

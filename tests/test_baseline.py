@@ -1,4 +1,4 @@
-"""The baseline chapter on the recorded H100 results (CPU): what notebook 01 shows is computed here."""
+"""The baseline chapter on the recorded H100 results (CPU): what the chapter shows is computed here."""
 
 from __future__ import annotations
 
@@ -20,6 +20,22 @@ from convkit.study.tables import status_counts
 
 H100_DIR = chapter.results_directory("recorded")
 
+#: The findings' fields that carry numbers (each must appear in the chapter's result box).
+NUMBER_FIELDS = ("paper's number", "paper's design on the H100", "our best on the H100", "best library on the H100",
+                 "efficiency")  # fmt: skip
+
+
+def assert_findings_in_lines(rows, lines):
+    """Every number of the findings rows (``1.42x``, ``20 of 26``, ``3,003``, ``63%``) is in the result lines."""
+    import re
+
+    box = " ".join(lines).replace("**", "")
+    for row in rows:
+        for field in NUMBER_FIELDS:
+            for number in re.findall(r"\d[\d,.]*(?:x|%)?", row[field]):
+                number = number.rstrip(".,")
+                assert number in box, f"{row['claim']}: {field} gives {number}, the result box does not"
+
 
 @pytest.fixture(scope="module")
 def recorded():
@@ -40,16 +56,13 @@ def test_baseline_summary_covers_every_anchor(recorded):
     assert status.loc["cuDNN DIRECT", "not supported"] == len(ANCHORS) and "ran, checked" in status.columns
 
 
-def test_quoted_anchors_sit_beside_pytorch_measured_in_the_same_run(recorded):
+def test_no_quoted_times_only_this_run(recorded):
     summary = baseline_results.baseline_summary(recorded.frame)
-    quoted = baseline_results.quoted_table(summary)
-    assert list(quoted.columns[:3]) == ["PyTorch, quoted (us)", "PyTorch, same run (us)", "quoted / same run"]
-    ratio = quoted["quoted / same run"]
-    assert ratio.max() > 1.25 and abs(ratio.median() - 1) < 0.1  # small layers apart, large ones agree
-    text = baseline_results.quoted_text(summary)
-    apart = int(((ratio > 1.25) | (ratio < 0.8)).sum())
-    assert f"on {apart} they are {ratio[ratio > 1.25].min():.2f}x to {ratio.max():.2f}x apart" in text
-    assert "the comparison that counts" in text
+    assert not any("quoted" in c for c in summary.columns) and summary.index.name == "layer"
+    assert list(summary.index) == [a.problem.label for a in ANCHORS]  # one name per layer: its label
+    assert (summary["best_lib_us"] <= summary["pytorch_us"]).all()
+    origins = baseline_results.origins_table(summary)
+    assert origins.loc["7-1-1-256-832", "where it comes from"] == "the cuConv paper's Table 3, layer A"
 
 
 def _copy(tmp_path):
@@ -61,21 +74,26 @@ def _copy(tmp_path):
 
 def test_result_box_and_findings_follow_the_recorded_values(recorded, tmp_path):
     directory = _copy(tmp_path)
-    lines = baseline_results.result_lines(recorded.frame)
-    assert len(lines) in range(3, 6) and "**1.00x**" in lines[0] and "toy CNN conv (1.43x)" in lines[1]
+    lines = baseline_results.result_lines(recorded.frame, chapter.ceilings("recorded"))
+    assert (
+        len(lines) == 5 and "**1.00x**" in lines[0] and "224-1-5-256-256 (the toy CNN's convolution, 1.43x)" in lines[1]
+    )
     assert "DIRECT and WINOGRAD never run" in lines[2] and "direct kernel" in lines[3]
+    assert not any("specification" in line or "anchor" in line or "set out" in line for line in lines)
     row = baseline_results.findings(directory)
-    assert [list(r) for r in row] == [list(FINDING_COLUMNS)]
-    assert row[0]["best library on the H100"] == "PyTorch faster by >1.25x on 2 of 17"
-    assert row[0]["efficiency"].endswith("% (best legacy, median)")
+    assert [list(r) for r in row] == [[*FINDING_COLUMNS, "section"]] and row[0]["section"] == "baseline-legacy-pytorch"
+    assert row[0]["best library on the H100"].endswith("within 1.25x on 15 of 17")
+    assert row[0]["efficiency"].endswith("% of the floor")
+    assert_findings_in_lines(row, lines)
     # PyTorch twice as slow on the toy CNN layer: it no longer wins there
     frame = pd.read_csv(directory / "baseline.csv", dtype=str, keep_default_na=False)
     toy = (frame["label"] == "224-1-5-256-256") & (frame["impl"] == "pytorch")
     frame.loc[toy, "time_ms_median"] = "7.5"
     frame.to_csv(directory / "baseline.csv", index=False)
-    edited = baseline_results.result_lines(load_results(directory, "baseline")[0])
-    assert "toy CNN conv" not in edited[1] and edited != lines
-    assert baseline_results.findings(directory)[0]["best library on the H100"] == "PyTorch faster by >1.25x on 1 of 17"
+    edited = baseline_results.result_lines(load_results(directory, "baseline")[0], chapter.ceilings("recorded"))
+    assert "toy CNN" not in edited[1] and edited != lines
+    assert baseline_results.findings(directory)[0]["best library on the H100"].endswith("within 1.25x on 16 of 17")
+    assert_findings_in_lines(baseline_results.findings(directory), edited)
 
 
 def test_floors_place_every_anchor(recorded):
@@ -93,8 +111,8 @@ def test_findings_are_registered():
 def test_roofline_points_pair_cudnn_with_direct(recorded):
     points = baseline_results.roofline_points(recorded.frame)
     kinds = [kind for *_, kind in points]
-    assert kinds.count("best legacy cuDNN algorithm") == kinds.count("convkit direct kernel") == len(ANCHORS)
-    assert kinds.count("PyTorch, quoted by the specification") == len(ANCHORS)
+    assert kinds.count("best legacy cuDNN algorithm") == kinds.count("direct kernel (convkit)") == len(ANCHORS)
+    assert kinds.count("PyTorch (cuDNN autotuned)") == len(ANCHORS)
     assert all(gflops > 0 and intensity > 0 for _, intensity, gflops, _ in points)
 
 

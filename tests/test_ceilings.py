@@ -1,4 +1,4 @@
-"""The ceilings chapter on the recorded H100 results (CPU): what notebook 00 shows is computed here."""
+"""The ceilings chapter on the recorded H100 results (CPU): what the chapter shows is computed here."""
 
 from __future__ import annotations
 
@@ -17,6 +17,23 @@ from convkit.study.results import load_results
 from convkit.study.roofline import CEILINGS_EXPERIMENT, ceilings_summary
 
 H100 = "NVIDIA H100 80GB HBM3"
+#: The findings' fields that carry numbers (each must appear in the chapter's result box).
+NUMBER_FIELDS = ("paper's number", "paper's design on the H100", "our best on the H100", "best library on the H100",
+                 "efficiency")  # fmt: skip
+
+
+def assert_findings_in_lines(rows, lines):
+    """Every number of the findings rows (``1.42x``, ``20 of 26``, ``3,003``, ``63%``) is in the result lines."""
+    import re
+
+    box = " ".join(lines).replace("**", "")
+    for row in rows:
+        for field in NUMBER_FIELDS:
+            for number in re.findall(r"\d[\d,.]*(?:x|%)?", row[field]):
+                number = number.rstrip(".,")
+                assert number in box, f"{row['claim']}: {field} gives {number}, the result box does not"
+
+
 H100_DIR = chapter.results_directory("recorded")
 
 
@@ -27,10 +44,10 @@ def recorded():
 
 def test_tables_show_readable_numbers(recorded):
     comparison = ceilings_results.comparison_table(recorded.frame)
-    assert list(comparison.index[:2]) == ["copy, device to device", "SGEMM 8192³, TF32 off"]
-    assert comparison.loc["copy, device to device", "specification (H100)"] == ceilings_results.SPEC_COPY_GBPS
+    assert list(comparison.index[:2]) == ["copy, device to device", "SGEMM 8192³, FP32"]
+    assert list(comparison.columns) == ["unit", "measured", "datasheet", "of datasheet (%)"]  # measured, no quotes
     assert 80 < comparison.loc["copy, device to device", "of datasheet (%)"] < 100  # 3352 GB/s on the H100 SXM
-    assert math.isnan(comparison.loc["TF32 GEMM 8192³", "measured here"])  # the study is FP32 throughout
+    assert math.isnan(comparison.loc["TF32 GEMM 8192³", "datasheet"])
     props = ceilings_results.properties_table(recorded.frame)
     assert props.loc["global memory", "unit"] == "GiB" and props.loc["global memory", "value"] < 100
     assert props.loc["compute capability", "value"] == "9.0"
@@ -64,16 +81,19 @@ def _edit(directory, metric, value):
 def test_result_box_and_findings_follow_the_recorded_values(recorded, tmp_path):
     directory = _copy(tmp_path)
     lines = ceilings_results.result_lines(recorded.frame, recorded.provenance)
-    assert len(lines) in range(3, 6) and "3003 GB/s" in lines[1] and "within 5% of the anchors" in lines[-1]
-    assert H100 in lines[1]
+    assert len(lines) == 3 and "**3,003 GB/s**" in lines[0] and H100 in lines[0]
+    assert not any("specification" in line or "anchor" in line for line in lines)
     row = ceilings_results.findings(directory)
-    assert [list(r) for r in row] == [list(FINDING_COLUMNS)] and row[0]["our best on the H100"].startswith("3003 GB/s")
+    assert [list(r) for r in row] == [[*FINDING_COLUMNS, "section"]]
+    assert row[0]["our best on the H100"] == "3,003 GB/s, 51.7 TFLOP/s" and row[0]["section"] == "ceilings-measured"
     assert row[0]["paper's design on the H100"] == "n/a" and "—" not in "".join(row[0].values())
+    assert_findings_in_lines(row, lines)
     _edit(directory, "sgemm", 40.0)
     frame, provenance = load_results(directory, "ceilings")
     edited = ceilings_results.result_lines(frame, provenance)
-    assert "SGEMM **40.0 TFLOP/s**" in edited[1] and "not within 5%" in edited[-1] and edited != lines
-    assert ceilings_results.findings(directory)[0]["our best on the H100"] == "3003 GB/s, 40.0 TFLOP/s"
+    assert "SGEMM in FP32 **40.0 TFLOP/s**" in edited[0] and edited != lines
+    assert ceilings_results.findings(directory)[0]["our best on the H100"] == "3,003 GB/s, 40.0 TFLOP/s"
+    assert_findings_in_lines(ceilings_results.findings(directory), edited)
 
 
 def test_findings_are_registered():

@@ -50,9 +50,11 @@ def test_a_run_says_whether_it_measures_or_shows_recorded_results(monkeypatch):
 
     monkeypatch.setattr(gpu, "gpu_status", lambda: (False, "no driver"))
     line = reproduce.mode_line("auto")
-    assert line == "showing the results recorded on nvidia-h100-80gb-hbm3 (no GPU here: no driver)"
+    assert line == ("showing the results recorded on the NVIDIA H100 80GB HBM3 (results/nvidia-h100-80gb-hbm3/; "
+                    "no GPU here: no driver)")  # fmt: skip
     monkeypatch.setattr(gpu, "gpu_status", lambda: (True, ""))
     monkeypatch.setattr(gpu, "device_name", lambda: "NVIDIA H100 80GB HBM3")
     assert reproduce.mode_line("auto").startswith("measuring on this GPU, NVIDIA H100 80GB HBM3 (results in "
                                                   "results/nvidia-h100-80gb-hbm3/")  # fmt: skip
-    assert reproduce.mode_line("recorded").endswith("(as asked)")
+    assert reproduce.mode_line("recorded").endswith("; as asked)")
+    assert reproduce.recorded_gpu_name("nowhere") == "nowhere"

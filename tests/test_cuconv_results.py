@@ -33,21 +33,25 @@ def test_speedups_take_the_best_correct_cudnn_algorithm_and_variant():
         ("7-1-1-32-832", "convkit", "cuconv_tiled", 12.0, "ok"),
         ("7-1-1-32-832", "cudnn", "IMPLICIT_PRECOMP_GEMM", 24.0, "ok"),
         ("7-1-1-32-832", "cudnn", "FFT", 1.0, "wrong"),  # a wrong result never counts as fastest
+        ("7-1-1-32-832", "pytorch", "cudnn.benchmark", 30.0, "ok"),
         ("7-8-1-32-832", "convkit", "cuconv_paper", 50.0, "ok"),
         ("7-8-1-32-832", "convkit", "cuconv_tiled", 40.0, "ok"),
         ("7-8-1-32-832", "cudnn", "IMPLICIT_GEMM", 20.0, "ok"),
+        ("7-8-1-32-832", "pytorch", "cudnn.benchmark", 16.0, "ok"),  # faster than cuDNN alone: the best library
     ])  # fmt: skip
     t = cr.speedup_table(frame).set_index("label")
     assert t.loc["7-1-1-32-832", "best_cudnn"] == "IMPLICIT_PRECOMP_GEMM"
     assert t.loc["7-1-1-32-832", "speedup_best"] == pytest.approx(2.0)
     assert t.loc["7-1-1-32-832", "speedup_paper"] == pytest.approx(24 / 36)
     assert t.loc["7-1-1-32-832", "best_variant"] == "tiled"
-    assert t.loc["7-8-1-32-832", "fig_label"] == "7-32-832" and t.loc["7-8-1-32-832", "batch"] == 8
+    assert t.loc["7-8-1-32-832", "batch"] == 8 and t.loc["7-8-1-32-832", "best_lib_us"] == pytest.approx(16.0)
+    assert t.loc["7-8-1-32-832", "speedup_best"] == pytest.approx(16 / 40)
+    assert t.loc["7-8-1-32-832", "cudnn_speedup_best"] == pytest.approx(20 / 40)
     h = cr.headlines(t.reset_index())
-    assert h.loc["share faster than best cuDNN (%)", "best variant (H100)"] == pytest.approx(50.0)
-    assert h.loc["share faster than best cuDNN (%)", "paper (V100)"] == "8.31"
-    assert h.loc["max speedup, any batch (x)", "best variant (H100)"] == pytest.approx(2.0)
-    assert "met" not in h.columns
+    assert h.loc["share faster (%)", "our best: over the best library"] == pytest.approx(50.0)
+    assert h.loc["share faster (%)", "paper (V100, over cuDNN alone)"] == "8.31"
+    assert h.loc["largest speed-up, any batch (x)", f"our best ({cr.AS_THE_PAPER})"] == pytest.approx(2.0)
+    assert "met" not in h.columns and len(h.columns) <= 8
 
 
 def test_short_kernel_names():
@@ -68,14 +72,15 @@ def test_recorded_results_give_every_table_and_headline():
     kernels, _ = load_results(directory, "cuconv_kernels")
     for name in cr.PAPER_KERNEL_TOTALS_US:
         kt = cr.kernel_table(kernels, name)
-        assert ("convkit paper", "total") in kt.index
+        assert ("the paper's design", "total") in kt.index
         assert kt.shape[1] == len(cr.PAPER_KERNEL_TOTALS_US[name]["cuConv"])
     assert ("cuDNN WINOGRAD", "not supported") in cr.kernel_table(kernels, "Table 4 (3x3)").index
     assert not cr.blocks_table(kernels).empty
     blocks = cr.blocks_comparison(kernels)
     assert len(blocks) == 6 and list(blocks["paper's blocks (V100)"][:3]) == [256, 16, 4]
     totals = cr.totals_table(kernels, "Table 4 (3x3)")
-    assert totals.loc["cuDNN WINOGRAD", "A: H100 (us)"] == "not supported"
+    assert totals.loc["cuDNN WINOGRAD", "7-1-3-384-192: H100 (us)"] == "not supported"
+    assert list(blocks.index.get_level_values("layer")[:3]) == ["7-1-1-256-832"] * 3
 
 
 def _copy(tmp_path):
@@ -103,24 +108,39 @@ def _precomp_on_table3_a(frame):
 def test_result_box_and_paper_items_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
     lines = claims.result_lines(directory)
-    assert 3 <= len(lines) <= 5 and "4.8x" in lines[-1]
+    assert 3 <= len(lines) <= 5 and "4.8x" in lines[-2]
     assert "107.3 to 22.4 us (4.8x)" in claims.design_change_text(directory)
     items = claims.paper_items(directory)
     assert len(items) == 9 and items["ours (H100)"].str.len().gt(0).all()
     _edit(directory, "cuconv_kernels", _precomp_on_table3_a, "time_us", "53.645")
     changed = claims.result_lines(directory)
-    assert "2.0x" in changed[-1] and changed[-1] != lines[-1]
+    assert "2.0x" in changed[-2] and changed[-2] != lines[-2]
     assert "107.3 to 53.6 us (2.0x)" in claims.design_change_text(directory)
 
 
 def test_findings_rows_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
     rows = claims.findings(directory)
-    assert rows and all(list(row) == list(FINDING_COLUMNS) for row in rows)
-    assert rows[0]["paper's number"] == "8.31% (V100)" and rows[0]["paper's design on the H100"] == "4.71%"
+    assert rows and all(set(row) == {*FINDING_COLUMNS, "section"} for row in rows)
+    before = rows[0]["paper's design on the H100"]
+    assert rows[0]["paper's number"] == "8.31% (V100)" and before.startswith("3.4% (4.7% as the paper compares")
     frame = pd.read_csv(directory / "cuconv.csv", keep_default_na=False, dtype=str)
     label = frame[(frame["variant"] == "cuconv_paper")].iloc[0]["label"]
     _edit(directory, "cuconv", lambda f: (f["label"] == label) & (f["variant"] == "cuconv_paper"), "time_ms_median",
           "0.0001")  # fmt: skip
-    assert claims.findings(directory)[0]["paper's design on the H100"] != "4.71%"
+    assert claims.findings(directory)[0]["paper's design on the H100"] != before
     assert cuconv.PAPER.findings is not None and cuconv.PAPER.findings(directory)[0] == claims.findings(directory)[0]
+
+
+def test_findings_give_the_result_box_numbers():
+    import re
+    from pathlib import Path
+
+    directory = results_dir() / DEFAULT_RECORDED_GPU
+    box = "\n".join(claims.result_lines(directory))
+    notebook = (Path(__file__).parents[1] / "notebooks" / "03_cuconv.ipynb").read_text()
+    for row in claims.findings(directory):
+        assert f"({row['section']})=" in notebook
+        for column in ("paper's number", "paper's design on the H100", "our best on the H100", "efficiency"):
+            for number in re.findall(r"\d[\d,.]*(?:x|%| us)", row[column]):
+                assert number in box, (column, number)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,8 +139,9 @@ def test_chapter_numbers_from_the_recorded_run():
     assert (t["table"]["speedup"] > 0).all() and t["spread"]["cases"] > 0
     # where the study stood before comes from the earlier chapters' recorded sweeps
     assert round(t["before"]["cuconv_share"], 1) == 15.9 and t["before"]["chang_slower"] == 13
-    goals = results.goals(t["cuconv"], t["lu2020"], t["chang2022"], t["before"], t["ceilings"]["sgemm_tflops"])
-    assert len(goals) == 9 and set(goals["reached"]) <= {"yes", "no"}
+    why = results.pascal_regression(t)  # the grid's regression, explained by the rows that show it
+    assert why["slower"] == 21 and why["one_by_one"] <= why["slower"] and why["to_cublas"] <= why["one_by_one"]
+    assert len(results.limits_lines(t)) >= 2
     assert len(results.cell_table(t["cuconv"])) == 3
     text, table = results.for_chapter(directory, t["ceilings"], "lu2020")
     assert "of 26" in text and len(table) == 26
@@ -161,8 +163,7 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
 
     def lines(directory):
         t = results.chapter_tables(directory, ceilings)
-        return results.result_lines(t["cuconv"], t["lu2020"], t["chang2022"], t["before"], t["spread"],
-                                    ceilings["sgemm_tflops"])  # fmt: skip
+        return results.result_lines(t)
 
     before = lines(copy)
     frame = pd.read_csv(copy / "fp32.csv", dtype=str, keep_default_na=False)
@@ -170,6 +171,25 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
     frame.loc[mine, "time_ms_median"] = [f"{float(v) / 2:.6g}" for v in frame.loc[mine, "time_ms_median"]]
     frame.to_csv(copy / "fp32.csv", index=False)
     after = lines(copy)
-    assert after[1] != before[1] and after[2] != before[2]
+    assert after[1] != before[1] and after[3] != before[3]
     steps = results.ladder(copy, ceilings["sgemm_tflops"])
     assert list(steps.index) == [step for step, *_ in results.LADDER]
+
+
+def test_the_findings_row_gives_the_result_box_numbers():
+    """Each number of the book's findings row appears in the chapter's result box (one function gives both)."""
+    import re
+
+    from convkit.papers.fp32 import results
+    from convkit.study.checkout import results_dir
+    from convkit.study.roofline import recorded_ceilings
+
+    directory = results_dir() / "nvidia-h100-80gb-hbm3"
+    row = results.findings(directory)[0]
+    box = " ".join(results.result_lines(results.chapter_tables(directory, recorded_ceilings(directory))))
+    for column in ("paper's design on the H100", "our best on the H100", "efficiency"):
+        for number in re.findall(r"\d+\.\d+x?|\d+%", row[column]):
+            assert number in box, (column, number)
+    assert row["section"] == results.SECTION
+    notebook = (Path(__file__).parents[1] / "notebooks" / "06_fp32.ipynb").read_text()
+    assert f"({results.SECTION})=" in notebook

@@ -15,6 +15,23 @@ from convkit.papers.lu2020 import problem_sets as lu_problems
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
 
+#: The findings' fields that carry numbers (each must appear in the chapter's result box).
+NUMBER_FIELDS = ("paper's number", "paper's design on the H100", "our best on the H100", "best library on the H100",
+                 "efficiency")  # fmt: skip
+
+
+def assert_findings_in_lines(rows, lines):
+    """Every number of the findings rows (``1.42x``, ``20 of 26``, ``3,003``, ``63%``) is in the result lines."""
+    import re
+
+    box = " ".join(lines).replace("**", "")
+    for row in rows:
+        for field in NUMBER_FIELDS:
+            for number in re.findall(r"\d[\d,.]*(?:x|%)?", row[field]):
+                number = number.rstrip(".,")
+                assert number in box, f"{row['claim']}: {field} gives {number}, the result box does not"
+
+
 #: The naive kernel's stack frame (bytes) as ptxas 13.0 reported it, per filter width: identical on sm_75
 #: and sm_90. K = 3: the lane-dependent index takes two values and becomes a select; 5 and 7: the window
 #: iTemp[K * K] (100 and 196 bytes) goes to local memory.
@@ -140,8 +157,14 @@ def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     rows = lu_results.findings(source)
     assert len(box) == 5 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
     assert box[2].startswith("**Past the paper**") and "CV-CUDA" in box[1]
-    assert len(rows) == 3 and all(tuple(r) == FINDING_COLUMNS for r in rows)
+    assert len(rows) == 3 and all(tuple(r) == (*FINDING_COLUMNS, "section") for r in rows)
+    assert [r["section"] for r in rows] == ["lu2020-column-reuse", "lu2020-single-channel", "lu2020-multichannel"]
     assert rows[0]["paper's design on the H100"].startswith("25 -> 10")
+    assert_findings_in_lines(rows, box)
+    # multi channel: our best (the paper's kernel, the only convkit kernel of the run there) against the best
+    # library, and the paper's own comparison labelled as such
+    assert rows[2]["our best on the H100"].startswith("faster than the best library on 2 of 26")
+    assert rows[2]["paper's design on the H100"].startswith("as the paper compares, cuDNN alone")
     frame = pd.read_csv(copy / "lu2020.csv")
     combined = frame["variant"] == "lu_combined"
     frame.loc[combined, "time_ms_median"] *= 2.0
@@ -149,6 +172,18 @@ def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     assert lu_results.result_lines(*lu_results.chapter_tables(copy))[1] != box[1]
     edited = lu_results.findings(copy)
     assert edited[1] != rows[1] and edited[0] == rows[0]
+    assert_findings_in_lines(edited, lu_results.result_lines(*lu_results.chapter_tables(copy)))
+
+
+def test_the_fp32_kernels_join_the_result_box_as_their_own_run():
+    import pandas as pd
+
+    from convkit.book.chapter import results_directory
+    from convkit.papers.lu2020 import results as lu_results
+
+    single, multi = lu_results.chapter_tables(results_directory("recorded"))
+    box = lu_results.result_lines(single, multi, pd.DataFrame({"speedup": [2.0, 0.5, 1.5]}))
+    assert len(box) == 6 and "in their own run" in box[4] and "on 2 of 3 (geometric mean 1.14x)" in box[4]
 
 
 def test_the_papers_examples_are_counted_by_the_simulator():
@@ -169,9 +204,10 @@ def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
     source, copy = _recorded_copy(tmp_path)
     single, _ = lu_results.chapter_tables(source)
     table = lu_libraries.library_efficiency(single)
-    assert table["library"].iloc[0] == "convkit (best kernel)"
+    assert table["library"].iloc[0] == "our best kernel"
     assert {"cuDNN (fastest algorithm)", "PyTorch (cuDNN)", "cupyx.ndimage", "NVIDIA NPP"} <= set(table["library"])
-    assert ((table["of floor (median)"] > 0) & (table["of floor (median)"] <= 1.05)).all()
+    assert ((table["of floor, median (%)"] > 0) & (table["of floor, median (%)"] <= 105)).all()
+    assert len(table.columns) <= 8  # fits the page at 1280 px
     text = lu_libraries.claim_against_the_floor(single)
     assert f"of {len(single)} images" in text and "within 2x of the roofline floor" in text
     spread = lu_libraries.chapter_spread(source)  # the recorded repeat; the copy has none
@@ -187,7 +223,7 @@ def test_every_library_against_the_floor_follows_the_recorded_results(tmp_path):
     frame.to_csv(copy / "lu2020.csv", index=False)
     edited = lu_libraries.library_efficiency(lu_results.chapter_tables(copy)[0])
     npp = lambda t: t[t["library"] == "NVIDIA NPP"].iloc[0]  # noqa: E731
-    assert npp(edited)["our speed-up (geomean)"] < npp(table)["our speed-up (geomean)"]
+    assert npp(edited)["our speed-up, geomean (x)"] < npp(table)["our speed-up, geomean (x)"]
 
 
 @needs_nvcc

@@ -54,11 +54,55 @@ def test_floors_use_the_recorded_launch_floor_else_the_assumed_launch(frame):
 
 
 def test_floor_is_the_longer_of_memory_and_compute():
-    ceil = {"copy_gbps": 1000.0, "fma_tflops": 10.0, "launch_us": 0.0}
+    ceil = {"copy_gbps": 1000.0, "sgemm_tflops": 10.0, "fma_tflops": 20.0, "launch_us": 0.0}
     small = ConvProblem.same(1, 1, 28, 28, 1, 3)  # memory-bound
     assert floor_us(small, ceil) == pytest.approx(small.min_bytes / 1e6)
     big = ConvProblem.same(1, 256, 56, 56, 256, 3)  # compute-bound
-    assert floor_us(big, ceil) == pytest.approx(big.flops / 1e7)
+    assert floor_us(big, ceil) == pytest.approx(big.flops / 1e7)  # at the SGEMM rate, not the FMA peak
+
+
+def test_one_roof_for_the_floors_and_the_plots(frame):
+    """The floor and every roofline plot use the measured copy bandwidth and SGEMM rate (not the FMA peak)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convkit.book import plots
+    from convkit.study.roofline import ROOF, roof
+
+    s = ceilings_summary(frame)
+    assert ROOF == ("copy_gbps", "sgemm_tflops") and roof(s) == (s["copy_gbps"], s["sgemm_tflops"])
+    big = ConvProblem.same(1, 256, 56, 56, 256, 3)
+    assert floor_us(big, s) == pytest.approx(big.flops / (s["sgemm_tflops"] * 1e6) + launch_us(s))
+    for ax in (plots.roofline(s), plots.roofline(s["copy_gbps"], s["sgemm_tflops"])):
+        top = max(line.get_ydata().max() for line in ax.get_lines())
+        assert top == pytest.approx(s["sgemm_tflops"] * 1e3)
+        assert f"{s['sgemm_tflops']:.1f} TFLOP/s" in ax.get_legend().get_texts()[0].get_text()
+    plt.close("all")
+
+
+def test_many_roofline_points_stay_inside_the_axes_and_see_through():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from convkit.book import plots
+
+    rng = np.random.default_rng(0)
+    points = [
+        ("", float(ai), float(g), "convkit" if i % 2 else "cuDNN")
+        for i, (ai, g) in enumerate(zip(rng.uniform(1, 500, 1300), rng.uniform(10, 80_000, 1300), strict=True))
+    ]
+    ax = plots.roofline({"copy_gbps": 3000.0, "sgemm_tflops": 50.0}, points=points)
+    low, high = ax.get_ylim()
+    assert low <= min(p[2] for p in points) and high >= max(p[2] for p in points) * 1.1
+    for collection in ax.collections:
+        assert collection.get_alpha() is not None and collection.get_alpha() <= 0.6
+        assert max(collection.get_sizes()) <= 12
+    plt.close("all")
 
 
 def test_latency_curve_is_sorted_by_footprint(frame):
@@ -76,7 +120,7 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
     from convkit.book import plots
 
     s = ceilings_summary(frame)
-    ax = plots.roofline(s["copy_gbps"], s["sgemm_tflops"], roofs={"specification (H100)": (3006.0, 51.7)},
+    ax = plots.roofline(s, roofs={"specification (H100)": (3006.0, 51.7)},
                         points=[("", 1.0, 500.0, "a layer")])  # fmt: skip
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[1] == "specification (H100): 3006 GB/s, 51.7 TFLOP/s" and "a layer" in labels
@@ -85,9 +129,9 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
     assert "L2 size (50 MiB)" in [t.get_text() for t in ax.get_legend().get_texts()]
     results = load_results(H100, "baseline")[0]
     label = results["label"].iloc[0]
-    ax = plots.algorithm_times(results, names={label: "first"}, quoted={label: 43.1})
+    ax = plots.algorithm_times(results, names={label: "first"}, quoted={label: 43.1}, quoted_label="PyTorch, quoted")
     assert ax.get_yticklabels()[0].get_text() == "first"
-    assert "PyTorch, quoted by the specification" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "PyTorch, quoted" in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close("all")
 
 
@@ -106,7 +150,26 @@ def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
     header, _, *rows = table.strip().split("\n")
     assert header.endswith("| quick run on a T4, estimated |")
     assert all(row.count("|") == header.count("|") for row in rows)
-    for row in rows:  # every quick run recorded, and its estimate
-        h100, t4 = row.split("|")[-3:-1]
+    assert "| full run on the H100 | quick run on the H100 |" in header
+    for row in rows:  # every quick run recorded, and its estimate; no full run recorded yet
+        full, h100, t4 = row.split("|")[-4:-1]
         assert h100.strip().endswith(" min") and t4.strip().endswith(" min"), row
+        assert full.strip() == "not recorded" or full.strip().endswith((" min", " h")), row
     assert "github/example/convkit/blob/main/notebooks/06_fp32.ipynb" in table
+    assert "github/example/convkit/blob/main/notebooks/08_summary.ipynb" in table
+    assert "/blob/dev/" in rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/e/c", "dev")
+
+
+def test_the_rerun_table_gives_a_recorded_full_run_beside_the_quick_one(tmp_path):
+    import shutil
+
+    from convkit.book.reproduce import RUN_TIMES, rerun_markdown
+    from convkit.study.checkout import results_dir
+
+    source = results_dir() / "nvidia-h100-80gb-hbm3"
+    for name in ("ceilings.csv", "ceilings.json", f"{RUN_TIMES}.csv", f"{RUN_TIMES}.json"):
+        shutil.copy(source / name, tmp_path / name)
+    with open(tmp_path / f"{RUN_TIMES}.csv", "a") as f:
+        f.write(f"{RUN_TIMES},02_lu2020,full,ok,5400.0,,a56221b5258b\n")
+    row = next(r for r in rerun_markdown(tmp_path, "https://github.com/e/c").split("\n") if "02_lu2020" in r)
+    assert row.split("|")[-4].strip() == "90 min" and row.split("|")[-3].strip() == "1.4 min", row

@@ -67,3 +67,18 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
     frame.to_csv(copy / "tf32x3.csv", index=False)
     after = results.result_lines(_tables(copy))
     assert after[1] != before[1] and after[2] != before[2]
+
+
+def test_the_findings_row_gives_the_result_box_numbers():
+    """Each number of the book's findings row appears in the chapter's result box (one function gives both)."""
+    import re
+    from pathlib import Path
+
+    row = results.findings(RECORDED)[0]
+    box = " ".join(results.result_lines(_tables()))
+    for column in ("paper's design on the H100", "our best on the H100", "efficiency"):
+        for number in re.findall(r"\d+\.\d+(?:e-\d+)?x?|\d+%", row[column]):
+            assert number in box, (column, number)
+    assert row["section"] == results.SECTION
+    notebook = (Path(__file__).parents[1] / "notebooks" / "07_tf32x3.ipynb").read_text()
+    assert f"({results.SECTION})=" in notebook

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,6 +20,7 @@ from convkit.papers.paper import FINDING_COLUMNS
 from convkit.papers.toy_cnn import results as toy_cnn_results
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 from convkit.study.results import load_results
+from convkit.study.roofline import recorded_ceilings
 
 RECORDED = kernels_dir().parent / "results" / "nvidia-h100-80gb-hbm3"
 
@@ -141,13 +143,15 @@ def test_recorded_tables():
     assert (ladder["TFLOP/s"] > 0).all()
     assert len(toy_cnn_results.table3(frame).dropna()) == 9
     assert len(toy_cnn_results.block_sweep(frame)) == len(toy_cnn.block_shapes(LAB_LAYER))
-    goals = toy_cnn_results.goals(frame, 65.3, 51.7)
-    assert goals["reached"].iloc[0] in ("yes", "no")
+    ceilings = recorded_ceilings(RECORDED)
+    assert "compute-bound" in toy_cnn_results.limits_text(frame, ceilings)
     shares = toy_cnn_results.peak_shares(frame, 65.3)
     assert shares["share of peak (%)"].iloc[0] == pytest.approx(100 * 1.69298 / 8.1)
     timing = toy_cnn_results.timing_methods(frame)
     assert timing.loc["tiled", "launch"].startswith("default tile")
-    assert "Ladder" in toy_cnn_results.verdict(frame, 65.3)
+    assert "Ladder" in toy_cnn_results.verdict(frame, ceilings)
+    profile = toy_cnn_results.profile_table(load_results(RECORDED, "toy_cnn_kernels")[0])
+    assert len(profile.columns) <= 8 and profile["kernel"].str.len().max() <= 32
     assert set(toy_cnn_results.cudnn_table(frame)["steps"]) == {"conv", "layer"}
     kernels, _ = load_results(RECORDED, "toy_cnn_kernels")
     assert (toy_cnn_results.kernel_table(kernels)["time ms"] > 0).all()
@@ -181,10 +185,24 @@ def test_result_box_follows_the_recorded_files(tmp_path):
     assert changed[2] != lines[2] and f"{slow:.2f} ms" in changed[2]
 
 
+def _numbers(text):
+    return re.findall(r"\d[\d,.]*(?:x|%| ms| TFLOP/s| GFLOP/s)", text)
+
+
+def test_findings_give_the_result_box_numbers():
+    box = "\n".join(toy_cnn_results.result_lines(RECORDED))
+    notebook = (Path(__file__).parents[1] / "notebooks" / "04_toy_cnn.ipynb").read_text()
+    for row in toy_cnn_results.findings(RECORDED):
+        assert f"({row['section']})=" in notebook
+        for column in ("paper's number", "paper's design on the H100", "our best on the H100", "efficiency"):
+            for number in _numbers(row[column]):
+                assert number in box, (column, number)
+
+
 def test_findings_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
     rows = toy_cnn_results.findings(directory)
-    assert rows and all(list(row) == list(FINDING_COLUMNS) for row in rows)
+    assert rows and all(set(row) == {*FINDING_COLUMNS, "section"} for row in rows)
     assert paper.PAPER.findings is not None
     before = rows[0]["our best on the H100"]
     _slow_down_v5(directory)

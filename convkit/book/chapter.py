@@ -8,6 +8,7 @@ when a GPU is present.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,11 @@ from convkit.study.roofline import ceilings_summary
 DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
 #: Suffix of the experiments a quick GPU run writes (kept apart from the full runs' results).
 QUICK_SUFFIX = "_quick"
+
+if "ipykernel" in sys.modules:  # a chapter's notebook: every figure in the book's style, as 2x PNG
+    from convkit.book.plots import book_style
+
+    book_style()
 
 
 @dataclass
@@ -92,10 +98,10 @@ def ceilings(
 
 def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """A paper's ncu profile: measured with ``ncu`` where a GPU and ``ncu`` are present and nothing is
-    recorded for this GPU yet; otherwise, and where ncu fails (counters blocked, as on Colab), the profile
-    recorded on ``recorded_gpu``, and the run says so."""
+    recorded for this GPU yet; otherwise, and wherever ncu fails (counters blocked, as on Colab; a report it
+    could not write or that does not parse), the profile recorded on ``recorded_gpu``, and the run says so:
+    ``ncu`` is optional, and its failure never stops a chapter."""
     import shutil
-    import subprocess
 
     from convkit.book import profile
     from convkit.papers import paper
@@ -111,9 +117,9 @@ def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAU
             try:
                 profile.profile(name, directory)
                 return load(directory, spec.experiment, True)
-            except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
+            except Exception as exc:  # any failure of the optional profiler falls back to the recorded profile
                 why = f"ncu could not profile here ({type(exc).__name__})"
-        print(f"{why}: showing the profile recorded on {recorded_gpu}")
+        print(f"{why}: the kernel profile shown is the one recorded on {recorded_gpu}, not measured now")
         return load(results_directory("recorded", recorded_gpu), spec.experiment, False)
     return load(directory, spec.experiment, mode == "gpu")
 
@@ -161,6 +167,17 @@ def _runs(*results: Results) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda info: info.get("date", ""))
 
 
+def _version(key: str, value: Any) -> str:
+    """A provenance value as a reader needs it: Nsight Compute's ``Version 2025.3.1.0 (build ...)`` as
+    ``2025.3.1.0``; a dash where none is recorded."""
+    import re
+
+    text = str(value or "").strip()
+    if key == "profiler" and (found := re.search(r"\d+(?:\.\d+)+", text)):
+        return found.group()
+    return text or "–"
+
+
 def provenance_line(*results: Results) -> str:
     """One line for a chapter: the GPU, each library's version(s), the commits and dates of the runs behind
     ``results`` (no machine paths)."""
@@ -169,7 +186,7 @@ def provenance_line(*results: Results) -> str:
         return "No provenance recorded."
     parts = []
     for key, label in PROVENANCE_FIELDS:
-        values = list(dict.fromkeys(str(info[key]) for info in runs if info.get(key)))
+        values = list(dict.fromkeys(_version(key, info[key]) for info in runs if info.get(key)))
         if values:
             parts.append(f"{label} {' / '.join(values)}" if key != "gpu" else " / ".join(values))
     commits = list(dict.fromkeys(str(info["convkit_commit"])[:7] for info in runs if info.get("convkit_commit")))
@@ -180,33 +197,69 @@ def provenance_line(*results: Results) -> str:
             f"{span}.")  # fmt: skip
 
 
+#: The columns of :func:`provenance_runs`: (header, the provenance keys it joins with " / ").
+PROVENANCE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("GPU", ("gpu",)), ("driver / CUDA / NVRTC", ("driver", "cuda_runtime", "nvrtc")),
+    ("cuDNN / CuPy / PyTorch", ("cudnn", "cupy", "pytorch")), ("Nsight Compute / Python", ("profiler", "python")),
+)  # fmt: skip
+
+
 def provenance_runs(*results: Results) -> Any:
-    """Every run behind ``results`` with its full provenance (a reader's table: no machine paths)."""
+    """Every run behind ``results``, grouped by what it ran on (a reader's table, narrow enough for the page: no
+    machine paths): per GPU and software stack, the number of runs, their dates and convkit commits, the GPU
+    and each library's version."""
     import pandas as pd
 
-    keys = [k for k, _ in PROVENANCE_FIELDS] + ["compute_capability", "convkit_commit", "date"]
-    labels = dict(PROVENANCE_FIELDS) | {"compute_capability": "compute capability", "convkit_commit": "commit"}
-    rows = [{labels.get(k, k): (str(info.get(k, ""))[:12] if k == "convkit_commit" else info.get(k, ""))
-             for k in keys} for info in _runs(*results)]  # fmt: skip
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for info in _runs(*results):
+        stack = tuple(" / ".join(_version(k, info.get(k)) for k in keys) for _, keys in PROVENANCE_GROUPS)
+        groups.setdefault(stack, []).append(info)
+    rows = []
+    for stack, runs in groups.items():
+        dates = sorted({str(info.get("date", ""))[:10] for info in runs if info.get("date")})
+        commits = list(dict.fromkeys(str(info["convkit_commit"])[:7] for info in runs if info.get("convkit_commit")))
+        row = {"runs": len(runs), "dates": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}" if dates
+               else "–", "commits": commits[0] if len(commits) == 1 else f"{len(commits)}: {commits[0]}..{commits[-1]}"
+               if commits else "–"}  # fmt: skip
+        for (header, _), value in zip(PROVENANCE_GROUPS, stack, strict=True):
+            row[header] = value.removeprefix("NVIDIA ") if header == "GPU" else value
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: The optional key of a findings row: the MyST label of the chapter section that shows the claim.
+FINDING_SECTION = "section"
 
 
 def findings(directory: Path) -> Any:
     """The book's findings table: every registered paper's claims, its number beside ours, computed from the
-    results recorded in ``directory`` (one row per claim; :data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    results recorded in ``directory`` (one row per claim; :data:`convkit.papers.paper.FINDING_COLUMNS`, and
+    :data:`FINDING_SECTION` where a paper gives the section that shows the claim: empty where it does not)."""
     import pandas as pd
 
     from convkit.papers import PAPERS
     from convkit.papers.paper import FINDING_COLUMNS
 
     rows = [row for p in PAPERS if p.findings is not None for row in p.findings(Path(directory))]
-    return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
+    columns = list(dict.fromkeys([*FINDING_COLUMNS, FINDING_SECTION]))
+    return pd.DataFrame([{**row, FINDING_SECTION: row.get(FINDING_SECTION) or ""} for row in rows], columns=columns)
+
+
+def _linked(text: str, section: str) -> str:
+    """``text`` as a MyST link to the section labelled ``section`` (the text alone where there is none); where the
+    text cannot be a role's title (it holds a backtick or angle brackets), the section's title follows it."""
+    if not section:
+        return text
+    if any(c in text for c in "`<>"):
+        return f"{text} ({{ref}}`{section}`)"
+    return f"{{ref}}`{text} <{section}>`"
 
 
 def findings_markdown(directory: Path) -> str:
-    """:func:`findings` as the intro shows it: a Markdown table of the numbers (paper and claim, the paper's
-    number, the paper's design, our best with its roofline efficiency, the best library, on the GPU measured),
-    then what changed since each paper, numbered to match, and the GPU the numbers come from."""
+    """:func:`findings` as the intro shows it: a Markdown table of the numbers (paper and claim, linked to the
+    chapter section that shows it, the paper's number, the paper's design, our best with its share of the
+    floor, the best library, on the GPU measured), then what changed since each paper, numbered to match, and
+    the GPU the numbers come from."""
     from convkit.study.results import load_results
 
     table = findings(directory)
@@ -215,15 +268,15 @@ def findings_markdown(directory: Path) -> str:
     def cell(value: Any) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ").strip() or "–"
 
-    header = ["paper and claim", "paper's number", "paper's design", "our best (vs the roofline floor)",
-              "best library"]  # fmt: skip
+    header = ["paper and claim", "paper's number", "paper's design", "our best (% of floor)", "best library"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     notes = []
     for i, row in enumerate(table.to_dict("records"), 1):
         best = cell(row["our best on the H100"]) + (f" ({cell(row['efficiency'])})" if row["efficiency"] else "")
         numbers = [cell(row["paper's number"]), cell(row["paper's design on the H100"]), best,
                    cell(row["best library on the H100"])]  # fmt: skip
-        lines.append(f"| {i}. **{cell(row['paper'])}**: {cell(row['claim'])} | " + " | ".join(numbers) + " |")
+        claim = _linked(cell(row["claim"]), str(row[FINDING_SECTION] or "").strip())
+        lines.append(f"| {i}. **{cell(row['paper'])}**: {claim} | " + " | ".join(numbers) + " |")
         notes.append(f"{i}. {cell(row['what changed'])}")
     where = f"Our numbers: {gpu}; each paper's on its own GPU, as named. " if gpu else ""
     return "\n".join(lines) + f"\n\n{where}What changed since each paper:\n\n" + "\n".join(notes) + "\n"

@@ -107,9 +107,27 @@ RUN_TIMES = "notebook_runs"
 RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
 
 
+def recorded_gpu_name(folder: str) -> str:
+    """The GPU's name as the runs recorded under ``results/<folder>/`` give it (``NVIDIA H100 80GB HBM3``), or the
+    folder's name where none is recorded."""
+    import json
+
+    from convkit.study.checkout import results_dir
+
+    for meta in sorted((results_dir() / folder).glob("*.json")):
+        try:
+            runs = json.loads(meta.read_text()).get("runs", {})
+        except (ValueError, AttributeError):
+            continue
+        names = sorted({str(run.get("gpu")) for run in runs.values() if isinstance(run, dict) and run.get("gpu")})
+        if names:
+            return names[0]
+    return folder
+
+
 def mode_line(device: str) -> str:
     """What a run with ``device`` (auto|gpu|recorded) will show, in one line: measured on this GPU (and where its
-    results go), or the results recorded on the book's GPU (and why no GPU measures)."""
+    results go), or the results recorded on the book's GPU, named, with their folder (and why no GPU measures)."""
     from convkit.book.chapter import DEFAULT_RECORDED_GPU, resolve_device
     from convkit.core.gpu import gpu_status
 
@@ -120,7 +138,8 @@ def mode_line(device: str) -> str:
         return f"measuring on this GPU, {name} (results in results/{gpu_slug(name)}/, resuming what is there)"
     ok, why = gpu_status()
     reason = "as asked" if ok else f"no GPU here: {why}"
-    return f"showing the results recorded on {DEFAULT_RECORDED_GPU} ({reason})"
+    name = recorded_gpu_name(DEFAULT_RECORDED_GPU)
+    return f"showing the results recorded on the {name} (results/{DEFAULT_RECORDED_GPU}/; {reason})"
 
 
 def reproduce(
@@ -177,12 +196,57 @@ FINDINGS_PAGE = "findings.md"
 RERUN_PAGE = "rerun_chapters.md"
 
 
-def repository_url(book: Path | None = None) -> str:
-    """The study's repository, as ``book/_config.yml`` names it (the one place it is set)."""
+def _repository(book: Path | None = None) -> dict[str, Any]:
     import yaml
 
-    config = yaml.safe_load(((book or book_dir()) / "_config.yml").read_text())
-    return str(config["repository"]["url"]).rstrip("/")
+    return dict(yaml.safe_load(((book or book_dir()) / "_config.yml").read_text())["repository"])
+
+
+def repository_url(book: Path | None = None) -> str:
+    """The study's repository, as ``book/_config.yml`` names it (the one place it is set; the notebooks'
+    ``repo_url`` parameter copies it, and :func:`set_repository` changes both)."""
+    return str(_repository(book)["url"]).rstrip("/")
+
+
+def repository_branch(book: Path | None = None) -> str:
+    """The branch the launch buttons and the rerun page's Colab links open (``book/_config.yml``)."""
+    return str(_repository(book).get("branch") or "main")
+
+
+#: The notebooks' parameter that names the repository a Colab runtime clones.
+REPO_PARAMETER = "repo_url"
+
+
+def set_repository(url: str, *, book: Path | None = None, notebooks: Path | None = None) -> list[Path]:
+    """Name ``url`` as the study's repository (a fork's address): ``repository.url`` in ``book/_config.yml``
+    and the ``repo_url`` parameter of every notebook, each line rewritten in place; returns the files changed."""
+    import json
+    import re
+
+    url = url.rstrip("/")
+    if not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", url):
+        raise ValueError(f"url must be a repository's https address (https://github.com/<owner>/<name>), got {url!r}")
+    changed = []
+    config = (book or book_dir()) / "_config.yml"
+    text = config.read_text()
+    new = re.sub(r"(?m)^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:[ \t]*).*$", lambda m: m.group(1) + url, text)
+    if new != text:
+        config.write_text(new)
+        changed.append(config)
+    for path in sorted((notebooks or notebooks_dir()).glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        edited = False
+        for cell in nb["cells"]:
+            if "parameters" not in cell.get("metadata", {}).get("tags", []):
+                continue
+            for i, line in enumerate(cell["source"]):
+                m = re.match(rf'({REPO_PARAMETER}\s*=\s*)"[^"]*"(.*)', line, re.S)
+                if m and line != (fixed := f'{m.group(1)}"{url}"{m.group(2)}'):
+                    cell["source"][i], edited = fixed, True
+        if edited:
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed
 
 
 def _full_run(paper: Any, directory: Path) -> str:
@@ -199,37 +263,57 @@ def _full_run(paper: Any, directory: Path) -> str:
     return f"{problems} problems, {len(frame):,} checked and timed cases{tuned}"
 
 
-def rerun_markdown(directory: Path, repo_url: str) -> str:
-    """The rerun page's table: each chapter, its notebook, a Colab link to the committed notebook, what a full
-    run measures, and the quick run's wall time measured on this GPU (``notebook_runs.csv``) where recorded."""
-    from convkit.papers import PAPERS
+def _minutes(wall_s: float) -> str:
+    """A run's wall time as a reader reads it: ``0.5 min``, ``82 min``, ``3.4 h``."""
+    minutes = wall_s / 60
+    if minutes >= 120:
+        return f"{minutes / 60:.1f} h"
+    return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
+
+
+def run_times(directory: Path) -> dict[tuple[str, str], float]:
+    """(notebook stem, ``"full"`` or ``"quick"``) -> wall seconds of each run recorded without error in
+    ``<directory>/notebook_runs.csv`` (empty where none is recorded)."""
     from convkit.study.results import load_results
+
+    if not (Path(directory) / f"{RUN_TIMES}.csv").is_file():
+        return {}
+    frame, _ = load_results(Path(directory), RUN_TIMES)
+    ok = frame[frame["status"] == "ok"]
+    return {(str(r.notebook), str(r.mode)): float(r.wall_s) for r in ok.itertuples()}
+
+
+def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:
+    """The rerun page's table: each chapter, a Colab link to its committed notebook, what a full run measures,
+    the full and the quick run's wall time measured on this GPU (``notebook_runs.csv``; "not recorded" where
+    none is), and the quick run's time on a T4, estimated from the datasheets."""
+    from convkit.papers import PAPERS
     from convkit.study.roofline import recorded_ceilings, slowdown_range
 
     ceilings = recorded_ceilings(Path(directory))
     low, high = slowdown_range(ceilings) if ceilings else (math.nan, math.nan)
-    times: dict[str, tuple[str, str]] = {}
-    if (Path(directory) / f"{RUN_TIMES}.csv").is_file():
-        frame, _ = load_results(Path(directory), RUN_TIMES)
-        for row in frame[(frame["status"] == "ok") & (frame["mode"] == "quick")].itertuples():
-            minutes = float(row.wall_s) / 60
-            shortest, longest = round(low * minutes), round(high * minutes)
-            if not ceilings:
-                estimate = "no ceilings recorded"
-            elif shortest == longest:
-                estimate = f"about {max(1, longest)} min"
-            else:
-                estimate = f"{shortest}-{longest} min"
-            times[row.notebook] = (f"{minutes:.1f} min", estimate)
+    times = run_times(Path(directory))
+
+    def t4(wall_s: float) -> str:
+        if not ceilings:
+            return "no ceilings recorded"
+        shortest, longest = round(low * wall_s / 60), round(high * wall_s / 60)
+        return f"about {max(1, longest)} min" if shortest == longest else f"{shortest}-{longest} min"
+
     github = repo_url.removeprefix("https://github.com/")
-    lines = ["| chapter | notebook | open in Colab | a full run measures | quick run on the H100 | "
-             "quick run on a T4, estimated |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for p in PAPERS:
-        path = f"notebooks/{p.notebook}.ipynb"
-        colab = f"[Colab](https://colab.research.google.com/github/{github}/blob/main/{path})"
-        full = _full_run(p, Path(directory))
-        h100, t4 = times.get(p.notebook, ("not recorded", "–"))
-        lines.append(f"| {p.title} | `{path}` | {colab} | {full} | {h100} | {t4} |")
+    lines = ["| chapter | notebook (opens in Colab) | a full run measures | full run on the H100 | "
+             "quick run on the H100 | quick run on a T4, estimated |", "|---|---|---|---|---|---|"]  # fmt: skip
+    chapters = [(p.title, p.notebook, _full_run(p, Path(directory))) for p in PAPERS]
+    chapters += [(name.capitalize(), stem, "see the chapter") for name, stem in CLOSING_CHAPTERS]
+    for title, notebook, measures in chapters:
+        path = f"notebooks/{notebook}.ipynb"
+        colab = f"[{notebook}](https://colab.research.google.com/github/{github}/blob/{branch}/{path})"
+        full = times.get((notebook, "full"))
+        quick = times.get((notebook, "quick"))
+        lines.append(f"| {title} | {colab} | {measures} | "
+                     f"{_minutes(full) if full is not None else 'not recorded'} | "
+                     f"{_minutes(quick) if quick is not None else 'not recorded'} | "
+                     f"{t4(quick) if quick is not None else '–'} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -246,8 +330,10 @@ def build_book(book: Path | None = None, *, device: str = "recorded", extra_args
     directory = chapter.results_directory(chapter.resolve_device(device))
     if not (directory / "ceilings.csv").is_file():  # a GPU with quick runs only: the recorded findings
         directory = chapter.results_directory("recorded")
+    print(f"book: the findings table and the run times from results/{directory.name}/ "
+          f"({recorded_gpu_name(directory.name)})", flush=True)  # fmt: skip
     (book / FINDINGS_PAGE).write_text(chapter.findings_markdown(directory))
-    (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book)))
+    (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book), repository_branch(book)))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
     subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)

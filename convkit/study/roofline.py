@@ -1,8 +1,9 @@
 """The roofline every chapter measures against: the ceilings' headline numbers, floors, the launch floor.
 
-:func:`ceilings_summary` reads the ceilings experiment (notebook 00) into numbers; :func:`floor_us`
+:func:`ceilings_summary` reads the ceilings experiment (the ceilings chapter) into numbers; :func:`floor_us`
 is the least time a convolution can take on that GPU: its minimal traffic at the copy bandwidth or
-its FLOPs at the FMA peak, whichever is longer, plus the launch floor.
+its FLOPs at the SGEMM rate, whichever is longer, plus the launch floor. The roof is named once,
+:data:`ROOF` (:func:`roof`): every floor, efficiency and roofline plot of the book uses it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from convkit.core.problem import ConvProblem
 
 #: The ceilings experiment (``results/<gpu>/ceilings.csv``).
 CEILINGS_EXPERIMENT = "ceilings"
+#: The measured roofline every floor and plot uses: (the memory roof, the compute roof) as keys of
+#: :func:`ceilings_summary`: the copy bandwidth (GB/s) and cuBLAS's SGEMM rate with TF32 off (TFLOP/s).
+#: The FMA peak (our own FMA kernel's rate, near the datasheet's arithmetic) is not a roof: no convolution
+#: reaches it with the loads a real kernel needs.
+ROOF = ("copy_gbps", "sgemm_tflops")
 #: Launch cost added to the roofline floor (microseconds) where the ceilings record no launch floor.
 LAUNCH_US = 3.0
 
@@ -93,14 +99,27 @@ def launch_us(ceilings: dict[str, float]) -> float:
 def launch_text(ceilings: dict[str, float]) -> str:
     """The floors' launch term in words, for the chapters: measured, or the assumed :data:`LAUNCH_US`."""
     if "launch_us" in ceilings:
-        return f"The floors' launch: {ceilings['launch_us']:.1f} us, an empty kernel measured in notebook 00."
+        return f"The floors' launch: {ceilings['launch_us']:.1f} us, an empty kernel measured in the ceilings chapter."
     return (f"The floors' launch: {LAUNCH_US:.0f} us, assumed: these ceilings record no launch floor "
-            "(notebook 00 measures one where it runs on a GPU).")  # fmt: skip
+            "(the ceilings chapter measures one where it runs on a GPU).")  # fmt: skip
+
+
+def roof(ceilings: dict[str, float]) -> tuple[float, float]:
+    """The roofline of :data:`ROOF`: (copy bandwidth in GB/s, SGEMM rate in TFLOP/s) of ``ceilings``."""
+    bandwidth, compute = ROOF
+    return float(ceilings[bandwidth]), float(ceilings[compute])
 
 
 def floor_us(problem: ConvProblem, ceilings: dict[str, float]) -> float:
-    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the FMA peak, whichever
-    is longer, plus the launch (:func:`launch_us`)."""
-    memory = problem.min_bytes / (ceilings["copy_gbps"] * 1e3)
-    compute = problem.flops / (ceilings["fma_tflops"] * 1e6)
+    """Roofline floor: the minimal traffic at the copy bandwidth or the FLOPs at the SGEMM rate (the roof of
+    :func:`roof`), whichever is longer, plus the launch (:func:`launch_us`).
+
+    Example:
+        >>> ceilings = {"copy_gbps": 1000.0, "sgemm_tflops": 10.0, "launch_us": 0.0}
+        >>> floor_us(ConvProblem.same(1, 1, 28, 28, 1, 3), ceilings)  # memory-bound: 6,308 bytes at 1 TB/s
+        0.006308
+    """
+    gbps, tflops = roof(ceilings)
+    memory = problem.min_bytes / (gbps * 1e3)
+    compute = problem.flops / (tflops * 1e6)
     return max(memory, compute) + launch_us(ceilings)

@@ -1,9 +1,9 @@
-"""The baseline: a plain direct kernel and every legacy cuDNN forward algorithm on the anchor configurations.
+"""The baseline: a plain direct kernel and every legacy cuDNN forward algorithm on seventeen configurations.
 
-Before any paper's kernel, the chapter measures what the GPU's own library does on the configurations
-of ``shared/papers/README.md`` (:mod:`.anchors`): each of cuDNN's eight forward algorithms called alone,
+Before any paper's kernel, the chapter measures what the GPU's own library does on configurations drawn
+from the later chapters (:mod:`.anchors`): each of cuDNN's eight forward algorithms called alone,
 PyTorch's autotuned cuDNN in the same run, and the naive one-thread-per-output kernel
-(:mod:`.direct`, ``kernels/direct.cu``) whose gap the papers' kernels set out to close. :mod:`.results`
+(:mod:`.direct`, ``kernels/direct.cu``) whose gap the papers' kernels aim to close. :mod:`.results`
 turns the rows into the chapter's numbers.
 """
 

@@ -1,8 +1,8 @@
-"""The baseline's problems: the anchor configurations.
+"""The baseline's problems: seventeen configurations drawn from the later chapters.
 
-``ANCHORS`` are the configurations of ``shared/papers/README.md`` with what cuDNN costs there on
-the H100 through PyTorch (the study's anchors to beat). Their ``cudnn_*_us`` fields are the
-specification's numbers, quoted for comparison; every number convkit reports is measured.
+``ANCHORS`` are layers of the cuConv paper's tables, the toy CNN's layer, single-channel images with many
+filters and with one, each with where it comes from in words (:attr:`Anchor.origin`). Every number the
+chapter reports about them is measured.
 """
 
 from __future__ import annotations
@@ -14,38 +14,35 @@ from convkit.core.problem import ConvProblem
 
 @dataclass(frozen=True)
 class Anchor:
-    """A configuration from the papers' README and its quoted cuDNN times (PyTorch 2.11, H100)."""
+    """A configuration and where it comes from, in words (the paper's own designation where it has one)."""
 
-    name: str
+    origin: str
     problem: ConvProblem
-    cudnn_fp32_us: float | None
-    cudnn_tf32_us: float | None = None
 
 
 def _same(n: int, c: int, m: int, hw: int, r: int) -> ConvProblem:
     return ConvProblem.same(n, c, hw, hw, m, r)
 
 
-#: shared/papers/README.md, "What the same work costs on the H100 today".
+#: The configurations, in the order the chapter shows them.
 ANCHORS: tuple[Anchor, ...] = (
-    Anchor("cuConv Table 3 A", _same(1, 832, 256, 7, 1), 43.1, 13.6),
-    Anchor("cuConv Table 3 B", _same(1, 256, 1024, 14, 1), 15.4, 8.3),
-    Anchor("cuConv Table 3 C", _same(1, 64, 256, 27, 1), 9.6, 11.5),
-    Anchor("cuConv max case 7-32-832", _same(1, 832, 32, 7, 1), 38.3, 11.1),
-    Anchor("cuConv Table 4 A", _same(1, 192, 384, 7, 3), 64.5, 25.6),
-    Anchor("cuConv Table 4 B", _same(1, 384, 384, 13, 3), 117.8, 32.1),
-    Anchor("cuConv Table 5 A", _same(1, 48, 128, 7, 5), 54.4, 22.3),
-    Anchor("cuConv Table 5 B", _same(8, 48, 128, 7, 5), 50.8, 22.2),
-    Anchor("toy CNN conv", _same(1, 256, 256, 224, 5), 3678.0, 494.0),
-    Anchor("single channel 224, 3x3", _same(1, 1, 64, 224, 3), 16.4, 15.8),
-    Anchor("single channel 1024, 5x5", _same(1, 1, 32, 1024, 5), 144.5, 144.4),
-    Anchor("multi channel 56, 3x3", _same(1, 256, 256, 56, 3), 148.7, 40.8),
-    # single-channel peers: one image, one filter
-    Anchor("one filter 1024, 5x5", _same(1, 1, 1, 1024, 5), 28.1),
-    Anchor("one filter 2048, 7x7", _same(1, 1, 1, 2048, 7), 146.4),
-    Anchor("one filter 4096, 3x3", _same(1, 1, 1, 4096, 3), 151.3),
-    Anchor("one filter 4096, 5x5", _same(1, 1, 1, 4096, 5), 356.7),
-    Anchor("one filter 8192, 7x7", _same(1, 1, 1, 8192, 7), 2213.0),
+    Anchor("the cuConv paper's Table 3, layer A", _same(1, 832, 256, 7, 1)),
+    Anchor("the cuConv paper's Table 3, layer B", _same(1, 256, 1024, 14, 1)),
+    Anchor("the cuConv paper's Table 3, layer C", _same(1, 64, 256, 27, 1)),
+    Anchor("the layer of the cuConv paper's largest speed-up", _same(1, 832, 32, 7, 1)),
+    Anchor("the cuConv paper's Table 4, layer A", _same(1, 192, 384, 7, 3)),
+    Anchor("the cuConv paper's Table 4, layer B", _same(1, 384, 384, 13, 3)),
+    Anchor("the cuConv paper's Table 5, layer A", _same(1, 48, 128, 7, 5)),
+    Anchor("the cuConv paper's Table 5, layer B", _same(8, 48, 128, 7, 5)),
+    Anchor("the toy CNN's convolution", _same(1, 256, 256, 224, 5)),
+    Anchor("a single-channel image, many filters", _same(1, 1, 64, 224, 3)),
+    Anchor("a single-channel image, many filters", _same(1, 1, 32, 1024, 5)),
+    Anchor("a 3x3 layer of VGG19 (56 x 56, 256 channels)", _same(1, 256, 256, 56, 3)),
+    Anchor("a single-channel image, one filter", _same(1, 1, 1, 1024, 5)),
+    Anchor("a single-channel image, one filter", _same(1, 1, 1, 2048, 7)),
+    Anchor("a single-channel image, one filter", _same(1, 1, 1, 4096, 3)),
+    Anchor("a single-channel image, one filter", _same(1, 1, 1, 4096, 5)),
+    Anchor("a single-channel image, one filter", _same(1, 1, 1, 8192, 7)),
 )
 
 #: A few small anchors for --quick runs (seconds on any GPU).

@@ -1,51 +1,54 @@
-"""The baseline chapter's numbers, from the recorded sweep of the anchors (CPU only).
+"""The baseline chapter's numbers, from the recorded sweep of its configurations (CPU only).
 
-:func:`baseline_summary` gives one row per anchor configuration: the direct kernel's time, the best
-single legacy cuDNN algorithm's, PyTorch's autotuned cuDNN measured in the same run and the time the
-specification quotes; :func:`result_lines` (the chapter's result box) and :func:`findings` (the intro's row)
-say what they show, :func:`floors_table` and :func:`roofline_points` place them under the roofline.
+:func:`baseline_summary` gives one row per configuration (its layer label): the direct kernel's time, the best
+single legacy cuDNN algorithm's, PyTorch's autotuned cuDNN measured in the same run, and the best library (the
+faster of the two); :func:`headline` holds the numbers that :func:`result_lines` (the chapter's result box) and
+:func:`findings` (the intro's row) both state; :func:`floors_table` and :func:`roofline_points` place them under
+the roofline.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.papers.baseline.anchors import ANCHORS
 from convkit.study import tables
-from convkit.study.roofline import floor_us, launch_us
+from convkit.study.roofline import floor_us, launch_us, roof
+
+#: The MyST labels of the chapter's sections the findings row links to.
+SECTION, FLOORS_SECTION = "baseline-legacy-pytorch", "baseline-floors"
 
 
 def baseline_summary(frame: Any) -> Any:
-    """Per anchor configuration, times in microseconds: the direct kernel, the best single cuDNN
-    algorithm, PyTorch's autotuned cuDNN measured in the same run (where PyTorch was present), and
-    PyTorch's time quoted from the specification."""
+    """Per configuration (indexed by its layer label), times in microseconds: the direct kernel, the best single
+    legacy cuDNN algorithm, PyTorch's autotuned cuDNN measured in the same run (where PyTorch was present), and
+    the best library (the faster of those two); ``origin`` says where the configuration comes from."""
     import pandas as pd
 
-    quoted = {(a.problem.label, a.problem.pad): a for a in ANCHORS}
+    origins = {(a.problem.label, a.problem.pad): a.origin for a in ANCHORS}
     records = []
     for (label, pad), group in frame.groupby(["label", "pad"], sort=False):
         ok = tables.timed(group)
         best_cudnn, best_cudnn_us = tables.fastest(ok[ok["impl"] == "cudnn"])
         pytorch = ok[ok["impl"] == "pytorch"]
-        anchor = quoted.get((label, int(pad)))
         records.append({
-            "configuration": anchor.name if anchor else label,
+            "layer": label,
             "label": label,
+            "origin": origins.get((label, int(pad)), ""),
             "GFLOP": ConvProblem.from_row(group.iloc[0]).flops / 1e9,
             "direct_us": tables.fastest(ok[(ok["impl"] == tables.CONVKIT) & (ok["variant"] == "direct")])[1],
             "best_cudnn": best_cudnn or "none",
             "best_cudnn_us": best_cudnn_us,
             "pytorch_us": tables.fastest(pytorch)[1],
             "pytorch_rel_err": float(pytorch["rel_err"].max()),
-            "pytorch_quoted_us": anchor.cudnn_fp32_us if anchor else math.nan,
         })  # fmt: skip
-    table = pd.DataFrame(records).set_index("configuration")
+    table = pd.DataFrame(records).set_index("layer")
+    table["best_lib_us"] = table[["best_cudnn_us", "pytorch_us"]].min(axis=1)
     table["best_vs_pytorch"] = table["best_cudnn_us"] / table["pytorch_us"]
-    table["best_vs_quoted"] = table["best_cudnn_us"] / table["pytorch_quoted_us"]
     table["direct_vs_best"] = table["direct_us"] / table["best_cudnn_us"]
+    table["direct_vs_library"] = table["direct_us"] / table["best_lib_us"]
     return table
 
 
@@ -54,53 +57,29 @@ MATCH = 1.25
 
 
 def comparison_table(summary: Any) -> Any:
-    """Per anchor: the best legacy cuDNN algorithm against PyTorch's autotuned cuDNN measured in the same run,
-    and the plain direct kernel against the best legacy algorithm."""
+    """Per configuration: the best legacy cuDNN algorithm against PyTorch's autotuned cuDNN measured in the same
+    run, and the plain direct kernel against the best library (the faster of the two)."""
     import pandas as pd
 
     return pd.DataFrame({
         "best legacy algorithm": summary["best_cudnn"].str.replace("_", " "),
         "legacy (us)": summary["best_cudnn_us"], "PyTorch (us)": summary["pytorch_us"],
         "legacy / PyTorch": summary["best_vs_pytorch"], "direct kernel (us)": summary["direct_us"],
-        "direct / legacy": summary["direct_vs_best"],
+        "direct / best library": summary["direct_vs_library"],
     }, index=summary.index)  # fmt: skip
 
 
-def quoted_table(summary: Any) -> Any:
-    """Per anchor: PyTorch's time quoted by the specification beside PyTorch measured in this run."""
+def origins_table(summary: Any) -> Any:
+    """Per configuration: where it comes from, in words, and its work in GFLOP."""
     import pandas as pd
 
-    return pd.DataFrame({
-        "PyTorch, quoted (us)": summary["pytorch_quoted_us"], "PyTorch, same run (us)": summary["pytorch_us"],
-        "quoted / same run": summary["pytorch_quoted_us"] / summary["pytorch_us"],
-        "best legacy, same run (us)": summary["best_cudnn_us"],
-    }, index=summary.index)  # fmt: skip
-
-
-def quoted_text(summary: Any) -> str:
-    """Why the quoted anchors and PyTorch measured here differ, with the numbers of this run."""
-    ratio = (summary["pytorch_quoted_us"] / summary["pytorch_us"]).dropna()
-    apart = ratio[(ratio > MATCH) | (ratio < 1 / MATCH)]
-    close = ratio[(ratio <= 1.05) & (ratio >= 1 / 1.05)]
-    long = summary.loc[ratio.index, "pytorch_us"] >= 100
-    lines = [
-        f"On {len(close)} of {len(ratio)} anchors PyTorch's time quoted by the specification and PyTorch's time "
-        f"measured here agree within 5%; on {len(apart)} they are {apart.min():.2f}x to {apart.max():.2f}x apart"
-        + (f" ({', '.join(apart.index)})" if len(apart) else "") + ".",
-        "The quoted times were measured separately, by another harness: CUDA events around PyTorch calls with no "
-        "kernel holding the stream, so part of PyTorch's per-call host cost can fall inside a short layer's "
-        "timed interval (on layers of 100 us or more measured here, the two agree within "
-        f"{abs(ratio[long] - 1).max():.0%}). Here every case is timed behind a stream-holding kernel, in one "
-        "process, on the same inputs: the comparison that counts is the best legacy algorithm against PyTorch "
-        "measured in the same run.",
-    ]  # fmt: skip
-    return " ".join(lines)
+    return pd.DataFrame({"where it comes from": summary["origin"], "GFLOP": summary["GFLOP"]}, index=summary.index)
 
 
 def status_table(frame: Any) -> Any:
     """Per implementation, on how many anchors it ran and passed its check, or why it did not run."""
     counts = tables.status_counts(frame)
-    names = {"convkit direct": "convkit direct kernel", "pytorch cudnn.benchmark": "PyTorch (cudnn.benchmark)"}
+    names = {"convkit direct": "direct kernel (convkit)", "pytorch cudnn.benchmark": "PyTorch (cudnn.benchmark)"}
     counts.index = [names.get(i, i.replace("cudnn ", "cuDNN ")) for i in counts.index]
     counts.index.name = "implementation"
     words = {"ok": "ran, checked", "not_supported": "not supported", "workspace_too_large": "workspace over 1 GiB",
@@ -108,44 +87,64 @@ def status_table(frame: Any) -> Any:
     return counts.rename(columns=words)
 
 
-def result_lines(frame: Any) -> list[str]:
-    """The chapter's result box: the best legacy algorithm against PyTorch in the same run, the algorithms
-    cuDNN does not run, the direct kernel's gap, the verdict."""
+def headline(frame: Any, ceilings: dict[str, float] | None = None) -> dict[str, Any]:
+    """The numbers the result box and the findings row both state: the best legacy algorithm over PyTorch's
+    time (median, range, configurations within :data:`MATCH`), where PyTorch is faster by more than
+    :data:`MATCH`, the direct kernel (our best) over the best library's time and, with ``ceilings``, its median
+    share of the floor."""
     summary = baseline_summary(frame)
     ratio = summary["best_vs_pytorch"].dropna()
-    slower = ratio[ratio > MATCH].sort_values(ascending=False)
+    gap = summary["direct_vs_library"].dropna()
+    out = {
+        "configurations": len(summary), "ratio": ratio, "gap": gap,
+        "legacy_vs_pytorch": f"{ratio.median():.2f}x", "within": f"{int((ratio <= MATCH).sum())} of {len(ratio)}",
+        "slower": ratio[ratio > MATCH].sort_values(ascending=False),
+        "direct_vs_library": f"{gap.median():.1f}x",
+        "direct_share": "",
+    }  # fmt: skip
+    if ceilings is not None:
+        out["direct_share"] = f"{floors_table(summary, frame, ceilings)['direct kernel (%)'].median():.1f}%"
+    return out
+
+
+def result_lines(frame: Any, ceilings: dict[str, float] | None = None) -> list[str]:
+    """The chapter's result box: the best legacy algorithm against PyTorch in the same run, the algorithms
+    cuDNN does not run, the direct kernel's gap to the best library (and, with ``ceilings``, its share of the
+    floor), what the later chapters take from it."""
+    h = headline(frame, ceilings)
+    ratio, gap, slower = h["ratio"], h["gap"], h["slower"]
+    origins = baseline_summary(frame)["origin"]
     counts = tables.status_counts(frame)
     never = [i.split(" ", 1)[1] for i in counts.index if i.startswith("cudnn ")
-             and counts.loc[i].get("not_supported", 0) == len(summary)]  # fmt: skip
-    gap = summary["direct_vs_best"]
+             and counts.loc[i].get("not_supported", 0) == h["configurations"]]  # fmt: skip
     lines = [
-        f"On the {len(summary)} anchor configurations, the best of cuDNN's eight legacy forward algorithms (true "
-        f"FP32, each output checked against float64) takes **{ratio.median():.2f}x** the time of PyTorch's "
+        f"On the {h['configurations']} configurations, the best of cuDNN's eight legacy forward algorithms (true "
+        f"FP32, each output checked against float64) takes **{h['legacy_vs_pytorch']}** the time of PyTorch's "
         f"autotuned cuDNN measured in the same run (median; {ratio.min():.2f}x to {ratio.max():.2f}x); within "
-        f"{MATCH}x on {int((ratio <= MATCH).sum())} of {len(ratio)}.",
+        f"{MATCH}x on {h['within']}.",
     ]
     if len(slower):
-        lines.append("PyTorch is faster by more than " + f"{MATCH}x on "
-                     + ", ".join(f"{name} ({r:.2f}x)" for name, r in slower.items())
-                     + ": its graph-API engines include kernels that no legacy algorithm selects.")  # fmt: skip
+        lines.append(f"PyTorch is faster by more than {MATCH}x on {len(slower)} of {len(ratio)}: "
+                     + ", ".join(f"{name} ({origins[name]}, {r:.2f}x)" for name, r in slower.items())
+                     + "; its graph-API engines include kernels that no legacy algorithm selects.")  # fmt: skip
     if never:
         lines.append(
-            f"{' and '.join(never)} never run: cuDNN answers not supported on every anchor (they are not "
+            f"{' and '.join(never)} never run: cuDNN answers not supported on every configuration (they are not "
             "implemented for this GPU)."
         )
+    share = f", at **{h['direct_share']}** of the floor (median)" if h["direct_share"] else ""
     lines += [
-        f"The plain direct kernel takes **{gap.median():.1f}x** the best legacy time (median; "
-        f"{gap.min():.2f}x on {gap.idxmin()} to {gap.max():.1f}x on {gap.idxmax()}): the gap the papers' kernels "
-        "set out to close.",
-        f"**Verdict**: the legacy algorithms are {'a fair' if ratio.median() <= MATCH else 'a weak'} baseline "
-        "on most layers; every later chapter compares with both them and PyTorch.",
+        f"The plain direct kernel, one thread an output, takes **{h['direct_vs_library']}** the best library's "
+        f"time (median; {gap.min():.2f}x on {gap.idxmin()} to {gap.max():.1f}x on {gap.idxmax()}){share}.",
+        "**Verdict**: neither the legacy algorithms nor PyTorch is the faster on every layer, so every later "
+        "chapter's best library is the faster of all of them in the same run.",
     ]
     return lines
 
 
 def floors_table(summary: Any, frame: Any, ceilings: dict[str, float]) -> Any:
-    """Per anchor: the roofline floor, what bounds it, and the share of it the best legacy algorithm and the
-    direct kernel reach (floor over time)."""
+    """Per configuration: the floor, what bounds it, and the share of it the best legacy algorithm, PyTorch and
+    the direct kernel reach (floor over time)."""
     import pandas as pd
 
     problems = {label: ConvProblem.from_row(g.iloc[0]) for label, g in frame.groupby("label", sort=False)}
@@ -153,7 +152,8 @@ def floors_table(summary: Any, frame: Any, ceilings: dict[str, float]) -> Any:
     for label in summary["label"]:
         p = problems[label]
         floors.append(floor_us(p, ceilings))
-        memory, compute = p.min_bytes / (ceilings["copy_gbps"] * 1e3), p.flops / (ceilings["fma_tflops"] * 1e6)
+        gbps, tflops = roof(ceilings)
+        memory, compute = p.min_bytes / (gbps * 1e3), p.flops / (tflops * 1e6)
         bound.append("launch" if max(memory, compute) < launch_us(ceilings) else
                      "memory" if memory > compute else "arithmetic")  # fmt: skip
     floor = pd.Series(floors, index=summary.index)
@@ -169,60 +169,51 @@ def floors_text(floors: Any) -> str:
     words = {"launch": "launch-bound (memory and arithmetic both take less than the launch floor)",
              "memory": "memory-bound", "arithmetic": "bound by FP32 arithmetic"}  # fmt: skip
     return (
-        f"The best legacy algorithm runs at a median {floors['best legacy (%)'].median():.0f}% of the roofline "
-        f"(floor over time; PyTorch {floors['PyTorch (%)'].median():.0f}%, the direct kernel "
-        f"{floors['direct kernel (%)'].median():.0f}%). At the floor, of the {len(floors)} anchors "
+        f"The best legacy algorithm runs at a median {floors['best legacy (%)'].median():.0f}% of the floor "
+        f"(floor time over its time; PyTorch {floors['PyTorch (%)'].median():.0f}%, the direct kernel "
+        f"{floors['direct kernel (%)'].median():.1f}%). Of the {len(floors)} configurations, "
         + ", ".join(f"{n} are {words[what]}" for what, n in by.items())
         + ": the small batch-1 layers sit far below both roofs, the room the papers' ideas aim at."
     )
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The intro's row: the best legacy cuDNN algorithm against PyTorch's autotuned cuDNN in the same run, and
-    the direct kernel's gap."""
+    """The intro's row: the direct kernel (our best here) against the best library, and the best legacy cuDNN
+    algorithm against PyTorch's autotuned cuDNN in the same run (the numbers of :func:`result_lines`, through
+    :func:`headline`)."""
     from convkit.study.results import load_results
     from convkit.study.roofline import recorded_ceilings
 
     frame, _ = load_results(Path(directory), "baseline")
-    summary = baseline_summary(frame)
-    ratio, gap = summary["best_vs_pytorch"].dropna(), summary["direct_vs_best"]
-    slower = ratio[ratio > MATCH]
-    quoted = summary["pytorch_quoted_us"].dropna()
-    ceilings = recorded_ceilings(Path(directory))
-    efficiency = ""
-    if ceilings is not None:
-        eff = floors_table(summary, frame, ceilings)["best legacy (%)"].median()
-        efficiency = f"{eff:.0f}% (best legacy, median)"
+    h = headline(frame, recorded_ceilings(Path(directory)))
+    slower = h["slower"]
     return [{
         "paper": "cuDNN baseline",
-        "claim": "best legacy cuDNN algorithm vs PyTorch's autotuned cuDNN; a plain direct kernel's gap",
-        "paper's number": f"PyTorch {quoted.min():.1f} to {quoted.max():,.0f} us on {len(quoted)} anchors "
-                          "(H100, quoted)",
-        "paper's design on the H100": f"direct kernel {gap.median():.1f}x the best legacy time (median)",
-        "our best on the H100": f"best legacy {ratio.median():.2f}x PyTorch's time, same run (median)",
-        "best library on the H100": f"PyTorch faster by >{MATCH}x on {len(slower)} of {len(ratio)}",
-        "efficiency": efficiency,
-        "what changed": (f"PyTorch's graph-API engines win on {', '.join(slower.index)}" if len(slower)
-                         else "the legacy algorithms match PyTorch on every anchor"),
+        "claim": "a plain direct kernel against the best library; the legacy cuDNN algorithms against PyTorch",
+        "paper's number": "n/a (no paper)",
+        "paper's design on the H100": "n/a",
+        "our best on the H100": f"direct kernel: {h['direct_vs_library']} the best library's time (median)",
+        "best library on the H100": f"best legacy algorithm: {h['legacy_vs_pytorch']} PyTorch's time (median), "
+                                    f"within {MATCH}x on {h['within']}",
+        "efficiency": f"{h['direct_share']} of the floor" if h["direct_share"] else "",
+        "what changed": (f"PyTorch's graph-API engines are faster by more than {MATCH}x on "
+                         f"{', '.join(slower.index)}" if len(slower)
+                         else "the legacy algorithms match PyTorch on every configuration"),
+        "section": SECTION,
     }]  # fmt: skip
 
 
 def roofline_points(frame: Any) -> list[tuple[str, float, float, str]]:
-    """(label, FLOP/byte, GFLOP/s, kind) per configuration: the best legacy cuDNN algorithm, the direct kernel
-    and PyTorch's time quoted by the specification."""
+    """(label, FLOP/byte, GFLOP/s, kind) per configuration: the best legacy cuDNN algorithm, PyTorch's autotuned
+    cuDNN and the direct kernel, as measured in the same run."""
     ok = frame[frame["status"] == "ok"]
-    quoted = {(a.problem.label, a.problem.pad): a.cudnn_fp32_us for a in ANCHORS}
+    kinds = (("cudnn", None, "best legacy cuDNN algorithm"), ("pytorch", None, "PyTorch (cuDNN autotuned)"),
+             (tables.CONVKIT, "direct", "direct kernel (convkit)"))  # fmt: skip
     points = []
-    for (label, pad), group in ok.groupby(["label", "pad"], sort=False):
-        problem = ConvProblem.from_row(group.iloc[0])
-        intensity = problem.arithmetic_intensity
-        cudnn = group[group["impl"] == "cudnn"]
-        if len(cudnn):
-            points.append(("", intensity, float(cudnn["gflops"].astype(float).max()), "best legacy cuDNN algorithm"))
-        direct = group[(group["impl"] == tables.CONVKIT) & (group["variant"] == "direct")]
-        if len(direct):
-            points.append(("", intensity, float(direct["gflops"].astype(float).iloc[0]), "convkit direct kernel"))
-        if quoted.get((label, int(pad))):
-            us = quoted[(label, int(pad))]
-            points.append(("", intensity, problem.flops / (us * 1e3), "PyTorch, quoted by the specification"))
+    for _, group in ok.groupby(["label", "pad"], sort=False):
+        intensity = ConvProblem.from_row(group.iloc[0]).arithmetic_intensity
+        for impl, variant, kind in kinds:
+            rows = group[(group["impl"] == impl) & ((group["variant"] == variant) if variant else True)]
+            if len(rows):
+                points.append(("", intensity, float(rows["gflops"].astype(float).max()), kind))
     return points

@@ -4,7 +4,7 @@
 (every cuDNN algorithm alone, and PyTorch's autotuned cuDNN), the roofline floor from the measured
 ceilings, each kernel's efficiency (floor / time) and cuDNN's room (its time over the floor).
 :func:`summary` and :func:`paper_vs_ours` set the paper's claims beside ours, :func:`result_lines` is the
-chapter's result box, :func:`goals` what the study set out to reach and :func:`findings` the book's findings rows.
+chapter's result box and :func:`findings` the book's findings rows (the same numbers, from :func:`headline`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ VARIANT_NAMES: dict[str, str] = {
     "chang_single": "paper plan", "chang_single_fill": "H100 plan",
     "chang_multi": "paper launch", "chang_multi_async": "H100 launch",
 }  # fmt: skip
-#: What the study set out to reach on the H100: the mean speed-up over the best library per kernel.
-TARGETS: dict[str, float] = {"single": 2.0, "multi": 1.39}
+#: The MyST targets of the chapter's sections the findings rows point at.
+SECTIONS = {"single": "chang2022-single", "multi": "chang2022-multi"}
 
 
 def speedup_table(frame: Any, ceilings: dict[str, float]) -> Any:
@@ -90,33 +90,6 @@ def best_variant(table: Any, kind: str) -> str:
     return max(variants, key=lambda v: part[f"speedup_{v}"].mean())
 
 
-def goals(table: Any) -> Any:
-    """What the study set out to reach against the best variant of each kernel. ``reached`` is judged against
-    the best library (PyTorch's autotuned cuDNN included); the speed-up over the best cuDNN algorithm alone is
-    shown beside it."""
-    import pandas as pd
-
-    rows = []
-    for kind in ("single", "multi"):
-        variant = best_variant(table, kind)
-        part = table[table["kind"] == kind]
-        s = part[f"speedup_{variant}"].dropna()
-        alone = part[f"cudnn_speedup_{variant}"].dropna()
-        rows.append({"what the study set out to reach": f"{kind}-channel: mean speed-up over the best library "
-                                                        f">= {TARGETS[kind]}x",
-                     "variant": VARIANT_NAMES[variant], "measured": f"{s.mean():.2f}x",
-                     "over the best cuDNN algorithm alone": f"{alone.mean():.2f}x",
-                     "reached": bool(s.mean() >= TARGETS[kind])})  # fmt: skip
-        if kind == "single":
-            rows.append({"what the study set out to reach": "single-channel: never slower",
-                         "variant": VARIANT_NAMES[variant],
-                         "measured": f"slower in {int((s < 1).sum())} of {len(s)} (min {s.min():.2f}x)",
-                         "over the best cuDNN algorithm alone":
-                             f"slower in {int((alone < 1).sum())} of {len(alone)} (min {alone.min():.2f}x)",
-                         "reached": bool((s >= 1).all())})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 #: The paper's results on Maxwell (GTX Titan X, section 4): speed-ups over cuDNN (min, max).
 PAPER_MAXWELL = {"single": (1.3, 3.7), "multi": (1.08, 1.8)}
 #: The paper's comparison with Chen et al. (DAC 2017, Kepler): 4x faster, on a GPU of 2.4x the peak.
@@ -134,14 +107,15 @@ def paper_vs_ours(table: Any, h100: LatencyModel) -> Any:
     from convkit.families.chang2022.model import GTX_1080TI
 
     ti = latency_model(GTX_1080TI)
-    rows = [{"item": "Table 1: bytes in flight to hide the latency; threads per SM",
+    rows = [{"item": "the paper's Table 1: bytes in flight to hide the latency; threads per SM",
              "paper (GTX 1080 Ti)": "84,366 B; 768 threads/SM",
              "paper's design on the H100": f"1080 Ti: {ti.data_requirement_bytes:,} B, {ti.threads_per_sm} "
                                            f"(computed); H100: {h100.data_requirement_bytes:,} B, "
                                            f"{h100.threads_per_sm:,}",
              "our best on the H100": "a model: nothing to run"}]  # fmt: skip
-    for kind, figure, count in (("single", "Figure 5 left: single channel over cuDNN", "all tested cases"),
-                                ("multi", "Figure 5 right: multi channel over cuDNN", "all tested cases")):  # fmt: skip
+    figures = (("single", "the paper's Figure 5, left: single channel over cuDNN", "all tested cases"),
+               ("multi", "the paper's Figure 5, right: multi channel over cuDNN", "all tested cases"))  # fmt: skip
+    for kind, figure, count in figures:
         part = table[table["kind"] == kind]
         paper = PAPER_SPEEDUPS[kind]
         design, best = (("chang_single", "chang_single_fill") if kind == "single"
@@ -164,8 +138,32 @@ def paper_vs_ours(table: Any, h100: LatencyModel) -> Any:
     return pd.DataFrame(rows)
 
 
+def headline(table: Any, kind: str) -> dict[str, str]:
+    """One kernel's headline numbers as the book prints them (``kind``: single or multi), for the result box and
+    the findings rows alike: the best form's range, mean and losses over the best library, the paper's own form's
+    mean, the mean at the roofline floor and the mean efficiency (floor / time)."""
+    part = table[table["kind"] == kind]
+    best = best_variant(table, kind)
+    design = "chang_single" if kind == "single" else "chang_multi"
+    s = part[f"speedup_{best}"]
+    counts = part["best_lib"].map(lambda v: "PyTorch (cuDNN)" if v == "cudnn.benchmark" else f"cuDNN {v}")
+    counts = counts.value_counts()
+    return {
+        "library": f"{counts.index[0]} ({counts.iloc[0]} of {len(part)})",
+        "configurations": f"{len(part)}",
+        "form": VARIANT_NAMES[best],
+        "min": f"{s.min():.2f}x",
+        "max": f"{s.max():.2f}x",
+        "mean": f"{s.mean():.2f}x",
+        "slower": f"{int((s < 1).sum())}",
+        "design_mean": f"{part[f'speedup_{design}'].mean():.2f}x",
+        "at_floor": f"{(part['best_lib_us'] / part['floor_us']).mean():.2f}x",
+        "efficiency": f"{part[f'efficiency_{best}'].mean():.0%}",
+    }
+
+
 def result_lines(table: Any) -> list[str]:
-    """The chapter's result box: the paper's claims, what the H100 measured, the verdict."""
+    """The chapter's result box: the paper's claims, what the H100 measured, the bound, the verdict."""
     lines = [
         "**The paper** (GTX 1080 Ti, cuDNN 7.1): the single-channel kernel runs "
         f"{PAPER_SPEEDUPS['single']['min']}x-{PAPER_SPEEDUPS['single']['max']}x faster than cuDNN (mean "
@@ -173,28 +171,26 @@ def result_lines(table: Any) -> list[str]:
         f"{PAPER_SPEEDUPS['multi']['max']}x (mean {PAPER_SPEEDUPS['multi']['mean']}x), faster in every case."
     ]
     verdicts = []
-    for kind, design in (("single", "chang_single"), ("multi", "chang_multi")):
-        part = table[table["kind"] == kind]
-        best = best_variant(table, kind)
-        s, paper_form = part[f"speedup_{best}"], part[f"speedup_{design}"]
-        floor = (part["best_lib_us"] / part["floor_us"]).mean()
-        lines.append(f"**{kind.capitalize()} channel on the H100** ({len(part)} configurations): the "
-                     f"{VARIANT_NAMES[best]} runs {s.min():.2f}x-{s.max():.2f}x faster than the best library "
-                     f"(mean {s.mean():.2f}x, slower in {int((s < 1).sum())}); the paper's own form as-is "
-                     f"averages {paper_form.mean():.2f}x. A kernel at the roofline floor would average "
-                     f"{floor:.2f}x.")  # fmt: skip
-        holds = s.mean() >= PAPER_SPEEDUPS[kind]["mean"]
+    for kind in ("single", "multi"):
+        h = headline(table, kind)
+        lines.append(f"**{kind.capitalize()} channel on the H100** ({h['configurations']} configurations): the "
+                     f"{h['form']} runs {h['min']}-{h['max']} faster than the best library (mean {h['mean']}, "
+                     f"slower in {h['slower']}), at {h['efficiency']} of the roofline floor on average; the "
+                     f"paper's own form as-is averages {h['design_mean']}. A kernel at the floor would average "
+                     f"{h['at_floor']}. The best library is most often {h['library']}.")  # fmt: skip
+        holds = float(h["mean"][:-1]) >= PAPER_SPEEDUPS[kind]["mean"]
         verdicts.append(f"the {kind}-channel mean " + ("holds" if holds else "falls short")
                         + (" (less room: cuDNN is closer to the floor on the H100)" if not holds and
-                           floor < PAPER_SPEEDUPS[kind]["mean"] else "")
-                        + ("" if (s >= 1).all() else ", not on every configuration"))  # fmt: skip
+                           float(h["at_floor"][:-1]) < PAPER_SPEEDUPS[kind]["mean"] else "")
+                        + ("" if h["slower"] == "0" else ", not on every configuration"))  # fmt: skip
     lines.append("**Verdict** on the H100, with the kernels retuned for it: " + "; ".join(verdicts) + ".")
     return lines
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings rows of this paper (:data:`convkit.papers.paper.FINDING_COLUMNS`), from the results recorded
-    in ``directory``."""
+    """The book's findings rows of this paper (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
+    chapter's MyST target that shows the row), from the results recorded in ``directory``; every number from
+    :func:`headline`, as the result box."""
     from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), EXPERIMENT)
@@ -203,21 +199,18 @@ def findings(directory: Path) -> list[dict[str, str]]:
         raise FileNotFoundError(f"no ceilings recorded in {Path(directory).name}: the floors need them")
     table = speedup_table(frame, ceilings)
     rows = []
-    for kind, design, changed in (
-        ("single", "chang_single", "no staging at all wins most maps: the H100's L1 and launch floor"),
-        ("multi", "chang_multi", "16-byte copies, 2-D tiles, channel splits; 1x1 as a GEMM tile"),
+    for kind, changed in (
+        ("single", "no staging at all wins most maps: the H100's L1 and launch floor"),
+        ("multi", "16-byte copies, 2-D tiles, channel splits; 1x1 as a GEMM tile"),
     ):
-        part = table[table["kind"] == kind]
-        best = best_variant(table, kind)
-        s = part[f"speedup_{best}"]
-        counts = part["best_lib"].map(lambda v: "PyTorch (cuDNN)" if v == "cudnn.benchmark" else f"cuDNN {v}")
-        counts = counts.value_counts()
+        h = headline(table, kind)
         rows.append({"paper": "Chang 2022", "claim": f"{kind}-channel kernel beats cuDNN",
                      "paper's number": f"{PAPER_SPEEDUPS[kind]['mean']}x mean (GTX 1080 Ti)",
-                     "paper's design on the H100": f"{part[f'speedup_{design}'].mean():.2f}x mean",
-                     "our best on the H100": f"{s.mean():.2f}x mean, slower in {int((s < 1).sum())} of {len(s)}",
-                     "best library on the H100": f"{counts.index[0]} ({counts.iloc[0]} of {len(part)})",
-                     "efficiency": f"{part[f'efficiency_{best}'].mean():.0%}", "what changed": changed})  # fmt: skip
+                     "paper's design on the H100": f"{h['design_mean']} mean",
+                     "our best on the H100": f"{h['mean']} mean, slower in {h['slower']} of {h['configurations']}",
+                     "best library on the H100": h["library"],
+                     "efficiency": h["efficiency"], "what changed": changed,
+                     "section": SECTIONS[kind]})  # fmt: skip
     return rows
 
 
@@ -250,7 +243,10 @@ def model_table(figures: list[GpuFigures]) -> Any:
     """The paper's Table 1 for each GPU, side by side."""
     import pandas as pd
 
-    return pd.DataFrame({f.name: latency_model(f).table() for f in figures}, dtype=object)
+    def text(value: Any) -> str:
+        return f"{round(value):,}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.3g}"
+
+    return pd.DataFrame({f.name: {k: text(v) for k, v in latency_model(f).table().items()} for f in figures})
 
 
 def planner_table(table: Any, model: LatencyModel) -> Any:
@@ -287,11 +283,11 @@ def single_launch_text(launch: ChangSingleLaunch) -> str:
 
 def _range(bounds: SingleBounds) -> str:
     """A divisor's range, or why it is empty (fits shared memory from ``lower``; keeps C_FMA up to ``upper``)."""
-    return (
-        f"{bounds.lower}..{bounds.upper}"
-        if bounds.in_range
-        else f"none (fits from {bounds.lower}, C_FMA up to {bounds.upper})"
-    )
+    if bounds.in_range:
+        return f"{bounds.lower}-{bounds.upper}"
+    if bounds.upper < 1:
+        return "none: no piece reaches C_FMA"
+    return f"none: fits from {bounds.lower}, C_FMA only to {bounds.upper}"
 
 
 def multi_launch_table(table: Any) -> Any:
@@ -361,8 +357,8 @@ def verdict(table: Any) -> str:
         alone = part[f"cudnn_speedup_{variant}"].mean()
         lines.append(
             f"- **{kind}-channel** ({VARIANT_NAMES[variant]}): mean {s.mean():.2f}x over the best library "
-            f"(min {s.min():.2f}x, max {s.max():.2f}x; the study's goal {TARGETS[kind]}x, paper "
-            f"{PAPER_SPEEDUPS[kind]['mean']}x). cuDNN's room over the floor here averages {room.mean():.2f}x, "
+            f"(min {s.min():.2f}x, max {s.max():.2f}x; the paper {PAPER_SPEEDUPS[kind]['mean']}x over cuDNN "
+            f"alone). cuDNN's room over the floor here averages {room.mean():.2f}x, "
             f"so a kernel at the floor everywhere would average about {at_floor:.2f}x over the best library and "
             f"{room.mean():.2f}x over the best cuDNN algorithm alone, against which this one averages {alone:.2f}x "
             f"({alone / room.mean():.0%} of it). "
@@ -388,7 +384,6 @@ def main(directory: str) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         print(frame.groupby(["impl", "status"]).size().to_string())
         print(summary(table).round(2).to_string())
-        print(goals(table).to_string())
 
 
 if __name__ == "__main__":

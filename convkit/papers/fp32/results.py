@@ -23,8 +23,11 @@ SWEEP, REPEAT, TUNING, PROFILE = "fp32", "fp32_repeat", "fp32_tuning", "fp32_ker
 VARIANTS = (IGEMM, WINOGRAD)
 #: How the chapter names the kernels and the libraries.
 NAMES = {IGEMM: "implicit GEMM", WINOGRAD: "Winograd", "cudnn.benchmark": "PyTorch (cuDNN autotuned)",
-         "sgemm": "cuBLAS SGEMM"}  # fmt: skip
-#: Layers at least this large are "large" for the throughput targets (GFLOP, direct method).
+         "sgemm": "cuBLAS SGEMM", "IMPLICIT_GEMM": "cuDNN implicit GEMM",
+         "IMPLICIT_PRECOMP_GEMM": "cuDNN implicit GEMM, precomputed", "GEMM": "cuDNN GEMM", "FFT": "cuDNN FFT",
+         "FFT_TILING": "cuDNN FFT, tiled", "WINOGRAD": "cuDNN Winograd",
+         "WINOGRAD_NONFUSED": "cuDNN Winograd, non-fused"}  # fmt: skip
+#: Layers at least this large are "large" for the throughput numbers (GFLOP, direct method).
 LARGE_GFLOP = 20.0
 #: The chapters whose recorded sweeps say where the study stood before these kernels, and whether only their
 #: multi-channel problems are measured here again (cuConv's are all).
@@ -45,25 +48,17 @@ def earlier_speedups(directory: Path, experiment: str, multi_only: bool) -> Any:
 
 def before(directory: Path) -> dict[str, Any]:
     """Where the study stood before these kernels, from the earlier chapters' recorded sweeps in ``directory``:
-    cuConv's share faster, geometric mean, lowest early and late cells and TFLOP/s at batch >= 32; the
-    memory-transactions layers' geometric mean; the Pascal-era grid's layers where its kernels were slower."""
+    cuConv's share faster and geometric mean; the memory-transactions layers' geometric mean; the Pascal-era grid's
+    layers where its kernels were slower, and their recorded times per layer (``chang_us``, by label)."""
     if not all((Path(directory) / f"{name}.csv").is_file() for name in EARLIER):
-        return {"cuconv_share": math.nan, "cuconv_geomean": math.nan, "early_cell": math.nan, "late_cell": math.nan,
-                "tflops": "not recorded", "lu_geomean": math.nan, "chang_slower": "-", "chang_layers": "-"}  # fmt: skip
+        return {"cuconv_share": math.nan, "cuconv_geomean": math.nan, "lu_geomean": math.nan, "chang_slower": "-",
+                "chang_layers": "-", "chang_us": {}}  # fmt: skip
     cuconv, lu, chang = (earlier_speedups(directory, name, multi_only) for name, multi_only in EARLIER.items())
-    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
-    big = cuconv[cuconv["n"] >= 32]["tflops"]
     return {
         "cuconv_share": tables.share_faster(cuconv["speedup"]), "cuconv_geomean": tables.geomean(cuconv["speedup"]),
-        "early_cell": _early(cells).min(), "late_cell": _late(cells).min(),
-        "tflops": f"{big.quantile(0.1):.0f}-{big.max():.0f} TFLOP/s", "lu_geomean": tables.geomean(lu["speedup"]),
-        "chang_slower": int((chang["speedup"] < 1).sum()), "chang_layers": len(chang),
+        "lu_geomean": tables.geomean(lu["speedup"]), "chang_slower": int((chang["speedup"] < 1).sum()),
+        "chang_layers": len(chang), "chang_us": dict(zip(chang["label"], chang["best_us"], strict=True)),
     }  # fmt: skip
-
-
-def _early(cells: Any) -> Any:
-    """The 1x1 cells and every batch-1 and batch-8 cell of a (filter, batch) series."""
-    return cells[(cells.index.get_level_values(0) == 1) | (cells.index.get_level_values(1) <= 8)]
 
 
 def _late(cells: Any) -> Any:
@@ -99,56 +94,15 @@ def problem_table(frame: Any, ceilings: dict[str, float] | None = None) -> Any:
     return out
 
 
-def goals(cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], sgemm_tflops: float) -> Any:
-    """What the chapter set out to reach, where the study stood before (:func:`before`) and what is measured now."""
-    import pandas as pd
-
-    one = cuconv[cuconv["r"] == 1]
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
-    direct_tflops = large["gflop"] / large[f"{IGEMM}_us"] * 1e3
-    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
-    early, late = _early(cells).min(), _late(cells).min()
-    share, mean = tables.share_faster(cuconv["speedup"]), tables.geomean(cuconv["speedup"])
-    b1 = one[one["n"] == 1]
-    sgemm_share = 100 * float((one["best_us"] <= one["cublas_us"]).mean())
-    ceiling_share = float(direct_tflops.median()) / sgemm_tflops
-    e = earlier
-
-    def row(goal: str, then: str, now: str, reached: bool) -> dict[str, Any]:
-        return {"goal": goal, "before": then, "now": now, "reached": "yes" if reached else "no"}
-
-    rows = [
-        row("cuConv's 616: faster than the best library on >= 50%", f"{e['cuconv_share']:.1f}%", f"{share:.1f}%",
-            share >= 50),
-        row("cuConv's 616: geometric mean >= 1.0x", f"{e['cuconv_geomean']:.2f}x", f"{mean:.2f}x", mean >= 1),
-        row("every batch-1 1x1 layer faster", "(cuBLAS not measured)", f"{int((b1['speedup'] > 1).sum())} of {len(b1)}",
-            bool((b1["speedup"] > 1).all())),
-        row(">= 1.0x in every 1x1 cell and every batch-1 and batch-8 cell", f"lowest {e['early_cell']:.2f}x",
-            f"lowest {early:.3f}x", early >= 1),
-        row("3x3 and 5x5 cells from batch 16: >= 0.9x each", f"lowest {e['late_cell']:.2f}x", f"lowest {late:.3f}x",
-            late >= 0.9),
-        row("1x1: at least cuBLAS SGEMM's speed on >= 90%", "(cuBLAS not measured)",
-            f"{sgemm_share:.0f}% of {len(one)}", sgemm_share >= 90),
-        row("direct kernel on layers >= 20 GFLOP: >= 80% of the SGEMM ceiling", e["tflops"],
-            f"median {direct_tflops.median():.1f} TFLOP/s ({100 * ceiling_share:.0f}% of {sgemm_tflops:.1f}), "
-            f"best {direct_tflops.max():.1f}", ceiling_share >= 0.8),
-        row("memory-transactions multi-channel layers: geometric mean >= 1.0x", f"{e['lu_geomean']:.2f}x",
-            f"{tables.geomean(lu['speedup']):.2f}x", tables.geomean(lu["speedup"]) >= 1),
-        row("Pascal-era multi-channel grid: slower on none", f"slower on {e['chang_slower']} of {e['chang_layers']}",
-            f"slower on {int((chang['speedup'] < 1).sum())} of {len(chang)}", bool((chang["speedup"] >= 1).all())),
-    ]  # fmt: skip
-    return pd.DataFrame(rows).set_index("goal")
-
-
 def throughput_table(cuconv: Any, ceilings: dict[str, float]) -> Any:
     """The large layers (>= 20 GFLOP): TFLOP/s of each family (Winograd's over the direct method's FLOPs,
     "effective"), the best library's, and the implicit GEMM's share of the SGEMM ceiling."""
     large = cuconv[cuconv["gflop"] >= LARGE_GFLOP].sort_values("gflop", ascending=False)
     out = large[["label", "gflop"]].copy()
     out["implicit GEMM (TFLOP/s)"] = large["gflop"] / large[f"{IGEMM}_us"] * 1e3
-    out["share of SGEMM"] = out["implicit GEMM (TFLOP/s)"] / ceilings["sgemm_tflops"]
-    out["Winograd, effective (TFLOP/s)"] = large["gflop"] / large[f"{WINOGRAD}_us"] * 1e3
-    out["best library, effective (TFLOP/s)"] = large["gflop"] / large["best_lib_us"] * 1e3
+    out["% of SGEMM"] = 100 * out["implicit GEMM (TFLOP/s)"] / ceilings["sgemm_tflops"]
+    out["Winograd, eff. (TFLOP/s)"] = large["gflop"] / large[f"{WINOGRAD}_us"] * 1e3
+    out["best library, eff. (TFLOP/s)"] = large["gflop"] / large["best_lib_us"] * 1e3
     out["best library"] = large["best_lib"].map(lambda v: NAMES.get(v, v))
     out["speed-up"] = large["speedup"]
     return out.rename(columns={"label": "layer", "gflop": "GFLOP"}).set_index("layer")
@@ -162,11 +116,11 @@ def winograd_errors(tuning: Any, sweep: Any) -> Any:
     ok = tuning[(tuning["status"] == "ok") & (tuning["variant"] == WINOGRAD)].copy()
     ok["tile"] = [f"F({json.loads(p)['m']}x{json.loads(p)['m']}, {r}x{r})"
                   for p, r in zip(ok["params"], ok["R"], strict=True)]  # fmt: skip
-    rows = [{"method": f"convkit Winograd {tile}", "runs": len(g), "median": g["rel_err"].median(),
+    rows = [{"method": f"our Winograd {tile}", "runs": len(g), "median": g["rel_err"].median(),
              "largest": g["rel_err"].max()} for tile, g in ok.groupby("tile")]  # fmt: skip
     done = sweep[sweep["status"] == "ok"]
     transforms = ("WINOGRAD", "WINOGRAD_NONFUSED", "FFT", "FFT_TILING", "IMPLICIT_PRECOMP_GEMM")
-    named = (("convkit", IGEMM, "convkit implicit GEMM (direct)"), *(("cudnn", a, f"cuDNN {a}") for a in transforms))
+    named = (("convkit", IGEMM, "our implicit GEMM (direct)"), *(("cudnn", a, NAMES[a]) for a in transforms))
     for impl, variant, name in named:
         g = done[(done["impl"] == impl) & (done["variant"] == variant)]
         if len(g):
@@ -189,34 +143,103 @@ def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, f
     return points
 
 
-def result_lines(
-    cuconv: Any, lu: Any, chang: Any, earlier: dict[str, Any], spread_: dict[str, float], sgemm_tflops: float
-) -> list[str]:
-    """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
-    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
-    small = cells[cells.index.get_level_values(1) <= 8].drop(1, level=0)
-    late = _late(cells)
-    one = cells.loc[1]
+def headline(t: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the chapter's result box and the book's findings row both state (:func:`chapter_tables`' ``t``):
+    cuConv's share faster and geometric mean, now and before (``earlier``), the implicit GEMM's median TFLOP/s on
+    the large layers and its share of the SGEMM ceiling, the other suites' geometric means and slower layers."""
+    cuconv, lu, chang = t["cuconv"], t["lu2020"], t["chang2022"]
     large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
     direct = float((large["gflop"] / large[f"{IGEMM}_us"] * 1e3).median())
-    vs_cublas = float((cuconv.loc[cuconv["r"] == 1, "cublas_us"] / cuconv.loc[cuconv["r"] == 1, "best_us"]).median())
+    return {"share": tables.share_faster(cuconv["speedup"]), "geomean": tables.geomean(cuconv["speedup"]),
+            "direct_tflops": direct, "direct_share": direct / t["ceilings"]["sgemm_tflops"],
+            "lu_geomean": tables.geomean(lu["speedup"]), "lu_faster": int((lu["speedup"] > 1).sum()),
+            "lu_layers": len(lu), "chang_slower": int((chang["speedup"] < 1).sum()), "chang_layers": len(chang),
+            "earlier": t["before"]}  # fmt: skip
+
+
+def pascal_regression(t: dict[str, Any]) -> dict[str, Any]:
+    """Why the Pascal-era grid has more layers slower than the best library here than its own chapter's kernels had
+    in theirs: of the layers slower now, the 1x1 ones and those that lose to cuBLAS SGEMM (which that run did not
+    measure); the earlier kernels' recorded times against this run's best library; and the least time of the
+    implicit GEMM and of the earlier kernels on the grid's 1x1 layers (us)."""
+    chang = t["chang2022"]
+    earlier = t["before"].get("chang_us", {})
+    slower = chang[chang["speedup"] < 1]
+    ones = chang[chang["r"] == 1]
+    old = chang["label"].map(earlier).astype(float)
+    return {"slower": len(slower), "one_by_one": int((slower["r"] == 1).sum()),
+            "to_cublas": int((slower["best_lib"] == "sgemm").sum()),
+            "earlier_vs_now": int((chang["best_lib_us"] / old < 1).sum()) if len(earlier) else None,
+            "least_now_us": float(ones["best_us"].min()),
+            "least_earlier_us": float(ones["label"].map(earlier).astype(float).min()) if len(earlier) else math.nan,
+            "layers": len(chang)}  # fmt: skip
+
+
+def result_lines(t: dict[str, Any]) -> list[str]:
+    """The chapter's opening (:func:`chapter_tables`' ``t``): what was attempted, what it reached, the bound that
+    limits it, every number from the results (those of the findings row from :func:`headline`)."""
+    cuconv, spread_ = t["cuconv"], t["spread"]
+    h, earlier, why = headline(t), t["before"], pascal_regression(t)
+    cells = cuconv.groupby(["r", "n"])["speedup"].apply(tables.geomean)
+    small = cells[cells.index.get_level_values(1) <= 8].drop(1, level=0)
+    late, one = _late(cells), cells.loc[1]
+    ones = cuconv[cuconv["r"] == 1]
+    cublas = float((ones["best_us"] / ones["cublas_us"]).median())
+    compared = (f" (against this run's library the Pascal-era kernels' recorded times would lose on "
+                f"{why['earlier_vs_now']})") if why["earlier_vs_now"] is not None else ""  # fmt: skip
     return [
         "**Aim**: FP32 kernels that hold their own where the work is compute-bound, where the papers' kernels "
-        f"lost (on cuConv's 616 layers the best of them was faster than the best library on "
-        f"{earlier['cuconv_share']:.1f}%, geometric mean {earlier['cuconv_geomean']:.2f}x).",
+        f"lost: on cuConv's 616 layers the best of them was faster than the best library on "
+        f"{earlier['cuconv_share']:.1f}% (geometric-mean speed-up {earlier['cuconv_geomean']:.2f}x).",
         f"**Measured (H100)**: an implicit GEMM and Winograd kernels are faster than the best library of the same "
-        f"run on {tables.share_faster(cuconv['speedup']):.1f}% of cuConv's 616 layers (geometric mean "
-        f"{tables.geomean(cuconv['speedup']):.2f}x), {tables.geomean(lu['speedup']):.2f}x on the "
-        f"memory-transactions chapter's {len(lu)} layers (before: {earlier['lu_geomean']:.2f}x) and slower on "
-        f"{int((chang['speedup'] < 1).sum())} of the Pascal-era grid's {len(chang)} (before: "
-        f"{earlier['chang_slower']}).",
-        f"**Verdict**: the 3x3 and 5x5 layers are won at batch 1 and 8 ({small.min():.2f}-{small.max():.2f}x a "
-        f"cell) and held from batch 16 ({late.min():.2f}-{late.max():.2f}x against cuDNN's FFT and Winograd; "
+        f"run on {h['share']:.1f}% of cuConv's 616 layers (geometric-mean speed-up {h['geomean']:.2f}x) and on "
+        f"{h['lu_faster']} of the memory-transactions chapter's {h['lu_layers']} multi-channel layers "
+        f"({h['lu_geomean']:.2f}x, where that paper's kernels reached {earlier['lu_geomean']:.2f}x against the best "
+        f"library of their run).",
+        f"**A regression on the Pascal-era grid**: slower than the best library on {h['chang_slower']} of its "
+        f"{h['chang_layers']} layers, where that chapter's kernels were slower on {earlier['chang_slower']} in their "
+        f"own run. {why['one_by_one']} of the {why['slower']} are 1x1 layers, {why['to_cublas']} of them lost to "
+        f"cuBLAS SGEMM, which that run did not measure{compared}; and on a small 1x1 layer the implicit GEMM takes "
+        f"at least {why['least_now_us']:.1f} us where that chapter's kernel took {why['least_earlier_us']:.1f} us. "
+        "The op keeps the faster of the two kernels per layer.",
+        f"**Verdict**: the 3x3 and 5x5 layers are won at batch 1 and 8 ({small.min():.2f}x-{small.max():.2f}x a "
+        f"cell) and held from batch 16 ({late.min():.2f}x-{late.max():.2f}x against cuDNN's FFT and Winograd; "
         f"times within {100 * spread_['p95']:.0f}% are ties). The 1x1 layers, a plain GEMM, stay behind "
-        f"({one.min():.2f}-{one.max():.2f}x a cell): the implicit GEMM runs {direct:.0f} TFLOP/s on the large "
-        f"layers, {100 * direct / sgemm_tflops:.0f}% of cuBLAS's SGEMM rate, and on the median 1x1 layer "
-        f"{vs_cublas:.2f}x cuBLAS's speed.",
+        f"({one.min():.2f}x-{one.max():.2f}x a cell), bounded by cuBLAS's SGEMM: the implicit GEMM runs "
+        f"{h['direct_tflops']:.1f} TFLOP/s on the large layers, {100 * h['direct_share']:.0f}% of the SGEMM rate, "
+        f"and takes {cublas:.2f}x cuBLAS's time on the median 1x1 layer.",
     ]  # fmt: skip
+
+
+def limits_lines(t: dict[str, Any]) -> list[str]:
+    """What limits each kind of layer, from the results (:func:`chapter_tables`' ``t``): the direct bound of the
+    3x3 and 5x5 cells from batch 16, the implicit GEMM's distance from SGEMM and, where profiled, the share of
+    its instructions that are FMAs."""
+    cuconv = t["cuconv"]
+    cells = cuconv.groupby(["r", "n"])
+    late = [(key, tables.geomean(g["bound"]), tables.geomean(g["speedup"])) for key, g in cells
+            if key[0] > 1 and key[1] >= 16]  # fmt: skip
+    below = sum(bound < 1 for _, bound, _ in late)
+    reached = [speedup for *_, speedup in late]
+    h = headline(t)
+    out = [
+        f"**3x3 and 5x5 from batch 16**: in {below} of these {len(late)} cells the library runs faster than any "
+        "direct kernel can (the bracket in the table above is below 1): cuDNN's FFT and Winograd do fewer "
+        f"multiplications, so only our Winograd competes there: {min(reached):.2f}x-{max(reached):.2f}x a cell.",
+        f"**1x1 layers**: a GEMM with nothing to transform; the implicit GEMM reaches "
+        f"{100 * h['direct_share']:.0f}% of cuBLAS's SGEMM rate on the large layers, and cuBLAS's kernel sets the "
+        "pace.",
+    ]
+    if len(t["kernels"]):
+        profiled = profile_table(t["kernels"])
+        mine = profiled[profiled.index.get_level_values("implementation") == NAMES[IGEMM]]
+        busy = mine[mine["issue slots %"].astype(float) >= 75]
+        if len(busy):
+            share = busy["FMA share of instructions %"].astype(float)
+            out.append(f"**Where the implicit GEMM keeps the issue slots busy** (the profile below), "
+                       f"{share.min():.0f}%-{share.max():.0f}% of its instructions are FMAs: the rest (addresses, "
+                       "copies, shared-memory reads) is the distance between its rate and the FMA pipe's.")  # fmt: skip
+    return out
 
 
 def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
@@ -245,25 +268,29 @@ def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str 
     return frames | extra | groups
 
 
+#: The MyST labels of the chapter's sections that the findings row refers to.
+SECTION = "fp32-cuconv"
+
+
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
+    label of the section that shows it), its numbers from :func:`headline` as the result box's."""
     from convkit.study.roofline import recorded_ceilings
 
-    t = chapter_tables(directory, recorded_ceilings(directory))
-    cuconv, ceilings, earlier = t["cuconv"], t["ceilings"], t["before"]
-    large = cuconv[cuconv["gflop"] >= LARGE_GFLOP]
-    tflops = float((large["gflop"] / large[f"{IGEMM}_us"] * 1e3).median())
+    h = headline(chapter_tables(directory, recorded_ceilings(directory)))
+    earlier = h["earlier"]
     return [{
         "paper": "Past the papers", "claim": "FP32 kernels can match the library where the work is compute-bound",
         "paper's number": "(the study's own aim)",
         "paper's design on the H100": f"the papers' best on cuConv's 616: faster on {earlier['cuconv_share']:.1f}%, "
                                       f"{earlier['cuconv_geomean']:.2f}x",
-        "our best on the H100": f"faster on {tables.share_faster(cuconv['speedup']):.1f}%, "
-                                f"{tables.geomean(cuconv['speedup']):.2f}x",
-        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) and cuBLAS SGEMM on 1x1",
-        "efficiency": f"implicit GEMM {tflops:.1f} TFLOP/s on layers >= 20 GFLOP "
-                      f"({100 * tflops / ceilings['sgemm_tflops']:.0f}% of SGEMM)",
+        "our best on the H100": f"faster on {h['share']:.1f}%, {h['geomean']:.2f}x",
+        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM), PyTorch's autotuned cuDNN, and cuBLAS "
+                                    "SGEMM on 1x1",
+        "efficiency": f"implicit GEMM {h['direct_tflops']:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP "
+                      f"({100 * h['direct_share']:.0f}% of SGEMM)",
         "what changed": "an implicit GEMM with a cp.async pipeline and Winograd up to F(6x6, 3x3) and F(4x4, 5x5)",
+        "section": SECTION,
     }]  # fmt: skip
 
 
@@ -321,5 +348,5 @@ def ladder(directory: Path, sgemm_tflops: float) -> Any:
         median = float((flops[large] / mine.loc[large, "us"] / 1e6).median())
         where = "the cuConv chapter" if experiment == "cuconv" else "this chapter"
         rows.append({"step": step, "measured in": where, "layers": int(large.sum()), "median TFLOP/s": median,
-                     "share of SGEMM": median / sgemm_tflops})  # fmt: skip
+                     "% of SGEMM": 100 * median / sgemm_tflops})  # fmt: skip
     return pd.DataFrame(rows).set_index("step")

@@ -26,6 +26,39 @@ from convkit.study.results import load_results
 BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
 CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (257, 10**9, "C 257+"))
 QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
+#: Each convkit kernel by its method, in words (the book gives kernel ids only in dropdowns).
+KERNEL_WORDS: dict[str, str] = {
+    "direct": "direct (baseline)", "lu_direct": "direct, warp-shuffled", "lu_column_naive": "column reuse",
+    "lu_column": "column reuse, packed", "lu_row": "row reuse", "lu_combined": "column and row reuse",
+    "lu_wide": "column reuse, 4 columns a lane", "lu_multi": "multi-channel, shuffles",
+    "cuconv_paper": "cuConv's two stages", "cuconv_fused": "cuConv, filters fused",
+    "cuconv_split": "cuConv, split reduction", "cuconv_tiled": "register-tiled GEMM",
+    "chang_single": "single-channel", "chang_single_fill": "single-channel, fill",
+    "chang_multi": "multi-channel", "chang_multi_async": "multi-channel, async copies",
+    "fp32_igemm": "FP32 implicit GEMM", "fp32_winograd": "FP32 Winograd", "igemm_tf32x3": "3xTF32 implicit GEMM",
+}  # fmt: skip
+
+
+#: The libraries' implementations in words, by ``"<impl> <variant>"``.
+LIBRARY_WORDS: dict[str, str] = {
+    "cublas sgemm": "cuBLAS SGEMM", "cudnn IMPLICIT_GEMM": "cuDNN implicit GEMM",
+    "cudnn IMPLICIT_PRECOMP_GEMM": "cuDNN implicit GEMM, precomputed", "cudnn GEMM": "cuDNN GEMM",
+    "cudnn FFT": "cuDNN FFT", "cudnn FFT_TILING": "cuDNN FFT, tiled", "cudnn WINOGRAD": "cuDNN Winograd",
+    "cudnn WINOGRAD_NONFUSED": "cuDNN Winograd, non-fused", "pytorch cudnn.benchmark": "PyTorch (cuDNN autotuned)",
+}  # fmt: skip
+
+
+def kernel_words(variant: str) -> str:
+    """A convkit kernel's method in words (:data:`KERNEL_WORDS`; an unknown id with its underscores as spaces)."""
+    return KERNEL_WORDS.get(variant, variant.replace("_", " "))
+
+
+def implementation_words(impl: str, variant: str) -> str:
+    """Any recorded implementation in words: a convkit kernel (:func:`kernel_words`) or a library's
+    (:data:`LIBRARY_WORDS`)."""
+    if impl == tables.CONVKIT:
+        return kernel_words(variant)
+    return LIBRARY_WORDS.get(f"{impl} {variant}", f"{impl} {variant}")
 
 
 #: The run-to-run spread: these networks and every REPEAT_STEP-th host-cost layer measured again in a process
@@ -62,7 +95,9 @@ def measure_repeat(directory: Path) -> None:
 def spreads(directory: Path) -> dict[str, dict[str, float]]:
     """The run-to-run spread (:func:`convkit.study.tables.spread`) of the networks' forward times on the GPU and on the
     wall clock, eagerly, compiled and replayed (``networks gpu``, ``networks wall``, ``networks compile wall``,
-    ``networks graph wall``) and of the per-call host cost (``host``)."""
+    ``networks graph wall``) and of the per-call host cost (``host``); and of the ratios the chapter compares,
+    PyTorch's time over convkit's in the same process (``... speed-up`` for each of the networks' keys, ``host
+    ratio``): a host that runs slower in one process slows both sides of a ratio alike."""
     out = {}
     networks = inference.EXPERIMENT, inference.KEY_COLUMNS
     for name, experiment, keys, variant in (("networks gpu", *networks, "gpu"), ("networks wall", *networks, "wall"),
@@ -73,7 +108,29 @@ def spreads(directory: Path) -> dict[str, dict[str, float]]:
         if not sweep.empty and not repeat.empty:
             sweep, repeat = sweep[sweep["variant"] == variant], repeat[repeat["variant"] == variant]
         out[name] = tables.spread(sweep, repeat, keys)
+        out["host ratio" if name == "host" else f"{name} speed-up"] = _ratio_spread(sweep, repeat)
     return out
+
+
+def _ratios(frame: Any) -> Any:
+    """Per label (with its padding and stride where recorded): PyTorch's median time over convkit's."""
+    ok = tables.timed(frame)
+    keys = [k for k in ("label", "pad", "stride") if k in ok]
+    times = ok.pivot_table(index=keys, columns="impl", values="us", aggfunc="first")
+    return (times["pytorch"] / times["convkit"]).dropna() if {"pytorch", "convkit"} <= set(times) else times
+
+
+def _ratio_spread(sweep: Any, repeat: Any) -> dict[str, float]:
+    """The spread of a ratio (:func:`_ratios`) measured again in a fresh process, as |repeat / sweep - 1|
+    (``median``, ``p95``, over ``cases``), as :func:`convkit.study.tables.spread` gives it for times."""
+    import math
+
+    if sweep.empty or repeat.empty:
+        return {"cases": 0, "median": math.nan, "p95": math.nan}
+    a, b = _ratios(sweep), _ratios(repeat)
+    both = a.index.intersection(b.index)
+    moved = (b.loc[both] / a.loc[both] - 1).abs()
+    return {"cases": len(both), "median": float(moved.median()), "p95": float(moved.quantile(0.95))}
 
 
 def _frame(directory: Path, experiment: str) -> Any:
@@ -122,7 +179,8 @@ def _bucket(value: int, buckets: tuple[tuple[int, int, str], ...]) -> str:
 
 def win_map(best: Any) -> Any:
     """Where convkit's kernels win (pandas): per filter size and channel bucket (rows) and batch bucket
-    (columns), "faster on x of y", and the kernel that wins most there."""
+    (columns), "x of y" problems faster, and the method of the kernel that wins most there
+    (:func:`kernel_words`)."""
     import pandas as pd
 
     def bucketed(values: Any, buckets: tuple[tuple[int, int, str], ...]) -> Any:
@@ -131,12 +189,13 @@ def win_map(best: Any) -> Any:
 
     def cell(group: Any) -> str:
         wins = group[group["speedup"] > 1]
-        top = f" ({wins['kernel'].mode().iloc[0]})" if len(wins) else ""
+        top = f": {kernel_words(wins['kernel'].mode().iloc[0])}" if len(wins) else ""
         return f"{len(wins)} of {len(group)}{top}"
 
     frame = best.assign(batch=bucketed(best["N"], BATCH_BUCKETS), channels=bucketed(best["C"], CHANNEL_BUCKETS))
     cells = frame.groupby(["R", "channels", "batch"], observed=True)[["speedup", "kernel"]].apply(cell)
     table = cells.unstack("batch").reindex(columns=frame["batch"].cat.categories).fillna("")
+    table.columns = [f"batch {name}" for name in table.columns]
     table = table.rename(index=lambda r: f"{r}x{r}", level="R")
     return table.rename_axis(index=["filter", "channels"], columns=None)
 
@@ -168,6 +227,45 @@ def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> A
                      "features error (patched)": float(ck.rel_err),
                      "features error (PyTorch)": float(pt.rel_err)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _network_order(frame: Any) -> Any:
+    """``frame``'s rows by network (:data:`inference.NETWORKS`' order), then batch."""
+    order = {name: i for i, name in enumerate(inference.NETWORKS)}
+    return frame.sort_values(["network", "batch"], key=lambda c: c.map(order) if c.name == "network" else c)
+
+
+#: :func:`networks_table`'s timing columns, as :func:`timing_table` shows them.
+TIMING_COLUMNS = ("network", "batch", "PyTorch GPU (ms)", "patched GPU (ms)", "GPU speed-up", "PyTorch wall (ms)",
+                  "patched wall (ms)", "wall speed-up")  # fmt: skip
+
+
+def timing_table(networks: Any) -> Any:
+    """:func:`networks_table`'s times and speed-ups, by network then batch (pandas)."""
+    if networks.empty:
+        return networks
+    return _network_order(networks)[list(TIMING_COLUMNS)].reset_index(drop=True)
+
+
+def correctness_table(networks: Any) -> Any:
+    """Per network over its batches (pandas): the layers convkit runs, the worst patched layer's error against
+    float64, the layers over their bar, and the largest error of the features the classifier reads, patched and
+    in PyTorch."""
+    import pandas as pd
+
+    if networks.empty:
+        return networks
+    rows = []
+    for network, group in _network_order(networks).groupby("network", sort=False):
+        counts = [tuple(int(v) for v in text.split(" of ")) for text in group["layers in convkit"]]
+        low, high, total = min(c[0] for c in counts), max(c[0] for c in counts), counts[0][1]
+        rows.append({"network": network, "batches": ", ".join(str(b) for b in group["batch"]),
+                     "layers in convkit": f"{low} of {total}" if low == high else f"{low}-{high} of {total}",
+                     "worst layer error": group["worst layer error"].max(),
+                     "layers over the bar": int(group["layers over the bar"].sum()),
+                     "features error, patched": group["features error (patched)"].max(),
+                     "features error, PyTorch": group["features error (PyTorch)"].max()})  # fmt: skip
+    return pd.DataFrame(rows).set_index("network")
 
 
 #: The modes a network runs in, each by its wall-clock variant: eager, torch.compile, a captured CUDA graph.
@@ -216,6 +314,40 @@ def modes_by_batch(modes: Any) -> Any:
     return wide[sorted(wide.columns, key=lambda c: (c[0], list(MODE_WALLS).index(c[1])))]
 
 
+def coverage_table(networks: Any) -> Any:
+    """Per network and batch (pandas): the layers convkit runs and their share of the convolution time (%)."""
+    if networks.empty:
+        return networks
+    out = _network_order(networks)[["network", "batch", "layers in convkit"]].copy()
+    out["share of conv time (%)"] = 100 * _network_order(networks)["share of conv time"]
+    return out.reset_index(drop=True)
+
+
+def kernel_ids() -> Any:
+    """Each method of :data:`KERNEL_WORDS` beside the kernel id the results record it by (pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame({"method": list(KERNEL_WORDS.values()), "kernel id": list(KERNEL_WORDS)}).set_index("method")
+
+
+def modes_compact(modes: Any) -> Any:
+    """:func:`modes_table` with one row per network (pandas): per mode, the wall-clock speed-ups at each batch
+    in one cell ("0.96x / 0.95x / 0.99x", batches ascending), and the first forward in ms a convolution layer."""
+    import pandas as pd
+
+    if modes.empty:
+        return modes
+    rows = []
+    for network, group in modes.sort_values("batch").groupby("network", sort=False):
+        row: dict[str, Any] = {"network": network}
+        for mode in MODE_WALLS:
+            row[mode] = " / ".join(f"{v:.2f}x" for v in group[f"{mode} speed-up"])
+        row["first forward (ms a layer)"] = " / ".join(f"{v:.0f}" for v in group["first forward (ms a layer)"])
+        rows.append(row)
+    out = pd.DataFrame(rows).set_index("network")
+    return out.reindex([n for n in dict.fromkeys(modes["network"]) if n in out.index])
+
+
 def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
     """The first forwards recorded with nothing built yet (pandas: network, batch, seconds, layers, ms a layer);
     empty where none was."""
@@ -235,19 +367,17 @@ def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None
     (:func:`spreads`) makes a graph-mode difference within it a tie."""
     if modes.empty:
         return []
-    tie = float((spread or {}).get("networks graph wall", {}).get("p95", 0.0) or 0.0)
+    tie = _tie(spread, "networks graph wall speed-up")
     graph, eager, compiled = modes["CUDA graph speed-up"], modes["eager speed-up"], modes["torch.compile speed-up"]
     by_batch = ", ".join(f"{tables.geomean(graph[modes['batch'] == b]):.2f}x at batch {b}"
                          for b in sorted(set(modes["batch"])))  # fmt: skip
     slower = modes[graph < 1 - max(tie, 0.02)]
     out = [f"**Three modes** ({modes['network'].nunique()} networks at batch "
            f"{', '.join(str(b) for b in sorted(set(modes['batch'])))}, each against PyTorch in the same mode): "
-           f"captured in a CUDA graph, the patched network's wall clock is {graph.min():.2f}x to {graph.max():.2f}x "
-           f"PyTorch's (geometric mean {by_batch}), slower beyond the spread on {len(slower) or 'none'} of "
-           f"{len(modes)}. Eagerly it is "
-           f"{eager.min():.2f}x to {eager.max():.2f}x, under torch.compile {compiled.min():.2f}x to "
-           f"{compiled.max():.2f}x: below 1 where many small layers leave the host setting the pace, as it does "
-           "at batch 1."]  # fmt: skip
+           f"captured in a CUDA graph, the patched network's wall clock is {speedup_span(graph)} (geometric-mean "
+           f"speed-up {by_batch}), slower beyond the spread on {len(slower) or 'none'} of {len(modes)}. Eagerly it "
+           f"is {speedup_span(eager)}, under torch.compile {speedup_span(compiled)}: slower where many small "
+           "layers leave the host setting the pace, as it does at batch 1."]  # fmt: skip
     breaks = [tuple(int(v) for v in b.split(" / ")) for b in modes["graph breaks (patched / PyTorch)"]]
     more = sum(patched > plain for patched, plain in breaks)
     if not any(patched for patched, _ in breaks):
@@ -291,24 +421,37 @@ def networks_across_gpus() -> Any:
 
 def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
     """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
-    (PyTorch tensors in and out), in microseconds, and the host cost's ratio."""
+    (PyTorch tensors in and out, each call with a bias), in microseconds, the host cost's ratio, and what the op
+    runs there (``op runs``: the fastest implementation any chapter recorded for the layer, in words; "tuned at its
+    first call" where none did)."""
     import pandas as pd
 
     frame = _frame(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
     ok = tables.timed(frame)
+    fastest = _recorded_fastest(directory)
     rows = []
     for label, group in ok.groupby("label", sort=False):
         us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
         if len(us) < 4:
             continue
-        first = group.iloc[0]
-        rows.append({"layer": f"{label} p{first['pad']}", "convkit GPU (us)": us["convkit", "gpu"],
+        key = ConvProblem.from_row(group.iloc[0]).key
+        rows.append({"layer": label, "convkit GPU (us)": us["convkit", "gpu"],
                      "PyTorch GPU (us)": us["pytorch", "gpu"], "convkit host (us)": us["convkit", "host_per_call"],
                      "PyTorch host (us)": us["pytorch", "host_per_call"],
-                     "host ratio": us["convkit", "host_per_call"] / us["pytorch", "host_per_call"]})  # fmt: skip
+                     "host ratio": us["convkit", "host_per_call"] / us["pytorch", "host_per_call"],
+                     "op runs": fastest.get(key, "tuned at its first call")})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _recorded_fastest(directory: Path) -> dict[str, str]:
+    """Per recorded problem key, its fastest implementation in any chapter's sweep, in words."""
+    rows = shipping.recorded_candidates(directory)
+    if rows.empty:
+        return {}
+    best = rows.loc[rows.groupby("key")["us"].idxmin()]
+    return {r.key: implementation_words(r.impl, r.variant) for r in best.itertuples()}
 
 
 def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:
@@ -322,11 +465,43 @@ def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) ->
             for v, g in ok.groupby("variant")}  # fmt: skip
 
 
+def speedup_span(speedups: Any, than: str = "PyTorch") -> str:
+    """A range of speed-ups (``than``'s time over ours) in words that cannot be read backwards: "1.11x to 2.12x
+    faster than PyTorch", "1.05x to 1.69x slower than PyTorch", or "from 1.69x slower to 1.41x faster than
+    PyTorch" (each end at two decimals; an end that rounds to 1.00x counts as neither)."""
+    low, high = float(min(speedups)), float(max(speedups))
+    if round(low, 2) >= 1:
+        return f"{low:.2f}x to {high:.2f}x faster than {than}"
+    if round(high, 2) <= 1:
+        return f"{1 / high:.2f}x to {1 / low:.2f}x slower than {than}"
+    return f"from {1 / low:.2f}x slower to {high:.2f}x faster than {than}"
+
+
+def _tie(spread: dict[str, dict[str, float]] | None, name: str) -> float:
+    """The 95th percentile of one of :func:`spreads`' entries (0 where not measured)."""
+    found = (spread or {}).get(name, {})
+    return float(found.get("p95", 0.0) or 0.0) if found.get("cases") else 0.0
+
+
+def _host_kind(runs: str) -> str:
+    """What makes a call cost the host more, by what the op runs (``op runs`` of :func:`host_cost_table`)."""
+    if "Winograd" in runs and not runs.startswith("cuDNN"):
+        return "running Winograd (four launches)"
+    if runs.startswith(("cuBLAS", "cuDNN", "PyTorch")):
+        return f"calling {runs.split(' ')[0]} through convkit"
+    if runs.startswith("tuned"):
+        return "tuned at the first call"
+    return "running another of convkit's kernels"
+
+
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
 def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                  spread: dict[str, dict[str, float]] | None = None) -> list[str]:  # fmt: skip
     """The chapter's result box: what the op claims, what was measured, the verdict; ``spread`` (from
-    :func:`spreads`) makes differences within the run-to-run spread (its 95th percentile) ties."""
-    tie = {name: float(s["p95"]) if s["cases"] else 0.0 for name, s in (spread or {}).items()}
+    :func:`spreads`) makes a speed-up within the run-to-run spread of that ratio (its 95th percentile) a tie."""
     out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
            "convkit.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
            "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
@@ -337,51 +512,58 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
     verdict = []
     if not networks.empty:
         one = networks[networks["batch"] == 1]
-        out.append(f"**Networks at batch 1**: GPU time {one['GPU speed-up'].min():.2f}x to "
-                   f"{one['GPU speed-up'].max():.2f}x PyTorch's; wall clock {one['wall speed-up'].min():.2f}x to "
-                   f"{one['wall speed-up'].max():.2f}x. At every batch, GPU time {networks['GPU speed-up'].min():.2f}x "
-                   f"to {networks['GPU speed-up'].max():.2f}x.")  # fmt: skip
+        out.append(f"**Networks at batch 1**: on the GPU {speedup_span(one['GPU speed-up'])}; on the wall clock, "
+                   f"eagerly, {speedup_span(one['wall speed-up'])}. At every batch, on the GPU "
+                   f"{speedup_span(networks['GPU speed-up'])}.")  # fmt: skip
         out.append(f"**Correctness**: {int(networks['layers over the bar'].sum())} patched layers over their bar "
                    f"of float64; the worst layer {networks['worst layer error'].max():.1e}.")  # fmt: skip
-        gpu_tie, wall_tie = tie.get("networks gpu", 0.0), tie.get("networks wall", 0.0)
+        gpu_tie, wall_tie = _tie(spread, "networks gpu speed-up"), _tie(spread, "networks wall speed-up")
         if gpu_tie or wall_tie:
-            out.append(f"**Run-to-run spread**: a sample measured again in a fresh process moved by up to "
-                       f"{100 * gpu_tie:.1f}% on the GPU and {100 * wall_tie:.1f}% on the wall clock (95th "
-                       f"percentile); differences within it are ties.")  # fmt: skip
+            out.append(f"**Run-to-run spread**: a sample measured again in a fresh process moved the speed-up over "
+                       f"PyTorch by up to {100 * gpu_tie:.1f}% on the GPU and {100 * wall_tie:.1f}% on the wall "
+                       f"clock (95th percentile; the times alone moved by up to "
+                       f"{100 * _tie(spread, 'networks gpu'):.1f}% and {100 * _tie(spread, 'networks wall'):.1f}%, "
+                       "PyTorch's and ours alike); speed-ups within it are ties.")  # fmt: skip
         slower = networks[networks["GPU speed-up"] < 1 - gpu_tie]
         tied = networks[(networks["GPU speed-up"] < 1) & (networks["GPU speed-up"] >= 1 - gpu_tie)]
         if len(tied):
             named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
                               for _, r in tied.iterrows())  # fmt: skip
-            out.append(f"**Ties**: {named}, within the spread: no slower and no faster than PyTorch.")
+            out.append(f"**Ties on the GPU**: {named}: within the spread, no slower and no faster than PyTorch.")
         if len(slower):
             named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
                               for _, r in slower.iterrows())  # fmt: skip
             verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
-        slower_wall = one[one["wall speed-up"] < 1 - wall_tie]["network"].tolist()
-        if slower_wall:
-            many = len(slower_wall) > 1
-            verdict.append(f"at batch 1 the GPU time is shorter for every network, but {' and '.join(slower_wall)} "
-                           f"{'wait' if many else 'waits'} longer on the wall clock, by more than the spread: "
+        late = one[one["wall speed-up"] < 1 - wall_tie]
+        if len(late):
+            many, shorter = len(late) > 1, bool((late["GPU speed-up"] > 1).all())
+            verdict.append(f"eagerly at batch 1, {len(late)} of {len(one)} networks "
+                           f"({_names(late['network'].tolist())}) {'wait' if many else 'waits'} longer on the wall "
+                           f"clock than with PyTorch, by more than the spread"
+                           f"{', although the GPU time is shorter' if shorter else ''}: "
                            f"{'their' if many else 'its'} many small layers are host-bound, and a call from Python "
                            "costs more than PyTorch's own dispatch")  # fmt: skip
     if not host.empty:
-        host_tie = tie.get("host", 0.0)
+        host_tie = _tie(spread, "host ratio")
         at_or_below = int((host["host ratio"] <= 1 + host_tie).sum())
-        within = f" (or within the run-to-run spread of {100 * host_tie:.0f}%)" if host_tie else ""
-        out.append(f"**Host cost per call**: median {host['convkit host (us)'].median():.0f} us against "
-                   f"PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's{within} on "
-                   f"{at_or_below} of {len(host)} layers.")  # fmt: skip
+        within = f" (or within the run-to-run spread of the ratio, {100 * host_tie:.0f}%)" if host_tie else ""
+        out.append(f"**Host cost per call** (each call with a bias): median {host['convkit host (us)'].median():.0f} "
+                   f"us against PyTorch's {host['PyTorch host (us)'].median():.0f} us; at or below PyTorch's{within} "
+                   f"on {at_or_below} of {len(host)} layers.")  # fmt: skip
         if at_or_below < len(host):
+            above = host[host["host ratio"] > 1 + host_tie]
+            runs = above["op runs"].map(_host_kind).value_counts()
+            why = ", ".join(f"{count} {kind}" for kind, count in runs.items())
             verdict.append(f"the host cost is above PyTorch's{' by more than the spread' if host_tie else ''} on "
-                           f"{len(host) - at_or_below} of {len(host)} layers (those that run cuBLAS, Winograd's four "
-                           "launches, or scratch too large to keep between calls)")  # fmt: skip
+                           f"{len(above)} of {len(host)} layers ({why})")  # fmt: skip
     if lines:
         text = ", ".join(f"{name.split(' (')[0]} {tflops:.0f}" for name, tflops in lines.items())
         out.append(f"**Where FP32 stands**: median TFLOP/s of PyTorch's cuDNN on the large layers: {text}.")
     if verdict:
         text = "; ".join(verdict)
         out.append(f"**Verdict**: partly held. {text[0].upper()}{text[1:]}.")
+    elif not networks.empty:
+        out.append("**Verdict**: held, within the run-to-run spread.")
     return out
 
 

@@ -212,7 +212,7 @@ def ceilings_table(ceilings: dict[str, float]) -> Any:
     mma.sync peak and a third of it (three tensor products per FP32 product)."""
     import pandas as pd
 
-    named = (("FP32 FMA peak (CUDA cores)", "fma_tflops"), ("cuBLAS SGEMM, 8192-cube", "sgemm_tflops"),
+    named = (("FP32 FMA peak (datasheet)", "fma_tflops"), ("cuBLAS SGEMM, 8192-cube", "sgemm_tflops"),
              ("cuBLAS TF32 GEMM, 8192-cube", "tf32_gemm_tflops"),
              ("TF32 mma.sync peak", "tf32_mma_peak_tflops"))  # fmt: skip
     rows = [{"ceiling": name, "TFLOP/s": ceilings.get(key, math.nan)} for name, key in named]
@@ -303,52 +303,67 @@ def profiled_cutlass_note(t: dict[str, Any]) -> str:
     )
 
 
-def result_lines(t: dict[str, Any]) -> list[str]:
-    """The chapter's opening: what was set out, what is measured, the verdict, every number from the results."""
-    cuconv, ceilings = t["cuconv"], t["ceilings"]
-    direct, simt = _large_median(cuconv, f"{TF32X3}_us"), _large_median(cuconv, f"{IGEMM}_us")
-    cutlass, library = _large_median(cuconv, "cutlass_tf32x3_us"), _large_median(cuconv, "best_lib_us")
+def headline(t: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the chapter's result box and the book's findings row both state (:func:`chapter_tables`' ``t``):
+    the 3xTF32 kernel's, the FP32 implicit GEMM's, CUTLASS's 3xTF32 and the best library's median TFLOP/s on
+    cuConv's large layers, the share faster and geometric-mean speed-up on cuConv's layers (with 3xTF32 and the
+    FP32 kernels alone), and the median errors for K >= :data:`ERROR_K`."""
+    cuconv = t["cuconv"]
     mine, simt_err = accuracy_medians(t["accuracy"])
+    return {"direct": _large_median(cuconv, f"{TF32X3}_us"), "simt": _large_median(cuconv, f"{IGEMM}_us"),
+            "cutlass": _large_median(cuconv, "cutlass_tf32x3_us"), "library": _large_median(cuconv, "best_lib_us"),
+            "share": tables.share_faster(cuconv["speedup"]), "geomean": tables.geomean(cuconv["speedup"]),
+            "fp32_share": tables.share_faster(cuconv["fp32_speedup"]), "layers": len(cuconv),
+            "error": mine, "fp32_error": simt_err}  # fmt: skip
+
+
+def result_lines(t: dict[str, Any]) -> list[str]:
+    """The chapter's opening: what was attempted, what it reached, the bound that limits it, every number from the
+    results (those of the findings row from :func:`headline`)."""
+    ceilings, h = t["ceilings"], headline(t)
+    direct, simt, cutlass = h["direct"], h["simt"], h["cutlass"]
     bound = ceilings.get("tf32_mma_peak_tflops", math.nan) / 3
     errors = direct_errors(t)
     worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
     return [
         f"**Aim**: FP32 accuracy at tensor-core speed: every product split into TF32 halves, three tensor-core "
         f"products in place of one FP32 product, against the FP32 CUDA-core ceiling ({ceilings['sgemm_tflops']:.1f} "
-        f"TFLOP/s, cuBLAS SGEMM) that held the FP32 kernels at {simt:.0f} TFLOP/s.",
+        f"TFLOP/s, cuBLAS SGEMM) that held the FP32 kernels at {simt:.1f} TFLOP/s.",
         f"**Measured (H100)**: the 3xTF32 implicit GEMM runs cuConv's large layers at a median {direct:.1f} TFLOP/s "
-        f"({direct / simt:.2f}x the FP32 implicit GEMM; CUTLASS's 3xTF32 {cutlass:.1f}; the best FP32 library "
-        f"{library:.0f} TFLOP/s effective, with its FFT and Winograd). With it, our kernels beat the best FP32 "
-        f"library on "
-        f"{tables.share_faster(cuconv['speedup']):.1f}% of cuConv's {len(cuconv)} layers (FP32 kernels alone: "
-        f"{tables.share_faster(cuconv['fp32_speedup']):.1f}%). Its median error for K >= {ERROR_K} is "
-        f"{mine:.2e} against the FP32 kernel's {simt_err:.2e}.",
+        f"({direct / simt:.2f}x the FP32 implicit GEMM's rate; CUTLASS's 3xTF32 {cutlass:.1f}; the best FP32 library "
+        f"{h['library']:.1f} TFLOP/s effective, with its FFT and Winograd). With it, our kernels beat the best FP32 "
+        f"library on {h['share']:.1f}% of cuConv's {h['layers']} layers (geometric-mean speed-up {h['geomean']:.2f}x; "
+        f"FP32 kernels alone: {h['fp32_share']:.1f}%). Its median error for K >= {ERROR_K} is {h['error']:.2e} "
+        f"against the FP32 kernel's {h['fp32_error']:.2e}.",
         f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors)} checked runs "
-        f"{worst:.1e}); its speed does not: {direct:.0f} TFLOP/s is {100 * direct / bound:.0f}% of the "
-        f"3xTF32 bound ({bound:.0f}, a third of the mma.sync peak), short of the library's transforms on the "
-        f"large layers, and CUTLASS's kernel on the same instruction runs {cutlass / direct:.2f}x faster.",
+        f"{worst:.1e}); its speed does not: {direct:.1f} TFLOP/s is {100 * direct / bound:.0f}% of the "
+        f"3xTF32 bound ({bound:.0f} TFLOP/s, a third of the mma.sync peak), short of the library's transforms on the "
+        f"large layers, and CUTLASS's kernel on the same instruction is {cutlass / direct:.2f}x faster.",
     ]  # fmt: skip
 
 
+#: The MyST label of the chapter's section that the findings row refers to.
+SECTION = "tf32x3-cuconv"
+
+
 def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`)."""
+    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
+    label of the section that shows it), its numbers from :func:`headline` as the result box's."""
     from convkit.study.roofline import recorded_ceilings
 
-    t = chapter_tables(directory, recorded_ceilings(directory))
-    cuconv = t["cuconv"]
-    direct, cutlass = _large_median(cuconv, f"{TF32X3}_us"), _large_median(cuconv, "cutlass_tf32x3_us")
-    mine, _ = accuracy_medians(t["accuracy"])
+    h = headline(chapter_tables(directory, recorded_ceilings(directory)))
     return [{
         "paper": "FP32 accuracy on tensor cores", "claim": "3xTF32 keeps FP32 accuracy at tensor-core speed",
         "paper's number": "(CUTLASS's fast accurate FP32; Ootomo & Yokota 2022)",
-        "paper's design on the H100": f"CUTLASS 3xTF32 (NHWC): {cutlass:.1f} TFLOP/s on layers >= "
+        "paper's design on the H100": f"CUTLASS 3xTF32 (NHWC): {h['cutlass']:.1f} TFLOP/s on layers >= "
                                       f"{LARGE_GFLOP:.0f} GFLOP",
-        "our best on the H100": f"faster on {tables.share_faster(cuconv['speedup']):.1f}% of cuConv's layers, "
-                                f"{tables.geomean(cuconv['speedup']):.2f}x",
-        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) in FMA math and cuBLAS SGEMM on 1x1",
-        "efficiency": f"3xTF32 implicit GEMM {direct:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP, error "
-                      f"{mine:.1e} (median, K >= {ERROR_K})",
+        "our best on the H100": f"faster on {h['share']:.1f}% of cuConv's layers, {h['geomean']:.2f}x",
+        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) in FMA math, PyTorch's autotuned cuDNN, "
+                                    "and cuBLAS SGEMM on 1x1",
+        "efficiency": f"3xTF32 implicit GEMM {h['direct']:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP, error "
+                      f"{h['error']:.2e} (median, K >= {ERROR_K})",
         "what changed": "the products on TF32 tensor cores, each operand split in two, sums kept per 16-deep slice",
+        "section": SECTION,
     }]  # fmt: skip
 
 
