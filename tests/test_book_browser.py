@@ -174,7 +174,9 @@ class Browser:
         """The whole page, 1280 px wide, as PNG."""
         height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)") or HEIGHT)
         self.resize(min(max(height, HEIGHT), 16_000))
-        shot = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=True)
+        self.evaluate("window.scrollTo(0, 0)")
+        clip = {"x": 0, "y": 0, "width": WIDTH, "height": min(max(height, HEIGHT), 16_000), "scale": 1}
+        shot = self.call("Page.captureScreenshot", {"format": "png", "clip": clip}, session=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         self.resize(HEIGHT)
 

@@ -61,3 +61,9 @@ def test_rows_round_trip_through_as_dict():
     p = ConvProblem(3, 5, 2, 3, 4, 5, 5, pad=2)
     assert ConvProblem.from_row(p.as_dict()) == p
     assert list(p.as_dict()) == ["N", "C", "H", "W", "M", "R", "S", "pad", "stride"]
+
+
+def test_the_books_name_writes_padding_and_stride_only_where_not_the_default():
+    assert ConvProblem.from_label("14-1-3-256-256").name == "14-1-3-256-256"
+    assert ConvProblem.from_label("14-1-1-1024-256", pad=0, stride=2).name == "14-1-1-1024-256 s2"
+    assert ConvProblem.from_label("228-1-5-256-256", pad=0).name == "228-1-5-256-256 p0"

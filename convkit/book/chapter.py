@@ -316,13 +316,14 @@ def across_gpus(name: str) -> Any:
     speed-up; empty where fewer than two GPUs recorded it."""
     import pandas as pd
 
+    from convkit.core.problem import ConvProblem
     from convkit.study.tables import timed
 
     columns = []
     for gpu, found in recorded_gpus(name):
         ok = timed(found.frame)
         ok = ok[~ok["params"].astype(str).str.contains('"steps":"conv"', regex=False)]  # a layer's conv alone
-        ok = ok.assign(problem=ok["label"] + " p" + ok["pad"].astype(str) + " s" + ok["stride"].astype(str))
+        ok = ok.assign(problem=[ConvProblem.from_row(row).name for _, row in ok.iterrows()])
         mine = ok[ok["impl"] == "convkit"].groupby("problem")["us"].min()
         theirs = ok[ok["impl"] != "convkit"].groupby("problem")["us"].min()
         columns.append(pd.DataFrame({f"{gpu}: ours (us)": mine, f"{gpu}: best library (us)": theirs,

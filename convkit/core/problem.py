@@ -119,6 +119,13 @@ class ConvProblem:
         return f"{size}-{self.n}-{filt}-{self.m}-{self.c}"
 
     @property
+    def name(self) -> str:
+        """The book's one name of the layer: :attr:`label`, with the padding written where it is not "same"
+        padding and the stride where it is not 1 (``14-1-1-1024-256 s2``, ``228-1-5-256-256 p0``)."""
+        same = self.r == self.s and self.r % 2 == 1 and self.pad == (self.r - 1) // 2
+        return self.label + ("" if same else f" p{self.pad}") + ("" if self.stride == 1 else f" s{self.stride}")
+
+    @property
     def is_image_filter(self) -> bool:
         """One image, one channel, one odd square filter, "same" zero padding, stride 1: what the filter of an
         image-processing library (cupyx.ndimage, NPP, CV-CUDA) computes."""

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Each chapter's full run timed on the GPU, from nothing recorded: for the rerun page's "full run" column.
+# Runs in the background (it outlives one device call) in a copy of the checkout whose results/<gpu>/ holds only
+# notebook_runs.* (so every notebook measures everything, as on a reader's machine); the cheaper chapters first.
+# Each call waits up to WAIT seconds and brings back notebook_runs.* in $OUT/results.tgz, to unpack into results/.
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/notebook_times_device.sh      # carry .whl
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+job=/tmp/notebook_times_job
+if [ ! -d "$job" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
+  gpu=$(PYTHONPATH=/tmp/site:$PWD python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  mkdir -p "$job/results/$gpu"
+  cp -r convkit kernels notebooks book scripts pyproject.toml "$job/"
+  cp results/"$gpu"/notebook_runs.* "$job/results/$gpu/"
+  echo "$gpu" > "$job/gpu"
+  cat > "$job/steps.sh" <<EOF
+cd $job
+export PYTHONPATH=/tmp/site:$job PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
+for nb in ${NOTEBOOKS:-00 01 04 05 02 07 06 03 08}; do
+  python3 -m convkit reproduce --only \$nb --device gpu --record-times 2>&1 | grep -v "Executing:" | tail -n 3
+done
+touch $job/done
+EOF
+  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
+  echo "started on $gpu"
+fi
+for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
+  [ -f "$job/done" ] && break
+  sleep 10
+done
+gpu=$(cat "$job/gpu")
+(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/notebook_runs.*)
+cp "$job/log" "$OUT/job.log"
+tail -n 20 "$job/log"; cat "$job/results/$gpu/notebook_runs.csv"
