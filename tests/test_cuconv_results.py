@@ -79,7 +79,14 @@ def test_recorded_results_give_every_table_and_headline():
     blocks = cr.blocks_comparison(kernels)
     assert len(blocks) == 6 and list(blocks["paper's blocks (V100)"][:3]) == [256, 16, 4]
     totals = cr.totals_table(kernels, "Table 4 (3x3)")
-    assert totals.loc["cuDNN WINOGRAD", "7-1-3-384-192: H100 (us)"] == "not supported"
+    assert totals.loc["cuDNN Winograd", "7-1-3-384-192: H100 (us)"] == "not supported"
+    rows = cr.kernel_rows(kernels, "Table 4 (3x3)")
+    assert list(rows.columns) == ["time (us)"] and rows.index.names == ["layer", "implementation", "kernel"]
+    assert math.isnan(rows.loc[("7-1-3-384-192", "cuDNN Winograd", "not supported"), "time (us)"])
+    assert rows.loc[("7-1-3-384-192", "the paper's design", "total"), "time (us)"] == pytest.approx(
+        cr.kernel_table(kernels, "Table 4 (3x3)").loc[("the paper's design", "total"), "7-1-3-384-192"]
+    )
+    assert cr.in_words("cuDNN IMPLICIT_PRECOMP_GEMM") == "cuDNN implicit GEMM, precomputed"
     assert list(blocks.index.get_level_values("layer")[:3]) == ["7-1-1-256-832"] * 3
 
 

@@ -188,7 +188,7 @@ def test_the_findings_row_gives_the_result_box_numbers():
     row = results.findings(directory)[0]
     box = " ".join(results.result_lines(results.chapter_tables(directory, recorded_ceilings(directory))))
     for column in ("paper's design on the H100", "our best on the H100", "efficiency"):
-        for number in re.findall(r"\d+\.\d+x?|\d+%", row[column]):
+        for number in re.findall(r"\d+(?:\.\d+)?(?:e-\d+)?[x%]?", row[column]):
             assert number in box, (column, number)
     assert row["section"] == results.SECTION
     notebook = (Path(__file__).parents[1] / "notebooks" / "06_fp32.ipynb").read_text()

@@ -155,8 +155,9 @@ def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     source, copy = _recorded_copy(tmp_path)
     box = lu_results.result_lines(*lu_results.chapter_tables(source))
     rows = lu_results.findings(source)
-    assert len(box) == 5 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
-    assert box[2].startswith("**Past the paper**") and "CV-CUDA" in box[1]
+    assert len(box) == 6 and "25 to 10" in box[0] and box[-1].startswith("**Verdict**")
+    assert box[1].startswith("**Loads on the H100**") and "from 25 to 10" in box[1] and "3 per window" in box[1]
+    assert box[3].startswith("**Past the paper**") and "CV-CUDA" in box[2]
     assert len(rows) == 3 and all(tuple(r) == (*FINDING_COLUMNS, "section") for r in rows)
     assert [r["section"] for r in rows] == ["lu2020-column-reuse", "lu2020-single-channel", "lu2020-multichannel"]
     assert rows[0]["paper's design on the H100"].startswith("25 -> 10")
@@ -164,12 +165,14 @@ def test_result_box_and_findings_follow_the_recorded_results(tmp_path):
     # multi channel: our best (the paper's kernel, the only convkit kernel of the run there) against the best
     # library, and the paper's own comparison labelled as such
     assert rows[2]["our best on the H100"].startswith("faster than the best library on 2 of 26")
-    assert rows[2]["paper's design on the H100"].startswith("as the paper compares, cuDNN alone")
+    assert rows[2]["paper's design on the H100"].endswith("as the paper compares: cuDNN alone")
+    assert "geometric mean" in rows[2]["paper's design on the H100"]
+    assert "(geometric mean 0.38x" in box[4] and "as the paper compares: cuDNN alone" in box[4]
     frame = pd.read_csv(copy / "lu2020.csv")
     combined = frame["variant"] == "lu_combined"
     frame.loc[combined, "time_ms_median"] *= 2.0
     frame.to_csv(copy / "lu2020.csv", index=False)
-    assert lu_results.result_lines(*lu_results.chapter_tables(copy))[1] != box[1]
+    assert lu_results.result_lines(*lu_results.chapter_tables(copy))[2] != box[2]
     edited = lu_results.findings(copy)
     assert edited[1] != rows[1] and edited[0] == rows[0]
     assert_findings_in_lines(edited, lu_results.result_lines(*lu_results.chapter_tables(copy)))
@@ -183,7 +186,7 @@ def test_the_fp32_kernels_join_the_result_box_as_their_own_run():
 
     single, multi = lu_results.chapter_tables(results_directory("recorded"))
     box = lu_results.result_lines(single, multi, pd.DataFrame({"speedup": [2.0, 0.5, 1.5]}))
-    assert len(box) == 6 and "in their own run" in box[4] and "on 2 of 3 (geometric mean 1.14x)" in box[4]
+    assert len(box) == 7 and "in their own run" in box[5] and "on 2 of 3 (geometric mean 1.14x)" in box[5]
 
 
 def test_the_papers_examples_are_counted_by_the_simulator():

@@ -45,7 +45,7 @@ def test_a_label_lacking_a_mode_is_measured_again_whole(monkeypatch, tmp_path):
 
 
 def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
-    from convkit.papers.summary import chapter
+    from convkit.papers.summary import networks_tables as nets
     from convkit.study.results import ResultStore
 
     store = ResultStore.open(tmp_path, inference.EXPERIMENT, {"gpu": "test"}, columns=inference.COLUMNS,
@@ -59,15 +59,15 @@ def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
             store.append({"label": "ResNet-26d-1", "network": "ResNet-26d", "batch": 1, "impl": impl,
                           "variant": variant, "status": "ok", "time_ms_median": ms * scale, "conv_layers": 30,
                           **extra})  # fmt: skip
-    table = chapter.modes_table(tmp_path)
+    table = nets.modes_table(tmp_path)
     assert list(table["network"]) == ["ResNet-26d"]
     row = table.iloc[0]
     assert row["eager speed-up"] == row["torch.compile speed-up"] == row["CUDA graph speed-up"] == 2.0
     assert row["graph breaks (patched / PyTorch)"] == "0 / 0" and row["first forward (ms a layer)"] == 40.0
-    assert chapter.modes_table(tmp_path / "none").empty
-    wide = chapter.modes_by_batch(table)
+    assert nets.modes_table(tmp_path / "none").empty
+    wide = nets.modes_by_batch(table)
     assert list(wide.columns) == [(1, "eager"), (1, "torch.compile"), (1, "CUDA graph")]
-    lines = chapter.mode_lines(table, chapter.cold_first_forward(tmp_path))
+    lines = nets.mode_lines(table, nets.cold_first_forward(tmp_path))
     assert "2.00x to 2.00x faster than PyTorch" in lines[0] and "without a graph break" in lines[1]
     assert "median 40 ms" in lines[2]
 
@@ -75,15 +75,16 @@ def test_the_modes_table_reads_each_mode_of_a_pair(tmp_path):
 def test_the_recorded_modes_agree_with_their_result_lines():
     """The recorded H100 run: the lines the chapter opens with give the numbers its tables show."""
     from convkit.papers.summary import chapter
+    from convkit.papers.summary import networks_tables as nets
     from convkit.study.checkout import results_dir
 
     directory = results_dir() / "nvidia-h100-80gb-hbm3"
-    table = chapter.modes_table(directory)
+    table = nets.modes_table(directory)
     assert len(table) == len(inference.NETWORKS) * len(inference.MODE_BATCHES)
-    cold = chapter.cold_first_forward(directory)
-    lines = chapter.mode_lines(table, cold, chapter.spreads(directory))
+    cold = nets.cold_first_forward(directory)
+    lines = nets.mode_lines(table, cold, chapter.spreads(directory))
     graph = table["CUDA graph speed-up"]
-    assert chapter.speedup_span(graph) in lines[0]
+    assert nets.speedup_span(graph) in lines[0]
     assert f"up to {cold['seconds'].max():.1f} s" in lines[2]
 
 

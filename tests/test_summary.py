@@ -6,25 +6,26 @@ from __future__ import annotations
 import pandas as pd
 
 from convkit.papers.summary import chapter
+from convkit.papers.summary import networks_tables as nets
 from convkit.study.checkout import results_dir
 
 RECORDED = results_dir() / "nvidia-h100-80gb-hbm3"
 
 
 def test_a_span_of_speedups_says_faster_or_slower():
-    assert chapter.speedup_span([1.11, 2.12]) == "1.11x to 2.12x faster than PyTorch"
-    assert chapter.speedup_span([0.5, 0.8]) == "1.25x to 2.00x slower than PyTorch"
-    assert chapter.speedup_span([0.5, 1.5]) == "from 2.00x slower to 1.50x faster than PyTorch"
-    assert chapter.speedup_span([0.999, 1.2]).startswith("1.00x to 1.20x faster")
+    assert nets.speedup_span([1.11, 2.12]) == "1.11x to 2.12x faster than PyTorch"
+    assert nets.speedup_span([0.5, 0.8]) == "1.25x to 2.00x slower than PyTorch"
+    assert nets.speedup_span([0.5, 1.5]) == "from 2.00x slower to 1.50x faster than PyTorch"
+    assert nets.speedup_span([0.999, 1.2]).startswith("1.00x to 1.20x faster")
 
 
 def test_the_networks_tables_fit_a_page():
-    networks = chapter.networks_table(RECORDED)
-    timing, checked = chapter.timing_table(networks), chapter.correctness_table(networks)
+    networks = nets.networks_table(RECORDED)
+    timing, checked = nets.timing_table(networks), nets.correctness_table(networks)
     assert len(timing.columns) <= 9 and len(checked.columns) + 1 <= 9
     over = networks["layers over the bar"].sum()
     assert len(timing) == len(networks) and checked["layers over the bar"].sum() == over
-    compact = chapter.modes_compact(chapter.modes_table(RECORDED))
+    compact = nets.modes_compact(nets.modes_table(RECORDED))
     assert len(compact) == 10 and len(compact.columns) == 4
     host = chapter.host_cost_table(RECORDED)
     assert len(host.columns) <= 9 and not host["op runs"].str.contains("_").any()  # methods in words, no ids
@@ -39,10 +40,10 @@ def test_the_win_map_names_methods_in_words():
 
 def test_the_verdict_follows_the_recorded_rows():
     d = RECORDED
-    networks, host, spread = chapter.networks_table(d), chapter.host_cost_table(d), chapter.spreads(d)
+    networks, host, spread = nets.networks_table(d), chapter.host_cost_table(d), chapter.spreads(d)
     lines = chapter.result_lines(chapter.best_per_problem(d), networks, host, {}, spread)
     one = networks[networks["batch"] == 1]
-    assert chapter.speedup_span(one["GPU speed-up"]) in " ".join(lines)
+    assert nets.speedup_span(one["GPU speed-up"]) in " ".join(lines)
     wall_tie = spread["networks wall speed-up"]["p95"]
     late = int((one["wall speed-up"] < 1 - wall_tie).sum())
     above = int((host["host ratio"] > 1 + spread["host ratio"]["p95"]).sum())

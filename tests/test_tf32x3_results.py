@@ -77,7 +77,7 @@ def test_the_findings_row_gives_the_result_box_numbers():
     row = results.findings(RECORDED)[0]
     box = " ".join(results.result_lines(_tables()))
     for column in ("paper's design on the H100", "our best on the H100", "efficiency"):
-        for number in re.findall(r"\d+\.\d+(?:e-\d+)?x?|\d+%", row[column]):
+        for number in re.findall(r"\d+(?:\.\d+)?(?:e-\d+)?[x%]?", row[column]):
             assert number in box, (column, number)
     assert row["section"] == results.SECTION
     notebook = (Path(__file__).parents[1] / "notebooks" / "07_tf32x3.ipynb").read_text()

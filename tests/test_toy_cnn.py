@@ -17,6 +17,7 @@ from convkit.families.toy_cnn import launch as toy_cnn
 from convkit.families.toy_cnn.launch import LAB_LAYER, ToyEpilogueLaunch, ToyLadderLaunch, ToyTiledLaunch
 from convkit.papers import toy_cnn as paper
 from convkit.papers.paper import FINDING_COLUMNS
+from convkit.papers.toy_cnn import claims as toy_cnn_claims
 from convkit.papers.toy_cnn import results as toy_cnn_results
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 from convkit.study.results import load_results
@@ -144,17 +145,20 @@ def test_recorded_tables():
     assert len(toy_cnn_results.table3(frame).dropna()) == 9
     assert len(toy_cnn_results.block_sweep(frame)) == len(toy_cnn.block_shapes(LAB_LAYER))
     ceilings = recorded_ceilings(RECORDED)
-    assert "compute-bound" in toy_cnn_results.limits_text(frame, ceilings)
+    assert "compute-bound" in toy_cnn_claims.limits_text(frame, ceilings)
     shares = toy_cnn_results.peak_shares(frame, 65.3)
     assert shares["share of peak (%)"].iloc[0] == pytest.approx(100 * 1.69298 / 8.1)
     timing = toy_cnn_results.timing_methods(frame)
     assert timing.loc["tiled", "launch"].startswith("default tile")
-    assert "Ladder" in toy_cnn_results.verdict(frame, ceilings)
+    assert "Ladder" in toy_cnn_claims.verdict(frame, ceilings)
     profile = toy_cnn_results.profile_table(load_results(RECORDED, "toy_cnn_kernels")[0])
     assert len(profile.columns) <= 8 and profile["kernel"].str.len().max() <= 32
     assert set(toy_cnn_results.cudnn_table(frame)["steps"]) == {"conv", "layer"}
     kernels, _ = load_results(RECORDED, "toy_cnn_kernels")
     assert (toy_cnn_results.kernel_table(kernels)["time ms"] > 0).all()
+    detail = toy_cnn_results.profile_detail(kernels)
+    assert [len(frame) for _, frame in detail] == [len(toy_cnn_results.kernel_table(kernels))] * 3
+    assert all(frame.index.names == ["step", "kernel"] and len(frame.columns) <= 6 for _, frame in detail)
 
 
 def _copy(tmp_path):
@@ -178,10 +182,10 @@ def _slow_down_v5(directory):
 
 def test_result_box_follows_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
-    lines = toy_cnn_results.result_lines(directory)
+    lines = toy_cnn_claims.result_lines(directory)
     assert 3 <= len(lines) <= 5 and "21% of the T4's FP32 peak" in lines[0]
     slow = _slow_down_v5(directory)
-    changed = toy_cnn_results.result_lines(directory)
+    changed = toy_cnn_claims.result_lines(directory)
     assert changed[2] != lines[2] and f"{slow:.2f} ms" in changed[2]
 
 
@@ -190,9 +194,9 @@ def _numbers(text):
 
 
 def test_findings_give_the_result_box_numbers():
-    box = "\n".join(toy_cnn_results.result_lines(RECORDED))
+    box = "\n".join(toy_cnn_claims.result_lines(RECORDED))
     notebook = (Path(__file__).parents[1] / "notebooks" / "04_toy_cnn.ipynb").read_text()
-    for row in toy_cnn_results.findings(RECORDED):
+    for row in toy_cnn_claims.findings(RECORDED):
         assert f"({row['section']})=" in notebook
         for column in ("paper's number", "paper's design on the H100", "our best on the H100", "efficiency"):
             for number in _numbers(row[column]):
@@ -201,9 +205,9 @@ def test_findings_give_the_result_box_numbers():
 
 def test_findings_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
-    rows = toy_cnn_results.findings(directory)
+    rows = toy_cnn_claims.findings(directory)
     assert rows and all(set(row) == {*FINDING_COLUMNS, "section"} for row in rows)
     assert paper.PAPER.findings is not None
     before = rows[0]["our best on the H100"]
     _slow_down_v5(directory)
-    assert toy_cnn_results.findings(directory)[0]["our best on the H100"] != before
+    assert toy_cnn_claims.findings(directory)[0]["our best on the H100"] != before

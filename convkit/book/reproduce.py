@@ -285,8 +285,8 @@ def run_times(directory: Path) -> dict[tuple[str, str], float]:
 
 def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:
     """The rerun page's table: each chapter, a Colab link to its committed notebook, what a full run measures,
-    the full and the quick run's wall time measured on this GPU (``notebook_runs.csv``; "not recorded" where
-    none is), and the quick run's time on a T4, estimated from the datasheets."""
+    the full and the quick run's wall time measured on this GPU (``notebook_runs.csv``; "not timed", with a
+    footnote saying why, where none is), and the quick run's time on a T4, estimated from the datasheets."""
     from convkit.papers import PAPERS
     from convkit.study.roofline import recorded_ceilings, slowdown_range
 
@@ -311,10 +311,14 @@ def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:
         full = times.get((notebook, "full"))
         quick = times.get((notebook, "quick"))
         lines.append(f"| {title} | {colab} | {measures} | "
-                     f"{_minutes(full) if full is not None else 'not recorded'} | "
-                     f"{_minutes(quick) if quick is not None else 'not recorded'} | "
+                     f"{_minutes(full) if full is not None else 'not timed¹'} | "
+                     f"{_minutes(quick) if quick is not None else 'not timed¹'} | "
                      f"{t4(quick) if quick is not None else '–'} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    note = ("\n¹ A full run is timed from nothing recorded, in one sitting. The sweeps of the chapters marked so were "
+            "recorded over several sittings, each resuming the last, and were not timed end to end: each measures "
+            "more than the chapters timed here, so expect longer.\n")  # fmt: skip
+    untimed = any((notebook, mode) not in times for _, notebook, _ in chapters for mode in ("full", "quick"))
+    return "\n".join(lines) + "\n" + (note if untimed else "")
 
 
 def build_book(book: Path | None = None, *, device: str = "recorded", extra_args: tuple[str, ...] = ()) -> Path:

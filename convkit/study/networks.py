@@ -226,12 +226,12 @@ def table1() -> Any:
         last = [layer for layer in LAYERS if layer.network == net][-1]
         paper = PAPER_TABLE1[net]
         columns[net] = {
-            "distinct configurations": len(configs),
-            "paper: distinct configurations": paper["configurations"],
+            "distinct layer shapes": len(configs),
+            "paper: distinct layer shapes": paper["configurations"],
             "network input": "224x224x3",
             "input to the last conv layer": f"{last.size}x{last.size}x{last.depth}",
             "paper: input to the last conv layer": paper["last_input"],
-            "filter sizes (% of configurations)": _shares_text(_filter_shares(configs)),
+            "filter sizes (% of shapes)": _shares_text(_filter_shares(configs)),
             "paper: filter sizes": _shares_text(paper["filters"]),
         }
     return pd.DataFrame(columns)

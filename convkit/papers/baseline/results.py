@@ -149,10 +149,10 @@ def floors_table(summary: Any, frame: Any, ceilings: dict[str, float]) -> Any:
 
     problems = {label: ConvProblem.from_row(g.iloc[0]) for label, g in frame.groupby("label", sort=False)}
     floors, bound = [], []
+    gbps, tflops = roof(ceilings)  # the floor's own roof: copy bandwidth and SGEMM rate
     for label in summary["label"]:
         p = problems[label]
         floors.append(floor_us(p, ceilings))
-        gbps, tflops = roof(ceilings)
         memory, compute = p.min_bytes / (gbps * 1e3), p.flops / (tflops * 1e6)
         bound.append("launch" if max(memory, compute) < launch_us(ceilings) else
                      "memory" if memory > compute else "arithmetic")  # fmt: skip

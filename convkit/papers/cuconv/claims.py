@@ -176,7 +176,7 @@ def paper_items(directory: Path, sm_count: int = 132, experiment: str = SWEEP) -
         ("3x3: runner-up at least 50% slower than Winograd", f"about {items['runner_up_share']:.0f}% of cases",
          f"{_runner_up_share(table, frame):.0f}% of cases",
          "3x3 problems where a Winograd algorithm ran (all batches); fused WINOGRAD is gone on sm_90"),
-        ("1x1 filters: share of the configurations", f"{items['one_by_one_share']}%",
+        ("1x1 filters: share of the layer shapes", f"{items['one_by_one_share']}%",
          f"{100 * len(one) / len(networks.configurations()):.1f}%",
          f"{len(one)} of the {len(networks.configurations())} distinct layer shapes of the five networks"),
         (f"{PAPER_MAX_CONFIG}: speed-up ({cr.AS_THE_PAPER})", f"{cr.PAPER_CLAIMS['1x1_batch1_max']}x (its largest)",
@@ -231,11 +231,12 @@ def result_lines(directory: Path, experiment: str = SWEEP) -> list[str]:
     """The result box: the paper's claim, what we measured (the paper's design, our best), the bound, the verdict."""
     n = numbers(directory, experiment)
     floor = f", {n['top_floor']} of its floor" if n["top_floor"] else ""
+    c = cr.PAPER_CLAIMS
     return [
-        "**Paper (V100, cuDNN 7.1, over cuDNN's best algorithm):** the two-stage design is faster on 8.31% of about "
-        "600 layer and batch problems (1.46x there); at batch 1 it averages 1.23x on 1x1 filters and 1.36x on 5x5, "
-        "up to 2.29x "
-        f"({PAPER_MAX_CONFIG}).",
+        f"**Paper (V100, cuDNN 7.1, over cuDNN's best algorithm):** the two-stage design is faster on "
+        f"{c['share_faster']}% of about 600 layer and batch problems ({c['mean_speedup_where_faster']}x there); at "
+        f"batch 1 it averages {c['1x1_batch1_mean']}x on 1x1 filters and {c['5x5_batch1_mean']}x on 5x5, up to "
+        f"{c['1x1_batch1_max']}x ({PAPER_MAX_CONFIG}).",
         f"**The paper's design on the H100 (cuDNN 9):** faster than the best library on {n['design_share']} of "
         f"{n['problems']} problems ({n['design_share_alone']} {cr.AS_THE_PAPER}); at batch 1 it averages "
         f"{n['design_1x1']} on 1x1 filters and {n['design_5x5']} on 5x5; {n['top_design']} on {n['top_label']}.",
@@ -256,29 +257,29 @@ def result_lines(directory: Path, experiment: str = SWEEP) -> list[str]:
 def findings(directory: Path) -> list[dict[str, str]]:
     """The book's findings rows for cuConv (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
     chapter's MyST target that shows the row), every number from :func:`numbers`, as the result box."""
-    n = numbers(directory)
+    n, c = numbers(directory), cr.PAPER_CLAIMS
     base = {"paper": "cuConv (Jorda et al.)"}
     library = "the best of every cuDNN algorithm and PyTorch's autotuned cuDNN"
     return [
         base | {"claim": "faster than cuDNN's best on a share of all layer and batch problems",
-                "paper's number": "8.31% (V100)",
+                "paper's number": f"{c['share_faster']}% (V100)",
                 "paper's design on the H100": f"{n['design_share']} ({n['design_share_alone']} {cr.AS_THE_PAPER})",
                 "our best on the H100": f"{n['best_share']} ({n['best_share_alone']} {cr.AS_THE_PAPER})",
                 "best library on the H100": library, "efficiency": "",
                 "what changed": f"cuDNN got {n['cudnn_gain']} faster than on the V100 ({n['first_named']}), "
                                 f"the paper's kernel {n['design_gain']}",
                 "section": SECTIONS["speedups"]},
-        base | {"claim": "1x1 filters, batch 1: mean speed-up", "paper's number": "1.23x (V100)",
+        base | {"claim": "1x1 filters, batch 1: mean speed-up", "paper's number": f"{c['1x1_batch1_mean']}x (V100)",
                 "paper's design on the H100": n["design_1x1"], "our best on the H100": n["best_1x1"],
                 "best library on the H100": library, "efficiency": "",
                 "what changed": "one launch of scalar dot products cannot fill 132 SMs",
                 "section": SECTIONS["batch1"]},
-        base | {"claim": f"largest speed-up: {PAPER_MAX_CONFIG}", "paper's number": "2.29x (V100)",
+        base | {"claim": f"largest speed-up: {PAPER_MAX_CONFIG}", "paper's number": f"{c['1x1_batch1_max']}x (V100)",
                 "paper's design on the H100": n["top_design"],
                 "our best on the H100": f"{n['top_best']} ({n['top_best_us']})",
                 "best library on the H100": n["top_lib"], "efficiency": n["top_floor"],
                 "what changed": "latency-bound: launches and dependent loads", "section": SECTIONS["batch1"]},
-        base | {"claim": "5x5 filters, batch 1: mean speed-up", "paper's number": "1.36x (V100)",
+        base | {"claim": "5x5 filters, batch 1: mean speed-up", "paper's number": f"{c['5x5_batch1_mean']}x (V100)",
                 "paper's design on the H100": n["design_5x5"], "our best on the H100": n["best_5x5"],
                 "best library on the H100": library, "efficiency": "",
                 "what changed": "the paper's design holds best here", "section": SECTIONS["batch1"]},

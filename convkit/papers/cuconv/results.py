@@ -24,6 +24,13 @@ VARIANT_WORDS: dict[str, str] = {
     "paper": "the paper's design", "fused": "several filters a thread", "split": "split channel reduction",
     "tiled": "register tiles (implicit GEMM)",
 }  # fmt: skip
+#: cuDNN's forward algorithms in words, as the chapter's tables (and the FP32 chapter's) name them (the enum
+#: names stay in the prose that quotes the paper).
+ALGORITHM_WORDS: dict[str, str] = {
+    "IMPLICIT_GEMM": "implicit GEMM", "IMPLICIT_PRECOMP_GEMM": "implicit GEMM, precomputed", "GEMM": "GEMM",
+    "DIRECT": "direct", "FFT": "FFT", "FFT_TILING": "FFT, tiled", "WINOGRAD": "Winograd",
+    "WINOGRAD_NONFUSED": "Winograd, non-fused",
+}  # fmt: skip
 #: The baseline of the paper's own comparison, as the chapter labels it.
 AS_THE_PAPER = "as the paper compares: cuDNN alone"
 
@@ -192,6 +199,13 @@ def implementation(impl: str, variant: str) -> str:
     return f"cuDNN {variant}"
 
 
+def in_words(name: str) -> str:
+    """An implementation as :func:`implementation` names it, with a cuDNN algorithm in words (``cuDNN implicit
+    GEMM``) for the chapter's tables."""
+    algorithm = name.removeprefix("cuDNN ")
+    return f"cuDNN {ALGORITHM_WORDS[algorithm]}" if name.startswith("cuDNN ") and algorithm in ALGORITHM_WORDS else name
+
+
 def named_label(table: str, config: str) -> str:
     """The layer label of the paper's named configuration ``config`` (A, B, C) of ``table``."""
     return dict(NAMED_CONFIGS[table])[config]
@@ -245,6 +259,30 @@ def kernel_table(kernels: Any, table: str) -> Any:
     return out
 
 
+#: Longest kernel name the chapter's tables show: a longer one is cut (no footnote, whose full name would not wrap).
+KERNEL_NAME_WIDTH = 30
+
+
+def clipped(name: str, width: int = KERNEL_NAME_WIDTH) -> str:
+    """``name`` cut to ``width`` characters, the cut marked with an ellipsis."""
+    name = str(name).removesuffix("...")
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def kernel_rows(kernels: Any, table: str) -> Any:
+    """:func:`kernel_table` one row per layer, implementation (in words) and kernel that ran there, with its time
+    in microseconds (a dash where cuDNN refuses the algorithm): four narrow columns, kernel names cut to
+    :data:`KERNEL_NAME_WIDTH`, so that the table fits the book's column."""
+    detail = kernel_table(kernels, table).rename(index=in_words, level="implementation")
+    detail = detail.rename(index=clipped, level="kernel")
+    detail.columns.name = "layer"
+    rows = detail.stack(future_stack=True).rename("time (us)").reset_index()
+    order = {label: i for i, label in enumerate(detail.columns)}
+    rows = rows.sort_values("layer", key=lambda s: s.map(order), kind="stable")
+    status = ~rows["kernel"].str.match(r"\d+: ") & (rows["kernel"] != "total")  # "not supported", on every layer
+    return rows[rows["time (us)"].notna() | status].set_index(["layer", "implementation", "kernel"])
+
+
 def paper_kernel_totals(table: str) -> Any:
     """The paper's totals (V100, us) for a Tables 3-5 table, in the layout of :func:`kernel_table`."""
     import pandas as pd
@@ -253,8 +291,9 @@ def paper_kernel_totals(table: str) -> Any:
 
 
 def blocks_table(kernels: Any) -> Any:
-    """Thread blocks each implementation launches on the named configurations (its longest kernel),
-    beside the paper's counts for Table 3's A and B (256 vs 16 vs 4; 1,024 vs 224 vs 32)."""
+    """Thread blocks each implementation (cuDNN's algorithms in words: :func:`in_words`) launches on the named
+    configurations (its longest kernel), beside the paper's counts for Table 3's A and B (256 vs 16 vs 4; 1,024 vs
+    224 vs 32)."""
     import pandas as pd
 
     ok = kernels[kernels["status"] == "ok"].copy()
@@ -275,6 +314,7 @@ def blocks_table(kernels: Any) -> Any:
         else math.nan
         for t, c, i in zip(out["table"], out["config"], out["implementation"], strict=True)
     ]
+    out["implementation"] = out["implementation"].map(in_words)
     return out.drop(columns=["table", "config"]).set_index(["layer", "implementation"])
 
 
@@ -299,7 +339,9 @@ def totals_table(kernels: Any, table: str) -> Any:
             else:
                 row[f"{column}: H100 (us)"] = "not supported" if ours in detail.index.get_level_values(0) else "not run"
         rows.append(row)
-    return pd.DataFrame(rows).set_index("implementation")
+    out = pd.DataFrame(rows)
+    out["implementation"] = out["implementation"].map(in_words)
+    return out.set_index("implementation")
 
 
 def blocks_comparison(kernels: Any) -> Any:

@@ -4,8 +4,8 @@ Reads what the chapters and the op's own measurements recorded for one GPU:
 
 - every chapter's sweep (through :func:`convkit.study.shipping.recorded_candidates`): per problem, convkit's best
   kernel against the best library of the same run, on one roofline and as a map of where each wins;
-- ``networks.csv`` (:mod:`convkit.papers.summary.inference`): five torchvision networks patched by
-  ``convkit.patch``;
+- ``networks.csv`` (:mod:`convkit.papers.summary.inference`): torchvision networks patched by ``convkit.patch``,
+  whose tables and mode lines are :mod:`convkit.papers.summary.networks_tables`';
 - ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
 - ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.papers.summary import inference, overhead, precisions
+from convkit.papers.summary.networks_tables import recorded, speedup_span, tie_p95
 from convkit.study import shipping, tables
-from convkit.study.results import load_results
 
 #: Buckets of the win map: batch sizes and input channels.
 BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
@@ -59,6 +59,13 @@ def implementation_words(impl: str, variant: str) -> str:
     if impl == tables.CONVKIT:
         return kernel_words(variant)
     return LIBRARY_WORDS.get(f"{impl} {variant}", f"{impl} {variant}")
+
+
+def kernel_ids() -> Any:
+    """Each method of :data:`KERNEL_WORDS` beside the kernel id the results record it by (pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame({"method": list(KERNEL_WORDS.values()), "kernel id": list(KERNEL_WORDS)}).set_index("method")
 
 
 #: The run-to-run spread: these networks and every REPEAT_STEP-th host-cost layer measured again in a process
@@ -104,7 +111,7 @@ def spreads(directory: Path) -> dict[str, dict[str, float]]:
                                             ("networks compile wall", *networks, "compile_wall"),
                                             ("networks graph wall", *networks, "graph_wall"),
                                             ("host", overhead.EXPERIMENT, None, "host_per_call")):  # fmt: skip
-        sweep, repeat = _frame(directory, experiment), _frame(directory, experiment + REPEAT)
+        sweep, repeat = recorded(directory, experiment), recorded(directory, experiment + REPEAT)
         if not sweep.empty and not repeat.empty:
             sweep, repeat = sweep[sweep["variant"] == variant], repeat[repeat["variant"] == variant]
         out[name] = tables.spread(sweep, repeat, keys)
@@ -131,14 +138,6 @@ def _ratio_spread(sweep: Any, repeat: Any) -> dict[str, float]:
     both = a.index.intersection(b.index)
     moved = (b.loc[both] / a.loc[both] - 1).abs()
     return {"cases": len(both), "median": float(moved.median()), "p95": float(moved.quantile(0.95))}
-
-
-def _frame(directory: Path, experiment: str) -> Any:
-    import pandas as pd
-
-    if not (Path(directory) / f"{experiment}.csv").is_file():
-        return pd.DataFrame()
-    return load_results(Path(directory), experiment)[0]
 
 
 def best_per_problem(directory: Path) -> Any:
@@ -200,225 +199,6 @@ def win_map(best: Any) -> Any:
     return table.rename_axis(index=["filter", "channels"], columns=None)
 
 
-def networks_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
-    """Per network and batch (pandas): forward time in PyTorch and patched, on the GPU and on the wall clock,
-    the speed-ups, the layers in convkit's kernels and their share of the convolution time, and the errors."""
-    import pandas as pd
-
-    frame = _frame(directory, experiment)
-    if frame.empty:
-        return pd.DataFrame()
-    ok = frame[frame["status"] == "ok"]
-    rows = []
-    for _, group in ok.groupby("label", sort=False):
-        t = {(r.impl, r.variant): r for r in group.itertuples()}
-        if len(t) < 4:
-            continue
-        ck, pt = t["convkit", "gpu"], t["pytorch", "gpu"]
-        ms = {k: float(v.time_ms_median) for k, v in t.items()}
-        rows.append({"network": ck.network, "batch": int(ck.batch),
-                     "PyTorch GPU (ms)": ms["pytorch", "gpu"], "patched GPU (ms)": ms["convkit", "gpu"],
-                     "GPU speed-up": ms["pytorch", "gpu"] / ms["convkit", "gpu"],
-                     "PyTorch wall (ms)": ms["pytorch", "wall"], "patched wall (ms)": ms["convkit", "wall"],
-                     "wall speed-up": ms["pytorch", "wall"] / ms["convkit", "wall"],
-                     "layers in convkit": f"{int(ck.convkit_layers)} of {int(ck.conv_layers)}",
-                     "share of conv time": float(ck.convkit_share),
-                     "worst layer error": float(ck.worst_layer_err), "layers over the bar": int(ck.layers_over_bar),
-                     "features error (patched)": float(ck.rel_err),
-                     "features error (PyTorch)": float(pt.rel_err)})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def _network_order(frame: Any) -> Any:
-    """``frame``'s rows by network (:data:`inference.NETWORKS`' order), then batch."""
-    order = {name: i for i, name in enumerate(inference.NETWORKS)}
-    return frame.sort_values(["network", "batch"], key=lambda c: c.map(order) if c.name == "network" else c)
-
-
-#: :func:`networks_table`'s timing columns, as :func:`timing_table` shows them.
-TIMING_COLUMNS = ("network", "batch", "PyTorch GPU (ms)", "patched GPU (ms)", "GPU speed-up", "PyTorch wall (ms)",
-                  "patched wall (ms)", "wall speed-up")  # fmt: skip
-
-
-def timing_table(networks: Any) -> Any:
-    """:func:`networks_table`'s times and speed-ups, by network then batch (pandas)."""
-    if networks.empty:
-        return networks
-    return _network_order(networks)[list(TIMING_COLUMNS)].reset_index(drop=True)
-
-
-def correctness_table(networks: Any) -> Any:
-    """Per network over its batches (pandas): the layers convkit runs, the worst patched layer's error against
-    float64, the layers over their bar, and the largest error of the features the classifier reads, patched and
-    in PyTorch."""
-    import pandas as pd
-
-    if networks.empty:
-        return networks
-    rows = []
-    for network, group in _network_order(networks).groupby("network", sort=False):
-        counts = [tuple(int(v) for v in text.split(" of ")) for text in group["layers in convkit"]]
-        low, high, total = min(c[0] for c in counts), max(c[0] for c in counts), counts[0][1]
-        rows.append({"network": network, "batches": ", ".join(str(b) for b in group["batch"]),
-                     "layers in convkit": f"{low} of {total}" if low == high else f"{low}-{high} of {total}",
-                     "worst layer error": group["worst layer error"].max(),
-                     "layers over the bar": int(group["layers over the bar"].sum()),
-                     "features error, patched": group["features error (patched)"].max(),
-                     "features error, PyTorch": group["features error (PyTorch)"].max()})  # fmt: skip
-    return pd.DataFrame(rows).set_index("network")
-
-
-#: The modes a network runs in, each by its wall-clock variant: eager, torch.compile, a captured CUDA graph.
-MODE_WALLS = {"eager": "wall", "torch.compile": "compile_wall", "CUDA graph": "graph_wall"}
-
-
-def modes_table(directory: Path, experiment: str = inference.EXPERIMENT) -> Any:
-    """Per network and batch measured in every mode (pandas): the patched network's wall-clock speed-up over
-    PyTorch's in each mode (:data:`MODE_WALLS`) and on the GPU in graph mode, the graph breaks under
-    torch.compile (patched, and PyTorch's own), and the first forward with an empty cache per convolution layer
-    (ms); empty where no network was measured in every mode."""
-    import pandas as pd
-
-    frame = _frame(directory, experiment)
-    if frame.empty or "graph_wall" not in set(frame["variant"]):
-        return pd.DataFrame()
-    ok = frame[frame["status"] == "ok"]
-    rows = []
-    for _, group in ok.groupby("label", sort=False):
-        t = {(r.impl, r.variant): r for r in group.itertuples()}
-        wanted = [(impl, v) for impl in inference.IMPLS for v in (*MODE_WALLS.values(), "graph_gpu")]
-        if not all(k in t for k in wanted):
-            continue
-        ms = {k: float(t[k].time_ms_median) for k in wanted}
-        row: dict[str, Any] = {"network": t["convkit", "wall"].network, "batch": int(t["convkit", "wall"].batch)}
-        for mode, variant in MODE_WALLS.items():
-            row[f"{mode} speed-up"] = ms["pytorch", variant] / ms["convkit", variant]
-        row["CUDA graph, GPU speed-up"] = ms["pytorch", "graph_gpu"] / ms["convkit", "graph_gpu"]
-        breaks = [int(float(t[impl, "compile_wall"].graph_breaks)) for impl in ("convkit", "pytorch")]
-        row["graph breaks (patched / PyTorch)"] = f"{breaks[0]} / {breaks[1]}"
-        first, layers = float(t["convkit", "wall"].first_forward_s), int(float(t["convkit", "wall"].conv_layers))
-        row["first forward (ms a layer)"] = 1e3 * first / max(layers, 1)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def modes_by_batch(modes: Any) -> Any:
-    """:func:`modes_table`'s wall-clock speed-ups with one row per network and a column per mode and batch
-    (pandas, columns ``(batch, mode)``)."""
-    if modes.empty:
-        return modes
-    columns = [f"{mode} speed-up" for mode in MODE_WALLS]
-    wide = modes.pivot(index="network", columns="batch", values=columns)
-    wide = wide.reindex(list(dict.fromkeys(modes["network"])))
-    wide.columns = [(batch, column.removesuffix(" speed-up")) for column, batch in wide.columns]
-    return wide[sorted(wide.columns, key=lambda c: (c[0], list(MODE_WALLS).index(c[1])))]
-
-
-def coverage_table(networks: Any) -> Any:
-    """Per network and batch (pandas): the layers convkit runs and their share of the convolution time (%)."""
-    if networks.empty:
-        return networks
-    out = _network_order(networks)[["network", "batch", "layers in convkit"]].copy()
-    out["share of conv time (%)"] = 100 * _network_order(networks)["share of conv time"]
-    return out.reset_index(drop=True)
-
-
-def kernel_ids() -> Any:
-    """Each method of :data:`KERNEL_WORDS` beside the kernel id the results record it by (pandas)."""
-    import pandas as pd
-
-    return pd.DataFrame({"method": list(KERNEL_WORDS.values()), "kernel id": list(KERNEL_WORDS)}).set_index("method")
-
-
-def modes_compact(modes: Any) -> Any:
-    """:func:`modes_table` with one row per network (pandas): per mode, the wall-clock speed-ups at each batch
-    in one cell ("0.96x / 0.95x / 0.99x", batches ascending), and the first forward in ms a convolution layer."""
-    import pandas as pd
-
-    if modes.empty:
-        return modes
-    rows = []
-    for network, group in modes.sort_values("batch").groupby("network", sort=False):
-        row: dict[str, Any] = {"network": network}
-        for mode in MODE_WALLS:
-            row[mode] = " / ".join(f"{v:.2f}x" for v in group[f"{mode} speed-up"])
-        row["first forward (ms a layer)"] = " / ".join(f"{v:.0f}" for v in group["first forward (ms a layer)"])
-        rows.append(row)
-    out = pd.DataFrame(rows).set_index("network")
-    return out.reindex([n for n in dict.fromkeys(modes["network"]) if n in out.index])
-
-
-def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
-    """The first forwards recorded with nothing built yet (pandas: network, batch, seconds, layers, ms a layer);
-    empty where none was."""
-    import pandas as pd
-
-    frame = _frame(directory, experiment)
-    if frame.empty:
-        return pd.DataFrame()
-    ok = frame[frame["status"] == "ok"]
-    seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
-    return pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,
-                         "layers": layers, "ms a layer": 1e3 * seconds / layers}).reset_index(drop=True)  # fmt: skip
-
-
-def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None = None) -> list[str]:
-    """The result box's lines on the three modes (:func:`modes_table`, :func:`cold_first_forward`); ``spread``
-    (:func:`spreads`) makes a graph-mode difference within it a tie."""
-    if modes.empty:
-        return []
-    tie = _tie(spread, "networks graph wall speed-up")
-    graph, eager, compiled = modes["CUDA graph speed-up"], modes["eager speed-up"], modes["torch.compile speed-up"]
-    by_batch = ", ".join(f"{tables.geomean(graph[modes['batch'] == b]):.2f}x at batch {b}"
-                         for b in sorted(set(modes["batch"])))  # fmt: skip
-    slower = modes[graph < 1 - max(tie, 0.02)]
-    out = [f"**Three modes** ({modes['network'].nunique()} networks at batch "
-           f"{', '.join(str(b) for b in sorted(set(modes['batch'])))}, each against PyTorch in the same mode): "
-           f"captured in a CUDA graph, the patched network's wall clock is {speedup_span(graph)} (geometric-mean "
-           f"speed-up {by_batch}), slower beyond the spread on {len(slower) or 'none'} of {len(modes)}. Eagerly it "
-           f"is {speedup_span(eager)}, under torch.compile {speedup_span(compiled)}: slower where many small "
-           "layers leave the host setting the pace, as it does at batch 1."]  # fmt: skip
-    breaks = [tuple(int(v) for v in b.split(" / ")) for b in modes["graph breaks (patched / PyTorch)"]]
-    more = sum(patched > plain for patched, plain in breaks)
-    if not any(patched for patched, _ in breaks):
-        out.append("**torch.compile** traces every patched network without a graph break, as it does the plain "
-                   "ones: each convolution in convkit is one node of the graph.")  # fmt: skip
-    else:
-        out.append(f"**torch.compile** breaks a patched network's graph up to {max(b[0] for b in breaks)} times, "
-                   f"more often than the plain network's in {more} of {len(breaks)}.")  # fmt: skip
-    first = modes["first forward (ms a layer)"]
-    worst = modes.loc[first.idxmax()]
-    line = (f"**First forward** with no choice cached: median {first.median():.0f} ms a convolution layer, "
-            f"{(first <= 40).sum()} of {len(first)} within 40 ms; the most {first.max():.0f} ms "
-            f"({worst['network']} at batch {worst['batch']}: few layers, each timed on a large input).")  # fmt: skip
-    if not cold.empty:
-        slowest = cold.loc[cold["seconds"].idxmax()]
-        line += (f" On a machine that has built no kernel yet it took up to {slowest['seconds']:.1f} s "
-                 f"({slowest['network']} at batch {slowest['batch']}, {slowest['ms a layer']:.0f} ms a layer), "
-                 "most of it compiling kernels.")  # fmt: skip
-    out.append(line)
-    return out
-
-
-def networks_across_gpus() -> Any:
-    """The networks on every GPU that recorded them, one column group per GPU (pandas): the patched copy's
-    speed-up over PyTorch on the GPU and on the wall clock; empty where fewer than two GPUs recorded them."""
-    import pandas as pd
-
-    from convkit.book import chapter
-
-    columns = []
-    for gpu, found in chapter.recordings(inference.EXPERIMENT):
-        table = networks_table(found.directory, found.experiment)
-        if table.empty:
-            continue
-        table = table.set_index(["network", "batch"])
-        columns.append(table[["GPU speed-up", "wall speed-up"]].add_prefix(f"{gpu}: "))
-    if len(columns) < 2:
-        return pd.DataFrame()
-    return pd.concat(columns, axis=1, join="inner").reset_index()
-
-
 def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
     """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
     (PyTorch tensors in and out, each call with a bias), in microseconds, the host cost's ratio, and what the op
@@ -426,7 +206,7 @@ def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> A
     first call" where none did)."""
     import pandas as pd
 
-    frame = _frame(directory, experiment)
+    frame = recorded(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
     ok = tables.timed(frame)
@@ -456,31 +236,13 @@ def _recorded_fastest(directory: Path) -> dict[str, str]:
 
 def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:
     """The median TFLOP/s (direct-method FLOPs) of cuDNN in each precision on the large layers, by label."""
-    frame = _frame(directory, experiment)
+    frame = recorded(directory, experiment)
     if frame.empty:
         return {}
     ok = tables.timed(frame)
     names = {"fp32": "cuDNN FP32", "tf32": "cuDNN TF32", "fp16": "cuDNN FP16"}
     return {f"{names[v]} (median, large layers)": float(g["gflops"].astype(float).median()) / 1e3
             for v, g in ok.groupby("variant")}  # fmt: skip
-
-
-def speedup_span(speedups: Any, than: str = "PyTorch") -> str:
-    """A range of speed-ups (``than``'s time over ours) in words that cannot be read backwards: "1.11x to 2.12x
-    faster than PyTorch", "1.05x to 1.69x slower than PyTorch", or "from 1.69x slower to 1.41x faster than
-    PyTorch" (each end at two decimals; an end that rounds to 1.00x counts as neither)."""
-    low, high = float(min(speedups)), float(max(speedups))
-    if round(low, 2) >= 1:
-        return f"{low:.2f}x to {high:.2f}x faster than {than}"
-    if round(high, 2) <= 1:
-        return f"{1 / high:.2f}x to {1 / low:.2f}x slower than {than}"
-    return f"from {1 / low:.2f}x slower to {high:.2f}x faster than {than}"
-
-
-def _tie(spread: dict[str, dict[str, float]] | None, name: str) -> float:
-    """The 95th percentile of one of :func:`spreads`' entries (0 where not measured)."""
-    found = (spread or {}).get(name, {})
-    return float(found.get("p95", 0.0) or 0.0) if found.get("cases") else 0.0
 
 
 def _host_kind(runs: str) -> str:
@@ -517,12 +279,13 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                    f"{speedup_span(networks['GPU speed-up'])}.")  # fmt: skip
         out.append(f"**Correctness**: {int(networks['layers over the bar'].sum())} patched layers over their bar "
                    f"of float64; the worst layer {networks['worst layer error'].max():.1e}.")  # fmt: skip
-        gpu_tie, wall_tie = _tie(spread, "networks gpu speed-up"), _tie(spread, "networks wall speed-up")
+        gpu_tie, wall_tie = tie_p95(spread, "networks gpu speed-up"), tie_p95(spread, "networks wall speed-up")
         if gpu_tie or wall_tie:
             out.append(f"**Run-to-run spread**: a sample measured again in a fresh process moved the speed-up over "
                        f"PyTorch by up to {100 * gpu_tie:.1f}% on the GPU and {100 * wall_tie:.1f}% on the wall "
                        f"clock (95th percentile; the times alone moved by up to "
-                       f"{100 * _tie(spread, 'networks gpu'):.1f}% and {100 * _tie(spread, 'networks wall'):.1f}%, "
+                       f"{100 * tie_p95(spread, 'networks gpu'):.1f}% and "
+                       f"{100 * tie_p95(spread, 'networks wall'):.1f}%, "
                        "PyTorch's and ours alike); speed-ups within it are ties.")  # fmt: skip
         slower = networks[networks["GPU speed-up"] < 1 - gpu_tie]
         tied = networks[(networks["GPU speed-up"] < 1) & (networks["GPU speed-up"] >= 1 - gpu_tie)]
@@ -544,7 +307,7 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                            f"{'their' if many else 'its'} many small layers are host-bound, and a call from Python "
                            "costs more than PyTorch's own dispatch")  # fmt: skip
     if not host.empty:
-        host_tie = _tie(spread, "host ratio")
+        host_tie = tie_p95(spread, "host ratio")
         at_or_below = int((host["host ratio"] <= 1 + host_tie).sum())
         within = f" (or within the run-to-run spread of the ratio, {100 * host_tie:.0f}%)" if host_tie else ""
         out.append(f"**Host cost per call** (each call with a bias): median {host['convkit host (us)'].median():.0f} "

@@ -16,6 +16,7 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import IGEMM, WINOGRAD
 from convkit.families.tf32x3 import IGEMM as TF32X3
+from convkit.papers.fp32.results import NAMES as FP32_NAMES
 from convkit.papers.tf32x3.accuracy import ERROR_K, accuracy_medians
 from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_suites as suites
@@ -30,7 +31,8 @@ SWEEP, REPEAT, TUNING, ACCURACY, PROFILE = (
 )
 #: Our kernels: all three are what the op chooses among; the FP32 two are where the study stood before.
 VARIANTS, FP32_VARIANTS = (TF32X3, IGEMM, WINOGRAD), (IGEMM, WINOGRAD)
-NAMES = {TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
+NAMES = {**{v: name for v, name in FP32_NAMES.items() if v not in FP32_VARIANTS},  # the libraries, in words
+         TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
          "cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
          "cutlass_tf32x3_128x128": "CUTLASS 3xTF32, 128 x 128",
          "cutlass_simt_128x128": "CUTLASS FP32, 128 x 128"}  # fmt: skip
@@ -243,16 +245,17 @@ def cutlass_table(table: Any) -> Any:
 
 
 def throughput_table(cuconv: Any, ceilings: dict[str, float]) -> Any:
-    """The large layers: TFLOP/s of the 3xTF32 kernel, the FP32 implicit GEMM, CUTLASS's 3xTF32 and the best
-    library (effective), and the 3xTF32 kernel's speed-up over the best library."""
+    """The large layers: TFLOP/s of the 3xTF32 implicit GEMM, the FP32 implicit GEMM (``FP32``), CUTLASS's 3xTF32
+    (``CUTLASS``) and the best library (``library``: effective, the direct method's FLOPs over its time), and the
+    3xTF32 kernel's speed-up over the best library; short headings, so that the table fits the book's column."""
     large = cuconv[cuconv["gflop"] >= LARGE_GFLOP].sort_values("gflop", ascending=False)
     out = large[["label", "gflop"]].copy()
     out["3xTF32 (TFLOP/s)"] = _tflops(large, f"{TF32X3}_us")
-    out["FP32 implicit GEMM (TFLOP/s)"] = _tflops(large, f"{IGEMM}_us")
-    out["CUTLASS 3xTF32 (TFLOP/s)"] = _tflops(large, "cutlass_tf32x3_us")
-    out["best library, effective (TFLOP/s)"] = _tflops(large, "best_lib_us")
+    out["FP32 (TFLOP/s)"] = _tflops(large, f"{IGEMM}_us")
+    out["CUTLASS (TFLOP/s)"] = _tflops(large, "cutlass_tf32x3_us")
+    out["library (TFLOP/s)"] = _tflops(large, "best_lib_us")
     out["best library"] = large["best_lib"].map(lambda v: NAMES.get(v, v))
-    out["3xTF32 speed-up"] = large["tf32x3_speedup"]
+    out["speed-up (x)"] = large["tf32x3_speedup"]
     return out.rename(columns={"label": "layer", "gflop": "GFLOP"}).set_index("layer")
 
 
@@ -329,12 +332,13 @@ def result_lines(t: dict[str, Any]) -> list[str]:
         f"**Aim**: FP32 accuracy at tensor-core speed: every product split into TF32 halves, three tensor-core "
         f"products in place of one FP32 product, against the FP32 CUDA-core ceiling ({ceilings['sgemm_tflops']:.1f} "
         f"TFLOP/s, cuBLAS SGEMM) that held the FP32 kernels at {simt:.1f} TFLOP/s.",
-        f"**Measured (H100)**: the 3xTF32 implicit GEMM runs cuConv's large layers at a median {direct:.1f} TFLOP/s "
+        f"**Measured (H100)**: the 3xTF32 implicit GEMM runs cuConv's large layers (>= {LARGE_GFLOP:.0f} GFLOP, "
+        f"direct method) at a median {direct:.1f} TFLOP/s "
         f"({direct / simt:.2f}x the FP32 implicit GEMM's rate; CUTLASS's 3xTF32 {cutlass:.1f}; the best FP32 library "
         f"{h['library']:.1f} TFLOP/s effective, with its FFT and Winograd). With it, our kernels beat the best FP32 "
         f"library on {h['share']:.1f}% of cuConv's {h['layers']} layers (geometric-mean speed-up {h['geomean']:.2f}x; "
-        f"FP32 kernels alone: {h['fp32_share']:.1f}%). Its median error for K >= {ERROR_K} is {h['error']:.2e} "
-        f"against the FP32 kernel's {h['fp32_error']:.2e}.",
+        f"the FP32 kernels alone, in this run: {h['fp32_share']:.1f}%). Its median error for K >= {ERROR_K} is "
+        f"{h['error']:.2e} against the FP32 kernel's {h['fp32_error']:.2e}.",
         f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors)} checked runs "
         f"{worst:.1e}); its speed does not: {direct:.1f} TFLOP/s is {100 * direct / bound:.0f}% of the "
         f"3xTF32 bound ({bound:.0f} TFLOP/s, a third of the mma.sync peak), short of the library's transforms on the "

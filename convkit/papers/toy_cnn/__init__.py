@@ -36,6 +36,7 @@ from convkit.families.toy_cnn.launch import (
 )
 from convkit.papers.paper import Paper, Profile, ProfiledCase
 from convkit.papers.toy_cnn import edges, layer_op
+from convkit.papers.toy_cnn.claims import findings
 from convkit.papers.toy_cnn.measure import (
     LAYER_STEPS,
     layer_cases,
@@ -44,7 +45,7 @@ from convkit.papers.toy_cnn.measure import (
     reference_layer,
     run_layer_experiment,
 )
-from convkit.papers.toy_cnn.results import TOY_EXPERIMENT, findings
+from convkit.papers.toy_cnn.results import TOY_EXPERIMENT
 from convkit.study.results import load_results
 from convkit.study.tables import fastest_per
 
