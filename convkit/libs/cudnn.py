@@ -26,6 +26,12 @@ FORWARD_ALGORITHMS: tuple[str, ...] = (
     "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED",
 )  # fmt: skip
+#: Each forward algorithm in words, as the book names it (the enum names stay where a paper is quoted).
+ALGORITHM_WORDS: dict[str, str] = {
+    "IMPLICIT_GEMM": "implicit GEMM", "IMPLICIT_PRECOMP_GEMM": "implicit GEMM, precomputed", "GEMM": "GEMM",
+    "DIRECT": "direct", "FFT": "FFT", "FFT_TILING": "FFT, tiled", "WINOGRAD": "Winograd",
+    "WINOGRAD_NONFUSED": "Winograd, non-fused",
+}  # fmt: skip
 #: Algorithms that transform the data (FFT, Winograd): their FP32 error is larger by design.
 TRANSFORM_ALGORITHMS = frozenset({"FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"})
 

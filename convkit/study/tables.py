@@ -23,7 +23,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.libs.cudnn import ALGORITHM_WORDS
 from convkit.study.roofline import floor_us
+
+#: The libraries' implementations in words, by results variant: each cuDNN algorithm, PyTorch's autotuned cuDNN,
+#: cuBLAS's SGEMM (the book's one name for each).
+LIBRARY_NAMES: dict[str, str] = {"cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
+                                 **{a: f"cuDNN {words}" for a, words in ALGORITHM_WORDS.items()}}  # fmt: skip
 
 #: The ``impl`` of convkit's own kernels in the results; every other impl is a library (cuDNN, PyTorch, a peer).
 CONVKIT = "convkit"

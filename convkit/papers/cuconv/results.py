@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.libs.cudnn import ALGORITHM_WORDS
 from convkit.study.tables import CONVKIT, fastest, geomean, share_faster, timed
 
 #: The ladder's variants as the chapter names them.
@@ -23,13 +24,6 @@ VARIANT_NAMES: dict[str, str] = {
 VARIANT_WORDS: dict[str, str] = {
     "paper": "the paper's design", "fused": "several filters a thread", "split": "split channel reduction",
     "tiled": "register tiles (implicit GEMM)",
-}  # fmt: skip
-#: cuDNN's forward algorithms in words, as the chapter's tables (and the FP32 chapter's) name them (the enum
-#: names stay in the prose that quotes the paper).
-ALGORITHM_WORDS: dict[str, str] = {
-    "IMPLICIT_GEMM": "implicit GEMM", "IMPLICIT_PRECOMP_GEMM": "implicit GEMM, precomputed", "GEMM": "GEMM",
-    "DIRECT": "direct", "FFT": "FFT", "FFT_TILING": "FFT, tiled", "WINOGRAD": "Winograd",
-    "WINOGRAD_NONFUSED": "Winograd, non-fused",
 }  # fmt: skip
 #: The baseline of the paper's own comparison, as the chapter labels it.
 AS_THE_PAPER = "as the paper compares: cuDNN alone"

@@ -22,11 +22,7 @@ from convkit.study.layer_sets import three_chapter_suites as suites
 SWEEP, REPEAT, TUNING, PROFILE = "fp32", "fp32_repeat", "fp32_tuning", "fp32_kernels"
 VARIANTS = (IGEMM, WINOGRAD)
 #: How the chapter names the kernels and the libraries.
-NAMES = {IGEMM: "implicit GEMM", WINOGRAD: "Winograd", "cudnn.benchmark": "PyTorch (cuDNN autotuned)",
-         "sgemm": "cuBLAS SGEMM", "IMPLICIT_GEMM": "cuDNN implicit GEMM",
-         "IMPLICIT_PRECOMP_GEMM": "cuDNN implicit GEMM, precomputed", "GEMM": "cuDNN GEMM", "FFT": "cuDNN FFT",
-         "FFT_TILING": "cuDNN FFT, tiled", "WINOGRAD": "cuDNN Winograd",
-         "WINOGRAD_NONFUSED": "cuDNN Winograd, non-fused"}  # fmt: skip
+NAMES = {IGEMM: "implicit GEMM", WINOGRAD: "Winograd", **tables.LIBRARY_NAMES}
 #: Layers at least this large are "large" for the throughput numbers (GFLOP, direct method).
 LARGE_GFLOP = 20.0
 #: The chapters whose recorded sweeps say where the study stood before these kernels, and whether only their

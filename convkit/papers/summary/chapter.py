@@ -40,12 +40,8 @@ KERNEL_WORDS: dict[str, str] = {
 
 
 #: The libraries' implementations in words, by ``"<impl> <variant>"``.
-LIBRARY_WORDS: dict[str, str] = {
-    "cublas sgemm": "cuBLAS SGEMM", "cudnn IMPLICIT_GEMM": "cuDNN implicit GEMM",
-    "cudnn IMPLICIT_PRECOMP_GEMM": "cuDNN implicit GEMM, precomputed", "cudnn GEMM": "cuDNN GEMM",
-    "cudnn FFT": "cuDNN FFT", "cudnn FFT_TILING": "cuDNN FFT, tiled", "cudnn WINOGRAD": "cuDNN Winograd",
-    "cudnn WINOGRAD_NONFUSED": "cuDNN Winograd, non-fused", "pytorch cudnn.benchmark": "PyTorch (cuDNN autotuned)",
-}  # fmt: skip
+_LIBRARY_IMPL = {"sgemm": "cublas", "cudnn.benchmark": "pytorch"}  # every other library variant is cuDNN's
+LIBRARY_WORDS = {f"{_LIBRARY_IMPL.get(v, 'cudnn')} {v}": words for v, words in tables.LIBRARY_NAMES.items()}
 
 
 def kernel_words(variant: str) -> str:

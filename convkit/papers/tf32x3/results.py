@@ -16,7 +16,6 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import IGEMM, WINOGRAD
 from convkit.families.tf32x3 import IGEMM as TF32X3
-from convkit.papers.fp32.results import NAMES as FP32_NAMES
 from convkit.papers.tf32x3.accuracy import ERROR_K, accuracy_medians
 from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_suites as suites
@@ -31,9 +30,7 @@ SWEEP, REPEAT, TUNING, ACCURACY, PROFILE = (
 )
 #: Our kernels: all three are what the op chooses among; the FP32 two are where the study stood before.
 VARIANTS, FP32_VARIANTS = (TF32X3, IGEMM, WINOGRAD), (IGEMM, WINOGRAD)
-NAMES = {**{v: name for v, name in FP32_NAMES.items() if v not in FP32_VARIANTS},  # the libraries, in words
-         TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
-         "cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
+NAMES = {**tables.LIBRARY_NAMES, TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
          "cutlass_tf32x3_128x128": "CUTLASS 3xTF32, 128 x 128",
          "cutlass_simt_128x128": "CUTLASS FP32, 128 x 128"}  # fmt: skip
 #: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.

@@ -22,7 +22,6 @@ from convkit.papers.toy_cnn.results import (
     _launch,
     _ok,
     best_rows,
-    layer_label,
 )
 
 
@@ -180,7 +179,7 @@ def across_gpus_text(first_gpu: str, first: Any, others: list[tuple[str, Any]]) 
             if not len(same):
                 continue
             b, best = float(same["time_ms"].iloc[0]), _fastest(ours)
-            name = layer_label(ConvProblem.from_row(t))
+            name = ConvProblem.from_row(t).name
             parts.append(f"On {name} the {gpu} timed V5 at {_launch(t['params'])} only: {t['time_ms']:.3f} ms, "
                          f"against {b:.3f} ms for the same tile on the {first_gpu} ({t['time_ms'] / b:.2f}x), "
                          f"whose run found {best['time_ms']:.3f} ms at {_launch(best['params'])}.")  # fmt: skip

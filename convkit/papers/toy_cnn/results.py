@@ -12,6 +12,7 @@ from typing import Any
 
 from convkit.bench.rows import params_text
 from convkit.families.toy_cnn import launch
+from convkit.libs.cudnn import ALGORITHM_WORDS
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 
 #: The sweep's experiment (as :data:`convkit.papers.toy_cnn.TOY_EXPERIMENT`).
@@ -47,15 +48,8 @@ KERNEL_METRICS = {
 }
 
 
-def layer_label(problem: Any) -> str:
-    """The book's layer label: ``H-N-R-M-C``, with the padding written where it is not "same" padding."""
-    same = problem.pad == (problem.r - 1) // 2 and problem.r == problem.s
-    stride = "" if problem.stride == 1 else f" s{problem.stride}"
-    return problem.label + ("" if same else f" p{problem.pad}") + stride
-
-
 #: The report's layer, by its layer label.
-LAYER = layer_label(launch.LAB_LAYER)
+LAYER = launch.LAB_LAYER.name
 
 
 def _ok(frame: Any, label: str | None = None) -> Any:
@@ -228,7 +222,7 @@ def small_layers(frame: Any) -> Any:
     rows = []
     for layer in launch.SMALL_LAYERS:
         best = best_rows(frame, layer.label)
-        entry: dict[str, Any] = {"layer": layer_label(layer), "GFLOP": layer.flops / 1e9}
+        entry: dict[str, Any] = {"layer": layer.name, "GFLOP": layer.flops / 1e9}
         for name, key in (("V4 ms", "v4"), ("V5 fused ms", "tiled"), ("V5 unfused ms", "unfused"),
                           ("cuDNN layer ms", "cudnn_layer"), ("PyTorch ms", "pytorch_layer")):  # fmt: skip
             entry[name] = best[key]["time_ms"] if best[key] is not None else float("nan")
@@ -255,10 +249,6 @@ def kernel_table(kernels: Any) -> Any:
 #: three calls that finish the layer).
 KERNEL_ROLES = {"tiled": ("the fused layer",), "unfused": ("convolution", "bias + ReLU + pool"),
                 "cudnn": ("convolution", "bias", "ReLU", "max-pool")}  # fmt: skip
-#: cuDNN's forward algorithms in words, as the chapter's tables name them.
-ALGORITHM_WORDS = {"IMPLICIT_GEMM": "implicit GEMM", "IMPLICIT_PRECOMP_GEMM": "implicit GEMM, precomputed",
-                   "GEMM": "GEMM", "FFT": "FFT", "FFT_TILING": "FFT, tiled", "WINOGRAD": "Winograd",
-                   "WINOGRAD_NONFUSED": "Winograd, non-fused"}  # fmt: skip
 
 
 def _steps_and_roles(full: Any) -> tuple[list[str], list[str]]:
