@@ -347,7 +347,7 @@ def across_gpus_text(across: Any) -> str:
 CEILING_LABELS = {
     "sm_count": ("SMs", 1), "sm_clock_mhz": ("SM clock under load (MHz)", 1), "l2_bytes": ("L2 cache (MiB)", 2**-20),
     "shared_memory_per_sm": ("shared memory per SM (KiB)", 2**-10), "copy_gbps": ("copy bandwidth (GB/s)", 1),
-    "fma_tflops": ("FMA peak (TFLOP/s)", 1), "sgemm_tflops": ("SGEMM, TF32 off (TFLOP/s)", 1),
+    "fma_tflops": ("FMA rate, measured (TFLOP/s)", 1), "sgemm_tflops": ("SGEMM, TF32 off (TFLOP/s)", 1),
     "dram_latency_cycles": ("DRAM load latency (cycles)", 1), "l2_latency_cycles": ("L2 load latency (cycles)", 1),
     "launch_us": ("empty kernel launch (us)", 1), "ridge_flops_per_byte": ("roofline ridge (FLOP/byte)", 1),
 }  # fmt: skip

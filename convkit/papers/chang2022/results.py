@@ -165,10 +165,10 @@ def headline(table: Any, kind: str) -> dict[str, str]:
 def result_lines(table: Any) -> list[str]:
     """The chapter's result box: the paper's claims, what the H100 measured, the bound, the verdict."""
     lines = [
-        "**The paper** (GTX 1080 Ti, cuDNN 7.1): the single-channel kernel runs "
-        f"{PAPER_SPEEDUPS['single']['min']}x-{PAPER_SPEEDUPS['single']['max']}x faster than cuDNN (mean "
-        f"{PAPER_SPEEDUPS['single']['mean']}x), the multi-channel one {PAPER_SPEEDUPS['multi']['min']}x-"
-        f"{PAPER_SPEEDUPS['multi']['max']}x (mean {PAPER_SPEEDUPS['multi']['mean']}x), faster in every case."
+        "**The paper** (GTX 1080 Ti, cuDNN 7.1): speed-ups over cuDNN of "
+        f"{PAPER_SPEEDUPS['single']['min']}x to {PAPER_SPEEDUPS['single']['max']}x for the single-channel kernel "
+        f"(mean {PAPER_SPEEDUPS['single']['mean']}x) and {PAPER_SPEEDUPS['multi']['min']}x to "
+        f"{PAPER_SPEEDUPS['multi']['max']}x for the multi-channel one (mean {PAPER_SPEEDUPS['multi']['mean']}x)."
     ]
     verdicts = []
     for kind in ("single", "multi"):

@@ -185,8 +185,8 @@ def result_lines(t: dict[str, Any]) -> list[str]:
     compared = (f" (against this run's library the Pascal-era kernels' recorded times would lose on "
                 f"{why['earlier_vs_now']})") if why["earlier_vs_now"] is not None else ""  # fmt: skip
     return [
-        "**Aim**: FP32 kernels that hold their own where the work is compute-bound, where the papers' kernels "
-        f"lost: on cuConv's {h['cuconv_layers']} layers, the cuConv chapter's best kernel (the fastest of its four "
+        "**Question**: can FP32 kernels hold their own where the work is compute-bound, where the papers' kernels "
+        f"lost? On cuConv's {h['cuconv_layers']} layers, the cuConv chapter's best kernel (the fastest of its four "
         f"variants) was faster than the best library of its own run on {earlier['cuconv_share']:.1f}% "
         f"(geometric-mean speed-up {earlier['cuconv_geomean']:.2f}x).",
         f"**Measured (H100)**: this chapter's FP32 kernels, an implicit GEMM and Winograd, are faster than the best "
@@ -281,7 +281,7 @@ def findings(directory: Path) -> list[dict[str, str]]:
     earlier = h["earlier"]
     return [{
         "paper": "Past the papers", "claim": "FP32 kernels can match the library where the work is compute-bound",
-        "paper's number": "(the study's own aim)",
+        "paper's number": "(no paper: the study's own question)",
         "paper's design on the H100": f"the cuConv chapter's best kernel (the fastest of its four variants): faster "
                                       f"than the best library of its own run on {earlier['cuconv_share']:.1f}% of "
                                       f"cuConv's {h['cuconv_layers']} layers, geometric mean "
