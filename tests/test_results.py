@@ -233,7 +233,7 @@ def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
     from convkit.book import profile, reproduce
     from convkit.papers.summary import inference
 
-    stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat")
+    stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat").removesuffix(inference.COLD)
     if stem == "ceilings":
         keys = ceilings.KEY_COLUMNS
     elif stem == inference.EXPERIMENT:

@@ -147,14 +147,15 @@ def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
     from convkit.study.checkout import results_dir
 
     table = rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/example/convkit")
-    header, _, *rows = table.strip().split("\n")
+    header, _, *rows = [line for line in table.strip().split("\n") if line.startswith("|")]
     assert header.endswith("| quick run on a T4, estimated |")
     assert all(row.count("|") == header.count("|") for row in rows)
     assert "| full run on the H100 | quick run on the H100 |" in header
-    for row in rows:  # every quick run recorded, and its estimate; no full run recorded yet
+    for row in rows:  # every quick run recorded, and its estimate; a full run timed, or said not to be
         full, h100, t4 = row.split("|")[-4:-1]
         assert h100.strip().endswith(" min") and t4.strip().endswith(" min"), row
-        assert full.strip() == "not recorded" or full.strip().endswith((" min", " h")), row
+        assert full.strip() == "not timed¹" or full.strip().endswith((" min", " h")), row
+    assert "not timed¹" not in table or "\n¹ A full run is timed from nothing recorded" in table
     assert "github/example/convkit/blob/main/notebooks/06_fp32.ipynb" in table
     assert "github/example/convkit/blob/main/notebooks/08_summary.ipynb" in table
     assert "/blob/dev/" in rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/e/c", "dev")

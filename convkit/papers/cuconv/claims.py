@@ -15,7 +15,7 @@ from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import results as cr
 from convkit.papers.cuconv.results import NAMED_CONFIGS
-from convkit.study import networks
+from convkit.study import networks, tables
 from convkit.study.tables import share_faster
 
 #: The paper's further numbers (section 4): sum stage's share of Table 4's total, Winograd over
@@ -216,7 +216,7 @@ def numbers(directory: Path, experiment: str = SWEEP) -> dict[str, str]:
         "top_design": f"{top['speedup_paper']:.2f}x",
         "top_best": f"{top['speedup_best']:.2f}x",
         "top_best_us": f"{top['best_us']:.1f} us",
-        "top_lib": f"{top['best_lib']}, {top['best_lib_us']:.1f} us",
+        "top_lib": f"{tables.LIBRARY_NAMES.get(top['best_lib'], top['best_lib'])}, {top['best_lib_us']:.1f} us",
         "top_floor": f"{100 * floor / top['best_us']:.0f}%" if ceilings else "",
         "largest": f"{largest['speedup_best']:.2f}x",
         "largest_label": str(largest["label"]),
