@@ -22,3 +22,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng()
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    """A copy of book/ with every notebook executed (recorded mode) and the HTML built: (book, executed
+    notebooks, HTML folder). Built once per session, for the book's tests and the browser's."""
+    import shutil
+
+    from convkit.book.reproduce import build_book, run_notebook
+    from convkit.book.reproduce import select_notebooks as notebooks
+    from convkit.study.checkout import book_dir
+
+    book = tmp_path_factory.mktemp("site") / "book"
+    shutil.copytree(book_dir(), book, ignore=shutil.ignore_patterns("_build", "notebooks"))
+    executed = [run_notebook(nb, device="recorded", output_dir=book / "notebooks", progress_bar=False)
+                for nb in notebooks()]  # fmt: skip
+    return book, executed, build_book(book)

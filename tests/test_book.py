@@ -12,24 +12,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from convkit.book.reproduce import NotebookFailure, build_book, run_notebook, select_notebooks
-from convkit.study.checkout import book_dir, project_root
+from convkit.book.reproduce import NotebookFailure, run_notebook, select_notebooks
+from convkit.study.checkout import project_root
 
 pytestmark = pytest.mark.slow
 
 PAGES = ["intro", "rerun", "bibliography"]
-
-
-@pytest.fixture(scope="module")
-def built_book(tmp_path_factory):
-    """A copy of book/ with every notebook executed (recorded mode) and the HTML built."""
-    book = tmp_path_factory.mktemp("site") / "book"
-    shutil.copytree(book_dir(), book, ignore=shutil.ignore_patterns("_build", "notebooks"))
-    executed = [
-        run_notebook(nb, device="recorded", output_dir=book / "notebooks", progress_bar=False)
-        for nb in select_notebooks()
-    ]
-    return book, executed, build_book(book)
 
 
 def test_every_notebook_executes_without_errors(built_book):

@@ -1,7 +1,8 @@
 """Every page of the built book in headless Chromium at 1280 x 900: no table or code block wider than its column.
 
-Reads the book built in ``book/_build/html`` (or the folder ``CONVKIT_BOOK_HTML`` names); skips, with the reason,
-where the book is not built or Debian's ``chromium`` is not installed. Collapsed sections are opened first, so a
+Reads the book built in ``book/_build/html`` (or the folder ``CONVKIT_BOOK_HTML`` names), else builds it (the
+suite's ``built_book``, shared with tests/test_book.py); skips, with the reason, where Debian's ``chromium`` is not
+installed. Collapsed sections are opened first, so a
 table inside a dropdown must fit as well; the notebooks' own code (folded away behind "show code") is not read.
 Chromium is driven through the DevTools protocol over a pipe (``--remote-debugging-pipe``: JSON messages ending
 in NUL on file descriptors 3 and 4), so that the layout is measured, not guessed from the HTML.
@@ -229,12 +230,13 @@ def screenshots(root: Path, out: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def built() -> Path:
-    root = html_dir()
-    if not (root / "intro.html").is_file():
-        pytest.skip(f"the book is not built (no intro.html under {root.name}/): run make book first")
+def built(request: pytest.FixtureRequest) -> Path:
+    """The built book: ``CONVKIT_BOOK_HTML`` or book/_build/html where built, else the suite's own build."""
     if chromium() is None:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    root = html_dir()
+    if not (root / "intro.html").is_file():
+        root = request.getfixturevalue("built_book")[2]
     return root
 
 
