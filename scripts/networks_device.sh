@@ -11,9 +11,10 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/networks_job
+source scripts/device_job.sh
 if [ ! -d "$job" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-  gpu=$(PYTHONPATH=/tmp/site:$PWD python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  install_wheels || exit 1
+  gpu=$(this_gpu)
   mkdir -p "$job/results"
   cp -r convkit kernels scripts pyproject.toml "$job/"
   cp -r "results/$gpu" "$job/results/$gpu"
@@ -49,16 +50,7 @@ echo "=== the study's networks eagerly"
 python3 -m \$summary.inference 2>&1 | grep -v "^  "
 touch $job/done
 EOF
-  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
-  echo "started the job on $gpu"
+  start_job "$job"
 fi
-for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
-  [ -f "$job/done" ] && break
-  sleep 10
-done
-gpu=$(cat "$job/gpu")
-# one archive: a device call brings back only so many files
-(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/networks* "$gpu"/conv2d_overhead* 2>/dev/null)
-cp "$job/log" "$OUT/job.log"
-[ -f "$job/done" ] && touch "$OUT/done"
+collect_job "$job" 'networks*' 'conv2d_overhead*'
 grep -v "^  " "$job/log" | tail -n 30

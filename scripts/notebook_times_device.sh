@@ -8,9 +8,10 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/notebook_times_job
+source scripts/device_job.sh
 if [ ! -d "$job" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
-  gpu=$(PYTHONPATH=/tmp/site:$PWD python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  install_wheels || exit 1
+  gpu=$(this_gpu)
   mkdir -p "$job/results/$gpu"
   cp -r convkit kernels notebooks book scripts pyproject.toml "$job/"
   cp results/"$gpu"/notebook_runs.* "$job/results/$gpu/"
@@ -23,14 +24,8 @@ for nb in ${NOTEBOOKS:-00 01 04 05 02 07 06 03 08}; do
 done
 touch $job/done
 EOF
-  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
-  echo "started on $gpu"
+  start_job "$job"
 fi
-for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
-  [ -f "$job/done" ] && break
-  sleep 10
-done
+collect_job "$job" 'notebook_runs.*'
 gpu=$(cat "$job/gpu")
-(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/notebook_runs.*)
-cp "$job/log" "$OUT/job.log"
 tail -n 20 "$job/log"; cat "$job/results/$gpu/notebook_runs.csv"

@@ -12,11 +12,10 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/tf32x3_job
+source scripts/device_job.sh
 if [ ! -d "$job" ]; then
-  if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-  fi
-  gpu=$(python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+  install_wheels || exit 1
+  gpu=$(this_gpu)
   mkdir -p "$job/results"
   cp -r convkit kernels scripts pyproject.toml "$job/"
   cp -r "results/$gpu" "$job/results/$gpu"
@@ -45,16 +44,7 @@ if python3 -c "from convkit.papers import paper; paper('tf32x3')" 2>/dev/null &&
 fi
 touch $job/done
 EOF
-  setsid nohup bash "$job/steps.sh" > "$job/log" 2>&1 < /dev/null &
-  echo "started the job on $gpu"
+  start_job "$job"
 fi
-for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
-  [ -f "$job/done" ] && break
-  sleep 10
-done
-gpu=$(cat "$job/gpu")
-# one archive: a device call brings back only so many files
-(cd "$job/results" && tar czf "$OUT/results.tgz" "$gpu"/tf32x3* "$gpu"/ceilings.*)
-cp "$job/log" "$OUT/job.log"
-[ -f "$job/done" ] && touch "$OUT/done"
+collect_job "$job" 'tf32x3*' 'ceilings.*'
 grep -v "^  " "$job/log" | tail -n 25

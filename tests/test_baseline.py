@@ -6,6 +6,7 @@ import shutil
 
 import pandas as pd
 import pytest
+from findings_check import assert_findings_in_lines  # tests/findings_check.py
 
 from convkit.book import chapter
 from convkit.core.problem import ConvProblem
@@ -19,22 +20,6 @@ from convkit.study.results import load_results
 from convkit.study.tables import status_counts
 
 H100_DIR = chapter.results_directory("recorded")
-
-#: The findings' fields that carry numbers (each must appear in the chapter's result box).
-NUMBER_FIELDS = ("paper's number", "paper's design on the H100", "our best on the H100", "best library on the H100",
-                 "efficiency")  # fmt: skip
-
-
-def assert_findings_in_lines(rows, lines):
-    """Every number of the findings rows (``1.42x``, ``20 of 26``, ``3,003``, ``63%``) is in the result lines."""
-    import re
-
-    box = " ".join(lines).replace("**", "")
-    for row in rows:
-        for field in NUMBER_FIELDS:
-            for number in re.findall(r"\d[\d,.]*(?:x|%)?", row[field]):
-                number = number.rstrip(".,")
-                assert number in box, f"{row['claim']}: {field} gives {number}, the result box does not"
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from findings_check import assert_findings_in_lines  # tests/findings_check.py
 
 from convkit.bench.measure import cases
 from convkit.core.problem import ConvProblem
@@ -14,22 +15,6 @@ from convkit.papers import lu2020 as chapter
 from convkit.papers.lu2020 import problem_sets as lu_problems
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not on the PATH")
-
-#: The findings' fields that carry numbers (each must appear in the chapter's result box).
-NUMBER_FIELDS = ("paper's number", "paper's design on the H100", "our best on the H100", "best library on the H100",
-                 "efficiency")  # fmt: skip
-
-
-def assert_findings_in_lines(rows, lines):
-    """Every number of the findings rows (``1.42x``, ``20 of 26``, ``3,003``, ``63%``) is in the result lines."""
-    import re
-
-    box = " ".join(lines).replace("**", "")
-    for row in rows:
-        for field in NUMBER_FIELDS:
-            for number in re.findall(r"\d[\d,.]*(?:x|%)?", row[field]):
-                number = number.rstrip(".,")
-                assert number in box, f"{row['claim']}: {field} gives {number}, the result box does not"
 
 
 #: The naive kernel's stack frame (bytes) as ptxas 13.0 reported it, per filter width: identical on sm_75

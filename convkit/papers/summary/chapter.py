@@ -26,17 +26,7 @@ from convkit.study import shipping, tables
 BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
 CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (257, 10**9, "C 257+"))
 QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
-#: Each convkit kernel by its method, in words (the book gives kernel ids only in dropdowns).
-KERNEL_WORDS: dict[str, str] = {
-    "direct": "direct (baseline)", "lu_direct": "direct, warp-shuffled", "lu_column_naive": "column reuse",
-    "lu_column": "column reuse, packed", "lu_row": "row reuse", "lu_combined": "column and row reuse",
-    "lu_wide": "column reuse, 4 columns a lane", "lu_multi": "multi-channel, shuffles",
-    "cuconv_paper": "cuConv's two stages", "cuconv_fused": "cuConv, filters fused",
-    "cuconv_split": "cuConv, split reduction", "cuconv_tiled": "register-tiled GEMM",
-    "chang_single": "single-channel", "chang_single_fill": "single-channel, fill",
-    "chang_multi": "multi-channel", "chang_multi_async": "multi-channel, async copies",
-    "fp32_igemm": "FP32 implicit GEMM", "fp32_winograd": "FP32 Winograd", "igemm_tf32x3": "3xTF32 implicit GEMM",
-}  # fmt: skip
+KERNEL_WORDS = tables.KERNEL_WORDS
 
 
 #: The libraries' implementations in words, by ``"<impl> <variant>"``.

@@ -30,7 +30,7 @@ SWEEP, REPEAT, TUNING, ACCURACY, PROFILE = (
 )
 #: Our kernels: all three are what the op chooses among; the FP32 two are where the study stood before.
 VARIANTS, FP32_VARIANTS = (TF32X3, IGEMM, WINOGRAD), (IGEMM, WINOGRAD)
-NAMES = {**tables.LIBRARY_NAMES, TF32X3: "3xTF32 implicit GEMM", IGEMM: "FP32 implicit GEMM", WINOGRAD: "FP32 Winograd",
+NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in VARIANTS},
          "cutlass_tf32x3_128x128": "CUTLASS 3xTF32, 128 x 128",
          "cutlass_simt_128x128": "CUTLASS FP32, 128 x 128"}  # fmt: skip
 #: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.

@@ -1,0 +1,43 @@
+# Sourced by the recording scripts (*_device.sh): a job that runs in the background on the GPU machine, so that
+# it outlives one device call (at most 10 minutes) on a machine held across several. A job is a folder $job with
+# steps.sh (which touches $job/done at its end), gpu (the results folder's name) and results/<gpu>/.
+
+# The carried wheels (.whl), into /tmp/site.
+install_wheels() {
+  [ -d .whl ] || return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+}
+
+# This GPU's results folder name.
+this_gpu() {
+  PYTHONPATH=/tmp/site:$PWD python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))"
+}
+
+# Start $1/steps.sh in the background, its log in $1/log.
+start_job() {
+  setsid nohup bash "$1/steps.sh" > "$1/log" 2>&1 < /dev/null &
+  echo "started the job on $(cat "$1/gpu")"
+}
+
+# Wait up to WAIT seconds (default 560) for job $1 to finish, then copy what it recorded so far to $OUT: the files
+# of results/<gpu>/ matching the patterns after $1, as one archive (a device call brings back only so many files),
+# results.tgz, its log as job.log, and a file done once it finished.
+collect_job() {
+  local job=$1
+  shift
+  for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
+    [ -f "$job/done" ] && break
+    sleep 10
+  done
+  local gpu
+  gpu=$(cat "$job/gpu")
+  (
+    cd "$job/results" || exit 1
+    shopt -s nullglob
+    files=()
+    for pattern in "$@"; do files+=("$gpu"/$pattern); done
+    tar czf "$OUT/results.tgz" "${files[@]}"
+  )
+  cp "$job/log" "$OUT/job.log"
+  if [ -f "$job/done" ]; then touch "$OUT/done"; fi
+}
