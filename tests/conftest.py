@@ -19,6 +19,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A ``watchdog``-marked test runs in a process of its own, killed after its limit (tests/watchdog.py)."""
+    import os
+
+    from hang_watchdog import CHILD, run_watched, seconds_of
+
+    marker = pyfuncitem.get_closest_marker("watchdog")
+    if marker is None or os.environ.get(CHILD):
+        return None
+    run_watched(pyfuncitem.nodeid, seconds_of(marker), pyfuncitem.config.rootpath)
+    return True
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from convkit.cuda.plan import SCRATCH, SCRATCH_ALIGN, Plan
+from convkit.cuda.plan import SCRATCH, SCRATCH_ALIGN, ZEROED, Plan
 from convkit.cuda.record import Recording
 
 
@@ -36,7 +36,7 @@ def test_arguments_become_slots_and_replays_follow_new_pointers(fake_cupy):
     x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
     view = _FakeArray(0x10000 + 2048, 2048)  # a pass over the second half of the images
     first, second = _FakeArray(0x90000, 100), _FakeArray(0xA0000, 300)  # scratch: planes, transforms
-    kept = _FakeArray(0xF0000, 64)  # a buffer the launcher keeps (split counters)
+    kept = _FakeArray(0xF0000, 64)  # a read-only table the launcher keeps
     calls = []
     recording = Recording(calls=[(calls.append, (x, w, first, 7)), (calls.append, (view, second, out, kept, 2.5))],
                           scratch=[first, second])  # fmt: skip
@@ -50,3 +50,42 @@ def test_arguments_become_slots_and_replays_follow_new_pointers(fake_cupy):
         object.__setattr__(step, "call", lambda args, stream: replayed.append(args))
     plan.replay((1000, 2000, 3000, 0, 50_000), stream=_Pointer(0))
     assert replayed == [(1000, 2000, 50_000, 7), (3048, 50_000 + SCRATCH_ALIGN, 3000, kept, 2.5)]
+
+
+def test_zeroed_state_is_a_slot_of_its_own_block(fake_cupy):
+    """Split counters (zeroed kernel state) are never kept by the plan: each replay gives its own block."""
+    x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
+    scratch, counters = _FakeArray(0x90000, 100), _FakeArray(0xB0000, 12)
+    recording = Recording(calls=[(print, (x, w, out, scratch, counters))], scratch=[scratch], zeroed=[counters])
+    plan = Plan.record(recording, (x, w, out, None))
+    assert (plan.scratch_bytes, plan.zeroed_bytes) == (SCRATCH_ALIGN, SCRATCH_ALIGN)
+    assert plan.steps[0].slots == ((0, 0, 0), (1, 1, 0), (2, 2, 0), (3, SCRATCH, 0), (4, ZEROED, 0))
+    assert all(a is None for a in plan.steps[0].template)
+    replayed = []
+    object.__setattr__(plan.steps[0], "call", lambda args, stream: replayed.append(args))
+    plan.replay((1, 2, 3, 0, 500, 7000), stream=_Pointer(0))
+    assert replayed == [(1, 2, 3, 500, 7000)]
+
+
+def test_each_stream_has_its_own_zeroed_block_grown_on_demand():
+    from convkit.cuda import zeroed
+
+    class Block:
+        made = 0
+
+        def __init__(self, n):
+            Block.made += 1
+            self.nbytes, self.ptr = n, 0x1000 * Block.made
+
+        def data_ptr(self):
+            return self.ptr
+
+    zeroed._BLOCKS.clear()
+    a, owner_a = zeroed.stream_block("torch", 0, 11, 100, Block)
+    again, _ = zeroed.stream_block("torch", 0, 11, 100, Block)
+    other, _ = zeroed.stream_block("torch", 0, 22, 100, Block)
+    assert a == again != other and owner_a.nbytes == zeroed.MIN_BLOCK_BYTES
+    grown, owner = zeroed.stream_block("torch", 0, 11, zeroed.MIN_BLOCK_BYTES + 1, Block)
+    assert grown not in (a, other) and owner.nbytes == zeroed.MIN_BLOCK_BYTES + 1
+    assert zeroed.stream_block("torch", 1, 11, 100, Block)[0] not in (a, grown, other)  # another device
+    zeroed._BLOCKS.clear()

@@ -155,6 +155,7 @@ def test_reduce_overhead_runs_a_patched_network():
             assert _error(y, in_float64(x.double()).float()) < 1e-5, i
 
 
+@pytest.mark.watchdog(60)
 @pytest.mark.parametrize("problem", [*LAYERS, ConvProblem.same(4, 256, 14, 14, 256, 1),
                                      ConvProblem.same(1, 512, 7, 7, 512, 3)], ids=lambda p: p.key)  # fmt: skip
 def test_a_captured_graph_replays_with_new_inputs(problem):
@@ -182,6 +183,7 @@ def test_a_captured_graph_replays_with_new_inputs(problem):
             assert _error(static_y, _reference(new_x, w, b, problem)) < 1e-5, seed
 
 
+@pytest.mark.watchdog(60)
 def test_two_threads_on_two_streams():
     import torch
 

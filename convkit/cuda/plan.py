@@ -4,9 +4,9 @@
 A launcher checks its arguments, builds launch objects, looks its kernels up and allocates work arrays:
 tens of microseconds of Python per call, as much as a small layer's GPU time. The first call of a problem
 runs the launcher under :func:`convkit.cuda.record.recording`; :meth:`Plan.record` turns what it enqueued into
-steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byte offset, or a place in one
-scratch block), everything else kept as it was (integers, and buffers a launcher keeps between calls, such
-as split counters). A replay is then one Python call per launch.
+steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byte offset, a place in one
+scratch block, or a place in one block of zeroed kernel state such as split counters), everything else kept as
+it was (integers). A replay is then one Python call per launch.
 
 A kernel step is bound once to a driver launch (:class:`DriverLaunch`): its parameter buffer built with
 ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, about 2 us where CuPy's launch
@@ -14,8 +14,10 @@ converts every argument anew (about 10 us). A call with a ``bind`` method binds 
 set up once); other steps are called as recorded.
 
 A plan is valid for the problem, device and operand alignment it was recorded on (a launcher may pick a kernel
-by alignment), on any stream: its work arrays are all scratch, given per replay. Replays of one
-plan must not run from two threads at once (the bound parameter buffers are rewritten per call).
+by alignment), on any stream: it keeps no memory a kernel reads or writes. Its scratch and its zeroed state are
+given per replay (the caller resolves them for the stream it enqueues on, :mod:`convkit.cuda.zeroed`), so two
+replays in flight on two streams, or in two captured graphs, share nothing. Replays of one plan must not run
+from two threads at once (the bound parameter buffers are rewritten per call): its callers hold a lock.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from convkit.core.memo import memoize
 from convkit.cuda.record import KernelCall, Recording
 
 #: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
-#: block comes after them.
+#: block comes after them, then the zeroed block.
 OPERANDS = ("x", "w", "out", "bias")
 SCRATCH = len(OPERANDS)
+ZEROED = SCRATCH + 1
 #: Alignment of each scratch array inside the block (CuPy's and PyTorch's allocators give at least this).
 SCRATCH_ALIGN = 256
 
@@ -129,23 +132,29 @@ def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int
 
 @dataclass(frozen=True)
 class Plan:
-    """The steps of one launcher call, and the bytes of scratch they need."""
+    """The steps of one launcher call, the bytes of scratch they need and the bytes of zeroed state (memory that
+    is zero when they start and that they leave zero)."""
 
     steps: tuple[PlanStep, ...]
     scratch_bytes: int
+    zeroed_bytes: int = 0
 
     @classmethod
     def record(cls, recording: Recording, operands: Sequence[Any], *, blas_handle: Any = None) -> Plan:
         """The plan of ``recording``, whose array arguments are found in ``operands`` (CuPy arrays in
-        :data:`OPERANDS` order, None where absent) or among its scratch arrays; other arrays are kept. Its cuBLAS
-        calls replay on ``blas_handle(device, stream)``'s handle (default: convkit's own per stream)."""
+        :data:`OPERANDS` order, None where absent), among its scratch arrays or its zeroed state; other arrays
+        are kept (read-only tables). Its cuBLAS calls replay on ``blas_handle(device, stream)``'s handle
+        (default: convkit's own per stream)."""
         import cupy
 
         ranges = [(a.data.ptr, a.data.ptr + a.nbytes, i) for i, a in enumerate(operands) if a is not None]
-        offset = 0
-        for array in recording.scratch:
-            ranges.append((array.data.ptr, array.data.ptr + array.nbytes, (SCRATCH, offset)))
-            offset += -(-array.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+        sizes = {}
+        for base, arrays in ((SCRATCH, recording.scratch), (ZEROED, recording.zeroed)):
+            offset = 0
+            for array in arrays:
+                ranges.append((array.data.ptr, array.data.ptr + array.nbytes, (base, offset)))
+                offset += -(-array.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+            sizes[base] = offset
         steps = []
         for call, args in recording.calls:
             template, slots = list(args), []
@@ -159,12 +168,12 @@ class Plan:
             steps.append(
                 PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots), blas_handle))
             )
-        return cls(tuple(steps), offset)
+        return cls(tuple(steps), sizes[SCRATCH], sizes[ZEROED])
 
     def replay(self, bases: tuple[int, ...], stream: Any) -> None:
         """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
         ``bases``: the operands' device pointers in :data:`OPERANDS` order (0 where absent), then the scratch
-        block's."""
+        block's, then the zeroed block's (zero now, on ``stream``: :mod:`convkit.cuda.zeroed`)."""
         for step in self.steps:
             step.run(bases, stream)
 

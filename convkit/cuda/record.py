@@ -1,8 +1,8 @@
 """Recording what a launcher enqueued, to replay it without the launcher (``convkit.conv2d``'s fast path).
 
 Every GPU operation of a launcher goes through :func:`enqueue`; inside :func:`recording` the calls, their
-arguments and the scratch arrays (:func:`scratch`) are noted, and :mod:`convkit.cuda.plan` replays them
-through the driver with new operands.
+arguments, the scratch arrays (:func:`scratch`) and the zeroed kernel state (:func:`note_zeroed`) are noted, and
+:mod:`convkit.cuda.plan` replays them through the driver with new operands, scratch and state.
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ class KernelCall:
 
 @dataclass
 class Recording:
-    """What ran inside :func:`recording`: each enqueued call with its arguments, and the scratch arrays the
-    launchers allocated (:func:`scratch`), which a replay may allocate afresh. ``bias`` and ``output`` are
+    """What ran inside :func:`recording`: each enqueued call with its arguments, the scratch arrays the
+    launchers allocated (:func:`scratch`), which a replay may allocate afresh, and the zeroed state they took
+    (:func:`note_zeroed`), which a replay resolves on its own stream. ``bias`` and ``output`` are
     what the op asks of the launchers: the launch that writes the output may add the bias as it does
     (:func:`epilogue_bias`), saving the op a launch."""
 
     calls: list[tuple[Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
     scratch: list[Any] = field(default_factory=list)
+    zeroed: list[Any] = field(default_factory=list)
     bias: Any = None
     output: Any = None
     bias_added: bool = False
@@ -92,3 +94,11 @@ def scratch(elements: int) -> Any:
     if active is not None:
         active.scratch.append(array)
     return array
+
+
+def note_zeroed(array: Any) -> None:
+    """Note ``array`` as zeroed kernel state of the launch about to be enqueued (memory that is zero when it starts
+    and that it leaves zero, :mod:`convkit.cuda.zeroed`): a replay takes its own, never this one."""
+    active = getattr(_RECORDER, "active", None)
+    if active is not None:
+        active.zeroed.append(array)

@@ -8,6 +8,7 @@ shared by every image (stride 0).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from convkit.core.memo import memoize
@@ -95,10 +96,16 @@ class StridedSgemm:
 _sgemm = StridedSgemm()
 
 
-@memoize()
 def _handle(device: int, stream: int) -> int:
-    """convkit's cuBLAS handle on ``device`` (the current one) for ``stream``, made on first use: FP32 math (no
-    TF32 tensor cores), host pointer mode."""
+    """convkit's cuBLAS handle on ``device`` (the current one) for ``stream`` in this thread: cuBLAS handles are
+    not for two threads at once (each keeps its workspace), so two threads on one stream get two."""
+    return _thread_handle(device, stream, threading.get_ident())
+
+
+@memoize()
+def _thread_handle(device: int, stream: int, thread: int) -> int:
+    """convkit's cuBLAS handle on ``device`` (the current one) for ``stream`` and ``thread``, made on first use:
+    FP32 math (no TF32 tensor cores), host pointer mode."""
     from cupy_backends.cuda.libs import cublas
 
     handle = cublas.create()

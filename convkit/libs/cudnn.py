@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,9 +144,15 @@ class _AlgoPerf(ctypes.Structure):
                 ("mathType", ctypes.c_int), ("reserved", ctypes.c_int * 3)]  # fmt: skip
 
 
+#: Held from setting a shared handle's stream to the call enqueued on it: cuDNN handles are not for two threads
+#: at once, and another thread's cudnnSetStream in between would move this call to its stream.
+_HANDLE_LOCK = threading.Lock()
+
+
 @memoize()
 def _handle(device_id: int) -> ctypes.c_void_p:
-    """One cuDNN handle per device for the life of the process (creating one costs milliseconds)."""
+    """One cuDNN handle per device for the life of the process (creating one costs milliseconds); calls on it
+    hold :data:`_HANDLE_LOCK`."""
     handle = ctypes.c_void_p()
     _call("cudnnCreate", ctypes.byref(handle))
     return handle
@@ -193,7 +200,7 @@ class CudnnConvolution:
         if tuple(d.value for d in dims) != p.output_shape:
             raise RuntimeError(f"cuDNN's output shape {[d.value for d in dims]} != {p.output_shape}")
         _call("cudnnSetTensor4dDescriptor", self._y, _TENSOR_NCHW, _DATA_FLOAT, *p.output_shape)
-        self._workspaces: dict[str, Any] = {}
+        self._workspaces: dict[tuple[str, int], Any] = {}  # (algorithm, stream)
 
     def __del__(self) -> None:
         try:
@@ -221,21 +228,24 @@ class CudnnConvolution:
         return Workspace(algorithm, size.value, "ok")
 
     def forward(self, algorithm: str, x: Any, w: Any, y: Any) -> None:
-        """y = conv(x, w) with one algorithm, on CuPy's current stream (raises CudnnError)."""
-        ws = self._workspaces.get(algorithm)
+        """y = conv(x, w) with one algorithm, on CuPy's current stream (raises CudnnError). The workspace is the
+        stream's own (calls on one stream run in order; on two they must not share one)."""
+        stream = self._cupy.cuda.get_current_stream().ptr
+        ws = self._workspaces.get((algorithm, stream))
         if ws is None:
             need = self.workspace(algorithm)
             if need.status != "ok":
                 raise CudnnError("cudnnGetConvolutionForwardWorkspaceSize", _STATUS_NOT_SUPPORTED, need.note)
             ws = self._cupy.empty(max(need.bytes or 0, 1), dtype=self._cupy.uint8)
-            self._workspaces[algorithm] = ws
-        _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
+            self._workspaces[(algorithm, stream)] = ws
         alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        _call("cudnnConvolutionForward", self.handle, ctypes.byref(alpha), self._x,
-              ctypes.c_void_p(x.data.ptr), self._w, ctypes.c_void_p(w.data.ptr), self._conv,
-              FORWARD_ALGORITHMS.index(algorithm), ctypes.c_void_p(ws.data.ptr),
-              ctypes.c_size_t(ws.nbytes), ctypes.byref(beta), self._y,
-              ctypes.c_void_p(y.data.ptr))  # fmt: skip
+        with _HANDLE_LOCK:
+            _call("cudnnSetStream", self.handle, ctypes.c_void_p(stream))
+            _call("cudnnConvolutionForward", self.handle, ctypes.byref(alpha), self._x,
+                  ctypes.c_void_p(x.data.ptr), self._w, ctypes.c_void_p(w.data.ptr), self._conv,
+                  FORWARD_ALGORITHMS.index(algorithm), ctypes.c_void_p(ws.data.ptr),
+                  ctypes.c_size_t(ws.nbytes), ctypes.byref(beta), self._y,
+                  ctypes.c_void_p(y.data.ptr))  # fmt: skip
 
     def heuristic_ranking(self) -> list[tuple[str, str]]:
         """cuDNN's own heuristic order (``cudnnGetConvolutionForwardAlgorithm_v7``): (algorithm, status)."""
@@ -306,9 +316,13 @@ class CudnnBiasReluPool:
 
     def __call__(self, conv: Any, bias: Any, pooled: Any) -> None:
         """pooled = maxpool(relu(conv + bias)) on CuPy's current stream; ``conv`` is overwritten."""
-        _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
         one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
         conv_ptr = ctypes.c_void_p(conv.data.ptr)
+        with _HANDLE_LOCK:
+            self._enqueue(one, zero, conv_ptr, bias, pooled)
+
+    def _enqueue(self, one: Any, zero: Any, conv_ptr: Any, bias: Any, pooled: Any) -> None:
+        _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
         _call("cudnnAddTensor", self.handle, ctypes.byref(one), self._bias, ctypes.c_void_p(bias.data.ptr),
               ctypes.byref(one), self._conv, conv_ptr)  # fmt: skip
         _call("cudnnActivationForward", self.handle, self._act, ctypes.byref(one), self._conv, conv_ptr,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
 from convkit.cuda.record import Recording
+from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_replay_block, torch_replay_block
 from convkit.op import dispatch, torch_ops
 from convkit.op.interop import cupy_stream, gpu_name, signature_function
 
@@ -224,10 +226,10 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     """The runner of a PyTorch call signature. It serves every stream (a tensor call's signature has none): each
     call enqueues on PyTorch's current stream (CUDA-graph capture runs on a stream of its own), takes its scratch
     from PyTorch's caching allocator (stream-ordered, and a captured graph's own pool under capture) and cuBLAS's
-    handle and workspace from PyTorch, so that a call under capture allocates, synchronises and builds nothing;
-    a lock keeps two threads from rewriting one plan's launch parameters at once."""
-    import threading
-
+    handle and workspace from PyTorch, so that a call under capture synchronises and builds nothing. Zeroed kernel
+    state (split counters) is the stream's own, or under capture the graph's (:mod:`convkit.cuda.zeroed`), so that
+    no two launches in flight share it; a lock keeps two threads from rewriting one plan's launch parameters at
+    once."""
     import cupy
     import torch
 
@@ -257,16 +259,19 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
         torch_handle(device, stream.ptr)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
+    zeroed_bytes = plan.zeroed_bytes
     lock = threading.Lock()
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = x.new_empty(shape)
         block = new_scratch()
-        bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                 0 if block is None else block.data_ptr())  # fmt: skip
         stream = cupy_stream(device)
+        zeroed, owner = torch_replay_block(device, stream.ptr, zeroed_bytes) if zeroed_bytes else (0, None)
+        bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                 0 if block is None else block.data_ptr(), zeroed)  # fmt: skip
         with lock:
             plan.replay(bases, stream)
+        del owner  # enqueued: a block made under capture may go back to the graph's pool
         return out
 
     return replay, out
@@ -302,13 +307,24 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
         return library, library(x, w, bias)
     plan = _recorded(_runs_here(choice), problem, x, w, bias, out)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: cupy.empty(n, dtype=cupy.uint8))
-    current_stream = cupy.cuda.get_current_stream
+    scratch_bytes, zeroed_bytes = plan.scratch_bytes, plan.zeroed_bytes
+    device, current_stream = x.data.device_id, cupy.cuda.get_current_stream
+    lock = threading.Lock()  # two threads on one stream share this runner (a CuPy call's signature has the stream)
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = cupy.empty(shape, dtype=cupy.float32)
-        block = new_scratch()
-        plan.replay((x.data.ptr, w.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr,
-                     0 if block is None else block.data.ptr), current_stream())  # fmt: skip
+        stream = current_stream()
+        block, zeroed = new_scratch(), 0
+        if scratch_bytes or zeroed_bytes:
+            if capturing(stream.ptr):  # the graph's own, not the block kept for this stream's eager calls
+                block = cupy_graph_owned(scratch_bytes) if scratch_bytes else None
+                zeroed = cupy_replay_block(device, stream.ptr, zeroed_bytes) if zeroed_bytes else 0
+            elif zeroed_bytes:
+                zeroed = cupy_replay_block(device, stream.ptr, zeroed_bytes)
+        bases = (x.data.ptr, w.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr,
+                 0 if block is None else block.data.ptr, zeroed)  # fmt: skip
+        with lock:
+            plan.replay(bases, stream)
         return out
 
     return replay, out

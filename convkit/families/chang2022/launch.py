@@ -15,6 +15,7 @@ from convkit.core.gpu import require_cupy, shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import launch
+from convkit.cuda.zeroed import cupy_zeroed_int32
 from convkit.families.chang2022.model import FILTER_SIZES, current_figures, latency_model
 from convkit.families.chang2022.multi import ChangMultiLaunch
 from convkit.families.chang2022.ranking import multi_config
@@ -74,7 +75,8 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
         config: the block; default :func:`~convkit.families.chang2022.multi.multi_config` for this GPU. With
             ``split`` above 1 the splits of each output tile add into it with atomics in the same launch (the
-            first to start zeroes it).
+            first to start zeroes it), coordinated by counters of the current stream's own
+            (:mod:`convkit.cuda.zeroed`): launches on two streams share none.
         out: optional float32 (1, M, H, W) output.
     """
     cupy = require_cupy()
@@ -90,24 +92,9 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     config.can_implement(problem)  # before the output is allocated: a bad launch is named first
     out = output_for(out, problem)
     splits = config.splits(problem)
-    counters = split_counters(math.prod(config.grid(problem)) // splits if splits > 1 else 0)
+    # 3 counters per output tile, zero at the start (split::zero_tile_once); the launch leaves them zero
+    tiles = math.prod(config.grid(problem)) // splits
+    counters = cupy_zeroed_int32(3 * tiles) if splits > 1 else cupy.uint64(0)  # no split: never read
     args = config.kernel_args(problem, x, w)
     launch(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
     return out
-
-
-#: The counter buffer of each (device, stream): not a memo, as a launch of more tiles replaces it by a larger one.
-_SPLIT_COUNTERS: dict[tuple[int, int], Any] = {}
-
-
-def split_counters(tiles: int) -> Any:
-    """Zeroed int32 counters, 3 per output tile, for a launch that splits the channels (the kernels'
-    ``split::zero_tile_once``; they leave them zero again). One buffer per device and stream: launches on one
-    stream run in order, launches on two streams must not share counters."""
-    cupy = require_cupy()
-    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
-    counters = _SPLIT_COUNTERS.get(key)
-    if counters is None or counters.size < 3 * tiles:
-        counters = cupy.zeros(3 * max(tiles, 4096), dtype=cupy.int32)
-        _SPLIT_COUNTERS[key] = counters
-    return counters

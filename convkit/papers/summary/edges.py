@@ -58,8 +58,53 @@ def edge_check() -> None:
         again = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
         plan = Plan.record(found, (x, w, out, b))
         block = cupy.empty(max(plan.scratch_bytes, 1), dtype=cupy.uint8)
-        bases = (x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, block.data.ptr)
+        bases = (x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, block.data.ptr, 0)
         plan.replay(bases, cupy.cuda.get_current_stream())
         for y in (out, again):
             err = reference.relative_error(y.get(), ref)
             assert err < 1e-4, f"{choice.variant} with its bias in the epilogue: relative error {err:.2e}"
+    split_replays(operands, reference.relative_error)
+
+
+#: Channel splits summed in one launch (split counters: zeroed kernel state, :mod:`convkit.cuda.zeroed`) on maps
+#: no tile divides, with channels no split divides.
+SPLIT_CHOICES = (
+    (ConvProblem.same(1, 37, 9, 11, 19, 3),
+     Choice("convkit", "chang_multi_async", '{"ck":4,"filters":32,"kernel":"broadcast","split":3,"tile_h":2,'
+            '"tile_w":7,"tiles":1}', "chang2022")),
+    (ConvProblem.same(1, 70, 5, 7, 33, 1),
+     Choice("convkit", "chang_multi_async", '{"bm":32,"bp":32,"ck":16,"kernel":"pointwise","split":3,"stages":3,'
+            '"tm":4,"tp":4}', "chang2022")),
+    (ConvProblem.same(1, 21, 13, 17, 9, 5),
+     Choice("convkit", "chang_multi_async", '{"bm":16,"ck":4,"px":4,"rows16":true,"rpt":1,"split":4,"tile_h":8,'
+            '"tile_w":16}', "chang2022")),
+)  # fmt: skip
+
+
+def split_replays(operands: Any, relative_error: Any) -> None:
+    """Each of :data:`SPLIT_CHOICES` recorded once, then replayed on two streams at once, each replay with the
+    zeroed block of its own stream, three times each; every output against float64."""
+    import cupy
+
+    from convkit.cuda.zeroed import cupy_replay_block
+
+    for p, choice in SPLIT_CHOICES:
+        x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
+        out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+        plan = Plan.record(run_recorded(choice, x, w, b, p, out), (x, w, out, b))
+        assert plan.zeroed_bytes, f"{choice.params}: no split counters recorded"
+        outputs = [out]
+        cupy.cuda.get_current_stream().synchronize()
+        streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+        for _ in range(3):
+            for stream in streams:
+                with stream:
+                    again = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+                    zeroed = cupy_replay_block(cupy.cuda.runtime.getDevice(), stream.ptr, plan.zeroed_bytes)
+                    plan.replay((x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, 0, zeroed), stream)
+                    outputs.append(again)
+        for stream in streams:
+            stream.synchronize()
+        for y in outputs:
+            err = relative_error(y.get(), ref)
+            assert err < 1e-5, f"{choice.params} replayed on two streams: relative error {err:.2e}"

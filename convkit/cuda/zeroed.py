@@ -1,0 +1,102 @@
+"""Work memory that is zero when a launch starts and that the launch leaves zero: the counters of a split whose
+splits sum into one output tile in one launch (``split::`` in ``kernels/chang2022.cu``).
+
+Such memory is kernel state, so two launches that can be in flight together must never share it: one launch's
+reset would strand the other's splits, and the GPU hangs. Launches on one stream run in order, so each
+(library, device, stream) keeps one block, zeroed when it is made (the launches keep it zero) and replaced by a
+larger one when a launch needs more; the block a launch gets is resolved when it is enqueued, on the stream it
+is enqueued on, never fixed when a plan is recorded. A stream being captured into a CUDA graph gets a block of
+its own instead, zeroed inside the graph (a memset node before the graph's launches): the graph owns it, and
+two graphs captured on one stream and replayed on two at once share nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: The smallest block made for a stream (bytes): a larger launch later replaces it.
+MIN_BLOCK_BYTES = 48 * 1024
+
+#: The block of each (library, device, stream): (device pointer, bytes, the array that owns it).
+_BLOCKS: dict[tuple[str, int, int], tuple[int, int, Any]] = {}
+
+#: Blocks of CuPy launches under capture: CuPy's memory pool would give a freed block to a later eager call on
+#: the captured stream while the graph still uses it, so a graph's block lives as long as the process.
+_CAPTURED_CUPY: list[Any] = []
+
+
+def capturing(stream: int) -> bool:
+    """Whether ``stream`` (a handle; the legacy stream 0 never captures) is being captured into a CUDA graph."""
+    import cupy
+
+    return stream != 0 and cupy.cuda.runtime.streamIsCapturing(stream)
+
+
+def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Callable[[int], Any]) -> tuple[int, Any]:
+    """(pointer, owner) of ``nbytes`` of zeroed memory for a launch on ``stream`` of ``device``: the stream's block,
+    made or grown with ``zeros(bytes)`` (an array of that many zero bytes, allocated on ``stream``), which must be
+    called with ``stream`` current. Not for a stream under capture (:func:`capturing`): a graph makes its own."""
+    key = (library, device, stream)
+    found = _BLOCKS.get(key)
+    if found is None or found[1] < nbytes:
+        # the block replaced goes back to its allocator on ``stream``: reused only after this stream's launches
+        size = max(nbytes, MIN_BLOCK_BYTES)
+        owner = zeros(size)
+        pointer = owner.data_ptr() if library == "torch" else owner.data.ptr
+        found = _BLOCKS[key] = (pointer, size, owner)
+    return found[0], found[2]
+
+
+def cupy_zeroed_int32(elements: int) -> Any:
+    """``elements`` zeroed int32 on CuPy's current stream and device, for a launch enqueued there now: a view of
+    the stream's block, or under capture a block the graph owns. Inside a recording
+    (:func:`convkit.cuda.record.recording`) it is noted, so that a replay resolves its own."""
+    import cupy
+
+    from convkit.cuda.record import note_zeroed
+
+    stream = cupy.cuda.get_current_stream().ptr
+    nbytes = 4 * max(elements, 1)
+    if capturing(stream):
+        array = cupy_graph_owned(nbytes, zeroed=True).view(cupy.int32)
+    else:
+        device = cupy.cuda.runtime.getDevice()
+        _, block = stream_block("cupy", device, stream, nbytes, lambda n: cupy.zeros(n, dtype=cupy.uint8))
+        array = block[:nbytes].view(cupy.int32)
+    note_zeroed(array)
+    return array
+
+
+def cupy_replay_block(device: int, stream: int, nbytes: int) -> int:
+    """The pointer of ``nbytes`` of zeroed memory for a CuPy replay on ``stream`` (CuPy's current one)."""
+    import cupy
+
+    if capturing(stream):
+        return cupy_graph_owned(nbytes, zeroed=True).data.ptr
+    return stream_block("cupy", device, stream, nbytes, lambda n: cupy.zeros(n, dtype=cupy.uint8))[0]
+
+
+def cupy_graph_owned(nbytes: int, *, zeroed: bool = False) -> Any:
+    """``nbytes`` of CuPy memory (zero-filled inside the graph with ``zeroed``) for the graph being captured on
+    CuPy's current stream, kept for the life of the process (see :data:`_CAPTURED_CUPY`)."""
+    import cupy
+
+    array = (cupy.zeros if zeroed else cupy.empty)(nbytes, dtype=cupy.uint8)
+    _CAPTURED_CUPY.append(array)
+    return array
+
+
+def torch_replay_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]:
+    """(pointer, owner) of ``nbytes`` of zeroed memory for a PyTorch replay on ``stream`` (PyTorch's current one):
+    the stream's block, or under capture a fresh one from the graph's memory pool, zeroed in the graph. The owner
+    must stay referenced until the launch is enqueued."""
+    import torch
+
+    def zeros(n: int) -> Any:
+        return torch.zeros(n, dtype=torch.uint8, device=torch.device("cuda", device))
+
+    if capturing(stream):
+        owner = zeros(nbytes)  # freed after the call into the graph's own pool, in the graph's stream order
+        return owner.data_ptr(), owner
+    return stream_block("torch", device, stream, nbytes, zeros)

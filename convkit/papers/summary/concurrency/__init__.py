@@ -1,0 +1,157 @@
+"""The concurrency soak: ``convkit.conv2d`` where inference servers put it, every output against float64:
+``results/<gpu>/concurrency.csv`` (columns problem, implementation, mode, calls, wrong, hung).
+
+Modes, each on inputs of its own per thread or graph (three sets each, in turn), every output poisoned with NaN
+before its memory is handed out again:
+
+- ``threads4``: 4 threads, each on its own PyTorch stream, :data:`CALLS` calls each;
+- ``graphs2``, ``graphs4``: 2 or 4 CUDA graphs, each captured in a memory pool of its own (all on PyTorch's one
+  default capture stream), replayed at once on separate streams, :data:`REPLAYS` replays each with new inputs;
+- ``cupy_threads4``: 4 threads on 4 CuPy streams with CuPy arrays (cuDNN's algorithms run as the table names
+  them here; on tensors the library's choices run PyTorch's cuDNN);
+- ``compile_threads2``: a ``torch.compile``d patched ResNet-18 at batch 1 (two of its layers are split
+  launches) called from two threads, each on its own stream.
+
+The implementations are every one the shipped table of this GPU names (``impl:variant``), on at least three
+problems each: its own shipped problems first (the smallest, middle and largest that fit), then problems no
+other case uses, forced to it through the user's cache; the channel-split launches on every problem they ship
+for. PyTorch's ``F.conv2d`` runs every problem in the PyTorch modes as the control (``control:F.conv2d``; the
+unpatched compiled network in the network mode): a failing control is a harness bug, not a finding.
+
+Each case runs in a worker process the driver watches: a case that reports nothing for :data:`CASE_TIMEOUT_S`
+(:data:`COMPILE_TIMEOUT_S` for a network) is killed and recorded as hung, and a new worker goes on with the
+cases left. The sweep resumes: a case recorded is not run again, none is recorded twice.
+
+The plan is here, the modes a worker runs in :mod:`.modes`, the driver in :mod:`.driver`:
+``python -m convkit.papers.summary.concurrency [results folder] [--short] [--budget-s S]``
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+
+EXPERIMENT = "concurrency"
+COLUMNS = ("experiment", "problem", "implementation", "mode", "calls", "wrong", "hung", "max_rel_err", "note",
+           "run_id")  # fmt: skip
+KEY_COLUMNS = ("problem", "implementation", "mode")
+#: Calls per thread, replays per graph (the short form's in :data:`SHORT`).
+CALLS, REPLAYS, NETWORK_CALLS = 50, 10, 20
+#: Seconds a case may go without reporting before its worker is killed and the case recorded as hung.
+CASE_TIMEOUT_S, COMPILE_TIMEOUT_S = 60.0, 420.0
+TORCH_MODES = ("threads4", "graphs2", "graphs4")
+MODES = (*TORCH_MODES, "cupy_threads4")
+NETWORK = "resnet18-b1"
+NETWORK_MODE = "compile_threads2"
+CONTROL, PATCHED = "control:F.conv2d", "convkit.patch"
+#: Problems a case may use: inputs, filters and outputs within this many bytes (a thread holds 3 sets).
+MAX_PROBLEM_BYTES = 48 << 20
+#: The short form (a GPU test): the two layers whose split launches hung on two streams, a layer with scratch
+#: (Winograd) and one run by cuBLAS, each in two modes, the control beside the first, CuPy threads on the second.
+SHORT = {"calls": 10, "replays": 4}
+_TRANSFORM_VARIANTS = {"fp32_winograd", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"}
+#: What starts a worker's report line on its stdout (other lines are the op's own).
+MESSAGE = "@@soak "
+
+
+@dataclass(frozen=True)
+class SoakCase:
+    """One row of the soak: a problem key (or :data:`NETWORK`), an implementation and a mode."""
+
+    problem: str
+    implementation: str
+    mode: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.problem, self.implementation, self.mode)
+
+    @property
+    def timeout_s(self) -> float:
+        return COMPILE_TIMEOUT_S if self.mode == NETWORK_MODE else CASE_TIMEOUT_S
+
+
+def implementation_name(choice: Any) -> str:
+    """How the soak names a dispatch choice: ``impl:variant`` (``convkit:chang_multi_async``, ``cudnn:FFT``)."""
+    return f"{choice.impl}:{choice.variant}"
+
+
+def bar(implementation: str) -> float:
+    """The relative error an output may have against float64: the transforms' bar for FFT and Winograd and for
+    PyTorch's autotuned cuDNN (it may pick either), the direct methods' otherwise."""
+    impl, variant = implementation.split(":", 1)
+    return TRANSFORM_TOLERANCE if variant in _TRANSFORM_VARIANTS or impl in ("pytorch", "control") else DIRECT_TOLERANCE
+
+
+def _fits(problem: ConvProblem) -> bool:
+    elements = math.prod(problem.input_shape) + math.prod(problem.filter_shape) + math.prod(problem.output_shape)
+    return 4 * elements <= MAX_PROBLEM_BYTES
+
+
+def _spread(keys: list[str]) -> list[str]:
+    """The smallest, middle and largest of ``keys`` (sorted by work), without repeats."""
+    if len(keys) <= 3:
+        return keys
+    return list(dict.fromkeys((keys[0], keys[len(keys) // 2], keys[-1])))
+
+
+def is_split(choice: Any) -> bool:
+    """Whether a choice is a launch whose channel splits sum into each tile in one launch (split counters)."""
+    return choice.variant.startswith("chang_multi") and json.loads(choice.params or "{}").get("split", 1) > 1
+
+
+def soak_plan(
+    choices: dict[str, Any], supports: Callable[[str, ConvProblem], bool], *, per_implementation: int = 3
+) -> tuple[list[SoakCase], dict[str, Any]]:
+    """(the cases, the choices to force through the user's cache) for a shipped table's ``choices`` (problem key
+    -> :class:`~convkit.op.dispatch.Choice`); ``supports(implementation, problem)`` says where a forced choice
+    may run. Cases come grouped by problem, so a worker builds a problem's kernels once."""
+    from convkit.op.dispatch import Choice
+
+    keys = sorted((k for k in choices if "@" not in k), key=lambda k: (ConvProblem.from_key(k).flops, k))
+    by_impl: dict[str, list[str]] = {}
+    for k in keys:
+        by_impl.setdefault(implementation_name(choices[k]), []).append(k)
+    # the spread of those that fit, else the smallest (single-channel images of a megapixel and more)
+    picked = {impl: _spread(fit) if len(fit := [k for k in found if _fits(ConvProblem.from_key(k))]) >= 3
+              else found[:3] for impl, found in by_impl.items()}  # fmt: skip
+    keys = [k for k in keys if _fits(ConvProblem.from_key(k))]  # forced choices: problems that fit
+    for impl, found in by_impl.items():  # every split launch shipped
+        picked[impl] += [k for k in found if is_split(choices[k]) and k not in picked[impl]]
+    used = {k for found in picked.values() for k in found}
+    forced: dict[str, Any] = {}
+    for impl in sorted(picked, key=lambda i: (len(picked[i]), i)):
+        for k in keys:
+            if len(picked[impl]) >= per_implementation:
+                break
+            if k not in used and supports(impl, ConvProblem.from_key(k)):
+                family, variant = impl.split(":", 1)
+                shipped = choices[by_impl[impl][0]]
+                forced[k] = Choice(family, variant, "", shipped.paper, source="tuned", precision=shipped.precision)
+                picked[impl].append(k)
+                used.add(k)
+    cases = []
+    for problem in sorted(used, key=lambda k: (ConvProblem.from_key(k).flops, k)):
+        impl = next(i for i, found in picked.items() if problem in found)
+        cases += [SoakCase(problem, impl, mode) for mode in MODES]
+        cases += [SoakCase(problem, CONTROL, mode) for mode in TORCH_MODES]
+    cases += [SoakCase(NETWORK, PATCHED, NETWORK_MODE), SoakCase(NETWORK, "control:" + NETWORK, NETWORK_MODE)]
+    return cases, forced
+
+
+def short_plan(choices: dict[str, Any]) -> list[SoakCase]:
+    """The short form: the two split layers that hung, a Winograd layer and a cuBLAS layer (see :data:`SHORT`)."""
+    wanted = ["14-1-5-512-512-p2-s1", "7-1-3-512-512-p1-s1"]
+    keys = sorted((k for k in choices if "@" not in k), key=lambda k: ConvProblem.from_key(k).flops)
+    wanted += [next(k for k in keys if choices[k].variant == variant) for variant in ("fp32_winograd", "sgemm")]
+    cases = [SoakCase(wanted[0], CONTROL, "threads4"), SoakCase(wanted[1], implementation_name(choices[wanted[1]]),
+                                                                "cupy_threads4")]  # fmt: skip
+    for k in wanted:
+        cases += [SoakCase(k, implementation_name(choices[k]), mode) for mode in ("threads4", "graphs2")]
+    return cases
