@@ -17,7 +17,7 @@ if [ ! -d "$job" ]; then
   install_wheels || exit 1
   gpu=$(this_gpu)
   mkdir -p "$job/results"
-  cp -r convkit kernels scripts tests pyproject.toml "$job/"
+  cp -r convkit kernels scripts tests pyproject.toml .whl "$job/"
   [ -n "${BEFORE:-}" ] && cp -r "$BEFORE" "$job/before"
   cp -r "results/$gpu" "$job/results/$gpu"
   mkdir -p "$job/results/$gpu/logs"

@@ -28,13 +28,36 @@ def _fp32_references():
     torch.backends.cudnn.allow_tf32 = before
 
 
+@pytest.fixture(autouse=True)
+def _h100_split_choices(tmp_path, monkeypatch):
+    """The H100's shipped split launches of the two layers, forced through the user's cache on any GPU (the
+    watchdog runs each test in a fresh process: nothing chose before)."""
+    from convkit.core.shipped import shipped_path
+    from convkit.op import dispatch
+    from convkit.op.interop import gpu_name
+
+    h100 = dispatch.read_table(shipped_path("nvidia-h100-80gb-hbm3"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gpu = gpu_name()
+    dispatch.write_table(dispatch.cache_path(gpu), gpu, {p.key: h100[p.key] for p in (SPLIT_5X5, SPLIT_3X3)})
+
+
 def _split_choice(problem: ConvProblem) -> None:
-    """Skip unless this GPU's table runs ``problem`` as a channel split (the case that hung)."""
+    """Assert that ``problem`` runs as a channel split (the case that hung); skip where this GPU cannot launch it."""
+    from convkit.cuda.launch import with_dynamic_shared
+    from convkit.cuda.nvrtc import load_kernel
+    from convkit.families.chang2022.ranking import multi_launch
     from convkit.op.conv import implementation
 
     choice = implementation(problem)
-    if not (choice.variant.startswith("chang_multi") and json.loads(choice.params or "{}").get("split", 1) > 1):
-        pytest.skip(f"{problem.key} is no split launch on this GPU ({choice.variant})")
+    assert choice.variant.startswith("chang_multi") and json.loads(choice.params).get("split", 1) > 1, choice
+    launch = multi_launch(json.loads(choice.params))
+    try:
+        launch.can_implement(problem)
+        with_dynamic_shared(load_kernel(launch.source, launch.kernel_name(problem), options=launch.options(problem)),
+                            launch.shared_bytes(problem), "the H100's launch")  # fmt: skip
+    except ValueError as error:
+        pytest.skip(f"this GPU cannot run the H100's split launch of {problem.key}: {error}")
 
 
 def _tensors(problem: ConvProblem, seed: int):
