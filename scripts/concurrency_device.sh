@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The concurrency recording session, run in the background so that it outlives one device call (at most 10 minutes)
 # on a machine held across several; its rows come back in $OUT/results.tgz, to unpack into results/ here:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) [BEFORE=<tree>] bash scripts/concurrency_device.sh   # carry .whl (pytest-xdist)
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) [BEFORE=<tree> BEFORE_COMMIT=<its commit> ROUNDS=2] \
+#     bash scripts/concurrency_device.sh   # carry .whl (pytest-xdist) and the BEFORE tree
 # BEFORE names a copy of convkit/, kernels/ and pyproject.toml from before a fix, with this tree's tests/ (e.g.
 # `mkdir -p t && git archive 510f7cc convkit kernels | tar -x -C t && cp -r tests pyproject.toml t/`); with it the
 # job first runs the two tests of layers that hung on two streams there, under the watchdog, and the split layers'
@@ -17,7 +18,7 @@ if [ ! -d "$job" ]; then
   install_wheels || exit 1
   gpu=$(this_gpu)
   mkdir -p "$job/results"
-  cp -r convkit kernels scripts tests pyproject.toml .whl "$job/"
+  cp -r convkit kernels scripts tests pyproject.toml README.md .whl "$job/"
   [ -n "${BEFORE:-}" ] && cp -r "$BEFORE" "$job/before"
   cp -r "results/$gpu" "$job/results/$gpu"
   mkdir -p "$job/results/$gpu/logs"
@@ -28,8 +29,8 @@ cd $job
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
 dir=results/$gpu
 logs=$job/results/$gpu/logs
-split_host() {  # the host cost of the layers shipped as channel splits, from the tree in \$1 into \$2
-  (cd \$1 && PYTHONPATH=/tmp/site:\$1 python3 -c "
+split_host() {  # the host cost of the layers shipped as channel splits, from the tree in \$1 (commit \$3) into \$2
+  (cd \$1 && CONVKIT_COMMIT=\$3 PYTHONPATH=/tmp/site:\$1 python3 -c "
 import json, sys
 from convkit.core import shipped
 from convkit.core.problem import ConvProblem
@@ -45,9 +46,9 @@ if [ -d before ]; then
      tests/test_concurrency_gpu.py -k split_layer > \$logs/before_hang_tests.log 2>&1)
   grep -E "passed|failed|hung" \$logs/before_hang_tests.log | tail -n 4
   echo "=== the split layers' host cost, before and after, in turns"
-  for round in 1 2; do
-    split_host $job/before $job/\$dir/split_host/before\$round
-    split_host $job \$dir/split_host/after\$round
+  for round in \$(seq \${ROUNDS:-2}); do
+    split_host $job/before $job/\$dir/split_host/before\$round ${BEFORE_COMMIT:-before}
+    split_host $job \$dir/split_host/after\$round \$CONVKIT_COMMIT
   done
 fi
 echo "=== the soak, beside the GPU suite and compute-sanitizer"

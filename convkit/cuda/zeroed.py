@@ -100,3 +100,19 @@ def torch_replay_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]
         owner = zeros(nbytes)  # freed after the call into the graph's own pool, in the graph's stream order
         return owner.data_ptr(), owner
     return stream_block("torch", device, stream, nbytes, zeros)
+
+
+def torch_replay_resolver(device: int, nbytes: int) -> Callable[[int], tuple[int, Any]]:
+    """:func:`torch_replay_block` for one plan's ``nbytes`` on ``device``, as a replay calls it per launch: the
+    stream's block found with one lookup where it is there, large enough, and the stream not capturing."""
+    import cupy
+
+    blocks, is_capturing = _BLOCKS, cupy.cuda.runtime.streamIsCapturing
+
+    def resolve(stream: int) -> tuple[int, Any]:
+        found = blocks.get(("torch", device, stream))
+        if found is not None and found[1] >= nbytes and not (stream and is_capturing(stream)):
+            return found[0], None
+        return torch_replay_block(device, stream, nbytes)
+
+    return resolve

@@ -29,7 +29,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
 from convkit.cuda.record import Recording
-from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_replay_block, torch_replay_block
+from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_replay_block, torch_replay_resolver
 from convkit.op import dispatch, torch_ops
 from convkit.op.interop import cupy_stream, gpu_name, signature_function
 
@@ -259,14 +259,14 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
         torch_handle(device, stream.ptr)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
-    zeroed_bytes = plan.zeroed_bytes
+    zeroed_block = torch_replay_resolver(device, plan.zeroed_bytes) if plan.zeroed_bytes else None
     lock = threading.Lock()
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = x.new_empty(shape)
         block = new_scratch()
         stream = cupy_stream(device)
-        zeroed, owner = torch_replay_block(device, stream.ptr, zeroed_bytes) if zeroed_bytes else (0, None)
+        zeroed, owner = zeroed_block(stream.ptr) if zeroed_block else (0, None)
         bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
                  0 if block is None else block.data_ptr(), zeroed)  # fmt: skip
         with lock:

@@ -58,7 +58,7 @@ def _count(errors: Iterable[float], tolerance: float) -> tuple[int, int, float]:
     return len(errors), wrong, max(finite, default=math.nan)
 
 
-def _in_threads(work: Callable[[int], list[float]], threads: int) -> list[float]:
+def in_threads(work: Callable[[int], list[float]], threads: int) -> list[float]:
     """``work(i)`` on ``threads`` threads at once; their errors; re-raises the first thread's exception."""
     results: dict[int, Any] = {}
 
@@ -99,7 +99,7 @@ def _torch_threads(call: Callable[..., Any], problem: ConvProblem, threads: int,
                 y.fill_(math.nan)  # poisoned before the allocator hands its memory out again
             return torch.stack(errors).cpu().tolist()
 
-    return _in_threads(work, threads)
+    return in_threads(work, threads)
 
 
 def _torch_graphs(call: Callable[..., Any], problem: ConvProblem, graphs: int, replays: int) -> list[float]:
@@ -155,7 +155,7 @@ def _cupy_threads(problem: ConvProblem, threads: int, calls: int) -> list[float]
                 y.fill(math.nan)
             return cupy.stack(errors).get().tolist()
 
-    return _in_threads(work, threads)
+    return in_threads(work, threads)
 
 
 def _network_threads(patched: bool, threads: int, calls: int) -> list[float]:
@@ -192,7 +192,7 @@ def _network_threads(patched: bool, threads: int, calls: int) -> list[float]:
                 errors.append(_torch_error(y, ref, norm))
             return torch.stack(errors).cpu().tolist()
 
-    return _in_threads(work, threads)
+    return in_threads(work, threads)
 
 
 def run_case(case: SoakCase, *, calls: int = CALLS, replays: int = REPLAYS) -> dict[str, Any]:
