@@ -231,13 +231,15 @@ RECORDED = sorted((HERE.parent / "results").glob("*/*.csv"))
 @pytest.mark.parametrize("csv_path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
     from convkit.book import profile, reproduce
-    from convkit.papers.summary import inference
+    from convkit.papers.summary import concurrency, inference
 
     stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat").removesuffix(inference.COLD)
     if stem == "ceilings":
         keys = ceilings.KEY_COLUMNS
     elif stem == inference.EXPERIMENT:
         keys = inference.KEY_COLUMNS
+    elif stem == concurrency.EXPERIMENT:
+        keys = concurrency.KEY_COLUMNS
     elif csv_path.stem == reproduce.RUN_TIMES:
         keys = ("notebook", "mode")
     elif csv_path.stem.endswith("_kernels"):
