@@ -203,7 +203,7 @@ def test_the_soak_in_short(tmp_path):
     from convkit.papers.summary.concurrency.driver import run
 
     run(tmp_path, short=True, progress=None)
-    with open(tmp_path / "concurrency_short.csv", newline="") as f:
+    with open(tmp_path / "concurrency_quick.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {r["implementation"] for r in rows} >= {concurrency.CONTROL}
     assert len(rows) == len({(r["problem"], r["implementation"], r["mode"]) for r in rows}) >= 9

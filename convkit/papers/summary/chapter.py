@@ -7,9 +7,11 @@ Reads what the chapters and the op's own measurements recorded for one GPU:
 - ``networks.csv`` (:mod:`convkit.papers.summary.inference`): torchvision networks patched by ``convkit.patch``,
   whose tables and mode lines are :mod:`convkit.papers.summary.networks_tables`';
 - ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
-- ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs.
+- ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs;
+- ``concurrency.csv`` (:mod:`convkit.papers.summary.concurrency`): the op from several threads, streams and graphs
+  at once, every output against float64.
 
-:func:`measure` takes the last three on a GPU (the sweeps are the chapters' own).
+:func:`measure` takes the last four on a GPU (the sweeps are the chapters' own).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.papers.summary import inference, overhead, precisions
+from convkit.papers.summary.concurrency import driver as concurrency_driver
 from convkit.papers.summary.networks_tables import recorded, speedup_span, tie_p95
 from convkit.study import shipping, tables
 
@@ -61,9 +64,9 @@ REPEAT_STEP, REPEAT = 4, "_repeat"
 
 
 def measure(directory: Path, *, quick: bool = False) -> None:
-    """Measure the networks, the host cost and the reduced precisions into ``directory`` (resuming); ``quick``:
-    two networks at batch 1, a few layers of each, into ``*_quick`` experiments. A full run then measures its
-    repeated sample in a fresh process (:func:`measure_repeat`)."""
+    """Measure the networks, the host cost, the reduced precisions and the concurrency soak into ``directory``
+    (resuming); ``quick``: two networks at batch 1, a few layers of each, the soak's short form, into ``*_quick``
+    experiments. A full run then measures its repeated sample in a fresh process (:func:`measure_repeat`)."""
     import subprocess
     import sys
 
@@ -74,6 +77,7 @@ def measure(directory: Path, *, quick: bool = False) -> None:
                      experiment=overhead.EXPERIMENT + suffix)  # fmt: skip
     precisions.measure(directory, problems=precisions.layers()[::16] if quick else None,
                        experiment=precisions.EXPERIMENT + suffix)  # fmt: skip
+    concurrency_driver.run(directory, short=quick)
     if not quick:
         subprocess.run([sys.executable, "-m", "convkit.papers.summary.chapter", "repeat", str(directory)], check=True)
 

@@ -155,3 +155,50 @@ def short_plan(choices: dict[str, Any]) -> list[SoakCase]:
     for k in wanted:
         cases += [SoakCase(k, implementation_name(choices[k]), mode) for mode in ("threads4", "graphs2")]
     return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter shows of it
+
+#: The modes in words, as the summary chapter names them.
+MODE_WORDS = {"threads4": "4 threads, a stream each", "graphs2": "2 CUDA graphs replayed at once",
+              "graphs4": "4 CUDA graphs replayed at once", "cupy_threads4": "4 threads, CuPy arrays",
+              NETWORK_MODE: "a compiled network, 2 threads"}  # fmt: skip
+
+
+def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
+    """Per mode (pandas): the cases, the calls checked against float64, the wrong and the hung, of convkit.conv2d
+    and of the control (PyTorch's own) apart; empty where the soak is not recorded."""
+    import pandas as pd
+
+    from convkit.papers.summary.networks_tables import recorded
+
+    frame = recorded(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    frame = frame.assign(control=frame["implementation"].str.startswith("control"),
+                         calls=frame["calls"].astype(int), wrong=frame["wrong"].astype(int),
+                         hung=frame["hung"].astype(int), failed=frame["note"].fillna("") != "")  # fmt: skip
+    rows = []
+    for mode, words in MODE_WORDS.items():
+        for control, who in ((False, "convkit"), (True, "PyTorch")):
+            part = frame[(frame["mode"] == mode) & (frame["control"] == control)]
+            if len(part):
+                rows.append({"mode": words, "of": who, "problems": part["problem"].nunique(),
+                             "implementations": part["implementation"].nunique(), "calls": int(part["calls"].sum()),
+                             "wrong": int(part["wrong"].sum()), "hung": int(part["hung"].sum()),
+                             "failed": int(part["failed"].sum())})  # fmt: skip
+    return pd.DataFrame(rows).set_index(["mode", "of"])
+
+
+def result_lines(table: Any) -> list[str]:
+    """The chapter's result-box line on the soak (none where it is not recorded)."""
+    if table.empty:
+        return []
+    ours, control = (table.xs(who, level="of") for who in ("convkit", "PyTorch"))
+    bad = int(ours[["wrong", "hung", "failed"]].to_numpy().sum())
+    line = (f"**Several threads, streams and graphs at once**: {int(ours['calls'].sum()):,} calls of the op "
+            f"({int(ours['implementations'].max())} implementations at most in one mode) checked against float64: "
+            f"{int(ours['wrong'].sum())} wrong, {int(ours['hung'].sum())} hung; PyTorch's own conv2d, run the same "
+            f"way, {int(control['wrong'].sum())} wrong, {int(control['hung'].sum())} hung.")  # fmt: skip
+    return [line + ("" if not bad else f" {bad} of the op's calls or cases failed: see the table below.")]

@@ -111,7 +111,7 @@ def run_cases(
 def run(directory: Path | None = None, *, short: bool = False, budget_s: float = math.inf,
         progress: Callable[[str], None] | None = print) -> Path:  # fmt: skip
     """Run the soak (the short form with ``short``) into ``<directory>/concurrency.csv`` (default
-    ``results/<this GPU>``; the short form's ``concurrency_short.csv``), resuming; returns the directory."""
+    ``results/<this GPU>``; the short form's ``concurrency_quick.csv``), resuming; returns the directory."""
     from convkit.core import shipped
     from convkit.op import dispatch
     from convkit.op.interop import gpu_name
@@ -130,7 +130,7 @@ def run(directory: Path | None = None, *, short: bool = False, budget_s: float =
     if table_gpu != gpu:
         forced = {c.problem: choices[c.problem] for c in cases if c.problem in choices} | forced
     directory = gpu_results_dir(directory)
-    experiment = EXPERIMENT + ("_short" if short else "")
+    experiment = EXPERIMENT + ("_quick" if short else "")
     store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
     done = store.done_keys()
     todo = [c for c in cases if c.key not in done]
@@ -200,6 +200,6 @@ def main(argv: list[str]) -> None:
         worker(sys.stdin, calls=args.calls, replays=args.replays)
         return
     directory = run(args.directory, short=args.short, budget_s=args.budget_s)
-    rows = list(_rows_of(directory / f"{EXPERIMENT}{'_short' if args.short else ''}.csv"))
+    rows = list(_rows_of(directory / f"{EXPERIMENT}{'_quick' if args.short else ''}.csv"))
     wrong, hung = (sum(int(r[column] or 0) for r in rows) for column in ("wrong", "hung"))
     print(f"{len(rows)} rows: {wrong} wrong calls, {hung} hung, {sum(1 for r in rows if r['note'])} with a note")
