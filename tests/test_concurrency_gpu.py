@@ -16,6 +16,8 @@ pytestmark = pytest.mark.gpu
 #: The two layers of the report: a shipped split launch (chang_multi_async, 33 and 66 splits) each.
 SPLIT_5X5 = ConvProblem.from_key("14-1-5-512-512-p2-s1")
 SPLIT_3X3 = ConvProblem.from_key("7-1-3-512-512-p1-s1")
+#: A layer whose launches share scratch (Winograd's transforms), which a CuPy plan keeps for its stream's calls.
+WINOGRAD = ConvProblem.from_key("7-8-5-128-48-p2-s1")
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +41,8 @@ def _h100_split_choices(tmp_path, monkeypatch):
     h100 = dispatch.read_table(shipped_path("nvidia-h100-80gb-hbm3"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     gpu = gpu_name()
-    dispatch.write_table(dispatch.cache_path(gpu), gpu, {p.key: h100[p.key] for p in (SPLIT_5X5, SPLIT_3X3)})
+    forced = {p.key: h100[p.key] for p in (SPLIT_5X5, SPLIT_3X3, WINOGRAD)}
+    dispatch.write_table(dispatch.cache_path(gpu), gpu, forced)
 
 
 def _split_choice(problem: ConvProblem) -> None:
@@ -192,6 +195,55 @@ def test_cupy_threads_on_one_stream_and_on_four():
     common = cupy.cuda.Stream(non_blocking=True)
     for streams in ([common] * 4, [cupy.cuda.Stream(non_blocking=True) for _ in range(4)]):
         assert max(_in_threads(lambda i, s=streams: work(i, s[i]), 4)) < 1e-5, streams[0] is streams[1]
+
+
+@pytest.mark.watchdog(60)
+@pytest.mark.parametrize("problem", [SPLIT_3X3, WINOGRAD], ids=lambda p: p.key)
+def test_cupy_graphs_captured_on_one_stream_run_at_once_beside_its_eager_calls(problem):
+    """Two CuPy graphs captured on one stream own their scratch and split counters: launched at once on two other
+    streams while the capturing stream runs eager calls (with the scratch and counters it keeps), every output
+    holds."""
+    import cupy
+
+    import convkit
+    from convkit.core import reference
+
+    if problem is SPLIT_3X3:
+        _split_choice(problem)
+    rng = cupy.random.default_rng(1)
+    sets = []
+    for _ in range(3):
+        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+        b = rng.standard_normal(problem.m, dtype=cupy.float32)
+        ref = reference.conv2d(x.astype(cupy.float64), w.astype(cupy.float64), pad=problem.pad)
+        sets.append((x, w, b, ref + b.astype(cupy.float64)[None, :, None, None]))
+
+    def error(y, ref) -> float:
+        return float(cupy.linalg.norm((y - ref).ravel()) / cupy.linalg.norm(ref.ravel()))
+
+    capture = cupy.cuda.Stream(non_blocking=True)
+    with capture:
+        convkit.conv2d(*sets[2][:3], padding=problem.pad)  # the choice and this stream's plan, before capture
+        capture.synchronize()
+        graphs = []
+        for x, w, b, _ in sets[:2]:
+            capture.begin_capture()
+            y = convkit.conv2d(x, w, b, padding=problem.pad)
+            graphs.append((capture.end_capture(), y))
+    others = [cupy.cuda.Stream(non_blocking=True) for _ in graphs]
+    bar = 1e-3 if problem is WINOGRAD else 1e-5
+    for _ in range(10):
+        eager = []
+        for (graph, y), stream in zip(graphs, others):
+            y.fill(cupy.nan)
+            graph.launch(stream)
+        with capture:
+            for _ in range(3):
+                eager.append(convkit.conv2d(*sets[2][:3], padding=problem.pad))
+        cupy.cuda.runtime.deviceSynchronize()
+        assert max(error(y, ref) for (_, y), (_, _, _, ref) in zip(graphs, sets)) < bar
+        assert max(error(y, sets[2][3]) for y in eager) < bar
 
 
 def test_the_soak_in_short(tmp_path):
