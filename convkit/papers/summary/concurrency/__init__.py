@@ -167,8 +167,9 @@ MODE_WORDS = {"threads4": "4 threads, a stream each", "graphs2": "2 CUDA graphs 
 
 
 def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
-    """Per mode (pandas): the cases, the calls checked against float64, the wrong and the hung, of convkit.conv2d
-    and of the control (PyTorch's own) apart; empty where the soak is not recorded."""
+    """Per mode (pandas): the problems, and the calls checked against float64 with the wrong and the hung among
+    them, of convkit.conv2d and of the control (PyTorch's own) side by side; empty where the soak is not recorded.
+    A case stopped by an error counts its calls as 0 and is in ``failed``."""
     import pandas as pd
 
     from convkit.papers.summary.networks_tables import recorded
@@ -176,29 +177,32 @@ def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
     frame = recorded(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
-    frame = frame.assign(control=frame["implementation"].str.startswith("control"),
+    failed = (frame["note"].fillna("") != "").astype(int)
+    frame = frame.assign(control=frame["implementation"].str.startswith("control"), failed=failed,
                          calls=frame["calls"].astype(int), wrong=frame["wrong"].astype(int),
-                         hung=frame["hung"].astype(int), failed=frame["note"].fillna("") != "")  # fmt: skip
+                         hung=frame["hung"].astype(int))  # fmt: skip
     rows = []
     for mode, words in MODE_WORDS.items():
-        for control, who in ((False, "convkit"), (True, "PyTorch")):
-            part = frame[(frame["mode"] == mode) & (frame["control"] == control)]
-            if len(part):
-                rows.append({"mode": words, "of": who, "problems": part["problem"].nunique(),
-                             "implementations": part["implementation"].nunique(), "calls": int(part["calls"].sum()),
-                             "wrong": int(part["wrong"].sum()), "hung": int(part["hung"].sum()),
-                             "failed": int(part["failed"].sum())})  # fmt: skip
-    return pd.DataFrame(rows).set_index(["mode", "of"])
+        ours, control = (frame[(frame["mode"] == mode) & (frame["control"] == c)] for c in (False, True))
+        if len(ours):
+            row = {"mode": words, "problems": ours["problem"].nunique(),
+                   "implementations": ours["implementation"].nunique()}  # fmt: skip
+            for who, part in (("op", ours), ("PyTorch", control)):
+                for column in ("calls", "wrong", "hung"):
+                    row[f"{who} {column}"] = int(part[column].sum()) if len(part) else None
+            row["stopped by an error"] = int(ours["failed"].sum() + control["failed"].sum())
+            rows.append(row)
+    return pd.DataFrame(rows).set_index("mode")
 
 
 def result_lines(table: Any) -> list[str]:
     """The chapter's result-box line on the soak (none where it is not recorded)."""
     if table.empty:
         return []
-    ours, control = (table.xs(who, level="of") for who in ("convkit", "PyTorch"))
-    bad = int(ours[["wrong", "hung", "failed"]].to_numpy().sum())
-    line = (f"**Several threads, streams and graphs at once**: {int(ours['calls'].sum()):,} calls of the op "
-            f"({int(ours['implementations'].max())} implementations at most in one mode) checked against float64: "
-            f"{int(ours['wrong'].sum())} wrong, {int(ours['hung'].sum())} hung; PyTorch's own conv2d, run the same "
-            f"way, {int(control['wrong'].sum())} wrong, {int(control['hung'].sum())} hung.")  # fmt: skip
-    return [line + ("" if not bad else f" {bad} of the op's calls or cases failed: see the table below.")]
+    total = {column: int(table[column].fillna(0).sum()) for column in table.columns if " " in column}
+    line = (f"**Several threads, streams and graphs at once**: {total['op calls']:,} calls of the op "
+            f"({int(table['implementations'].max())} implementations, {int(table['problems'].max())} problems) "
+            f"checked against float64: {total['op wrong']} wrong, {total['op hung']} hung; PyTorch's own "
+            f"conv2d, run the same way, {total['PyTorch wrong']} wrong, {total['PyTorch hung']} hung.")  # fmt: skip
+    failed = total["stopped by an error"]
+    return [line + (f" {failed} cases stopped with an error (see the table)." if failed else "")]
