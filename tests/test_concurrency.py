@@ -119,3 +119,15 @@ def test_the_watchdog_fails_a_test_that_hangs(tmp_path):
 def test_rows_have_the_issue_columns():
     assert soak.COLUMNS[1:7] == ("problem", "implementation", "mode", "calls", "wrong", "hung")
     assert json.loads(json.dumps(soak.KEY_COLUMNS)) == ["problem", "implementation", "mode"]
+
+
+def test_the_chapter_reads_the_recorded_soak():
+    from convkit.study.checkout import results_dir
+
+    table = soak.soak_table(results_dir() / H100)
+    assert list(table.index) == list(soak.MODE_WORDS.values())
+    assert table[["op wrong", "op hung"]].to_numpy().sum() == 0 and table["op calls"].sum() > 20_000
+    assert "stopped by an error" not in table  # shown only where a case failed
+    (line,) = soak.result_lines(table)
+    assert "18 implementations" in line and "0 wrong, 0 hung" in line
+    assert soak.result_lines(table.iloc[0:0]) == []

@@ -151,6 +151,25 @@ def best_per_problem(directory: Path) -> Any:
     return pd.DataFrame(out)
 
 
+def best_or_recorded(directory: Path, recorded_gpu: str) -> tuple[Any, str]:
+    """(:func:`best_per_problem` of ``directory``, "") where the other chapters have recorded sweeps there; else
+    those of ``results/<recorded_gpu>`` and a sentence that says so (a notebook run alone, as Colab runs it,
+    measures no other chapter)."""
+    from convkit.book.reproduce import recorded_gpu_name
+    from convkit.study.checkout import results_dir
+
+    best = best_per_problem(directory)
+    recorded = results_dir() / recorded_gpu
+    if not best.empty or Path(directory).resolve() == recorded.resolve() or not recorded.is_dir():
+        return best, ""
+    name = recorded_gpu_name(recorded_gpu).removeprefix("NVIDIA ")
+    note = (
+        f"No other chapter has recorded its sweep on this GPU yet (run their notebooks first): the problems "
+        f"below are the {name}'s, as recorded."
+    )
+    return best_per_problem(recorded), note
+
+
 def roofline_points(best: Any) -> list[tuple[str, float, float, str]]:
     """(label, FLOP/byte, GFLOP/s, kind) of every problem twice, unlabelled: convkit's best kernel and the best
     library."""
@@ -251,14 +270,16 @@ def _names(items: list[str]) -> str:
 
 
 def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
-                 spread: dict[str, dict[str, float]] | None = None) -> list[str]:  # fmt: skip
+                 spread: dict[str, dict[str, float]] | None = None, best_note: str = "") -> list[str]:  # fmt: skip
     """The chapter's result box: what the op claims, what was measured, the verdict; ``spread`` (from
-    :func:`spreads`) makes a speed-up within the run-to-run spread of that ratio (its 95th percentile) a tie."""
+    :func:`spreads`) makes a speed-up within the run-to-run spread of that ratio (its 95th percentile) a tie;
+    ``best_note`` (:func:`best_or_recorded`) says that ``best`` was recorded on another GPU."""
     out = ["**Claim**: the study's kernels, called as one op (convkit.conv2d, or a PyTorch model patched by "
            "convkit.patch), run a network's convolutions faster than PyTorch's cuDNN in FP32 wherever the "
            "study measured them faster, at a host cost per call no higher than PyTorch's."]  # fmt: skip
     if not best.empty:
-        out.append(f"**Every chapter's problems**: convkit's best kernel is faster than the best library on "
+        where = " (as recorded on another GPU)" if best_note else ""
+        out.append(f"**Every chapter's problems**{where}: convkit's best kernel is faster than the best library on "
                    f"{int((best['speedup'] > 1).sum())} of {len(best)} (geometric mean "
                    f"{tables.geomean(best['speedup']):.2f}x); the op runs the faster of the two.")  # fmt: skip
     verdict = []

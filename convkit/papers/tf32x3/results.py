@@ -89,6 +89,24 @@ def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
             else pd.DataFrame() for key, name in named}  # fmt: skip
 
 
+def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, str, str]:
+    """(folder, experiment, sentence) the chapter shows: this run's where its sweep holds the 3xTF32 kernel's rows;
+    else, on a GPU without TF32 tensor cores (the Colab T4), the full sweep recorded on ``book_gpu`` (a results
+    folder's name) and a sentence that says so ("" where nothing is recorded there either)."""
+    from convkit.book.reproduce import recorded_gpu_name
+    from convkit.study.checkout import results_dir
+
+    sweep = load(directory, experiment)["sweep"]
+    if len(sweep) and (sweep["variant"] == TF32X3).any():
+        return Path(directory), experiment, ""
+    recorded = results_dir() / book_gpu
+    if Path(directory).resolve() == recorded.resolve() or not (recorded / f"{SWEEP}.csv").is_file():
+        return Path(directory), experiment, ""
+    name = recorded_gpu_name(book_gpu).removeprefix("NVIDIA ")
+    return recorded, SWEEP, (f"This GPU has no TF32 tensor cores, so its run measured no 3xTF32 kernel: the "
+                             f"chapter shows the {name}'s recorded run.")  # fmt: skip
+
+
 def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str = SWEEP) -> dict[str, Any]:
     """Everything the chapter shows: the frames, the per-problem table, each suite's rows (multi-channel ones
     for the two smaller suites) and the spread. A quick run's ``experiment`` has the quick suites."""
