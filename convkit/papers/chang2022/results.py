@@ -82,12 +82,12 @@ def summary(table: Any) -> Any:
 
 
 def best_variant(table: Any, kind: str) -> str:
-    """The variant of ``kind`` with the higher mean speedup."""
+    """The variant of ``kind`` with the higher geometric-mean speedup."""
     variants = [
         v for v in VARIANT_NAMES if f"speedup_{v}" in table and (v.startswith("chang_single")) == (kind == "single")
     ]
     part = table[table["kind"] == kind]
-    return max(variants, key=lambda v: part[f"speedup_{v}"].mean())
+    return max(variants, key=lambda v: tables.geomean(part[f"speedup_{v}"].dropna()))
 
 
 #: The paper's results on Maxwell (GTX Titan X, section 4): speed-ups over cuDNN (min, max).
@@ -140,8 +140,10 @@ def paper_vs_ours(table: Any, h100: LatencyModel) -> Any:
 
 def headline(table: Any, kind: str) -> dict[str, str]:
     """One kernel's headline numbers as the book prints them (``kind``: single or multi), for the result box and
-    the findings rows alike: the best form's range, mean and losses over the best library, the paper's own form's
-    mean, the mean at the roofline floor and the mean efficiency (floor / time)."""
+    the findings rows alike: the best form's range, means and losses over the best library, the paper's own form's
+    mean, the mean at the roofline floor and the mean efficiency (floor / time). ``mean`` is the arithmetic mean,
+    the paper's measure, compared with the paper's; ``geomean`` and ``median`` are the book's reading of a
+    speed-up, shown beside it."""
     part = table[table["kind"] == kind]
     best = best_variant(table, kind)
     design = "chang_single" if kind == "single" else "chang_multi"
@@ -155,6 +157,8 @@ def headline(table: Any, kind: str) -> dict[str, str]:
         "min": f"{s.min():.2f}x",
         "max": f"{s.max():.2f}x",
         "mean": f"{s.mean():.2f}x",
+        "geomean": f"{tables.geomean(s.dropna()):.2f}x",
+        "median": f"{s.median():.2f}x",
         "slower": f"{int((s < 1).sum())}",
         "design_mean": f"{part[f'speedup_{design}'].mean():.2f}x",
         "at_floor": f"{(part['best_lib_us'] / part['floor_us']).mean():.2f}x",
@@ -174,17 +178,34 @@ def result_lines(table: Any) -> list[str]:
     for kind in ("single", "multi"):
         h = headline(table, kind)
         lines.append(f"**{kind.capitalize()} channel on the H100** ({h['configurations']} configurations): the "
-                     f"{h['form']} runs {h['min']}-{h['max']} faster than the best library (mean {h['mean']}, "
+                     f"{h['form']} runs {h['min']}-{h['max']} faster than the best library (arithmetic mean "
+                     f"{h['mean']}, the paper's measure; geometric mean {h['geomean']}, median {h['median']}; "
                      f"slower in {h['slower']}), at {h['efficiency']} of the roofline floor on average; the "
                      f"paper's own form as-is averages {h['design_mean']}. A kernel at the floor would average "
                      f"{h['at_floor']}. The best library is most often {h['library']}.")  # fmt: skip
-        holds = float(h["mean"][:-1]) >= PAPER_SPEEDUPS[kind]["mean"]
-        verdicts.append(f"the {kind}-channel mean " + ("holds" if holds else "falls short")
-                        + (" (less room: cuDNN is closer to the floor on the H100)" if not holds and
-                           float(h["at_floor"][:-1]) < PAPER_SPEEDUPS[kind]["mean"] else "")
-                        + ("" if h["slower"] == "0" else ", not on every configuration"))  # fmt: skip
+        verdicts.append(_verdict(kind, h))
     lines.append("**Verdict** on the H100, with the kernels retuned for it: " + "; ".join(verdicts) + ".")
     return lines
+
+
+def _verdict(kind: str, h: dict[str, str]) -> str:
+    """Whether the paper's mean speed-up holds for ``kind``: on its own arithmetic mean, and on the geometric mean
+    the book reads speed-ups by (a few large speed-ups pull an arithmetic mean up)."""
+    paper = PAPER_SPEEDUPS[kind]["mean"]
+    arithmetic, geometric = (float(h[key][:-1]) >= paper for key in ("mean", "geomean"))
+    if arithmetic and geometric:
+        said = f"the {kind}-channel mean holds, arithmetic and geometric"
+    elif arithmetic:
+        said = (f"the {kind}-channel mean holds on the paper's arithmetic mean ({h['mean']} against {paper}x) but "
+                f"not on the geometric mean ({h['geomean']}): a few layers far faster than the library pull the "
+                f"arithmetic mean up (median {h['median']})")  # fmt: skip
+    else:
+        said = f"the {kind}-channel mean falls short"
+        if float(h["at_floor"][:-1]) < paper:
+            said += " (less room: cuDNN is closer to the floor on the H100)"
+    if h["slower"] != "0":
+        said += f"; it is slower than the best library on {h['slower']} of {h['configurations']} configurations"
+    return said
 
 
 def findings(directory: Path) -> list[dict[str, str]]:
@@ -207,7 +228,8 @@ def findings(directory: Path) -> list[dict[str, str]]:
         rows.append({"paper": "Chang 2022", "claim": f"{kind}-channel kernel beats cuDNN",
                      "paper's number": f"{PAPER_SPEEDUPS[kind]['mean']}x mean (GTX 1080 Ti)",
                      "paper's design on the H100": f"{h['design_mean']} mean",
-                     "our best on the H100": f"{h['mean']} mean, slower in {h['slower']} of {h['configurations']}",
+                     "our best on the H100": f"{h['mean']} mean (geometric {h['geomean']}), slower in "
+                                             f"{h['slower']} of {h['configurations']}",
                      "best library on the H100": h["library"],
                      "efficiency": h["efficiency"], "what changed": changed,
                      "section": SECTIONS[kind]})  # fmt: skip
