@@ -30,8 +30,9 @@ lint: venv
 clean:
 	rm -rf book/_build book/notebooks
 
-# A fork's address, named once: book/_config.yml's repository.url and every notebook's repo_url (Colab clones it).
+# A fork's address (and branch), named once: book/_config.yml's repository.url and .branch, every notebook's
+# repo_url and repo_ref (what Colab clones).
 repository: venv
-	@test -n "$(URL)" || { echo "usage: make repository URL=https://github.com/<owner>/<name>"; exit 2; }
+	@test -n "$(URL)" || { echo "usage: make repository URL=https://github.com/<owner>/<name> [BRANCH=main]"; exit 2; }
 	$(BIN)/python -c "import sys; from convkit.book.reproduce import set_repository; \
-	[print('set in', p) for p in set_repository(sys.argv[1])]" "$(URL)"
+	[print('set in', p) for p in set_repository(sys.argv[1], branch=sys.argv[2] or None)]" "$(URL)" "$(BRANCH)"

@@ -85,6 +85,13 @@ def test_a_fork_names_its_repository_once(tmp_path):
         original = (notebooks_dir() / path.name).read_text().splitlines()
         assert len(path.read_text().splitlines()) == len(original), "only the parameter's line changed"
     assert reproduce.set_repository(fork, book=book, notebooks=notebooks) == []
+    changed = reproduce.set_repository(fork, branch="release-1", book=book, notebooks=notebooks)
+    assert len(changed) == 1 + len(list(notebooks.glob("*.ipynb"))) and reproduce.repository_branch(book) == "release-1"
+    for path in sorted(notebooks.glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        namespace: dict[str, object] = {}
+        exec(next(c.source for c in cells if "parameters" in c.metadata.get("tags", [])), namespace)
+        assert namespace["repo_ref"] == "release-1", path.name
     with pytest.raises(ValueError, match="https address"):
         reproduce.set_repository("git@github.com:someone/convkit.git", book=book, notebooks=notebooks)
 

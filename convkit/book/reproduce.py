@@ -213,23 +213,31 @@ def repository_branch(book: Path | None = None) -> str:
     return str(_repository(book).get("branch") or "main")
 
 
-#: The notebooks' parameter that names the repository a Colab runtime clones.
-REPO_PARAMETER = "repo_url"
+#: The notebooks' parameters that name the repository a Colab runtime clones, and the branch (or tag, or commit).
+REPO_PARAMETER, REF_PARAMETER = "repo_url", "repo_ref"
 
 
-def set_repository(url: str, *, book: Path | None = None, notebooks: Path | None = None) -> list[Path]:
-    """Name ``url`` as the study's repository (a fork's address): ``repository.url`` in ``book/_config.yml``
-    and the ``repo_url`` parameter of every notebook, each line rewritten in place; returns the files changed."""
+def set_repository(
+    url: str, *, branch: str | None = None, book: Path | None = None, notebooks: Path | None = None
+) -> list[Path]:
+    """Name ``url`` as the study's repository (a fork's address), and ``branch`` as the one it publishes:
+    ``repository.url`` (and ``.branch``) in ``book/_config.yml`` and the ``repo_url`` (and ``repo_ref``) parameter
+    of every notebook, each line rewritten in place; returns the files changed."""
     import json
     import re
 
     url = url.rstrip("/")
     if not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", url):
         raise ValueError(f"url must be a repository's https address (https://github.com/<owner>/<name>), got {url!r}")
+    if branch is not None and not re.fullmatch(r"[\w./-]+", branch):
+        raise ValueError(f"branch must be a git branch, tag or commit name, got {branch!r}")
+    values = {"url": url, **({"branch": branch} if branch else {})}
+    parameters = {REPO_PARAMETER: url, **({REF_PARAMETER: branch} if branch else {})}
     changed = []
     config = (book or book_dir()) / "_config.yml"
-    text = config.read_text()
-    new = re.sub(r"(?m)^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:[ \t]*).*$", lambda m: m.group(1) + url, text)
+    text = new = config.read_text()
+    for key, value in values.items():
+        new = re.sub(rf"(?m)^(repository:\n(?:[ \t]+.*\n)*?[ \t]+{key}:[ \t]*).*$", rf"\g<1>{value}", new)
     if new != text:
         config.write_text(new)
         changed.append(config)
@@ -240,9 +248,10 @@ def set_repository(url: str, *, book: Path | None = None, notebooks: Path | None
             if "parameters" not in cell.get("metadata", {}).get("tags", []):
                 continue
             for i, line in enumerate(cell["source"]):
-                m = re.match(rf'({REPO_PARAMETER}\s*=\s*)"[^"]*"(.*)', line, re.S)
-                if m and line != (fixed := f'{m.group(1)}"{url}"{m.group(2)}'):
-                    cell["source"][i], edited = fixed, True
+                for name, value in parameters.items():
+                    m = re.match(rf'({name}\s*=\s*)"[^"]*"(.*)', line, re.S)
+                    if m and line != (fixed := f'{m.group(1)}"{value}"{m.group(2)}'):
+                        cell["source"][i], edited = fixed, True
         if edited:
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             changed.append(path)
