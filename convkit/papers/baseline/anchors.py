@@ -34,7 +34,8 @@ ANCHORS: tuple[Anchor, ...] = (
     Anchor("the cuConv paper's Table 4, layer B", _same(1, 384, 384, 13, 3)),
     Anchor("the cuConv paper's Table 5, layer A", _same(1, 48, 128, 7, 5)),
     Anchor("the cuConv paper's Table 5, layer B", _same(8, 48, 128, 7, 5)),
-    Anchor("the toy CNN's convolution", _same(1, 256, 256, 224, 5)),
+    # the fused-layer chapter runs it unpadded on a 228 x 228 input (228-1-5-256-256 p0): the same output and work
+    Anchor("the toy CNN's convolution, with same padding", _same(1, 256, 256, 224, 5)),
     Anchor("a single-channel image, many filters", _same(1, 1, 64, 224, 3)),
     Anchor("a single-channel image, many filters", _same(1, 1, 32, 1024, 5)),
     Anchor("a 3x3 layer of VGG19 (56 x 56, 256 channels)", _same(1, 256, 256, 56, 3)),

@@ -186,12 +186,12 @@ def result_lines(t: dict[str, Any]) -> list[str]:
                 f"{why['earlier_vs_now']})") if why["earlier_vs_now"] is not None else ""  # fmt: skip
     return [
         "**Question**: can FP32 kernels hold their own where the work is compute-bound, where the papers' kernels "
-        f"lost? On cuConv's {h['cuconv_layers']} layers, the cuConv chapter's best kernel (the fastest of its four "
+        f"lost? On cuConv's {h['cuconv_layers']} problems, the cuConv chapter's best kernel (the fastest of its four "
         f"variants) was faster than the best library of its own run on {earlier['cuconv_share']:.1f}% "
         f"(geometric-mean speed-up {earlier['cuconv_geomean']:.2f}x).",
         f"**Measured (H100)**: this chapter's FP32 kernels, an implicit GEMM and Winograd, are faster than the best "
         f"library of their own run (cuBLAS SGEMM on 1x1 included) on {h['share']:.1f}% of cuConv's "
-        f"{h['cuconv_layers']} layers (geometric-mean speed-up {h['geomean']:.2f}x) and on "
+        f"{h['cuconv_layers']} problems (geometric-mean speed-up {h['geomean']:.2f}x) and on "
         f"{h['lu_faster']} of the memory-transactions chapter's {h['lu_layers']} multi-channel layers "
         f"({h['lu_geomean']:.2f}x, where that paper's kernels reached {earlier['lu_geomean']:.2f}x against the best "
         f"library of their run).",
@@ -284,11 +284,11 @@ def findings(directory: Path) -> list[dict[str, str]]:
         "paper's number": "(no paper: the study's own question)",
         "paper's design on the H100": f"the cuConv chapter's best kernel (the fastest of its four variants): faster "
                                       f"than the best library of its own run on {earlier['cuconv_share']:.1f}% of "
-                                      f"cuConv's {h['cuconv_layers']} layers, geometric mean "
+                                      f"cuConv's {h['cuconv_layers']} problems, geometric mean "
                                       f"{earlier['cuconv_geomean']:.2f}x",
         "our best on the H100": f"this chapter's FP32 kernels (implicit GEMM and Winograd): faster than the best "
                                 f"library of their own run on {h['share']:.1f}% of cuConv's {h['cuconv_layers']} "
-                                f"layers, geometric mean {h['geomean']:.2f}x",
+                                f"problems, geometric mean {h['geomean']:.2f}x",
         "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM), PyTorch's autotuned cuDNN, and cuBLAS "
                                     "SGEMM on 1x1",
         "efficiency": f"implicit GEMM {h['direct_tflops']:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP "

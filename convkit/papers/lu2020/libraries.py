@@ -100,7 +100,7 @@ def past_the_paper(single: Any) -> str:
     text = f"From {TARGET_MIN_SIZE}x{TARGET_MIN_SIZE} up, {wide}: " + "; ".join(parts)
     if shares.max() > 1:
         text += (" (above 100% where the image and its output stay in the L2 cache: the floor counts their bytes at "
-                 "the DRAM copy bandwidth)")  # fmt: skip
+                 "the DRAM copy bandwidth, a bound L2-resident data can beat)")  # fmt: skip
     text += f". It is the fastest kernel on {int(wins.sum())} of {len(single)} images"
     if len(single[~wins]) and (single.loc[~wins, "size"] < TARGET_MIN_SIZE).all():
         text += (f"; on the others, all below {TARGET_MIN_SIZE}x{TARGET_MIN_SIZE}, a kernel of the paper's ladder is "
