@@ -10,7 +10,7 @@ import pytest
 from convkit.study.checkout import notebooks_dir
 
 NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
-PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url"}
+PARAMETERS = {"device", "quick", "recorded_gpu", "repo_url", "repo_ref"}
 
 
 def test_notebooks_are_numbered_in_reading_order():

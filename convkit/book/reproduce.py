@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.study.checkout import book_dir, notebooks_dir
-from convkit.study.results import ResultStore
+from convkit.study.results import ResultStore, recorded_gpu_name
 
 DEVICE_MODES = ("auto", "gpu", "recorded")
 
@@ -105,24 +105,6 @@ def hide_parameters(path: Path) -> None:
 #: The experiment that records how long each notebook took on a GPU (``convkit reproduce --record-times``).
 RUN_TIMES = "notebook_runs"
 RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
-
-
-def recorded_gpu_name(folder: str) -> str:
-    """The GPU's name as the runs recorded under ``results/<folder>/`` give it (``NVIDIA H100 80GB HBM3``), or the
-    folder's name where none is recorded."""
-    import json
-
-    from convkit.study.checkout import results_dir
-
-    for meta in sorted((results_dir() / folder).glob("*.json")):
-        try:
-            runs = json.loads(meta.read_text()).get("runs", {})
-        except (ValueError, AttributeError):
-            continue
-        names = sorted({str(run.get("gpu")) for run in runs.values() if isinstance(run, dict) and run.get("gpu")})
-        if names:
-            return names[0]
-    return folder
 
 
 def mode_line(device: str) -> str:

@@ -168,3 +168,17 @@ def gpu_results_dir(directory: Path | None = None) -> Path:
     from convkit.core.gpu import device_name, gpu_slug
 
     return results_dir() / gpu_slug(device_name())
+
+
+def recorded_gpu_name(folder: str) -> str:
+    """The GPU's name as the runs recorded under ``results/<folder>/`` give it (``NVIDIA H100 80GB HBM3``), or the
+    folder's name where none is recorded."""
+    for meta in sorted((results_dir() / folder).glob("*.json")):
+        try:
+            runs = json.loads(meta.read_text()).get("runs", {})
+        except (ValueError, AttributeError):
+            continue
+        names = sorted({str(run.get("gpu")) for run in runs.values() if isinstance(run, dict) and run.get("gpu")})
+        if names:
+            return names[0]
+    return folder

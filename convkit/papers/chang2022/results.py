@@ -388,27 +388,3 @@ def verdict(table: Any) -> str:
             f"in {len(losers)} of {len(part)}" + (f" (maps {sorted(set(losers['map']))})." if len(losers) else ".")
         )
     return "\n".join(lines)
-
-
-def main(directory: str) -> None:
-    """Print the chapter's headline tables for a results folder (the device script's last word)."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    from convkit.study.results import load_results
-
-    frame, _ = load_results(Path(directory), "chang2022")
-    ceilings = recorded_ceilings(Path(directory))
-    if ceilings is None:
-        raise SystemExit(f"no ceilings.csv in {directory}: the floors need the measured ceilings")
-    table = speedup_table(frame, ceilings)
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
-        print(frame.groupby(["impl", "status"]).size().to_string())
-        print(summary(table).round(2).to_string())
-
-
-if __name__ == "__main__":
-    import sys
-
-    main(sys.argv[1])

@@ -155,8 +155,8 @@ def best_or_recorded(directory: Path, recorded_gpu: str) -> tuple[Any, str]:
     """(:func:`best_per_problem` of ``directory``, "") where the other chapters have recorded sweeps there; else
     those of ``results/<recorded_gpu>`` and a sentence that says so (a notebook run alone, as Colab runs it,
     measures no other chapter)."""
-    from convkit.book.reproduce import recorded_gpu_name
     from convkit.study.checkout import results_dir
+    from convkit.study.results import recorded_gpu_name
 
     best = best_per_problem(directory)
     recorded = results_dir() / recorded_gpu

@@ -93,8 +93,8 @@ def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, 
     """(folder, experiment, sentence) the chapter shows: this run's where its sweep holds the 3xTF32 kernel's rows;
     else, on a GPU without TF32 tensor cores (the Colab T4), the full sweep recorded on ``book_gpu`` (a results
     folder's name) and a sentence that says so ("" where nothing is recorded there either)."""
-    from convkit.book.reproduce import recorded_gpu_name
     from convkit.study.checkout import results_dir
+    from convkit.study.results import recorded_gpu_name
 
     sweep = load(directory, experiment)["sweep"]
     if len(sweep) and (sweep["variant"] == TF32X3).any():
