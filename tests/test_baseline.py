@@ -36,9 +36,9 @@ def test_baseline_summary_covers_every_anchor(recorded):
     assert statuses.loc["convkit direct", "ok"] == len(ANCHORS)
     table = baseline_results.comparison_table(summary)
     assert list(table.columns)[:3] == ["best legacy algorithm", "legacy (us)", "PyTorch (us)"]
-    assert "IMPLICIT PRECOMP GEMM" in set(table["best legacy algorithm"])
+    assert "cuDNN implicit GEMM, precomputed" in set(table["best legacy algorithm"])
     status = baseline_results.status_table(recorded.frame)
-    assert status.loc["cuDNN DIRECT", "not supported"] == len(ANCHORS) and "ran, checked" in status.columns
+    assert status.loc["cuDNN direct", "not supported"] == len(ANCHORS) and "ran, checked" in status.columns
 
 
 def test_no_quoted_times_only_this_run(recorded):

@@ -29,7 +29,16 @@ from convkit.study.roofline import floor_us
 #: The libraries' implementations in words, by results variant: each cuDNN algorithm, PyTorch's autotuned cuDNN,
 #: cuBLAS's SGEMM (the book's one name for each).
 LIBRARY_NAMES: dict[str, str] = {"cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
+                                 "ndimage.correlate": "cupyx.ndimage", "nppi_filter": "NVIDIA NPP",
+                                 "cvcuda_conv2d": "CV-CUDA",
                                  **{a: f"cuDNN {words}" for a, words in ALGORITHM_WORDS.items()}}  # fmt: skip
+
+
+def library_name(variant: str) -> str:
+    """A library case's one name in the book (:data:`LIBRARY_NAMES`, by the variant a results row records)."""
+    return LIBRARY_NAMES.get(variant, f"cuDNN {ALGORITHM_WORDS[variant]}" if variant in ALGORITHM_WORDS else variant)
+
+
 #: Each convkit kernel by its method, in words (the book gives kernel ids only in dropdowns): the book's one name
 #: for each.
 KERNEL_WORDS: dict[str, str] = {

@@ -62,7 +62,7 @@ def comparison_table(summary: Any) -> Any:
     import pandas as pd
 
     return pd.DataFrame({
-        "best legacy algorithm": summary["best_cudnn"].str.replace("_", " "),
+        "best legacy algorithm": summary["best_cudnn"].map(tables.library_name),
         "legacy (us)": summary["best_cudnn_us"], "PyTorch (us)": summary["pytorch_us"],
         "legacy / PyTorch": summary["best_vs_pytorch"], "direct kernel (us)": summary["direct_us"],
         "direct / best library": summary["direct_vs_library"],
@@ -79,8 +79,8 @@ def origins_table(summary: Any) -> Any:
 def status_table(frame: Any) -> Any:
     """Per implementation, on how many anchors it ran and passed its check, or why it did not run."""
     counts = tables.status_counts(frame)
-    names = {"convkit direct": "direct kernel (convkit)", "pytorch cudnn.benchmark": "PyTorch (cudnn.benchmark)"}
-    counts.index = [names.get(i, i.replace("cudnn ", "cuDNN ")) for i in counts.index]
+    counts.index = ["direct kernel (convkit)" if i == "convkit direct" else tables.library_name(i.split(" ", 1)[1])
+                    for i in counts.index]  # fmt: skip
     counts.index.name = "implementation"
     words = {"ok": "ran, checked", "not_supported": "not supported", "workspace_too_large": "workspace over 1 GiB",
              "wrong": "wrong output", "oom": "out of memory", "error": "error"}  # fmt: skip

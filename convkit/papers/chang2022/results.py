@@ -148,7 +148,7 @@ def headline(table: Any, kind: str) -> dict[str, str]:
     best = best_variant(table, kind)
     design = "chang_single" if kind == "single" else "chang_multi"
     s = part[f"speedup_{best}"]
-    counts = part["best_lib"].map(lambda v: "PyTorch (cuDNN)" if v == "cudnn.benchmark" else f"cuDNN {v}")
+    counts = part["best_lib"].map(tables.library_name)
     counts = counts.value_counts()
     return {
         "library": f"{counts.index[0]} ({counts.iloc[0]} of {len(part)})",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
-from convkit.families.lu2020.launch import NDIMAGE_PEER, SINGLE_VARIANTS, WIDE
+from convkit.families.lu2020.launch import SINGLE_VARIANTS, WIDE
 from convkit.libs.pytorch import VARIANT as PYTORCH_VARIANT
 from convkit.papers.lu2020 import warp_sim
 from convkit.papers.lu2020.loads import VARIANT_NAMES, figure1_table, row_reuse_table
@@ -46,9 +46,7 @@ CVCUDA_PEER = "cvcuda_conv2d"
 
 def _library_name(variant: str) -> str:
     """How the chapter names a library case: ``cuDNN <algorithm>``, ``PyTorch (cuDNN)``, ``cupyx.ndimage``."""
-    names = {PYTORCH_VARIANT: "PyTorch (cuDNN)", NDIMAGE_PEER: "cupyx.ndimage", NPP_PEER: "NVIDIA NPP",
-             CVCUDA_PEER: "CV-CUDA"}  # fmt: skip
-    return names.get(variant, f"cuDNN {variant}")
+    return tables.library_name(variant)
 
 
 def _problem_rows(frame: Any, variants: list[str], ceilings: dict[str, float], *, single: bool) -> list[dict[str, Any]]:
@@ -103,7 +101,7 @@ def multi_table(frame: Any, ceilings: dict[str, float]) -> Any:
 
 
 #: The libraries of the single-channel sweep: :func:`single_table`'s time column -> the name a reader meets.
-LIBRARY_COLUMNS = {"best_cudnn_us": "cuDNN (fastest algorithm)", "pytorch_us": "PyTorch (cuDNN)",
+LIBRARY_COLUMNS = {"best_cudnn_us": "cuDNN (fastest algorithm)", "pytorch_us": tables.library_name(PYTORCH_VARIANT),
                    "ndimage_us": "cupyx.ndimage", "npp_us": "NVIDIA NPP", "cvcuda_us": "CV-CUDA"}  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from convkit.families import fp32, tf32x3
 from convkit.families.fp32 import IGEMM
 from convkit.families.tf32x3 import IGEMM as TF32X3
 from convkit.libs import cutlass
+from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_problems
 from convkit.study.sweep import run_sweep
 
@@ -166,7 +167,7 @@ def accuracy_frame(accuracy: Any) -> Any:
         if impl == "cutlass":
             return "CUTLASS 3xTF32" if "tf32x3" in variant else "CUTLASS FP32"
         if impl == "cudnn":
-            return f"cuDNN {variant}"
+            return tables.library_name(variant)
         return ERROR_NAMES.get((impl, variant), f"{impl} {variant}")
 
     ok["method"] = [name(i, v) for i, v in zip(ok["impl"], ok["variant"], strict=True)]
@@ -189,7 +190,7 @@ def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
     a = accuracy_frame(accuracy)
     labels = {p.label for p in k_sweep}
     a = a[a["label"].isin(labels)]
-    direct = a["method"].isin([f"cuDNN {algo}" for algo in CUDNN_DIRECT])
+    direct = a["method"].isin([tables.library_name(algo) for algo in CUDNN_DIRECT])
     a = a[(direct | ~a["method"].str.startswith("cuDNN")) & ~a["method"].isin(SAME_AS_CUDNN)]
     a.loc[direct, "method"] = "cuDNN FP32, direct algorithms (median)"
     return {inputs: g.pivot_table(index="method", columns="K", values="rel_err", aggfunc="median")

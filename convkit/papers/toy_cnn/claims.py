@@ -23,11 +23,13 @@ from convkit.papers.toy_cnn.results import (
     _ok,
     best_rows,
 )
+from convkit.study import tables
 
 
 def library_name(row: Any) -> str:
     """A library row's name for a reader: PyTorch's autotuned cuDNN, or the cuDNN algorithm with its tail."""
-    return "PyTorch (cuDNN autotuned)" if row["impl"] == "pytorch" else f"cuDNN {row['variant']} + bias, ReLU, pool"
+    name = tables.library_name("cudnn.benchmark" if row["impl"] == "pytorch" else row["variant"])
+    return name if row["impl"] == "pytorch" else f"{name} + bias, ReLU, pool"
 
 
 def limits_text(frame: Any, ceilings: dict[str, float]) -> str:
@@ -65,7 +67,7 @@ def verdict(frame: Any, ceilings: dict[str, float]) -> str:
     ]  # fmt: skip
     if cudnn is not None:
         parts.append(f"**Against the libraries.** cuDNN's fastest legacy algorithm with its bias, ReLU and pool "
-                     f"calls takes {cudnn['time_ms']:.3f} ms ({cudnn['variant']})"
+                     f"calls takes {cudnn['time_ms']:.3g} ms ({tables.library_name(cudnn['variant'])})"
                      + (f", PyTorch's autotuned layer {torch['time_ms']:.3f} ms" if torch is not None else "")
                      + f": V5 is {cudnn['time_ms'] / tiled['time_ms']:.2f}x the first"
                      + (f" and {torch['time_ms'] / tiled['time_ms']:.2f}x the second." if torch is not None else ".")

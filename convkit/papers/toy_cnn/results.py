@@ -12,8 +12,8 @@ from typing import Any
 
 from convkit.bench.rows import params_text
 from convkit.families.toy_cnn import launch
-from convkit.libs.cudnn import ALGORITHM_WORDS
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
+from convkit.study import tables
 
 #: The sweep's experiment (as :data:`convkit.papers.toy_cnn.TOY_EXPERIMENT`).
 TOY_EXPERIMENT = "toy_cnn"
@@ -176,10 +176,10 @@ def cudnn_table(frame: Any, label: str = launch.LAB_LAYER.label) -> Any:
         for _, r in rows[(rows["impl"] == impl) & (rows["params"] == params)].iterrows():
             ok = r["status"] == "ok"
             t, tflops = (float(r["time_ms_median"]), float(r["gflops"]) / 1e3) if ok else (float("nan"),) * 2
-            out.append({"implementation": f"cuDNN {r['variant']}", "steps": what, "status": r["status"],
+            out.append({"implementation": tables.library_name(r["variant"]), "steps": what, "status": r["status"],
                         "time ms": t, "TFLOP/s": tflops})  # fmt: skip
     best = best_rows(frame, label)
-    for name, key in (("PyTorch (cuDNN autotuned)", "pytorch_layer"), ("convkit V5 fused", "tiled"),
+    for name, key in ((tables.library_name("cudnn.benchmark"), "pytorch_layer"), ("convkit V5 fused", "tiled"),
                       ("convkit V5 unfused", "unfused")):  # fmt: skip
         r = best[key]
         if r is not None:
@@ -257,7 +257,7 @@ def _steps_and_roles(full: Any) -> tuple[list[str], list[str]]:
     steps, roles = [], []
     for implementation, group in full.groupby("implementation", sort=False):
         impl, variant = implementation.split(" ", 1)
-        library = f"cuDNN {ALGORITHM_WORDS.get(variant, variant)}"
+        library = tables.library_name(variant)
         step = SHORT_NAMES.get(variant, library) if impl == "convkit" else library
         names = KERNEL_ROLES.get("cudnn" if impl == "cudnn" else variant, ("the fused layer",))
         for i in range(len(group)):
