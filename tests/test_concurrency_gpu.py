@@ -95,6 +95,28 @@ def _in_threads(work, threads: int) -> list:
     return [found[i] for i in range(threads)]
 
 
+def _cupy_sets(problem: ConvProblem, count: int, seed: int) -> list:
+    """``count`` (x, w, bias, float64 reference) sets of CuPy arrays for ``problem``."""
+    import cupy
+
+    from convkit.core import reference
+
+    rng, sets = cupy.random.default_rng(seed), []
+    for _ in range(count):
+        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
+        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+        b = rng.standard_normal(problem.m, dtype=cupy.float32)
+        ref = reference.conv2d(x.astype(cupy.float64), w.astype(cupy.float64), pad=problem.pad)
+        sets.append((x, w, b, ref + b.astype(cupy.float64)[None, :, None, None]))
+    return sets
+
+
+def _cupy_error(y, ref) -> float:
+    import cupy
+
+    return float(cupy.linalg.norm((y - ref).ravel()) / cupy.linalg.norm(ref.ravel()))
+
+
 def _error(y, ref) -> float:
     return float((y.double() - ref).norm() / ref.norm())
 
@@ -169,26 +191,14 @@ def test_cupy_threads_on_one_stream_and_on_four():
     import cupy
 
     import convkit
-    from convkit.core import reference
 
     _split_choice(SPLIT_3X3)
-    p = SPLIT_3X3
-    rng = cupy.random.default_rng(0)
-    sets = []
-    for _ in range(4):
-        x = rng.standard_normal(p.input_shape, dtype=cupy.float32)
-        w = rng.standard_normal(p.filter_shape, dtype=cupy.float32)
-        b = rng.standard_normal(p.m, dtype=cupy.float32)
-        ref = reference.conv2d(x.astype(cupy.float64), w.astype(cupy.float64), pad=1)
-        sets.append((x, w, b, ref + b.astype(cupy.float64)[None, :, None, None]))
+    sets = _cupy_sets(SPLIT_3X3, 4, seed=0)
 
     def work(i: int, stream) -> float:
         x, w, b, ref = sets[i]
         with stream:
-            found = 0.0
-            for _ in range(30):
-                y = convkit.conv2d(x, w, b, padding=1)
-                found = max(found, float(cupy.linalg.norm((y - ref).ravel()) / cupy.linalg.norm(ref.ravel())))
+            found = max(_cupy_error(convkit.conv2d(x, w, b, padding=1), ref) for _ in range(30))
             stream.synchronize()
         return found
 
@@ -206,21 +216,11 @@ def test_cupy_graphs_captured_on_one_stream_run_at_once_beside_its_eager_calls(p
     import cupy
 
     import convkit
-    from convkit.core import reference
 
     if problem is SPLIT_3X3:
         _split_choice(problem)
-    rng = cupy.random.default_rng(1)
-    sets = []
-    for _ in range(3):
-        x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
-        w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
-        b = rng.standard_normal(problem.m, dtype=cupy.float32)
-        ref = reference.conv2d(x.astype(cupy.float64), w.astype(cupy.float64), pad=problem.pad)
-        sets.append((x, w, b, ref + b.astype(cupy.float64)[None, :, None, None]))
-
-    def error(y, ref) -> float:
-        return float(cupy.linalg.norm((y - ref).ravel()) / cupy.linalg.norm(ref.ravel()))
+    sets = _cupy_sets(problem, 3, seed=1)
+    error = _cupy_error
 
     capture = cupy.cuda.Stream(non_blocking=True)
     with capture:
