@@ -123,7 +123,7 @@ def test_plots_draw_the_specification_beside_the_measurement(frame):
     ax = plots.roofline(s, roofs={"specification (H100)": (3006.0, 51.7)},
                         points=[("", 1.0, 500.0, "a layer")])  # fmt: skip
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[1] == "specification (H100): 3006 GB/s, 51.7 TFLOP/s" and "a layer" in labels
+    assert labels[1] == "specification (H100): 3,006 GB/s, 51.7 TFLOP/s" and "a layer" in labels
     assert ax.get_ylim()[1] > s["sgemm_tflops"] * 1e3 and ax.get_xlabel().startswith("arithmetic intensity")
     ax = plots.latency_curve(latency_curve(frame), l2_bytes=s["l2_bytes"], clock_mhz=s["sm_clock_mhz"])
     assert "L2 size (50 MiB)" in [t.get_text() for t in ax.get_legend().get_texts()]

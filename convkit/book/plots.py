@@ -140,18 +140,19 @@ def roofline(
     ax = ax or plt.subplots(figsize=(7, 3.8))[1]
     points = list(points) if points is not None else []
     intensities = [p[1] for p in points if p[1] > 0]
-    low = min([0.01, *(0.5 * ai for ai in intensities)])
-    high = max([1e4, *(2 * ai for ai in intensities)])
+    ridge = peak_tflops * 1e3 / copy_gbps  # where the roof bends: always in view, with the data around it
+    low = min([ridge / 10, *(0.5 * ai for ai in intensities)] if intensities else [ridge / 100])
+    high = max([ridge * 10, *(2 * ai for ai in intensities)] if intensities else [ridge * 100])
     intensity = np.logspace(np.log10(low), np.log10(high), 200)
     ax.plot(
         intensity,
         np.minimum(intensity * copy_gbps, peak_tflops * 1e3),
         color="black",
-        label=f"{copy_gbps:.0f} GB/s, {peak_tflops:.1f} TFLOP/s {label}",
+        label=f"{copy_gbps:,.0f} GB/s, {peak_tflops:.1f} TFLOP/s {label}",
     )
     for i, (name, (gbps, tflops)) in enumerate((roofs or {}).items()):
         ax.plot(intensity, np.minimum(intensity * gbps, tflops * 1e3), color=f"C{i + 6}", linestyle="--",
-                linewidth=1.2, label=f"{name}: {gbps:.0f} GB/s, {tflops:.1f} TFLOP/s")  # fmt: skip
+                linewidth=1.2, label=f"{name}: {gbps:,.0f} GB/s, {tflops:.1f} TFLOP/s")  # fmt: skip
     for i, (name, tflops) in enumerate((extra_ceilings or {}).items()):
         ax.axhline(tflops * 1e3, color=f"C{i + 3}", linestyle=":", label=f"{name} {tflops:.1f} TFLOP/s")
     kinds = list(dict.fromkeys(p[3] for p in points))

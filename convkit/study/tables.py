@@ -34,6 +34,12 @@ LIBRARY_NAMES: dict[str, str] = {"cudnn.benchmark": "PyTorch (cuDNN autotuned)",
                                  **{a: f"cuDNN {words}" for a, words in ALGORITHM_WORDS.items()}}  # fmt: skip
 
 
+def listed(items: Any) -> str:
+    """Items in words, as prose lists them: "a", "a and b", "a, b and c" (in the order given)."""
+    items = [str(i) for i in items]
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
 def library_name(variant: str) -> str:
     """A library case's one name in the book (:data:`LIBRARY_NAMES`, by the variant a results row records)."""
     return LIBRARY_NAMES.get(variant, f"cuDNN {ALGORITHM_WORDS[variant]}" if variant in ALGORITHM_WORDS else variant)

@@ -385,6 +385,7 @@ def verdict(table: Any) -> str:
             f"{room.mean():.2f}x over the best cuDNN algorithm alone, against which this one averages {alone:.2f}x "
             f"({alone / room.mean():.0%} of it). "
             f"Mean efficiency (floor / time) {part[f'efficiency_{variant}'].mean():.0%}; slower than the best library "
-            f"in {len(losers)} of {len(part)}" + (f" (maps {sorted(set(losers['map']))})." if len(losers) else ".")
+            f"in {len(losers)} of {len(part)}"
+            + (f" (maps {tables.listed(sorted(set(losers['map'])))})." if len(losers) else ".")
         )
     return "\n".join(lines)

@@ -109,7 +109,7 @@ def libraries_measured(single: Any) -> str:
     """The libraries with a time on some image, as a reader meets them: "cuDNN, PyTorch, ... and CV-CUDA"."""
     names = LIBRARY_COLUMNS | {"best_cudnn_us": "cuDNN", "pytorch_us": "PyTorch"}
     shown = [names[c] for c in LIBRARY_COLUMNS if c in single and single[c].notna().any()]
-    return ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else "".join(shown)
+    return tables.listed(shown)
 
 
 def tie_tolerance(spread: dict[str, float] | None) -> float:

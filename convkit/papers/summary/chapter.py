@@ -265,10 +265,6 @@ def _host_kind(runs: str) -> str:
     return "running another of convkit's kernels"
 
 
-def _names(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
 def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                  spread: dict[str, dict[str, float]] | None = None, best_note: str = "") -> list[str]:  # fmt: skip
     """The chapter's result box: what the op claims, what was measured, the verdict; ``spread`` (from
@@ -312,7 +308,7 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
         if len(late):
             many, shorter = len(late) > 1, bool((late["GPU speed-up"] > 1).all())
             verdict.append(f"eagerly at batch 1, {len(late)} of {len(one)} networks "
-                           f"({_names(late['network'].tolist())}) {'wait' if many else 'waits'} longer on the wall "
+                           f"({tables.listed(late['network'])}) {'wait' if many else 'waits'} longer on the wall "
                            f"clock than with PyTorch, by more than the spread"
                            f"{', although the GPU time is shorter' if shorter else ''}: "
                            f"{'their' if many else 'its'} many small layers are host-bound, and a call from Python "

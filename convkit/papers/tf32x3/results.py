@@ -357,7 +357,7 @@ def result_lines(t: dict[str, Any]) -> list[str]:
         f"{h['geomean']:.2f}x; the FP32 kernels alone, in this run: {h['fp32_share']:.1f}%). Its median error for "
         f"K >= {ERROR_K} is "
         f"{h['error']:.2e} against the FP32 kernel's {h['fp32_error']:.2e}.",
-        f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors)} checked runs "
+        f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors):,} checked runs "
         f"{worst:.1e}); its speed does not: {direct:.1f} TFLOP/s is {100 * direct / bound:.0f}% of the "
         f"3xTF32 bound ({bound:.0f} TFLOP/s, a third of the mma.sync peak), short of the library's transforms on the "
         f"large layers, and CUTLASS's kernel on the same instruction is {cutlass / direct:.2f}x faster.",
