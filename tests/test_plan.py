@@ -4,6 +4,7 @@ the scratch block's layout, and a replay filling the slots from new pointers."""
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from dataclasses import dataclass
 
@@ -88,4 +89,11 @@ def test_each_stream_has_its_own_zeroed_block_grown_on_demand():
     grown, owner = zeroed.stream_block("torch", 0, 11, zeroed.MIN_BLOCK_BYTES + 1, Block)
     assert grown not in (a, other) and owner.nbytes == zeroed.MIN_BLOCK_BYTES + 1
     assert zeroed.stream_block("torch", 1, 11, 100, Block)[0] not in (a, grown, other)  # another device
+    # the per-thread default stream is one handle for a different stream in each thread: a block per thread
+    here = zeroed.stream_block("torch", 0, zeroed.PER_THREAD_STREAM, 100, Block)[0]
+    there: list[int] = []
+    worker = threading.Thread(target=lambda: there.append(zeroed.stream_block("torch", 0, 2, 100, Block)[0]))
+    worker.start()
+    worker.join()
+    assert there and there[0] != here == zeroed.stream_block("torch", 0, zeroed.PER_THREAD_STREAM, 100, Block)[0]
     zeroed._BLOCKS.clear()

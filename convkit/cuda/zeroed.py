@@ -12,14 +12,19 @@ two graphs captured on one stream and replayed on two at once share nothing.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 #: The smallest block made for a stream (bytes): a larger launch later replaces it.
 MIN_BLOCK_BYTES = 48 * 1024
 
-#: The block of each (library, device, stream): (device pointer, bytes, the array that owns it).
-_BLOCKS: dict[tuple[str, int, int], tuple[int, int, Any]] = {}
+#: ``cudaStreamPerThread``: one handle that names a different stream in each host thread.
+PER_THREAD_STREAM = 2
+
+#: The block of each (library, device, stream[, thread for the per-thread stream]): (device pointer, bytes, the
+#: array that owns it).
+_BLOCKS: dict[tuple[Any, ...], tuple[int, int, Any]] = {}
 
 #: Blocks of CuPy launches under capture: CuPy's memory pool would give a freed block to a later eager call on
 #: the captured stream while the graph still uses it, so a graph's block lives as long as the process.
@@ -37,7 +42,7 @@ def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Cal
     """(pointer, owner) of ``nbytes`` of zeroed memory for a launch on ``stream`` of ``device``: the stream's block,
     made or grown with ``zeros(bytes)`` (an array of that many zero bytes, allocated on ``stream``), which must be
     called with ``stream`` current. Not for a stream under capture (:func:`capturing`): a graph makes its own."""
-    key = (library, device, stream)
+    key = (library, device, stream) if stream != PER_THREAD_STREAM else (library, device, stream, threading.get_ident())
     found = _BLOCKS.get(key)
     if found is None or found[1] < nbytes:
         # the block replaced goes back to its allocator on ``stream``: reused only after this stream's launches
@@ -110,7 +115,7 @@ def torch_replay_resolver(device: int, nbytes: int) -> Callable[[int], tuple[int
     blocks, is_capturing = _BLOCKS, cupy.cuda.runtime.streamIsCapturing
 
     def resolve(stream: int) -> tuple[int, Any]:
-        found = blocks.get(("torch", device, stream))
+        found = blocks.get(("torch", device, stream))  # never the per-thread stream's: its key has the thread
         if found is not None and found[1] >= nbytes and not (stream and is_capturing(stream)):
             return found[0], None
         return torch_replay_block(device, stream, nbytes)

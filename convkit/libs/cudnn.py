@@ -21,6 +21,7 @@ from typing import Any
 
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
+from convkit.cuda.zeroed import PER_THREAD_STREAM
 
 #: cudnnConvolutionFwdAlgo_t, in enum order.
 FORWARD_ALGORITHMS: tuple[str, ...] = (
@@ -200,7 +201,7 @@ class CudnnConvolution:
         if tuple(d.value for d in dims) != p.output_shape:
             raise RuntimeError(f"cuDNN's output shape {[d.value for d in dims]} != {p.output_shape}")
         _call("cudnnSetTensor4dDescriptor", self._y, _TENSOR_NCHW, _DATA_FLOAT, *p.output_shape)
-        self._workspaces: dict[tuple[str, int], Any] = {}  # (algorithm, stream)
+        self._workspaces: dict[tuple[Any, ...], Any] = {}  # (algorithm, stream[, thread for the per-thread stream])
 
     def __del__(self) -> None:
         try:
@@ -231,13 +232,14 @@ class CudnnConvolution:
         """y = conv(x, w) with one algorithm, on CuPy's current stream (raises CudnnError). The workspace is the
         stream's own (calls on one stream run in order; on two they must not share one)."""
         stream = self._cupy.cuda.get_current_stream().ptr
-        ws = self._workspaces.get((algorithm, stream))
+        key = (algorithm, stream) if stream != PER_THREAD_STREAM else (algorithm, stream, threading.get_ident())
+        ws = self._workspaces.get(key)
         if ws is None:
             need = self.workspace(algorithm)
             if need.status != "ok":
                 raise CudnnError("cudnnGetConvolutionForwardWorkspaceSize", _STATUS_NOT_SUPPORTED, need.note)
             ws = self._cupy.empty(max(need.bytes or 0, 1), dtype=self._cupy.uint8)
-            self._workspaces[(algorithm, stream)] = ws
+            self._workspaces[key] = ws
         alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
         with _HANDLE_LOCK:
             _call("cudnnSetStream", self.handle, ctypes.c_void_p(stream))
