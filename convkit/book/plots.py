@@ -105,6 +105,16 @@ def latency_curve(curve: Any, *, l2_bytes: float | None = None, clock_mhz: float
     return ax
 
 
+#: The library's colour in every figure that sets it beside our kernels (theirs take the others, in order).
+LIBRARY_COLOUR = "C1"
+
+
+def _kind_colours(kinds: list[str]) -> list[str]:
+    """A colour per kind of point: :data:`LIBRARY_COLOUR` for a library's, C0, C2, C3... for the others."""
+    ours = iter(f"C{i}" for i in range(10) if f"C{i}" != LIBRARY_COLOUR)
+    return [LIBRARY_COLOUR if "library" in kind.lower() else next(ours) for kind in kinds]
+
+
 def roofline(
     ceilings: Mapping[str, float] | float,
     peak_tflops: float | None = None,
@@ -156,11 +166,11 @@ def roofline(
     for i, (name, tflops) in enumerate((extra_ceilings or {}).items()):
         ax.axhline(tflops * 1e3, color=f"C{i + 3}", linestyle=":", label=f"{name} {tflops:.1f} TFLOP/s")
     kinds = list(dict.fromkeys(p[3] for p in points))
-    for k, kind in enumerate(kinds):
+    for kind, colour in zip(kinds, _kind_colours(kinds), strict=True):
         mine = [p for p in points if p[3] == kind]
         dense = len(mine) > DENSE_POINTS
         ax.scatter([p[1] for p in mine], [p[2] for p in mine], s=8 if dense else 22, alpha=0.35 if dense else 0.9,
-                   linewidths=0, color=f"C{k}", label=f"{kind} ({len(mine):,})" if dense else kind)  # fmt: skip
+                   linewidths=0, color=colour, label=f"{kind} ({len(mine):,})" if dense else kind)  # fmt: skip
         for name, ai, gflops, _ in mine:
             if name:
                 ax.annotate(name, (ai, gflops), fontsize=9, xytext=(3, 3), textcoords="offset points")
