@@ -65,6 +65,9 @@ def _launch(params: str) -> str:
     knobs = json.loads(params)
     if "block" in knobs:
         return f"block {tuple(knobs['block'])}, grid {tuple(knobs['grid'])}"
+    if {"bm", "ck", "tile_h", "tile_w"} <= knobs.keys():  # the tiled kernel's tile, in words
+        return (f"{knobs['tile_h']} x {knobs['tile_w']} pixels, {knobs['bm']} filters a block, "
+                f"{knobs['ck']} channels a stage")  # fmt: skip
     return ", ".join(f"{k} {v}" for k, v in knobs.items()) if knobs else "default"
 
 
