@@ -19,7 +19,8 @@ def speedup_bars(
     table: Any, *, filter_size: int, batch: int = 1, paper_mean: float | None = None, paper_point: Any = None
 ) -> Any:
     """One of the paper's Figures 5-7 at one batch size: per layer (its layer label, one row each), the paper's
-    design and our best over the best library, side by side as horizontal bars on a log axis, parity at 1, the
+    design and our best over the best library, side by side, each a segment from parity (1) to its value on a log
+    axis, the
     paper's average (over cuDNN alone) as a labelled line and ``paper_point`` (layer label, speed-up) as a
     marker; more than :data:`ROWS_PER_PANEL` layers are split over panels side by side. ``table`` is
     :func:`convkit.papers.cuconv.results.speedup_table`'s. Returns the figure."""
@@ -37,8 +38,11 @@ def speedup_bars(
         part = rows.iloc[i * per_panel : (i + 1) * per_panel]
         labels = list(part["label"])
         y = np.arange(len(labels))[::-1]
-        ax.barh(y + 0.2, part["speedup_paper"], height=0.4, color="C0", label="the paper's design")
-        ax.barh(y - 0.2, part["speedup_best"], height=0.4, color="C1", label="our best")
+        # each speed-up a segment from parity to its value: on a log axis a ratio's length, not a bar's area
+        for dy, column, colour, name in ((0.2, "speedup_paper", "C2", "the paper's design"),
+                                         (-0.2, "speedup_best", "C0", "our best")):  # fmt: skip
+            ax.hlines(y + dy, 1.0, part[column], color=colour, linewidth=2.2)
+            ax.plot(part[column], y + dy, marker="o", markersize=4, color=colour, linestyle="none", label=name)
         ax.axvline(1.0, color="black", linewidth=0.9, label="parity with the best library")
         if paper_mean is not None:
             ax.axvline(paper_mean, color="C3", linestyle="--", linewidth=1.2,
@@ -50,7 +54,7 @@ def speedup_bars(
         ax.set_xlim(min(0.8, low / 1.3), max(2.6, high * 1.4))
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v >= 1 else f"1/{round(1 / v)}"))
         ax.set_yticks(y, labels, fontsize=9)
         ax.set_ylim(-0.7, per_panel - 0.3)
         ax.tick_params(axis="x", labelsize=9)
