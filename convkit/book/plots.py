@@ -306,7 +306,7 @@ def error_by_k(curves: dict[str, Any], *, bars: dict[str, float] | None = None) 
             handles[bar] = ax.axhline(value, color="grey", ls=("--", ":", "-.")[j % 3], lw=1.0, label=bar)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        log_axis(ax.xaxis, base=2)
+        log_axis(ax.xaxis, base=16)  # K's powers of two labelled every fourth: "65,536" needs the room
         ax.set_title(name, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.tick_params(labelsize=9)
