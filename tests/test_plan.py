@@ -70,6 +70,7 @@ def test_zeroed_state_is_a_slot_of_its_own_block(fake_cupy):
 
 def test_each_stream_has_its_own_zeroed_block_grown_on_demand():
     from convkit.cuda import zeroed
+    from convkit.cuda.launch import PER_THREAD_STREAM
 
     class Block:
         made = 0
@@ -90,10 +91,10 @@ def test_each_stream_has_its_own_zeroed_block_grown_on_demand():
     assert grown not in (a, other) and owner.nbytes == zeroed.MIN_BLOCK_BYTES + 1
     assert zeroed.stream_block("torch", 1, 11, 100, Block)[0] not in (a, grown, other)  # another device
     # the per-thread default stream is one handle for a different stream in each thread: a block per thread
-    here = zeroed.stream_block("torch", 0, zeroed.PER_THREAD_STREAM, 100, Block)[0]
+    here = zeroed.stream_block("torch", 0, PER_THREAD_STREAM, 100, Block)[0]
     there: list[int] = []
     worker = threading.Thread(target=lambda: there.append(zeroed.stream_block("torch", 0, 2, 100, Block)[0]))
     worker.start()
     worker.join()
-    assert there and there[0] != here == zeroed.stream_block("torch", 0, zeroed.PER_THREAD_STREAM, 100, Block)[0]
+    assert there and there[0] != here == zeroed.stream_block("torch", 0, PER_THREAD_STREAM, 100, Block)[0]
     zeroed._BLOCKS.clear()

@@ -17,9 +17,10 @@ def kernels_dir() -> Path:
     raise FileNotFoundError(f"no kernels/ directory beside {_PACKAGE_DIR}")
 
 
-def cache_dir() -> Path:
-    """convkit's folder in the user's cache (``$XDG_CACHE_HOME/convkit``, else ``~/.cache/convkit``); not created."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "convkit"
+def cache_dir(home: str | Path | None = None) -> Path:
+    """convkit's folder in the user's cache (``$XDG_CACHE_HOME/convkit``, else ``~/.cache/convkit``; under ``home``
+    for a process started with ``XDG_CACHE_HOME=home``); not created."""
+    return Path(home or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "convkit"
 
 
 def replace_text(path: Path, text: str) -> None:

@@ -7,6 +7,8 @@ the kernel (:mod:`convkit.cuda.nvrtc`), opts in to its shared memory and enqueue
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -132,6 +134,16 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
     with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
     enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)
+
+
+#: ``cudaStreamPerThread``: one handle that names a different stream in each host thread.
+PER_THREAD_STREAM = 2
+
+
+def stream_key(handle: int) -> Hashable:
+    """What identifies the stream ``handle`` names for state kept per stream (workspaces, counters, runners): the
+    handle, and for the per-thread default stream the thread too."""
+    return handle if handle != PER_THREAD_STREAM else (handle, threading.get_ident())
 
 
 @memoize()

@@ -12,18 +12,16 @@ two graphs captured on one stream and replayed on two at once share nothing.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
+
+from convkit.cuda.launch import stream_key
 
 #: The smallest block made for a stream (bytes): a larger launch later replaces it.
 MIN_BLOCK_BYTES = 48 * 1024
 
-#: ``cudaStreamPerThread``: one handle that names a different stream in each host thread.
-PER_THREAD_STREAM = 2
-
-#: The block of each (library, device, stream[, thread for the per-thread stream]): (device pointer, bytes, the
-#: array that owns it).
+#: The block of each (library, device, stream key :func:`~convkit.cuda.launch.stream_key`): (device pointer,
+#: bytes, the array that owns it).
 _BLOCKS: dict[tuple[Any, ...], tuple[int, int, Any]] = {}
 
 #: Blocks of CuPy launches under capture: CuPy's memory pool would give a freed block to a later eager call on
@@ -42,7 +40,7 @@ def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Cal
     """(pointer, owner) of ``nbytes`` of zeroed memory for a launch on ``stream`` of ``device``: the stream's block,
     made or grown with ``zeros(bytes)`` (an array of that many zero bytes, allocated on ``stream``), which must be
     called with ``stream`` current. Not for a stream under capture (:func:`capturing`): a graph makes its own."""
-    key = (library, device, stream) if stream != PER_THREAD_STREAM else (library, device, stream, threading.get_ident())
+    key = (library, device, stream_key(stream))
     found = _BLOCKS.get(key)
     if found is None or found[1] < nbytes:
         # the block replaced goes back to its allocator on ``stream``: reused only after this stream's launches
@@ -54,32 +52,28 @@ def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Cal
 
 
 def cupy_zeroed_int32(elements: int) -> Any:
-    """``elements`` zeroed int32 on CuPy's current stream and device, for a launch enqueued there now: a view of
-    the stream's block, or under capture a block the graph owns. Inside a recording
-    (:func:`convkit.cuda.record.recording`) it is noted, so that a replay resolves its own."""
+    """``elements`` zeroed int32 on CuPy's current stream and device, for a launch enqueued there now
+    (:func:`cupy_zeroed`). Inside a recording (:func:`convkit.cuda.record.recording`) it is noted, so that a
+    replay resolves its own."""
     import cupy
 
     from convkit.cuda.record import note_zeroed
 
-    stream = cupy.cuda.get_current_stream().ptr
     nbytes = 4 * max(elements, 1)
-    if capturing(stream):
-        array = cupy_graph_owned(nbytes, zeroed=True).view(cupy.int32)
-    else:
-        device = cupy.cuda.runtime.getDevice()
-        _, block = stream_block("cupy", device, stream, nbytes, lambda n: cupy.zeros(n, dtype=cupy.uint8))
-        array = block[:nbytes].view(cupy.int32)
+    array = cupy_zeroed(cupy.cuda.get_current_stream().ptr, nbytes)[:nbytes].view(cupy.int32)
     note_zeroed(array)
     return array
 
 
-def cupy_replay_block(device: int, stream: int, nbytes: int) -> int:
-    """The pointer of ``nbytes`` of zeroed memory for a CuPy replay on ``stream`` (CuPy's current one)."""
+def cupy_zeroed(stream: int, nbytes: int) -> Any:
+    """At least ``nbytes`` of zeroed memory (a CuPy uint8 array) for a launch on ``stream``, CuPy's current one: the
+    stream's block, or under capture one the graph owns."""
     import cupy
 
     if capturing(stream):
-        return cupy_graph_owned(nbytes, zeroed=True).data.ptr
-    return stream_block("cupy", device, stream, nbytes, lambda n: cupy.zeros(n, dtype=cupy.uint8))[0]
+        return cupy_graph_owned(nbytes, zeroed=True)
+    device = cupy.cuda.runtime.getDevice()
+    return stream_block("cupy", device, stream, nbytes, lambda n: cupy.zeros(n, dtype=cupy.uint8))[1]
 
 
 def cupy_graph_owned(nbytes: int, *, zeroed: bool = False) -> Any:
@@ -92,10 +86,9 @@ def cupy_graph_owned(nbytes: int, *, zeroed: bool = False) -> Any:
     return array
 
 
-def torch_replay_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]:
+def _torch_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]:
     """(pointer, owner) of ``nbytes`` of zeroed memory for a PyTorch replay on ``stream`` (PyTorch's current one):
-    the stream's block, or under capture a fresh one from the graph's memory pool, zeroed in the graph. The owner
-    must stay referenced until the launch is enqueued."""
+    the stream's block, or under capture a fresh one from the graph's memory pool, zeroed in the graph."""
     import torch
 
     def zeros(n: int) -> Any:
@@ -108,8 +101,10 @@ def torch_replay_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]
 
 
 def torch_replay_resolver(device: int, nbytes: int) -> Callable[[int], tuple[int, Any]]:
-    """:func:`torch_replay_block` for one plan's ``nbytes`` on ``device``, as a replay calls it per launch: the
-    stream's block found with one lookup where it is there, large enough, and the stream not capturing."""
+    """What a PyTorch replay of a plan needing ``nbytes`` on ``device`` calls per launch with PyTorch's current stream:
+    (pointer, owner) of its zeroed memory, the stream's block found with one lookup where it is there, large enough,
+    and the stream not capturing (:func:`_torch_block` otherwise). The owner must stay referenced until the
+    launch is enqueued."""
     import cupy
 
     blocks, is_capturing = _BLOCKS, cupy.cuda.runtime.streamIsCapturing
@@ -118,6 +113,6 @@ def torch_replay_resolver(device: int, nbytes: int) -> Callable[[int], tuple[int
         found = blocks.get(("torch", device, stream))  # never the per-thread stream's: its key has the thread
         if found is not None and found[1] >= nbytes and not (stream and is_capturing(stream)):
             return found[0], None
-        return torch_replay_block(device, stream, nbytes)
+        return _torch_block(device, stream, nbytes)
 
     return resolve

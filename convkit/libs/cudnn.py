@@ -21,7 +21,7 @@ from typing import Any
 
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
-from convkit.cuda.zeroed import PER_THREAD_STREAM
+from convkit.cuda.launch import stream_key
 
 #: cudnnConvolutionFwdAlgo_t, in enum order.
 FORWARD_ALGORITHMS: tuple[str, ...] = (
@@ -201,7 +201,7 @@ class CudnnConvolution:
         if tuple(d.value for d in dims) != p.output_shape:
             raise RuntimeError(f"cuDNN's output shape {[d.value for d in dims]} != {p.output_shape}")
         _call("cudnnSetTensor4dDescriptor", self._y, _TENSOR_NCHW, _DATA_FLOAT, *p.output_shape)
-        self._workspaces: dict[tuple[Any, ...], Any] = {}  # (algorithm, stream[, thread for the per-thread stream])
+        self._workspaces: dict[tuple[str, Any], Any] = {}  # (algorithm, stream_key)
 
     def __del__(self) -> None:
         try:
@@ -232,7 +232,7 @@ class CudnnConvolution:
         """y = conv(x, w) with one algorithm, on CuPy's current stream (raises CudnnError). The workspace is the
         stream's own (calls on one stream run in order; on two they must not share one)."""
         stream = self._cupy.cuda.get_current_stream().ptr
-        key = (algorithm, stream) if stream != PER_THREAD_STREAM else (algorithm, stream, threading.get_ident())
+        key = (algorithm, stream_key(stream))
         ws = self._workspaces.get(key)
         if ws is None:
             need = self.workspace(algorithm)
@@ -321,13 +321,10 @@ class CudnnBiasReluPool:
         one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
         conv_ptr = ctypes.c_void_p(conv.data.ptr)
         with _HANDLE_LOCK:
-            self._enqueue(one, zero, conv_ptr, bias, pooled)
-
-    def _enqueue(self, one: Any, zero: Any, conv_ptr: Any, bias: Any, pooled: Any) -> None:
-        _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
-        _call("cudnnAddTensor", self.handle, ctypes.byref(one), self._bias, ctypes.c_void_p(bias.data.ptr),
-              ctypes.byref(one), self._conv, conv_ptr)  # fmt: skip
-        _call("cudnnActivationForward", self.handle, self._act, ctypes.byref(one), self._conv, conv_ptr,
-              ctypes.byref(zero), self._conv, conv_ptr)  # fmt: skip
-        _call("cudnnPoolingForward", self.handle, self._pool, ctypes.byref(one), self._conv, conv_ptr,
-              ctypes.byref(zero), self._pooled, ctypes.c_void_p(pooled.data.ptr))  # fmt: skip
+            _call("cudnnSetStream", self.handle, ctypes.c_void_p(self._cupy.cuda.get_current_stream().ptr))
+            _call("cudnnAddTensor", self.handle, ctypes.byref(one), self._bias, ctypes.c_void_p(bias.data.ptr),
+                  ctypes.byref(one), self._conv, conv_ptr)  # fmt: skip
+            _call("cudnnActivationForward", self.handle, self._act, ctypes.byref(one), self._conv, conv_ptr,
+                  ctypes.byref(zero), self._conv, conv_ptr)  # fmt: skip
+            _call("cudnnPoolingForward", self.handle, self._pool, ctypes.byref(one), self._conv, conv_ptr,
+                  ctypes.byref(zero), self._pooled, ctypes.c_void_p(pooled.data.ptr))  # fmt: skip

@@ -29,7 +29,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.plan import Plan
 from convkit.cuda.record import Recording
-from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_replay_block, torch_replay_resolver
+from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_zeroed, torch_replay_resolver
 from convkit.op import dispatch, torch_ops
 from convkit.op.interop import cupy_stream, gpu_name, signature_function
 
@@ -308,19 +308,16 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
     plan = _recorded(_runs_here(choice), problem, x, w, bias, out)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: cupy.empty(n, dtype=cupy.uint8))
     scratch_bytes, zeroed_bytes = plan.scratch_bytes, plan.zeroed_bytes
-    device, current_stream = x.data.device_id, cupy.cuda.get_current_stream
+    current_stream = cupy.cuda.get_current_stream
     lock = threading.Lock()  # two threads on one stream share this runner (a CuPy call's signature has the stream)
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = cupy.empty(shape, dtype=cupy.float32)
         stream = current_stream()
-        block, zeroed = new_scratch(), 0
-        if scratch_bytes or zeroed_bytes:
-            if capturing(stream.ptr):  # the graph's own, not the block kept for this stream's eager calls
-                block = cupy_graph_owned(scratch_bytes) if scratch_bytes else None
-                zeroed = cupy_replay_block(device, stream.ptr, zeroed_bytes) if zeroed_bytes else 0
-            elif zeroed_bytes:
-                zeroed = cupy_replay_block(device, stream.ptr, zeroed_bytes)
+        block = new_scratch()
+        if scratch_bytes and capturing(stream.ptr):  # the graph's own, not the block this stream's eager calls keep
+            block = cupy_graph_owned(scratch_bytes)
+        zeroed = cupy_zeroed(stream.ptr, zeroed_bytes).data.ptr if zeroed_bytes else 0  # the stream's, or the graph's
         bases = (x.data.ptr, w.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr,
                  0 if block is None else block.data.ptr, zeroed)  # fmt: skip
         with lock:

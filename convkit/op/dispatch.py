@@ -62,9 +62,10 @@ def write_table(path: Path, gpu: str, choices: dict[str, Choice], **fields: obje
     write_document(path, gpu, choices={k: asdict(c) for k, c in sorted(choices.items())}, **fields)
 
 
-def cache_path(gpu: str) -> Path:
-    """The user's cache of choices tuned on this machine, per GPU and convkit version."""
-    return cache_dir() / f"dispatch-{gpu}-{__version__}.json"
+def cache_path(gpu: str, home: str | Path | None = None) -> Path:
+    """The user's cache of choices tuned on this machine, per GPU and convkit version (:func:`cache_dir`'s
+    ``home``: that of a process started with another ``XDG_CACHE_HOME``)."""
+    return cache_dir(home) / f"dispatch-{gpu}-{__version__}.json"
 
 
 def table_key(problem_key: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> str:

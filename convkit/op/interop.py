@@ -8,13 +8,11 @@ reads, and is None where a check that can change between calls of one signature 
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from convkit.core.memo import memoize
-from convkit.cuda.launch import external_stream
-from convkit.cuda.zeroed import PER_THREAD_STREAM
+from convkit.cuda.launch import external_stream, stream_key
 
 
 def stream_handle(device: int) -> int:
@@ -104,11 +102,9 @@ def cupy_signature(x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tupl
         if bias.data.device_id != device:
             return None
         bias_shape = bias.shape
-    stream = cupy.cuda.get_current_stream().ptr
-    if stream == PER_THREAD_STREAM:  # one handle, another stream in each thread: a runner (and its scratch) each
-        stream = (stream, threading.get_ident())
-    return ("cupy", x.shape, w.shape, bias_shape, stride, padding, device, stream, x.data.ptr & 15,
-            w.data.ptr & 15)  # fmt: skip
+    # the stream's key: a runner (and the scratch it keeps) per stream, per thread on the per-thread default stream
+    return ("cupy", x.shape, w.shape, bias_shape, stride, padding, device,
+            stream_key(cupy.cuda.get_current_stream().ptr), x.data.ptr & 15, w.data.ptr & 15)  # fmt: skip
 
 
 def signature_function(kind: type) -> Callable[..., tuple[Any, ...] | None] | None:

@@ -182,3 +182,12 @@ def recorded_gpu_name(folder: str) -> str:
         if names:
             return names[0]
     return folder
+
+
+def recorded_elsewhere(directory: Path, gpu: str, needs: str = "") -> tuple[Path, str] | None:
+    """(``results/<gpu>``, its GPU's name without the vendor) where a chapter run alone on another GPU shows what
+    that GPU recorded: a folder other than ``directory`` that holds ``needs`` (a file name; "" for any); else None."""
+    recorded = results_dir() / gpu
+    if Path(directory).resolve() == recorded.resolve() or not (recorded / needs).exists():
+        return None
+    return recorded, recorded_gpu_name(gpu).removeprefix("NVIDIA ")

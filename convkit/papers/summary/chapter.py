@@ -155,14 +155,13 @@ def best_or_recorded(directory: Path, recorded_gpu: str) -> tuple[Any, str]:
     """(:func:`best_per_problem` of ``directory``, "") where the other chapters have recorded sweeps there; else
     those of ``results/<recorded_gpu>`` and a sentence that says so (a notebook run alone, as Colab runs it,
     measures no other chapter)."""
-    from convkit.study.checkout import results_dir
-    from convkit.study.results import recorded_gpu_name
+    from convkit.study.results import recorded_elsewhere
 
     best = best_per_problem(directory)
-    recorded = results_dir() / recorded_gpu
-    if not best.empty or Path(directory).resolve() == recorded.resolve() or not recorded.is_dir():
+    elsewhere = None if not best.empty else recorded_elsewhere(directory, recorded_gpu)
+    if elsewhere is None:
         return best, ""
-    name = recorded_gpu_name(recorded_gpu).removeprefix("NVIDIA ")
+    recorded, name = elsewhere
     note = (
         f"No other chapter has recorded its sweep on this GPU yet (run their notebooks first): the problems "
         f"below are the {name}'s, as recorded."

@@ -86,7 +86,7 @@ def split_replays(operands: Any, relative_error: Any) -> None:
     zeroed block of its own stream, three times each; every output against float64."""
     import cupy
 
-    from convkit.cuda.zeroed import cupy_replay_block
+    from convkit.cuda.zeroed import cupy_zeroed
 
     for p, choice in SPLIT_CHOICES:
         x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
@@ -100,7 +100,7 @@ def split_replays(operands: Any, relative_error: Any) -> None:
             for stream in streams:
                 with stream:
                     again = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-                    zeroed = cupy_replay_block(cupy.cuda.runtime.getDevice(), stream.ptr, plan.zeroed_bytes)
+                    zeroed = cupy_zeroed(stream.ptr, plan.zeroed_bytes).data.ptr
                     plan.replay((x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, 0, zeroed), stream)
                     outputs.append(again)
         for stream in streams:

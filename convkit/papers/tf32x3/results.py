@@ -93,16 +93,14 @@ def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, 
     """(folder, experiment, sentence) the chapter shows: this run's where its sweep holds the 3xTF32 kernel's rows;
     else, on a GPU without TF32 tensor cores (the Colab T4), the full sweep recorded on ``book_gpu`` (a results
     folder's name) and a sentence that says so ("" where nothing is recorded there either)."""
-    from convkit.study.checkout import results_dir
-    from convkit.study.results import recorded_gpu_name
+    from convkit.study.results import recorded_elsewhere
 
     sweep = load(directory, experiment)["sweep"]
-    if len(sweep) and (sweep["variant"] == TF32X3).any():
+    measured = len(sweep) and (sweep["variant"] == TF32X3).any()
+    elsewhere = None if measured else recorded_elsewhere(directory, book_gpu, f"{SWEEP}.csv")
+    if elsewhere is None:
         return Path(directory), experiment, ""
-    recorded = results_dir() / book_gpu
-    if Path(directory).resolve() == recorded.resolve() or not (recorded / f"{SWEEP}.csv").is_file():
-        return Path(directory), experiment, ""
-    name = recorded_gpu_name(book_gpu).removeprefix("NVIDIA ")
+    recorded, name = elsewhere
     return recorded, SWEEP, (f"This GPU has no TF32 tensor cores, so its run measured no 3xTF32 kernel: the "
                              f"chapter shows the {name}'s recorded run.")  # fmt: skip
 

@@ -55,7 +55,6 @@ MAX_PROBLEM_BYTES = 48 << 20
 #: The short form (a GPU test): the two layers whose split launches hung on two streams, a layer with scratch
 #: (Winograd) and one run by cuBLAS, each in two modes, the control beside the first, CuPy threads on the second.
 SHORT = {"calls": 10, "replays": 4}
-_TRANSFORM_VARIANTS = {"fp32_winograd", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"}
 #: What starts a worker's report line on its stdout (other lines are the op's own).
 MESSAGE = "@@soak "
 
@@ -83,10 +82,17 @@ def implementation_name(choice: Any) -> str:
 
 
 def bar(implementation: str) -> float:
-    """The relative error an output may have against float64: the transforms' bar for FFT and Winograd and for
-    PyTorch's autotuned cuDNN (it may pick either), the direct methods' otherwise."""
+    """The relative error an output may have against float64: a convkit kernel's own bar, the transforms' for
+    cuDNN's FFT and Winograd and for PyTorch's autotuned cuDNN (it may pick either), the direct methods'
+    otherwise."""
+    from convkit.families import variants_by_name
+    from convkit.libs.cudnn import TRANSFORM_ALGORITHMS
+
     impl, variant = implementation.split(":", 1)
-    return TRANSFORM_TOLERANCE if variant in _TRANSFORM_VARIANTS or impl in ("pytorch", "control") else DIRECT_TOLERANCE
+    if impl == "convkit":
+        return variants_by_name()[variant].tolerance
+    transform = variant in TRANSFORM_ALGORITHMS if impl == "cudnn" else impl in ("pytorch", "control")
+    return TRANSFORM_TOLERANCE if transform else DIRECT_TOLERANCE
 
 
 def _fits(problem: ConvProblem) -> bool:

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,10 @@ from convkit.papers.summary.concurrency import (  # the plan and its constants
     REPLAYS,
     SHORT,
     SoakCase,
+    result_lines,
     short_plan,
     soak_plan,
+    soak_table,
 )
 
 #: Where the plan lives, and what a worker is started as (``python -m``).
@@ -139,12 +141,7 @@ def run(directory: Path | None = None, *, short: bool = False, budget_s: float =
     with tempfile.TemporaryDirectory() as cache_home:
         env = dict(os.environ, XDG_CACHE_HOME=cache_home)
         if forced:  # the user's cache of the workers: forced choices, read before the shipped table
-            before = os.environ.get("XDG_CACHE_HOME")
-            os.environ["XDG_CACHE_HOME"] = cache_home
-            try:
-                dispatch.write_table(dispatch.cache_path(gpu), gpu, forced)
-            finally:
-                os.environ.pop("XDG_CACHE_HOME") if before is None else os.environ.update(XDG_CACHE_HOME=before)
+            dispatch.write_table(dispatch.cache_path(gpu, home=cache_home), gpu, forced)
 
         def record(row: dict[str, Any]) -> None:
             store.append(row)
@@ -173,13 +170,6 @@ def _supports_here(implementation: str, problem: ConvProblem) -> bool:
     return True
 
 
-def _rows_of(path: Path) -> Iterator[dict[str, str]]:
-    import csv
-
-    with open(path, newline="") as f:
-        yield from csv.DictReader(f)
-
-
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -200,6 +190,4 @@ def main(argv: list[str]) -> None:
         worker(sys.stdin, calls=args.calls, replays=args.replays)
         return
     directory = run(args.directory, short=args.short, budget_s=args.budget_s)
-    rows = list(_rows_of(directory / f"{EXPERIMENT}{'_quick' if args.short else ''}.csv"))
-    wrong, hung = (sum(int(r[column] or 0) for r in rows) for column in ("wrong", "hung"))
-    print(f"{len(rows)} rows: {wrong} wrong calls, {hung} hung, {sum(1 for r in rows if r['note'])} with a note")
+    print(*result_lines(soak_table(directory, EXPERIMENT + ("_quick" if args.short else ""))))

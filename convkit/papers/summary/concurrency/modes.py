@@ -18,7 +18,7 @@ from convkit.papers.summary.concurrency import (
     NETWORK_CALLS,
     NETWORK_MODE,
     PATCHED,
-    REPLAYS,  # fmt: skip
+    REPLAYS,
     SoakCase,
     bar,
     implementation_name,
