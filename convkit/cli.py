@@ -140,6 +140,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_repeat(args: argparse.Namespace) -> int:
+    from convkit.core.gpu import require_cupy
+    from convkit.study.results import gpu_results_dir
+
+    require_cupy()
+    entry = paper(args.paper)
+    directory = gpu_results_dir(Path(args.directory) if args.directory else None)
+    entry.measure_repeat(directory)
+    print(f"rows in {directory / entry.experiment}_repeat.csv")
+    return 0
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from convkit.book import profile
 
@@ -224,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     sweep.set_defaults(func=_cmd_sweep)
+
+    repeat = sub.add_parser("repeat", help="a chapter's sample measured again in this process: the run-to-run spread")
+    repeat.add_argument("paper", choices=names())
+    repeat.add_argument("--directory", help="results folder (default: results/<this GPU>)")
+    repeat.set_defaults(func=_cmd_repeat)
 
     prof = sub.add_parser("profile", help="ncu kernel profile of a chapter's named cases")
     prof.add_argument("paper", choices=[p.name for p in PAPERS if p.profile is not None])

@@ -62,6 +62,9 @@ class Profile:
     metrics: tuple[str, ...] = ()
 
 
+#: The experiment suffix of a chapter's run-to-run sample (:meth:`Paper.measure_repeat`).
+REPEAT_SUFFIX = "_repeat"
+
 #: The book's findings table: one row per claim of a paper, its number beside ours.
 FINDING_COLUMNS: tuple[str, ...] = (
     "paper", "claim", "paper's number", "paper's design on the H100", "our best on the H100",
@@ -116,6 +119,9 @@ class Paper:
             over ``variants`` and ``peers``); a chapter whose cases are not plain convolutions gives its own.
         fused_choices: the fused layer's choices per problem key, from the sweep recorded in a folder, for
             ``convkit.conv2d_relu_pool`` (:mod:`convkit.core.shipped`), if it has a fused layer.
+        repeat: measures its run-to-run sample into ``<experiment>_repeat`` (:meth:`measure_repeat`); default: its
+            quick subset, as its sweep measures it.
+        claims: its findings as checked claims (:mod:`convkit.study.claims`).
     """
 
     name: str
@@ -134,6 +140,8 @@ class Paper:
     sample_checks: Callable[[KnobTable | None], Iterable[tuple[ConvProblem, list[Case]]]] | None = None
     measure_rows: Callable[..., Iterator[dict[str, Any]]] | None = None
     fused_choices: Callable[[Path], dict[str, dict[str, Any] | None]] | None = None
+    repeat: Callable[[Path], Any] | None = None
+    claims: Callable[[], list[Any]] | None = None
     kernels: Kernels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -164,6 +172,16 @@ class Paper:
         if self.sample_checks is not None:
             return list(self.sample_checks(tuned))
         return list(variant_checks(self.variants, self.sample_problems(), tuned))
+
+    def measure_repeat(self, directory: Path) -> None:
+        """Measure the chapter's sample again, the same cases at the launches tuned in ``directory``, into
+        ``<experiment>_repeat``: run in a process of its own after the sweep, it gives the run-to-run spread within
+        which two times are a tie, and each claim's tolerance. Default sample: the quick subset (every table of the
+        chapter has rows in it)."""
+        if self.repeat is not None:
+            self.repeat(directory)
+        else:
+            self.measure(directory, quick=True, experiment=self.experiment + REPEAT_SUFFIX)
 
     def rows(self, problem: ConvProblem, todo: list[Case], **measuring: Any) -> Iterator[dict[str, Any]]:
         """Check and time ``todo`` on ``problem`` (``seed``, ``timing``) the way this chapter measures."""

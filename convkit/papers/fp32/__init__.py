@@ -96,5 +96,5 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 PAPER = Paper(
     "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=problems, findings=results.findings, edge_check=edges.edge_check,
-    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS),
+    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
 )  # fmt: skip

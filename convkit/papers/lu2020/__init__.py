@@ -113,5 +113,5 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 PAPER = Paper(
     "lu2020", "Lu 2020, memory transactions", "02_lu2020", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edges.edge_check,
-    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS),
+    profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS), repeat=measure_repeat,
 )  # fmt: skip

@@ -124,5 +124,5 @@ KERNELS = Family("tf32x3", tf32x3.VARIANTS, PEERS, sources=tf32x3.FAMILY.sources
 PAPER = Paper(
     "tf32x3", "FP32 accuracy on tensor cores", "07_tf32x3", EXPERIMENT, measure, KERNELS, tuning=TUNING,
     sample_problems=small_problems, problems=problems, findings=results.findings,
-    profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS),
+    profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
 )  # fmt: skip
