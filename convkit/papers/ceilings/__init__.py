@@ -17,6 +17,7 @@ from convkit.papers.ceilings.measure import EXPERIMENT, record
 from convkit.papers.ceilings.results import findings
 from convkit.papers.paper import Paper
 
+
 def measure_repeat(directory: Path) -> None:
     """Every ceiling measured again, at the full run's sizes, into ``ceilings_repeat.csv`` (the quick run's smaller
     sizes measure other numbers): run in a fresh process, it gives the ceilings' run-to-run spread."""
