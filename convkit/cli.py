@@ -126,9 +126,8 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from convkit.book.chapter import QUICK_SUFFIX
     from convkit.core.gpu import require_cupy
-    from convkit.study.results import gpu_results_dir
+    from convkit.study.results import QUICK_SUFFIX, gpu_results_dir
 
     require_cupy()
     entry = paper(args.paper)

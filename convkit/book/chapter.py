@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from convkit.study.checkout import results_dir
-from convkit.study.results import gpu_results_dir
+from convkit.study.results import QUICK_SUFFIX, gpu_results_dir
 from convkit.study.roofline import ceilings_summary
 
 #: The GPU whose recorded results the book shows when built without one.
 DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
-#: Suffix of the experiments a quick GPU run writes (kept apart from the full runs' results).
-QUICK_SUFFIX = "_quick"
 
 if "ipykernel" in sys.modules:  # a chapter's notebook: every figure in the book's style, as 2x PNG
     from convkit.book.plots import book_style

@@ -160,6 +160,19 @@ def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]
     return frame, provenance
 
 
+#: Suffix of the experiments a quick run writes (kept apart from the full runs' results).
+QUICK_SUFFIX = "_quick"
+
+
+def full_or_quick(directory: Path, experiment: str) -> str:
+    """``experiment`` as ``directory`` holds it: its full run where recorded, else its quick run where that is (a
+    chapter run alone and quick has only its own quick files); the full name where neither is."""
+    for name in (experiment, experiment + QUICK_SUFFIX):
+        if (Path(directory) / f"{name}.csv").is_file():
+            return name
+    return experiment
+
+
 def gpu_results_dir(directory: Path | None = None) -> Path:
     """``directory``, or this GPU's results folder (``results/<gpu slug>``) when None: the one rule every
     sweep, profile and command line follows."""

@@ -82,12 +82,14 @@ def ceilings_summary(frame: Any) -> dict[str, float]:
 
 
 def recorded_ceilings(directory: Path) -> dict[str, float] | None:
-    """:func:`ceilings_summary` of ``<directory>/ceilings.csv``, or None where none is recorded."""
-    from convkit.study.results import load_results
+    """:func:`ceilings_summary` of ``<directory>/ceilings.csv`` (its quick run's where only that is recorded: a
+    chapter run alone and quick measures the ceilings quick), or None where none is recorded."""
+    from convkit.study.results import full_or_quick, load_results
 
-    if not (Path(directory) / f"{CEILINGS_EXPERIMENT}.csv").is_file():
+    experiment = full_or_quick(Path(directory), CEILINGS_EXPERIMENT)
+    if not (Path(directory) / f"{experiment}.csv").is_file():
         return None
-    return ceilings_summary(load_results(Path(directory), CEILINGS_EXPERIMENT)[0])
+    return ceilings_summary(load_results(Path(directory), experiment)[0])
 
 
 def launch_us(ceilings: dict[str, float]) -> float:

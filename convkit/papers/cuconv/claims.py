@@ -53,9 +53,13 @@ def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
     return cr.speedup_table(frame), kernels
 
 
-def load(directory: Path, experiment: str = SWEEP) -> tuple[Any, Any]:
-    """(speedup table, profile rows) of a results folder's ``experiment`` (cached while its files are unchanged)."""
+def load(directory: Path, experiment: str | None = None) -> tuple[Any, Any]:
+    """(speedup table, profile rows) of a results folder's ``experiment`` (default: its sweep, full or quick as
+    recorded), cached while its files are unchanged."""
+    from convkit.study.results import full_or_quick
+
     directory = Path(directory)
+    experiment = experiment or full_or_quick(directory, SWEEP)
     stamp = sum(f.stat().st_mtime_ns for f in directory.glob("cuconv*.csv"))
     return _load(str(directory), experiment, stamp)
 

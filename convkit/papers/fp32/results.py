@@ -336,11 +336,12 @@ def ladder(directory: Path, sgemm_tflops: float) -> Any:
     from the sweep it was measured in (the cuConv chapter's, or this chapter's), against the SGEMM ceiling."""
     import pandas as pd
 
-    from convkit.study.results import load_results
+    from convkit.study.results import full_or_quick, load_results
 
     labels = {p.label for p in suites()["cuconv"]}
     rows = []
-    for step, experiment, variant in LADDER:
+    for step, sweep, variant in LADDER:
+        experiment = full_or_quick(Path(directory), sweep)
         if not (Path(directory) / f"{experiment}.csv").is_file():
             continue
         ok = tables.timed(load_results(Path(directory), experiment)[0])
@@ -350,7 +351,8 @@ def ladder(directory: Path, sgemm_tflops: float) -> Any:
         if not large.any():
             continue
         median = float((flops[large] / mine.loc[large, "us"] / 1e6).median())
-        where = "the cuConv chapter" if experiment == "cuconv" else "this chapter"
+        where = "the cuConv chapter" if sweep == "cuconv" else "this chapter"
         rows.append({"step": step, "measured in": where, "layers": int(large.sum()), "median TFLOP/s": median,
                      "% of SGEMM": 100 * median / sgemm_tflops})  # fmt: skip
-    return pd.DataFrame(rows).set_index("step")
+    columns = ["step", "measured in", "layers", "median TFLOP/s", "% of SGEMM"]
+    return pd.DataFrame(rows, columns=columns).set_index("step")

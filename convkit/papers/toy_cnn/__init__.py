@@ -28,8 +28,8 @@ from convkit.families.toy_cnn.launch import (
     REPORT_TABLE3,
     SMALL_LAYERS,
     ToyLadderLaunch,
-    ToyTiledLaunch,
     block_shapes,
+    default_tile,
     fitting_tiles,
     layer_output_shape,
     report_grid,
@@ -46,7 +46,7 @@ from convkit.papers.toy_cnn.measure import (
     run_layer_experiment,
 )
 from convkit.papers.toy_cnn.results import TOY_EXPERIMENT
-from convkit.study.results import load_results
+from convkit.study.results import full_or_quick, load_results
 from convkit.study.tables import fastest_per
 
 #: Full-layer runs take 4-40 ms: a few repeats each, after one warm-up.
@@ -134,10 +134,11 @@ def sample_checks(tuned: KnobTable | None = None) -> Iterator[tuple[ConvProblem,
 
 def _fastest_recorded(directory: Path) -> tuple[dict[str, Any], str]:
     """(tiled knobs, cuDNN algorithm) fastest on the lab layer in the sweep recorded in ``directory``, else the
-    defaults (64x16x16, 4 channels a stage; IMPLICIT_PRECOMP_GEMM)."""
-    tile, algorithm = ToyTiledLaunch().as_params(), "IMPLICIT_PRECOMP_GEMM"
-    if (Path(directory) / f"{TOY_EXPERIMENT}.csv").exists():
-        frame = load_results(Path(directory), TOY_EXPERIMENT)[0]
+    defaults (the tile that fits this GPU; IMPLICIT_PRECOMP_GEMM)."""
+    tile, algorithm = default_tile().as_params(), "IMPLICIT_PRECOMP_GEMM"
+    experiment = full_or_quick(Path(directory), TOY_EXPERIMENT)
+    if (Path(directory) / f"{experiment}.csv").exists():
+        frame = load_results(Path(directory), experiment)[0]
         lab = frame[frame["label"] == LAB_LAYER.label]
         tiled = lab[(lab["impl"] == "convkit") & (lab["variant"] == "toy_tiled")]
         cudnn = lab[(lab["impl"] == "cudnn") & lab["params"].astype(str).str.contains("pool", regex=False)]
