@@ -151,6 +151,37 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from convkit.book import chapter
+    from convkit.papers import verify
+
+    directory = Path(args.directory) if args.directory else chapter.results_directory("recorded")
+    if not directory.is_dir():
+        print(f"convkit verify: no results folder {directory}", file=sys.stderr)
+        return 2
+    quick = args.quick or not (directory / "ceilings.csv").is_file()  # a folder of quick runs only
+    if args.record:
+        print(f"claims recorded in {verify.record(directory)}")
+    rows, same_gpu = verify.verify(directory, quick=quick)
+    with pd.option_context("display.width", 200, "display.max_colwidth", 40, "display.max_rows", None):
+        print(verify.table(rows).to_string(index=False))
+    counts = verify.summary(rows)
+    run = "quick run, on the problems it measured" if quick else "full run"
+    print(f"\n{directory.name} ({run}): " + ", ".join(f"{n} {what}" for what, n in counts.items() if n))
+    if not quick and (stale := verify.stale(directory)) and (directory / verify.EXPECTED).is_file():
+        print("the recorded claims.json no longer matches these results:\n  " + "\n  ".join(stale), file=sys.stderr)
+        return 1
+    if counts[verify.FAILED]:
+        print(f"convkit verify: {counts[verify.FAILED]} claims that held fall outside their tolerance on the same "
+              "GPU model", file=sys.stderr)  # fmt: skip
+        return 1
+    if not same_gpu:
+        print("another GPU than the record's: verdicts reported, not failed")
+    return 0
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from convkit.book import profile
 
@@ -240,6 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     repeat.add_argument("paper", choices=names())
     repeat.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     repeat.set_defaults(func=_cmd_repeat)
+
+    check = sub.add_parser("verify", help="every chapter's claims on a results folder, against the recorded ones")
+    check.add_argument("directory", nargs="?", help="a results folder (default: the recorded GPU's)")
+    check.add_argument("--quick", action="store_true", help="the folder's quick runs (default where it has no other)")
+    check.add_argument("--record", action="store_true", help="write the folder's claims.json first (a recording run)")
+    check.set_defaults(func=_cmd_verify)
 
     prof = sub.add_parser("profile", help="ncu kernel profile of a chapter's named cases")
     prof.add_argument("paper", choices=[p.name for p in PAPERS if p.profile is not None])

@@ -170,6 +170,24 @@ def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict
     return {"cases": len(both), "median": float(ratio.median()), "p95": float(ratio.quantile(0.95))}
 
 
+def case_speedups(frame: Any) -> Any:
+    """Each checked convkit case's speed-up over the best library of its problem in the same run (best library time
+    over its time), indexed by the case's key: what a claim's speed-up spread is taken over. CUTLASS, a peer of
+    its own, is no library here; host-timed rows are left out."""
+    import pandas as pd
+
+    from convkit.bench.rows import KEY_COLUMNS
+
+    ok = timed(frame)
+    if ok.empty:
+        return pd.Series(dtype=float)
+    problem = ["label", "pad", "stride"]
+    library = ok[~ok["impl"].astype(str).str.startswith(("convkit", "cutlass"))].groupby(problem)["us"].min()
+    mine = ok[ok["impl"] == "convkit"].set_index(list(KEY_COLUMNS))
+    best = library.reindex(pd.MultiIndex.from_arrays([mine.index.get_level_values(k) for k in problem]))
+    return pd.Series(best.to_numpy() / mine["us"].to_numpy(), index=mine.index).dropna()
+
+
 def ties(speedups: Any, tolerance: float) -> int:
     """Speed-ups (a pandas Series) within ``tolerance`` (the spread) of 1: neither side is faster."""
     return int(((speedups - 1).abs() <= tolerance).sum())

@@ -14,6 +14,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.baseline import DIRECT, FAMILY
+from convkit.papers.baseline import claims
 from convkit.papers.baseline.anchors import anchors
 from convkit.papers.baseline.edges import edge_check
 from convkit.papers.baseline.results import findings
@@ -52,4 +53,5 @@ def sample_problems() -> list[ConvProblem]:
 PAPER = Paper(
     "baseline", "The baseline: every cuDNN algorithm", "01_baseline", EXPERIMENT, measure, FAMILY,
     sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edge_check,
+    claims=claims.claims,
 )  # fmt: skip

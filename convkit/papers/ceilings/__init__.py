@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from convkit.bench.variant import Family
+from convkit.papers.ceilings import claims
 from convkit.papers.ceilings.edges import edge_check
 from convkit.papers.ceilings.measure import EXPERIMENT, record
 from convkit.papers.ceilings.results import findings
@@ -28,4 +29,5 @@ PAPER = Paper(
     "ceilings", "The GPU's ceilings", "00_ceilings", EXPERIMENT, record,
     Family("ceilings", (), sources=("ceilings",)),  # its kernels measure the GPU, not a convolution
     convolutions=False, findings=findings, edge_check=edge_check, repeat=measure_repeat,
+    claims=claims.claims,
 )  # fmt: skip

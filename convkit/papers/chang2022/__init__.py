@@ -19,6 +19,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.chang2022 import FAMILY, MULTI_VARIANTS, SINGLE_VARIANTS
+from convkit.papers.chang2022 import claims
 from convkit.papers.chang2022.edges import edge_check
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
 from convkit.papers.chang2022.results import EXPERIMENT, findings
@@ -59,4 +60,5 @@ def sample_problems() -> list[ConvProblem]:
 PAPER = Paper(
     "chang2022", "Chang et al. 2022, latency hiding", "05_chang2022", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=sweep_problems, findings=findings, edge_check=edge_check,
+    claims=claims.claims,
 )  # fmt: skip

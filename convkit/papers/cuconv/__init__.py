@@ -105,5 +105,6 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 PAPER = Paper(
     "cuconv", "cuConv (Jorda et al. 2022)", "03_cuconv", CUCONV_EXPERIMENT, measure, FAMILY, tuning=CUCONV_TUNING,
     sample_problems=sample_problems, problems=problems, findings=claims.findings, edge_check=edges.edge_check,
+    claims=claims.claims,
     profile=Profile("cuconv_kernels", profiled_cases),
 )  # fmt: skip

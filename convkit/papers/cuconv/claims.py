@@ -8,6 +8,7 @@ recorded in, so that a test can copy it, change a recorded value and see the tex
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import results as cr
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.study import networks, tables
+from convkit.study.claims import SHARE, Claim, Spread
 from convkit.study.tables import share_faster
 
 #: The paper's further numbers (section 4): sum stage's share of Table 4's total, Winograd over
@@ -46,10 +48,13 @@ SWEEP = "cuconv"
 
 @memoize()
 def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
+    import pandas as pd
+
     from convkit.study.results import load_results
 
     frame, _ = load_results(Path(directory), experiment)
-    kernels, _ = load_results(Path(directory), "cuconv_kernels")
+    profiled = Path(directory) / "cuconv_kernels.csv"  # measured once per GPU: a quick run may lack it
+    kernels = load_results(Path(directory), "cuconv_kernels")[0] if profiled.is_file() else pd.DataFrame()
     return cr.speedup_table(frame), kernels
 
 
@@ -288,3 +293,50 @@ def findings(directory: Path) -> list[dict[str, str]]:
                 "best library on the H100": library, "efficiency": "",
                 "what changed": "the paper's design holds best here", "section": SECTIONS["batch1"]},
     ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The findings as checked claims (:mod:`convkit.study.claims`)
+
+SPREAD = Spread(SWEEP, f"{SWEEP}_repeat")
+
+
+def _table(directory: Path) -> Any:
+    return load(directory, SWEEP)[0]
+
+
+def _stat(column: str, key: str) -> Callable[[Path], float]:
+    return lambda d: cr.stats(_table(d), column)[key]
+
+
+def _top(column: str) -> Callable[[Path], float]:
+    def value(directory: Path) -> float:
+        t = _table(directory)
+        return float(t[(t["batch"] == 1) & (t["label"] == PAPER_MAX_CONFIG)][column].iloc[0])
+
+    return value
+
+
+def claims() -> list[Claim]:
+    """The paper's section 4.1 numbers, each held to the paper's value: for the paper's design (over cuDNN alone,
+    as the paper compares, for the share; over the best library for the speed-ups) and for our best variant."""
+    c = cr.PAPER_CLAIMS
+    out = []
+    for who, column, alone in (("the paper's kernel", "speedup_paper", "cudnn_speedup_paper"),
+                               ("our best variant", "speedup_best", "cudnn_speedup_best")):  # fmt: skip
+        name = "design" if column == "speedup_paper" else "best"
+        out += [
+            Claim(f"cuconv.share_{name}", f"{who} is faster than cuDNN's best algorithm on at least the paper's "
+                  f"share of problems ({c['share_faster']}%)", _stat(alone, "share faster (%)"), c["share_faster"],
+                  unit="%", kind=SHARE, spread=SPREAD, paper=f"{c['share_faster']}% (V100)",
+                  speedups=lambda d, a=alone: _table(d)[a].dropna()),
+            Claim(f"cuconv.b1_1x1_{name}", f"{who} averages the paper's speed-up on 1x1 filters at batch 1",
+                  _stat(column, "1x1, batch 1: mean speed-up (x)"), c["1x1_batch1_mean"], spread=SPREAD,
+                  paper=f"{c['1x1_batch1_mean']}x (V100)"),
+            Claim(f"cuconv.b1_max_{name}", f"{who} reaches the paper's largest speed-up on {PAPER_MAX_CONFIG}",
+                  _top(column), c["1x1_batch1_max"], spread=SPREAD, paper=f"{c['1x1_batch1_max']}x (V100)"),
+            Claim(f"cuconv.b1_5x5_{name}", f"{who} averages the paper's speed-up on 5x5 filters at batch 1",
+                  _stat(column, "5x5, batch 1: mean speed-up (x)"), c["5x5_batch1_mean"], spread=SPREAD,
+                  paper=f"{c['5x5_batch1_mean']}x (V100)"),
+        ]  # fmt: skip
+    return out

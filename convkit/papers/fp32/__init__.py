@@ -19,7 +19,7 @@ from typing import Any
 from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
-from convkit.papers.fp32 import edges, results
+from convkit.papers.fp32 import claims, edges, results
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.study.layer_sets import small_problems as sample_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
@@ -97,4 +97,5 @@ PAPER = Paper(
     "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=problems, findings=results.findings, edge_check=edges.edge_check,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
+    claims=claims.claims,
 )  # fmt: skip

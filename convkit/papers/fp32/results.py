@@ -256,13 +256,18 @@ def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
     return out
 
 
-def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str = SWEEP) -> dict[str, Any]:
+def chapter_tables(
+    directory: Path, ceilings: dict[str, float], experiment: str = SWEEP, *, quick: bool | None = None
+) -> dict[str, Any]:
     """Everything the chapter shows, from a results folder and the GPU's ceilings: the frames, the per-problem
     table, each suite's rows, the spread and where the study stood before (:func:`before`). A quick run's
     ``experiment`` (any but :data:`SWEEP`) has the quick suites."""
     frames = load(directory, experiment)
     table = problem_table(frames["sweep"], ceilings)
-    groups = {name: suite_rows(table, problems) for name, problems in suites(experiment != SWEEP).items()}
+    groups = {
+        name: suite_rows(table, problems)
+        for name, problems in suites(experiment != SWEEP if quick is None else quick).items()
+    }
     extra = {"ceilings": ceilings, "table": table, "spread": tables.spread(frames["sweep"], frames["repeat"]),
              "before": before(directory)}  # fmt: skip
     return frames | extra | groups

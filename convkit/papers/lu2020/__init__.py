@@ -21,7 +21,7 @@ from convkit.bench.variant import Kernels, Variant
 from convkit.core.problem import ConvProblem
 from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE, SINGLE
 from convkit.families.lu2020.launch import FILTER_SIZES
-from convkit.papers.lu2020 import edges, results
+from convkit.papers.lu2020 import claims, edges, results
 from convkit.papers.lu2020.problem_sets import multi_problems, single_problems
 from convkit.papers.lu2020.results import EXPERIMENT, PROFILE_EXPERIMENT, findings
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
@@ -114,4 +114,5 @@ PAPER = Paper(
     "lu2020", "Lu 2020, memory transactions", "02_lu2020", EXPERIMENT, measure, FAMILY, tuning=TUNING,
     sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edges.edge_check,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS), repeat=measure_repeat,
+    claims=claims.claims,
 )  # fmt: skip

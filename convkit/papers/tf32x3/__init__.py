@@ -26,7 +26,7 @@ from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
 from convkit.libs import cutlass
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.tf32x3 import results
+from convkit.papers.tf32x3 import claims, results
 from convkit.study.layer_sets import small_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
@@ -125,4 +125,5 @@ PAPER = Paper(
     "tf32x3", "FP32 accuracy on tensor cores", "07_tf32x3", EXPERIMENT, measure, KERNELS, tuning=TUNING,
     sample_problems=small_problems, problems=problems, findings=results.findings,
     profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
+    claims=claims.claims,
 )  # fmt: skip

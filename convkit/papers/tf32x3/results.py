@@ -105,12 +105,17 @@ def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, 
                              f"chapter shows the {name}'s recorded run.")  # fmt: skip
 
 
-def chapter_tables(directory: Path, ceilings: dict[str, float], experiment: str = SWEEP) -> dict[str, Any]:
+def chapter_tables(
+    directory: Path, ceilings: dict[str, float], experiment: str = SWEEP, *, quick: bool | None = None
+) -> dict[str, Any]:
     """Everything the chapter shows: the frames, the per-problem table, each suite's rows (multi-channel ones
     for the two smaller suites) and the spread. A quick run's ``experiment`` has the quick suites."""
     frames = load(directory, experiment)
     table = problem_table(frames["sweep"], ceilings)
-    groups = {name: tables.suite_rows(table, problems) for name, problems in suites(experiment != SWEEP).items()}
+    groups = {
+        name: tables.suite_rows(table, problems)
+        for name, problems in suites(experiment != SWEEP if quick is None else quick).items()
+    }
     for name in ("lu2020", "chang2022"):
         groups[name] = groups[name][[p.c > 1 for p in groups[name]["problem"]]].reset_index(drop=True)
     spread = tables.spread(frames["sweep"], frames["repeat"])

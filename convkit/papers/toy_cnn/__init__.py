@@ -35,7 +35,7 @@ from convkit.families.toy_cnn.launch import (
     report_grid,
 )
 from convkit.papers.paper import Paper, Profile, ProfiledCase
-from convkit.papers.toy_cnn import edges, layer_op
+from convkit.papers.toy_cnn import claims, edges, layer_op
 from convkit.papers.toy_cnn.claims import findings
 from convkit.papers.toy_cnn.measure import (
     LAYER_STEPS,
@@ -184,4 +184,5 @@ PAPER = Paper(
     "toy_cnn", "Fused CNN layer (Grisett)", "04_toy_cnn", TOY_EXPERIMENT, measure, FAMILY, convolutions=False,
     sample_checks=sample_checks, measure_rows=measure_layer, fused_choices=layer_op.fused_choices,
     findings=findings, edge_check=edges.edge_check, profile=Profile("toy_cnn_kernels", profiled_cases, TOY_METRICS),
+    claims=claims.claims,
 )  # fmt: skip

@@ -24,6 +24,7 @@ from convkit.papers.toy_cnn.results import (
     best_rows,
 )
 from convkit.study import tables
+from convkit.study.claims import TIME, Claim, Spread, per_folder
 
 
 def library_name(row: Any) -> str:
@@ -191,3 +192,41 @@ def across_gpus_text(first_gpu: str, first: Any, others: list[tuple[str, Any]]) 
         " ".join(parts) + " The gap between the GPUs in the table is the tile the quick run tried, not the "
         "GPU: at the same tile the times agree, as a compute-bound layer on the same 132 SMs and clock should."
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The findings as checked claims (:mod:`convkit.study.claims`)
+
+SPREAD = Spread(TOY_EXPERIMENT, f"{TOY_EXPERIMENT}_repeat")
+
+
+@per_folder
+def _best(directory: Path) -> dict[str, Any]:
+    from convkit.study.results import load_results
+
+    best = best_rows(load_results(directory, TOY_EXPERIMENT)[0])
+    best["library"] = min((r for r in (best["cudnn_layer"], best["pytorch_layer"]) if r is not None),
+                          key=lambda r: r["time_ms"])  # fmt: skip
+    return best
+
+
+def _v4_share_of_peak(directory: Path) -> float:
+    """V4's rate as a share of the GPU's FP32 FMA peak (its datasheet arithmetic from the measured ceilings)."""
+    return 100 * _best(directory)["v4"]["tflops"] / _ceilings(directory)["fp32_theoretical_tflops"]
+
+
+def claims() -> list[Claim]:
+    """The report's two findings, held to its numbers (its rate as a share of its GPU's FMA peak, the one measure
+    both GPUs have), and our V5 against the best library layer."""
+    report_share = 100 * launch.REPORT_TABLE1[1] / 1e3 / T4_FP32_PEAK_TFLOPS
+    report_gain = launch.REPORT_TABLE2["v1"][1] / launch.REPORT_TABLE2["v0"][1]
+    return [
+        Claim("toy_cnn.throughput", "the report's fused kernel (V4) reaches the report's share of its GPU's FP32 "
+              "FMA peak", _v4_share_of_peak, report_share, unit="%", kind=TIME, spread=SPREAD,
+              paper=f"{report_share:.0f}% of the T4's"),
+        Claim("toy_cnn.tiling", "shared-memory tiling speeds the fused layer up by the report's factor (V1 over V0)",
+              lambda d: _best(d)["v0"]["time_ms"] / _best(d)["v1"]["time_ms"], report_gain, spread=SPREAD,
+              paper=f"{report_gain:.2f}x (T4)"),
+        Claim("toy_cnn.v5", "our fused layer (V5) is faster than the best library layer",
+              lambda d: _best(d)["library"]["time_ms"] / _best(d)["tiled"]["time_ms"], 1.0, spread=SPREAD),
+    ]  # fmt: skip

@@ -1,0 +1,57 @@
+"""Chang 2022's claims, checked (:mod:`convkit.study.claims`): each kernel's mean speed-up over the library, held
+to the paper's mean. The paper averages arithmetically; the book reads speed-ups by their geometric mean, so each
+mean is a claim of its own and the verdicts say which one holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from convkit.papers.chang2022.results import EXPERIMENT, PAPER_SPEEDUPS, best_variant, speedup_table
+from convkit.study import tables
+from convkit.study.claims import Claim, Spread, per_folder
+
+SPREAD = Spread(EXPERIMENT, f"{EXPERIMENT}_repeat")
+DESIGN = {"single": "chang_single", "multi": "chang_multi"}
+
+
+@per_folder
+def _table(directory: Path) -> Any:
+    from convkit.study.results import load_results
+    from convkit.study.roofline import recorded_ceilings
+
+    ceilings = recorded_ceilings(directory)
+    if ceilings is None:
+        raise FileNotFoundError(f"no ceilings recorded in {directory.name}: the floors need them")
+    return speedup_table(load_results(directory, EXPERIMENT)[0], ceilings)
+
+
+def _speedups(kind: str, best: bool) -> Callable[[Path], Any]:
+    def of(directory: Path) -> Any:
+        t = _table(directory)
+        variant = best_variant(t, kind) if best else DESIGN[kind]
+        return t[t["kind"] == kind][f"speedup_{variant}"].dropna()
+
+    return of
+
+
+def claims() -> list[Claim]:
+    """Per kernel: the paper's design and our best form, arithmetic and geometric mean, each at the paper's mean."""
+    out = []
+    for kind in ("single", "multi"):
+        paper = PAPER_SPEEDUPS[kind]["mean"]
+        design, best = _speedups(kind, False), _speedups(kind, True)
+        words = f"{kind}-channel kernel"
+        out += [
+            Claim(f"chang2022.{kind}_design", f"the paper's {words} as-is beats the best library by the paper's mean "
+                  "(arithmetic, the paper's measure)", lambda d, s=design: s(d).mean(), paper, spread=SPREAD,
+                  paper=f"{paper}x mean (GTX 1080 Ti)"),
+            Claim(f"chang2022.{kind}_mean", f"our {words} beats the best library by the paper's mean (arithmetic, "
+                  "the paper's measure)", lambda d, s=best: s(d).mean(), paper, spread=SPREAD,
+                  paper=f"{paper}x mean (GTX 1080 Ti)"),
+            Claim(f"chang2022.{kind}_geomean", f"our {words} beats the best library by the paper's mean, read as a "
+                  "geometric mean", lambda d, s=best: tables.geomean(s(d)), paper, spread=SPREAD,
+                  paper=f"{paper}x mean (GTX 1080 Ti)"),
+        ]  # fmt: skip
+    return out
