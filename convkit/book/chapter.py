@@ -94,6 +94,15 @@ def ceilings(
     return ceilings_summary(results("ceilings", device, quick=quick, recorded_gpu=recorded_gpu).frame)
 
 
+def claim_lines(name: str, directory: Path, experiment: str) -> list[str]:
+    """Paper ``name``'s claims on the run its chapter shows (``experiment`` of ``directory``: its quick run's where
+    that is one), as the result box ends: each verdict, the claim, our value against its bar
+    (:func:`convkit.papers.verify.verdict_lines`)."""
+    from convkit.papers.verify import verdict_lines
+
+    return verdict_lines(Path(directory), name, quick=experiment.endswith(QUICK_SUFFIX))
+
+
 def kernel_profile(name: str, device: str = "auto", *, recorded_gpu: str = DEFAULT_RECORDED_GPU) -> Results:
     """A paper's ncu profile: measured with ``ncu`` where a GPU and ``ncu`` are present and nothing is
     recorded for this GPU yet; otherwise, and wherever ncu fails (counters blocked, as on Colab; a report it
@@ -225,8 +234,9 @@ def provenance_runs(*results: Results) -> Any:
     return pd.DataFrame(rows)
 
 
-#: The optional key of a findings row: the MyST label of the chapter section that shows the claim.
-FINDING_SECTION = "section"
+#: The optional keys of a findings row: the MyST label of the chapter section that shows the claim, and the keys
+#: of the claims (:mod:`convkit.study.claims`) that check it.
+FINDING_SECTION, FINDING_CLAIMS = "section", "claims"
 
 
 def findings(directory: Path) -> Any:
@@ -239,8 +249,18 @@ def findings(directory: Path) -> Any:
     from convkit.papers.paper import FINDING_COLUMNS
 
     rows = [row for p in PAPERS if p.findings is not None for row in p.findings(Path(directory))]
-    columns = list(dict.fromkeys([*FINDING_COLUMNS, FINDING_SECTION]))
-    return pd.DataFrame([{**row, FINDING_SECTION: row.get(FINDING_SECTION) or ""} for row in rows], columns=columns)
+    columns = list(dict.fromkeys([*FINDING_COLUMNS, FINDING_SECTION, FINDING_CLAIMS]))
+    rows = [{**row, FINDING_SECTION: row.get(FINDING_SECTION) or "", FINDING_CLAIMS: tuple(row.get(FINDING_CLAIMS, ()))}
+            for row in rows]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def verdict_text(keys: tuple[str, ...], evaluated: dict[str, Any]) -> str:
+    """The verdicts of the claims ``keys`` (:class:`convkit.study.claims.Evaluated` by key), each after its short
+    name where a finding has several: "the paper's kernel: does not hold; ours: holds"."""
+    parts = [f"{e.claim.short}: {e.verdict}" if e.claim.short and len(keys) > 1 else e.verdict
+             for e in (evaluated[k] for k in keys if k in evaluated)]  # fmt: skip
+    return "; ".join(parts)
 
 
 def _linked(text: str, section: str) -> str:
@@ -258,25 +278,31 @@ def findings_markdown(directory: Path) -> str:
     chapter section that shows it, the paper's number, the paper's design, our best with its share of the
     floor, the best library, on the GPU measured), then what changed since each paper, numbered to match, and
     the GPU the numbers come from."""
+    from convkit.papers.verify import evaluate_all
     from convkit.study.results import load_results
 
     table = findings(directory)
+    evaluated = {e.claim.key: e for e in evaluate_all(Path(directory))}
     gpu = next(iter(load_results(Path(directory), "ceilings")[1].get("runs", {}).values()), {}).get("gpu", "")
 
     def cell(value: Any) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ").strip() or "–"
 
-    header = ["paper and claim", "paper's number", "paper's design", "our best (% of floor)", "best library"]
+    header = ["paper and claim", "paper's number", "paper's design", "our best (% of floor)", "best library",
+              "verdict"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     notes = []
     for i, row in enumerate(table.to_dict("records"), 1):
         best = cell(row["our best on the H100"]) + (f" ({cell(row['efficiency'])})" if row["efficiency"] else "")
+        verdicts = verdict_text(row[FINDING_CLAIMS], evaluated)
         numbers = [cell(row["paper's number"]), cell(row["paper's design on the H100"]), best,
-                   cell(row["best library on the H100"])]  # fmt: skip
+                   cell(row["best library on the H100"]), cell(verdicts)]  # fmt: skip
         claim = _linked(cell(row["claim"]), str(row[FINDING_SECTION] or "").strip())
         lines.append(f"| {i}. **{cell(row['paper'])}**: {claim} | " + " | ".join(numbers) + " |")
         notes.append(f"{i}. {cell(row['what changed'])}")
     where = f"Our numbers: {gpu}; each paper's on its own GPU, as named. " if gpu else ""
+    where += ("A verdict holds within the spread where the number misses the paper's by less than the run-to-run "
+              "spread recorded for it. ")  # fmt: skip
     return "\n".join(lines) + f"\n\n{where}What changed since each paper:\n\n" + "\n".join(notes) + "\n"
 
 

@@ -46,12 +46,17 @@ def verdict_lines(directory: Path, chapter: str, quick: bool = False) -> list[st
     """A chapter's claims as its result box ends them: the verdict, the claim, our value against the bar (on a
     quick run's results, their quick view; tolerances from the recorded GPU's spread where it has none)."""
     folder = view(Path(directory), quick=True) if quick else Path(directory)
+    try:
+        evaluated = evaluate_all(folder, chapter, spread_from=spread_folder(Path(directory)))
+    finally:
+        if quick:
+            shutil.rmtree(folder, ignore_errors=True)
     lines = []
-    for e in evaluate_all(folder, chapter, spread_from=spread_folder(Path(directory))):
+    for e in evaluated:
         c = e.claim
         spread = f" (tolerance {formatted(e.tolerance, c.unit)})" if c.kind != EXACT and e.tolerance else ""
-        lines.append(f"**{e.verdict.capitalize()}**: {c.statement}: {formatted(e.value, c.unit)}, "
-                     f"{c.bar_text()}{spread}.")  # fmt: skip
+        value = f"{formatted(e.value, c.unit)}, {c.bar_text()}{spread}" if e.verdict != NOT_MEASURED else "–"
+        lines.append(f"**{e.verdict.capitalize()}**: {c.statement}: {value}.")
     return lines
 
 

@@ -61,6 +61,7 @@ class Claim:
         spread: the chapter's recorded spread (None for :data:`EXACT`).
         paper: the paper's number in words, with its GPU ("" where the claim is the study's own).
         speedups: for :data:`SHARE`: the per-problem speed-ups the share counts.
+        short: a few words that tell it from the other claims of its finding ("the paper's kernel", "ours").
     """
 
     key: str
@@ -73,6 +74,7 @@ class Claim:
     spread: Spread | None = None
     paper: str = ""
     speedups: Callable[[Path], Any] | None = None
+    short: str = ""
 
     @property
     def chapter(self) -> str:

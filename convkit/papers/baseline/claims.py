@@ -25,8 +25,8 @@ def claims() -> list[Claim]:
     return [
         Claim("baseline.direct", "a plain direct kernel, one thread an output, takes longer than the best library "
               "(median of its time over the library's)", lambda d: _summary(d)["direct_vs_library"].median(), 1.0,
-              spread=SPREAD),
+              spread=SPREAD, short="direct kernel"),
         Claim("baseline.legacy", "the best legacy cuDNN algorithm matches PyTorch's autotuned cuDNN (median of its "
               f"time over PyTorch's, within {MATCH}x)", lambda d: _summary(d)["best_vs_pytorch"].median(), MATCH,
-              at_least=False, kind=SPEEDUP, spread=SPREAD),
+              at_least=False, kind=SPEEDUP, spread=SPREAD, short="legacy cuDNN"),
     ]  # fmt: skip

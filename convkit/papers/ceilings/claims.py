@@ -32,8 +32,8 @@ def claims() -> list[Claim]:
     return [
         Claim("ceilings.copy", "device-to-device copy reaches less than the datasheet's memory bandwidth (share of it)",
               lambda d: 100 * _headline(d)["copy_share"], 100.0, at_least=False, unit="%", kind=TIME, spread=SPREAD,
-              paper="datasheet bandwidth"),
+              paper="datasheet bandwidth", short="copy"),
         Claim("ceilings.sgemm", "cuBLAS SGEMM reaches less than the datasheet's FP32 FMA peak (share of it)",
               lambda d: 100 * _headline(d)["sgemm_share"], 100.0, at_least=False, unit="%", kind=TIME, spread=SPREAD,
-              paper="datasheet FMA peak"),
+              paper="datasheet FMA peak", short="SGEMM"),
     ]  # fmt: skip

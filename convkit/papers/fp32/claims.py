@@ -36,10 +36,10 @@ def claims() -> list[Claim]:
     return [
         Claim("fp32.large", f"the FP32 kernels match the best library on the compute-bound layers (at least "
               f"{LARGE_GFLOP:.0f} GFLOP; geometric-mean speed-up)", lambda d: tables.geomean(_large(d)), 1.0,
-              spread=SPREAD),
+              spread=SPREAD, short="large layers"),
         Claim("fp32.all", "the FP32 kernels match the best library on all of cuConv's problems (geometric-mean "
-              "speed-up)", lambda d: tables.geomean(_cuconv(d)["speedup"]), 1.0, spread=SPREAD),
+              "speed-up)", lambda d: tables.geomean(_cuconv(d)["speedup"]), 1.0, spread=SPREAD, short="all problems"),
         Claim("fp32.share", "the FP32 kernels are faster than the best library on half of cuConv's problems",
               lambda d: tables.share_faster(_cuconv(d)["speedup"]), 50.0, unit="%", kind=SHARE, spread=SPREAD,
-              speedups=lambda d: _cuconv(d)["speedup"].dropna()),
+              speedups=lambda d: _cuconv(d)["speedup"].dropna(), short="share faster"),
     ]  # fmt: skip

@@ -41,10 +41,11 @@ def claims() -> list[Claim]:
     return [
         Claim("tf32x3.error", f"3xTF32 keeps FP32 accuracy: the largest error of every checked run below "
               f"{FP32_DIRECT_TOLERANCE:.0e}", _worst_error, FP32_DIRECT_TOLERANCE, at_least=False, unit="error",
-              kind=EXACT, paper="FP32 accuracy (Ootomo & Yokota 2022)"),
+              kind=EXACT, paper="FP32 accuracy (Ootomo & Yokota 2022)", short="accuracy"),
         Claim("tf32x3.speed", "with 3xTF32, our kernels match the best FP32 library on cuConv's problems "
               "(geometric-mean speed-up)", lambda d: tables.geomean(_tables(d)["cuconv"]["speedup"].dropna()), 1.0,
-              spread=SPREAD),
+              spread=SPREAD, short="speed"),
         Claim("tf32x3.cutlass", f"the 3xTF32 kernel matches CUTLASS's 3xTF32 on the layers of at least "
-              f"{LARGE_GFLOP:.0f} GFLOP (median rate over CUTLASS's)", _over_cutlass, 1.0, spread=SPREAD),
+              f"{LARGE_GFLOP:.0f} GFLOP (median rate over CUTLASS's)", _over_cutlass, 1.0, spread=SPREAD,
+              short="against CUTLASS"),
     ]  # fmt: skip
