@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from convkit.book.reproduction import REPRODUCTION_TABLE, reproduction_markdown
 from convkit.study.checkout import book_dir, notebooks_dir
 from convkit.study.results import ResultStore, recorded_gpu_name
 
@@ -328,6 +329,8 @@ def build_book(book: Path | None = None, *, device: str = "recorded", extra_args
     print(f"book: the findings table and the run times from results/{directory.name}/ "
           f"({recorded_gpu_name(directory.name)})", flush=True)  # fmt: skip
     (book / FINDINGS_PAGE).write_text(chapter.findings_markdown(directory))
+    recorded = chapter.results_directory("recorded")
+    (book / REPRODUCTION_TABLE).write_text(reproduction_markdown(recorded))
     (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book), repository_branch(book)))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
