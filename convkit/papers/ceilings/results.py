@@ -164,6 +164,8 @@ def properties_table(frame: Any) -> Any:
 
 def _settings(params: str, metric: str) -> str:
     knobs = json.loads(params if isinstance(params, str) and params else "{}")  # empty cells read as NaN
+    if not knobs:  # not measured here (a T4 has no TF32 tensor cores): no settings
+        return ""
     if metric == "copy_bandwidth":
         return f"{_size(knobs['bytes'])[0]:.0f} {_size(knobs['bytes'])[1]} copied"
     if metric in ("sgemm", "tf32_gemm"):
