@@ -214,9 +214,13 @@ def _cmd_book(args: argparse.Namespace) -> int:
     except subprocess.CalledProcessError as exc:
         print(f"convkit book: jupyter-book failed ({exc.returncode})", file=sys.stderr)
         return 1
+    from convkit.book import chapter
     from convkit.book.reproduce import mode_line
 
     print(f"book: {html / 'index.html'}, {mode_line(args.device)}")
+    if chapter.resolve_device(args.device) == "gpu":  # what this GPU measured, against the record
+        args.directory, args.record = str(chapter.results_directory("gpu")), False
+        return _cmd_verify(args)
     return 0
 
 
