@@ -128,7 +128,7 @@ def test_result_box_and_paper_items_follow_the_recorded_files(tmp_path):
 def test_findings_rows_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
     rows = claims.findings(directory)
-    assert rows and all(set(row) == {*FINDING_COLUMNS, "section"} for row in rows)
+    assert rows and all(set(row) == {*FINDING_COLUMNS, "section", "claims"} for row in rows)
     before = rows[0]["paper's design on the H100"]
     assert rows[0]["paper's number"] == "8.31% (V100)" and before.startswith("3.4% (4.7% as the paper compares")
     frame = pd.read_csv(directory / "cuconv.csv", keep_default_na=False, dtype=str)
