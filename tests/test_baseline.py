@@ -65,7 +65,8 @@ def test_result_box_and_findings_follow_the_recorded_values(recorded, tmp_path):
     assert "DIRECT and WINOGRAD never run" in lines[2] and "direct kernel" in lines[3]
     assert not any("specification" in line or "anchor" in line or "set out" in line for line in lines)
     row = baseline_results.findings(directory)
-    assert [list(r) for r in row] == [[*FINDING_COLUMNS, "section", "claims"]] and row[0]["section"] == "baseline-legacy-pytorch"
+    assert [list(r) for r in row] == [[*FINDING_COLUMNS, "section", "claims"]]
+    assert row[0]["section"] == "baseline-legacy-pytorch"
     assert row[0]["best library on the H100"].endswith("within 1.25x on 15 of 17")
     assert row[0]["efficiency"].endswith("% of the floor")
     assert_findings_in_lines(row, lines)
