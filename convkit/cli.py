@@ -154,8 +154,7 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from convkit.book import chapter
-    from convkit.papers import verify
+    from convkit.book import chapter, verify
 
     directory = Path(args.directory) if args.directory else chapter.results_directory("recorded")
     if not directory.is_dir():

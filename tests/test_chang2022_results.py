@@ -36,7 +36,7 @@ def test_result_box_agrees_with_the_summary(recorded):
     summary = chang_results.summary(table).set_index(["kernel", "variant"])
     mean = summary.loc[("multi", "H100 launch (H100)"), "mean"]
     assert f"(arithmetic mean {mean:.2f}x, the paper's measure; geometric mean" in chang_results.result_lines(table)[2]
-    from convkit.papers.verify import evaluate_all  # the verdicts: the chapter's claims
+    from convkit.book.verify import evaluate_all  # the verdicts: the chapter's claims
 
     verdicts = {e.claim.key: e.verdict for e in evaluate_all(chapter.results_directory("recorded"), "chang2022")}
     assert verdicts["chang2022.multi_mean"] == "holds" and verdicts["chang2022.multi_geomean"] != "holds"

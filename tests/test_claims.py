@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from convkit.book import chapter
+from convkit.book import verify as v
 from convkit.papers import PAPERS
-from convkit.papers import verify as v
 from convkit.study.claims import FAILS, HOLDS, NOT_MEASURED, WITHIN, Claim, verdict
 
 RECORDED = chapter.results_directory("recorded")

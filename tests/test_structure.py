@@ -21,6 +21,8 @@ TOP_OF_STACK = {
     "convkit.cli",
     "convkit.book.chapter",
     "convkit.book.reproduce",
+    "convkit.book.reproduction",
+    "convkit.book.verify",
     "convkit.book.profile",
     "convkit.book.plots",
     "convkit.study.shipping",

@@ -206,7 +206,7 @@ def test_findings_give_the_result_box_numbers():
 def test_findings_follow_the_recorded_files(tmp_path):
     directory = _copy(tmp_path)
     rows = toy_cnn_claims.findings(directory)
-    assert rows and all(set(row) == {*FINDING_COLUMNS, "section"} for row in rows)
+    assert rows and all(set(row) == {*FINDING_COLUMNS, "section", "claims"} for row in rows)
     assert paper.PAPER.findings is not None
     before = rows[0]["our best on the H100"]
     _slow_down_v5(directory)

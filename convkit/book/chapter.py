@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from convkit.study.checkout import results_dir
-from convkit.study.results import QUICK_SUFFIX, gpu_results_dir
+from convkit.study.results import DEFAULT_RECORDED_GPU, QUICK_SUFFIX, gpu_results_dir
 from convkit.study.roofline import ceilings_summary
-
-#: The GPU whose recorded results the book shows when built without one.
-DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
 
 if "ipykernel" in sys.modules:  # a chapter's notebook: every figure in the book's style, as 2x PNG
     from convkit.book.plots import book_style
@@ -97,8 +94,8 @@ def ceilings(
 def claim_lines(name: str, directory: Path, experiment: str) -> list[str]:
     """Paper ``name``'s claims on the run its chapter shows (``experiment`` of ``directory``: its quick run's where
     that is one), as the result box ends: each verdict, the claim, our value against its bar
-    (:func:`convkit.papers.verify.verdict_lines`)."""
-    from convkit.papers.verify import verdict_lines
+    (:func:`convkit.book.verify.verdict_lines`)."""
+    from convkit.book.verify import verdict_lines
 
     return verdict_lines(Path(directory), name, quick=experiment.endswith(QUICK_SUFFIX))
 
@@ -278,7 +275,7 @@ def findings_markdown(directory: Path) -> str:
     chapter section that shows it, the paper's number, the paper's design, our best with its share of the
     floor, the best library, on the GPU measured), then what changed since each paper, numbered to match, and
     the GPU the numbers come from."""
-    from convkit.papers.verify import evaluate_all
+    from convkit.book.verify import evaluate_all
     from convkit.study.results import load_results
 
     table = findings(directory)

@@ -1,14 +1,14 @@
 """The book's "Does it reproduce?" page: every claim's verdict on the recorded GPU beside its verdicts on the
 reruns the results folders hold (a quick rerun on the same GPU model, quick runs on other GPUs), each compared
-with the record on the cases both measured (:func:`convkit.papers.verify.verify`)."""
+with the record on the cases both measured (:func:`convkit.book.verify.verify`)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from convkit.book.verify import FAILED, MOVED, SAME, UNCHECKED, Checked, evaluate_all, verify
 from convkit.papers import paper
-from convkit.papers.verify import FAILED, MOVED, SAME, UNCHECKED, Checked, evaluate_all, verify
 from convkit.study.checkout import results_dir
 from convkit.study.claims import formatted
 from convkit.study.results import QUICK_SUFFIX, recorded_gpu_name

@@ -63,8 +63,8 @@ def verdict_lines(directory: Path, chapter: str, quick: bool = False) -> list[st
 def spread_folder(directory: Path) -> Path:
     """Where a folder's tolerances come from: itself where it holds a run-to-run sample, else the recorded GPU's
     folder (a quick run or a single rerun has no sample of its own)."""
-    from convkit.book.chapter import DEFAULT_RECORDED_GPU
     from convkit.study.checkout import results_dir
+    from convkit.study.results import DEFAULT_RECORDED_GPU
 
     if any(Path(directory).glob("*_repeat.csv")):
         return Path(directory)
@@ -179,9 +179,9 @@ def verify(directory: Path, *, quick: bool = False, recorded: Path | None = None
     model (``recorded``; default ``results/<its GPU>``, else the book's GPU), on the problems both hold; returns
     the rows and whether the folder was recorded on the same GPU model. Against the recorded folder itself (its
     full run), the values must equal the committed ``claims.json``."""
-    from convkit.book.chapter import DEFAULT_RECORDED_GPU
     from convkit.core.gpu import gpu_slug
     from convkit.study.checkout import results_dir
+    from convkit.study.results import DEFAULT_RECORDED_GPU
 
     directory = Path(directory)
     gpu = gpu_of(directory)
