@@ -152,17 +152,23 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from convkit.book import chapter, verify
 
     directory = Path(args.directory) if args.directory else chapter.results_directory("recorded")
     if not directory.is_dir():
         print(f"convkit verify: no results folder {directory}", file=sys.stderr)
         return 2
-    quick = args.quick or not (directory / "ceilings.csv").is_file()  # a folder of quick runs only
     if args.record:
         print(f"claims recorded in {verify.record(directory)}")
+    return _verify_folder(directory, quick=args.quick or not (directory / "ceilings.csv").is_file())
+
+
+def _verify_folder(directory: Path, *, quick: bool) -> int:
+    """Print every claim on ``directory`` (its quick run with ``quick``) against the record; the exit status."""
+    import pandas as pd
+
+    from convkit.book import verify
+
     rows, same_gpu = verify.verify(directory, quick=quick)
     with pd.option_context("display.width", 200, "display.max_colwidth", 40, "display.max_rows", None):
         print(verify.table(rows).to_string(index=False))
@@ -218,8 +224,7 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
     print(f"book: {html / 'index.html'}, {mode_line(args.device)}")
     if chapter.resolve_device(args.device) == "gpu":  # what this GPU measured, against the record
-        args.directory, args.record = str(chapter.results_directory("gpu")), False
-        return _cmd_verify(args)
+        return _verify_folder(chapter.results_directory("gpu"), quick=args.quick)
     return 0
 
 

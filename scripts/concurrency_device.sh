@@ -14,15 +14,10 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/concurrency_job
 source scripts/device_job.sh
-if [ ! -d "$job" ]; then
-  install_wheels || exit 1
-  gpu=$(this_gpu)
-  mkdir -p "$job/results"
-  cp -r convkit kernels scripts tests pyproject.toml README.md .whl "$job/"
+if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
   [ -n "${BEFORE:-}" ] && cp -r "$BEFORE" "$job/before"
   cp -r "results/$gpu" "$job/results/$gpu"
   mkdir -p "$job/results/$gpu/logs"
-  echo "$gpu" > "$job/gpu"
   cat > "$job/steps.sh" <<EOF
 set -uo pipefail
 cd $job

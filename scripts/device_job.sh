@@ -41,3 +41,15 @@ collect_job() {
   cp "$job/log" "$OUT/job.log"
   if [ -f "$job/done" ]; then touch "$OUT/done"; fi
 }
+
+# Open job $job on this machine, once: the carried wheels installed, the checkout paths given copied into it (a
+# later device call's fresh copy of the working tree replaces the checkout, never what the job writes), $job/results
+# made, and this GPU's results folder name in $gpu and $job/gpu. Fails (status 1) where the job is already open.
+new_job() {
+  [ -d "$job" ] && return 1
+  install_wheels || exit 1
+  gpu=$(this_gpu)
+  mkdir -p "$job/results"
+  cp -r "$@" "$job/"
+  echo "$gpu" > "$job/gpu"
+}

@@ -12,16 +12,11 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/networks_job
 source scripts/device_job.sh
-if [ ! -d "$job" ]; then
-  install_wheels || exit 1
-  gpu=$(this_gpu)
-  mkdir -p "$job/results"
-  cp -r convkit kernels scripts pyproject.toml "$job/"
+if new_job convkit kernels scripts pyproject.toml; then
   cp -r "results/$gpu" "$job/results/$gpu"
   if [ "${FRESH:-0}" = 1 ]; then
     rm -f "$job/results/$gpu"/networks*.csv "$job/results/$gpu"/networks*.json "$job/results/$gpu"/conv2d_overhead*
   fi
-  echo "$gpu" > "$job/gpu"
   cat > "$job/steps.sh" <<EOF
 set -uo pipefail
 cd $job

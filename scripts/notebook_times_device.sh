@@ -9,13 +9,9 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/notebook_times_job
 source scripts/device_job.sh
-if [ ! -d "$job" ]; then
-  install_wheels || exit 1
-  gpu=$(this_gpu)
+if new_job convkit kernels notebooks book scripts pyproject.toml; then
   mkdir -p "$job/results/$gpu"
-  cp -r convkit kernels notebooks book scripts pyproject.toml "$job/"
   cp results/"$gpu"/notebook_runs.* "$job/results/$gpu/"
-  echo "$gpu" > "$job/gpu"
   cat > "$job/steps.sh" <<EOF
 cd $job
 export PYTHONPATH=/tmp/site:$job PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}

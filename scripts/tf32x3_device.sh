@@ -13,13 +13,8 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/tf32x3_job
 source scripts/device_job.sh
-if [ ! -d "$job" ]; then
-  install_wheels || exit 1
-  gpu=$(this_gpu)
-  mkdir -p "$job/results"
-  cp -r convkit kernels scripts pyproject.toml "$job/"
+if new_job convkit kernels scripts pyproject.toml; then
   cp -r "results/$gpu" "$job/results/$gpu"
-  echo "$gpu" > "$job/gpu"
   cat > "$job/steps.sh" <<EOF
 set -uo pipefail
 cd $job

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.study.claims import EXACT, FAILS, HOLDS, NOT_MEASURED, WITHIN, Claim, Evaluated, evaluate, formatted
-from convkit.study.results import QUICK_SUFFIX
+from convkit.study.results import QUICK_SUFFIX, recorded_gpu_name
 
 #: The file of a results folder that holds each claim's value and verdict as the study recorded them.
 EXPECTED = "claims.json"
@@ -93,17 +93,12 @@ def expected(directory: Path) -> dict[str, dict[str, Any]]:
 # Views: a folder's full or quick run, or the recorded run on another run's problems
 
 
-def _experiments(directory: Path) -> list[str]:
-    return sorted(p.stem for p in Path(directory).glob("*.csv"))
-
-
 def view(source: Path, *, quick: bool, like: Path | None = None) -> Path:
     """A temporary folder with ``source``'s full run (``quick=False``: its sweeps, repeats, profiles, tuning) or its
     quick run (each ``<experiment>_quick`` under the sweep's own name, and the tuning tables: what a quick run
     measured); with ``like`` (another view), only the experiments it holds, their rows cut to its problems."""
     out = Path(tempfile.mkdtemp(prefix="convkit-view-"))
-    names = _experiments(source)
-    for name in names:
+    for name in sorted(p.stem for p in Path(source).glob("*.csv")):
         if quick and not (name.endswith(QUICK_SUFFIX) or name.endswith("_tuning")):
             continue
         if not quick and name.endswith(QUICK_SUFFIX):
@@ -149,19 +144,6 @@ class Checked:
     status: str
 
 
-def gpu_of(directory: Path) -> str:
-    """The GPU a results folder was recorded on, from its provenance (the folder's name where none says)."""
-    for meta in sorted(Path(directory).glob("*.json")):
-        try:
-            runs = json.loads(meta.read_text()).get("runs", {})
-        except (ValueError, AttributeError):
-            continue
-        for run in runs.values():
-            if isinstance(run, dict) and run.get("gpu"):
-                return str(run["gpu"])
-    return Path(directory).name
-
-
 def _status(now: Evaluated, recorded: float, recorded_verdict: str, same_gpu: bool) -> str:
     c = now.claim
     if math.isnan(now.value) or math.isnan(recorded):
@@ -184,12 +166,12 @@ def verify(directory: Path, *, quick: bool = False, recorded: Path | None = None
     from convkit.study.results import DEFAULT_RECORDED_GPU
 
     directory = Path(directory)
-    gpu = gpu_of(directory)
+    gpu = recorded_gpu_name(directory)
     if recorded is None:
         recorded = results_dir() / gpu_slug(gpu)
         if not (recorded / EXPECTED).is_file():
             recorded = results_dir() / DEFAULT_RECORDED_GPU
-    same_gpu = gpu_of(recorded) == gpu
+    same_gpu = recorded_gpu_name(recorded) == gpu
     committed = expected(recorded)
     mine = view(directory, quick=quick)
     theirs = view(recorded, quick=False, like=mine)
@@ -198,10 +180,9 @@ def verify(directory: Path, *, quick: bool = False, recorded: Path | None = None
     try:
         for claim in all_claims():
             now = evaluate(claim, mine, spread_from=spread)
-            entry = committed.get(claim.key, {})
             was = evaluate(claim, theirs, spread_from=spread).value
-            rows.append(Checked(now, was, str(entry.get("verdict", NOT_MEASURED)), _status(now, was, str(
-                entry.get("verdict", NOT_MEASURED)), same_gpu)))  # fmt: skip
+            recorded_verdict = str(committed.get(claim.key, {}).get("verdict", NOT_MEASURED))
+            rows.append(Checked(now, was, recorded_verdict, _status(now, was, recorded_verdict, same_gpu)))
     finally:
         shutil.rmtree(mine, ignore_errors=True)
         shutil.rmtree(theirs, ignore_errors=True)

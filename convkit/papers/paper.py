@@ -25,6 +25,7 @@ from convkit.bench.measure import (
 from convkit.bench.rows import Case
 from convkit.bench.variant import Family, Kernels, KnobTable, Variant
 from convkit.core.problem import ConvProblem
+from convkit.study.claims import Claim
 
 
 class ChapterSweep(Protocol):
@@ -141,7 +142,7 @@ class Paper:
     measure_rows: Callable[..., Iterator[dict[str, Any]]] | None = None
     fused_choices: Callable[[Path], dict[str, dict[str, Any] | None]] | None = None
     repeat: Callable[[Path], Any] | None = None
-    claims: Callable[[], list[Any]] | None = None
+    claims: Callable[[], list[Claim]] | None = None
     kernels: Kernels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

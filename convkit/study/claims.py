@@ -55,7 +55,7 @@ class Claim:
             returns NaN, where the folder lacks what it needs).
         bar: the number it is held to: the paper's where it has one, else the study's own (parity, a bound).
         at_least: holds where ``value >= bar`` (else where ``value <= bar``).
-        unit: ``x``, ``%``, ``GB/s``, ``TFLOP/s``, ``loads`` or ``error``: how a value is written.
+        unit: ``x``, ``%``, ``loads`` or ``error``: how a value is written (:func:`formatted`).
         kind: how its tolerance follows from ``spread`` (:data:`TIME`, :data:`SPEEDUP`, :data:`SHARE`,
             :data:`EXACT`).
         spread: the chapter's recorded spread (None for :data:`EXACT`).
@@ -85,19 +85,19 @@ class Claim:
         return f"{'at least' if self.at_least else 'at most'} {formatted(self.bar, self.unit)}"
 
 
-def per_folder(func: Callable[[Path], Any]) -> Callable[[Path], Any]:
-    """``func`` of a results folder, remembered while the folder's CSV files are unchanged: a chapter's claims
-    read one set of tables many times."""
+def per_folder(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func(directory, *args)`` of a results folder (and hashable ``args``), remembered while the folder's CSV
+    files are unchanged: a chapter's claims, result box and findings read one set of tables many times."""
     import functools
 
     cache: dict[tuple[Any, ...], Any] = {}
 
     @functools.wraps(func)
-    def cached(directory: Path) -> Any:
+    def cached(directory: Path, *args: Any) -> Any:
         folder = Path(directory).resolve()
-        key = (str(folder), tuple(sorted((f.name, f.stat().st_mtime_ns) for f in folder.glob("*.csv"))))
+        key = (str(folder), args, tuple(sorted((f.name, f.stat().st_mtime_ns) for f in folder.glob("*.csv"))))
         if key not in cache:
-            cache[key] = func(folder)
+            cache[key] = func(folder, *args)
         return cache[key]
 
     return cached
@@ -105,17 +105,13 @@ def per_folder(func: Callable[[Path], Any]) -> Callable[[Path], Any]:
 
 def formatted(value: float, unit: str) -> str:
     """A claim's value as the notation page writes numbers: speed-ups to two decimals with an x, shares to one
-    decimal with %, bandwidths grouped by thousands, rates to one decimal, errors in scientific notation."""
+    decimal with %, errors in scientific notation, counts grouped by thousands."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if unit == "x":
         return f"{value:.2f}x"
     if unit == "%":
         return f"{value:.1f}%"
-    if unit == "GB/s":
-        return f"{value:,.0f} GB/s"
-    if unit == "TFLOP/s":
-        return f"{value:.1f} TFLOP/s"
     if unit == "error":
         return f"{value:.1e}"
     return f"{value:,.0f}"

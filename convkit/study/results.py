@@ -185,10 +185,11 @@ def gpu_results_dir(directory: Path | None = None) -> Path:
     return results_dir() / gpu_slug(device_name())
 
 
-def recorded_gpu_name(folder: str) -> str:
-    """The GPU's name as the runs recorded under ``results/<folder>/`` give it (``NVIDIA H100 80GB HBM3``), or the
-    folder's name where none is recorded."""
-    for meta in sorted((results_dir() / folder).glob("*.json")):
+def recorded_gpu_name(folder: str | Path) -> str:
+    """The GPU's name as the runs recorded in a results folder give it (``NVIDIA H100 80GB HBM3``), or the folder's
+    name where none is recorded; ``folder``: a name under ``results/``, or a folder's path anywhere."""
+    directory = folder if isinstance(folder, Path) else results_dir() / folder
+    for meta in sorted(directory.glob("*.json")):
         try:
             runs = json.loads(meta.read_text()).get("runs", {})
         except (ValueError, AttributeError):
@@ -196,7 +197,7 @@ def recorded_gpu_name(folder: str) -> str:
         names = sorted({str(run.get("gpu")) for run in runs.values() if isinstance(run, dict) and run.get("gpu")})
         if names:
             return names[0]
-    return folder
+    return directory.name
 
 
 def recorded_elsewhere(directory: Path, gpu: str, needs: str = "") -> tuple[Path, str] | None:

@@ -8,28 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.papers.chang2022.results import EXPERIMENT, PAPER_SPEEDUPS, best_variant, speedup_table
+from convkit.papers.chang2022.results import EXPERIMENT, PAPER_SPEEDUPS, best_variant, recorded_table
 from convkit.study import tables
-from convkit.study.claims import Claim, Spread, per_folder
+from convkit.study.claims import Claim, Spread
 
 SPREAD = Spread(EXPERIMENT, f"{EXPERIMENT}_repeat")
 DESIGN = {"single": "chang_single", "multi": "chang_multi"}
 
 
-@per_folder
-def _table(directory: Path) -> Any:
-    from convkit.study.results import load_results
-    from convkit.study.roofline import recorded_ceilings
-
-    ceilings = recorded_ceilings(directory)
-    if ceilings is None:
-        raise FileNotFoundError(f"no ceilings recorded in {directory.name}: the floors need them")
-    return speedup_table(load_results(directory, EXPERIMENT)[0], ceilings)
-
-
 def _speedups(kind: str, best: bool) -> Callable[[Path], Any]:
     def of(directory: Path) -> Any:
-        t = _table(directory)
+        t = recorded_table(directory)
         variant = best_variant(t, kind) if best else DESIGN[kind]
         return t[t["kind"] == kind][f"speedup_{variant}"].dropna()
 

@@ -26,6 +26,7 @@ from convkit.families.chang2022.single import (
 )
 from convkit.papers.chang2022.problems import multi_problems
 from convkit.study import tables
+from convkit.study.claims import per_folder
 from convkit.study.roofline import recorded_ceilings
 
 #: The sweep's experiment (``results/<gpu>/chang2022.csv``).
@@ -185,17 +186,22 @@ def result_lines(table: Any) -> list[str]:
     return lines
 
 
+@per_folder
+def recorded_table(directory: Path) -> Any:
+    """:func:`speedup_table` of the sweep recorded in ``directory``, against the ceilings recorded there."""
+    from convkit.study.results import load_results
+
+    ceilings = recorded_ceilings(Path(directory))
+    if ceilings is None:
+        raise FileNotFoundError(f"no ceilings recorded in {Path(directory).name}: the floors need them")
+    return speedup_table(load_results(Path(directory), EXPERIMENT)[0], ceilings)
+
+
 def findings(directory: Path) -> list[dict[str, str]]:
     """The book's findings rows of this paper (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
     chapter's MyST target that shows the row), from the results recorded in ``directory``; every number from
     :func:`headline`, as the result box."""
-    from convkit.study.results import load_results
-
-    frame, _ = load_results(Path(directory), EXPERIMENT)
-    ceilings = recorded_ceilings(Path(directory))
-    if ceilings is None:
-        raise FileNotFoundError(f"no ceilings recorded in {Path(directory).name}: the floors need them")
-    table = speedup_table(frame, ceilings)
+    table = recorded_table(directory)
     rows = []
     for kind, changed in (
         ("single", "no staging at all wins most maps: the H100's L1 and launch floor"),

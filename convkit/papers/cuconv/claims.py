@@ -12,12 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.papers.cuconv import results as cr
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.study import networks, tables
-from convkit.study.claims import SHARE, Claim, Spread
+from convkit.study.claims import SHARE, Claim, Spread, per_folder
 from convkit.study.tables import share_faster
 
 #: The paper's further numbers (section 4): sum stage's share of Table 4's total, Winograd over
@@ -46,8 +45,8 @@ REGISTERS_PER_SM = 65536
 SWEEP = "cuconv"
 
 
-@memoize()
-def _load(directory: str, experiment: str, stamp: float) -> tuple[Any, Any]:
+@per_folder
+def _load(directory: Path, experiment: str) -> tuple[Any, Any]:
     import pandas as pd
 
     from convkit.study.results import load_results
@@ -63,10 +62,12 @@ def load(directory: Path, experiment: str | None = None) -> tuple[Any, Any]:
     recorded), cached while its files are unchanged."""
     from convkit.study.results import full_or_quick
 
-    directory = Path(directory)
-    experiment = experiment or full_or_quick(directory, SWEEP)
-    stamp = sum(f.stat().st_mtime_ns for f in directory.glob("cuconv*.csv"))
-    return _load(str(directory), experiment, stamp)
+    return _load(directory, experiment or full_or_quick(Path(directory), SWEEP))
+
+
+def _largest_named(table: Any) -> Any:
+    """The row of the paper's largest speed-up (:data:`PAPER_MAX_CONFIG`, batch 1) in :func:`load`'s table."""
+    return table[(table["batch"] == 1) & (table["label"] == PAPER_MAX_CONFIG)].iloc[0]
 
 
 def _totals(kernels: Any, table: str, config: str) -> dict[str, float]:
@@ -160,7 +161,7 @@ def paper_items(directory: Path, sm_count: int = 132, experiment: str = SWEEP) -
     per_sm = min(32, THREADS_PER_SM // threads, REGISTERS_PER_SM // (registers * threads))
     occupancy = 100 * per_sm * threads / THREADS_PER_SM
     one = [c for c in networks.configurations() if c.filter == 1]
-    top = table[(table["batch"] == 1) & (table["label"] == PAPER_MAX_CONFIG)].iloc[0]
+    top = _largest_named(table)
     items = PAPER_ITEMS
     a4, b4 = (cr.named_label("Table 4 (3x3)", c) for c in "AB")
     first_a = b["A"][cr.VARIANT_WORDS["paper"]] * (1 - _sum_share(kernels, "A") / 100)
@@ -206,7 +207,7 @@ def numbers(directory: Path, experiment: str = SWEEP) -> dict[str, str]:
     design, best = cr.stats(table, "speedup_paper"), cr.stats(table, "speedup_best")
     design_alone, best_alone = cr.stats(table, "cudnn_speedup_paper"), cr.stats(table, "cudnn_speedup_best")
     change = design_change(directory)
-    top = table[(table["batch"] == 1) & (table["label"] == PAPER_MAX_CONFIG)].iloc[0]
+    top = _largest_named(table)
     ceilings = recorded_ceilings(Path(directory))
     floor = floor_us(ConvProblem.from_label(top["label"]), ceilings) if ceilings else math.nan
     largest = table.loc[table["speedup_best"].idxmax()]
@@ -313,8 +314,7 @@ def _stat(column: str, key: str) -> Callable[[Path], float]:
 
 def _top(column: str) -> Callable[[Path], float]:
     def value(directory: Path) -> float:
-        t = _table(directory)
-        return float(t[(t["batch"] == 1) & (t["label"] == PAPER_MAX_CONFIG)][column].iloc[0])
+        return float(_largest_named(_table(directory))[column])
 
     return value
 

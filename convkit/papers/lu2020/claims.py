@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.papers.lu2020 import results as lr
-from convkit.papers.lu2020.results import PAPER_LOADS_K, PAPER_MULTI, PAPER_SINGLE, TARGET_MIN_SIZE
+from convkit.papers.lu2020.results import PAPER_MULTI, PAPER_SINGLE, TARGET_MIN_SIZE
 from convkit.study.claims import EXACT, SHARE, Claim, Spread, per_folder
 from convkit.study.tables import share_faster
 
@@ -25,9 +25,8 @@ def _target(directory: Path) -> Any:
 
 
 def _column_loads(directory: Path) -> float:
-    """The warp simulator's loads per window with column reuse (no results folder needed: counted)."""
-    table = lr.warp_sim.transactions_table()
-    return float(table[(table["k"] == PAPER_LOADS_K) & (table["method"] == "column")]["loads_per_window"].iloc[0])
+    """The warp simulator's loads per window with column reuse (counted: no results folder needed)."""
+    return lr.loads_per_window()["column"]
 
 
 def claims() -> list[Claim]:

@@ -168,13 +168,18 @@ def headline(single: Any, multi: Any) -> dict[str, str]:
 PAPER_LOADS_K = 5
 
 
-def window_loads() -> dict[str, str]:
-    """Global loads per :data:`PAPER_LOADS_K`-wide window of an interior warp, from the warp simulator, as text: the
-    direct kernel's (``direct``), column reuse's (``column``) and column + row reuse's (``combined``, 8 outputs down
-    a column a thread). The result box and the findings row both state them."""
+def loads_per_window() -> dict[str, float]:
+    """Global loads per :data:`PAPER_LOADS_K`-wide window of an interior warp, from the warp simulator: the direct
+    kernel's (``direct``), column reuse's (``column``) and column + row reuse's (``combined``, 8 outputs down a
+    column a thread)."""
     loads = warp_sim.transactions_table()
     window = loads[loads["k"] == PAPER_LOADS_K].set_index("method")["loads_per_window"]
-    return {method: f"{window[method]:.0f}" for method in ("direct", "column", "combined")}
+    return {method: float(window[method]) for method in ("direct", "column", "combined")}
+
+
+def window_loads() -> dict[str, str]:
+    """:func:`loads_per_window` as text: the result box and the findings row both state them."""
+    return {method: f"{n:.0f}" for method, n in loads_per_window().items()}
 
 
 def fp32_line(fp32_rows: Any) -> str:
