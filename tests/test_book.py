@@ -166,6 +166,45 @@ def test_one_name_per_library_case(built_book):
         assert not found, f"{page.name}: {found}"
 
 
+#: Number formats the notation page states: thousands separated by commas (years, powers of two, GPU model numbers
+#: and ranges apart), speed-ups to two decimals, no Python lists in prose.
+BARE_THOUSANDS = re.compile(r"(?<![\w.,/+#×–-])(\d{4,})(?![\w,³²/×–-]|\.\d| ?x ?\d| Ti\b)")
+MANY_DECIMALS = re.compile(r"(?<![\w.])\d+\.\d{3,}x\b")
+PYTHON_LIST = re.compile(r"\[\d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)+\]")
+
+
+def number_format_breaks(text: str) -> list[str]:
+    """The numbers of ``text`` written otherwise than the notation page says, each with its surroundings."""
+    found = [m for m in BARE_THOUSANDS.finditer(text)
+             if not (1900 <= int(m.group(1)) <= 2099 or int(m.group(1)) & (int(m.group(1)) - 1) == 0)]  # fmt: skip
+    found += [*MANY_DECIMALS.finditer(text), *PYTHON_LIST.finditer(text)]
+    return [text[max(0, m.start() - 30) : m.end() + 10] for m in found]
+
+
+def test_number_format_breaks_are_found():
+    assert number_format_breaks("the largest error of 7138 checked runs") != []
+    assert number_format_breaks("ConvNeXt-Tiny (0.999x)") != []
+    assert number_format_breaks("sizes [28, 56, 112]") != []
+    ok = "7,138 runs, 1.25x, 8192³, 1024 x 1024, GTX 1080 Ti, 2022, 56-1-3-256-256, pages 4013–4021"
+    assert number_format_breaks(ok) == []
+
+
+def test_numbers_are_written_as_the_notation_page_says(built_book):
+    _, executed, html = built_book
+    pages = [html / "intro.html", html / "reproduces.html", *(html / "notebooks" / f"{p.stem}.html" for p in executed)]
+    for page in pages:
+        breaks = number_format_breaks(" ".join(_read(page).shown))
+        assert not breaks, f"{page.name}: {breaks[:3]}"
+
+
+def test_the_bibliography_labels_entries_by_author_and_year(built_book):
+    _, _, html = built_book
+    labels = re.findall(r'fn-bracket">\[</span>(.*?)<span', (html / "bibliography.html").read_text())
+    author_year = re.compile(r"[^\W\d][^,]*(?: et al\.| and [^,]+)?, (?:\d{4}|n\.d\.)|NVIDIA [\w-]+")
+    assert len(labels) >= 10 and all(author_year.fullmatch(label) for label in labels), labels
+    assert labels == sorted(labels, key=str.lower)
+
+
 def test_launch_buttons_open_committed_notebooks(built_book):
     _, executed, html = built_book
     tracked = set(subprocess.run(["git", "ls-files", "notebooks"], cwd=project_root(), capture_output=True,

@@ -296,11 +296,11 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
         slower = networks[networks["GPU speed-up"] < 1 - gpu_tie]
         tied = networks[(networks["GPU speed-up"] < 1) & (networks["GPU speed-up"] >= 1 - gpu_tie)]
         if len(tied):
-            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.2f}x)"
                               for _, r in tied.iterrows())  # fmt: skip
             out.append(f"**Ties on the GPU**: {named}: within the spread, no slower and no faster than PyTorch.")
         if len(slower):
-            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.3f}x)"
+            named = ", ".join(f"{r['network']} at batch {r['batch']} ({r['GPU speed-up']:.2f}x)"
                               for _, r in slower.iterrows())  # fmt: skip
             verdict.append(f"slower on the GPU: {named}, where cuDNN's choices are kept for nearly every layer")
         late = one[one["wall speed-up"] < 1 - wall_tie]

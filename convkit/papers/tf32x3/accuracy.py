@@ -200,7 +200,7 @@ def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
 def error_summary(accuracy: Any, statistic: str = "median") -> Any:
     """Per implementation (rows) and kind of input (columns), over every problem with K >= :data:`ERROR_K`: the
     ``statistic`` ("median" or "max") of the error against float64 (the study's layers included), as text of three
-    significant digits; "overflows" where the output was not finite (FP16 past 65504)."""
+    significant digits; "overflows" where the output was not finite (FP16 past 65,504)."""
     a = accuracy_frame(accuracy)
     a = a[a["K"] >= ERROR_K]
     out = a.groupby(["method", "inputs"], sort=False)["rel_err"].agg(statistic).unstack("inputs")

@@ -189,7 +189,7 @@ def targets(t: dict[str, Any]) -> Any:
             bool((chang["speedup"] >= 1).all())),
         row(f"problems both ran ({len(both)}): share where ours beats CUTLASS's 3xTF32", "-", f"{vs_cutlass:.1f}%",
             f">= {TARGET_CUTLASS:.0f}%", vs_cutlass >= TARGET_CUTLASS),
-        row("3xTF32 runs checked: wrong results; largest error", "-", f"{wrong} of {len(errors)}; {worst:.1e}",
+        row("3xTF32 runs checked: wrong results; largest error", "-", f"{wrong} of {len(errors):,}; {worst:.1e}",
             "0; <= 1e-5", wrong == 0 and worst <= 1e-5),
         row(f"median error for K >= {ERROR_K}, normal inputs", f"{simt_err:.2e}", f"{mine:.2e}",
             "at most the FP32 kernel's", mine <= simt_err),
