@@ -21,7 +21,8 @@ def _plain(latex: str) -> str:
 
 
 def author_year(entry: Any) -> str:
-    """"Grisett, n.d.", "Lavin and Gray, 2016", "Chang et al., 2022"; an entry's ``shorthand`` where it has one."""
+    """An entry's label: "Grisett, n.d.", "Lavin and Gray, 2016", "Chang et al., 2022"; its ``shorthand`` where it
+    has one."""
     if "shorthand" in entry.fields:
         return _plain(entry.fields["shorthand"])
     people = entry.persons.get("author", [])
