@@ -129,6 +129,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from convkit.core.gpu import require_cupy
     from convkit.study.results import QUICK_SUFFIX, gpu_results_dir
 
+    if args.gpus > 1 or args.scheduler:
+        if args.batches:
+            print("convkit sweep: --batches is for one GPU; leave it out with --gpus or --scheduler", file=sys.stderr)
+            return 2
+        return 0 if _on_node(args, only=[args.paper]) else 1
     require_cupy()
     entry = paper(args.paper)
     directory = gpu_results_dir(Path(args.directory) if args.directory else None)
@@ -194,12 +199,37 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from convkit.book.reproduce import NotebookFailure, mode_line, reproduce
+def _on_node(args: argparse.Namespace, only: list[str] | None) -> Path | None:
+    """Measure ``only`` (None: every chapter) on a node's GPUs or a cluster (convkit.book.node); the folder measured
+    into, or None where it failed (said on stderr)."""
+    from convkit.book.node import run_on_node
 
     try:
+        return run_on_node(gpus=args.gpus, scheduler=args.scheduler, quick=args.quick, only=only,
+                           directory=Path(args.directory) if args.directory else None,
+                           times=getattr(args, "record_times", False))  # fmt: skip
+    except (ImportError, ValueError, RuntimeError) as exc:
+        print(f"convkit: {exc}", file=sys.stderr)
+        return None
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from convkit.book.reproduce import NotebookFailure, mode_line, reproduce, select_notebooks
+
+    recorded_gpu = None
+    if args.gpus > 1 or args.scheduler or args.directory:  # measure first, sharded; the notebooks read it after
+        chosen = {path.stem for path in select_notebooks(args.only)}
+        folder = _on_node(args, only=[p.name for p in PAPERS if p.notebook in chosen])
+        if folder is None or args.directory:  # a scratch folder: timed, not shown (the notebooks read results/<gpu>/)
+            return 1 if folder is None else 0
+        from convkit.book.chapter import resolve_device, results_directory
+
+        if args.device == "recorded" or resolve_device(args.device) != "gpu" or results_directory("gpu") != folder:
+            args.device, recorded_gpu = "recorded", folder.name  # show what the cluster recorded
+    try:
         print(f"convkit: {mode_line(args.device)}", flush=True)
-        reproduce(only=args.only, device=args.device, quick=args.quick, record_times=args.record_times)
+        reproduce(only=args.only, device=args.device, quick=args.quick, recorded_gpu=recorded_gpu,
+                  record_times=args.record_times and args.device != "recorded")  # fmt: skip
     except (NotebookFailure, ValueError) as exc:
         print(f"convkit reproduce: {exc}", file=sys.stderr)
         return 1
@@ -273,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--batches", help="comma-separated batch sizes, where a chapter sweeps several (cuconv)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
+    _node_options(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
     repeat = sub.add_parser("repeat", help="a chapter's sample measured again in this process: the run-to-run spread")
@@ -307,9 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="measure on the GPU, read recorded results, or GPU if present (default)")  # fmt: skip
         p.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
         p.add_argument("--record-times", action="store_true",
-                       help="record each notebook's wall time in results/<gpu>/notebook_runs.csv")  # fmt: skip
+                       help="record each notebook's (and sharded, each chapter's) wall time in "
+                            "results/<gpu>/notebook_runs.csv")  # fmt: skip
+        _node_options(p)
+        p.add_argument("--directory", help="measure into this folder and stop (timed runs: a scratch folder)")
         p.set_defaults(func=func)
     return parser
+
+
+def _node_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--gpus",
+        type=int,
+        default=1,
+        help="measure on this node's first N GPUs first, through Dask (convkit[node]); 1: no cluster",
+    )
+    p.add_argument("--scheduler", help="measure on the Dask cluster at this address (tcp://host:port)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

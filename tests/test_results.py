@@ -241,7 +241,7 @@ def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
     elif stem == concurrency.EXPERIMENT:
         keys = concurrency.KEY_COLUMNS
     elif csv_path.stem == reproduce.RUN_TIMES:
-        keys = ("notebook", "mode")
+        keys = reproduce.RUN_TIME_KEY
     elif csv_path.stem.endswith("_kernels"):
         keys = profile.KEY_COLUMNS
     else:

@@ -171,6 +171,6 @@ def test_the_rerun_table_gives_a_recorded_full_run_beside_the_quick_one(tmp_path
     for name in ("ceilings.csv", "ceilings.json", f"{RUN_TIMES}.csv", f"{RUN_TIMES}.json"):
         shutil.copy(source / name, tmp_path / name)
     with open(tmp_path / f"{RUN_TIMES}.csv", "a") as f:
-        f.write(f"{RUN_TIMES},02_lu2020,full,ok,5400.0,,a56221b5258b\n")
+        f.write(f"{RUN_TIMES},02_lu2020,notebook,full,1,ok,5400.0,,a56221b5258b\n")
     row = next(r for r in rerun_markdown(tmp_path, "https://github.com/e/c").split("\n") if "02_lu2020" in r)
     assert row.split("|")[-4].strip() == "90 min" and row.split("|")[-3].strip() == "1.4 min", row

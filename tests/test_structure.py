@@ -23,6 +23,7 @@ TOP_OF_STACK = {
     "convkit.book.reproduce",
     "convkit.book.reproduction",
     "convkit.book.verify",
+    "convkit.book.node",
     "convkit.book.profile",
     "convkit.book.plots",
     "convkit.study.shipping",

@@ -59,9 +59,16 @@ def executed_dir() -> Path:
 
 
 def run_notebook(
-    path: Path, *, device: str = "auto", quick: bool = False, output_dir: Path | None = None, progress_bar: bool = True
+    path: Path,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    output_dir: Path | None = None,
+    progress_bar: bool = True,
+    recorded_gpu: str | None = None,
 ) -> Path:
-    """Execute one notebook with papermill, parameters ``device`` and ``quick``; returns the executed copy."""
+    """Execute one notebook with papermill, parameters ``device`` and ``quick`` (and ``recorded_gpu``, the results
+    folder shown where not measuring, where given); returns the executed copy."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -72,7 +79,8 @@ def run_notebook(
     out = output_dir / path.name
     try:
         papermill.execute_notebook(
-            str(path), str(out), parameters={"device": device, "quick": quick},
+            str(path), str(out),
+            parameters={"device": device, "quick": quick, **({"recorded_gpu": recorded_gpu} if recorded_gpu else {})},
             cwd=str(path.parent), kernel_name="python3", progress_bar=progress_bar,
         )  # fmt: skip
     except PapermillExecutionError as exc:
@@ -103,9 +111,12 @@ def hide_parameters(path: Path) -> None:
         nbformat.write(nb, path)
 
 
-#: The experiment that records how long each notebook took on a GPU (``convkit reproduce --record-times``).
+#: The experiment that records how long each step of a reproduction took on a GPU (``--record-times``): a notebook's
+#: execution (step ``notebook``), or a chapter's measuring on ``gpus`` GPUs before the notebooks (step ``measuring``;
+#: notebook ``all`` for the whole run), in a ``full`` or ``quick`` run.
 RUN_TIMES = "notebook_runs"
-RUN_TIME_COLUMNS = ("experiment", "notebook", "mode", "status", "wall_s", "note", "run_id")
+RUN_TIME_COLUMNS = ("experiment", "notebook", "step", "mode", "gpus", "status", "wall_s", "note", "run_id")
+RUN_TIME_KEY = ("notebook", "step", "mode", "gpus")
 
 
 def mode_line(device: str) -> str:
@@ -126,7 +137,12 @@ def mode_line(device: str) -> str:
 
 
 def reproduce(
-    *, only: str | None = None, device: str = "auto", quick: bool = False, record_times: bool = False
+    *,
+    only: str | None = None,
+    device: str = "auto",
+    quick: bool = False,
+    record_times: bool = False,
+    recorded_gpu: str | None = None,
 ) -> list[Path]:
     """Run every selected notebook in order; stops at the first failure (raises NotebookFailure).
 
@@ -141,23 +157,24 @@ def reproduce(
     mode = "quick" if quick else "full"
     done_keys: set[tuple[str, ...]] = set()
     if store:  # a failed run is measured again, its row replaced
-        store.drop(lambda row: row["mode"] == mode and row["status"] != "ok")
+        timed_here = ("notebook", mode, "1")
+        store.drop(lambda row: (row["step"], row["mode"], row["gpus"]) == timed_here and row["status"] != "ok")
         done_keys = store.done_keys()
     done = []
     for i, path in enumerate(paths, 1):
-        if (path.stem, mode) in done_keys:
+        if (path.stem, "notebook", mode, "1") in done_keys:
             continue
         print(f"[{i}/{len(paths)}] {path.name} (device={device}{', quick' if quick else ''})", flush=True)
         start = time.perf_counter()
         try:
-            done.append(run_notebook(path, device=device, quick=quick))
+            done.append(run_notebook(path, device=device, quick=quick, recorded_gpu=recorded_gpu))
         except NotebookFailure as exc:
             if store:
-                store.append({"notebook": path.stem, "mode": mode, "status": "error", "note": str(exc)[:300],
-                              "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
+                store.append({"notebook": path.stem, "step": "notebook", "mode": mode, "gpus": 1, "status": "error",
+                              "note": str(exc)[:300], "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
             raise
         if store:
-            store.append({"notebook": path.stem, "mode": mode, "status": "ok",
+            store.append({"notebook": path.stem, "step": "notebook", "mode": mode, "gpus": 1, "status": "ok",
                           "wall_s": f"{time.perf_counter() - start:.1f}"})  # fmt: skip
     return done
 
@@ -169,8 +186,12 @@ def _run_times_store(device: str) -> ResultStore:
 
     if chapter.resolve_device(device) != "gpu":
         raise ValueError("record_times needs device 'gpu' (or 'auto' on a GPU): only a measuring run has a time")
-    return ResultStore.open(chapter.results_directory("gpu"), RUN_TIMES, provenance.collect(),
-                            columns=RUN_TIME_COLUMNS, key_columns=("notebook", "mode"))  # fmt: skip
+    return run_times_store(chapter.results_directory("gpu"), provenance.collect())
+
+
+def run_times_store(directory: Path, run: dict[str, Any]) -> ResultStore:
+    """``<directory>/notebook_runs.csv``, the run times (:data:`RUN_TIME_COLUMNS`), opened for the run ``run``."""
+    return ResultStore.open(directory, RUN_TIMES, run, columns=RUN_TIME_COLUMNS, key_columns=RUN_TIME_KEY)
 
 
 #: The intro's findings table and the rerun page's chapter table, written from the recorded results at each
@@ -263,15 +284,15 @@ def _minutes(wall_s: float) -> str:
     return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
 
 
-def run_times(directory: Path) -> dict[tuple[str, str], float]:
-    """(notebook stem, ``"full"`` or ``"quick"``) -> wall seconds of each run recorded without error in
-    ``<directory>/notebook_runs.csv`` (empty where none is recorded)."""
+def run_times(directory: Path, step: str = "notebook", gpus: int = 1) -> dict[tuple[str, str], float]:
+    """(notebook stem or chapter, ``"full"`` or ``"quick"``) -> wall seconds of each ``step`` on ``gpus`` GPUs
+    recorded without error in ``<directory>/notebook_runs.csv`` (empty where none is recorded)."""
     from convkit.study.results import load_results
 
     if not (Path(directory) / f"{RUN_TIMES}.csv").is_file():
         return {}
     frame, _ = load_results(Path(directory), RUN_TIMES)
-    ok = frame[frame["status"] == "ok"]
+    ok = frame[(frame["status"] == "ok") & (frame["step"] == step) & (frame["gpus"] == gpus)]
     return {(str(r.notebook), str(r.mode)): float(r.wall_s) for r in ok.itertuples()}
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from convkit.bench.measure import TUNING_TIMING, cases, measure_problem
 from convkit.bench.rows import Case, case_key, make_row, row_key
@@ -22,6 +23,31 @@ from convkit.study.results import ResultStore, gpu_results_dir
 
 #: Checks and times the cases of one problem, one row per case (:func:`convkit.bench.measure.measure_problem`).
 RowsOf = Callable[[ConvProblem, list[Case]], Iterator[dict[str, Any]]]
+#: One problem and the cases of it a sweep still has to measure.
+Work = tuple[ConvProblem, list[Case]]
+
+
+class Sharder(Protocol):
+    """Where a sweep's problems are measured when not in this process: :class:`convkit.study.shards.DaskSharder`."""
+
+    def sweep(self, store: ResultStore, work: list[Work], measure: RowsOf, *,
+              progress: Callable[[str], None] | None) -> int:  # fmt: skip
+        """Measure ``work`` elsewhere and append its rows to ``store`` (or stores of its runs); rows written."""
+        ...
+
+
+_SHARDER: Sharder | None = None
+
+
+@contextmanager
+def measuring_on(sharder: Sharder | None) -> Iterator[None]:
+    """Every sweep in this block (in any thread) measures on ``sharder``'s GPUs; None: in this process."""
+    global _SHARDER
+    before, _SHARDER = _SHARDER, sharder
+    try:
+        yield
+    finally:
+        _SHARDER = before
 
 
 def sweep(
@@ -43,12 +69,38 @@ def sweep(
     whose rows hold a case's implementation and variant with other ``params`` than the case has now (a
     launch tuned again, a changed plan) is measured again whole: its rows are dropped first, so that
     every implementation of it still comes from one run, and no variant has two rows.
+
+    Inside :func:`measuring_on`, the problems go in chunks to the GPUs of its :class:`Sharder`; this process stays
+    the one writer.
     """
+    work = pending(store, problems, cases, progress=progress, remeasure_changed=remeasure_changed)
+    if _SHARDER is not None:
+        return _SHARDER.sweep(store, work, measure, progress=progress)
+    written = 0
+    for problem, todo in work:
+        if progress:
+            progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: {len(todo)} cases")
+        for row in measure_each([(problem, todo)], measure):
+            store.append(row)
+            written += 1
+    return written
+
+
+def pending(
+    store: ResultStore,
+    problems: Iterable[ConvProblem],
+    cases: Callable[[ConvProblem], list[Case]],
+    *,
+    progress: Callable[[str], None] | None = None,
+    remeasure_changed: bool = False,
+) -> list[Work]:
+    """Each problem with the cases of it ``store`` does not hold yet, in order (none where every case is held); a
+    problem whose launch changed is dropped from the store first with ``remeasure_changed`` (see :func:`sweep`)."""
     done = store.done_keys()
     recorded: dict[tuple[str, ...], set[str]] = {}  # (label, pad, stride, impl, variant) -> the params it ran
     for key in done if remeasure_changed else ():
         recorded.setdefault(key[:-1], set()).add(key[-1])
-    written = 0
+    work = []
     for problem in problems:
         keys = {case_key(problem, c): c for c in cases(problem)}
         if remeasure_changed and any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys):
@@ -57,27 +109,27 @@ def sweep(
             done = {key for key in done if key[:3] != where}
             if progress:
                 progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: a launch changed, measured again")
-        todo = [case for key, case in keys.items() if key not in done]
-        if not todo:
-            continue
-        if progress:
-            progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: {len(todo)} cases")
-        pending = {case_key(problem, c): c for c in todo}
+        if todo := [case for key, case in keys.items() if key not in done]:
+            work.append((problem, todo))
+    return work
+
+
+def measure_each(work: Iterable[Work], measure: RowsOf) -> Iterator[dict[str, Any]]:
+    """Every row of ``work``: what ``measure`` yields for each problem, and where it raises, the cases it had not
+    yielded as rows of status ``error`` with the message (the next problem is measured all the same)."""
+    for problem, todo in work:
+        left = {case_key(problem, c): c for c in todo}
         try:
             for row in measure(problem, todo):
                 key = row_key(row)
-                if key not in pending:
+                if key not in left:
                     raise RuntimeError(f"measure returned a row for an unexpected case {key}")
-                store.append(row)
-                done.add(key)
-                del pending[key]
-                written += 1
+                del left[key]
+                yield row
         except Exception as exc:  # a KeyboardInterrupt is no Exception: it stops the sweep, its cases unrecorded
             message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            for case in pending.values():
-                store.append(make_row(problem, case, status="error", note=message[:500]))
-                written += 1
-    return written
+            for case in left.values():
+                yield make_row(problem, case, status="error", note=message[:500])
 
 
 def run_sweep(
@@ -95,7 +147,9 @@ def run_sweep(
     from convkit.study import provenance
 
     directory = gpu_results_dir(directory)
-    store = ResultStore.open(directory, experiment, provenance.collect())
+    # Sharded, each worker's rows carry that worker's provenance (its GPU); this process may have no GPU.
+    here = provenance.collect() if _SHARDER is None else {}
+    store = ResultStore.open(directory, experiment, here)
     sweep(store, problems, cases_of, measure, progress=progress, remeasure_changed=remeasure_changed)
     return directory
 

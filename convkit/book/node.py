@@ -1,0 +1,170 @@
+"""The whole study's measuring on a node of GPUs (or a Dask cluster), before its notebooks run.
+
+:func:`measure_study` runs every chapter's measuring steps on a :class:`convkit.study.shards.DaskSharder`: the
+ceilings first (a whole step on one GPU: every chapter's floors read them), then each chapter's tuning and sweeps,
+sharded by problem, the chapters side by side (a chapter after those whose tuning it reads), and in a full run each
+chapter's run-to-run sample in a fresh process. The notebooks then run on what was recorded
+(:func:`convkit.book.reproduce.reproduce`). ``--gpus 1`` is the one-GPU path and starts no cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from convkit.papers import PAPERS, paper
+from convkit.papers.paper import Paper
+from convkit.study.results import QUICK_SUFFIX
+from convkit.study.shards import DaskSharder
+from convkit.study.sweep import measuring_on
+
+#: Chapters whose sweep reads another chapter's tuning table: measured after it.
+MEASURED_AFTER: dict[str, tuple[str, ...]] = {"tf32x3": ("fp32",)}
+#: Chapters whose measuring is no sweep of problems: one whole step on one GPU.
+WHOLE_STEPS = ("ceilings",)
+#: What a whole step of a chapter reads from the results folder (its resume state and the launches tuned there).
+STEP_READS = ("*_tuning.csv", "*_tuning.json")
+
+
+def chapters(only: Sequence[str] | None = None) -> list[Paper]:
+    """The registered chapters to measure (``only``: these names), in reading order."""
+    return [paper(name) for name in only] if only else list(PAPERS)
+
+
+def measure_study(
+    sharder: DaskSharder | None,
+    directory: Path,
+    *,
+    quick: bool = False,
+    only: Sequence[str] | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Measure the chapters (``only``: these) into ``directory`` on ``sharder``'s GPUs (None: on this process's GPU,
+    one chapter after the other), resuming what is there (see the module doc); returns each chapter's wall seconds,
+    from the start of the run to its last row, and ``"all"``. Raises RuntimeError naming every chapter that failed,
+    after the others finished."""
+    suffix = QUICK_SUFFIX if quick else ""
+    todo = chapters(only)
+    start = time.monotonic()
+    finished: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    ready = {p.name: threading.Event() for p in todo}
+
+    def measure(entry: Paper) -> None:
+        try:
+            for before in MEASURED_AFTER.get(entry.name, ()):
+                if before in ready:
+                    ready[before].wait()
+            if entry.name in WHOLE_STEPS:
+                reads = (f"{entry.experiment}{suffix}.*",)
+                _step(sharder, ["sweep", entry.name, *(["--quick"] if quick else [])], directory, reads)
+            else:
+                entry.measure(directory, quick=quick, experiment=entry.experiment + suffix, progress=None)
+            if not quick:  # the run-to-run sample, in a process of its own, after the sweep
+                _step(sharder, ["repeat", entry.name], directory, (*STEP_READS, f"{entry.experiment}_repeat.*"))
+            finished[entry.name] = time.monotonic() - start
+            progress(f"{entry.name}: measured in {finished[entry.name] / 60:.1f} min")
+        except Exception as exc:  # the other chapters go on; this one is named at the end
+            failed[entry.name] = f"{type(exc).__name__}: {exc}"
+            progress(f"{entry.name}: failed ({failed[entry.name][:300]})")
+        finally:
+            ready[entry.name].set()
+
+    with measuring_on(sharder):
+        first, rest = [p for p in todo if p.name in WHOLE_STEPS], [p for p in todo if p.name not in WHOLE_STEPS]
+        for entry in first:  # every chapter's floors read the ceilings
+            measure(entry)
+        if sharder is None:  # one GPU: one chapter at a time, as a notebook run measures them
+            for entry in rest:
+                measure(entry)
+        threads = [threading.Thread(target=measure, args=(p,), name=f"measure-{p.name}") for p in rest if sharder]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finished["all"] = time.monotonic() - start
+    if failed:
+        raise RuntimeError("chapters that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
+    return finished
+
+
+def _step(sharder: DaskSharder | None, argv: list[str], directory: Path, reads: Sequence[str]) -> None:
+    """``python -m convkit *argv --directory directory`` in a fresh process: on a worker (:meth:`DaskSharder.step`),
+    or here."""
+    import subprocess
+    import sys
+
+    if sharder is not None:
+        sharder.step(argv, directory, reads)
+    else:
+        subprocess.run([sys.executable, "-m", "convkit", *argv, "--directory", str(directory)], check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def record_times(directory: Path, times: dict[str, float], *, gpus: int, quick: bool, run: dict[str, Any]) -> Path:
+    """Each chapter's measuring time (and ``all``) on ``gpus`` GPUs into ``<directory>/notebook_runs.csv``, step
+    ``measuring``, the run ``run`` (a worker's provenance); a step timed again replaces its row."""
+    from convkit.book.reproduce import run_times_store
+
+    mode = "quick" if quick else "full"
+    store = run_times_store(directory, run | {"gpus": gpus})
+    store.drop(lambda row: (row["step"], row["mode"], row["gpus"]) == ("measuring", mode, str(gpus))
+               and row["notebook"] in times)  # fmt: skip
+    for name, wall in times.items():
+        store.append({"notebook": name, "step": "measuring", "mode": mode, "gpus": gpus, "status": "ok",
+                      "wall_s": f"{wall:.1f}"})  # fmt: skip
+    return store.csv_path
+
+
+def results_folder(sharder: DaskSharder, directory: Path | None) -> Path:
+    """``directory``, or ``results/<the workers' GPU>``; raises ValueError where the workers hold GPUs of several
+    models (each model's results are a folder of their own)."""
+    from convkit.core.gpu import gpu_slug
+    from convkit.study.checkout import results_dir
+    from convkit.study.shards import worker_gpus
+
+    names = set(worker_gpus(sharder.client).values())
+    if len(names) != 1:
+        raise ValueError(f"the workers hold GPUs of several models ({sorted(names)}): shard over one model at a time")
+    return Path(directory) if directory is not None else results_dir() / gpu_slug(names.pop())
+
+
+def summary(times: dict[str, float], workers: int) -> list[str]:
+    """The run's wall times as lines, chapter by chapter."""
+    lines = [f"measured on {workers} GPUs in {times['all'] / 60:.1f} min"]
+    lines += [f"  {name}: done after {wall / 60:.1f} min" for name, wall in times.items() if name != "all"]
+    return lines
+
+
+def run_on_node(*, gpus: int, scheduler: str | None, directory: Path | None, quick: bool,
+                only: Sequence[str] | None = None, times: bool = False) -> Path:  # fmt: skip
+    """Measure the chapters (``only``: these) into ``directory`` (default ``results/<the GPU>``): on the cluster at
+    ``scheduler``, or on this node's first ``gpus`` GPUs (:func:`convkit.study.shards.open_client`; 1: in this
+    process, no cluster). ``times``: each chapter's wall time goes to ``results/<the GPU>/notebook_runs.csv`` with
+    the GPU count. Returns the folder measured into."""
+    from convkit.core.gpu import device_name, gpu_slug
+    from convkit.study.checkout import results_dir
+    from convkit.study.shards import gpu_provenance, open_client
+
+    client = open_client(gpus=gpus, scheduler=scheduler) if scheduler or gpus > 1 else None
+    try:
+        sharder = DaskSharder(client) if client is not None else None
+        if sharder is not None:
+            folder, workers = results_folder(sharder, directory), sharder.workers
+            run = client.submit(gpu_provenance, pure=False).result()
+        else:
+            folder, workers = Path(directory) if directory else results_dir() / gpu_slug(device_name()), 1
+            run = gpu_provenance()
+        print(f"convkit: measuring on {workers} GPU{'s' if workers > 1 else ''} into {folder}", flush=True)
+        measured = measure_study(sharder, folder, quick=quick, only=only)
+        print("\n".join(summary(measured, workers)), flush=True)
+        if times:
+            into = results_dir() / gpu_slug(run["gpu"])  # the GPU's own folder, also for a scratch run
+            print(f"times in {record_times(into, measured, gpus=workers, quick=quick, run=run)}")
+        return folder
+    finally:
+        if client is not None:
+            client.close()

@@ -1,0 +1,170 @@
+"""Sweeps sharded through Dask (convkit.study.shards), on CPU: a scheduler and workers as separate processes on the
+loopback address, measuring with a fake measure; a worker killed mid-sweep, a driver killed mid-sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from convkit.bench.rows import Case, case_key
+from convkit.core.problem import ConvProblem
+from convkit.study.results import ResultStore
+from convkit.study.shards import chunks
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import sweep_worker  # noqa: E402
+
+distributed = pytest.importorskip("distributed", reason="the sharded sweep needs Dask: pip install 'convkit[node]'")
+
+EXPECTED = {case_key(p, c) for p in sweep_worker.PROBLEMS for c in sweep_worker.CASES}
+
+
+def _work(sizes: list[int]) -> list[tuple[ConvProblem, list[Case]]]:
+    return [(ConvProblem.same(1, c + 1, 7, 7, 8, 3), [Case("convkit", f"v{i}") for i in range(n)])
+            for c, n in enumerate(sizes)]  # fmt: skip
+
+
+@pytest.mark.parametrize("sizes", [[3] * 10, [1, 9, 2, 2, 7, 1, 1, 30, 2], [5], [2, 2]])
+@pytest.mark.parametrize("parts", [1, 2, 3, 8, 40])
+def test_every_problem_lands_in_exactly_one_chunk_whole_and_in_order(sizes, parts):
+    work = _work(sizes)
+    found = chunks(work, parts)
+    assert 1 <= len(found) <= min(parts, len(work))
+    assert [w for chunk in found for w in chunk] == work  # each problem once, with all of its cases, in order
+    assert all(chunk for chunk in found)
+    if len(set(sizes)) == 1 and len(sizes) % parts == 0:  # equal problems share out evenly
+        assert {len(chunk) for chunk in found} == {len(sizes) // parts}
+
+
+def test_chunks_refuse_no_parts():
+    with pytest.raises(ValueError, match="parts"):
+        chunks(_work([1]), 0)
+
+
+def _env() -> dict[str, str]:
+    """Workers import the fake measure's module (this folder) and convkit (the checkout)."""
+    paths = [str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]
+    return os.environ | {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A scheduler and two single-threaded workers, each a process of its own on 127.0.0.1 (no nanny: a killed
+    worker stays dead); yields (scheduler address, worker processes)."""
+    file = tmp_path / "scheduler.json"
+    scheduler = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                 "--no-dashboard", "--scheduler-file", str(file)]  # fmt: skip
+    quiet = {"env": _env(), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen(scheduler, **quiet)]
+    try:
+        deadline = time.monotonic() + 60
+        while not file.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(file.read_text())["address"]
+        worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
+                  "--no-dashboard", "--host", "127.0.0.1"]  # fmt: skip
+        workers = [subprocess.Popen(worker, **quiet) for _ in range(2)]
+        procs += workers
+        with distributed.Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address, workers
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _rows(directory: Path) -> list[dict[str, str]]:
+    return ResultStore(directory, "killtest").rows()
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_rows_from_two_workers_arrive_once_each_worker_a_run_with_its_gpu(cluster, tmp_path):
+    address, _ = cluster
+    assert sweep_worker.run(tmp_path, 0.01, address) == len(EXPECTED)
+    rows = _rows(tmp_path)
+    assert len(rows) == len(EXPECTED) and {case_key_of(r) for r in rows} == EXPECTED
+    runs = json.loads((tmp_path / "killtest.json").read_text())["runs"]
+    assert {r["run_id"] for r in rows} == set(runs) and len(runs) == 2, "one run per worker, with rows"
+    assert all({"gpu_index", "gpu_uuid"} <= set(run) for run in runs.values())
+    assert sweep_worker.run(tmp_path, 0.0, address) == 0  # everything held: nothing measured again
+
+
+def case_key_of(row: dict[str, str]) -> tuple[str, ...]:
+    from convkit.bench.rows import row_key
+
+    return row_key(row)
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_a_worker_killed_mid_sweep_loses_no_row_and_repeats_none(cluster, tmp_path):
+    address, workers = cluster
+    driver = subprocess.Popen([sys.executable, str(HERE / "sweep_worker.py"), str(tmp_path), "0.1", address],
+                              env=_env(), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    with distributed.Client(address) as client:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # both workers busy with a chunk, one chunk already written
+            busy = [w for w, tasks in client.processing().items() if tasks]
+            if len(busy) == 2 and (tmp_path / "killtest.csv").is_file():
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the two workers were never busy together")
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait(timeout=10)
+    out, _ = driver.communicate(timeout=90)
+    assert driver.returncode == 0, out
+    rows = _rows(tmp_path)
+    keys = [case_key_of(r) for r in rows]
+    assert len(keys) == len(set(keys)) == len(EXPECTED) and set(keys) == EXPECTED  # 0 lost, 0 repeated
+    assert all(r["status"] == "ok" for r in rows), "the killed worker's chunk ran again elsewhere"
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_a_sharded_sweep_killed_as_a_whole_resumes_with_no_row_lost_or_repeated(cluster, tmp_path):
+    address, _ = cluster
+    driver = subprocess.Popen([sys.executable, str(HERE / "sweep_worker.py"), str(tmp_path), "0.05", address],
+                              env=_env(), stdout=subprocess.DEVNULL)  # fmt: skip
+    csv_path = tmp_path / "killtest.csv"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (csv_path.is_file() and csv_path.read_text().count("\n") > 4):
+        time.sleep(0.01)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait(timeout=10)
+    partial = _rows(tmp_path)
+    assert 3 <= len(partial) < len(EXPECTED), "the kill did not land mid-sweep"
+    sweep_worker.run(tmp_path, 0.0, address)  # resumed, sharded again
+    keys = [case_key_of(r) for r in _rows(tmp_path)]
+    assert len(keys) == len(set(keys)) == len(EXPECTED) and set(keys) == EXPECTED
+
+
+def test_one_gpu_starts_no_cluster(monkeypatch, tmp_path):
+    from convkit.book import node
+    from convkit.study import shards
+
+    def no_cluster(**kwargs):
+        raise AssertionError("--gpus 1 opened a cluster")
+
+    seen = {}
+    monkeypatch.setattr(shards, "open_client", no_cluster)
+    monkeypatch.setattr(shards, "gpu_provenance", lambda: {"gpu": "Fake GPU"})
+    monkeypatch.setattr(
+        node, "measure_study", lambda sharder, folder, **kw: seen.update(sharder=sharder) or {"all": 1.0}
+    )
+    assert node.run_on_node(gpus=1, scheduler=None, directory=tmp_path, quick=True) == tmp_path
+    assert seen == {"sharder": None}
+
+
+def test_a_cluster_of_one_gpu_is_refused_with_the_reason():
+    from convkit.study.shards import open_client
+
+    with pytest.raises(ValueError, match="gpus"):
+        open_client(gpus=1)
