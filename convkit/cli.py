@@ -219,7 +219,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     recorded_gpu = None
     if args.gpus > 1 or args.scheduler or args.directory:  # measure first, sharded; the notebooks read it after
         chosen = {path.stem for path in select_notebooks(args.only)}
-        folder = _on_node(args, only=[p.name for p in PAPERS if p.notebook in chosen])
+        from convkit.book.reproduce import CLOSING_CHAPTERS
+
+        notebooks = [(p.name, p.notebook) for p in PAPERS] + list(CLOSING_CHAPTERS)
+        folder = _on_node(args, only=[name for name, stem in notebooks if stem in chosen])
         if folder is None or args.directory:  # a scratch folder: timed, not shown (the notebooks read results/<gpu>/)
             return 1 if folder is None else 0
         from convkit.book.chapter import resolve_device, results_directory

@@ -230,7 +230,7 @@ RECORDED = sorted((HERE.parent / "results").glob("*/*.csv"))
 
 @pytest.mark.parametrize("csv_path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
-    from convkit.book import profile, reproduce
+    from convkit.book import profile, run_times
     from convkit.papers.summary import concurrency, inference
 
     stem = csv_path.stem.removesuffix("_quick").removesuffix("_repeat").removesuffix(inference.COLD)
@@ -240,8 +240,8 @@ def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
         keys = inference.KEY_COLUMNS
     elif stem == concurrency.EXPERIMENT:
         keys = concurrency.KEY_COLUMNS
-    elif csv_path.stem == reproduce.RUN_TIMES:
-        keys = reproduce.RUN_TIME_KEY
+    elif csv_path.stem == run_times.RUN_TIMES:
+        keys = run_times.RUN_TIME_KEY
     elif csv_path.stem.endswith("_kernels"):
         keys = profile.KEY_COLUMNS
     else:

@@ -151,11 +151,13 @@ def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
     assert header.endswith("| quick run on a T4, estimated |")
     assert all(row.count("|") == header.count("|") for row in rows)
     assert "| full run on the H100 | quick run on the H100 |" in header
-    for row in rows:  # every quick run recorded, and its estimate; a full run timed, or said not to be
+    *chapters, total = rows
+    for row in chapters:  # every quick run recorded, and its estimate; every full run measured or projected
         full, h100, t4 = row.split("|")[-4:-1]
         assert h100.strip().endswith(" min") and t4.strip().endswith(" min"), row
-        assert full.strip() == "not timed¹" or full.strip().endswith((" min", " h")), row
-    assert "not timed¹" not in table or "\n¹ A full run is timed from nothing recorded" in table
+        assert full.strip().endswith((" min", " h", " min, projected¹", " h, projected¹")), row
+    assert total.startswith("| **All chapters** |") and total.split("|")[4].strip().endswith(" h**"), total
+    assert "projected¹" not in table or "\n¹ Projected:" in table
     assert "github/example/convkit/blob/main/notebooks/06_fp32.ipynb" in table
     assert "github/example/convkit/blob/main/notebooks/08_summary.ipynb" in table
     assert "/blob/dev/" in rerun_markdown(results_dir() / "nvidia-h100-80gb-hbm3", "https://github.com/e/c", "dev")
@@ -164,7 +166,8 @@ def test_the_rerun_table_gives_each_quick_run_and_its_t4_estimate():
 def test_the_rerun_table_gives_a_recorded_full_run_beside_the_quick_one(tmp_path):
     import shutil
 
-    from convkit.book.reproduce import RUN_TIMES, rerun_markdown
+    from convkit.book.reproduce import rerun_markdown
+    from convkit.book.run_times import RUN_TIMES
     from convkit.study.checkout import results_dir
 
     source = results_dir() / "nvidia-h100-80gb-hbm3"
@@ -174,3 +177,52 @@ def test_the_rerun_table_gives_a_recorded_full_run_beside_the_quick_one(tmp_path
         f.write(f"{RUN_TIMES},02_lu2020,notebook,full,1,ok,5400.0,,a56221b5258b\n")
     row = next(r for r in rerun_markdown(tmp_path, "https://github.com/e/c").split("\n") if "02_lu2020" in r)
     assert row.split("|")[-4].strip() == "90 min" and row.split("|")[-3].strip() == "1.4 min", row
+
+
+def test_a_full_run_is_measured_where_timed_and_else_projected_with_the_projection_checked(tmp_path):
+    """Each chapter's full time on one GPU: the timed run where there is one, else its cases' GPU time plus the host
+    cost per case of the chapters timed in full; each timed chapter also projected from the others (the check)."""
+    import csv
+
+    from convkit.bench.rows import Case, make_row
+    from convkit.book.run_times import full_times, run_times_store
+    from convkit.core.problem import ConvProblem
+    from convkit.study.results import ResultStore
+
+    def record(experiment: str, cases: int, time_ms: float) -> None:
+        store = ResultStore.open(tmp_path, experiment, {"gpu": "fake"})
+        problem = ConvProblem.same(1, 8, 7, 7, 8, 3)
+        for i in range(cases):
+            row = make_row(problem, Case("convkit", f"v{i}"), status="ok")
+            store.append(row | {"time_ms_median": time_ms, "reps": 100})
+
+    record("a", 100, 10.0)  # 100 cases, 100 s on the GPU
+    record("b", 50, 2.0)  # 50 cases, 10 s
+    record("c", 1000, 1.0)  # 1000 cases, 100 s: never timed
+    times = run_times_store(tmp_path, {"gpu": "fake"})
+    for notebook, wall in (("nb_a", 150.0), ("nb_b", 60.0)):  # host cost: 0.5 s and 1.0 s a case
+        times.append({"notebook": notebook, "step": "notebook", "mode": "full", "gpus": 1, "status": "ok",
+                      "wall_s": wall})  # fmt: skip
+    found = full_times(tmp_path, {"nb_a": ("a",), "nb_b": ("b",), "nb_c": ("c",)})
+    assert found["nb_a"].measured and found["nb_a"].seconds == 150.0 and found["nb_a"].check == 100 * 1.0 + 100
+    assert found["nb_b"].measured and found["nb_b"].check == 50 * 0.5 + 10
+    assert not found["nb_c"].measured and found["nb_c"].seconds == 1000 * 0.75 + 100
+    with open(tmp_path / "notebook_runs.csv", newline="") as f:
+        assert list(next(csv.reader(f))) == ["experiment", "notebook", "step", "mode", "gpus", "status", "wall_s",
+                                             "note", "run_id"]  # fmt: skip
+
+
+def test_the_node_table_gives_each_gpu_count_and_the_efficiency_over_one(tmp_path):
+    from convkit.book.run_times import node_markdown, run_times_store
+
+    assert node_markdown(tmp_path, "H100", {}).startswith("No run of the measuring on several GPUs has been timed")
+    for gpus, walls in ((1, {"lu2020": 300.0, "all": 600.0}), (2, {"lu2020": 160.0, "all": 330.0}),
+                        (4, {"lu2020": 90.0, "all": 176.0})):  # fmt: skip
+        times = run_times_store(tmp_path, {"gpu": "fake", "gpus": gpus})
+        for name, wall in walls.items():
+            times.append({"notebook": name, "step": "measuring", "mode": "quick", "gpus": gpus, "status": "ok",
+                          "wall_s": wall})  # fmt: skip
+    table = node_markdown(tmp_path, "H100", {"lu2020": "Lu 2020"})
+    assert "| chapter | 1 H100 | 2 H100s | 4 H100s |" in table
+    assert "| Lu 2020 | 5.0 min | 2.7 min | 1.5 min |" in table
+    assert "(1.82x, 91% efficiency)" in table and "(3.41x, 85% efficiency)" in table

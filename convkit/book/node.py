@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from convkit.papers import PAPERS, paper
-from convkit.papers.paper import Paper
 from convkit.study.results import QUICK_SUFFIX
-from convkit.study.shards import DaskSharder
+from convkit.study.shards import FOLDER, DaskSharder
 from convkit.study.sweep import measuring_on
 
 #: Chapters whose sweep reads another chapter's tuning table: measured after it.
@@ -27,11 +26,20 @@ MEASURED_AFTER: dict[str, tuple[str, ...]] = {"tf32x3": ("fp32",)}
 WHOLE_STEPS = ("ceilings",)
 #: What a whole step of a chapter reads from the results folder (its resume state and the launches tuned there).
 STEP_READS = ("*_tuning.csv", "*_tuning.json")
+#: The closing chapter: the op in ten networks, its host cost, the reduced precisions, the concurrency soak; a whole
+#: step on one GPU (python -m convkit.papers.summary.chapter measure), with what it resumes.
+SUMMARY = "summary"
+SUMMARY_READS = ("networks*", "conv2d_overhead*", "precisions*", "concurrency*")
 
 
-def chapters(only: Sequence[str] | None = None) -> list[Paper]:
-    """The registered chapters to measure (``only``: these names), in reading order."""
-    return [paper(name) for name in only] if only else list(PAPERS)
+def chapters(only: Sequence[str] | None = None) -> list[str]:
+    """The chapters to measure (``only``: these names; default every registered paper and the summary), in reading
+    order."""
+    every = [p.name for p in PAPERS] + [SUMMARY]
+    unknown = set(only or ()) - set(every)
+    if unknown:
+        raise ValueError(f"no chapter {sorted(unknown)}; the study measures {every}")
+    return [name for name in every if not only or name in only]
 
 
 def measure_study(
@@ -51,36 +59,44 @@ def measure_study(
     start = time.monotonic()
     finished: dict[str, float] = {}
     failed: dict[str, str] = {}
-    ready = {p.name: threading.Event() for p in todo}
 
-    def measure(entry: Paper) -> None:
+    ready = {name: threading.Event() for name in todo}
+    quick_flag = ["--quick"] if quick else []
+
+    def measure(name: str) -> None:
         try:
-            for before in MEASURED_AFTER.get(entry.name, ()):
+            for before in MEASURED_AFTER.get(name, ()):
                 if before in ready:
                     ready[before].wait()
-            if entry.name in WHOLE_STEPS:
-                reads = (f"{entry.experiment}{suffix}.*",)
-                _step(sharder, ["sweep", entry.name, *(["--quick"] if quick else [])], directory, reads)
+            if name == SUMMARY:  # its own repeated sample included
+                argv = ["-m", "convkit.papers.summary.chapter", "measure", FOLDER, *quick_flag]
+                _step(sharder, argv, directory, (*STEP_READS, *SUMMARY_READS))
+            elif name in WHOLE_STEPS:
+                entry = paper(name)
+                argv = ["-m", "convkit", "sweep", name, "--directory", FOLDER, *quick_flag]
+                _step(sharder, argv, directory, (f"{entry.experiment}{suffix}.*",))
             else:
+                entry = paper(name)
                 entry.measure(directory, quick=quick, experiment=entry.experiment + suffix, progress=None)
-            if not quick:  # the run-to-run sample, in a process of its own, after the sweep
-                _step(sharder, ["repeat", entry.name], directory, (*STEP_READS, f"{entry.experiment}_repeat.*"))
-            finished[entry.name] = time.monotonic() - start
-            progress(f"{entry.name}: measured in {finished[entry.name] / 60:.1f} min")
+            if not quick and name != SUMMARY:  # the run-to-run sample, in a process of its own, after the sweep
+                argv = ["-m", "convkit", "repeat", name, "--directory", FOLDER]
+                _step(sharder, argv, directory, (*STEP_READS, f"{paper(name).experiment}_repeat.*"))
+            finished[name] = time.monotonic() - start
+            progress(f"{name}: measured in {finished[name] / 60:.1f} min")
         except Exception as exc:  # the other chapters go on; this one is named at the end
-            failed[entry.name] = f"{type(exc).__name__}: {exc}"
-            progress(f"{entry.name}: failed ({failed[entry.name][:300]})")
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            progress(f"{name}: failed ({failed[name][:300]})")
         finally:
-            ready[entry.name].set()
+            ready[name].set()
 
     with measuring_on(sharder):
-        first, rest = [p for p in todo if p.name in WHOLE_STEPS], [p for p in todo if p.name not in WHOLE_STEPS]
-        for entry in first:  # every chapter's floors read the ceilings
-            measure(entry)
+        first, rest = [n for n in todo if n in WHOLE_STEPS], [n for n in todo if n not in WHOLE_STEPS]
+        for name in first:  # every chapter's floors read the ceilings
+            measure(name)
         if sharder is None:  # one GPU: one chapter at a time, as a notebook run measures them
-            for entry in rest:
-                measure(entry)
-        threads = [threading.Thread(target=measure, args=(p,), name=f"measure-{p.name}") for p in rest if sharder]
+            for name in rest:
+                measure(name)
+        threads = [threading.Thread(target=measure, args=(n,), name=f"measure-{n}") for n in rest if sharder]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -92,22 +108,22 @@ def measure_study(
 
 
 def _step(sharder: DaskSharder | None, argv: list[str], directory: Path, reads: Sequence[str]) -> None:
-    """``python -m convkit *argv --directory directory`` in a fresh process: on a worker (:meth:`DaskSharder.step`),
-    or here."""
+    """``python *argv`` in a fresh process, :data:`~convkit.study.shards.FOLDER` naming ``directory``: on a worker
+    (:meth:`DaskSharder.step`, in a scratch copy of what it ``reads``), or here, in ``directory`` itself."""
     import subprocess
     import sys
 
     if sharder is not None:
         sharder.step(argv, directory, reads)
     else:
-        subprocess.run([sys.executable, "-m", "convkit", *argv, "--directory", str(directory)], check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        command = [sys.executable, *(arg.replace(FOLDER, str(directory)) for arg in argv)]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
 def record_times(directory: Path, times: dict[str, float], *, gpus: int, quick: bool, run: dict[str, Any]) -> Path:
     """Each chapter's measuring time (and ``all``) on ``gpus`` GPUs into ``<directory>/notebook_runs.csv``, step
     ``measuring``, the run ``run`` (a worker's provenance); a step timed again replaces its row."""
-    from convkit.book.reproduce import run_times_store
+    from convkit.book.run_times import run_times_store
 
     mode = "quick" if quick else "full"
     store = run_times_store(directory, run | {"gpus": gpus})

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.book.reproduction import REPRODUCTION_TABLE, reproduction_markdown
+from convkit.book.run_times import minutes_text, node_markdown, run_times, run_times_store
 from convkit.study.checkout import book_dir, notebooks_dir
 from convkit.study.results import ResultStore, recorded_gpu_name
 
@@ -111,14 +112,6 @@ def hide_parameters(path: Path) -> None:
         nbformat.write(nb, path)
 
 
-#: The experiment that records how long each step of a reproduction took on a GPU (``--record-times``): a notebook's
-#: execution (step ``notebook``), or a chapter's measuring on ``gpus`` GPUs before the notebooks (step ``measuring``;
-#: notebook ``all`` for the whole run), in a ``full`` or ``quick`` run.
-RUN_TIMES = "notebook_runs"
-RUN_TIME_COLUMNS = ("experiment", "notebook", "step", "mode", "gpus", "status", "wall_s", "note", "run_id")
-RUN_TIME_KEY = ("notebook", "step", "mode", "gpus")
-
-
 def mode_line(device: str) -> str:
     """What a run with ``device`` (auto|gpu|recorded) will show, in one line: measured on this GPU (and where its
     results go), or the results recorded on the book's GPU, named, with their folder (and why no GPU measures)."""
@@ -189,15 +182,11 @@ def _run_times_store(device: str) -> ResultStore:
     return run_times_store(chapter.results_directory("gpu"), provenance.collect())
 
 
-def run_times_store(directory: Path, run: dict[str, Any]) -> ResultStore:
-    """``<directory>/notebook_runs.csv``, the run times (:data:`RUN_TIME_COLUMNS`), opened for the run ``run``."""
-    return ResultStore.open(directory, RUN_TIMES, run, columns=RUN_TIME_COLUMNS, key_columns=RUN_TIME_KEY)
-
-
 #: The intro's findings table and the rerun page's chapter table, written from the recorded results at each
 #: build (ignored by git).
 FINDINGS_PAGE = "findings.md"
 RERUN_PAGE = "rerun_chapters.md"
+NODE_PAGE = "rerun_node.md"
 
 
 def _repository(book: Path | None = None) -> dict[str, Any]:
@@ -276,42 +265,43 @@ def _full_run(paper: Any, directory: Path) -> str:
     return f"{problems} problems, {len(frame):,} checked and timed cases{tuned}"
 
 
-def _minutes(wall_s: float) -> str:
-    """A run's wall time as a reader reads it: ``0.5 min``, ``82 min``, ``3.4 h``."""
-    minutes = wall_s / 60
-    if minutes >= 120:
-        return f"{minutes / 60:.1f} h"
-    return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
+def chapter_experiments() -> dict[str, tuple[str, ...]]:
+    """Each chapter's notebook stem -> the experiments its full run measures (sweep, tuning, and what its notebook
+    measures beside them), for the run-time projection (:func:`convkit.book.run_times.full_times`)."""
+    from convkit.papers import PAPERS
+    from convkit.papers.summary import inference, overhead, precisions
+    from convkit.papers.tf32x3 import accuracy
 
-
-def run_times(directory: Path, step: str = "notebook", gpus: int = 1) -> dict[tuple[str, str], float]:
-    """(notebook stem or chapter, ``"full"`` or ``"quick"``) -> wall seconds of each ``step`` on ``gpus`` GPUs
-    recorded without error in ``<directory>/notebook_runs.csv`` (empty where none is recorded)."""
-    from convkit.study.results import load_results
-
-    if not (Path(directory) / f"{RUN_TIMES}.csv").is_file():
-        return {}
-    frame, _ = load_results(Path(directory), RUN_TIMES)
-    ok = frame[(frame["status"] == "ok") & (frame["step"] == step) & (frame["gpus"] == gpus)]
-    return {(str(r.notebook), str(r.mode)): float(r.wall_s) for r in ok.itertuples()}
+    beside = {"tf32x3": (accuracy.EXPERIMENT,)}
+    found = {p.notebook: (p.experiment, *((p.tuning,) if p.tuning else ()), *beside.get(p.name, ())) for p in PAPERS}
+    return found | {stem: (inference.EXPERIMENT, overhead.EXPERIMENT, precisions.EXPERIMENT)
+                    for name, stem in CLOSING_CHAPTERS if name == "summary"}  # fmt: skip
 
 
 def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:
     """The rerun page's table: each chapter, a Colab link to its committed notebook, what a full run measures,
-    the full and the quick run's wall time measured on this GPU (``notebook_runs.csv``; "not timed", with a
-    footnote saying why, where none is), and the quick run's time on a T4, estimated from the datasheets."""
+    the full run's wall time on this GPU (measured, ``notebook_runs.csv``, else projected from its recorded cases,
+    marked, with a footnote giving the projection's check), the quick run's, and the quick run's time on a T4,
+    estimated from the datasheets."""
+    from convkit.book.run_times import full_times
     from convkit.papers import PAPERS
     from convkit.study.roofline import recorded_ceilings, slowdown_range
 
     ceilings = recorded_ceilings(Path(directory))
     low, high = slowdown_range(ceilings) if ceilings else (math.nan, math.nan)
     times = run_times(Path(directory))
+    full = full_times(Path(directory), chapter_experiments())
 
     def t4(wall_s: float) -> str:
         if not ceilings:
             return "no ceilings recorded"
         shortest, longest = round(low * wall_s / 60), round(high * wall_s / 60)
         return f"about {max(1, longest)} min" if shortest == longest else f"{shortest}-{longest} min"
+
+    def full_text(notebook: str) -> str:
+        if notebook not in full:
+            return "not timed"
+        return minutes_text(full[notebook].seconds) + ("" if full[notebook].measured else ", projected¹")
 
     github = repo_url.removeprefix("https://github.com/")
     lines = ["| chapter | notebook (opens in Colab) | a full run measures | full run on the H100 | "
@@ -321,17 +311,42 @@ def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:
     for title, notebook, measures in chapters:
         path = f"notebooks/{notebook}.ipynb"
         colab = f"[{notebook}](https://colab.research.google.com/github/{github}/blob/{branch}/{path})"
-        full = times.get((notebook, "full"))
         quick = times.get((notebook, "quick"))
-        lines.append(f"| {title} | {colab} | {measures} | "
-                     f"{_minutes(full) if full is not None else 'not timed¹'} | "
-                     f"{_minutes(quick) if quick is not None else 'not timed¹'} | "
+        lines.append(f"| {title} | {colab} | {measures} | {full_text(notebook)} | "
+                     f"{minutes_text(quick) if quick is not None else 'not timed'} | "
                      f"{t4(quick) if quick is not None else '–'} |")  # fmt: skip
-    note = ("\n¹ A full run is timed from nothing recorded, in one sitting. The sweeps of the chapters marked so were "
-            "recorded over several sittings, each resuming the last, and were not timed end to end: each measures "
-            "more than the chapters timed here, so expect longer.\n")  # fmt: skip
-    untimed = any((notebook, mode) not in times for _, notebook, _ in chapters for mode in ("full", "quick"))
-    return "\n".join(lines) + "\n" + (note if untimed else "")
+    if all(notebook in full for _, notebook, _ in chapters):
+        total = sum(full[notebook].seconds for _, notebook, _ in chapters)
+        lines.append(f"| **All chapters** | | | **{minutes_text(total)}** | | |")
+    return "\n".join(lines) + "\n" + _projection_note(full, {notebook: title for title, notebook, _ in chapters})
+
+
+def _titles() -> dict[str, str]:
+    """Each chapter's name (as the command line names it) -> its title."""
+    from convkit.papers import PAPERS
+
+    return {p.name: p.title for p in PAPERS} | {name: name.capitalize() for name, _ in CLOSING_CHAPTERS}
+
+
+def _short_gpu(directory: Path) -> str:
+    """The GPU of a results folder as the book's prose names it: ``H100`` for ``NVIDIA H100 80GB HBM3``."""
+    return recorded_gpu_name(directory).removeprefix("NVIDIA ").split()[0]
+
+
+def _projection_note(full: dict[str, Any], titles: dict[str, str]) -> str:
+    """The footnote that says how the projected full times were projected, and how well the method does on the
+    chapters whose full run was timed (each projected from the others)."""
+    if all(t.measured for t in full.values()):
+        return ""
+    checks = [(titles[stem], t.seconds, t.check) for stem, t in full.items() if t.measured and t.check is not None]
+    checked = "; ".join(f"{title}, {minutes_text(check)} projected against {minutes_text(wall)} measured "
+                        f"({(check - wall) / wall:+.0%})" for title, wall, check in checks)  # fmt: skip
+    return ("\n¹ Projected: no full run of this chapter was timed from nothing recorded (its results were recorded "
+            "over several sittings, each resuming the last). Each recorded case counts the GPU time its timing loop "
+            "ran (its repetitions times its median) plus the host time per case (inputs, the float64 reference, the "
+            "check, compiling the launch) that the chapters timed in full spent on average. "
+            + (f"The same projection of the chapters timed in full, each from the others: {checked}." if checks
+               else "") + "\n")  # fmt: skip
 
 
 def build_book(book: Path | None = None, *, device: str = "recorded", extra_args: tuple[str, ...] = ()) -> Path:
@@ -353,6 +368,7 @@ def build_book(book: Path | None = None, *, device: str = "recorded", extra_args
     recorded = chapter.results_directory("recorded")
     (book / REPRODUCTION_TABLE).write_text(reproduction_markdown(recorded))
     (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book), repository_branch(book)))
+    (book / NODE_PAGE).write_text(node_markdown(directory, _short_gpu(directory), _titles()))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
     subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)

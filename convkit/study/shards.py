@@ -8,9 +8,9 @@ A chunk's rows come back together or not at all: a worker killed mid-chunk loses
 chunk again elsewhere, and a row already held is never written twice. Each worker is a run of its own in the
 results' provenance, with its GPU's index and UUID.
 
-Whole steps that are not sweeps (the ceilings, a run-to-run sample, an ncu profile) run on a worker in a scratch
-folder as ``python -m convkit ...`` in a fresh process (:meth:`DaskSharder.step`); the files they change come back
-and replace this folder's.
+Whole steps that are not sweeps (the ceilings, a run-to-run sample, the summary's networks) run on a worker in a
+scratch folder, as a command in a fresh process (:meth:`DaskSharder.step`); the files they change come back and
+replace this folder's.
 
 Dask and distributed are the ``convkit[node]`` extra (with dask-cuda for one node's GPUs); nothing here imports
 them before a cluster is asked for.
@@ -88,18 +88,22 @@ def measure_chunk(
     return provenance(), list(measure_each(work, measure))
 
 
+#: Where a whole step's command names its results folder.
+FOLDER = "{directory}"
+
+
 def run_step(argv: Sequence[str], inputs: dict[str, bytes]) -> dict[str, bytes]:
-    """On a worker: ``python -m convkit *argv --directory <scratch>`` in a fresh process, the scratch folder holding
-    ``inputs`` (file name -> bytes); every file there that is new or changed afterwards (name -> bytes). Raises
-    RuntimeError with the end of its output where it fails."""
+    """On a worker: ``python *argv`` in a fresh process, :data:`FOLDER` in ``argv`` replaced by a scratch folder
+    holding ``inputs`` (file name -> bytes); every file there that is new or changed afterwards (name -> bytes).
+    Raises RuntimeError with the end of its output where it fails."""
     with tempfile.TemporaryDirectory(prefix="convkit-step-") as scratch:
         folder = Path(scratch)
         for name, data in inputs.items():
             (folder / name).write_bytes(data)
-        done = subprocess.run([sys.executable, "-m", "convkit", *argv, "--directory", str(folder)],
-                              capture_output=True, text=True)  # fmt: skip
+        command = [sys.executable, *(arg.replace(FOLDER, str(folder)) for arg in argv)]
+        done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode:
-            raise RuntimeError(f"convkit {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+            raise RuntimeError(f"python {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
         return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
                 if p.is_file() and inputs.get(p.name) != p.read_bytes()}  # fmt: skip
 
@@ -149,8 +153,8 @@ class DaskSharder:
         return written
 
     def step(self, argv: Sequence[str], directory: Path, reads: Iterable[str]) -> list[str]:
-        """``python -m convkit *argv`` on a worker (:func:`run_step`), given the files of ``directory`` that match the
-        globs ``reads``; the files it wrote replace ``directory``'s (each atomically). Returns their names."""
+        """``python *argv`` on a worker (:func:`run_step`), given the files of ``directory`` that match the globs
+        ``reads``; the files it wrote replace ``directory``'s (each atomically). Returns their names."""
         inputs = {p.name: p.read_bytes() for pattern in reads for p in sorted(Path(directory).glob(pattern))
                   if p.is_file()}  # fmt: skip
         written = self.client.submit(run_step, list(argv), inputs, pure=False).result()

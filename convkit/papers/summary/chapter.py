@@ -336,9 +336,16 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
     return out
 
 
-if __name__ == "__main__":  # python -m convkit.papers.summary.chapter repeat <results folder>: the repeated sample
+if __name__ == "__main__":  # python -m convkit.papers.summary.chapter measure|repeat <results folder> [--quick]
     import sys
 
-    if sys.argv[1:2] != ["repeat"] or len(sys.argv) != 3:
-        sys.exit("usage: python -m convkit.papers.summary.chapter repeat <results folder>")
-    measure_repeat(Path(sys.argv[2]))
+    command, rest = sys.argv[1:2], sys.argv[2:]
+    quick = "--quick" in rest
+    folders = [a for a in rest if a != "--quick"]
+    if command not in (["measure"], ["repeat"]) or len(folders) != 1 or (quick and command == ["repeat"]):
+        sys.exit("usage: python -m convkit.papers.summary.chapter measure <results folder> [--quick]\n"
+                 "       python -m convkit.papers.summary.chapter repeat <results folder>")  # fmt: skip
+    if command == ["measure"]:
+        measure(Path(folders[0]), quick=quick)
+    else:
+        measure_repeat(Path(folders[0]))
