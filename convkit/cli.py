@@ -213,6 +213,26 @@ def _on_node(args: argparse.Namespace, only: list[str] | None) -> Path | None:
         return None
 
 
+def _cmd_across(args: argparse.Namespace) -> int:
+    """Every chapter's run-to-run sample on every GPU of a node or cluster; the spread across GPUs beside the
+    recorded run-to-run spread."""
+    from convkit.book import node
+    from convkit.study.shards import open_client
+
+    try:
+        client = open_client(gpus=args.gpus, scheduler=args.scheduler)
+    except (ImportError, ValueError) as exc:
+        print(f"convkit across: {exc}", file=sys.stderr)
+        return 1
+    with client:
+        sharder = node.DaskSharder(client)
+        directory = node.results_folder(sharder, Path(args.directory) if args.directory else None)
+        node.measure_across(sharder, directory, only=args.only.split(",") if args.only else None)
+    found = node.agreement(directory)
+    print(found.to_string(index=False) if not found.empty else "no chapter sampled on two GPUs")
+    return 0
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from convkit.book.reproduce import NotebookFailure, mode_line, reproduce, select_notebooks
 
@@ -313,6 +333,12 @@ def build_parser() -> argparse.ArgumentParser:
     repeat.add_argument("paper", choices=names())
     repeat.add_argument("--directory", help="results folder (default: results/<this GPU>)")
     repeat.set_defaults(func=_cmd_repeat)
+
+    across = sub.add_parser("across", help="each chapter's run-to-run sample on every GPU of a node: their spread")
+    across.add_argument("--only", help="comma-separated chapters (default: every chapter that sweeps)")
+    across.add_argument("--directory", help="results folder with the tuned launches (default: results/<the GPU>)")
+    _node_options(across)
+    across.set_defaults(func=_cmd_across, gpus=2)
 
     check = sub.add_parser("verify", help="every chapter's claims on a results folder, against the recorded ones")
     check.add_argument("directory", nargs="?", help="a results folder (default: the recorded GPU's)")

@@ -168,3 +168,48 @@ def test_a_cluster_of_one_gpu_is_refused_with_the_reason():
 
     with pytest.raises(ValueError, match="gpus"):
         open_client(gpus=1)
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_a_whole_step_runs_on_the_worker_named_in_a_scratch_copy_and_its_files_come_back(cluster, tmp_path):
+    from convkit.study.shards import FOLDER, DaskSharder
+
+    address, _ = cluster
+    (tmp_path / "kept_tuning.csv").write_text("read\n")
+    (tmp_path / "other.csv").write_text("not sent\n")
+    # a fresh process, the worker's child, in a folder holding only what the step reads
+    script = ("import os, pathlib, sys; d = pathlib.Path(sys.argv[1]); assert os.listdir(d) == ['kept_tuning.csv']; "
+              "(d / 'made.csv').write_text(f'{os.getppid()} {os.getpid()}')")  # fmt: skip
+    with distributed.Client(address) as client:
+        sharder = DaskSharder(client)
+        worker = sorted(client.scheduler_info()["workers"])[1]
+        pid = client.run(os.getpid, workers=[worker])[worker]
+        made = sharder.step(["-c", script, FOLDER], tmp_path, ["*_tuning.csv"], into=tmp_path / "out", worker=worker)
+        with pytest.raises(RuntimeError, match="failed"):
+            sharder.step(["-c", "raise SystemExit(3)"], tmp_path, [])
+    assert made == ["made.csv"]
+    parent, child = (int(v) for v in (tmp_path / "out" / "made.csv").read_text().split())
+    assert parent == pid and child != pid
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept_tuning.csv", "other.csv", "out", "scheduler.json"]
+
+
+def test_agreement_puts_the_spread_across_gpus_beside_the_run_to_run_spread(tmp_path):
+    from convkit.bench.rows import make_row
+    from convkit.book.node import ACROSS, agreement
+
+    problem = ConvProblem.same(1, 8, 7, 7, 8, 3)
+
+    def record(folder: Path, experiment: str, times: list[float]) -> None:
+        store = ResultStore.open(folder, experiment, {"gpu": "fake"})
+        for i, t in enumerate(times):
+            store.append(make_row(problem, Case("convkit", f"v{i}"), status="ok") | {"time_ms_median": t, "reps": 10})
+
+    record(tmp_path, "baseline", [1.0, 2.0, 4.0])
+    record(tmp_path, "baseline_repeat", [1.0, 2.0, 4.2])  # run to run: 0%, 0%, 5%
+    record(tmp_path / ACROSS / "gpu0", "baseline_repeat", [1.0, 2.0, 4.0])
+    record(tmp_path / ACROSS / "gpu1", "baseline_repeat", [1.1, 2.0, 4.0])  # across GPUs: 10%, 0%, 0%
+    found = agreement(tmp_path)
+    assert list(found["chapter"]) == ["The baseline: every cuDNN algorithm"] and list(found["gpus"]) == ["0 and 1"]
+    row = found.iloc[0]
+    assert row["cases"] == 3 and row["p95"] == pytest.approx(0.09, abs=0.01)
+    assert row["run_to_run_p95"] == pytest.approx(0.045, abs=0.01)

@@ -184,3 +184,58 @@ def run_on_node(*, gpus: int, scheduler: str | None, directory: Path | None, qui
     finally:
         if client is not None:
             client.close()
+
+
+#: Where the run-to-run samples measured on every GPU of a node go: ``<results>/across/gpu<index>/``.
+ACROSS = "across"
+
+
+def measure_across(sharder: DaskSharder, directory: Path, *, only: Sequence[str] | None = None,
+                   progress: Callable[[str], None] = print) -> Path:  # fmt: skip
+    """Each chapter's run-to-run sample (``convkit repeat``, at the launches tuned in ``directory``) measured on every
+    GPU of the cluster, each GPU's into ``<directory>/across/gpu<index>/``, the GPUs side by side; returns that
+    ``across`` folder (see :func:`agreement`)."""
+    names = [name for name in chapters(only) if name not in (SUMMARY, *WHOLE_STEPS)]
+    folder = Path(directory) / ACROSS
+
+    def on(worker: str, index: str) -> None:
+        for name in names:
+            argv = ["-m", "convkit", "repeat", name, "--directory", FOLDER]
+            sharder.step(argv, directory, STEP_READS, into=folder / f"gpu{index}", worker=worker)
+            progress(f"{name}: its sample measured on GPU {index}")
+
+    threads = [threading.Thread(target=on, args=item) for item in sharder.gpu_indices().items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return folder
+
+
+def agreement(directory: Path) -> Any:
+    """How far the GPUs of a node disagree, against how far one GPU disagrees with itself: for each chapter sampled
+    on every GPU (:func:`measure_across`) and each GPU past the first, the spread of its times against the first
+    GPU's on the same cases (``cases``, ``median``, ``p95``, fractions), beside the recorded run-to-run spread of the
+    chapter (its sample against its sweep, ``run_to_run_p95``). A DataFrame; empty where nothing was sampled."""
+    import pandas as pd
+
+    from convkit.study import tables
+    from convkit.study.results import load_results
+
+    gpus = sorted((Path(directory) / ACROSS).glob("gpu*"), key=lambda p: p.name)
+    rows = []
+    for entry in (paper(name) for name in chapters() if name not in (SUMMARY, *WHOLE_STEPS)):
+        repeat = f"{entry.experiment}_repeat"
+        held = [g for g in gpus if (g / f"{repeat}.csv").is_file()]
+        if len(held) < 2:
+            continue
+        first = load_results(held[0], repeat)[0]
+        try:
+            own = tables.spread(*(load_results(Path(directory), e)[0] for e in (entry.experiment, repeat)))["p95"]
+        except FileNotFoundError:
+            own = float("nan")
+        for other in held[1:]:
+            found = tables.spread(first, load_results(other, repeat)[0])
+            rows.append({"chapter": entry.title, "gpus": f"{held[0].name[3:]} and {other.name[3:]}", **found,
+                         "run_to_run_p95": own})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -60,13 +60,19 @@ def chunks(work: Sequence[Work], parts: int) -> list[list[Work]]:
     return found
 
 
+def visible_gpu() -> str:
+    """The GPU this process measures on, as its node counts them (the first of ``CUDA_VISIBLE_DEVICES``: dask-cuda
+    gives each worker its own GPU first), or its UUID where the node names GPUs so."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+
+
 @functools.cache
 def gpu_provenance() -> dict[str, Any]:
     """This worker's run: :func:`convkit.study.provenance.collect` and which of the node's GPUs it measures on
     (index as the node counts them, UUID), the host and the process."""
     from convkit.study import provenance
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    visible = visible_gpu()
     return provenance.collect() | {"gpu_index": visible, "gpu_uuid": _gpu_uuid(visible), "pid": os.getpid()}
 
 
@@ -152,15 +158,24 @@ class DaskSharder:
                 progress(_progress_line(store.experiment, finished, len(parts), written, total, run, start))
         return written
 
-    def step(self, argv: Sequence[str], directory: Path, reads: Iterable[str]) -> list[str]:
-        """``python *argv`` on a worker (:func:`run_step`), given the files of ``directory`` that match the globs
-        ``reads``; the files it wrote replace ``directory``'s (each atomically). Returns their names."""
+    def step(self, argv: Sequence[str], directory: Path, reads: Iterable[str], *, into: Path | None = None,
+             worker: str | None = None) -> list[str]:  # fmt: skip
+        """``python *argv`` on a worker (:func:`run_step`; ``worker``: on that one), given the files of ``directory``
+        that match the globs ``reads``; the files it wrote replace those of ``into`` (default ``directory``), each
+        atomically. Returns their names."""
         inputs = {p.name: p.read_bytes() for pattern in reads for p in sorted(Path(directory).glob(pattern))
                   if p.is_file()}  # fmt: skip
-        written = self.client.submit(run_step, list(argv), inputs, pure=False).result()
+        pinned = {"workers": [worker], "allow_other_workers": False} if worker else {}
+        written = self.client.submit(run_step, list(argv), inputs, pure=False, **pinned).result()
+        target = Path(into or directory)
+        target.mkdir(parents=True, exist_ok=True)
         for name, data in written.items():
-            replace_text(Path(directory) / name, data.decode())
+            replace_text(target / name, data.decode())
         return sorted(written)
+
+    def gpu_indices(self) -> dict[str, str]:
+        """Each worker's address -> the index of the GPU it measures on, as its node counts them."""
+        return dict(self.client.run(visible_gpu))
 
 
 def _run_store(store: ResultStore, run: dict[str, Any]) -> ResultStore:
