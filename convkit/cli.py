@@ -217,30 +217,30 @@ def _cmd_across(args: argparse.Namespace) -> int:
     """Every chapter's run-to-run sample on every GPU of a node or cluster; the spread across GPUs beside the
     recorded run-to-run spread."""
     from convkit.book import node
-    from convkit.study.shards import open_client
+    from convkit.study.shards import DaskSharder, close, open_client
 
     try:
         client = open_client(gpus=args.gpus, scheduler=args.scheduler)
     except (ImportError, ValueError) as exc:
         print(f"convkit across: {exc}", file=sys.stderr)
         return 1
-    with client:
-        sharder = node.DaskSharder(client)
+    try:
+        sharder = DaskSharder(client)
         directory = node.results_folder(sharder, Path(args.directory) if args.directory else None)
         node.measure_across(sharder, directory, only=args.only.split(",") if args.only else None)
+    finally:
+        close(client)
     found = node.agreement(directory)
     print(found.to_string(index=False) if not found.empty else "no chapter sampled on two GPUs")
     return 0
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from convkit.book.reproduce import NotebookFailure, mode_line, reproduce, select_notebooks
+    from convkit.book.reproduce import CLOSING_CHAPTERS, NotebookFailure, mode_line, reproduce, select_notebooks
 
     recorded_gpu = None
     if args.gpus > 1 or args.scheduler or args.directory:  # measure first, sharded; the notebooks read it after
         chosen = {path.stem for path in select_notebooks(args.only)}
-        from convkit.book.reproduce import CLOSING_CHAPTERS
-
         notebooks = [(p.name, p.notebook) for p in PAPERS] + list(CLOSING_CHAPTERS)
         folder = _on_node(args, only=[name for name, stem in notebooks if stem in chosen])
         if folder is None or args.directory:  # a scratch folder: timed, not shown (the notebooks read results/<gpu>/)

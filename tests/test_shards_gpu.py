@@ -27,10 +27,13 @@ def client():
     pytest.importorskip("dask_cuda", reason="the node's cluster needs dask-cuda: pip install 'convkit[node]'")
     if cupy.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("a sharded sweep on a node needs two GPUs")
-    from convkit.study.shards import open_client
+    from convkit.study.shards import close, open_client
 
-    with open_client(gpus=2) as found:
+    found = open_client(gpus=2)
+    try:
         yield found
+    finally:
+        close(found)
 
 
 def _sweep(directory, *, sharder=None) -> None:

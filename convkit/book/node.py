@@ -163,7 +163,7 @@ def run_on_node(*, gpus: int, scheduler: str | None, directory: Path | None, qui
     the GPU count. Returns the folder measured into."""
     from convkit.core.gpu import device_name, gpu_slug
     from convkit.study.checkout import results_dir
-    from convkit.study.shards import gpu_provenance, open_client
+    from convkit.study.shards import close, gpu_provenance, open_client
 
     client = open_client(gpus=gpus, scheduler=scheduler) if scheduler or gpus > 1 else None
     try:
@@ -183,7 +183,7 @@ def run_on_node(*, gpus: int, scheduler: str | None, directory: Path | None, qui
         return folder
     finally:
         if client is not None:
-            client.close()
+            close(client)
 
 
 #: Where the run-to-run samples measured on every GPU of a node go: ``<results>/across/gpu<index>/``.

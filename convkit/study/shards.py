@@ -118,12 +118,15 @@ class DaskSharder:
     """Measures sweeps on a Dask cluster's workers (see the module doc); ``client``: a ``distributed.Client``.
 
     ``provenance`` is what each worker's run records (default :func:`gpu_provenance`; a test's fake measure passes
-    its own). ``progress`` gets one line per finished chunk: the experiment, rows done, the GPU, time left.
+    its own). ``progress`` gets one line per finished chunk (the experiment, rows done, the GPU, time left) where the
+    sweep passes no callback of its own.
     """
 
-    def __init__(self, client: Any, *, provenance: Callable[[], dict[str, Any]] = gpu_provenance):
+    def __init__(self, client: Any, *, provenance: Callable[[], dict[str, Any]] = gpu_provenance,
+                 progress: Callable[[str], None] | None = print):  # fmt: skip
         self.client = client
         self.provenance = provenance
+        self.progress = progress
 
     @property
     def workers(self) -> int:
@@ -141,6 +144,7 @@ class DaskSharder:
         parts = chunks(work, min(len(work), CHUNKS_PER_WORKER * self.workers))
         futures = {self.client.submit(measure_chunk, part, measure, self.provenance, pure=False): part
                    for part in parts}  # fmt: skip
+        progress = progress or self.progress
         runs: dict[str, ResultStore] = {}
         done, total, written, start = store.done_keys(), sum(len(t) for _, t in work), 0, time.monotonic()
         for finished, future in enumerate(as_completed(futures), 1):
@@ -227,6 +231,15 @@ def open_client(*, gpus: int | None = None, scheduler: str | None = None) -> Any
     client = Client(cluster)
     client.wait_for_workers(gpus, timeout=300)
     return client
+
+
+def close(client: Any) -> None:
+    """Close ``client``, and the cluster :func:`open_client` started for it on this node (a cluster at a scheduler
+    address is left running: it is not this process's)."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def worker_gpus(client: Any) -> dict[str, str]:
