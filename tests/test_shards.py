@@ -213,3 +213,42 @@ def test_agreement_puts_the_spread_across_gpus_beside_the_run_to_run_spread(tmp_
     row = found.iloc[0]
     assert row["cases"] == 3 and row["p95"] == pytest.approx(0.09, abs=0.01)
     assert row["run_to_run_p95"] == pytest.approx(0.045, abs=0.01)
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_chapters_measured_side_by_side_on_the_cluster_each_after_those_it_reads(cluster, tmp_path, monkeypatch):
+    """node.measure_study with two fake chapters (the second reads the first's tuning, as 3xTF32 reads FP32's): every
+    row once, the second started after the first finished, one progress line per finished chunk."""
+    from types import SimpleNamespace
+
+    from convkit.book import node
+    from convkit.study.shards import DaskSharder
+    from convkit.study.sweep import run_sweep
+
+    address, _ = cluster
+    order: list[str] = []
+
+    def chapter(name: str) -> SimpleNamespace:
+        def measure(directory, *, quick, experiment, progress):
+            order.append(f"{name} started")
+            run_sweep(experiment, sweep_worker.PROBLEMS, lambda p: sweep_worker.CASES, sweep_worker.fake_measure(0.01),
+                      directory=directory, progress=progress)  # fmt: skip
+            order.append(f"{name} finished")
+
+        return SimpleNamespace(name=name, experiment=name, measure=measure)
+
+    fakes = {"first": chapter("first"), "second": chapter("second")}
+    monkeypatch.setattr(node, "chapters", lambda only=None: list(fakes))
+    monkeypatch.setattr(node, "paper", fakes.__getitem__)
+    monkeypatch.setattr(node, "MEASURED_AFTER", {"second": ("first",)})
+    lines: list[str] = []
+    with distributed.Client(address) as client:
+        sharder = DaskSharder(client, provenance=sweep_worker.fake_provenance, progress=lines.append)
+        times = node.measure_study(sharder, tmp_path, quick=True, progress=lines.append)
+    assert order == ["first started", "first finished", "second started", "second finished"]
+    assert set(times) == {"first", "second", "all"} and times["second"] <= times["all"]
+    for name in fakes:
+        keys = [case_key_of(r) for r in ResultStore(tmp_path, f"{name}_quick").rows()]
+        assert len(keys) == len(set(keys)) and set(keys) == EXPECTED
+    chunk_lines = [line for line in lines if "chunk" in line]
+    assert len(chunk_lines) >= 4 and all("rows" in line and "left" in line for line in chunk_lines), lines
