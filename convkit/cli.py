@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Variant
 from convkit.core.problem import ConvProblem
-from convkit.papers import PAPERS, names, paper
+from convkit.families.registry import Variant
+from convkit.papers import PAPERS, names, paper, shipping_sources
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -77,8 +77,8 @@ def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from convkit.bench import measure
     from convkit.bench.rows import case_key, row_key
-    from convkit.bench.variant import Kernels
     from convkit.core.gpu import require_cupy
+    from convkit.families.registry import Kernels
     from convkit.papers import tuned_knobs
     from convkit.study.results import ResultStore, gpu_results_dir
     from convkit.study.sweep import run_experiment
@@ -287,11 +287,11 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     directory = chapter.results_directory("recorded", args.gpu or chapter.DEFAULT_RECORDED_GPU)
     if args.write_table:
-        print(f"dispatch table in {shipping.write_shipped_table(directory)}")
+        print(f"dispatch table in {shipping.write_shipped_table(directory, shipping_sources())}")
     pad: Any = args.pad if args.pad == "same" else int(args.pad)
     for label in args.labels:
         problem = ConvProblem.from_label(label, pad=pad, stride=args.stride)
-        rows = shipping.explain(problem, directory)
+        rows = shipping.explain(problem, directory, shipping_sources())
         print(f"\n{problem.label} pad={problem.pad} stride={problem.stride} on {directory.name}: "
               f"{len(rows)} recorded candidates, fastest first")  # fmt: skip
         print(rows.to_string(index=False) if len(rows) else "  none recorded: convkit.conv2d tunes it on first use")

@@ -8,15 +8,15 @@ on the accuracy experiment's kinds of input. Run on a GPU from the repository ro
 
 from __future__ import annotations
 
-from convkit.bench.measure import cases, measure_problem
-from convkit.bench.rows import Case, params_text
-from convkit.bench.variant import Kernels
+from convkit.bench.measure import measure_problem
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
 from convkit.families.fp32.launch import candidates, conv2d_implicit_gemm
+from convkit.families.registry import Kernels
 from convkit.families.tf32x3.launch import conv2d_tf32x3, launch_candidates
 from convkit.libs import cutlass
+from convkit.op.cases import Case, cases, params_text
 
 LAYERS = (
     ConvProblem.same(16, 256, 56, 56, 256, 3), ConvProblem.same(32, 256, 56, 56, 256, 3),

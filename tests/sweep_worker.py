@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from convkit.bench.rows import Case, make_row
+from convkit.bench.rows import make_row
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.study.results import ResultStore
 from convkit.study.sweep import sweep
 

@@ -182,7 +182,7 @@ def test_largest_grid_problems(problem):
     """The grids' largest configurations (1024x1024 x 512 filters 5x5; 512x512, 512 -> 512, 5x5), default launches."""
     import cupy
 
-    from convkit.bench.measure import float64_reference
+    from convkit.op.cases import float64_reference
 
     rng = cupy.random.default_rng()
     x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)

@@ -8,9 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from convkit.bench.rows import params_text
 from convkit.book import chapter
 from convkit.families.chang2022 import ranking, single
+from convkit.op.cases import params_text
 from convkit.papers.chang2022 import TUNING, problems
 from convkit.papers.chang2022 import results as chang_results
 from convkit.study.results import load_results

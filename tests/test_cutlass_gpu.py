@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
-from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Kernels
 from convkit.libs import cutlass
+from convkit.op.cases import variant_case
 
 pytestmark = pytest.mark.gpu
 
@@ -26,7 +27,7 @@ def _built():
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
 def test_every_kernel_matches_float64(problem):
-    todo = [peer.case(problem) for peer in cutlass.PEERS if peer.supports(problem)]
+    todo = [variant_case(peer, problem) for peer in cutlass.PEERS if peer.supports(problem)]
     assert todo, "no CUTLASS kernel takes the problem"
     rows = list(measure_problem(problem, todo, Kernels((), cutlass.PEERS), seed=4, timing=CHECK_ONLY))
     failed = [(r["variant"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]

@@ -11,7 +11,7 @@ from convkit import __version__
 from convkit.core.problem import ConvProblem
 from convkit.core.shipped import shipped_path
 from convkit.op import dispatch
-from convkit.papers import PAPERS
+from convkit.papers import PAPERS, shipping_sources
 from convkit.study import shipping
 from convkit.study.checkout import results_dir
 
@@ -20,18 +20,18 @@ MAX_CASE = ConvProblem.same(1, 832, 7, 7, 32, 1)  # cuConv's largest speed-up
 
 
 def test_the_shipped_table_is_the_recorded_results_fastest():
-    recorded = shipping.table_from_results(results_dir() / GPU)
+    recorded = shipping.table_from_results(results_dir() / GPU, shipping_sources())
     assert dispatch.read_table(shipped_path(GPU), gpu=GPU) == recorded
     assert len(recorded) > 700
     choice = recorded[MAX_CASE.key]
-    ranked = shipping.explain(MAX_CASE, results_dir() / GPU)
+    ranked = shipping.explain(MAX_CASE, results_dir() / GPU, shipping_sources())
     assert (choice.impl, choice.variant, choice.time_us) == tuple(ranked.iloc[0][["impl", "variant", "us"]])
     assert choice.paper if choice.impl == "convkit" else not choice.paper
     assert list(ranked["us"]) == sorted(ranked["us"])
 
 
 def test_no_fused_layer_is_a_choice_for_a_plain_convolution():
-    candidates = shipping.recorded_candidates(results_dir() / GPU)
+    candidates = shipping.recorded_candidates(results_dir() / GPU, shipping_sources())
     assert set(candidates["paper"]) <= {p.name for p in PAPERS if p.convolutions}
     assert not {p.name for p in PAPERS if not p.convolutions} & set(candidates["paper"])
 

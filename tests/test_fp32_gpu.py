@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
-from convkit.bench.rows import Case, params_text
-from convkit.bench.variant import Kernels
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32 as family
 from convkit.families.fp32 import launch, winograd
+from convkit.families.registry import Kernels
 from convkit.libs import cublas
+from convkit.op.cases import Case, params_text
 from convkit.papers import fp32
 
 pytestmark = pytest.mark.gpu

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from findings_check import assert_findings_in_lines  # tests/findings_check.py
 
-from convkit.bench.measure import cases
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import Launch
 from convkit.cuda.ptxas import find_nvcc, ptxas_report
 from convkit.families.lu2020 import exchange
 from convkit.families.lu2020 import launch as lu2020
+from convkit.op.cases import cases
 from convkit.papers import lu2020 as chapter
 from convkit.papers.lu2020 import problem_sets as lu_problems
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from convkit.bench import measure
-from convkit.bench.rows import Case
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.libs import pytorch
 from convkit.libs.cudnn import FORWARD_ALGORITHMS
+from convkit.op.cases import Case
 
 
 def _noop(*args, **knobs):

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from convkit.bench.rows import COLUMNS, Case, case_key, make_row, row_key
+from convkit.bench.rows import COLUMNS, case_key, make_row, row_key
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.papers.ceilings import measure as ceilings
 from convkit.study import results
 from convkit.study.results import ResultStore, load_results

@@ -184,9 +184,10 @@ def test_a_full_run_is_measured_where_timed_and_else_projected_with_the_projecti
     cost per case of the chapters timed in full; each timed chapter also projected from the others (the check)."""
     import csv
 
-    from convkit.bench.rows import Case, make_row
+    from convkit.bench.rows import make_row
     from convkit.book.run_times import full_times, run_times_store
     from convkit.core.problem import ConvProblem
+    from convkit.op.cases import Case
     from convkit.study.results import ResultStore
 
     def record(experiment: str, cases: int, time_ms: float) -> None:

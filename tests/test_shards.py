@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from convkit.bench.rows import Case, case_key
+from convkit.bench.rows import case_key
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.study.results import ResultStore
 from convkit.study.shards import chunks
 

@@ -14,8 +14,9 @@ from convkit.study.checkout import book_dir, notebooks_dir
 PACKAGE = Path(__file__).resolve().parent.parent / "convkit"
 #: The library's layers: what ``convkit.conv2d`` is made of. The study (``study``, ``papers``, ``book``, the
 #: command line) imports them, never the other way.
-LIBRARY = ("convkit.core", "convkit.cuda", "convkit.libs", "convkit.op", "convkit.families", "convkit.bench")
-STUDY = ("convkit.study", "convkit.papers", "convkit.book", "convkit.cli", "convkit.__main__")
+LIBRARY = ("convkit.core", "convkit.cuda", "convkit.libs", "convkit.op", "convkit.families")
+#: The benchmark's row format and measuring rule sit on the library; the study stands on both.
+STUDY = ("convkit.bench", "convkit.study", "convkit.papers", "convkit.book", "convkit.cli", "convkit.__main__")
 #: The only modules that may import the chapters' registry: the top of the stack.
 TOP_OF_STACK = {
     "convkit.cli",
@@ -24,6 +25,7 @@ TOP_OF_STACK = {
     "convkit.book.reproduction",
     "convkit.book.verify",
     "convkit.book.node",
+    "convkit.papers.summary.chapter",
     "convkit.book.profile",
     "convkit.book.plots",
     "convkit.study.shipping",

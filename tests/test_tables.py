@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from convkit.bench.rows import Case, make_row
+from convkit.bench.rows import make_row
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.study import tables
 
 

@@ -9,16 +9,16 @@ import pytest
 from test_fp32_gpu import _random_problems
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
-from convkit.bench.rows import Case, params_text
-from convkit.bench.variant import Kernels
 from convkit.core import reference
 from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
+from convkit.families.registry import Kernels
 from convkit.families.tf32x3 import launch
 from convkit.families.tf32x3.launch import conv2d_tf32x3
 from convkit.families.tf32x3.rounding import split_tf32
+from convkit.op.cases import Case, params_text
 
 pytestmark = pytest.mark.gpu
 

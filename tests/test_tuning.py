@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from convkit.bench.rows import Case, make_row, params_text
+from convkit.bench.rows import make_row
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case, params_text
 from convkit.study import tuning
 from convkit.study.results import ResultStore
 
@@ -56,8 +57,8 @@ def _tuning_table(directory, problem, variant, knobs):
 def test_a_sweep_runs_the_knobs_tuned_in_its_own_folder(tmp_path, monkeypatch):
     """``convkit sweep <paper> --directory D`` tunes into D, then sweeps with D's tuned knobs (it once swept
     with the knobs of ``results/<this GPU>``)."""
-    from convkit.bench.measure import cases
-    from convkit.bench.variant import Variant
+    from convkit.families.registry import Variant
+    from convkit.op.cases import cases
     from convkit.study import sweep
 
     p = ConvProblem.from_label("7-1-1-32-832")

@@ -6,12 +6,11 @@ the columns from here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 
 #: Column order of every results CSV (the issue's required columns first).
 COLUMNS: tuple[str, ...] = (
@@ -29,11 +28,6 @@ KEY_COLUMNS: tuple[str, ...] = ("label", "pad", "stride", "impl", "variant", "pa
 STATUSES = ("ok", "wrong", "not_supported", "workspace_too_large", "oom", "error")
 
 
-def params_text(params: Mapping[str, Any] | None) -> str:
-    """Canonical text of tuning parameters (sorted JSON), part of a row's key."""
-    return json.dumps(dict(params or {}), sort_keys=True, separators=(",", ":"))
-
-
 def timing_columns(timing: Any) -> dict[str, Any]:
     """The timing columns every results file shares, from a :class:`convkit.cuda.timing.Timing`."""
     return {"time_ms_median": f"{timing.median_ms:.6g}", "time_ms_min": f"{timing.min_ms:.6g}",
@@ -43,15 +37,6 @@ def timing_columns(timing: Any) -> dict[str, Any]:
 def error_text(value: float | None) -> str:
     """A relative error as the results files write it (empty when there was nothing to check)."""
     return "" if value is None else f"{value:.3e}"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One thing to measure on one problem: an implementation, a variant, its parameters."""
-
-    impl: str
-    variant: str
-    params: str = "{}"
 
 
 def row_key(row: Mapping[str, Any], key_columns: tuple[str, ...] = KEY_COLUMNS) -> tuple[str, ...]:

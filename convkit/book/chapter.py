@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.study.checkout import results_dir
-from convkit.study.results import DEFAULT_RECORDED_GPU, QUICK_SUFFIX, gpu_results_dir
+from convkit.study.results import DEFAULT_RECORDED_GPU, QUICK_SUFFIX, gpu_results_dir, recorded_folders
 from convkit.study.roofline import ceilings_summary
 
 if "ipykernel" in sys.modules:  # a chapter's notebook: every figure in the book's style, as 2x PNG
@@ -317,18 +317,7 @@ def recorded_gpus(name: str) -> list[tuple[str, Results]]:
 
 def recordings(experiment: str) -> list[tuple[str, Results]]:
     """Every GPU with a recording of ``experiment``: (label, results), as :func:`recorded_gpus`."""
-    found = []
-    folders = sorted(p for p in results_dir().iterdir() if p.is_dir())
-    folders.sort(key=lambda p: p.name != DEFAULT_RECORDED_GPU)
-    for folder in folders:
-        for stem, quick in ((experiment, False), (experiment + QUICK_SUFFIX, True)):
-            if (folder / f"{stem}.csv").is_file():
-                recorded = load(folder, stem)
-                names = {str(run.get("gpu", "")) for run in recorded.provenance.get("runs", {}).values()} - {""}
-                gpu = (sorted(names)[0] if names else folder.name).removeprefix("NVIDIA ")
-                found.append((gpu + (" (quick)" if quick else ""), recorded))
-                break
-    return found
+    return [(gpu, load(folder, stem)) for gpu, folder, stem in recorded_folders(experiment)]
 
 
 def across_gpus(name: str) -> Any:

@@ -117,9 +117,9 @@ def drive(manifest_path: Path, name: str, directory: Path) -> None:
     """The profiled process: check each of the paper's profiled cases (at the knobs tuned in ``directory``), warm
     it up, launch it once between markers. Writes the manifest (case index -> entry with status, error and note)
     as JSON."""
-    from convkit.bench.measure import poisoned_run_error
     from convkit.cuda.nvrtc import load_kernel
     from convkit.libs.cudnn import CudnnError
+    from convkit.op.cases import poisoned_run_error
 
     spec = paper(name).profile
     if spec is None:

@@ -69,7 +69,7 @@ def shipped(gpu: str) -> dict[str, Any]:
 
 
 def knob_table(gpu: str) -> Callable[[ConvProblem, str], dict[str, Any] | None]:
-    """The shipped tuned knobs of ``gpu`` as a :data:`convkit.bench.variant.KnobTable`."""
+    """The shipped tuned knobs of ``gpu`` as a :data:`convkit.families.registry.KnobTable`."""
     knobs = shipped(gpu).get("knobs", {})
 
     def lookup(problem: ConvProblem, variant: str) -> dict[str, Any] | None:

@@ -1,15 +1,15 @@
 """The kernel families ``convkit.conv2d`` runs: the only list of them.
 
-Each family (:class:`convkit.bench.variant.Family`) is a folder here: its Launch classes, its variants with
+Each family (:class:`convkit.families.registry.Family`) is a folder here: its Launch classes, its variants with
 their knob candidates and the library peers measured beside them. Importing a family imports no chapter; a
 chapter (``convkit.papers.<name>``) imports its family. A new family is its folder and one line here.
 """
 
 from __future__ import annotations
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.memo import memoize
 from convkit.families import baseline, chang2022, cuconv, fp32, lu2020, tf32x3, toy_cnn
+from convkit.families.registry import Family, Variant
 
 FAMILIES: tuple[Family, ...] = (
     baseline.FAMILY,

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Variant
 from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.memo import memoize
 from convkit.core.paths import cache_dir
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Variant
 
 IMPL = "cutlass"
 #: The kernels of ``cutlass_fprop.cu``, in its order: (variant name, input precision).

@@ -15,12 +15,12 @@ import sys
 import time
 from typing import Any
 
-from convkit.bench.measure import cases, poisoned_run_error, prepare_case, random_inputs, tolerance_for
-from convkit.bench.variant import Kernels
 from convkit.core import reference, shipped
 from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
 from convkit.families import FAMILIES, owner, precision_of
+from convkit.families.registry import Kernels
+from convkit.op.cases import cases, poisoned_run_error, prepare_case, random_inputs, tolerance_for
 from convkit.op.dispatch import Choice, cache_path, read_table, table_key, write_table
 
 #: The families first-use tuning measures: those whose kernels run every filter, stride and padding.

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convkit.bench.variant import KnobTable, first_of
+from convkit.families.registry import KnobTable, first_of
 from convkit.papers import baseline, ceilings, chang2022, cuconv, fp32, lu2020, tf32x3, toy_cnn
 from convkit.papers.paper import Paper
+from convkit.study.shipping import Sources
 
 PAPERS: tuple[Paper, ...] = (
     ceilings.PAPER,
@@ -36,6 +37,14 @@ def paper(name: str) -> Paper:
 def names() -> list[str]:
     """Every paper's name, in reading order."""
     return [p.name for p in PAPERS]
+
+
+def shipping_sources() -> Sources:
+    """What the study ships for ``convkit.conv2d`` (:mod:`convkit.study.shipping`): every chapter's sweep of plain
+    convolutions, every chapter's tuning table, the fused layer's choices."""
+    return Sources(sweeps={p.name: p.experiment for p in PAPERS if p.convolutions},
+                   tunings=tuple(p.tuning for p in PAPERS if p.tuning),
+                   fused=tuple(p.fused_choices for p in PAPERS if p.fused_choices is not None))  # fmt: skip
 
 
 def tuned_knobs(directory: Path) -> KnobTable:

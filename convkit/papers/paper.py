@@ -13,18 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from convkit.bench.measure import (
-    cases,
-    float64_reference,
-    measure_problem,
-    prepare_case,
-    random_inputs,
-    tolerance_for,
-    variant_checks,
-)
-from convkit.bench.rows import Case
-from convkit.bench.variant import Family, Kernels, KnobTable, Variant
+from convkit.bench.measure import measure_problem, variant_checks
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Family, Kernels, KnobTable, Variant
+from convkit.op.cases import Case, cases, float64_reference, prepare_case, random_inputs, tolerance_for
 from convkit.study.claims import Claim
 
 
@@ -41,7 +33,7 @@ class ProfiledCase:
     """One case the profiler checks and then launches once between its markers.
 
     ``entry`` names it in the profile's rows (table, config, label, impl, variant, params);
-    ``prepare()`` gives ``(run, check_run)`` as for :func:`convkit.bench.measure.check_and_time`, or a row
+    ``prepare()`` gives ``(run, check_run)`` as for :func:`convkit.bench.measure.check_and_time`, or a refusal
     saying why it cannot run; ``out`` is what the checked run writes, ``ref`` its float64 value.
     """
 

@@ -200,6 +200,22 @@ def recorded_gpu_name(folder: str | Path) -> str:
     return directory.name
 
 
+def recorded_folders(experiment: str) -> list[tuple[str, Path, str]]:
+    """Every GPU's folder under ``results/`` with a recording of ``experiment``: (the GPU's name without the vendor,
+    with " (quick)" for a quick run; the folder; the experiment as recorded there, its full run where there is one,
+    else its quick run). The book's GPU comes first."""
+    folders = sorted(p for p in results_dir().iterdir() if p.is_dir())
+    folders.sort(key=lambda p: p.name != DEFAULT_RECORDED_GPU)
+    found = []
+    for folder in folders:
+        for stem, quick in ((experiment, False), (experiment + QUICK_SUFFIX, True)):
+            if (folder / f"{stem}.csv").is_file():
+                gpu = recorded_gpu_name(folder).removeprefix("NVIDIA ")
+                found.append((gpu + (" (quick)" if quick else ""), folder, stem))
+                break
+    return found
+
+
 def recorded_elsewhere(directory: Path, gpu: str, needs: str = "") -> tuple[Path, str] | None:
     """(``results/<gpu>``, its GPU's name without the vendor) where a chapter run alone on another GPU shows what
     that GPU recorded: a folder other than ``directory`` that holds ``needs`` (a file name; "" for any); else None."""

@@ -1,20 +1,23 @@
 """What the study ships inside the package for ``convkit.conv2d``: ``convkit/data/dispatch-<gpu>.json``.
 
 From one GPU's recorded results (:mod:`convkit.core.shipped` describes the document): per problem, the
-fastest row that passed its float64 check across every chapter whose rows are plain convolutions,
-convkit's or a library's; the knobs of every chapter's tuning table; the fused layer's choices; and the
-GPU's measured ceilings. :func:`explain` lists every recorded candidate of a problem with its time.
+fastest row that passed its float64 check across the recorded sweeps of plain convolutions that :class:`Sources`
+names (a chapter's, or any other sweep of a family's variants), convkit's or a library's; the knobs of its tuning
+tables; the fused layer's choices; and the GPU's measured ceilings. :func:`explain` lists every recorded candidate
+of a problem with its time. The study's sources are its chapters' (:func:`convkit.papers.shipping_sources`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.rows import params_text
 from convkit.core.precision import ALLOWED, INPUT_PRECISIONS
 from convkit.core.shipped import shipped, shipped_path
+from convkit.op.cases import params_text
 from convkit.op.dispatch import Choice, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
@@ -25,34 +28,48 @@ from convkit.study.tuning import tuned_knobs
 CANDIDATE_COLUMNS = ["key", "paper", "impl", "variant", "params", "us"]
 
 
-def recorded_candidates(directory: Path) -> Any:
-    """Every checked and timed row of every chapter's sweep in ``directory`` that runs a plain convolution and
-    that ``convkit.conv2d`` can run (not the peers of their own, :data:`convkit.study.tables.OWN_PEERS`), with its
-    chapter and problem key (a pandas DataFrame; empty where nothing is recorded)."""
+@dataclass(frozen=True)
+class Sources:
+    """What a shipped table is written from, in a GPU's results folder.
+
+    Attributes:
+        sweeps: each source's name (what the table's ``paper`` field says; a chapter's name) -> the experiment of
+            its recorded sweep of plain convolutions.
+        tunings: the tuning tables whose knobs ship.
+        fused: functions giving the fused layer's choices recorded in a folder.
+    """
+
+    sweeps: Mapping[str, str]
+    tunings: Sequence[str] = ()
+    fused: Sequence[Callable[[Path], dict[str, dict[str, Any] | None]]] = ()
+
+
+def recorded_candidates(directory: Path, sources: Sources) -> Any:
+    """Every checked and timed row of the ``sources``' sweeps in ``directory`` that ``convkit.conv2d`` can run (not
+    the peers of their own, :data:`convkit.study.tables.OWN_PEERS`), with its source and problem key (a pandas
+    DataFrame; empty where nothing is recorded)."""
     import pandas as pd
 
-    from convkit.papers import PAPERS
-
     frames = []
-    for paper in PAPERS:
-        if not paper.convolutions or not (Path(directory) / f"{paper.experiment}.csv").is_file():
+    for name, experiment in sources.sweeps.items():
+        if not (Path(directory) / f"{experiment}.csv").is_file():
             continue
-        frame = timed(load_results(Path(directory), paper.experiment)[0])
+        frame = timed(load_results(Path(directory), experiment)[0])
         frame = frame[~frame["impl"].isin(OWN_PEERS)]
         if not frame.empty:
-            frames.append(frame.assign(paper=paper.name, key=problem_keys(frame)))
+            frames.append(frame.assign(paper=name, key=problem_keys(frame)))
     if not frames:
         return pd.DataFrame(columns=CANDIDATE_COLUMNS)
     return pd.concat(frames, ignore_index=True)[CANDIDATE_COLUMNS]
 
 
-def table_from_results(directory: Path) -> dict[str, Choice]:
+def table_from_results(directory: Path, sources: Sources) -> dict[str, Choice]:
     """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's) for
     the default input precision, and under ``<key>@<precision>`` the fastest a narrower request allows where
     the default's is not one (:func:`convkit.op.dispatch.table_key`)."""
     from convkit.families import precision_of
 
-    candidates = recorded_candidates(directory)
+    candidates = recorded_candidates(directory, sources)
     rows = zip(candidates["impl"], candidates["variant"], strict=True)
     candidates = candidates.assign(precision=[precision_of(impl, variant) for impl, variant in rows])
     out: dict[str, Choice] = {}
@@ -67,23 +84,19 @@ def table_from_results(directory: Path) -> dict[str, Choice]:
     return out
 
 
-def knobs_from_results(directory: Path) -> dict[str, dict[str, str]]:
-    """Every chapter's tuned knobs in ``directory``: per variant, per problem key, the knobs (JSON text)."""
-    from convkit.papers import PAPERS
-
+def knobs_from_results(directory: Path, sources: Sources) -> dict[str, dict[str, str]]:
+    """The knobs of the ``sources``' tuning tables in ``directory``: per variant, per problem key, the knobs (JSON
+    text)."""
     out: dict[str, dict[str, str]] = {}
-    for paper in PAPERS:
-        if paper.tuning:
-            for (label, pad, stride, variant), knobs in tuned_knobs(directory, paper.tuning).items():
-                out.setdefault(variant, {})[f"{label}-p{pad}-s{stride}"] = params_text(knobs)
+    for tuning in sources.tunings:
+        for (label, pad, stride, variant), knobs in tuned_knobs(directory, tuning).items():
+            out.setdefault(variant, {})[f"{label}-p{pad}-s{stride}"] = params_text(knobs)
     return {variant: dict(sorted(by_key.items())) for variant, by_key in sorted(out.items())}
 
 
-def fused_from_results(directory: Path) -> dict[str, dict[str, Any] | None]:
+def fused_from_results(directory: Path, sources: Sources) -> dict[str, dict[str, Any] | None]:
     """The fused layer's choices recorded in ``directory`` (see :attr:`convkit.papers.paper.Paper.fused_choices`)."""
-    from convkit.papers import PAPERS
-
-    return {k: v for p in PAPERS if p.fused_choices is not None for k, v in sorted(p.fused_choices(directory).items())}
+    return {k: v for choices in sources.fused for k, v in sorted(choices(directory).items())}
 
 
 def figures_from_results(directory: Path) -> dict[str, float] | None:
@@ -92,18 +105,20 @@ def figures_from_results(directory: Path) -> dict[str, float] | None:
     return None if summary is None else {k: v for k, v in summary.items() if not math.isnan(v)}
 
 
-def write_shipped_table(directory: Path) -> Path:
-    """Write the package's dispatch document of the GPU whose results are in ``directory``; returns its path."""
+def write_shipped_table(directory: Path, sources: Sources) -> Path:
+    """Write the package's dispatch document of the GPU whose results are in ``directory``, from ``sources``;
+    returns its path."""
     gpu = Path(directory).name
     path = shipped_path(gpu)
-    write_table(path, gpu, table_from_results(directory), knobs=knobs_from_results(directory),
-                fused=fused_from_results(directory), figures=figures_from_results(directory))  # fmt: skip
+    write_table(path, gpu, table_from_results(directory, sources), knobs=knobs_from_results(directory, sources),
+                fused=fused_from_results(directory, sources), figures=figures_from_results(directory))  # fmt: skip
     shipped.cache_clear()
     return path
 
 
-def explain(problem: Any, directory: Path) -> Any:
-    """Every recorded implementation of ``problem`` in ``directory`` with its median time, fastest first."""
-    rows = recorded_candidates(directory)
+def explain(problem: Any, directory: Path, sources: Sources) -> Any:
+    """Every recorded implementation of ``problem`` in ``directory`` (of ``sources``) with its median time, fastest
+    first."""
+    rows = recorded_candidates(directory, sources)
     mine = rows[rows["key"] == problem.key].sort_values("us", kind="stable")
     return mine.drop(columns="key").reset_index(drop=True)

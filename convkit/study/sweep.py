@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from convkit.bench.measure import TUNING_TIMING, cases, measure_problem
-from convkit.bench.rows import Case, case_key, make_row, row_key
-from convkit.bench.variant import Kernels, KnobTable, Variant, first_of
+from convkit.bench.measure import TUNING_TIMING, measure_problem
+from convkit.bench.rows import case_key, make_row, row_key
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Kernels, KnobTable, Variant, first_of
+from convkit.op.cases import Case, cases
 from convkit.study.results import ResultStore, gpu_results_dir
 
 #: Checks and times the cases of one problem, one row per case (:func:`convkit.bench.measure.measure_problem`).

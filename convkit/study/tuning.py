@@ -3,7 +3,7 @@
 Tuning is an experiment like any other (``<directory>/<chapter>_tuning.csv``, written by
 :func:`convkit.study.sweep.tune_then_sweep`): every candidate a variant offers is checked against the
 float64 reference and timed with a short budget. That file is the cached table: :func:`knob_table` reads
-it as a :data:`convkit.bench.variant.KnobTable`, the fastest correct candidate per problem and variant,
+it as a :data:`convkit.families.registry.KnobTable`, the fastest correct candidate per problem and variant,
 and the sweep of the same folder measures each variant with those knobs, in the same run as cuDNN, with
 the full budget.
 """
@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import KnobTable
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import KnobTable
 
 #: What a tuned knob set is recorded for: the problem and the variant.
 TUNED_BY = ("label", "pad", "stride", "variant")

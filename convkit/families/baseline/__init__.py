@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.problem import ConvProblem
 from convkit.families.baseline.launch import DEFAULT_THREADS, DirectLaunch, conv2d_direct
+from convkit.families.registry import Family, Variant
 
 
 def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.gpu import shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
@@ -21,6 +20,7 @@ from convkit.families.chang2022.model import FILTER_SIZES, LatencyModel, current
 from convkit.families.chang2022.multi import paper_multi_config
 from convkit.families.chang2022.ranking import TUNING_CANDIDATES, multi_config, multi_launch, ranked_multi_configs
 from convkit.families.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
+from convkit.families.registry import Family, Variant
 
 
 def _model() -> LatencyModel:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.cuconv import launch
+from convkit.families.registry import Family, Variant
 
 
 def _variant(variant: str) -> Variant:

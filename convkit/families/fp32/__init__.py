@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.families.fp32 import launch, winograd
+from convkit.families.registry import Family, Variant
 from convkit.libs import cublas
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"

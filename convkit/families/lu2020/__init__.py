@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.problem import ConvProblem
 from convkit.families.lu2020.launch import (
     FILTER_SIZES,
@@ -32,6 +31,7 @@ from convkit.families.lu2020.launch import (
     single_candidates,
     wide_halo_fits,
 )
+from convkit.families.registry import Family, Variant
 from convkit.libs import cvcuda, npp
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.variant import Family, Variant
 from convkit.core.gpu import has_tf32_tensor_cores, sm_count
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Family, Variant
 from convkit.families.tf32x3 import launch
 
 IGEMM = "igemm_tf32x3"

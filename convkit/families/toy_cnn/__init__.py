@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.variant import Family
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import Family
 from convkit.families.toy_cnn.launch import KERNEL_SIZE, ToyTiledLaunch, conv_relu_pool, pooled_shape
 
 FAMILY = Family("toy_cnn", (), sources=("toy_cnn",))

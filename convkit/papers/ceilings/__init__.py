@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convkit.bench.variant import Family
+from convkit.families.registry import Family
 from convkit.papers.ceilings import claims
 from convkit.papers.ceilings.edges import edge_check
 from convkit.papers.ceilings.measure import EXPERIMENT, record

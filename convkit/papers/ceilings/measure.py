@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from convkit.bench.rows import error_text, params_text, timing_columns
+from convkit.bench.rows import error_text, timing_columns
 from convkit.core.gpu import FP32_LANES_PER_SM, require_cupy
 from convkit.core.reference import relative_error
 from convkit.cuda.nvrtc import load_kernel
 from convkit.cuda.timing import Timing, benchmark
+from convkit.op.cases import params_text
 from convkit.study import provenance
 from convkit.study.results import ResultStore
 from convkit.study.roofline import CEILINGS_EXPERIMENT

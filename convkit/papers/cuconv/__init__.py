@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
 from convkit.families.cuconv import CUCONV_VARIANTS, FAMILY
+from convkit.families.registry import Kernels
 from convkit.papers.cuconv import claims, edges
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases

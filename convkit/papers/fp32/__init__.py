@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Kernels
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
+from convkit.families.registry import Kernels
 from convkit.papers.fp32 import claims, edges, results
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.study.layer_sets import small_problems as sample_problems

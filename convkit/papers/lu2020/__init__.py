@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Kernels, Variant
 from convkit.core.problem import ConvProblem
 from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE, SINGLE
 from convkit.families.lu2020.launch import FILTER_SIZES
+from convkit.families.registry import Kernels, Variant
 from convkit.papers.lu2020 import claims, edges, results
 from convkit.papers.lu2020.problem_sets import multi_problems, single_problems
 from convkit.papers.lu2020.results import EXPERIMENT, PROFILE_EXPERIMENT, findings

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.papers import shipping_sources
 from convkit.papers.summary import inference, overhead, precisions
 from convkit.papers.summary.concurrency import driver as concurrency_driver
 from convkit.papers.summary.networks_tables import recorded, speedup_span, tie_p95
@@ -135,7 +136,7 @@ def best_per_problem(directory: Path) -> Any:
     time and kernel, the best library's time and name, and the speed-up (library over convkit)."""
     import pandas as pd
 
-    rows = shipping.recorded_candidates(directory)
+    rows = shipping.recorded_candidates(directory, shipping_sources())
     out = []
     for key, group in rows.groupby("key"):
         mine, theirs = group[group["impl"] == "convkit"], group[group["impl"] != "convkit"]
@@ -235,7 +236,7 @@ def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> A
 
 def _recorded_fastest(directory: Path) -> dict[str, str]:
     """Per recorded problem key, its fastest implementation in any chapter's sweep, in words."""
-    rows = shipping.recorded_candidates(directory)
+    rows = shipping.recorded_candidates(directory, shipping_sources())
     if rows.empty:
         return {}
     best = rows.loc[rows.groupby("key")["us"].idxmin()]

@@ -242,11 +242,11 @@ def networks_across_gpus() -> Any:
     speed-up over PyTorch on the GPU and on the wall clock; empty where fewer than two GPUs recorded them."""
     import pandas as pd
 
-    from convkit.book import chapter
+    from convkit.study.results import recorded_folders
 
     columns = []
-    for gpu, found in chapter.recordings(inference.EXPERIMENT):
-        table = networks_table(found.directory, found.experiment)
+    for gpu, folder, experiment in recorded_folders(inference.EXPERIMENT):
+        table = networks_table(folder, experiment)
         if table.empty:
             continue
         table = table.set_index(["network", "batch"])

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.rows import Case
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.op.interop import cupy_stream
 from convkit.study.sweep import fixed_sweep
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.bench.rows import Case
 from convkit.core.problem import ConvProblem
+from convkit.op.cases import Case
 from convkit.op.interop import cupy_stream
 from convkit.study.sweep import fixed_sweep
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.variant import Family, Kernels, KnobTable, first_of
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
+from convkit.families.registry import Family, Kernels, KnobTable, first_of
 from convkit.libs import cutlass
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.tf32x3 import claims, results

@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import CHECK_ONLY, check_and_time, float64_reference, prepare_case
-from convkit.bench.rows import Case, params_text
-from convkit.bench.variant import Kernels
+from convkit.bench.measure import CHECK_ONLY, check_and_time
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32, tf32x3
 from convkit.families.fp32 import IGEMM
+from convkit.families.registry import Kernels
 from convkit.families.tf32x3 import IGEMM as TF32X3
 from convkit.libs import cutlass
+from convkit.op.cases import Case, float64_reference, params_text, prepare_case
 from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_problems
 from convkit.study.sweep import run_sweep

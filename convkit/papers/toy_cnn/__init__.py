@@ -4,7 +4,7 @@ The chapter measures the report's ladder V0..V4 (:mod:`.launch`) at its launches
 and a wider block sweep), the study's register-tiled V5 fused and unfused, each cuDNN algorithm alone
 and followed by bias, ReLU and pool, and PyTorch's layer (:mod:`.measure`), on the course lab's layer
 and three smaller ones. Its cases are layers, not plain convolutions, so the paper declares no
-:class:`convkit.bench.variant.Variant`: its generic GPU check runs :func:`sample_checks` through
+:class:`convkit.families.registry.Variant`: its generic GPU check runs :func:`sample_checks` through
 :func:`.measure.measure_layer`. :mod:`.results` turns the rows into the chapter's tables.
 """
 
@@ -15,10 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import tolerance_for
-from convkit.bench.rows import Case, params_text
-from convkit.bench.variant import KnobTable
 from convkit.core.problem import ConvProblem
+from convkit.families.registry import KnobTable
 from convkit.families.toy_cnn import FAMILY
 from convkit.families.toy_cnn.launch import (
     LAB_LAYER,
@@ -34,6 +32,7 @@ from convkit.families.toy_cnn.launch import (
     layer_output_shape,
     report_grid,
 )
+from convkit.op.cases import Case, params_text, tolerance_for
 from convkit.papers.paper import Paper, Profile, ProfiledCase
 from convkit.papers.toy_cnn import claims, edges, layer_op
 from convkit.papers.toy_cnn.claims import findings

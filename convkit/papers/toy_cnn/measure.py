@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from convkit.bench.measure import check_and_time, cudnn_prepare, float64_reference
-from convkit.bench.rows import Case, make_row, params_text
+from convkit.bench.measure import check_and_time
+from convkit.bench.rows import make_row
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
@@ -30,6 +30,7 @@ from convkit.families.toy_cnn.launch import (
 )
 from convkit.libs import pytorch as torch_baseline
 from convkit.libs.cudnn import FORWARD_ALGORITHMS, CudnnBiasReluPool
+from convkit.op.cases import Case, cudnn_prepare, float64_reference, params_text
 from convkit.study.sweep import run_sweep
 
 #: ``params`` of the cuDNN and PyTorch cases: the convolution alone, or the whole layer in steps.
@@ -116,7 +117,7 @@ def layer_prepare(
     problem: ConvProblem, case: Case, x: Any, w: Any, bias: Any, conv_out: Any, pooled: Any
 ) -> Callable[[], Any]:
     """For :func:`convkit.bench.measure.check_and_time`: a function giving ``(run, check_run)`` of a layer case
-    writing ``pooled`` (``conv_out`` is the cuDNN steps' intermediate), or a row saying why it cannot run."""
+    writing ``pooled`` (``conv_out`` is the cuDNN steps' intermediate), or a refusal saying why it cannot run."""
 
     def prepare() -> Any:
         import cupy

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from convkit.bench.rows import params_text
 from convkit.families.toy_cnn import launch
+from convkit.op.cases import params_text
 from convkit.papers.toy_cnn.measure import CONV_ONLY, HOST_TIMED, LAYER_STEPS
 from convkit.study import tables
 

@@ -1,4 +1,5 @@
-"""A kernel as the benchmark and the op see it: how to run it, where it applies, its launch knobs.
+"""The registry's records, in the library: a kernel as the op and the benchmark see it (how to run it, where it
+applies, its launch knobs), and a kernel family.
 
 A :class:`Variant` is declared once, in its kernel family (``convkit.families``), and carries its knob
 candidates beside the kernel, as Triton keeps its configs beside the kernel. Which knobs it runs with on a
@@ -9,11 +10,10 @@ package ships for the op (:func:`convkit.core.shipped.knob_table`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from convkit.bench.rows import Case, params_text
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 
@@ -63,12 +63,6 @@ class Variant:
         else :attr:`default_knobs`."""
         found = tuned(problem, self.name) if tuned is not None and self.candidates is not None else None
         return found if found is not None else self.default_knobs(problem)
-
-    def case(
-        self, problem: ConvProblem, knobs: Mapping[str, Any] | None = None, *, tuned: KnobTable | None = None
-    ) -> Case:
-        """The case that runs this variant on ``problem`` with ``knobs`` (default: :meth:`knobs`)."""
-        return Case(self.impl, self.name, params_text(self.knobs(problem, tuned) if knobs is None else knobs))
 
 
 @dataclass(frozen=True)
