@@ -72,3 +72,37 @@ def test_a_damaged_or_stale_table_is_ignored_with_a_warning(tmp_path, text):
 def test_a_key_gives_back_its_problem():
     for problem in (ConvProblem.same(8, 64, 56, 56, 64, 3), ConvProblem(1, 3, 9, 9, 5, 3, 3, pad=0, stride=2)):
         assert ConvProblem.from_key(problem.key) == problem
+
+
+def test_the_shipped_table_holds_launch_knobs_as_json_objects_never_text_inside_json():
+    doc = json.loads(shipped_path(GPU).read_text())
+    params = [c["params"] for c in doc["choices"].values()]
+    assert all(p is None or isinstance(p, dict) for p in params) and any(isinstance(p, dict) for p in params)
+    assert all(c["params"] is None for c in doc["choices"].values() if c["impl"] != "convkit")
+    knobs = [k for by_key in doc["knobs"].values() for k in by_key.values()]
+    assert knobs and all(isinstance(k, dict) for k in knobs)
+    lu = dispatch.read_table(shipped_path(GPU), gpu=GPU)["1024-1-3-1-1-p1-s1"]
+    assert lu.params == '{"rows":2,"warps":2}', "read back as the canonical text a results row's params hold"
+
+
+def test_a_cache_of_an_earlier_convkit_with_params_as_text_is_read_the_same(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    earlier = {"impl": "convkit", "variant": "fp32_igemm", "params": '{"splits": 1}', "paper": "fp32",
+               "time_us": 1.0, "source": "tuned", "precision": "ieee"}  # fmt: skip
+    library = {"impl": "cudnn", "variant": "GEMM", "params": "", "time_us": 2.0, "source": "tuned"}
+    path = dispatch.cache_path(GPU)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"convkit": __version__, "gpu": GPU, "choices": {"a": earlier, "b": library}}))
+    found = dispatch.read_table(path, gpu=GPU)
+    assert found["a"].params == '{"splits":1}' and found["b"].params == ""
+    dispatch.write_table(path, GPU, found)  # written back in today's format
+    assert json.loads(path.read_text())["choices"]["a"]["params"] == {"splits": 1}
+    assert dispatch.read_table(path, gpu=GPU) == found
+
+
+def test_a_choice_whose_params_are_no_json_object_makes_the_table_ignored_with_a_warning(tmp_path):
+    path = tmp_path / "table.json"
+    bad = {"impl": "convkit", "variant": "fp32_igemm", "params": "[1, 2]"}
+    path.write_text(json.dumps({"convkit": __version__, "gpu": GPU, "choices": {"a": bad}}))
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert dispatch.read_table(path, gpu=GPU) == {}

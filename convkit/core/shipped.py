@@ -4,9 +4,9 @@ One document per GPU (a results folder name), written by the study (:mod:`convki
 that GPU's recorded results and read here, with no pandas and nothing under ``results/``:
 
 - ``choices``: per problem key (:attr:`convkit.core.problem.ConvProblem.key`), the fastest checked
-  implementation, convkit's (its variant and launch knobs) or a library's;
-- ``knobs``: per variant and problem key, the launch a tuning run found fastest (the knobs of a variant
-  that runs a problem no choice records);
+  implementation, convkit's (its variant and launch knobs, a JSON object) or a library's;
+- ``knobs``: per variant and problem key, the launch a tuning run found fastest, a JSON object (the knobs of a
+  variant that runs a problem no choice records);
 - ``fused``: per one-image problem key of the fused layer, the tiled kernel's knobs, or null where a
   library's conv + bias + ReLU + pool was faster;
 - ``figures``: the GPU's measured ceilings (the latency model of the Pascal-era kernels sizes from them).
@@ -74,6 +74,6 @@ def knob_table(gpu: str) -> Callable[[ConvProblem, str], dict[str, Any] | None]:
 
     def lookup(problem: ConvProblem, variant: str) -> dict[str, Any] | None:
         found = knobs.get(variant, {}).get(problem.key)
-        return json.loads(found) if found is not None else None
+        return json.loads(found) if isinstance(found, str) else found  # text: a table of an earlier convkit
 
     return lookup

@@ -10,7 +10,7 @@ package ships for the op (:func:`convkit.core.shipped.knob_table`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,9 +84,15 @@ class Kernels:
 class Family:
     """A kernel family: one ``kernels/<source>.cu`` file's kernels as variants, and the library peers measured
     beside them on the problems only they serve (impl other than ``convkit``). ``convkit.conv2d`` knows its
-    kernels through these records alone (:data:`convkit.families.FAMILIES`); a chapter imports its family."""
+    kernels through these records alone (:data:`convkit.families.FAMILIES`); a chapter imports its family.
+
+    ``words``: each variant's method in words, the book's one name for it (its notation page lists them);
+    ``tuned_on_first_use``: whether ``convkit.conv2d``'s first-use tuner (:mod:`convkit.op.tune`) measures its
+    variants on a problem no table records (the families whose kernels run every filter, stride and padding)."""
 
     name: str
     variants: tuple[Variant, ...]
     peers: tuple[Variant, ...] = ()
     sources: tuple[str, ...] = ()
+    words: Mapping[str, str] = field(default_factory=dict, compare=False)  # a dict: out of the hash
+    tuned_on_first_use: bool = False

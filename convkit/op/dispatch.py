@@ -13,6 +13,7 @@ A file that cannot be read is ignored with a warning rather than trusted.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import asdict, dataclass
@@ -23,6 +24,7 @@ from convkit.core.paths import cache_dir
 from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
 from convkit.core.shipped import read_document, shipped, write_document
+from convkit.op.cases import params_text
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,11 @@ class Choice:
 
 def choices_of(doc: dict, where: object = "the dispatch table") -> dict[str, Choice]:
     """The choices of a dispatch document (:mod:`convkit.core.shipped`), by problem key; ``{}`` with a warning
-    where a choice is malformed."""
+    where a choice is malformed. A choice's ``params`` is a JSON object (null for a library); a table written
+    before convkit wrote objects holds them as JSON text, read the same."""
     try:
-        return {k: Choice(**v) for k, v in doc.get("choices", {}).items()}
-    except TypeError as error:
+        return {k: Choice(**(v | {"params": _params_text(v.get("params"))})) for k, v in doc.get("choices", {}).items()}
+    except (TypeError, ValueError) as error:
         warnings.warn(f"ignoring the unreadable dispatch table {where}: {error}", stacklevel=2)
         return {}
 
@@ -57,9 +60,25 @@ def read_table(path: Path, *, gpu: str | None = None) -> dict[str, Choice]:
     return choices_of(read_document(path, gpu=gpu), path)
 
 
+def _params_text(params: object) -> str:
+    """A choice's ``params`` as :class:`Choice` holds them (canonical JSON text, "" for none), from a document's
+    JSON object, null, or (a table of an earlier convkit) JSON text; raises ValueError for anything else."""
+    if params is None or params == "":
+        return ""
+    if isinstance(params, str):
+        params = json.loads(params)
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a JSON object, got {params!r}")
+    return params_text(params)
+
+
 def write_table(path: Path, gpu: str, choices: dict[str, Choice], **fields: object) -> None:
-    """Write a dispatch table atomically (``fields``: the shipped table's knobs, fused choices, figures)."""
-    write_document(path, gpu, choices={k: asdict(c) for k, c in sorted(choices.items())}, **fields)
+    """Write a dispatch table atomically, each choice's ``params`` a JSON object (null for a library's) (``fields``:
+    the shipped table's knobs, fused choices, figures)."""
+    document = {
+        k: asdict(c) | {"params": json.loads(c.params) if c.params else None} for k, c in sorted(choices.items())
+    }
+    write_document(path, gpu, choices=document, **fields)
 
 
 def cache_path(gpu: str, home: str | Path | None = None) -> Path:

@@ -1,7 +1,7 @@
 """Tuning on first use: a problem no dispatch table records gets its implementation measured here, once.
 
 At about the cost of ``torch.backends.cudnn.benchmark``: the families that run any filter, stride and padding
-(:data:`GENERAL_FAMILIES`, at the package's shipped launch for the problem, else their heuristic one), cuBLAS
+(each declares ``tuned_on_first_use``; at the package's shipped launch for the problem, else its heuristic one), cuBLAS
 on 1x1 layers and every cuDNN algorithm are each timed briefly (:data:`FIRST_USE_TIMING`) without a check, as
 cuDNN's own autotuner does; then the fastest is checked once against float64 on the GPU (the next fastest where
 it fails), and kept in the user's cache (:func:`convkit.op.dispatch.cache_path`). The papers' specialised
@@ -23,8 +23,6 @@ from convkit.families.registry import Kernels
 from convkit.op.cases import cases, poisoned_run_error, prepare_case, random_inputs, tolerance_for
 from convkit.op.dispatch import Choice, cache_path, read_table, table_key, write_table
 
-#: The families first-use tuning measures: those whose kernels run every filter, stride and padding.
-GENERAL_FAMILIES = ("fp32", "tf32x3")
 #: A candidate's timing on first use: one warm-up, then up to 5 runs within about 1 ms.
 FIRST_USE_TIMING: dict[str, Any] = {"warmup": 1, "min_reps": 2, "max_reps": 5, "budget_ms": 1.0}
 #: Tuning that takes longer than this (seconds) says so on stderr.
@@ -38,7 +36,7 @@ def tune(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PR
 
     start = time.perf_counter()
     allowed = ALLOWED[input_precision]
-    families = [f for f in FAMILIES if f.name in GENERAL_FAMILIES]
+    families = [f for f in FAMILIES if f.tuned_on_first_use]
     kernels = Kernels(tuple(v for f in families for v in f.variants if v.precision in allowed),
                       tuple(v for f in families for v in f.peers if v.precision in allowed))  # fmt: skip
     x, w, y = random_inputs(problem)

@@ -17,7 +17,6 @@ from typing import Any
 
 from convkit.core.precision import ALLOWED, INPUT_PRECISIONS
 from convkit.core.shipped import shipped, shipped_path
-from convkit.op.cases import params_text
 from convkit.op.dispatch import Choice, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
@@ -84,13 +83,13 @@ def table_from_results(directory: Path, sources: Sources) -> dict[str, Choice]:
     return out
 
 
-def knobs_from_results(directory: Path, sources: Sources) -> dict[str, dict[str, str]]:
-    """The knobs of the ``sources``' tuning tables in ``directory``: per variant, per problem key, the knobs (JSON
-    text)."""
-    out: dict[str, dict[str, str]] = {}
+def knobs_from_results(directory: Path, sources: Sources) -> dict[str, dict[str, dict[str, Any]]]:
+    """The knobs of the ``sources``' tuning tables in ``directory``: per variant, per problem key, the knobs (a JSON
+    object)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for tuning in sources.tunings:
         for (label, pad, stride, variant), knobs in tuned_knobs(directory, tuning).items():
-            out.setdefault(variant, {})[f"{label}-p{pad}-s{stride}"] = params_text(knobs)
+            out.setdefault(variant, {})[f"{label}-p{pad}-s{stride}"] = dict(knobs)
     return {variant: dict(sorted(by_key.items())) for variant, by_key in sorted(out.items())}
 
 

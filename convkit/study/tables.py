@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.families import FAMILIES
 from convkit.libs.cudnn import ALGORITHM_WORDS
 from convkit.study.roofline import floor_us
 
@@ -46,17 +47,8 @@ def library_name(variant: str) -> str:
 
 
 #: Each convkit kernel by its method, in words (the book gives kernel ids only in dropdowns): the book's one name
-#: for each.
-KERNEL_WORDS: dict[str, str] = {
-    "direct": "direct (baseline)", "lu_direct": "direct, warp-shuffled", "lu_column_naive": "column reuse",
-    "lu_column": "column reuse, packed", "lu_row": "row reuse", "lu_combined": "column and row reuse",
-    "lu_wide": "column reuse, 4 columns a lane", "lu_multi": "multi-channel, shuffles",
-    "cuconv_paper": "cuConv's two stages", "cuconv_fused": "cuConv, filters fused",
-    "cuconv_split": "cuConv, split reduction", "cuconv_tiled": "register-tiled GEMM",
-    "chang_single": "single-channel", "chang_single_fill": "single-channel, fill",
-    "chang_multi": "multi-channel", "chang_multi_async": "multi-channel, async copies",
-    "fp32_igemm": "FP32 implicit GEMM", "fp32_winograd": "FP32 Winograd", "igemm_tf32x3": "3xTF32 implicit GEMM",
-}  # fmt: skip
+#: for each, as its family declares it.
+KERNEL_WORDS: dict[str, str] = {name: words for family in FAMILIES for name, words in family.words.items()}
 
 #: The ``impl`` of convkit's own kernels in the results; every other impl is a library (cuDNN, PyTorch, a peer).
 CONVKIT = "convkit"

@@ -20,4 +20,8 @@ def _direct_knobs(p: ConvProblem) -> dict[str, Any]:
 #: The direct kernel at its one launch (no tuning).
 DIRECT = Variant("direct", _direct, _direct_knobs)
 
-FAMILY = Family("baseline", (DIRECT,), sources=("direct",))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "direct": "direct (baseline)",
+}
+FAMILY = Family("baseline", (DIRECT,), sources=("direct",), words=WORDS)

@@ -76,4 +76,11 @@ SINGLE_VARIANTS = (_single("chang_single", plan_single, tuned=False),
                    _single("chang_single_fill", fill_plan, tuned=True))  # fmt: skip
 MULTI_VARIANTS = (_multi("chang_multi", paper=True), _multi("chang_multi_async", paper=False))
 
-FAMILY = Family("chang2022", (*SINGLE_VARIANTS, *MULTI_VARIANTS), sources=("chang2022",))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "chang_single": "single-channel",
+    "chang_single_fill": "single-channel, fill",
+    "chang_multi": "multi-channel",
+    "chang_multi_async": "multi-channel, async copies",
+}
+FAMILY = Family("chang2022", (*SINGLE_VARIANTS, *MULTI_VARIANTS), sources=("chang2022",), words=WORDS)

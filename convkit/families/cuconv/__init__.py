@@ -33,4 +33,11 @@ def _variant(variant: str) -> Variant:
 #: The chapter's ladder: the paper's design, then each step past it.
 CUCONV_VARIANTS: tuple[Variant, ...] = tuple(_variant(v) for v in launch.VARIANTS)
 
-FAMILY = Family("cuconv", CUCONV_VARIANTS, sources=("cuconv",))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "cuconv_paper": "cuConv's two stages",
+    "cuconv_fused": "cuConv, filters fused",
+    "cuconv_split": "cuConv, split reduction",
+    "cuconv_tiled": "register-tiled GEMM",
+}
+FAMILY = Family("cuconv", CUCONV_VARIANTS, sources=("cuconv",), words=WORDS)

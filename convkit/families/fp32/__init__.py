@@ -57,4 +57,9 @@ VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
 #: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
 PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
 
-FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "fp32_igemm": "FP32 implicit GEMM",
+    "fp32_winograd": "FP32 Winograd",
+}
+FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"), words=WORDS, tuned_on_first_use=True)

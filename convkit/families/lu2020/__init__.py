@@ -87,4 +87,14 @@ CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p)
                  impl=cvcuda.IMPL)  # fmt: skip
 IMAGE_PEERS = (NDIMAGE, NPP, CVCUDA)
 
-FAMILY = Family("lu2020", (*SINGLE, *MULTI), IMAGE_PEERS, sources=("lu2020",))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "lu_direct": "direct, warp-shuffled",
+    "lu_column_naive": "column reuse",
+    "lu_column": "column reuse, packed",
+    "lu_row": "row reuse",
+    "lu_combined": "column and row reuse",
+    "lu_wide": "column reuse, 4 columns a lane",
+    "lu_multi": "multi-channel, shuffles",
+}
+FAMILY = Family("lu2020", (*SINGLE, *MULTI), IMAGE_PEERS, sources=("lu2020",), words=WORDS)

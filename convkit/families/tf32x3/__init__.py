@@ -32,4 +32,8 @@ IGEMM_VARIANT = Variant(
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
 
-FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",))
+#: Each variant's method in words: the book's one name for it.
+WORDS = {
+    "igemm_tf32x3": "3xTF32 implicit GEMM",
+}
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS, tuned_on_first_use=True)
