@@ -253,3 +253,19 @@ def test_chapters_measured_side_by_side_on_the_cluster_each_after_those_it_reads
         assert len(keys) == len(set(keys)) and set(keys) == EXPECTED
     chunk_lines = [line for line in lines if "chunk" in line]
     assert len(chunk_lines) >= 4 and all("rows" in line and "left" in line for line in chunk_lines), lines
+
+
+@pytest.mark.watchdog(seconds=120)
+def test_without_dask_cuda_a_node_still_gets_one_worker_per_gpu_each_seeing_its_own_first(monkeypatch, capsys):
+    from convkit.study.shards import close, open_client, visible_gpu
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # as where dask-cuda (or cuda.core) cannot be imported
+    client = open_client(gpus=3)
+    try:
+        seen = sorted(client.run(visible_gpu).values())
+        orders = sorted(client.run(lambda: os.environ["CUDA_VISIBLE_DEVICES"]).values())
+        threads = set(client.nthreads().values())
+    finally:
+        close(client)
+    assert seen == ["0", "1", "2"] and orders == ["0,1,2", "1,2,0", "2,0,1"] and threads == {1}
+    assert "dask-cuda not usable here" in capsys.readouterr().err

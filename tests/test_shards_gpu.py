@@ -1,5 +1,7 @@
-"""A short sharded sweep on a node's GPUs (convkit.study.shards on a dask_cuda.LocalCUDACluster), and a worker killed
-mid-sweep there: the rows' keys against a one-GPU run's. Needs two GPUs and convkit[node]; skips with the reason."""
+"""A short sharded sweep on a node's GPUs (convkit.study.shards: a dask_cuda.LocalCUDACluster, or its workers
+without it), and a worker killed
+mid-sweep there: the rows' keys against a one-GPU run's. Needs two GPUs and Dask (convkit[node]); skips with the
+reason."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ PROBLEMS = [ConvProblem.same(1, c, 14, 14, 32, 3) for c in (16, 24, 32, 48, 64, 
 def client():
     import cupy
 
-    pytest.importorskip("dask_cuda", reason="the node's cluster needs dask-cuda: pip install 'convkit[node]'")
+    pytest.importorskip("distributed", reason="a node's cluster needs Dask: pip install 'convkit[node]'")
     if cupy.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("a sharded sweep on a node needs two GPUs")
     from convkit.study.shards import close, open_client

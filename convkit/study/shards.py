@@ -210,9 +210,10 @@ def _progress_line(experiment: str, finished: int, parts: int, rows: int, total:
 
 
 def open_client(*, gpus: int | None = None, scheduler: str | None = None) -> Any:
-    """A ``distributed.Client``: of the cluster at ``scheduler`` (``tcp://host:port``), else of a
-    ``dask_cuda.LocalCUDACluster`` on this node's first ``gpus`` GPUs, one single-threaded worker each. Waits for
-    the workers; raises ImportError naming the extra where Dask is not installed."""
+    """A ``distributed.Client``: of the cluster at ``scheduler`` (``tcp://host:port``), else of a cluster on this
+    node's first ``gpus`` GPUs, one single-threaded worker each, pinned by ``CUDA_VISIBLE_DEVICES``
+    (``dask_cuda.LocalCUDACluster``; where dask-cuda cannot be imported, the same workers started by
+    :func:`gpu_workers`). Waits for the workers; raises ImportError naming the extra where Dask is not installed."""
     try:
         from distributed import Client
     except ImportError as exc:
@@ -225,12 +226,28 @@ def open_client(*, gpus: int | None = None, scheduler: str | None = None) -> Any
         raise ValueError(f"gpus must be 2 or more for a cluster (1 measures in this process), got {gpus}")
     try:
         from dask_cuda import LocalCUDACluster
-    except ImportError as exc:
-        raise ImportError(f"one node's GPUs need dask-cuda: pip install '{NODE_EXTRA}'") from exc
-    cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(gpus)), threads_per_worker=1)
+
+        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(gpus)), threads_per_worker=1)
+    except ImportError as exc:  # dask-cuda, or the CUDA Python packages it imports, missing: the same workers
+        print(f"convkit: dask-cuda not usable here ({exc}); one Dask worker per GPU without it", file=sys.stderr)
+        cluster = gpu_workers(gpus)
     client = Client(cluster)
     client.wait_for_workers(gpus, timeout=300)
     return client
+
+
+def gpu_workers(gpus: int) -> Any:
+    """A ``distributed.SpecCluster`` of ``gpus`` single-threaded workers, each a process (under its nanny) whose
+    ``CUDA_VISIBLE_DEVICES`` lists its own GPU first, as dask-cuda orders them: worker ``i`` measures on GPU ``i``."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    def visible(i: int) -> str:
+        return ",".join(str((i + k) % gpus) for k in range(gpus))
+
+    workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": visible(i)}}}
+               for i in range(gpus)}  # fmt: skip
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=True)
 
 
 def close(client: Any) -> None:
