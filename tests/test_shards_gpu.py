@@ -1,7 +1,6 @@
 """A short sharded sweep on a node's GPUs (convkit.study.shards: a dask_cuda.LocalCUDACluster, or its workers
-without it), and a worker killed
-mid-sweep there: the rows' keys against a one-GPU run's. Needs two GPUs and Dask (convkit[node]); skips with the
-reason."""
+without it), and a worker killed mid-sweep there: the rows' keys against a one-GPU run's. Needs two GPUs and Dask
+(convkit[node]); skips with the reason."""
 
 from __future__ import annotations
 
