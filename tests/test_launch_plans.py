@@ -1,0 +1,27 @@
+"""The same launches: every convkit choice the H100's shipped table holds, planned on the CPU (tests/launch_plans.py:
+the kernel, grid, block, shared bytes, compile options and argument layout its runner enqueues), against the plans
+recorded before the launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+GPU = "nvidia-h100-80gb-hbm3"
+FIXTURE = HERE / "fixtures" / f"launch_plans-{GPU}.json.gz"
+
+
+def test_every_shipped_choice_plans_the_launches_it_planned_before(tmp_path):
+    out = tmp_path / "plans.json"
+    subprocess.run([sys.executable, str(HERE / "launch_plans.py"), GPU, str(out)], check=True, timeout=300)
+    now, before = json.loads(out.read_text()), json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    assert not [key for key, plan in now.items() if any("error" in call for call in plan)], "every choice plans"
+    assert set(now) == set(before), "the same choices"
+    changed = [key for key in sorted(before) if now[key] != before[key]]
+    assert not changed, (
+        f"{len(changed)} choices launch otherwise, e.g. {changed[0]}: {now[changed[0]]} (was {before[changed[0]]})"
+    )
