@@ -1,9 +1,10 @@
-"""Every convkit choice a GPU's shipped table holds, planned on the CPU: the launches its runner enqueues (the kernel,
-grid, block, dynamic shared bytes, compile options and each argument: which operand or work array, or an integer and
-its type). CuPy is a stand-in here and :func:`convkit.cuda.launch.launch` records instead of launching, so the
-plan is what the family's code decides, with no GPU. tests/test_launch_plans.py runs it in a process of its own
-(the stand-in must never meet the real CuPy) and compares the plans with the fixture recorded from the code before
-the launches were reworked.
+"""Every convkit choice a GPU's shipped table holds, and every kernel at its default launch and each tuning candidate
+on a few sample problems, planned on the CPU: the launches its runner enqueues (the kernel, grid, block, dynamic
+shared bytes, compile options and each argument: which operand or work array, or an integer and its type). CuPy is
+a stand-in here and :func:`convkit.cuda.launch.launch` records instead of launching, so the plan is what the
+family's code decides, with no GPU. tests/test_launch_plans.py runs it in a process of its own (the stand-in must
+never meet the real CuPy) and compares the plans with the fixture recorded from the code before the launches were
+reworked.
 
 Usage: python tests/launch_plans.py GPU OUT.json
 """
@@ -22,6 +23,10 @@ from typing import Any
 ATTRIBUTES = {"MultiProcessorCount": 132, "MaxSharedMemoryPerBlockOptin": 232448,
               "MaxSharedMemoryPerMultiprocessor": 233472}  # fmt: skip
 _POINTERS = itertools.count(1 << 32, 1 << 32)
+#: Problems each kernel is also planned on, at its default launch and every tuning candidate: an image, 1x1, 3x3 and
+#: 5x5 layers at batch 1 and 8, one strided.
+SAMPLE_PROBLEMS = ("256-1-3-1-1-p1-s1", "512-1-5-1-1-p2-s1", "14-1-1-256-128-p0-s1", "28-8-3-64-64-p1-s1",
+                   "56-1-3-64-128-p1-s2", "14-8-5-96-64-p2-s1", "7-1-3-512-512-p1-s1")  # fmt: skip
 
 
 class _DType:
@@ -125,19 +130,30 @@ def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
             if value is original:
                 setattr(module, attribute, record)
 
-    plans: dict[str, list[dict[str, Any]]] = {}
-    for key, choice in sorted(choices_of(shipped(gpu)).items()):
-        if choice.impl != "convkit":
-            continue
-        problem = ConvProblem.from_key(key.split("@")[0])
+    def planned(variant: Any, problem: Any, knobs: dict[str, Any]) -> list[dict[str, Any]]:
         x, w, out = ndarray(problem.input_shape), ndarray(problem.filter_shape), ndarray(problem.output_shape)
         calls.clear()
         try:
-            variants_by_name()[choice.variant].run(x, w, problem, out, **json.loads(choice.params))
+            variant.run(x, w, problem, out, **knobs)
         except Exception as exc:  # planned as the error it raises
             calls.append({"error": f"{type(exc).__name__}: {exc}"})
         named = [("x", x), ("w", w), ("out", out)]
-        plans[key] = [_described(call, named) for call in calls]
+        return [_described(call, named) for call in calls]
+
+    plans: dict[str, list[dict[str, Any]]] = {}
+    for key, choice in sorted(choices_of(shipped(gpu)).items()):
+        if choice.impl == "convkit":
+            problem = ConvProblem.from_key(key.split("@")[0])
+            plans[key] = planned(variants_by_name()[choice.variant], problem, json.loads(choice.params))
+    for name, variant in sorted(variants_by_name().items()):  # every kernel, the ones no choice runs too
+        if variant.impl != "convkit":
+            continue
+        for problem in (ConvProblem.from_key(k) for k in SAMPLE_PROBLEMS):
+            if not variant.supports(problem):
+                continue
+            knob_sets = [variant.default_knobs(problem), *(variant.candidates(problem) if variant.candidates else [])]
+            for knobs in knob_sets:
+                plans[f"{name} {problem.key} {json.dumps(knobs, sort_keys=True)}"] = planned(variant, problem, knobs)
     return plans
 
 

@@ -1,6 +1,7 @@
-"""The same launches: every convkit choice the H100's shipped table holds, planned on the CPU (tests/launch_plans.py:
-the kernel, grid, block, shared bytes, compile options and argument layout its runner enqueues), against the plans
-recorded before the launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3)."""
+"""The same launches: every convkit choice the H100's shipped table holds (466) and every kernel at its default launch
+and each tuning candidate on sample problems (680), planned on the CPU (tests/launch_plans.py: the kernel, grid,
+block, shared bytes, compile options and argument layout its runner enqueues), against the plans recorded before the
+launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ GPU = "nvidia-h100-80gb-hbm3"
 FIXTURE = HERE / "fixtures" / f"launch_plans-{GPU}.json.gz"
 
 
-def test_every_shipped_choice_plans_the_launches_it_planned_before(tmp_path):
+def test_every_shipped_choice_and_candidate_plans_the_launches_it_planned_before(tmp_path):
     out = tmp_path / "plans.json"
     subprocess.run([sys.executable, str(HERE / "launch_plans.py"), GPU, str(out)], check=True, timeout=300)
     now, before = json.loads(out.read_text()), json.loads(gzip.decompress(FIXTURE.read_bytes()))
