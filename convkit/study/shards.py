@@ -152,7 +152,10 @@ class DaskSharder:
                 run, rows = future.result()
             except Exception as exc:  # the chunk, not a case of it, failed: its cases recorded with the reason
                 run, rows = _driver_run(), _lost(futures[future], exc)
-            into = runs.setdefault(json.dumps(run, sort_keys=True, default=str), _run_store(store, run))
+            identity = json.dumps(run, sort_keys=True, default=str)
+            if identity not in runs:  # a worker's first chunk: its run, opened once
+                runs[identity] = _run_store(store, run)
+            into = runs[identity]
             for row in rows:
                 if (key := row_key(row, store.key_columns)) not in done:  # a chunk measured twice adds nothing
                     into.append(row)
