@@ -338,7 +338,11 @@ def _projection_note(full: dict[str, Any], titles: dict[str, str]) -> str:
     chapters whose full run was timed (each projected from the others)."""
     if all(t.measured for t in full.values()):
         return ""
-    checks = [(titles[stem], t.seconds, t.check) for stem, t in full.items() if t.measured and t.check is not None]
+
+    def named(stem: str) -> str:  # mid-sentence: "the baseline", as the prose names chapters
+        return titles[stem][:1].lower() + titles[stem][1:] if titles[stem].startswith("The ") else titles[stem]
+
+    checks = [(named(stem), t.seconds, t.check) for stem, t in full.items() if t.measured and t.check is not None]
     checked = "; ".join(f"{title}, {minutes_text(check)} projected against {minutes_text(wall)} measured "
                         f"({(check - wall) / wall:+.0%})" for title, wall, check in checks)  # fmt: skip
     return ("\n¹ Projected: no full run of this chapter was timed from nothing recorded (its results were recorded "
