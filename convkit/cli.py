@@ -236,15 +236,15 @@ def _cmd_across(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from convkit.book.reproduce import CLOSING_CHAPTERS, NotebookFailure, mode_line, reproduce, select_notebooks
+    from convkit.book.reproduce import NotebookFailure, mode_line, reproduce, selected
 
     recorded_gpu = None
     if args.gpus > 1 or args.scheduler or args.directory:  # measure first, sharded; the notebooks read it after
-        chosen = {path.stem for path in select_notebooks(args.only)}
-        notebooks = [(p.name, p.notebook) for p in PAPERS] + list(CLOSING_CHAPTERS)
-        folder = _on_node(args, only=[name for name, stem in notebooks if stem in chosen])
-        if folder is None or args.directory:  # a scratch folder: timed, not shown (the notebooks read results/<gpu>/)
-            return 1 if folder is None else 0
+        folder = _on_node(args, only=[name for name, _ in selected(args.only)])
+        if folder is None:
+            return 1
+        if args.directory:  # a scratch folder: timed, not shown (the notebooks read results/<gpu>/)
+            return 0
         from convkit.book.chapter import resolve_device, results_directory
 
         if args.device == "recorded" or resolve_device(args.device) != "gpu" or results_directory("gpu") != folder:

@@ -43,7 +43,20 @@ class _DType:
         return self.name
 
 
-FLOAT32, INT32, UINT8 = _DType("float32", 4), _DType("int32", 4), _DType("uint8", 1)
+FLOAT32, UINT8 = _DType("float32", 4), _DType("uint8", 1)
+
+
+class _IntType(_DType):
+    """``cupy.int32``: a dtype (``dtype=cupy.int32``) and a scalar type (``cupy.int32(7)``) at once."""
+
+    def __init__(self) -> None:
+        super().__init__("int32", 4)
+
+    def __call__(self, value: Any) -> tuple[str, int]:
+        return ("int32", int(value))
+
+
+INT32 = _IntType()
 
 
 class ndarray:
@@ -81,9 +94,8 @@ def stand_in_cupy() -> types.ModuleType:
     """The CuPy the families meet here: arrays, scalar types, one device with an H100's attributes, no stream
     capture."""
     cupy = types.ModuleType("cupy")
-    cupy.ndarray, cupy.float32, cupy.uint8 = ndarray, FLOAT32, UINT8
+    cupy.ndarray, cupy.float32, cupy.int32, cupy.uint8 = ndarray, FLOAT32, INT32, UINT8
     cupy.uint32, cupy.uint64, cupy.int64 = _integer("uint32"), _integer("uint64"), _integer("int64")
-    cupy.int32 = _IntType()
     cupy.empty = cupy.zeros = lambda shape, dtype=FLOAT32: ndarray(shape, dtype)
     cupy.ascontiguousarray = lambda a: a
     device = types.SimpleNamespace(id=0, attributes=ATTRIBUTES, compute_capability="90")
@@ -93,16 +105,6 @@ def stand_in_cupy() -> types.ModuleType:
                                       get_current_stream=lambda: types.SimpleNamespace(ptr=0))  # fmt: skip
     cupy.__version__ = "stand-in"
     return cupy
-
-
-class _IntType(_DType):
-    """``cupy.int32``: a dtype (``dtype=cupy.int32``) and a scalar type (``cupy.int32(7)``) at once."""
-
-    def __init__(self) -> None:
-        super().__init__("int32", 4)
-
-    def __call__(self, value: Any) -> tuple[str, int]:
-        return ("int32", int(value))
 
 
 def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:

@@ -229,19 +229,18 @@ def test_chapters_measured_side_by_side_on_the_cluster_each_after_those_it_reads
     address, _ = cluster
     order: list[str] = []
 
-    def chapter(name: str) -> SimpleNamespace:
+    def chapter(name: str, after: tuple[str, ...]) -> SimpleNamespace:
         def measure(directory, *, quick, experiment, progress):
             order.append(f"{name} started")
             run_sweep(experiment, sweep_worker.PROBLEMS, lambda p: sweep_worker.CASES, sweep_worker.fake_measure(0.01),
                       directory=directory, progress=progress)  # fmt: skip
             order.append(f"{name} finished")
 
-        return SimpleNamespace(name=name, experiment=name, measure=measure)
+        return SimpleNamespace(name=name, experiment=name, measure=measure, measured_after=after)
 
-    fakes = {"first": chapter("first"), "second": chapter("second")}
+    fakes = {"first": chapter("first", ()), "second": chapter("second", ("first",))}
     monkeypatch.setattr(node, "chapters", lambda only=None: list(fakes))
     monkeypatch.setattr(node, "paper", fakes.__getitem__)
-    monkeypatch.setattr(node, "MEASURED_AFTER", {"second": ("first",)})
     lines: list[str] = []
     with distributed.Client(address) as client:
         sharder = DaskSharder(client, provenance=sweep_worker.fake_provenance, progress=lines.append)

@@ -2,7 +2,8 @@
 
 :func:`measure_study` runs every chapter's measuring steps on a :class:`convkit.study.shards.DaskSharder`: the
 ceilings first (a whole step on one GPU: every chapter's floors read them), then each chapter's tuning and sweeps,
-sharded by problem, the chapters side by side (a chapter after those whose tuning it reads), and in a full run each
+sharded by problem, the chapters side by side (a chapter after those whose tuning it reads, its
+``Paper.measured_after``), and in a full run each
 chapter's run-to-run sample in a fresh process. The notebooks then run on what was recorded
 (:func:`convkit.book.reproduce.reproduce`). ``--gpus 1`` is the one-GPU path and starts no cluster.
 """
@@ -16,20 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from convkit.papers import PAPERS, paper
+from convkit.papers.paper import REPEAT_SUFFIX
+from convkit.papers.summary import chapter as summary_chapter
 from convkit.study.results import QUICK_SUFFIX
 from convkit.study.shards import FOLDER, DaskSharder
 from convkit.study.sweep import measuring_on
 
-#: Chapters whose sweep reads another chapter's tuning table: measured after it.
-MEASURED_AFTER: dict[str, tuple[str, ...]] = {"tf32x3": ("fp32",)}
 #: Chapters whose measuring is no sweep of problems: one whole step on one GPU.
 WHOLE_STEPS = ("ceilings",)
 #: What a whole step of a chapter reads from the results folder (its resume state and the launches tuned there).
 STEP_READS = ("*_tuning.csv", "*_tuning.json")
 #: The closing chapter: the op in ten networks, its host cost, the reduced precisions, the concurrency soak; a whole
-#: step on one GPU (python -m convkit.papers.summary.chapter measure), with what it resumes.
+#: step on one GPU (python -m convkit.papers.summary.chapter measure), given what it resumes.
 SUMMARY = "summary"
-SUMMARY_READS = ("networks*", "conv2d_overhead*", "precisions*", "concurrency*")
 
 
 def chapters(only: Sequence[str] | None = None) -> list[str]:
@@ -59,18 +59,17 @@ def measure_study(
     start = time.monotonic()
     finished: dict[str, float] = {}
     failed: dict[str, str] = {}
-
     ready = {name: threading.Event() for name in todo}
     quick_flag = ["--quick"] if quick else []
 
     def measure(name: str) -> None:
         try:
-            for before in MEASURED_AFTER.get(name, ()):
+            for before in () if name == SUMMARY else paper(name).measured_after:
                 if before in ready:
                     ready[before].wait()
             if name == SUMMARY:  # its own repeated sample included
                 argv = ["-m", "convkit.papers.summary.chapter", "measure", FOLDER, *quick_flag]
-                _step(sharder, argv, directory, (*STEP_READS, *SUMMARY_READS))
+                _step(sharder, argv, directory, (*STEP_READS, *(f"{e}*" for e in summary_chapter.EXPERIMENTS)))
             elif name in WHOLE_STEPS:
                 entry = paper(name)
                 argv = ["-m", "convkit", "sweep", name, "--directory", FOLDER, *quick_flag]
@@ -80,7 +79,7 @@ def measure_study(
                 entry.measure(directory, quick=quick, experiment=entry.experiment + suffix, progress=None)
             if not quick and name != SUMMARY:  # the run-to-run sample, in a process of its own, after the sweep
                 argv = ["-m", "convkit", "repeat", name, "--directory", FOLDER]
-                _step(sharder, argv, directory, (*STEP_READS, f"{paper(name).experiment}_repeat.*"))
+                _step(sharder, argv, directory, (*STEP_READS, f"{paper(name).experiment}{REPEAT_SUFFIX}.*"))
             finished[name] = time.monotonic() - start
             progress(f"{name}: measured in {finished[name] / 60:.1f} min")
         except Exception as exc:  # the other chapters go on; this one is named at the end
@@ -96,15 +95,21 @@ def measure_study(
         if sharder is None:  # one GPU: one chapter at a time, as a notebook run measures them
             for name in rest:
                 measure(name)
-        threads = [threading.Thread(target=measure, args=(n,), name=f"measure-{n}") for n in rest if sharder]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        else:
+            _side_by_side([(measure, (name,)) for name in rest])
     finished["all"] = time.monotonic() - start
     if failed:
         raise RuntimeError("chapters that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     return finished
+
+
+def _side_by_side(calls: Sequence[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
+    """Each ``(function, arguments)`` in a thread of its own, all at once; returns when every one has."""
+    threads = [threading.Thread(target=function, args=arguments) for function, arguments in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _step(sharder: DaskSharder | None, argv: list[str], directory: Path, reads: Sequence[str]) -> None:
@@ -140,9 +145,8 @@ def results_folder(sharder: DaskSharder, directory: Path | None) -> Path:
     models (each model's results are a folder of their own)."""
     from convkit.core.gpu import gpu_slug
     from convkit.study.checkout import results_dir
-    from convkit.study.shards import worker_gpus
 
-    names = set(worker_gpus(sharder.client).values())
+    names = set(sharder.gpu_names().values())
     if len(names) != 1:
         raise ValueError(f"the workers hold GPUs of several models ({sorted(names)}): shard over one model at a time")
     return Path(directory) if directory is not None else results_dir() / gpu_slug(names.pop())
@@ -150,7 +154,7 @@ def results_folder(sharder: DaskSharder, directory: Path | None) -> Path:
 
 def summary(times: dict[str, float], workers: int) -> list[str]:
     """The run's wall times as lines, chapter by chapter."""
-    lines = [f"measured on {workers} GPUs in {times['all'] / 60:.1f} min"]
+    lines = [f"measured on {workers} GPU{'s' if workers > 1 else ''} in {times['all'] / 60:.1f} min"]
     lines += [f"  {name}: done after {wall / 60:.1f} min" for name, wall in times.items() if name != "all"]
     return lines
 
@@ -204,11 +208,7 @@ def measure_across(sharder: DaskSharder, directory: Path, *, only: Sequence[str]
             sharder.step(argv, directory, STEP_READS, into=folder / f"gpu{index}", worker=worker)
             progress(f"{name}: its sample measured on GPU {index}")
 
-    threads = [threading.Thread(target=on, args=item) for item in sharder.gpu_indices().items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _side_by_side([(on, item) for item in sharder.gpu_indices().items()])
     return folder
 
 
@@ -225,7 +225,7 @@ def agreement(directory: Path) -> Any:
     gpus = sorted((Path(directory) / ACROSS).glob("gpu*"), key=lambda p: p.name)
     rows = []
     for entry in (paper(name) for name in chapters() if name not in (SUMMARY, *WHOLE_STEPS)):
-        repeat = f"{entry.experiment}_repeat"
+        repeat = entry.experiment + REPEAT_SUFFIX
         held = [g for g in gpus if (g / f"{repeat}.csv").is_file()]
         if len(held) < 2:
             continue

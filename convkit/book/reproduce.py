@@ -38,9 +38,10 @@ class NotebookFailure(Exception):
 CLOSING_CHAPTERS = (("summary", "08_summary"),)
 
 
-def select_notebooks(only: str | None = None) -> list[Path]:
-    """The registered papers' notebooks in reading order, then :data:`CLOSING_CHAPTERS`; ``only`` keeps those
-    whose stem equals it or starts with it, or whose paper it names (``"00"``, ``"03_cuconv"``, ``"cuconv"``)."""
+def selected(only: str | None = None) -> list[tuple[str, Path]]:
+    """(chapter name, notebook) of the registered papers in reading order, then :data:`CLOSING_CHAPTERS`; ``only``
+    keeps those whose stem equals it or starts with it, or whose paper it names (``"00"``, ``"03_cuconv"``,
+    ``"cuconv"``)."""
     from convkit.papers import PAPERS
 
     books = [(p.name, notebooks_dir() / f"{p.notebook}.ipynb") for p in PAPERS]
@@ -52,7 +53,12 @@ def select_notebooks(only: str | None = None) -> list[Path]:
     missing = [b.name for _, b in books if not b.is_file()]
     if missing:
         raise FileNotFoundError(f"registered notebooks missing from {notebooks_dir()}: {missing}")
-    return [b for _, b in books]
+    return books
+
+
+def select_notebooks(only: str | None = None) -> list[Path]:
+    """The notebooks :func:`selected` selects, in reading order."""
+    return [book for _, book in selected(only)]
 
 
 def executed_dir() -> Path:
@@ -269,13 +275,12 @@ def chapter_experiments() -> dict[str, tuple[str, ...]]:
     """Each chapter's notebook stem -> the experiments its full run measures (sweep, tuning, and what its notebook
     measures beside them), for the run-time projection (:func:`convkit.book.run_times.full_times`)."""
     from convkit.papers import PAPERS
-    from convkit.papers.summary import inference, overhead, precisions
+    from convkit.papers.summary import chapter as summary
     from convkit.papers.tf32x3 import accuracy
 
     beside = {"tf32x3": (accuracy.EXPERIMENT,)}
     found = {p.notebook: (p.experiment, *((p.tuning,) if p.tuning else ()), *beside.get(p.name, ())) for p in PAPERS}
-    return found | {stem: (inference.EXPERIMENT, overhead.EXPERIMENT, precisions.EXPERIMENT)
-                    for name, stem in CLOSING_CHAPTERS if name == "summary"}  # fmt: skip
+    return found | {stem: summary.EXPERIMENTS for name, stem in CLOSING_CHAPTERS if name == "summary"}
 
 
 def rerun_markdown(directory: Path, repo_url: str, branch: str = "main") -> str:

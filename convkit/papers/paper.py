@@ -115,6 +115,8 @@ class Paper:
         repeat: measures its run-to-run sample into ``<experiment>_repeat`` (:meth:`measure_repeat`); default: its
             quick subset, as its sweep measures it.
         claims: its findings as checked claims (:mod:`convkit.study.claims`).
+        measured_after: the chapters whose tuning tables its sweep reads (measured before it where chapters are
+            measured side by side, :mod:`convkit.book.node`).
     """
 
     name: str
@@ -135,6 +137,7 @@ class Paper:
     fused_choices: Callable[[Path], dict[str, dict[str, Any] | None]] | None = None
     repeat: Callable[[Path], Any] | None = None
     claims: Callable[[], list[Claim]] | None = None
+    measured_after: tuple[str, ...] = ()
     kernels: Kernels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -31,9 +31,12 @@ def convkit_commit() -> str:
         return "unknown"
 
 
-def _driver_version() -> str:
+def nvidia_smi(field: str, gpu: str | None = None) -> str:
+    """``nvidia-smi``'s ``field`` (``driver_version``, ``uuid``) of GPU ``gpu`` (an index or UUID; default the
+    first), or "unknown" where it cannot say."""
+    select = ["-i", gpu] if gpu is not None else []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", *select, f"--query-gpu={field}", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
         return out.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
@@ -57,7 +60,7 @@ def collect() -> dict[str, Any]:
     return {
         "gpu": device_name(),
         "compute_capability": f"{major}.{minor}",
-        "driver": _driver_version(),
+        "driver": nvidia_smi("driver_version"),
         "cuda_driver_api": _cuda_version(cupy.cuda.runtime.driverGetVersion()),
         "cuda_runtime": _cuda_version(cupy.cuda.runtime.runtimeGetVersion()),
         "nvrtc": f"{nvrtc[0]}.{nvrtc[1]}",

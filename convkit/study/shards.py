@@ -47,13 +47,10 @@ def chunks(work: Sequence[Work], parts: int) -> list[list[Work]]:
     if parts < 1:
         raise ValueError(f"parts must be at least 1, got {parts}")
     total = sum(len(todo) for _, todo in work)
-    found: list[list[Work]] = []
+    found: list[list[Work]] = [[]] if work else []
     held = 0
     for problem, todo in work:
-        # A new chunk once this one holds its share of the cases, while chunks are left to fill.
-        if found and held >= total * len(found) / parts and len(found) < parts:
-            found.append([])
-        elif not found:
+        if len(found) < parts and held >= total * len(found) / parts:  # this chunk holds its share: the next
             found.append([])
         found[-1].append((problem, todo))
         held += len(todo)
@@ -73,18 +70,8 @@ def gpu_provenance() -> dict[str, Any]:
     from convkit.study import provenance
 
     visible = visible_gpu()
-    return provenance.collect() | {"gpu_index": visible, "gpu_uuid": _gpu_uuid(visible), "pid": os.getpid()}
-
-
-def _gpu_uuid(visible: str) -> str:
-    if visible.startswith(("GPU-", "MIG-")):
-        return visible
-    try:
-        out = subprocess.run(["nvidia-smi", "-i", visible, "--query-gpu=uuid", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
-        return out.strip().splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return "unknown"
+    uuid = visible if visible.startswith(("GPU-", "MIG-")) else provenance.nvidia_smi("uuid", visible)
+    return provenance.collect() | {"gpu_index": visible, "gpu_uuid": uuid, "pid": os.getpid()}
 
 
 def measure_chunk(
@@ -184,6 +171,12 @@ class DaskSharder:
         """Each worker's address -> the index of the GPU it measures on, as its node counts them."""
         return dict(self.client.run(visible_gpu))
 
+    def gpu_names(self) -> dict[str, str]:
+        """Each worker's address -> the name of the GPU it measures on."""
+        from convkit.core.gpu import device_name
+
+        return dict(self.client.run(device_name))
+
 
 def _run_store(store: ResultStore, run: dict[str, Any]) -> ResultStore:
     return ResultStore.open(store.directory, store.experiment, run, columns=store.columns,
@@ -260,10 +253,3 @@ def close(client: Any) -> None:
     client.close()
     if cluster is not None:
         cluster.close()
-
-
-def worker_gpus(client: Any) -> dict[str, str]:
-    """Each worker's address -> the name of the GPU it measures on."""
-    from convkit.core.gpu import device_name
-
-    return dict(client.run(device_name))

@@ -63,6 +63,10 @@ def kernel_ids() -> Any:
 REPEAT_NETWORKS = ("AlexNet-1", "SqueezeNet-1", "GoogLeNet-8", "SqueezeNet-256", "ResNet-50-16", "DenseNet-121-1")
 REPEAT_STEP, REPEAT = 4, "_repeat"
 
+#: What :func:`measure` records (each with its quick run and repeated sample beside it): the networks, the host cost,
+#: the reduced precisions, the concurrency soak.
+EXPERIMENTS = (inference.EXPERIMENT, overhead.EXPERIMENT, precisions.EXPERIMENT, concurrency_driver.EXPERIMENT)
+
 
 def measure(directory: Path, *, quick: bool = False) -> None:
     """Measure the networks, the host cost, the reduced precisions and the concurrency soak into ``directory``
