@@ -213,7 +213,43 @@ def test_agreement_puts_the_spread_across_gpus_beside_the_run_to_run_spread(tmp_
     assert list(found["chapter"]) == ["The baseline: every cuDNN algorithm"] and list(found["gpus"]) == ["0 and 1"]
     row = found.iloc[0]
     assert row["cases"] == 3 and row["p95"] == pytest.approx(0.09, abs=0.01)
-    assert row["run_to_run_p95"] == pytest.approx(0.045, abs=0.01)
+    assert row["run_to_run_p95"] == pytest.approx(0.045, abs=0.01) and row["run_to_run_on"] == tmp_path.name
+
+
+def test_a_node_without_a_run_to_run_sample_of_its_own_is_set_beside_the_books_gpus(tmp_path, monkeypatch):
+    """The node's GPU model has no run-to-run sample recorded: the agreement takes the book's GPU's, and the rerun
+    page's section names that GPU beside the node's times."""
+    from convkit.bench.rows import make_row
+    from convkit.book import node
+    from convkit.book.run_times import run_times_store
+    from convkit.study import checkout
+    from convkit.study.results import DEFAULT_RECORDED_GPU
+
+    problem = ConvProblem.same(1, 8, 7, 7, 8, 3)
+
+    def record(folder: Path, experiment: str, times: list[float], gpu: str) -> None:
+        store = ResultStore.open(folder, experiment, {"gpu": gpu})
+        for i, t in enumerate(times):
+            store.append(make_row(problem, Case("convkit", f"v{i}"), status="ok") | {"time_ms_median": t, "reps": 10})
+
+    book_gpu, node_gpu = tmp_path / DEFAULT_RECORDED_GPU, tmp_path / "nvidia-h200"
+    record(book_gpu, "baseline", [1.0, 2.0, 4.0], "NVIDIA H100 80GB HBM3")
+    record(book_gpu, "baseline_repeat", [1.0, 2.0, 4.2], "NVIDIA H100 80GB HBM3")
+    record(node_gpu, "baseline_quick", [1.0, 2.0, 4.0], "NVIDIA H200")
+    record(node_gpu / node.ACROSS / "gpu0", "baseline_repeat", [1.0, 2.0, 4.0], "NVIDIA H200")
+    record(node_gpu / node.ACROSS / "gpu1", "baseline_repeat", [1.0, 2.0, 4.4], "NVIDIA H200")
+    for gpus, wall in ((1, 100.0), (2, 55.0)):
+        times = run_times_store(node_gpu, {"gpu": "NVIDIA H200", "gpus": gpus})
+        for name in ("baseline", "all"):
+            times.append({"notebook": name, "step": "measuring", "mode": "quick", "gpus": gpus, "status": "ok",
+                          "wall_s": wall})  # fmt: skip
+    monkeypatch.setattr(checkout, "results_dir", lambda: tmp_path)
+    row = node.agreement(node_gpu).iloc[0]
+    assert row["run_to_run_on"] == DEFAULT_RECORDED_GPU and row["run_to_run_p95"] == pytest.approx(0.045, abs=0.01)
+    page = node.node_page({"baseline": "The baseline"})
+    assert page.startswith("On the H200s of one node") and "| chapter | 1 H200 | 2 H200s |" in page
+    assert "(1.82x, 91% efficiency)" in page
+    assert "| The baseline: every cuDNN algorithm | 3 | 0.0% | 9.0% | 4.5% (H100) |" in page
 
 
 @pytest.mark.watchdog(seconds=120)

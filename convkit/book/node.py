@@ -212,30 +212,90 @@ def measure_across(sharder: DaskSharder, directory: Path, *, only: Sequence[str]
     return folder
 
 
-def agreement(directory: Path) -> Any:
-    """How far the GPUs of a node disagree, against how far one GPU disagrees with itself: for each chapter sampled
-    on every GPU (:func:`measure_across`) and each GPU past the first, the spread of its times against the first
-    GPU's on the same cases (``cases``, ``median``, ``p95``, fractions), beside the recorded run-to-run spread of the
-    chapter (its sample against its sweep, ``run_to_run_p95``). A DataFrame; empty where nothing was sampled."""
-    import pandas as pd
-
+def run_to_run(directory: Path, name: str) -> float:
+    """Chapter ``name``'s recorded run-to-run spread in ``directory`` (95th percentile, a fraction): its sample,
+    measured again in a fresh process, against its sweep; NaN where either is not recorded."""
     from convkit.study import tables
     from convkit.study.results import load_results
 
-    gpus = sorted((Path(directory) / ACROSS).glob("gpu*"), key=lambda p: p.name)
+    entry = paper(name)
+    stems = (entry.experiment, entry.experiment + REPEAT_SUFFIX)
+    if not all((Path(directory) / f"{stem}.csv").is_file() for stem in stems):
+        return float("nan")
+    return tables.spread(*(load_results(Path(directory), stem)[0] for stem in stems))["p95"]
+
+
+def agreement(directory: Path) -> Any:
+    """How far the GPUs of a node disagree, against how far one GPU disagrees with itself: for each chapter sampled
+    on every GPU (:func:`measure_across`) and each GPU past the first, the spread of its times against the first
+    GPU's on the same cases (``cases``, ``median``, ``p95``, fractions), beside the chapter's :func:`run_to_run`
+    spread (``run_to_run_p95``) on this GPU, or where none is recorded here on the book's GPU (``run_to_run_on``:
+    the folder it comes from). A DataFrame; empty where nothing was sampled."""
+    import pandas as pd
+
+    from convkit.study import tables
+    from convkit.study.checkout import results_dir
+    from convkit.study.results import DEFAULT_RECORDED_GPU, load_results
+
+    directory = Path(directory)
+    gpus = sorted((directory / ACROSS).glob("gpu*"), key=lambda p: p.name)
     rows = []
-    for entry in (paper(name) for name in chapters() if name not in (SUMMARY, *WHOLE_STEPS)):
-        repeat = entry.experiment + REPEAT_SUFFIX
+    for name in (name for name in chapters() if name not in (SUMMARY, *WHOLE_STEPS)):
+        repeat = paper(name).experiment + REPEAT_SUFFIX
         held = [g for g in gpus if (g / f"{repeat}.csv").is_file()]
         if len(held) < 2:
             continue
+        reference = directory
+        own = run_to_run(directory, name)
+        if own != own:  # no sample of its own here: the book's GPU's
+            reference = results_dir() / DEFAULT_RECORDED_GPU
+            own = run_to_run(reference, name)
         first = load_results(held[0], repeat)[0]
-        try:
-            own = tables.spread(*(load_results(Path(directory), e)[0] for e in (entry.experiment, repeat)))["p95"]
-        except FileNotFoundError:
-            own = float("nan")
         for other in held[1:]:
             found = tables.spread(first, load_results(other, repeat)[0])
-            rows.append({"chapter": entry.title, "gpus": f"{held[0].name[3:]} and {other.name[3:]}", **found,
-                         "run_to_run_p95": own})  # fmt: skip
+            rows.append({"chapter": paper(name).title, "gpus": f"{held[0].name[3:]} and {other.name[3:]}", **found,
+                         "run_to_run_p95": own, "run_to_run_on": reference.name})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def agreement_markdown(directory: Path) -> str:
+    """The rerun page's table of :func:`agreement`: per chapter, the cases sampled on every GPU, how far the other
+    GPUs' times lie from the first GPU's (the median pair's median, the widest pair's 95th percentile) beside the
+    chapter's run-to-run spread (95th percentile, and on which GPU); empty where nothing was sampled on two GPUs."""
+    from convkit.study.results import recorded_gpu_name
+
+    found = agreement(directory)
+    if found.empty:
+        return ""
+    lines = ["| chapter | cases | across the GPUs: median | across the GPUs: 95th percentile, widest pair "
+             "| run to run: 95th percentile |", "|---|---|---|---|---|"]  # fmt: skip
+    for title, rows in found.groupby("chapter", sort=False):
+        own, on = rows["run_to_run_p95"].iloc[0], rows["run_to_run_on"].iloc[0]
+        gpu = recorded_gpu_name(on).removeprefix("NVIDIA ").split()[0]
+        lines.append(f"| {title} | {int(rows['cases'].max())} | {rows['median'].median():.1%} "
+                     f"| {rows['p95'].max():.1%} | {'–' if own != own else f'{own:.1%} ({gpu})'} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def node_page(titles: dict[str, str]) -> str:
+    """The rerun page's measuring on several GPUs: for each GPU model under ``results/`` whose node runs were timed,
+    the times (:func:`convkit.book.run_times.node_markdown`) and the GPUs' agreement (:func:`agreement_markdown`);
+    a sentence where none was timed. ``titles``: each chapter's name -> its title."""
+    from convkit.book.run_times import NODE_SIZES, node_markdown, run_times
+    from convkit.study.checkout import results_dir
+    from convkit.study.results import recorded_gpu_name
+
+    parts = []
+    for folder in sorted(p for p in results_dir().iterdir() if p.is_dir()):
+        if not any(run_times(folder, "measuring", n) for n in NODE_SIZES[1:]):
+            continue
+        gpu = recorded_gpu_name(folder).removeprefix("NVIDIA ").split()[0]
+        parts.append(f"On the {gpu}s of one node: when each chapter finished, counted from the start of the run (on "
+                     "one GPU the chapters run one after the other, on several side by side), and the whole run:\n\n"
+                     + node_markdown(folder, gpu, titles))  # fmt: skip
+        across = agreement_markdown(folder)
+        if across:
+            parts.append(f"Each chapter's run-to-run sample measured on every {gpu} of the node, each GPU's times "
+                         "against the first GPU's on the same cases, beside the chapter's run-to-run spread "
+                         "(its sample measured again in a fresh process, against its sweep):\n\n" + across)  # fmt: skip
+    return "\n".join(parts) if parts else "No run of the measuring on several GPUs has been timed yet.\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.book.reproduction import REPRODUCTION_TABLE, reproduction_markdown
-from convkit.book.run_times import minutes_text, node_markdown, run_times, run_times_store
+from convkit.book.run_times import minutes_text, run_times, run_times_store
 from convkit.study.checkout import book_dir, notebooks_dir
 from convkit.study.results import ResultStore, recorded_gpu_name
 
@@ -333,11 +333,6 @@ def _titles() -> dict[str, str]:
     return {p.name: p.title for p in PAPERS} | {name: name.capitalize() for name, _ in CLOSING_CHAPTERS}
 
 
-def _short_gpu(directory: Path) -> str:
-    """The GPU of a results folder as the book's prose names it: ``H100`` for ``NVIDIA H100 80GB HBM3``."""
-    return recorded_gpu_name(directory).removeprefix("NVIDIA ").split()[0]
-
-
 def _projection_note(full: dict[str, Any], titles: dict[str, str]) -> str:
     """The footnote that says how the projected full times were projected, and how well the method does on the
     chapters whose full run was timed (each projected from the others)."""
@@ -365,7 +360,7 @@ def build_book(book: Path | None = None, *, device: str = "recorded", extra_args
     show (``device``: this GPU's when measuring, else the recorded GPU's). Raises CalledProcessError when
     the build fails (warnings count as failures: a missing notebook or figure must not pass silently).
     """
-    from convkit.book import chapter
+    from convkit.book import chapter, node
 
     book = book or book_dir()
     directory = chapter.results_directory(chapter.resolve_device(device))
@@ -377,7 +372,7 @@ def build_book(book: Path | None = None, *, device: str = "recorded", extra_args
     recorded = chapter.results_directory("recorded")
     (book / REPRODUCTION_TABLE).write_text(reproduction_markdown(recorded))
     (book / RERUN_PAGE).write_text(rerun_markdown(directory, repository_url(book), repository_branch(book)))
-    (book / NODE_PAGE).write_text(node_markdown(directory, _short_gpu(directory), _titles()))
+    (book / NODE_PAGE).write_text(node.node_page(_titles()))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe)] if exe.exists() else [shutil.which("jupyter-book") or "jupyter-book"]
     subprocess.run([*command, "build", str(book), "--warningiserror", "--keep-going", *extra_args], check=True)
