@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from convkit import cli
@@ -58,3 +60,20 @@ def test_a_run_says_whether_it_measures_or_shows_recorded_results(monkeypatch):
                                                   "results/nvidia-h100-80gb-hbm3/")  # fmt: skip
     assert reproduce.mode_line("recorded").endswith("; as asked)")
     assert reproduce.recorded_gpu_name("nowhere") == "nowhere"
+
+
+def test_reproduce_on_a_node_measures_first_then_runs_the_notebooks_on_what_the_node_recorded(monkeypatch, tmp_path):
+    """``convkit reproduce --gpus 4``: every chapter measured on the node (run_on_node), then the notebooks, shown
+    from the node's results folder; with ``--directory`` (a scratch folder) only the measuring runs."""
+    from convkit.book import node, reproduce
+
+    measured, shown = [], []
+    folder = tmp_path / "nvidia-h200"
+    monkeypatch.setattr(node, "run_on_node", lambda **kw: measured.append(kw) or Path(kw["directory"] or folder))
+    monkeypatch.setattr(reproduce, "reproduce", lambda **kw: shown.append(kw))
+    assert cli.main(["reproduce", "--gpus", "4", "--quick"]) == 0
+    assert measured[0]["gpus"] == 4 and measured[0]["quick"] and measured[0]["directory"] is None
+    assert shown == [{"only": None, "device": "recorded", "quick": True, "recorded_gpu": "nvidia-h200",
+                      "record_times": False}]  # fmt: skip
+    assert cli.main(["reproduce", "--gpus", "4", "--directory", str(tmp_path / "scratch")]) == 0
+    assert len(measured) == 2 and len(shown) == 1
