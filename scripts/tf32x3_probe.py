@@ -29,8 +29,8 @@ TIMING = {"warmup": 3, "min_reps": 10, "max_reps": 100, "budget_ms": 30.0}
 def speeds() -> None:
     kernels = Kernels(tf32x3.VARIANTS + fp32.VARIANTS, fp32.PEERS + cutlass.PEERS)
     for p in LAYERS:
-        todo = [Case("convkit", tf32x3.IGEMM, params_text(k.as_params())) for k in launch_candidates(p)]
-        todo += [Case("convkit", fp32.IGEMM, params_text(k.as_params())) for k in candidates(p)]
+        todo = [Case("convkit", tf32x3.IGEMM, params_text(k.to_params())) for k in launch_candidates(p)]
+        todo += [Case("convkit", fp32.IGEMM, params_text(k.to_params())) for k in candidates(p)]
         todo += cases(p, (), cudnn=True, pytorch=True, peers=fp32.PEERS + cutlass.PEERS)
         gflop = 2 * p.n * p.m * p.c * p.r * p.s * p.out_h * p.out_w / 1e9
         best: dict[str, tuple[float, float]] = {}

@@ -136,7 +136,7 @@ def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
         x, w, out = ndarray(problem.input_shape), ndarray(problem.filter_shape), ndarray(problem.output_shape)
         calls.clear()
         try:
-            variant.run(x, w, problem, out, **knobs)
+            variant.execute(x, w, problem, out, knobs)
         except Exception as exc:  # planned as the error it raises
             calls.append({"error": f"{type(exc).__name__}: {exc}"})
         named = [("x", x), ("w", w), ("out", out)]
@@ -153,7 +153,8 @@ def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
         for problem in (ConvProblem.from_key(k) for k in SAMPLE_PROBLEMS):
             if not variant.supports(problem):
                 continue
-            knob_sets = [variant.default_knobs(problem), *(variant.candidates(problem) if variant.candidates else [])]
+            launches = [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]
+            knob_sets = [launch.to_params() for launch in launches]
             for knobs in knob_sets:
                 plans[f"{name} {problem.key} {json.dumps(knobs, sort_keys=True)}"] = planned(variant, problem, knobs)
     return plans

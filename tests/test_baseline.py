@@ -123,7 +123,7 @@ def test_paper_declares_the_chapter():
 def test_direct_launch_follows_the_protocol():
     spec = DirectLaunch()
     problem = ConvProblem.same(2, 3, 17, 13, 5, 3)
-    assert isinstance(spec, Launch) and spec.as_params() == {"threads": 256}
+    assert isinstance(spec, Launch) and spec.to_params() == {"threads": 256}
     assert spec.grid(problem) == (-(-2 * 5 * 17 * 13 // 256),) and spec.block(problem) == (256,)
     with pytest.raises(ValueError, match=r"threads must be an int in 1\.\.1024"):
         DirectLaunch(0).can_implement(problem)

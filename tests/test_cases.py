@@ -3,11 +3,16 @@ the variant bookkeeping (CPU); measuring itself is in the GPU tests."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import pytest
 
 from convkit.bench.measure import variant_checks
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.cuda.launch import KernelLaunch
+from convkit.families.baseline.launch import DirectLaunch
 from convkit.families.registry import Kernels, Variant
 from convkit.libs import pytorch
 from convkit.libs.cudnn import FORWARD_ALGORITHMS
@@ -18,8 +23,17 @@ def _noop(*args, **knobs):
     return None
 
 
-SMALL = Variant("small_only", _noop, lambda p: {"threads": 64}, supports=lambda p: p.c < 100)
-TUNED = Variant("tuned", _noop, candidates=lambda p: [{"tile": 1}, {"tile": 2}], tolerance=1e-4)
+@dataclass(frozen=True)
+class Tile(KernelLaunch):
+    """A launch of one knob, as a tuned variant's."""
+
+    tile: int = 0
+    kind: ClassVar[str] = "test_tile"
+
+
+SMALL = Variant("small_only", _noop, default=lambda p: DirectLaunch(64), supports=lambda p: p.c < 100)
+TUNED = Variant("tuned", _noop, default=lambda p: Tile(1), candidates=lambda p: [Tile(1), Tile(2)],
+                launch_from=Tile.from_params, tolerance=1e-4)  # fmt: skip
 PEER = Variant("peer", _noop, impl="cupyx", supports=lambda p: p.c == 1)
 
 

@@ -86,8 +86,8 @@ def test_pointwise_tiles_join_the_h100_launch_at_1x1_only():
     assert cfg.threads == 128 and cfg.shared_bytes_for() == cfg.stages * 16 * (64 + 64 + 4) * 4
     problem = ConvProblem.same(1, 100, 7, 9, 70, 1)  # 63 pixels, 100 channels in splits of 48
     assert cfg.grid(problem) == (2, 1, 3) and cfg.split_channels(problem) == 48
-    assert ranking.multi_launch(cfg.as_params()) == cfg
-    assert ranking.multi_launch(multi.TiledMultiLaunch(bm=16).as_params()) == multi.TiledMultiLaunch(bm=16)
+    assert ranking.multi_launch(cfg.to_params()) == cfg
+    assert ranking.multi_launch(multi.TiledMultiLaunch(bm=16).to_params()) == multi.TiledMultiLaunch(bm=16)
     with pytest.raises(ValueError, match="tm and tp"):
         multi.PointwiseMultiLaunch(tm=2)
     with pytest.raises(ValueError, match="whole threads"):
@@ -110,7 +110,7 @@ def test_broadcast_blocks_join_the_h100_launch_at_3x3_and_5x5_on_small_maps():
     # At least the block's sums on their way out: 49 floats per thread (odd already), 28 padded to 29.
     assert multi.BroadcastMultiLaunch(128, ck=4).shared_bytes_for(3, segments=1) == 128 * 49 * 4
     assert multi.BroadcastMultiLaunch(64, 2, 4, 7, 4).shared_bytes_for(3, segments=1) == 128 * 29 * 4
-    assert ranking.multi_launch(cfg.as_params()) == cfg
+    assert ranking.multi_launch(cfg.to_params()) == cfg
     with pytest.raises(ValueError, match="multiple of 4"):
         multi.BroadcastMultiLaunch(ck=6)
     with pytest.raises(ValueError, match="whole warps"):
@@ -187,14 +187,14 @@ def test_direct_plans_read_weights_from_global_on_small_maps_and_from_shared_mem
                                     single.DirectSingleLaunch(8, 64),
                                     single.DirectSingleLaunch(8, 64, rows=4, shared_weights=True)])  # fmt: skip
 def test_single_launch_round_trips_its_params(launch):
-    assert single.single_launch(json.loads(json.dumps(launch.as_params()))) == launch
+    assert single.single_launch(json.loads(json.dumps(launch.to_params()))) == launch
 
 
 def test_direct_plan_params_leave_out_the_defaults_of_the_later_knobs():
     """Plans recorded before rows and shared_weights existed name the same launch (and the same results key)."""
-    assert single.DirectSingleLaunch(8, 64).as_params() == {"kernel": "direct", "filters": 8, "threads": 64}
-    assert single.DirectSingleLaunch(8, 64, rows=2).as_params()["rows"] == 2
-    assert single.DirectSingleLaunch(8, 64, shared_weights=True).as_params()["shared_weights"] is True
+    assert single.DirectSingleLaunch(8, 64).to_params() == {"kernel": "direct", "filters": 8, "threads": 64}
+    assert single.DirectSingleLaunch(8, 64, rows=2).to_params()["rows"] == 2
+    assert single.DirectSingleLaunch(8, 64, shared_weights=True).to_params()["shared_weights"] is True
 
 
 def test_single_direct_plan_grid_and_checks():

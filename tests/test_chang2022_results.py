@@ -126,10 +126,10 @@ def test_kernel_family_reads_the_recorded_knobs():
 
 
 def test_every_recorded_launch_parses_and_records_the_same_params(recorded):
-    """The launches' ``as_params`` key the recorded rows: each recorded launch reads back and writes the same text."""
+    """The launches' ``to_params`` key the recorded rows: each recorded launch reads back and writes the same text."""
     results, _ = recorded
     tuning, _ = load_results(results.directory, TUNING)
     rows = pd.concat([results.frame, tuning])
     for variant, params in rows[rows["impl"] == "convkit"][["variant", "params"]].drop_duplicates().itertuples(False):
         parse = single.single_launch if variant.startswith("chang_single") else ranking.multi_launch
-        assert params_text(parse(json.loads(params)).as_params()) == params, (variant, params)
+        assert params_text(parse(json.loads(params)).to_params()) == params, (variant, params)

@@ -74,14 +74,14 @@ def test_launches_follow_the_launch_protocol():
 
 def test_params_are_recorded_as_before():
     """The rows' params JSON is how recorded rows are found again: the launch must not change it."""
-    assert CuconvLaunch("paper", 64).as_params() == {"threads": 64, "filters_per_thread": 1, "splits": 1}
-    assert CuconvLaunch("tiled", 256, splits=2, tile="64x64").as_params() == {
+    assert CuconvLaunch("paper", 64).to_params() == {"threads": 64, "filters_per_thread": 1, "splits": 1}
+    assert CuconvLaunch("tiled", 256, splits=2, tile="64x64").to_params() == {
         "threads": 256, "filters_per_thread": 1, "splits": 2, "tile": "64x64",
     }  # fmt: skip
     frame, _ = load_results(results_dir() / DEFAULT_RECORDED_GPU, CUCONV_TUNING)
     for row in frame.iloc[::97].itertuples():
         params = json.loads(row.params)
-        assert CuconvLaunch(row.variant.removeprefix("cuconv_"), **params).as_params() == params
+        assert CuconvLaunch(row.variant.removeprefix("cuconv_"), **params).to_params() == params
 
 
 @pytest.mark.parametrize(("launch", "match"), [

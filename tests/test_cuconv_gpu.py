@@ -75,7 +75,7 @@ def test_every_tuning_candidate_matches_reference(label):
     for variant in VARIANTS:
         for knobs in candidates(p, variant):
             out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-            params = knobs.as_params()
+            params = knobs.to_params()
             if variant != "tiled":
                 params.pop("tile", None)
             else:

@@ -80,8 +80,8 @@ def test_heuristic_and_candidates_fill_the_gpu():
     for spec in winograd.winograd_candidates(large):  # the batch in passes that fit the 1 GiB cuDNN is allowed too
         per_pass = spec.images_per_pass(large)
         assert 1 <= per_pass < large.n
-        assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass)) <= 1 << 30
-        assert spec.workspace_bytes(dataclasses.replace(large, n=per_pass + 1)) > 1 << 30
+        assert spec.pass_bytes(dataclasses.replace(large, n=per_pass)) <= 1 << 30
+        assert spec.pass_bytes(dataclasses.replace(large, n=per_pass + 1)) > 1 << 30
     assert all(s.images_per_pass(medium) == medium.n for s in winograd.winograd_candidates(medium))
 
 

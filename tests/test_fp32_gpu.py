@@ -37,10 +37,10 @@ def _random_problems(count: int, seed: int) -> list[ConvProblem]:
 @pytest.mark.parametrize("problem", _random_problems(24, seed=7), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
 def test_every_candidate_matches_float64(problem):
     kernels = Kernels(family.VARIANTS, family.PEERS)
-    todo = [Case("convkit", family.IGEMM, params_text(k.as_params())) for k in launch.candidates(problem)]
+    todo = [Case("convkit", family.IGEMM, params_text(k.to_params())) for k in launch.candidates(problem)]
     if family.winograd_supports(problem):
         todo += [
-            Case("convkit", family.WINOGRAD, params_text(k.as_params())) for k in winograd.winograd_candidates(problem)
+            Case("convkit", family.WINOGRAD, params_text(k.to_params())) for k in winograd.winograd_candidates(problem)
         ]
     if cublas.supports(problem):
         todo.append(Case(cublas.IMPL, cublas.VARIANT))

@@ -39,7 +39,7 @@ def test_only_the_naive_window_goes_to_local_memory(k, arch):
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_multi_channel_tiles_do_not_spill_at_3x3(arch):
     for launch in (lu2020.LuMultiLaunch(), lu2020.LuMultiLaunch(4, 16, 2), lu2020.LuMultiLaunch(8, 8, 2)):
-        options = lu2020.build_options(3, **launch.as_params())
+        options = lu2020.build_options(3, **launch.to_params())
         multi = next(r for r in ptxas_report("lu2020", arch, options=options) if r.kernel == "lu_multi")
         assert (multi.stack_frame_bytes, multi.spill_store_bytes) == (0, 0), launch
 
@@ -84,8 +84,8 @@ def test_paper_declares_the_chapter():
 def test_launches_follow_the_protocol_and_record_the_old_params():
     single, multi = lu2020.default_single("combined"), lu2020.LuMultiLaunch()
     assert isinstance(single, Launch) and isinstance(multi, Launch)
-    assert single.as_params() == {"rows": 8, "warps": 4}  # the variant is the row's own column
-    assert multi.as_params() == {"rows": 4, "filters": 8, "warps": 4, "stage_channels": 8}
+    assert single.to_params() == {"rows": 8, "warps": 4}  # the variant is the row's own column
+    assert multi.to_params() == {"rows": 4, "filters": 8, "warps": 4, "stage_channels": 8}
     image = ConvProblem.same(2, 1, 100, 70, 3, 5)
     assert single.kernel_name(image) == "lu_combined" and single.block(image) == (32, 4)
     assert single.grid(image) == (3, 4, 6)  # ceil(70 / 32), ceil(100 / (8 rows x 4 warps)), N x M

@@ -177,7 +177,7 @@ def _epilogue_cases():
             x, w, pad=1, variant="tiled", tile="64x32", splits=3, out=out), True),
         # two images a pass, three passes: every pass's output transform adds the bias to its images
         "winograd-passes": (ConvProblem(5, 6, 10, 10, 7, 3, 3, pad=1), lambda x, w, out: conv2d_winograd(
-            x, w, pad=1, spec=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).workspace_bytes(
+            x, w, pad=1, spec=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).pass_bytes(
                 ConvProblem(2, 6, 10, 10, 7, 3, 3, pad=1))), out=out), True),
     }  # fmt: skip
 

@@ -31,7 +31,7 @@ def _tensor_cores():
 
 @pytest.mark.parametrize("problem", _random_problems(24, seed=11), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
 def test_every_candidate_matches_float64(problem):
-    todo = [Case("convkit", family.IGEMM, params_text(k.as_params())) for k in launch.launch_candidates(problem)]
+    todo = [Case("convkit", family.IGEMM, params_text(k.to_params())) for k in launch.launch_candidates(problem)]
     rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=2, timing=CHECK_ONLY))
     failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
     assert not failed, failed

@@ -88,12 +88,12 @@ def test_every_candidate_tile_builds_without_spills():
 def test_launches_follow_the_launch_protocol_and_record_their_params_as_before():
     tile, ladder = ToyTiledLaunch(64, 16, 16, 4), ToyLadderLaunch("v2", (16, 8, 4), (7, 14, 96))
     assert all(isinstance(spec, Launch) for spec in (tile, ladder, ToyEpilogueLaunch()))
-    assert tile.as_params() == {"bm": 64, "tile_h": 16, "tile_w": 16, "ck": 4}
-    assert ToyTiledLaunch(**tile.as_params()) == tile
+    assert tile.to_params() == {"bm": 64, "tile_h": 16, "tile_w": 16, "ck": 4}
+    assert ToyTiledLaunch(**tile.to_params()) == tile
     assert tile.kernel_name(LAB_LAYER) == "toy_fused_tiled" and "-DTOY_FUSE_POOL=1" in tile.options(LAB_LAYER)
     assert "-DTOY_FUSE_POOL=0" in ToyTiledLaunch(fuse_pool=False).options(LAB_LAYER)
-    assert ToyTiledLaunch(fuse_pool=False).as_params() == tile.as_params()  # the variant says it, not the params
-    assert ladder.as_params() == {"block": [16, 8, 4], "grid": [7, 14, 96]}
+    assert ToyTiledLaunch(fuse_pool=False).to_params() == tile.to_params()  # the variant says it, not the params
+    assert ladder.to_params() == {"block": [16, 8, 4], "grid": [7, 14, 96]}
     assert ladder.kernel_name(LAB_LAYER) == "toy_v2" and ladder.shared_bytes(LAB_LAYER) == 20 * 36 * 4
     assert ToyLadderLaunch("v0", (16, 8, 4), (7, 14, 96)).shared_bytes(LAB_LAYER) == 0
     assert ToyEpilogueLaunch().grid(LAB_LAYER) == (256 * 112 * 112 // 256,)

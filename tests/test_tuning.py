@@ -57,24 +57,26 @@ def _tuning_table(directory, problem, variant, knobs):
 def test_a_sweep_runs_the_knobs_tuned_in_its_own_folder(tmp_path, monkeypatch):
     """``convkit sweep <paper> --directory D`` tunes into D, then sweeps with D's tuned knobs (it once swept
     with the knobs of ``results/<this GPU>``)."""
+    from convkit.families.fp32.launch import ImplicitGemmLaunch
     from convkit.families.registry import Variant
     from convkit.op.cases import cases
     from convkit.study import sweep
 
     p = ConvProblem.from_label("7-1-1-32-832")
-    variant = Variant("v", lambda *a, **k: None, lambda q: {"tile": "default"},
-                      candidates=lambda q: [{"tile": "a"}, {"tile": "b"}])  # fmt: skip
+    variant = Variant("v", lambda *a, **k: None, default=lambda q: ImplicitGemmLaunch("default"),
+                      candidates=lambda q: [ImplicitGemmLaunch("a"), ImplicitGemmLaunch("b")],
+                      launch_from=ImplicitGemmLaunch.from_params)  # fmt: skip
     elsewhere, mine = tmp_path / "results-of-this-gpu", tmp_path / "mine"
-    _tuning_table(elsewhere, p, "v", {"tile": "a"})
+    _tuning_table(elsewhere, p, "v", {"tile": "a", "splits": 1, "stages": 3})
     swept = []
 
     def run_experiment(experiment, problems, variants, *, directory, tune=False, tuned=None, **_):
         if tune:  # the tuning run: what it found fastest lands in its folder
-            _tuning_table(directory, p, "v", {"tile": "b"})
+            _tuning_table(directory, p, "v", {"tile": "b", "splits": 1, "stages": 3})
         else:
             swept.extend(c.params for q in problems for c in cases(q, variants, cudnn=False, tuned=tuned))
 
     monkeypatch.setattr(sweep, "run_experiment", run_experiment)
     monkeypatch.setattr(sweep, "gpu_results_dir", lambda directory=None: directory or elsewhere)
     sweep.tune_then_sweep(mine, [p], [variant], tuning="x_tuning", experiment="x")
-    assert swept == [params_text({"tile": "b"})]
+    assert swept == [params_text({"tile": "b", "splits": 1, "stages": 3})]

@@ -6,11 +6,12 @@ the kernel (:mod:`convkit.cuda.nvrtc`), opts in to its shared memory and enqueue
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.memo import memoize
@@ -51,14 +52,18 @@ def with_dynamic_shared(kernel: Any, nbytes: int, what: str) -> Any:
 
 @runtime_checkable
 class Launch(Protocol):
-    """What a kernel launch declares before it runs, for one problem.
+    """What a kernel launch declares before it runs, for one problem (CUTLASS's device adapter, in Python).
 
-    Every family's launch objects (frozen dataclasses of their knobs, recorded as a row's ``params``
-    through ``as_params``) satisfy this; :func:`launch` is the only code that turns one into a launch.
+    Every family's launch objects (frozen dataclasses of their knobs, deriving :class:`KernelLaunch`) satisfy this;
+    :func:`launch` is the only code that turns one into a launch.
     """
 
+    #: The launch's type, one per class: what a recorded ``params`` object is read back as.
+    kind: ClassVar[str]
     #: The file under ``kernels/`` (stem) that defines the kernel.
     source: str
+    #: The architecture the kernel needs built (``"sm_90a"`` for wgmma or TMA); None: the GPU's own.
+    arch: ClassVar[str | None]
 
     def kernel_name(self, problem: Any) -> str:
         """The ``extern "C"`` kernel this launch runs on ``problem``."""
@@ -80,20 +85,91 @@ class Launch(Protocol):
         """Raise ValueError, naming the knob or argument, if the kernel cannot run this launch on ``problem``."""
         ...
 
-    def as_params(self) -> dict[str, Any]:
-        """The knobs as a results row records them."""
+    def not_supported_reasons(self, problem: Any) -> list[str]:
+        """Why the kernel cannot run this launch on ``problem`` (empty: it can)."""
+        ...
+
+    def workspace_bytes(self, problem: Any) -> int:
+        """Device scratch the launch needs beside its operands on ``problem`` (bytes; 0: none)."""
+        ...
+
+    def adds_bias(self, problem: Any) -> bool:
+        """Whether the launch adds the op's bias as it writes the output on ``problem`` (in its last kernel's
+        epilogue), so that no launch after it need."""
+        ...
+
+    def to_params(self) -> dict[str, Any]:
+        """The knobs as a results row and the shipped table record them (a plain JSON object)."""
         ...
 
 
+class KernelLaunch:
+    """What every family's launch dataclass shares (a mixin; the subclass is a frozen dataclass).
+
+    A subclass names its ``kind`` and its ``knobs`` (the fields recorded as ``params``, default every field; the
+    others, such as the variant a launch belongs to, are fixed by the caller of :meth:`from_params`). ``to_params`` and
+    ``from_params`` are each other's inverse, and ``from_params`` rejects a knob the launch does not have, so a
+    misspelt knob in a table fails where the table is read, not on a GPU.
+    """
+
+    kind: ClassVar[str]
+    knobs: ClassVar[tuple[str, ...] | None] = None
+    arch: ClassVar[str | None] = None
+
+    @classmethod
+    def knob_names(cls) -> tuple[str, ...]:
+        """:attr:`knobs`, or where it is None every field of the dataclass."""
+        return cls.knobs if cls.knobs is not None else tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+    def to_params(self) -> dict[str, Any]:
+        """The knobs as a results row records them, in their order."""
+        return {name: getattr(self, name) for name in self.knob_names()}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], **fixed: Any) -> Self:
+        """The launch recorded as ``params`` (:meth:`to_params`), with the non-knob fields ``fixed``; raises
+        ValueError naming any key that is no knob of this launch."""
+        cls.check_knobs(params, cls.knob_names())
+        return cls(**fixed, **params)
+
+    @classmethod
+    def check_knobs(cls, params: Mapping[str, Any], knobs: tuple[str, ...]) -> None:
+        """Raise ValueError naming every key of ``params`` that is not one of ``knobs``."""
+        unknown = sorted(set(params) - set(knobs))
+        if unknown:
+            raise ValueError(f"a {cls.kind} launch has no knob {', '.join(map(repr, unknown))}; its knobs are "
+                             f"{', '.join(knobs) or 'none'}")  # fmt: skip
+
+    def can_implement(self, problem: Any) -> None:
+        """Raise ValueError naming what the kernel cannot run (the subclass's checks; none by default)."""
+
+    def not_supported_reasons(self, problem: Any) -> list[str]:
+        """Why the kernel cannot run this launch on ``problem``, from :meth:`can_implement` (empty: it can)."""
+        try:
+            self.can_implement(problem)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    def workspace_bytes(self, problem: Any) -> int:
+        """Device scratch beside the operands (bytes): none by default."""
+        return 0
+
+    def adds_bias(self, problem: Any) -> bool:
+        """Whether it adds the op's bias as it writes the output: not by default."""
+        return False
+
+
 @dataclass(frozen=True)
-class ElementwiseLaunch:
+class ElementwiseLaunch(KernelLaunch):
     """A :class:`Launch` of one thread per output element, ``threads`` per block, the grid capped at
     ``max_blocks`` (the kernel strides over the rest), no shared memory: the simple kernels' shape (a plain
-    direct convolution, a sum of partial planes, an epilogue). A family sets ``source``, ``kernel`` and, where
-    its output is not the problem's, :meth:`elements`."""
+    direct convolution, a sum of partial planes, an epilogue). A family sets ``kind``, ``source``, ``kernel``
+    and, where its output is not the problem's, :meth:`elements`."""
 
     threads: int = 256
 
+    knobs: ClassVar[tuple[str, ...]] = ("threads",)
     source: ClassVar[str]
     kernel: ClassVar[str]
     max_blocks: ClassVar[int] = 2**31 - 1
@@ -101,9 +177,6 @@ class ElementwiseLaunch:
     def elements(self, problem: Any) -> int:
         """The output elements the kernel writes: the convolution's output by default."""
         return math.prod(problem.output_shape)
-
-    def as_params(self) -> dict[str, Any]:
-        return {"threads": self.threads}
 
     def kernel_name(self, problem: Any = None) -> str:
         return self.kernel
@@ -131,8 +204,8 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them)."""
     spec.can_implement(problem)
     shared = spec.shared_bytes(problem)
-    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem))
-    with_dynamic_shared(kernel, shared, f"{type(spec).__name__} {spec.as_params()}")
+    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem), arch=spec.arch)
+    with_dynamic_shared(kernel, shared, f"{spec.kind} launch {spec.to_params()}")
     enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)
 
 

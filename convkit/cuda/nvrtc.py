@@ -125,13 +125,16 @@ class _PtxKernel:
         driver.funcSetAttribute(self._function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
 
-def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> Any:
+def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = (), arch: str | None = None) -> Any:
     """A ``cupy.RawKernel`` for ``kernel`` from ``kernels/<source>.cu``, built for the current GPU.
 
     Args:
         source: file stem under ``kernels/`` (``"direct"``).
         kernel: the ``extern "C"`` kernel name.
         options: extra NVRTC options (``-D`` macros for compile-time knobs).
+        arch: the architecture the kernel needs (``"sm_90a"``: Hopper's wgmma and TMA), built as its PTX
+            (``compute_90a``) for the driver to compile; ValueError where this GPU is another. None: this GPU's
+            own (or ``CONVKIT_PTX_ARCH``'s).
 
     Returns:
         the kernel, compiled once per (source text, options, architecture) and looked up once per
@@ -139,6 +142,11 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = ()) -> A
         processes. A source edited while a process runs is picked up by the next process.
     """
     require_cupy()
+    if arch is not None:
+        major, minor = compute_capability()
+        if arch.removeprefix("sm_").rstrip("af") != f"{major}{minor}":
+            raise ValueError(f"{source}:{kernel} needs {arch}; this GPU is sm_{major}{minor}")
+        return _loaded_kernel(source, kernel, tuple(options), arch.replace("sm_", "compute_"))
     return _loaded_kernel(source, kernel, tuple(options), ptx_arch())
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.launch import Launch
 
 #: The tuned knobs of a variant (by name) on a problem, or None where nothing was tuned for it.
 KnobTable = Callable[[ConvProblem, str], "dict[str, Any] | None"]
@@ -30,39 +31,57 @@ def first_of(tables: Sequence[KnobTable]) -> KnobTable:
     return lookup
 
 
-def _no_knobs(problem: ConvProblem) -> dict[str, Any]:
-    return {}
-
-
 def _everywhere(problem: ConvProblem) -> bool:
     return True
 
 
 @dataclass(frozen=True)
 class Variant:
-    """A kernel as the benchmark sees it: its launch knobs for a problem, and how to run it.
+    """A kernel as the benchmark and the op see it: its launch on a problem, and how to run it.
 
-    ``run(x, w, problem, out, **knobs)`` enqueues the kernel writing ``out``; ``default_knobs(problem)``
-    gives its heuristic launch there and ``candidates(problem)`` the knob sets a tuning run measures;
-    :meth:`knobs` is what it runs with, recorded in a row's ``params``. ``impl`` is ``"convkit"`` for the
-    study's kernels and the library's name for a peer (``"cupyx"``); ``precision`` is how it multiplies
-    (:mod:`convkit.core.precision`: ``"ieee"``, FP32 FMA, or ``"tf32x3"``).
+    ``run(x, w, problem, out, launch)`` enqueues the kernel writing ``out`` with ``launch`` (a
+    :class:`convkit.cuda.launch.Launch`; None for a library peer, which has no launch). ``default(problem)``
+    gives its heuristic launch there, ``candidates(problem)`` the launches a tuning run measures, and
+    ``launch_from(params)`` reads a recorded launch back (its ``to_params``, a row's ``params`` or a table's),
+    rejecting a knob it does not have. ``impl`` is ``"convkit"`` for the study's kernels and the library's
+    name for a peer (``"cupyx"``); ``precision`` is how it multiplies (:mod:`convkit.core.precision`:
+    ``"ieee"``, FP32 FMA, or ``"tf32x3"``).
     """
 
     name: str
     run: Callable[..., Any]
-    default_knobs: Callable[[ConvProblem], dict[str, Any]] = _no_knobs
-    candidates: Callable[[ConvProblem], list[dict[str, Any]]] | None = None
+    default: Callable[[ConvProblem], Launch] | None = None
+    candidates: Callable[[ConvProblem], list[Launch]] | None = None
+    launch_from: Callable[[Mapping[str, Any]], Launch] | None = None
     tolerance: float = DIRECT_TOLERANCE
     supports: Callable[[ConvProblem], bool] = _everywhere
     impl: str = "convkit"
     precision: str = "ieee"
 
-    def knobs(self, problem: ConvProblem, tuned: KnobTable | None = None) -> dict[str, Any]:
-        """The knobs it runs ``problem`` with: ``tuned``'s where this variant tunes and the table has them,
-        else :attr:`default_knobs`."""
+    def launch(self, problem: ConvProblem, tuned: KnobTable | None = None) -> Launch | None:
+        """The launch it runs ``problem`` with: ``tuned``'s where this variant tunes and the table has one, else
+        :attr:`default`'s; None for a peer."""
         found = tuned(problem, self.name) if tuned is not None and self.candidates is not None else None
-        return found if found is not None else self.default_knobs(problem)
+        if found is not None:
+            return self.launch_of(found)
+        return self.default(problem) if self.default is not None else None
+
+    def knobs(self, problem: ConvProblem, tuned: KnobTable | None = None) -> dict[str, Any]:
+        """:meth:`launch`'s knobs, as a row's ``params`` records them (none for a peer)."""
+        found = self.launch(problem, tuned)
+        return found.to_params() if found is not None else {}
+
+    def launch_of(self, params: Mapping[str, Any]) -> Launch | None:
+        """The launch recorded as ``params``; None for a peer, which takes none (ValueError if given some)."""
+        if self.launch_from is None:
+            if params:
+                raise ValueError(f"{self.name} takes no launch knobs, got {dict(params)}")
+            return None
+        return self.launch_from(params)
+
+    def execute(self, x: Any, w: Any, problem: ConvProblem, out: Any, params: Mapping[str, Any]) -> None:
+        """Enqueue the kernel on ``problem`` into ``out`` with the launch recorded as ``params``."""
+        self.run(x, w, problem, out, self.launch_of(params))
 
 
 @dataclass(frozen=True)

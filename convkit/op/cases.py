@@ -72,7 +72,7 @@ def cases(
         if not variant.supports(problem):
             continue
         if tune and variant.candidates is not None:
-            out += [variant_case(variant, problem, knobs) for knobs in variant.candidates(problem)]
+            out += [variant_case(variant, problem, launch.to_params()) for launch in variant.candidates(problem)]
         else:
             out.append(variant_case(variant, problem, tuned=tuned))
     if cudnn:
@@ -133,8 +133,9 @@ def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: 
             from convkit.libs import cutlass
 
             return cutlass.prepared(case.variant, problem, x, w, y)
-        variant, knobs = kernels[case.variant], json.loads(case.params)
-        return (lambda: variant.run(x, w, problem, y, **knobs)), None
+        variant = kernels[case.variant]
+        launch = variant.launch_of(json.loads(case.params))  # read once, before the timed runs
+        return (lambda: variant.run(x, w, problem, y, launch)), None
 
     return prepare
 

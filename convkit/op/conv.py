@@ -60,6 +60,7 @@ def choose(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_
 class BiasLaunch(ElementwiseLaunch):
     """``add_bias`` in ``kernels/bias.cu``: the bias added to the output in place."""
 
+    kind: ClassVar[str] = "bias"
     source: ClassVar[str] = "bias"
     kernel: ClassVar[str] = "add_bias"
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond
@@ -169,7 +170,7 @@ def run_recorded(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: Co
         else:
             variant = variants_by_name()[choice.variant]
             knobs = json.loads(choice.params) if choice.params else variant.knobs(problem, _shipped_knobs())
-            variant.run(x, w, problem, out, **knobs)
+            variant.execute(x, w, problem, out, knobs)
         if bias is not None and not found.bias_added:  # no launch took it in its epilogue
             _add_bias(out, bias, problem)
     return found

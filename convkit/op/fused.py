@@ -26,7 +26,7 @@ def fused_knobs(problem: ConvProblem, gpu: str) -> dict[str, Any] | None:
         return None
     choices = shipped.shipped(gpu).get("fused", {})
     key = toy_cnn.one_image(problem).key
-    return choices[key] if key in choices else toy_cnn.launch.default_tile().as_params()
+    return choices[key] if key in choices else toy_cnn.launch.default_tile().to_params()
 
 
 def conv2d_relu_pool(x: Any, w: Any, bias: Any, *, padding: int = 0) -> Any:

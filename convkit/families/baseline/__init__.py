@@ -9,16 +9,13 @@ from convkit.families.baseline.launch import DEFAULT_THREADS, DirectLaunch, conv
 from convkit.families.registry import Family, Variant
 
 
-def _direct(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, **knobs)
-
-
-def _direct_knobs(p: ConvProblem) -> dict[str, Any]:
-    return DirectLaunch(DEFAULT_THREADS).as_params()
+def _direct(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, threads=launch.threads)
 
 
 #: The direct kernel at its one launch (no tuning).
-DIRECT = Variant("direct", _direct, _direct_knobs)
+DIRECT = Variant("direct", _direct, default=lambda p: DirectLaunch(DEFAULT_THREADS),
+                 launch_from=DirectLaunch.from_params)  # fmt: skip
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {

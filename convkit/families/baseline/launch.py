@@ -18,6 +18,7 @@ class DirectLaunch(ElementwiseLaunch):
 
     threads: int = DEFAULT_THREADS
 
+    kind: ClassVar[str] = "direct"
     source: ClassVar[str] = "direct"
     kernel: ClassVar[str] = "conv2d_direct"
 

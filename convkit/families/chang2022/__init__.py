@@ -40,35 +40,31 @@ def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
     """A single-channel plan: the paper's (:func:`plan_single`), or the H100's (:func:`fill_plan` by default,
     ``tuned`` over :func:`single_candidates`)."""
 
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        return planner(p, _model()).as_params()
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
+        conv2d_single(x, w, plan=launch, out=out)
 
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [plan.as_params() for plan in single_candidates(p, _model())]
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv2d_single(x, w, plan=single_launch(knobs), out=out)
-
-    return Variant(name, run, knobs, candidates=candidates if tuned else None, supports=_single_channel)
+    return Variant(name, run, default=lambda p: planner(p, _model()),
+                   candidates=(lambda p: single_candidates(p, _model())) if tuned else None,
+                   launch_from=single_launch, supports=_single_channel)  # fmt: skip
 
 
 def _multi(name: str, paper: bool) -> Variant:
     """A multi-channel launch: the paper's (:func:`paper_multi_config`), or the H100's (the cost model's
     cheapest by default, tuned over :func:`ranked_multi_configs`)."""
 
-    def knobs(p: ConvProblem) -> dict[str, Any]:
+    def default(p: ConvProblem) -> Any:
         if paper:
-            return paper_multi_config(p, _model()).as_params()
-        return multi_config(p, sm_count(), shared_per_sm=shared_memory_limits()[1]).as_params()
+            return paper_multi_config(p, _model())
+        return multi_config(p, sm_count(), shared_per_sm=shared_memory_limits()[1])
 
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        ranked = ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])
-        return [c.as_params() for c in ranked[:TUNING_CANDIDATES]]
+    def candidates(p: ConvProblem) -> list[Any]:
+        return ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])[:TUNING_CANDIDATES]
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv2d_multi(x, w, config=multi_launch(knobs), out=out)
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
+        conv2d_multi(x, w, config=launch, out=out)
 
-    return Variant(name, run, knobs, candidates=None if paper else candidates, supports=_same_padded)
+    return Variant(name, run, default=default, candidates=None if paper else candidates, launch_from=multi_launch,
+                   supports=_same_padded)  # fmt: skip
 
 
 #: Both kernels, each as the paper sizes it and as the H100 runs it (tuned).

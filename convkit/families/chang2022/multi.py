@@ -19,24 +19,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.launch import staged_row_stride
+from convkit.cuda.launch import KernelLaunch, staged_row_stride
 from convkit.families.chang2022.model import BLOCKS_PER_SM, FLOAT_BYTES, WARP, LatencyModel
 
 #: Grid dimensions y and z: at most 65535 blocks each.
 MAX_GRID_YZ = 65535
 
 
-class _ChannelSplit:
+class _ChannelSplit(KernelLaunch):
     """What the multi-channel launches share: their channels in segments of ``ck``, split over ``split``
     blocks per output tile."""
 
     ck: int
     split: int
     threads: int
-    #: The kernel ``as_params`` names beside the fields (None for ``chang_multi``, recorded without one).
+    #: The kernel ``to_params`` names beside the fields (None for ``chang_multi``, recorded without one).
     params_kernel: str | None = None
 
     def split_channels(self, problem: ConvProblem) -> int:
@@ -70,9 +70,15 @@ class _ChannelSplit:
         """Dynamic shared memory on ``problem``: its filter size, its block's segments (``shared_bytes_for``)."""
         return self.shared_bytes_for(problem.r, self.segments(problem))
 
-    def as_params(self) -> dict[str, Any]:
+    def to_params(self) -> dict[str, Any]:
         fields = asdict(self)
         return fields if self.params_kernel is None else {"kernel": self.params_kernel, **fields}
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """With ``split`` above 1, three int32 counters per output tile (the splits' coordination, zero before
+        and after the launch)."""
+        splits = self.splits(problem)
+        return 0 if splits == 1 else 4 * 3 * (math.prod(self.grid(problem)) // splits)
 
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError if the grid is too large for ``problem``: y and z hold at most 65535 blocks."""
@@ -99,6 +105,8 @@ class TiledMultiLaunch(_ChannelSplit):
         split: blocks sharing one output tile's channels (above 1: the first to start zeroes it, all add).
         rows16: 16-byte copies of input rows where the map width allows.
     """
+
+    kind: ClassVar[str] = "chang_multi_tiled"
 
     bm: int = 64
     tile_h: int = 1
@@ -251,6 +259,7 @@ class PointwiseMultiLaunch(_ChannelSplit):
         return math.ceil(problem.m / self.bm), math.ceil(problem.h * problem.w / self.bp), self.splits(problem)
 
     params_kernel = "pointwise"
+    kind: ClassVar[str] = "chang_multi_pointwise"
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "chang_pointwise"
@@ -351,6 +360,7 @@ class BroadcastMultiLaunch(_ChannelSplit):
         )
 
     params_kernel = "broadcast"
+    kind: ClassVar[str] = "chang_multi_broadcast"
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "chang_broadcast"

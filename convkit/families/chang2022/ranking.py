@@ -119,9 +119,9 @@ def multi_config(problem: ConvProblem, sm_count: int, *,
 
 
 def multi_launch(params: dict[str, Any]) -> ChangMultiLaunch:
-    """The launch recorded as ``params`` (a config's :meth:`as_params`): by ``params["kernel"]``, a
+    """The launch recorded as ``params`` (a config's :meth:`to_params`): by ``params["kernel"]``, a
     :class:`PointwiseMultiLaunch` (``"pointwise"``), a :class:`BroadcastMultiLaunch` (``"broadcast"``), else a
     :class:`TiledMultiLaunch`."""
     params = dict(params)
     kinds = {"pointwise": PointwiseMultiLaunch, "broadcast": BroadcastMultiLaunch, "stride_fixed": TiledMultiLaunch}
-    return kinds[params.pop("kernel", "stride_fixed")](**params)
+    return kinds[params.pop("kernel", "stride_fixed")].from_params(params)

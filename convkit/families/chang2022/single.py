@@ -19,14 +19,15 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import KernelLaunch
 from convkit.families.chang2022.model import BLOCKS_PER_SM, FILTERS_PER_THREAD, FLOAT_BYTES, LatencyModel
 
 
 @dataclass(frozen=True)
-class StagedSingleLaunch:
+class StagedSingleLaunch(KernelLaunch):
     """How ``chang_single`` divides a single-channel convolution (all JSON-able, recorded as knobs).
 
     A block owns ``band_rows`` output rows and ``group_filters`` filters and works through them in
@@ -45,11 +46,9 @@ class StagedSingleLaunch:
     piece_filters: int
     threads: int = 256
 
+    kind: ClassVar[str] = "chang_single_staged"
     #: The file under ``kernels/`` that defines the kernel.
     source = "chang2022"
-
-    def as_params(self) -> dict[str, Any]:
-        return asdict(self)
 
     def blocks(self, problem: ConvProblem) -> int:
         return math.ceil(problem.h / self.band_rows) * math.ceil(problem.m / self.group_filters)
@@ -91,7 +90,7 @@ class StagedSingleLaunch:
 
 
 @dataclass(frozen=True)
-class DirectSingleLaunch:
+class DirectSingleLaunch(KernelLaunch):
     """The unstaged launch (``chang_single_direct``, past the paper): a thread reads the input of ``rows`` x 4
     adjacent outputs straight into registers and writes them for ``filters`` consecutive filters, ``threads``
     per block. The weights come from global memory, or with ``shared_weights`` from a copy in shared memory
@@ -103,13 +102,14 @@ class DirectSingleLaunch:
     rows: int = 1
     shared_weights: bool = False
 
+    kind: ClassVar[str] = "chang_single_direct"
     #: The file under ``kernels/`` that defines the kernel.
     source = "chang2022"
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "chang_single_direct"
 
-    def as_params(self) -> dict[str, Any]:
+    def to_params(self) -> dict[str, Any]:
         """The plan as recorded; ``rows`` and ``shared_weights`` only where not at their defaults, so the plans
         recorded before those knobs existed (the same code: the kernel's PTX is unchanged there) name the
         same launch."""
@@ -165,11 +165,11 @@ ChangSingleLaunch = StagedSingleLaunch | DirectSingleLaunch
 
 
 def single_launch(params: dict[str, Any]) -> ChangSingleLaunch:
-    """The single-channel launch recorded as ``params`` (:meth:`StagedSingleLaunch.as_params` or
-    :meth:`DirectSingleLaunch.as_params`)."""
+    """The single-channel launch recorded as ``params`` (:meth:`StagedSingleLaunch.to_params` or
+    :meth:`DirectSingleLaunch.to_params`)."""
     if params.get("kernel") == "direct":
-        return DirectSingleLaunch(**{k: v for k, v in params.items() if k != "kernel"})
-    return StagedSingleLaunch(**params)
+        return DirectSingleLaunch.from_params({k: v for k, v in params.items() if k != "kernel"})
+    return StagedSingleLaunch.from_params(params)
 
 
 def staged_row_floats(width: int) -> int:

@@ -18,16 +18,16 @@ def _variant(variant: str) -> Variant:
     """``cuconv_<variant>``: the heuristic's launch by default, the candidates a tuning run measures."""
     name = f"cuconv_{variant}"
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **knobs)
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.CuconvLaunch) -> None:
+        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **spec.to_params())
 
-    def knobs(p: ConvProblem) -> dict[str, Any]:
-        return launch.default_knobs(p, variant, sm_count()).as_params()
-
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [k.as_params() for k in launch.candidates(p, variant, sm_count())]
-
-    return Variant(name, run, knobs, candidates=candidates)
+    return Variant(
+        name,
+        run,
+        default=lambda p: launch.default_knobs(p, variant, sm_count()),
+        candidates=lambda p: launch.candidates(p, variant, sm_count()),
+        launch_from=lambda params: launch.CuconvLaunch.from_params(params, variant=variant),
+    )
 
 
 #: The chapter's ladder: the paper's design, then each step past it.

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from convkit.core import gpu
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import ElementwiseLaunch, launch
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch
 from convkit.cuda.record import epilogue_bias, scratch
 
 VARIANTS = ("paper", "fused", "split", "tiled")
@@ -56,13 +56,13 @@ SMALL_CANDIDATE_SET_FLOPS = 50e9
 
 
 @dataclass(frozen=True)
-class CuconvLaunch:
+class CuconvLaunch(KernelLaunch):
     """How one variant's main kernel is launched (a :class:`convkit.cuda.launch.Launch`).
 
     ``splits`` is 1 except for ``split`` and ``tiled``; ``tile`` ("BMxBN") is ``tiled``'s alone, and
     its threads follow from it. Where the main kernel leaves partial planes (:meth:`planes` above 1),
     ``sum_planes`` adds them as a second launch, :class:`CuconvSumLaunch`. The variant is not a knob:
-    :meth:`as_params` leaves it out, as the results rows name it in their own column.
+    :meth:`to_params` leaves it out, as the results rows name it in their own column.
     """
 
     variant: str
@@ -71,9 +71,11 @@ class CuconvLaunch:
     splits: int = 1
     tile: str | None = None
 
+    kind: ClassVar[str] = "cuconv"
+    knobs: ClassVar[tuple[str, ...]] = ("threads", "filters_per_thread", "splits", "tile")
     source: ClassVar[str] = "cuconv"
 
-    def as_params(self) -> dict[str, int | str]:
+    def to_params(self) -> dict[str, int | str]:
         """The knobs as a results row records them (``tile`` only where it applies)."""
         params: dict[str, int | str] = {
             "threads": self.threads, "filters_per_thread": self.filters_per_thread, "splits": self.splits,
@@ -140,6 +142,14 @@ class CuconvLaunch:
         planes = self.planes(problem)
         return 0 if planes == 1 else planes * problem.n * problem.m * problem.out_h * problem.out_w
 
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """The partial planes, float32."""
+        return 4 * self.workspace_elements(problem)
+
+    def adds_bias(self, problem: ConvProblem) -> bool:
+        """Partial planes: their sum (stage 2) adds it."""
+        return self.planes(problem) > 1
+
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError naming the knob the kernels cannot run on ``problem``."""
         if self.variant not in VARIANTS:
@@ -170,6 +180,7 @@ class CuconvLaunch:
 class CuconvSumLaunch(ElementwiseLaunch):
     """Stage 2, ``sum_planes``: the output as the sum of the partial planes the main kernel wrote."""
 
+    kind: ClassVar[str] = "cuconv_sum"
     source: ClassVar[str] = "cuconv"
     kernel: ClassVar[str] = "sum_planes"
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond

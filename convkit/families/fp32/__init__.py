@@ -21,13 +21,12 @@ from convkit.libs import cublas
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 
 
-def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.ImplicitGemmLaunch(**knobs),
-                                out=out)  # fmt: skip
+def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.ImplicitGemmLaunch) -> None:
+    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
 
 
-def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    winograd.conv2d_winograd(x, w, pad=p.pad, spec=winograd.WinogradLaunch(**knobs), out=out)
+def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, spec: winograd.WinogradLaunch) -> None:
+    winograd.conv2d_winograd(x, w, pad=p.pad, spec=spec, out=out)
 
 
 def winograd_supports(p: ConvProblem) -> bool:
@@ -35,21 +34,23 @@ def winograd_supports(p: ConvProblem) -> bool:
     return p.stride == 1 and p.r == p.s and winograd.winograd_fits(p)
 
 
-def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any, spec: None = None) -> None:
     cublas.conv1x1(x, w, out)
 
 
 IGEMM_VARIANT = Variant(
     IGEMM,
     _run_igemm,
-    default_knobs=lambda p: launch.default_knobs(p, sm_count()).as_params(),
-    candidates=lambda p: [k.as_params() for k in launch.candidates(p, sm_count())],
+    default=lambda p: launch.default_knobs(p, sm_count()),
+    candidates=lambda p: launch.candidates(p, sm_count()),
+    launch_from=launch.ImplicitGemmLaunch.from_params,
 )
 WINOGRAD_VARIANT = Variant(
     WINOGRAD,
     _run_winograd,
-    default_knobs=lambda p: winograd.winograd_default(p).as_params(),
-    candidates=lambda p: [k.as_params() for k in winograd.winograd_candidates(p)],
+    default=winograd.winograd_default,
+    candidates=winograd.winograd_candidates,
+    launch_from=winograd.WinogradLaunch.from_params,
     tolerance=TRANSFORM_TOLERANCE,
     supports=winograd_supports,
 )

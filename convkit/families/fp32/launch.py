@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import ElementwiseLaunch, launch
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch
 from convkit.cuda.record import epilogue_bias, scratch
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
@@ -69,7 +69,7 @@ def k_per_split(problem: ConvProblem, splits: int, slice_k: int = SLICE_K) -> in
 
 
 @dataclass(frozen=True)
-class ImplicitGemmLaunch:
+class ImplicitGemmLaunch(KernelLaunch):
     """One launch of ``implicit_gemm`` (a :class:`convkit.cuda.launch.Launch`).
 
     ``splits`` asks for that many reduction splits; whole slices make it :meth:`effective_splits`.
@@ -84,12 +84,11 @@ class ImplicitGemmLaunch:
     batch: int = 1
     unaligned: bool = False
 
+    kind: ClassVar[str] = "fp32_igemm"
+    knobs: ClassVar[tuple[str, ...]] = ("tile", "splits", "stages")
     source: ClassVar[str] = "implicit_gemm"
     #: The kernel's slice depth (BK): split points are multiples of it.
     slice_k: ClassVar[int] = SLICE_K
-
-    def as_params(self) -> dict[str, Any]:
-        return {"tile": self.tile, "splits": self.splits, "stages": self.stages}
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return self.source
@@ -120,6 +119,14 @@ class ImplicitGemmLaunch:
         """float32 elements of partial planes (0 when the launch writes the output directly)."""
         splits = self.effective_splits(problem)
         return 0 if splits == 1 else splits * math.prod(problem.output_shape)
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """The partial planes, float32."""
+        return 4 * self.workspace_elements(problem)
+
+    def adds_bias(self, problem: ConvProblem) -> bool:
+        """Split: the sum of the partial planes adds it."""
+        return self.effective_splits(problem) > 1
 
     def check_pipeline(self) -> None:
         """Raise ValueError naming ``stages`` where the kernel builds no such pipeline."""
@@ -154,6 +161,7 @@ class ImplicitGemmLaunch:
 class SplitSumLaunch(ElementwiseLaunch):
     """``sum_planes`` in ``implicit_gemm.cu``: the output as the sum of the split-K partial planes."""
 
+    kind: ClassVar[str] = "fp32_split_sum"
     source: ClassVar[str] = "implicit_gemm"
     kernel: ClassVar[str] = "sum_planes"
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond

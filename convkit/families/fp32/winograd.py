@@ -22,7 +22,7 @@ import numpy as np
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import launch
+from convkit.cuda.launch import KernelLaunch, launch
 from convkit.cuda.record import epilogue_bias, scratch
 from convkit.families.fp32.launch import ImplicitGemmLaunch, default_knobs, gemm, tiles_fitting
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
@@ -106,7 +106,7 @@ def kernel_tables() -> str:
 
 
 @dataclass(frozen=True)
-class WinogradLaunch:
+class WinogradLaunch(KernelLaunch):
     """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``), as many images a pass
     as fit ``workspace_limit``."""
 
@@ -116,10 +116,9 @@ class WinogradLaunch:
     threads: int = 256
     workspace_limit: int = WORKSPACE_LIMIT_BYTES  # bytes; below it, fewer images a pass (the tests' edge shapes)
 
+    kind: ClassVar[str] = "fp32_winograd"
+    knobs: ClassVar[tuple[str, ...]] = ("m", "gemm_tile", "stages")
     source: ClassVar[str] = "winograd"
-
-    def as_params(self) -> dict[str, Any]:
-        return {"m": self.m, "gemm_tile": self.gemm_tile, "stages": self.stages}
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         return (f"-DCONVKIT_WG_M={self.m}", f"-DCONVKIT_WG_R={problem.r}")
@@ -151,7 +150,7 @@ class WinogradLaunch:
         if p.c > 65535 or p.m > 65535:
             raise ValueError("C and M must be at most 65535 (one grid row each)")
         if self.images_per_pass(p) < 1:
-            need = self.workspace_bytes(dataclasses.replace(p, n=1))
+            need = self.pass_bytes(dataclasses.replace(p, n=1))
             raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
                              f"{self.workspace_limit} every algorithm is allowed (cuDNN's too)")  # fmt: skip
         self.gemm_launch(p).can_implement(self.gemm_problem(p))
@@ -162,15 +161,23 @@ class WinogradLaunch:
         low, high = 0, problem.n  # the workspace grows with the images: bisect for the last that fits
         while low < high:
             mid = (low + high + 1) // 2
-            if self.workspace_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
+            if self.pass_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
                 low = mid
             else:
                 high = mid - 1
         return low
 
-    def workspace_bytes(self, problem: ConvProblem) -> int:
+    def pass_bytes(self, problem: ConvProblem) -> int:
         """Bytes of V, U and the products together, for all of ``problem``'s images at once."""
         return 4 * sum(self.workspace_elements(problem))
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Bytes of V, U and the products of one pass of images (:meth:`images_per_pass`)."""
+        return self.pass_bytes(dataclasses.replace(problem, n=max(1, self.images_per_pass(problem))))
+
+    def adds_bias(self, problem: ConvProblem) -> bool:
+        """The output transform adds it."""
+        return True
 
     def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
         """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
@@ -179,15 +186,16 @@ class WinogradLaunch:
 
 
 @dataclass(frozen=True)
-class _TransformLaunch:
+class _TransformLaunch(KernelLaunch):
     """One of winograd.cu's transforms, a thread per (filter, channel), (channel, tile) or (filter, tile)."""
 
     kernel: str
     spec: WinogradLaunch
+    kind: ClassVar[str] = "fp32_winograd_transform"
     source: ClassVar[str] = "winograd"
 
-    def as_params(self) -> dict[str, Any]:
-        return self.spec.as_params()
+    def to_params(self) -> dict[str, Any]:
+        return self.spec.to_params()
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return self.kernel

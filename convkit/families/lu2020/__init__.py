@@ -41,27 +41,25 @@ def _lu(variant: str) -> Variant:
     name = f"lu_{variant}"
     multi, wide = variant == "multi", variant == WIDE
     if multi:
-        default, launches, conv, launch_of = LuMultiLaunch(), MULTI_CANDIDATES, conv2d_multi, LuMultiLaunch
+        default, launches, conv, launch_of = LuMultiLaunch(), MULTI_CANDIDATES, conv2d_multi, LuMultiLaunch.from_params
     elif wide:
-        default, launches, conv, launch_of = LuWideLaunch(), WIDE_CANDIDATES, conv2d_wide, LuWideLaunch
+        default, launches, conv, launch_of = LuWideLaunch(), WIDE_CANDIDATES, conv2d_wide, LuWideLaunch.from_params
     else:
         default, launches, conv = default_single(variant), single_candidates(variant), conv2d_single
-        launch_of = functools.partial(LuSingleLaunch, variant)
+        launch_of = functools.partial(LuSingleLaunch.from_params, variant=variant)
 
-    def candidates(p: ConvProblem) -> list[dict[str, Any]]:
-        return [launch.as_params() for launch in launches]
-
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-        conv(x, w, pad=p.pad, launch=launch_of(**knobs), out=out)
+    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
+        conv(x, w, pad=p.pad, launch=launch, out=out)
 
     def supports(p: ConvProblem) -> bool:
         return (p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
                 and (not wide or wide_halo_fits(p)))  # fmt: skip
 
-    return Variant(name, run, lambda p: default.as_params(), candidates=candidates, supports=supports)
+    return Variant(name, run, default=lambda p: default, candidates=lambda p: list(launches), launch_from=launch_of,
+                   supports=supports)  # fmt: skip
 
 
-def _correlate(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+def _correlate(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
     correlate_peer(x, w, out)
 
 
@@ -71,11 +69,11 @@ SINGLE: tuple[Variant, ...] = (*LADDER, _lu(WIDE))
 MULTI: tuple[Variant, ...] = (_lu("multi"),)
 
 
-def _npp(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+def _npp(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
     npp.correlate(x, w, out)
 
 
-def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any) -> None:
+def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
     cvcuda.correlate(x, w, out)
 
 

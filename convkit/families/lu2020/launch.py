@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.lu2020.exchange import exchange_schedule, schedule_macros
 
@@ -74,18 +75,15 @@ def _check_knob(name: str, value: Any, allowed: tuple[int, ...]) -> None:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
-class _ColumnLaunch:
+class _ColumnLaunch(KernelLaunch):
     """What the single-channel launches share: ``rows`` outputs down a column per thread, ``warps`` per block,
     no dynamic shared memory."""
 
     rows: int
     warps: int
 
+    knobs: ClassVar[tuple[str, ...]] = ("rows", "warps")
     source: ClassVar[str] = "lu2020"
-
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row's ``params``."""
-        return {"rows": self.rows, "warps": self.warps}
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return WARP, self.warps
@@ -97,12 +95,14 @@ class _ColumnLaunch:
 @dataclass(frozen=True)
 class LuSingleLaunch(_ColumnLaunch):
     """How a single-channel kernel (``lu_<variant>``) is launched: outputs down a column per thread, warps
-    per block (a :class:`convkit.cuda.launch.Launch`). The variant is not a knob: :meth:`as_params` leaves it
+    per block (a :class:`convkit.cuda.launch.Launch`). The variant is not a knob: :meth:`to_params` leaves it
     out, as the results rows name it in their own column."""
 
     variant: str
     rows: int = 8
     warps: int = 4
+
+    kind: ClassVar[str] = "lu_single"
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return f"lu_{self.variant}"
@@ -124,7 +124,7 @@ class LuSingleLaunch(_ColumnLaunch):
 
 
 @dataclass(frozen=True)
-class LuMultiLaunch:
+class LuMultiLaunch(KernelLaunch):
     """How ``lu_multi`` is launched (a :class:`convkit.cuda.launch.Launch`): outputs down a column and filters
     per thread, warps per block, channels whose filters are staged in shared memory at a time."""
 
@@ -133,17 +133,14 @@ class LuMultiLaunch:
     warps: int = 4
     stage_channels: int = 8
 
+    kind: ClassVar[str] = "lu_multi"
     source: ClassVar[str] = "lu2020"
-
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row's ``params``."""
-        return {"rows": self.rows, "filters": self.filters, "warps": self.warps, "stage_channels": self.stage_channels}
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "lu_multi"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return build_options(problem.r, **self.as_params())
+        return build_options(problem.r, **self.to_params())
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         p = problem
@@ -231,6 +228,8 @@ class LuWideLaunch(_ColumnLaunch):
 
     rows: int = 8
     warps: int = 4
+
+    kind: ClassVar[str] = "lu_wide"
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "lu_wide"

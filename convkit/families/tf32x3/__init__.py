@@ -18,15 +18,16 @@ from convkit.families.tf32x3 import launch
 IGEMM = "igemm_tf32x3"
 
 
-def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, **knobs: Any) -> None:
-    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=launch.TensorCoreGemmLaunch(**knobs), out=out)
+def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.TensorCoreGemmLaunch) -> None:
+    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
 
 
 IGEMM_VARIANT = Variant(
     IGEMM,
     _run_igemm,
-    default_knobs=lambda p: launch.default_launch(p, sm_count()).as_params(),
-    candidates=lambda p: [k.as_params() for k in launch.launch_candidates(p, sm_count())],
+    default=lambda p: launch.default_launch(p, sm_count()),
+    candidates=lambda p: launch.launch_candidates(p, sm_count()),
+    launch_from=launch.TensorCoreGemmLaunch.from_params,
     supports=lambda p: has_tf32_tensor_cores(),  # the T4 (sm_75) has none: the SIMT kernels serve it
     precision=launch.INPUT_PRECISION,
 )

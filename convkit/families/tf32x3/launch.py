@@ -40,6 +40,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
     """One launch of ``implicit_gemm_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``tile``, ``splits``,
     ``stages`` as :class:`~convkit.families.fp32.launch.ImplicitGemmLaunch`'s."""
 
+    kind: ClassVar[str] = "tf32x3_igemm"
     source: ClassVar[str] = "implicit_gemm_tf32x3"
     slice_k: ClassVar[int] = SLICE_K
 

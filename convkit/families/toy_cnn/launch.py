@@ -24,14 +24,14 @@ Table 3 (a :class:`ToyLadderLaunch`); ``tiled`` and ``unfused`` take a :class:`T
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args
-from convkit.cuda.launch import ElementwiseLaunch, launch, staged_row_stride
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch, staged_row_stride
 from convkit.cuda.record import scratch
 
 KERNEL_SIZE = 5  # the lab's filters
@@ -71,7 +71,7 @@ _FLOAT = 4
 
 
 @dataclass(frozen=True)
-class ToyTiledLaunch:
+class ToyTiledLaunch(KernelLaunch):
     """Compile-time tile of ``toy_fused_tiled`` (a :class:`convkit.cuda.launch.Launch`).
 
     Args:
@@ -80,7 +80,7 @@ class ToyTiledLaunch:
         tile_w: convolution columns per block (a multiple of 4).
         ck: input channels per pipeline stage.
         fuse_pool: False builds the plain convolution (``unfused``'s first kernel). Not a knob: the
-            variant says it, and :meth:`as_params` leaves it out.
+            variant says it, and :meth:`to_params` leaves it out.
     """
 
     bm: int = 64
@@ -89,6 +89,8 @@ class ToyTiledLaunch:
     ck: int = 4
     fuse_pool: bool = True
 
+    kind: ClassVar[str] = "toy_tiled"
+    knobs: ClassVar[tuple[str, ...]] = ("bm", "tile_h", "tile_w", "ck")
     source: ClassVar[str] = "toy_cnn"
 
     def __post_init__(self) -> None:
@@ -121,10 +123,6 @@ class ToyTiledLaunch:
         """Row stride (floats) of the staged input, as the kernel's ``in_stride()`` computes it."""
         return tiled_in_stride(self.tile_w)
 
-    def as_params(self) -> dict[str, int]:
-        """The knobs as a results row records them."""
-        return {"bm": self.bm, "tile_h": self.tile_h, "tile_w": self.tile_w, "ck": self.ck}
-
     def kernel_name(self, problem: Any = None) -> str:
         return "toy_fused_tiled"
 
@@ -155,7 +153,7 @@ class ToyTiledLaunch:
 
 
 @dataclass(frozen=True)
-class ToyLadderLaunch:
+class ToyLadderLaunch(KernelLaunch):
     """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.cuda.launch.Launch`): its
     (x, y, z) block and grid, chosen at run time as in the report's Table 3. The block's x and y cover
     pooled columns and rows, z output channels; the grid's z strides over the channels."""
@@ -164,11 +162,18 @@ class ToyLadderLaunch:
     block_shape: tuple[int, int, int]
     grid_shape: tuple[int, int, int]
 
+    kind: ClassVar[str] = "toy_ladder"
     source: ClassVar[str] = "toy_cnn"
 
-    def as_params(self) -> dict[str, list[int]]:
+    def to_params(self) -> dict[str, list[int]]:
         """The launch as a results row records it (the variant has its own column)."""
         return {"block": list(self.block_shape), "grid": list(self.grid_shape)}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], **fixed: Any) -> ToyLadderLaunch:
+        """The launch recorded as ``params`` (``block`` and ``grid`` as lists), its variant ``fixed``."""
+        cls.check_knobs(params, ("block", "grid"))
+        return cls(**fixed, block_shape=tuple(params["block"]), grid_shape=tuple(params["grid"]))
 
     def kernel_name(self, problem: Any = None) -> str:
         return f"toy_{self.variant}"
@@ -213,6 +218,7 @@ class ToyEpilogueLaunch(ElementwiseLaunch):
     """``unfused``'s second kernel, ``bias_relu_pool``: bias, ReLU and the 2x2 max-pool of a written-out
     convolution, a grid-stride loop over the pooled outputs."""
 
+    kind: ClassVar[str] = "toy_epilogue"
     source: ClassVar[str] = "toy_cnn"
     kernel: ClassVar[str] = "bias_relu_pool"
     max_blocks: ClassVar[int] = 65535 * 8

@@ -88,7 +88,7 @@ def edge_check() -> None:
         # three images, a workspace that holds two at a time: a full pass and a partial one
         p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
         x, w, ref, out = _inputs(p)
-        one = WinogradLaunch(m).workspace_bytes(dataclasses.replace(p, n=2))
+        one = WinogradLaunch(m).pass_bytes(dataclasses.replace(p, n=2))
         spec = WinogradLaunch(m, "64x64", 2, workspace_limit=one)
         assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
         conv2d_winograd(x, w, pad=p.pad, spec=spec, out=out)

@@ -68,7 +68,7 @@ def cases(problem: ConvProblem) -> list[Case]:
     out = []
     for inputs in INPUTS:
         kind = {"inputs": inputs}
-        out += [Case("convkit", v.name, params_text(kind | v.default_knobs(problem))) for v in KERNELS.variants
+        out += [Case("convkit", v.name, params_text(kind | v.knobs(problem))) for v in KERNELS.variants
                 if v.supports(problem)]  # fmt: skip
         out += [Case("cudnn", algo, params_text(kind)) for algo in FORWARD_ALGORITHMS]
         out += [Case(cutlass.IMPL, peer.name, params_text(kind)) for peer in KERNELS.peers if peer.supports(problem)]

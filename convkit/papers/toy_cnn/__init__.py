@@ -69,7 +69,7 @@ SAMPLE_LAYERS: tuple[ConvProblem, ...] = (
 
 def _ladder(variant: str, block: Sequence[int], grid: Sequence[int]) -> tuple[str, dict[str, Any]]:
     """(variant, knobs) of a ladder launch, as its rows record it."""
-    return variant, ToyLadderLaunch(variant, tuple(block), tuple(grid)).as_params()
+    return variant, ToyLadderLaunch(variant, tuple(block), tuple(grid)).to_params()
 
 
 #: A quick run's block sweep: every this-many-th block shape of the heatmap.
@@ -89,7 +89,7 @@ def plan(quick: bool = False) -> list[tuple[ConvProblem, list[Case]]]:
     """
     lab = LAB_LAYER
     ladder = [_ladder(v, REPORT_BEST_BLOCK, REPORT_BEST_GRID) for v in LADDER]
-    tiles = [("tiled", t.as_params()) for t in fitting_tiles()]
+    tiles = [("tiled", t.to_params()) for t in fitting_tiles()]
     table3 = [_ladder("v4", block, grid) for grid, block, _, _ in REPORT_TABLE3]
     heatmap = [_ladder("v4", block, report_grid(lab, block)) for block in block_shapes(lab)]
     if quick:
@@ -124,7 +124,7 @@ def sample_checks(tuned: KnobTable | None = None) -> Iterator[tuple[ConvProblem,
     best block, the first and last tiled candidates, ``unfused``, and ``tiled`` timed the report's way (each at
     the launch named here: nothing of it is tuned)."""
     fitting = fitting_tiles()
-    first, last = fitting[0].as_params(), fitting[-1].as_params()
+    first, last = fitting[0].to_params(), fitting[-1].to_params()
     for layer in SAMPLE_LAYERS:
         ladder = [_ladder(v, REPORT_BEST_BLOCK, report_grid(layer, REPORT_BEST_BLOCK)) for v in LADDER]
         launches = [*ladder, ("tiled", first), ("tiled", last), ("unfused", first)]
@@ -134,7 +134,7 @@ def sample_checks(tuned: KnobTable | None = None) -> Iterator[tuple[ConvProblem,
 def _fastest_recorded(directory: Path) -> tuple[dict[str, Any], str]:
     """(tiled knobs, cuDNN algorithm) fastest on the lab layer in the sweep recorded in ``directory``, else the
     defaults (the tile that fits this GPU; IMPLICIT_PRECOMP_GEMM)."""
-    tile, algorithm = default_tile().as_params(), "IMPLICIT_PRECOMP_GEMM"
+    tile, algorithm = default_tile().to_params(), "IMPLICIT_PRECOMP_GEMM"
     experiment = full_or_quick(Path(directory), TOY_EXPERIMENT)
     if (Path(directory) / f"{experiment}.csv").exists():
         frame = load_results(Path(directory), experiment)[0]

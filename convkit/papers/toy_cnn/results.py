@@ -129,7 +129,7 @@ def table3(frame: Any) -> Any:
     v4 = ok[(ok["impl"] == "convkit") & (ok["variant"] == "toy_v4")]
     rows = []
     for grid, block, seconds, gflops in launch.REPORT_TABLE3:
-        params = params_text(launch.ToyLadderLaunch("v4", block, grid).as_params())
+        params = params_text(launch.ToyLadderLaunch("v4", block, grid).to_params())
         mine = v4[v4["params"] == params]
         rows.append({"grid": str(grid), "block": str(block),
                      "H100 ms": float(mine["time_ms"].iloc[0]) if len(mine) else float("nan"),
@@ -203,7 +203,7 @@ def timing_methods(frame: Any) -> Any:
     for _, h in host.iterrows():
         same = events[(events["variant"] == h["variant"]) & (events["params"] == h["params"])]
         if h["params"] == "{}":  # tiled at its default tile
-            default = params_text(launch.ToyTiledLaunch().as_params())
+            default = params_text(launch.ToyTiledLaunch().to_params())
             same = events[(events["variant"] == h["variant"]) & (events["params"] == default)]
         ev = float(same["time_ms"].iloc[0]) if len(same) else float("nan")
         launch_text = (
