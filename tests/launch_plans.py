@@ -6,7 +6,11 @@ family's code decides, with no GPU. tests/test_launch_plans.py runs it in a proc
 never meet the real CuPy) and compares the plans with the fixture recorded from the code before the launches were
 reworked.
 
-Usage: python tests/launch_plans.py GPU OUT.json
+With a third argument it also writes, for each sample launch (keyed as in the plans), what the launch declares:
+its kind, its workspace bytes, whether ``from_params`` reads its ``to_params`` back to the same launch and whether it
+rejects a knob it does not have (tests/test_typed_launch.py holds the plans to these).
+
+Usage: python tests/launch_plans.py GPU OUT.json [DECLARED.json]
 """
 
 from __future__ import annotations
@@ -182,5 +186,36 @@ def _described(call: dict[str, Any], named: list[tuple[str, ndarray]]) -> dict[s
     return call | {"args": args}
 
 
+def declared_all() -> dict[str, dict[str, Any]]:
+    """Each sample launch (keyed as :func:`plan_all` keys it) -> what it declares (see the module doc); after
+    :func:`plan_all`, which installs the stand-in CuPy."""
+    from convkit.core.problem import ConvProblem
+    from convkit.families import variants_by_name
+
+    found: dict[str, dict[str, Any]] = {}
+    for name, variant in sorted(variants_by_name().items()):
+        if variant.impl != "convkit":
+            continue
+        for problem in (ConvProblem.from_key(k) for k in SAMPLE_PROBLEMS):
+            if not variant.supports(problem):
+                continue
+            for launch in [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]:
+                params = launch.to_params()
+                try:
+                    variant.launch_of(params | {"no_such_knob": 1})
+                    rejects = False
+                except ValueError as exc:
+                    rejects = "no_such_knob" in str(exc)
+                found[f"{name} {problem.key} {json.dumps(params, sort_keys=True)}"] = {
+                    "kind": launch.kind, "class": type(launch).__name__,
+                    "workspace_bytes": launch.workspace_bytes(problem),
+                    "round_trip": variant.launch_of(json.loads(json.dumps(params))) == launch,
+                    "rejects_unknown_knob": rejects,
+                }  # fmt: skip
+    return found
+
+
 if __name__ == "__main__":
     Path(sys.argv[2]).write_text(json.dumps(plan_all(sys.argv[1]), sort_keys=True, separators=(",", ":")))
+    if len(sys.argv) > 3:
+        Path(sys.argv[3]).write_text(json.dumps(declared_all(), sort_keys=True))
