@@ -70,7 +70,7 @@ def test_single_matches_reference(shape, planner):
     x, f, ref = _inputs(cupy, 1, h, w, m, k)
     problem = ConvProblem.same(1, 1, h, w, m, k)
     plan = getattr(single, planner)(problem, _model()) if isinstance(planner, str) else HAND_PLANS[planner]
-    _check(cupy, lambda out: conv2d_single(x, f, plan=plan, out=out), ref, problem.output_shape)
+    _check(cupy, lambda out: conv2d_single(x, f, launch=plan, out=out), ref, problem.output_shape)
 
 
 @pytest.mark.parametrize("shape", MULTI_SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -90,7 +90,7 @@ def test_multi_matches_reference(shape, config):
     else:
         cfg = MULTI_CONFIGS[config]
     _skip_unless_it_fits(cfg, problem)
-    _check(cupy, lambda out: conv2d_multi(x, f, config=cfg, out=out), ref, problem.output_shape)
+    _check(cupy, lambda out: conv2d_multi(x, f, launch=cfg, out=out), ref, problem.output_shape)
 
 
 def _skip_unless_it_fits(cfg, problem):
@@ -140,7 +140,7 @@ def test_past_the_paper_kernels_match_reference(shape, config):
     kind, index = config
     cfg = (POINTWISE_CONFIGS if kind == "pointwise" else BROADCAST_CONFIGS)[index]
     _skip_unless_it_fits(cfg, ConvProblem.same(1, c, h, w, m, k))
-    _check(cupy, lambda out: conv2d_multi(x, f, config=cfg, out=out), ref, (1, m, h, w))
+    _check(cupy, lambda out: conv2d_multi(x, f, launch=cfg, out=out), ref, (1, m, h, w))
 
 
 # (H, W, M): maps of 1, 35 and 377 pixels and widths no 4-pixel quad divides, maps smaller than the halo,
@@ -164,7 +164,7 @@ def test_single_direct_matches_reference(shape, k, plan):
 
     h, w, m = shape
     x, f, ref = _inputs(cupy, 1, h, w, m, k)
-    _check(cupy, lambda out: conv2d_single(x, f, plan=plan, out=out), ref, (1, m, h, w))
+    _check(cupy, lambda out: conv2d_single(x, f, launch=plan, out=out), ref, (1, m, h, w))
 
 
 def test_pointwise_rejects_larger_filters():
@@ -172,7 +172,7 @@ def test_pointwise_rejects_larger_filters():
 
     x, f = cupy.ones((1, 4, 8, 8), dtype=cupy.float32), cupy.ones((4, 4, 3, 3), dtype=cupy.float32)
     with pytest.raises(ValueError, match="for 1x1 filters"):
-        conv2d_multi(x, f, config=multi.PointwiseMultiLaunch())
+        conv2d_multi(x, f, launch=multi.PointwiseMultiLaunch())
 
 
 @pytest.mark.parametrize(
@@ -203,16 +203,16 @@ def test_unaligned_input_uses_four_byte_copies():
     unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
     unaligned[...] = x
     cfg = multi.TiledMultiLaunch(bm=32, tile_h=8, tile_w=8, px=4, rows16=True)
-    _check(cupy, lambda out: conv2d_multi(unaligned, f, config=cfg, out=out), ref, (1, 24, 12, 16))
+    _check(cupy, lambda out: conv2d_multi(unaligned, f, launch=cfg, out=out), ref, (1, 24, 12, 16))
     x, f, ref = _inputs(cupy, 16, 12, 16, 24, 1)
     unaligned[...] = x
-    _check(cupy, lambda out: conv2d_multi(unaligned, f, config=multi.PointwiseMultiLaunch(64, 64, 4, 4), out=out),
+    _check(cupy, lambda out: conv2d_multi(unaligned, f, launch=multi.PointwiseMultiLaunch(64, 64, 4, 4), out=out),
            ref, (1, 24, 12, 16))  # fmt: skip
     x, f, ref = _inputs(cupy, 1, 12, 16, 24, 1)
     unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
     unaligned[...] = x
     plan = single.DirectSingleLaunch(4, 64)
-    _check(cupy, lambda out: conv2d_single(unaligned, f, plan=plan, out=out), ref, (1, 24, 12, 16))
+    _check(cupy, lambda out: conv2d_single(unaligned, f, launch=plan, out=out), ref, (1, 24, 12, 16))
 
 
 def test_unaligned_weights_use_four_byte_copies():
@@ -222,7 +222,7 @@ def test_unaligned_weights_use_four_byte_copies():
     unaligned = cupy.empty(f.size + 1, dtype=cupy.float32)[1:].reshape(f.shape)
     unaligned[...] = f
     cfg = multi.BroadcastMultiLaunch(32, 2, 7, 7, 4, split=2)
-    _check(cupy, lambda out: conv2d_multi(x, unaligned, config=cfg, out=out), ref, (1, 24, 12, 16))
+    _check(cupy, lambda out: conv2d_multi(x, unaligned, launch=cfg, out=out), ref, (1, 24, 12, 16))
 
 
 SPLIT_LAUNCHES = [
@@ -243,7 +243,7 @@ def test_split_launches_leave_their_counters_zero(config):
         for stream in (cupy.cuda.Stream.null, cupy.cuda.Stream(non_blocking=True)):
             with stream:
                 for _ in range(3):
-                    launch = lambda out, x=x, f=f: conv2d_multi(x, f, config=config, out=out)  # noqa: E731
+                    launch = lambda out, x=x, f=f: conv2d_multi(x, f, launch=config, out=out)  # noqa: E731
                     _check(cupy, launch, ref, (1, m, h, w))
 
 
@@ -262,14 +262,14 @@ def test_unaligned_output_uses_scalar_stores():
     assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
     x, f, ref = _inputs(cupy, 1, 12, 16, 24, 1)
     out = unaligned_nan((1, 24, 12, 16))
-    conv2d_single(x, f, plan=single.DirectSingleLaunch(4, 64), out=out)
+    conv2d_single(x, f, launch=single.DirectSingleLaunch(4, 64), out=out)
     assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE
     for config, k in [(multi.TiledMultiLaunch(bm=32, tile_h=8, tile_w=8, px=4, rows16=True), 3), (SPLIT_LAUNCHES[0], 3),
                       (multi.PointwiseMultiLaunch(64, 64, 4, 4), 1), (SPLIT_LAUNCHES[1], 1),
                       (multi.BroadcastMultiLaunch(32, 1, 7, 7, 4), 5), (SPLIT_LAUNCHES[2], 3)]:  # fmt: skip
         x, f, ref = _inputs(cupy, 16, 12, 16, 24, k)
         out = unaligned_nan((1, 24, 12, 16))
-        conv2d_multi(x, f, config=config, out=out)
+        conv2d_multi(x, f, launch=config, out=out)
         assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE, config
 
 
@@ -290,9 +290,9 @@ def test_bad_arguments_are_named():
         conv2d_multi(cupy.ones((1, 2, 8, 16), dtype=cupy.float32)[..., ::2], cupy.ones((4, 2, 3, 3),
                            dtype=cupy.float32))  # fmt: skip
     with pytest.raises(ValueError, match="plan pieces"):
-        conv2d_single(x, w, plan=single.StagedSingleLaunch("maps", 1, 1, 2, 4, 3, 4))
+        conv2d_single(x, w, launch=single.StagedSingleLaunch("maps", 1, 1, 2, 4, 3, 4))
     with pytest.raises(ValueError, match="out must be"):
         conv2d_multi(x, w, out=cupy.empty((1, 4, 8, 7), dtype=cupy.float32))
     with pytest.raises(ValueError, match="shared memory"):
         conv2d_multi(cupy.ones((1, 8, 8, 8), dtype=cupy.float32), cupy.ones((256, 8, 5, 5), dtype=cupy.float32),
-                           config=multi.TiledMultiLaunch(bm=128, tile_h=1, tile_w=32, px=1, ck=64))  # fmt: skip
+                           launch=multi.TiledMultiLaunch(bm=128, tile_h=1, tile_w=32, px=1, ck=64))  # fmt: skip

@@ -8,6 +8,7 @@ import pytest
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.families.cuconv.launch import CuconvLaunch
 
 pytestmark = pytest.mark.gpu
 
@@ -22,20 +23,20 @@ SHAPES = [
     (1, 7, 3, 2, 6, 5, 5, 2, 1),  # input smaller than the filter
     (2, 9, 15, 12, 10, 3, 3, 1, 2),  # stride 2: not in the paper, supported
 ]
-# (variant, knobs): defaults, then knobs that stress the edges (tiny blocks, every MT, many splits)
+# (variant, launch): the heuristic's (None), then launches that stress the edges (tiny blocks, every MT, many splits)
 RUNS = [
-    ("paper", {}),
-    ("paper", {"threads": 32}),
-    ("fused", {}),
-    ("fused", {"filters_per_thread": 8, "threads": 64}),
-    ("fused", {"filters_per_thread": 1, "threads": 96}),
-    ("split", {}),
-    ("split", {"filters_per_thread": 2, "splits": 3}),
-    ("tiled", {}),
-    ("tiled", {"tile": "128x128"}),
-    ("tiled", {"tile": "64x128", "splits": 3}),
-    ("tiled", {"tile": "16x64", "splits": 5}),
-    ("tiled", {"tile": "32x32", "splits": 2}),
+    ("paper", None),
+    ("paper", CuconvLaunch("paper", 32)),
+    ("fused", None),
+    ("fused", CuconvLaunch("fused", 64, filters_per_thread=8)),
+    ("fused", CuconvLaunch("fused", 96, filters_per_thread=1)),
+    ("split", None),
+    ("split", CuconvLaunch("split", 128, filters_per_thread=2, splits=3)),
+    ("tiled", None),
+    ("tiled", CuconvLaunch.tiled("128x128")),
+    ("tiled", CuconvLaunch.tiled("64x128", splits=3)),
+    ("tiled", CuconvLaunch.tiled("16x64", splits=5)),
+    ("tiled", CuconvLaunch.tiled("32x32", splits=2)),
 ]
 
 
@@ -44,19 +45,19 @@ def _random(cupy, shape):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize(("variant", "knobs"), RUNS, ids=[f"{v}-{k}" for v, k in RUNS])
-def test_variant_matches_reference(shape, variant, knobs):
+@pytest.mark.parametrize(("variant", "launch"), RUNS, ids=[f"{v}-{k.to_params() if k else 'default'}" for v, k in RUNS])
+def test_variant_matches_reference(shape, variant, launch):
     import cupy
 
     from convkit.families.cuconv.launch import conv2d_cuconv
 
     n, c, h, w, m, r, s, pad, stride = shape
-    if knobs.get("splits", 1) > c:
+    if launch is not None and launch.splits > c:
         pytest.skip("more splits than channels")
     x, f = _random(cupy, (n, c, h, w)), _random(cupy, (m, c, r, s))
     ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
     out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-    conv2d_cuconv(x, f, pad=pad, stride=stride, variant=variant, out=out, **knobs)
+    conv2d_cuconv(x, f, pad=pad, stride=stride, variant=variant, launch=launch, out=out)
     err = reference.relative_error(out.get(), ref)
     assert err < DIRECT_TOLERANCE, err
 
@@ -75,14 +76,9 @@ def test_every_tuning_candidate_matches_reference(label):
     for variant in VARIANTS:
         for knobs in candidates(p, variant):
             out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-            params = knobs.to_params()
-            if variant != "tiled":
-                params.pop("tile", None)
-            else:
-                params.pop("threads"), params.pop("filters_per_thread")
-            conv2d_cuconv(x, f, pad=p.pad, variant=variant, out=out, **params)
+            conv2d_cuconv(x, f, pad=p.pad, launch=knobs, out=out)
             err = reference.relative_error(out.get(), ref)
-            assert err < DIRECT_TOLERANCE, (variant, params, err)
+            assert err < DIRECT_TOLERANCE, (knobs, err)
 
 
 def test_bad_knobs_are_refused_before_launch():
@@ -94,18 +90,20 @@ def test_bad_knobs_are_refused_before_launch():
     with pytest.raises(ValueError, match="variant must be one of"):
         conv2d_cuconv(x, f, variant="fast")
     with pytest.raises(ValueError, match="filters_per_thread must be one of"):
-        conv2d_cuconv(x, f, variant="fused", filters_per_thread=3)
+        conv2d_cuconv(x, f, launch=CuconvLaunch("fused", 128, filters_per_thread=3))
     with pytest.raises(ValueError, match="splits applies to variants 'split' and 'tiled' only"):
-        conv2d_cuconv(x, f, variant="fused", splits=2)
+        conv2d_cuconv(x, f, launch=CuconvLaunch("fused", 128, splits=2))
     with pytest.raises(ValueError, match="tile must be one of"):
-        conv2d_cuconv(x, f, variant="tiled", tile="48x48")
+        conv2d_cuconv(x, f, launch=CuconvLaunch("tiled", 256, tile="48x48"))
     with pytest.raises(ValueError, match="tile applies to variant 'tiled' only"):
-        conv2d_cuconv(x, f, variant="paper", tile="64x64")
+        conv2d_cuconv(x, f, launch=CuconvLaunch("paper", 64, tile="64x64"))
     with pytest.raises(ValueError, match="contradicts tile"):
-        conv2d_cuconv(x, f, variant="tiled", tile="64x64", threads=128)
+        conv2d_cuconv(x, f, launch=CuconvLaunch("tiled", 128, tile="64x64"))
     with pytest.raises(ValueError, match="splits must be in"):
-        conv2d_cuconv(x, f, variant="split", splits=5)
+        conv2d_cuconv(x, f, launch=CuconvLaunch("split", 128, splits=5))
     with pytest.raises(ValueError, match="threads must be"):
-        conv2d_cuconv(x, f, variant="paper", threads=2048)
+        conv2d_cuconv(x, f, launch=CuconvLaunch("paper", 2048))
+    with pytest.raises(TypeError, match="launch must be a CuconvLaunch"):
+        conv2d_cuconv(x, f, launch={"threads": 64})
     with pytest.raises(TypeError, match="x must be float32"):
         conv2d_cuconv(x.astype(cupy.float16), f)

@@ -7,7 +7,7 @@ import pytest
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.baseline.launch import conv2d_direct
+from convkit.families.baseline.launch import DirectLaunch, conv2d_direct
 
 pytestmark = pytest.mark.gpu
 
@@ -23,7 +23,7 @@ def test_blocks_straddling_the_end():
     x, f = _random(cupy, (2, 3, 17, 13)), _random(cupy, (5, 3, 3, 3))
     ref = reference.conv2d(x.get(), f.get(), pad=1, stride=2)
     out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-    conv2d_direct(x, f, pad=1, stride=2, threads=96, out=out)
+    conv2d_direct(x, f, pad=1, stride=2, launch=DirectLaunch(96), out=out)
     err = reference.relative_error(out.get(), ref)
     assert err < DIRECT_TOLERANCE, err
 
@@ -51,4 +51,4 @@ def test_direct_rejects_bad_arguments():
     with pytest.raises(ValueError, match="out must be"):
         conv2d_direct(x, f, out=cupy.empty((1, 4, 5, 5), dtype=cupy.float32))
     with pytest.raises(ValueError, match=r"threads must be an int in 1\.\.1024"):
-        conv2d_direct(x, f, threads=2048)
+        conv2d_direct(x, f, launch=DirectLaunch(2048))

@@ -63,8 +63,8 @@ def test_winograd_error_is_a_transform_methods():
         rng.standard_normal(p.filter_shape, dtype=cupy.float32),
     )
     ref = reference.conv2d(x.get(), w.get(), pad=1, stride=1)
-    errors = {m: reference.relative_error(winograd.conv2d_winograd(x, w, pad=1, spec=winograd.WinogradLaunch(m)).get(),
-                                          ref) for m in (2, 4)}  # fmt: skip
+    runs = {m: winograd.conv2d_winograd(x, w, pad=1, launch=winograd.WinogradLaunch(m)).get() for m in (2, 4)}
+    errors = {m: reference.relative_error(y, ref) for m, y in runs.items()}
     assert errors[2] < errors[4] < reference.TRANSFORM_TOLERANCE, errors
     direct = reference.relative_error(launch.conv2d_implicit_gemm(x, w, pad=1).get(), ref)
     assert direct < reference.DIRECT_TOLERANCE
@@ -80,6 +80,6 @@ def test_argument_errors_before_launch():
     with pytest.raises(ValueError, match="C-contiguous"):
         launch.conv2d_implicit_gemm(x.transpose(0, 1, 3, 2), w)
     with pytest.raises(ValueError, match="tile"):
-        launch.conv2d_implicit_gemm(x, w, launch_spec=launch.ImplicitGemmLaunch("32x32"))
+        launch.conv2d_implicit_gemm(x, w, launch=launch.ImplicitGemmLaunch("32x32"))
     with pytest.raises(ValueError, match="no F"):
         winograd.conv2d_winograd(x, cupy.zeros((4, 4, 2, 2), dtype=cupy.float32))

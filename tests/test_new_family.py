@@ -24,7 +24,7 @@ def _declared_from_scratch() -> Any:
     from convkit.families.registry import Family, Variant
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
-        conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, threads=launch.threads)
+        conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, launch=launch)
 
     variant = Variant("toy_direct", run, default=lambda p: DirectLaunch(128), launch_from=DirectLaunch.from_params)
     return Family("toy_direct", (variant,), sources=("direct",), words={"toy_direct": "direct, declared again"})

@@ -169,15 +169,15 @@ def _epilogue_cases():
     split = ConvProblem(2, 37, 9, 11, 19, 3, 3, pad=1)
     return {
         "igemm-split": (split, lambda x, w, out: conv2d_implicit_gemm(
-            x, w, pad=1, launch_spec=ImplicitGemmLaunch("64x64", splits=4), out=out), True),
+            x, w, pad=1, launch=ImplicitGemmLaunch("64x64", splits=4), out=out), True),
         "igemm-whole": (split, lambda x, w, out: conv2d_implicit_gemm(
-            x, w, pad=1, launch_spec=ImplicitGemmLaunch("64x64"), out=out), False),
+            x, w, pad=1, launch=ImplicitGemmLaunch("64x64"), out=out), False),
         "cuconv-planes": (split, lambda x, w, out: conv2d_cuconv(x, w, pad=1, variant="paper", out=out), True),
         "cuconv-tiled-split": (split, lambda x, w, out: conv2d_cuconv(
             x, w, pad=1, variant="tiled", tile="64x32", splits=3, out=out), True),
         # two images a pass, three passes: every pass's output transform adds the bias to its images
         "winograd-passes": (ConvProblem(5, 6, 10, 10, 7, 3, 3, pad=1), lambda x, w, out: conv2d_winograd(
-            x, w, pad=1, spec=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).pass_bytes(
+            x, w, pad=1, launch=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).pass_bytes(
                 ConvProblem(2, 6, 10, 10, 7, 3, 3, pad=1))), out=out), True),
     }  # fmt: skip
 

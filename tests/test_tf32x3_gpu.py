@@ -100,8 +100,6 @@ def test_argument_errors_before_launch():
 
     x = cupy.zeros((1, 3, 8, 8), dtype=cupy.float32)
     with pytest.raises(ValueError, match="stages must be one of"):
-        conv2d_tf32x3(
-            x, cupy.zeros((4, 3, 3, 3), dtype=cupy.float32), launch_spec=launch.TensorCoreGemmLaunch(stages=9)
-        )
+        conv2d_tf32x3(x, cupy.zeros((4, 3, 3, 3), dtype=cupy.float32), launch=launch.TensorCoreGemmLaunch(stages=9))
     with pytest.raises(TypeError, match="w"):
         conv2d_tf32x3(x, cupy.zeros((4, 3, 3, 3), dtype=cupy.float64))

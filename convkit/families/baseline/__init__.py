@@ -10,7 +10,7 @@ from convkit.families.registry import Family, Variant
 
 
 def _direct(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
-    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, threads=launch.threads)
+    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, launch=launch)
 
 
 #: The direct kernel at its one launch (no tuning).

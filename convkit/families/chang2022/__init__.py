@@ -41,7 +41,7 @@ def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
     ``tuned`` over :func:`single_candidates`)."""
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
-        conv2d_single(x, w, plan=launch, out=out)
+        conv2d_single(x, w, launch=launch, out=out)
 
     return Variant(name, run, default=lambda p: planner(p, _model()),
                    candidates=(lambda p: single_candidates(p, _model())) if tuned else None,
@@ -61,7 +61,7 @@ def _multi(name: str, paper: bool) -> Variant:
         return ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])[:TUNING_CANDIDATES]
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
-        conv2d_multi(x, w, config=launch, out=out)
+        conv2d_multi(x, w, launch=launch, out=out)
 
     return Variant(name, run, default=default, candidates=None if paper else candidates, launch_from=multi_launch,
                    supports=_same_padded)  # fmt: skip

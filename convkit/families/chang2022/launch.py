@@ -14,7 +14,7 @@ from typing import Any
 from convkit.core.gpu import require_cupy, shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import launch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.zeroed import cupy_zeroed_int32
 from convkit.families.chang2022.model import FILTER_SIZES, current_figures, latency_model
 from convkit.families.chang2022.multi import ChangMultiLaunch
@@ -39,33 +39,32 @@ def check_same_args(x: Any, w: Any, *, single: bool) -> ConvProblem:
     return problem
 
 
-def conv2d_single(x: Any, w: Any, *, plan: ChangSingleLaunch | None = None, out: Any = None) -> Any:
+def conv2d_single(x: Any, w: Any, *, launch: ChangSingleLaunch | None = None, out: Any = None) -> Any:
     """Single-channel "same" convolution (1, 1, H, W) x (M, 1, K, K) -> (1, M, H, W) with ``chang_single``
     (``chang_single_direct`` for a :class:`~convkit.families.chang2022.single.DirectSingleLaunch`).
 
     Args:
         x: float32 ``cupy.ndarray`` (1, 1, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, 1, K, K), K in 1, 3, 5.
-        plan: the division; default :func:`~convkit.families.chang2022.single.fill_plan` for this GPU's figures.
+        launch: the division; default :func:`~convkit.families.chang2022.single.fill_plan` for this GPU's figures.
             A :class:`~convkit.families.chang2022.single.DirectSingleLaunch` runs the unstaged kernel.
         out: optional float32 (1, M, H, W) output.
 
     Example:
-        >>> y = conv2d_single(x, w, plan=plan_single(problem, latency_model(current_figures())))  # doctest: +SKIP
+        >>> y = conv2d_single(x, w, launch=plan_single(problem, latency_model(current_figures())))  # doctest: +SKIP
     """
     cupy = require_cupy()
     problem = check_same_args(x, w, single=True)
-    if plan is None:
-        plan = fill_plan(problem, latency_model(current_figures()))
+    plan = launch if launch is not None else fill_plan(problem, latency_model(current_figures()))
     if not isinstance(plan, ChangSingleLaunch):
-        raise TypeError(f"plan must be a StagedSingleLaunch or DirectSingleLaunch, got {type(plan).__name__}")
+        raise TypeError(f"launch must be a StagedSingleLaunch or DirectSingleLaunch, got {type(plan).__name__}")
     plan.can_implement(problem)  # before the output is allocated: a bad plan is named first
     out = output_for(out, problem)
-    launch(plan, problem, (x, w, out, *(cupy.int32(v) for v in plan.kernel_args(problem))))
+    launch_kernel(plan, problem, (x, w, out, *(cupy.int32(v) for v in plan.kernel_args(problem))))
     return out
 
 
-def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out: Any = None) -> Any:
+def conv2d_multi(x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out: Any = None) -> Any:
     """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
     (``chang_pointwise`` for a :class:`~convkit.families.chang2022.multi.PointwiseMultiLaunch` at 1x1,
     ``chang_broadcast`` for a :class:`~convkit.families.chang2022.multi.BroadcastMultiLaunch`).
@@ -73,7 +72,7 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     Args:
         x: float32 ``cupy.ndarray`` (1, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
-        config: the block; default :func:`~convkit.families.chang2022.multi.multi_config` for this GPU. With
+        launch: the block; default :func:`~convkit.families.chang2022.multi.multi_config` for this GPU. With
             ``split`` above 1 the splits of each output tile add into it with atomics in the same launch (the
             first to start zeroes it), coordinated by counters of the current stream's own
             (:mod:`convkit.cuda.zeroed`): launches on two streams share none.
@@ -81,12 +80,12 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     """
     cupy = require_cupy()
     problem = check_same_args(x, w, single=False)
-    if config is None:
-        per_sm = shared_memory_limits()[1]
-        config = multi_config(problem, sm_count(), shared_per_sm=per_sm)
+    config = (
+        launch if launch is not None else multi_config(problem, sm_count(), shared_per_sm=shared_memory_limits()[1])
+    )
     if not isinstance(config, ChangMultiLaunch):
         raise TypeError(
-            "config must be a TiledMultiLaunch, PointwiseMultiLaunch or BroadcastMultiLaunch, "
+            "launch must be a TiledMultiLaunch, PointwiseMultiLaunch or BroadcastMultiLaunch, "
             f"got {type(config).__name__}"
         )
     config.can_implement(problem)  # before the output is allocated: a bad launch is named first
@@ -96,5 +95,5 @@ def conv2d_multi(x: Any, w: Any, *, config: ChangMultiLaunch | None = None, out:
     tiles = math.prod(config.grid(problem)) // splits
     counters = cupy_zeroed_int32(3 * tiles) if splits > 1 else cupy.uint64(0)  # no split: never read
     args = config.kernel_args(problem, x, w)
-    launch(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
+    launch_kernel(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
     return out

@@ -19,7 +19,7 @@ def _variant(variant: str) -> Variant:
     name = f"cuconv_{variant}"
 
     def run(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.CuconvLaunch) -> None:
-        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, variant=variant, out=out, **spec.to_params())
+        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
 
     return Variant(
         name,

@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 from convkit.core import gpu
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.record import epilogue_bias, scratch
 
 VARIANTS = ("paper", "fused", "split", "tiled")
@@ -83,6 +84,11 @@ class CuconvLaunch(KernelLaunch):
         if self.tile is not None:
             params["tile"] = self.tile
         return params
+
+    @classmethod
+    def tiled(cls, tile: str, splits: int = 1) -> CuconvLaunch:
+        """``tiled``'s launch on ``tile`` (one of :data:`TILES`; its threads follow from it)."""
+        return cls("tiled", tile_shape(tile)[4], splits=splits, tile=tile)
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return {"paper": "scalar_prods", "tiled": "tiled_gemm"}.get(self.variant, "fused_tile")
@@ -299,43 +305,33 @@ def conv2d_cuconv(
     pad: int = 0,
     stride: int = 1,
     variant: str = "split",
-    threads: int | None = None,
-    filters_per_thread: int | None = None,
-    splits: int | None = None,
-    tile: str | None = None,
+    launch: CuconvLaunch | None = None,
     out: Any = None,
 ) -> Any:
     """cuConv convolution (cross-correlation) of NCHW ``x`` with MCRS ``w``.
 
     Args:
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
-        variant: ``"paper"``, ``"fused"``, ``"split"`` or ``"tiled"`` (see the module doc).
-        threads: threads per block; default from :func:`default_knobs` (tiled: set by the tile).
-        filters_per_thread: filters each thread accumulates (fused, split): 1, 2, 4 or 8.
-        splits: reduction splits (split: over channels; tiled: over C*R*S).
-        tile: tiled's block tile, one of :data:`TILES`.
+        variant: ``"paper"``, ``"fused"``, ``"split"`` or ``"tiled"`` (see the module doc), run at its heuristic
+            launch (:func:`default_knobs`) where no ``launch`` is given.
+        launch: the launch, its variant included (:meth:`CuconvLaunch.tiled` for a tile); ``variant`` is then
+            not read.
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
 
     Example:
-        >>> y = conv2d_cuconv(x, w, pad=1, variant="paper")  # doctest: +SKIP
+        >>> y = conv2d_cuconv(x, w, pad=1, launch=CuconvLaunch("fused", 128, filters_per_thread=4))  # doctest: +SKIP
     """
     problem = check_conv_args(x, w, pad=pad, stride=stride)
     import cupy
 
-    base = default_knobs(problem, variant, gpu.sm_count())
-    if variant == "tiled":
-        chosen_tile = tile or base.tile
-        tile_threads = tile_shape(chosen_tile)[4]
-        if threads is not None and threads != tile_threads:
-            raise ValueError(f"threads={threads} contradicts tile {chosen_tile!r}, which runs {tile_threads} threads")
-        spec = CuconvLaunch(variant, tile_threads, splits=splits or (1 if tile else base.splits), tile=chosen_tile)
-    else:
-        if tile is not None:
-            raise ValueError(f"tile applies to variant 'tiled' only, got tile={tile!r} for {variant!r}")
-        spec = CuconvLaunch(variant, threads or base.threads, filters_per_thread or base.filters_per_thread,
-                            splits or base.splits)  # fmt: skip
+    if launch is None and variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    spec = launch if launch is not None else default_knobs(problem, variant, gpu.sm_count())
+    if not isinstance(spec, CuconvLaunch):
+        raise TypeError(f"launch must be a CuconvLaunch, got {type(spec).__name__}")
+    variant = spec.variant
     spec.can_implement(problem)  # before anything is allocated or launched
     out = output_for(out, problem)
     planes = spec.planes(problem)
@@ -347,8 +343,8 @@ def conv2d_cuconv(
         dims = (p.n, p.c, p.h, p.w, p.m, p.r, p.s, p.out_h, p.out_w, p.pad, p.stride)
         if variant != "paper":
             dims += (spec.per_split(p), spec.channel_tile(p))
-    launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
+    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
     if planes > 1:
-        launch(CuconvSumLaunch(), p, (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out),
+        launch_kernel(CuconvSumLaunch(), p, (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out),
                                       cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
     return out

@@ -22,11 +22,11 @@ IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 
 
 def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.ImplicitGemmLaunch) -> None:
-    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
+    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
 
 
 def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, spec: winograd.WinogradLaunch) -> None:
-    winograd.conv2d_winograd(x, w, pad=p.pad, spec=spec, out=out)
+    winograd.conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
 
 
 def winograd_supports(p: ConvProblem) -> bool:

@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.record import epilogue_bias, scratch
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
@@ -227,7 +228,7 @@ def conv2d_implicit_gemm(
     *,
     pad: int = 0,
     stride: int = 1,
-    launch_spec: ImplicitGemmLaunch | None = None,
+    launch: ImplicitGemmLaunch | None = None,
     out: Any = None,
     kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch,
 ) -> Any:
@@ -235,14 +236,16 @@ def conv2d_implicit_gemm(
 
     Args:
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
-        launch_spec: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
-        kind: the kernel of this design that runs it where no ``launch_spec`` says (the FP32 one, or 3xTF32's).
+        launch: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
+        kind: the kernel of this design that runs it where no ``launch`` says (the FP32 one, or 3xTF32's).
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
     """
     problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = launch_spec or default_knobs(problem, sm_count(), kind)
+    spec = launch or default_knobs(problem, sm_count(), kind)
+    if not isinstance(spec, ImplicitGemmLaunch):
+        raise TypeError(f"launch must be an ImplicitGemmLaunch, got {type(spec).__name__}")
     spec.can_implement(problem)  # before anything is allocated or launched
     out = output_for(out, problem)
     gemm(spec, problem, x, w, out)
@@ -272,10 +275,10 @@ def gemm(
         k_per_split(p, spec.splits, spec.slice_k),
         splits,
     )
-    launch(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
+    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
     if splits > 1:
         bias = epilogue_bias(out)
-        launch(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
+        launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
 
 

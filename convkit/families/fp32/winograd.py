@@ -22,7 +22,8 @@ import numpy as np
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import KernelLaunch, launch
+from convkit.cuda.launch import KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.record import epilogue_bias, scratch
 from convkit.families.fp32.launch import ImplicitGemmLaunch, default_knobs, gemm, tiles_fitting
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
@@ -222,14 +223,14 @@ class _TransformLaunch(KernelLaunch):
         self.spec.can_implement(problem)
 
 
-def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None = None, out: Any = None) -> Any:
+def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, launch: WinogradLaunch | None = None, out: Any = None) -> Any:
     """Convolution (cross-correlation, stride 1) of NCHW ``x`` with MCRS ``w`` by Winograd's F(m x m, r x r).
 
     Args:
         x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, R, R), C-contiguous, R in 3 or 5.
         pad: zero padding on every side.
-        spec: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
+        launch: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
         out: optional float32 output (N, M, P, Q).
 
     Returns:
@@ -238,22 +239,24 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, spec: WinogradLaunch | None
     import cupy
 
     problem = check_conv_args(x, w, pad=pad, stride=1)
-    spec = spec or WinogradLaunch()
+    spec = launch or WinogradLaunch()
+    if not isinstance(spec, WinogradLaunch):
+        raise TypeError(f"launch must be a WinogradLaunch, got {type(spec).__name__}")
     spec.can_implement(problem)
     out = output_for(out, problem)
     per_pass = spec.images_per_pass(problem)
     v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
     v, u, prod = (scratch(size) for size in (v_size, u_size, prod_size))
     i32 = cupy.int32
-    launch(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
+    launch_kernel(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
         p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
         xs, ys = x[first : first + p.n], out[first : first + p.n]
         th, tw, t, t_pad = spec.tiles(p)
-        launch(_TransformLaunch("winograd_input", spec), p,
+        launch_kernel(_TransformLaunch("winograd_input", spec), p,
                (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
         gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
-        launch(_TransformLaunch("winograd_output", spec), p,
+        launch_kernel(_TransformLaunch("winograd_output", spec), p,
                (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
                 epilogue_bias(ys)))  # fmt: skip
     return out

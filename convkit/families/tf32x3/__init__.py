@@ -19,7 +19,7 @@ IGEMM = "igemm_tf32x3"
 
 
 def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.TensorCoreGemmLaunch) -> None:
-    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
+    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
 
 
 IGEMM_VARIANT = Variant(

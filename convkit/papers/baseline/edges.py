@@ -12,7 +12,7 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.timing import benchmark
-from convkit.families.baseline.launch import conv2d_direct
+from convkit.families.baseline.launch import DirectLaunch, conv2d_direct
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),
@@ -30,7 +30,7 @@ def edge_check() -> None:
         x = cupy.asarray(rng.standard_normal((n, c, h, w), dtype=np.float32))
         f = cupy.asarray(rng.standard_normal((m, c, r, s), dtype=np.float32))
         ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
-        err = reference.relative_error(conv2d_direct(x, f, pad=pad, stride=stride, threads=96).get(), ref)
+        err = reference.relative_error(conv2d_direct(x, f, pad=pad, stride=stride, launch=DirectLaunch(96)).get(), ref)
         assert err < DIRECT_TOLERANCE, (n, c, h, w, m, r, s, pad, stride, err)
     benchmark(lambda: conv2d_direct(x, f, pad=pad, stride=stride), warmup=1, min_reps=2, max_reps=2)
     cupy.cuda.runtime.deviceSynchronize()

@@ -58,7 +58,7 @@ def edge_check() -> None:
             plans += [DirectSingleLaunch(4, 64, rows=2, shared_weights=True),
                       DirectSingleLaunch(3, 32, rows=4, shared_weights=True)]  # fmt: skip
         for plan in plans:
-            _check(conv2d_single(x, f, plan=plan), ref, (h, w, m, k, plan))
+            _check(conv2d_single(x, f, launch=plan), ref, (h, w, m, k, plan))
     for c, h, w, m, k in [(13, 9, 11, 20, 3), (37, 16, 24, 70, 5), (3, 5, 8, 9, 1)]:
         x, f, ref = _inputs(c, h, w, m, k)
         for tiled in (TiledMultiLaunch(bm=16, tile_h=1, tile_w=32, px=1),
@@ -67,14 +67,14 @@ def edge_check() -> None:
                       TiledMultiLaunch(bm=32, tile_h=8, tile_w=8, px=4, rows16=True),
                       TiledMultiLaunch(bm=8, tile_h=8, tile_w=16, px=4, ck=4, rows16=True, split=4)):  # fmt: skip
             if _fits(tiled, ConvProblem.same(1, c, h, w, m, k)):
-                _check(conv2d_multi(x, f, config=tiled), ref, (c, h, w, m, k, tiled))
+                _check(conv2d_multi(x, f, launch=tiled), ref, (c, h, w, m, k, tiled))
     # The GEMM tile at 1x1: 16-byte and (odd pixel count) 4-byte copies, partial segments, a split.
     for c, h, w, m in [(3, 5, 8, 9), (37, 5, 7, 70)]:
         x, f, ref = _inputs(c, h, w, m, 1)
         for pointwise in (PointwiseMultiLaunch(64, 64, 8, 8, 8, split=2),
                           PointwiseMultiLaunch(16, 32, 4, 4, 4, split=3)):  # fmt: skip
             if _fits(pointwise, ConvProblem.same(1, c, h, w, m, 1)):
-                _check(conv2d_multi(x, f, config=pointwise), ref, (c, h, w, m, pointwise))
+                _check(conv2d_multi(x, f, launch=pointwise), ref, (c, h, w, m, pointwise))
     # A filter per thread (3x3, 5x5): tiles the map does not divide, 4-byte weight copies (C % 4 != 0),
     # partial segments, several tiles per block, a split; a map in one tile (the sums stored as one run); the
     # short 4x7, 2x7 and 1x7 tiles.
@@ -85,5 +85,5 @@ def edge_check() -> None:
                           BroadcastMultiLaunch(64, 2, 4, 7, 4, split=2), BroadcastMultiLaunch(64, 1, 2, 7, 4, split=3),
                           BroadcastMultiLaunch(32, 1, 1, 7, 4)):  # fmt: skip
             if _fits(broadcast, ConvProblem.same(1, c, h, w, m, k)):
-                _check(conv2d_multi(x, f, config=broadcast), ref, (c, h, w, m, broadcast))
+                _check(conv2d_multi(x, f, launch=broadcast), ref, (c, h, w, m, broadcast))
     cupy.cuda.runtime.deviceSynchronize()

@@ -11,7 +11,7 @@ import numpy as np
 
 from convkit.core import reference
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.cuconv.launch import conv2d_cuconv
+from convkit.families.cuconv.launch import CuconvLaunch, conv2d_cuconv
 
 EDGE_SHAPES = [  # (N, C, H, W, M, R, S, pad, stride)
     (1, 1, 3, 2, 1, 5, 5, 2, 1),
@@ -30,12 +30,14 @@ def edge_check() -> None:
         f = cupy.asarray(rng.standard_normal((m, c, r, s), dtype=np.float32))
         ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
         outputs = [
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="paper", threads=96),  # 96: blocks straddle the end
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="fused", threads=96, filters_per_thread=8),
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="split", threads=64, filters_per_thread=2, splits=c),
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="128x128"),
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="16x64", splits=2),
-            conv2d_cuconv(x, f, pad=pad, stride=stride, variant="tiled", tile="64x32", splits=c * r * s),
+            conv2d_cuconv(
+                x, f, pad=pad, stride=stride, launch=CuconvLaunch("paper", 96)
+            ),  # 96: blocks straddle the end
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch("fused", 96, filters_per_thread=8)),
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch("split", 64, 2, splits=c)),
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch.tiled("128x128")),
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch.tiled("16x64", splits=2)),
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch.tiled("64x32", splits=c * r * s)),
         ]
         for y in outputs:
             err = reference.relative_error(y.get(), ref)

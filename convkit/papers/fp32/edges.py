@@ -82,7 +82,7 @@ def edge_check() -> None:
                 if p.out_h < 1 or p.out_w < 1:
                     continue
                 x, w, ref, out = _inputs(p)
-                conv2d_winograd(x, w, pad=pad, spec=WinogradLaunch(m, "64x64", 2), out=out)
+                conv2d_winograd(x, w, pad=pad, launch=WinogradLaunch(m, "64x64", 2), out=out)
                 err = reference.relative_error(out.get(), ref)
                 assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
         # three images, a workspace that holds two at a time: a full pass and a partial one
