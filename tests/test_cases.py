@@ -31,10 +31,10 @@ class Tile(KernelLaunch):
     kind: ClassVar[str] = "test_tile"
 
 
-SMALL = Variant("small_only", _noop, default=lambda p: DirectLaunch(64), supports=lambda p: p.c < 100)
+SMALL = Variant("small_only", _noop, default=lambda p: DirectLaunch(64), applies_to=lambda p: p.c < 100)
 TUNED = Variant("tuned", _noop, default=lambda p: Tile(1), candidates=lambda p: [Tile(1), Tile(2)],
                 launch_from=Tile.from_params, tolerance=1e-4)  # fmt: skip
-PEER = Variant("peer", _noop, impl="cupyx", supports=lambda p: p.c == 1)
+PEER = Variant("peer", _noop, impl="cupyx", applies_to=lambda p: p.c == 1)
 
 
 def test_cases_are_the_supported_variants_then_every_cudnn_algorithm():

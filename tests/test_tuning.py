@@ -63,20 +63,20 @@ def test_a_sweep_runs_the_knobs_tuned_in_its_own_folder(tmp_path, monkeypatch):
     from convkit.study import sweep
 
     p = ConvProblem.from_label("7-1-1-32-832")
-    variant = Variant("v", lambda *a, **k: None, default=lambda q: ImplicitGemmLaunch("default"),
-                      candidates=lambda q: [ImplicitGemmLaunch("a"), ImplicitGemmLaunch("b")],
+    variant = Variant("v", lambda *a, **k: None, default=lambda q: ImplicitGemmLaunch("128x128"),
+                      candidates=lambda q: [ImplicitGemmLaunch("64x64"), ImplicitGemmLaunch("32x32")],
                       launch_from=ImplicitGemmLaunch.from_params)  # fmt: skip
     elsewhere, mine = tmp_path / "results-of-this-gpu", tmp_path / "mine"
-    _tuning_table(elsewhere, p, "v", {"tile": "a", "splits": 1, "stages": 3})
+    _tuning_table(elsewhere, p, "v", {"tile": "64x64", "splits": 1, "stages": 3})
     swept = []
 
     def run_experiment(experiment, problems, variants, *, directory, tune=False, tuned=None, **_):
         if tune:  # the tuning run: what it found fastest lands in its folder
-            _tuning_table(directory, p, "v", {"tile": "b", "splits": 1, "stages": 3})
+            _tuning_table(directory, p, "v", {"tile": "32x32", "splits": 1, "stages": 3})
         else:
             swept.extend(c.params for q in problems for c in cases(q, variants, cudnn=False, tuned=tuned))
 
     monkeypatch.setattr(sweep, "run_experiment", run_experiment)
     monkeypatch.setattr(sweep, "gpu_results_dir", lambda directory=None: directory or elsewhere)
     sweep.tune_then_sweep(mine, [p], [variant], tuning="x_tuning", experiment="x")
-    assert swept == [params_text({"tile": "b", "splits": 1, "stages": 3})]
+    assert swept == [params_text({"tile": "32x32", "splits": 1, "stages": 3})]

@@ -43,7 +43,9 @@ class Variant:
     :class:`convkit.cuda.launch.Launch`; None for a library peer, which has no launch). ``default(problem)``
     gives its heuristic launch there, ``candidates(problem)`` the launches a tuning run measures, and
     ``launch_from(params)`` reads a recorded launch back (its ``to_params``, a row's ``params`` or a table's),
-    rejecting a knob it does not have. ``impl`` is ``"convkit"`` for the study's kernels and the library's
+    rejecting a knob it does not have. Where it runs is said once, by its launch (:meth:`not_supported_reasons`);
+    ``applies_to`` narrows it to a domain no launch checks (a peer's, or a family's problems such as "same"
+    padding that its launcher checks on the arrays). ``impl`` is ``"convkit"`` for the study's kernels and the library's
     name for a peer (``"cupyx"``); ``precision`` is how it multiplies (:mod:`convkit.core.precision`:
     ``"ieee"``, FP32 FMA, or ``"tf32x3"``).
     """
@@ -54,9 +56,25 @@ class Variant:
     candidates: Callable[[ConvProblem], list[Launch]] | None = None
     launch_from: Callable[[Mapping[str, Any]], Launch] | None = None
     tolerance: float = DIRECT_TOLERANCE
-    supports: Callable[[ConvProblem], bool] = _everywhere
+    applies_to: Callable[[ConvProblem], bool] = _everywhere
     impl: str = "convkit"
     precision: str = "ieee"
+
+    def not_supported_reasons(self, problem: ConvProblem) -> list[str]:
+        """Why it does not run ``problem`` (empty: it does): outside :attr:`applies_to`, or what its default launch
+        cannot implement there (:meth:`convkit.cuda.launch.Launch.not_supported_reasons`)."""
+        if not self.applies_to(problem):
+            return [f"{self.name} does not apply to {problem.key}"]
+        if self.default is None:
+            return []
+        try:
+            return self.default(problem).not_supported_reasons(problem)
+        except ValueError as exc:  # no launch at all there
+            return [str(exc)]
+
+    def supports(self, problem: ConvProblem) -> bool:
+        """Whether it runs ``problem``: no :meth:`not_supported_reasons`."""
+        return not self.not_supported_reasons(problem)
 
     def launch(self, problem: ConvProblem, tuned: KnobTable | None = None) -> Launch | None:
         """The launch it runs ``problem`` with: ``tuned``'s where this variant tunes and the table has one, else

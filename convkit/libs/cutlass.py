@@ -130,7 +130,7 @@ def conv2d(kernel: str, x: Any, w: Any, problem: ConvProblem, out: Any) -> None:
 
 def _peer(name: str, precision: str) -> Variant:
     return Variant(name, lambda x, w, p, out, launch=None: conv2d(name, x, w, p, out),
-                   supports=lambda p: supports(name, p), impl=IMPL, precision=precision)  # fmt: skip
+                   applies_to=lambda p: supports(name, p), impl=IMPL, precision=precision)  # fmt: skip
 
 
 #: Every CUTLASS kernel as a library peer, one per tile (peers are measured at their own launch, not tuned).

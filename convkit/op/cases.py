@@ -116,7 +116,8 @@ def float64_reference(problem: ConvProblem, x: Any, w: Any) -> Any:
 def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: Any, y: Any) -> Callable[[], Any]:
     """A function giving ``(run, check_run)`` of ``case`` writing ``y`` (``check_run`` None where the checked run is
     ``run``), or a refusal, ``{"status", "note"}``, saying why it cannot run (a cuDNN algorithm over the workspace
-    limit): what :func:`convkit.bench.measure.check_and_time` and the op's first-use tuner take."""
+    limit, a launch its kernel cannot run on ``problem``): what :func:`convkit.bench.measure.check_and_time` and
+    the op's first-use tuner take."""
 
     def prepare() -> Any:
         if case.impl == "pytorch":
@@ -135,6 +136,9 @@ def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: 
             return cutlass.prepared(case.variant, problem, x, w, y)
         variant = kernels[case.variant]
         launch = variant.launch_of(json.loads(case.params))  # read once, before the timed runs
+        reasons = launch.not_supported_reasons(problem) if launch is not None else []
+        if reasons:  # a tuning candidate the kernel cannot run here: said, not an error
+            return {"status": "not_supported", "note": "; ".join(reasons)[:300]}
         return (lambda: variant.run(x, w, problem, y, launch)), None
 
     return prepare

@@ -45,7 +45,7 @@ def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
 
     return Variant(name, run, default=lambda p: planner(p, _model()),
                    candidates=(lambda p: single_candidates(p, _model())) if tuned else None,
-                   launch_from=single_launch, supports=_single_channel)  # fmt: skip
+                   launch_from=single_launch, applies_to=_single_channel)  # fmt: skip
 
 
 def _multi(name: str, paper: bool) -> Variant:
@@ -64,7 +64,7 @@ def _multi(name: str, paper: bool) -> Variant:
         conv2d_multi(x, w, launch=launch, out=out)
 
     return Variant(name, run, default=default, candidates=None if paper else candidates, launch_from=multi_launch,
-                   supports=_same_padded)  # fmt: skip
+                   applies_to=_same_padded)  # fmt: skip
 
 
 #: Both kernels, each as the paper sizes it and as the H100 runs it (tuned).

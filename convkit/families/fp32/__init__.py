@@ -52,11 +52,11 @@ WINOGRAD_VARIANT = Variant(
     candidates=winograd.winograd_candidates,
     launch_from=winograd.WinogradLaunch.from_params,
     tolerance=TRANSFORM_TOLERANCE,
-    supports=winograd_supports,
+    applies_to=winograd_supports,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
 #: cuBLAS SGEMM on the 1x1 layers (impl ``cublas``).
-PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, supports=cublas.supports, impl=cublas.IMPL),)
+PEERS: tuple[Variant, ...] = (Variant(cublas.VARIANT, _run_cublas, applies_to=cublas.supports, impl=cublas.IMPL),)
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {

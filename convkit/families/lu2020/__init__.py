@@ -13,7 +13,6 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.lu2020.launch import (
-    FILTER_SIZES,
     MULTI_CANDIDATES,
     NDIMAGE_PEER,
     SINGLE_VARIANTS,
@@ -29,7 +28,6 @@ from convkit.families.lu2020.launch import (
     default_single,
     is_single_image,
     single_candidates,
-    wide_halo_fits,
 )
 from convkit.families.registry import Family, Variant
 from convkit.libs import cvcuda, npp
@@ -51,12 +49,7 @@ def _lu(variant: str) -> Variant:
     def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
         conv(x, w, pad=p.pad, launch=launch, out=out)
 
-    def supports(p: ConvProblem) -> bool:
-        return (p.stride == 1 and p.r == p.s and p.r in FILTER_SIZES and p.pad < p.r and (multi or p.c == 1)
-                and (not wide or wide_halo_fits(p)))  # fmt: skip
-
-    return Variant(name, run, default=lambda p: default, candidates=lambda p: list(launches), launch_from=launch_of,
-                   supports=supports)  # fmt: skip
+    return Variant(name, run, default=lambda p: default, candidates=lambda p: list(launches), launch_from=launch_of)
 
 
 def _correlate(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
@@ -79,9 +72,9 @@ def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> No
 
 #: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and
 #: CV-CUDA (where it is installed).
-NDIMAGE = Variant(NDIMAGE_PEER, _correlate, supports=is_single_image, impl="cupyx")
-NPP = Variant("nppi_filter", _npp, supports=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
-CVCUDA = Variant("cvcuda_conv2d", _cvcuda, supports=lambda p: is_single_image(p) and cvcuda.available(),
+NDIMAGE = Variant(NDIMAGE_PEER, _correlate, applies_to=is_single_image, impl="cupyx")
+NPP = Variant("nppi_filter", _npp, applies_to=lambda p: is_single_image(p) and npp.available(), impl=npp.IMPL)
+CVCUDA = Variant("cvcuda_conv2d", _cvcuda, applies_to=lambda p: is_single_image(p) and cvcuda.available(),
                  impl=cvcuda.IMPL)  # fmt: skip
 IMAGE_PEERS = (NDIMAGE, NPP, CVCUDA)
 

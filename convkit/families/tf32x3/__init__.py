@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from convkit.core.gpu import has_tf32_tensor_cores, sm_count
+from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.registry import Family, Variant
 from convkit.families.tf32x3 import launch
@@ -28,7 +28,6 @@ IGEMM_VARIANT = Variant(
     default=lambda p: launch.default_launch(p, sm_count()),
     candidates=lambda p: launch.launch_candidates(p, sm_count()),
     launch_from=launch.TensorCoreGemmLaunch.from_params,
-    supports=lambda p: has_tf32_tensor_cores(),  # the T4 (sm_75) has none: the SIMT kernels serve it
     precision=launch.INPUT_PRECISION,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
