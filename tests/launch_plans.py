@@ -6,9 +6,10 @@ family's code decides, with no GPU. tests/test_launch_plans.py runs it in a proc
 never meet the real CuPy) and compares the plans with the fixture recorded from the code before the launches were
 reworked.
 
-With a third argument it also writes, for each sample launch (keyed as in the plans), what the launch declares:
-its kind, its workspace bytes, whether ``from_params`` reads its ``to_params`` back to the same launch and whether it
-rejects a knob it does not have (tests/test_typed_launch.py holds the plans to these).
+With a third argument it also writes, for each sample launch (keyed as in the plans), what the launch declares: its
+kind, its workspace bytes, whether it adds the op's bias (and whether its runner took it), whether ``from_params``
+reads its ``to_params`` back to the same launch and whether it rejects a knob it does not have
+(tests/test_typed_launch.py holds the plans to these).
 
 Usage: python tests/launch_plans.py GPU OUT.json [DECLARED.json]
 """
@@ -190,7 +191,15 @@ def declared_all() -> dict[str, dict[str, Any]]:
     """Each sample launch (keyed as :func:`plan_all` keys it) -> what it declares (see the module doc); after
     :func:`plan_all`, which installs the stand-in CuPy."""
     from convkit.core.problem import ConvProblem
+    from convkit.cuda.record import recording
     from convkit.families import variants_by_name
+
+    def bias_taken(variant: Any, problem: Any, params: dict[str, Any]) -> bool:
+        """Whether a launch of the runner took the op's bias into the output it writes."""
+        out = ndarray(problem.output_shape)
+        with recording(bias=ndarray((problem.m,)), output=out) as found:
+            variant.execute(ndarray(problem.input_shape), ndarray(problem.filter_shape), problem, out, params)
+        return found.bias_added
 
     found: dict[str, dict[str, Any]] = {}
     for name, variant in sorted(variants_by_name().items()):
@@ -209,6 +218,7 @@ def declared_all() -> dict[str, dict[str, Any]]:
                 found[f"{name} {problem.key} {json.dumps(params, sort_keys=True)}"] = {
                     "kind": launch.kind, "class": type(launch).__name__,
                     "workspace_bytes": launch.workspace_bytes(problem),
+                    "adds_bias": launch.adds_bias(problem), "bias_taken": bias_taken(variant, problem, params),
                     "round_trip": variant.launch_of(json.loads(json.dumps(params))) == launch,
                     "rejects_unknown_knob": rejects,
                 }  # fmt: skip

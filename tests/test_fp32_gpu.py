@@ -9,11 +9,12 @@ from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.families import fp32 as family
+from convkit.families.fp32 import edges as fp32_edges
 from convkit.families.fp32 import launch, winograd
 from convkit.families.registry import Kernels
+from convkit.families.tf32x3 import edges as tf32x3_edges
 from convkit.libs import cublas
 from convkit.op.cases import Case, params_text
-from convkit.papers import fp32
 
 pytestmark = pytest.mark.gpu
 
@@ -50,7 +51,8 @@ def test_every_candidate_matches_float64(problem):
 
 
 def test_edge_shapes():
-    fp32.edges.edge_check()
+    fp32_edges.edge_check()
+    tf32x3_edges.edge_check()  # the same design's edge launches on the 3xTF32 kernel
 
 
 def test_winograd_error_is_a_transform_methods():

@@ -246,3 +246,12 @@ def test_every_kernel_the_op_runs_is_a_chapter_s_and_every_kernel_source_has_one
     assert set(all_sources()) - set(owners) <= {"timing", "bias"}
     names = [v.name for f in FAMILIES for v in (*f.variants, *f.peers)]
     assert len(names) == len(set(names))
+
+
+def test_every_family_with_kernels_has_sample_problems_where_each_variant_runs():
+    from convkit.families import FAMILIES
+
+    for family in FAMILIES:
+        if family.variants:
+            assert family.sample_problems, family.name
+            assert all(any(v.applies_to(p) for p in family.sample_problems) for v in family.variants), family.name

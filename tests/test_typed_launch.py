@@ -62,6 +62,12 @@ def test_the_workspace_a_launch_declares_is_the_scratch_its_runner_allocates(sam
     assert not wrong, f"{len(wrong)} launches declare other workspace than they use, e.g. {next(iter(wrong.items()))}"
 
 
+def test_a_launch_that_declares_it_adds_the_bias_is_one_whose_runner_takes_it(sampled):
+    _, declared = sampled
+    assert sum(d["adds_bias"] for d in declared.values()) > 100
+    assert not [key for key, d in declared.items() if d["adds_bias"] != d["bias_taken"]]
+
+
 def test_a_misspelt_knob_fails_where_the_table_is_read_naming_it():
     from convkit.families.fp32.launch import ImplicitGemmLaunch
 

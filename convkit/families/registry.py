@@ -124,12 +124,18 @@ class Family:
     kernels through these records alone (:data:`convkit.families.FAMILIES`); a chapter imports its family.
 
     ``words``: each variant's method in words, the book's one name for it (its notation page lists them);
-    ``tuned_on_first_use``: whether ``convkit.conv2d``'s first-use tuner (:mod:`convkit.op.tune`) measures its
-    variants on a problem no table records (the families whose kernels run every filter, stride and padding)."""
+    ``sample_problems``: small problems no block or tile divides, on which the generic GPU test checks every variant
+    against float64; ``edge_check``: launches its kernels on edge shapes (no block or tile divides them, unaligned
+    pointers) and checks each output against float64, raising AssertionError: compute-sanitizer's driver
+    (``scripts/edge_launch.py``); ``tuned_on_first_use``: whether ``convkit.conv2d``'s first-use tuner
+    (:mod:`convkit.op.tune`) measures its variants on a problem no table records (the families whose kernels run
+    every filter, stride and padding)."""
 
     name: str
     variants: tuple[Variant, ...]
     peers: tuple[Variant, ...] = ()
     sources: tuple[str, ...] = ()
     words: Mapping[str, str] = field(default_factory=dict, compare=False)  # a dict: out of the hash
+    sample_problems: tuple[ConvProblem, ...] = ()
+    edge_check: Callable[[], None] | None = field(default=None, compare=False)
     tuned_on_first_use: bool = False

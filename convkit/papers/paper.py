@@ -81,10 +81,6 @@ def convolution_cases(
             yield ProfiledCase(entry, prepare, y, ref, tolerance_for(case, kernels))
 
 
-def _no_problems() -> list[ConvProblem]:
-    return []
-
-
 @dataclass(frozen=True)
 class Paper:
     """A chapter: the paper it reproduces, its kernels, what it measures and how it is checked.
@@ -100,7 +96,6 @@ class Paper:
         tuning: the experiment of its tuning table, if it tunes.
         convolutions: whether its sweep's rows are plain convolutions (the op's dispatch table is written from
             those; the fused layer's and the ceilings' are not).
-        sample_problems: small problems the generic GPU test checks every variant on.
         problems: the problems its sweep measures (``quick``: the subset), for ``convkit bench --suite``.
         findings: the rows it adds to the book's findings table (:data:`FINDING_COLUMNS`), computed from the
             results recorded in a folder.
@@ -127,7 +122,6 @@ class Paper:
     family: Family | None = None
     tuning: str | None = None
     convolutions: bool = True
-    sample_problems: Callable[[], list[ConvProblem]] = _no_problems
     problems: Callable[[bool], list[ConvProblem]] | None = None
     findings: Callable[[Path], list[dict[str, str]]] | None = None
     profile: Profile | None = None
@@ -151,6 +145,10 @@ class Paper:
     @property
     def peers(self) -> tuple[Variant, ...]:
         return self.family.peers if self.family is not None else ()
+
+    def sample_problems(self) -> list[ConvProblem]:
+        """Its family's sample problems (:attr:`convkit.families.registry.Family.sample_problems`)."""
+        return list(self.family.sample_problems) if self.family is not None else []
 
     @property
     def sources(self) -> tuple[str, ...]:

@@ -5,8 +5,6 @@
   FP32-ceiling chapter.
 - :func:`square_map_grid`: one image, square maps 7..512, C = M in 64, 256, 512, filters 1, 3, 5, "same"
   padding: the multi-channel grid of the Pascal-era chapter, measured again likewise.
-- :func:`small_problems`: small problems no tile divides, each kernel of the FP32 and 3xTF32 chapters is checked
-  on.
 - :func:`three_chapter_suites` and :func:`three_chapter_problems`: those two and cuConv's network layers, the
   compute-bound problems the FP32-ceiling chapter measures and the tensor-core chapter measures again.
 """
@@ -54,15 +52,3 @@ def three_chapter_suites(quick: bool = False) -> dict[str, list[ConvProblem]]:
 def three_chapter_problems(quick: bool = False) -> list[ConvProblem]:
     """Every problem of :func:`three_chapter_suites`, once, in order (cuConv's by batch size first)."""
     return list(dict.fromkeys(p for group in three_chapter_suites(quick).values() for p in group))
-
-
-def small_problems() -> list[ConvProblem]:
-    """Small problems no tile divides: batch 1..8, odd sizes, C = 1, M = 1, stride 2, each padding,
-    1x1 with H*W a multiple of 4 and not, 3x3, 5x5 and 7x7."""
-    cp = ConvProblem
-    return [
-        cp(1, 7, 13, 11, 5, 3, 3, pad=1), cp(3, 1, 9, 9, 1, 3, 3, pad=0), cp(2, 19, 16, 16, 33, 1, 1),
-        cp(1, 5, 7, 9, 70, 1, 1), cp(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2), cp(8, 3, 12, 12, 4, 5, 5, pad=2),
-        cp(1, 6, 17, 10, 3, 7, 7, pad=3, stride=2), cp(2, 130, 6, 6, 129, 3, 3, pad=2), cp(1, 11, 5, 5, 7, 5, 5, pad=1),
-        cp(1, 300, 4, 4, 64, 1, 1), cp(5, 2, 10, 10, 66, 1, 1, stride=2), cp(4, 17, 14, 14, 24, 3, 3, pad=1),
-    ]  # fmt: skip

@@ -21,4 +21,24 @@ DIRECT = Variant("direct", _direct, default=lambda p: DirectLaunch(DEFAULT_THREA
 WORDS = {
     "direct": "direct (baseline)",
 }
-FAMILY = Family("baseline", (DIRECT,), sources=("direct",), words=WORDS)
+
+#: Small problems the generic GPU test checks every variant on: odd sizes, C = 1, M = 1, an input smaller than the
+#: filter with padding, stride 2, non-square filters, a 1x1 layer of many channels.
+SAMPLE_PROBLEMS = (
+    ConvProblem(1, 3, 17, 23, 5, 3, 3, pad=1), ConvProblem(2, 1, 31, 29, 7, 5, 5, pad=2),
+    ConvProblem(1, 16, 9, 9, 1, 1, 1), ConvProblem(3, 5, 2, 3, 4, 5, 5, pad=2),
+    ConvProblem(1, 7, 13, 11, 6, 3, 5, pad=1, stride=2), ConvProblem(2, 4, 1, 1, 3, 3, 3, pad=1),
+    ConvProblem(1, 832, 7, 7, 32, 1, 1),
+)  # fmt: skip
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.baseline.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.baseline import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family(
+    "baseline", (DIRECT,), sources=("direct",), words=WORDS, sample_problems=SAMPLE_PROBLEMS, edge_check=_edge_check
+)

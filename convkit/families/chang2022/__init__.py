@@ -79,4 +79,28 @@ WORDS = {
     "chang_multi": "multi-channel",
     "chang_multi_async": "multi-channel, async copies",
 }
-FAMILY = Family("chang2022", (*SINGLE_VARIANTS, *MULTI_VARIANTS), sources=("chang2022",), words=WORDS)
+
+#: Small problems the generic GPU test checks every variant on: C = 1 and C > 1, K 1, 3, 5, maps no tile or strip
+#: divides, a map smaller than the filter's halo, M no filter group divides.
+SAMPLE_PROBLEMS = tuple(
+    ConvProblem.same(*shape)
+    for shape in ((1, 1, 13, 29, 11, 3), (1, 1, 7, 5, 9, 5), (1, 1, 33, 64, 40, 1), (1, 1, 2, 3, 5, 5),
+                  (1, 13, 9, 11, 20, 3), (1, 37, 16, 24, 70, 5), (1, 3, 5, 8, 9, 1), (1, 64, 14, 14, 64, 1))
+)  # fmt: skip
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.chang2022.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.chang2022 import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family(
+    "chang2022",
+    (*SINGLE_VARIANTS, *MULTI_VARIANTS),
+    sources=("chang2022",),
+    words=WORDS,
+    sample_problems=SAMPLE_PROBLEMS,
+    edge_check=_edge_check,
+)

@@ -40,4 +40,23 @@ WORDS = {
     "cuconv_split": "cuConv, split reduction",
     "cuconv_tiled": "register-tiled GEMM",
 }
-FAMILY = Family("cuconv", CUCONV_VARIANTS, sources=("cuconv",), words=WORDS)
+
+#: Small problems the generic GPU test checks every variant on: 1x1, 3x3 and 5x5 layers of the networks' kind, an
+#: odd batch and sizes, an input smaller than the filter, stride 2 (not in the paper, supported).
+SAMPLE_PROBLEMS = (
+    ConvProblem.from_label("7-1-1-32-832"), ConvProblem.from_label("13-2-3-48-17"),
+    ConvProblem.from_label("9-3-5-20-33"), ConvProblem(3, 19, 13, 11, 5, 3, 3, pad=1),
+    ConvProblem(1, 7, 3, 2, 6, 5, 5, pad=2), ConvProblem(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2),
+)  # fmt: skip
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.cuconv.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.cuconv import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family(
+    "cuconv", CUCONV_VARIANTS, sources=("cuconv",), words=WORDS, sample_problems=SAMPLE_PROBLEMS, edge_check=_edge_check
+)

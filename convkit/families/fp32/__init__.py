@@ -63,4 +63,14 @@ WORDS = {
     "fp32_igemm": "FP32 implicit GEMM",
     "fp32_winograd": "FP32 Winograd",
 }
-FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"), words=WORDS, tuned_on_first_use=True)
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.fp32.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.fp32 import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"), words=WORDS,
+                sample_problems=launch.SAMPLE_PROBLEMS, tuned_on_first_use=True, edge_check=_edge_check)  # fmt: skip

@@ -63,6 +63,18 @@ def vector_width(problem: ConvProblem, aligned: bool = True) -> int:
     return 4 if one_by_one and aligned and (p.h * p.w) % 4 == 0 else 1
 
 
+#: Small problems no tile divides, on which the generic GPU test checks every variant (the 3xTF32 kernel's too):
+#: batch 1..8, odd sizes, C = 1, M = 1, stride 2, each padding, 1x1 with H*W a multiple of 4 and not, 3x3, 5x5, 7x7.
+SAMPLE_PROBLEMS = (
+    ConvProblem(1, 7, 13, 11, 5, 3, 3, pad=1), ConvProblem(3, 1, 9, 9, 1, 3, 3, pad=0),
+    ConvProblem(2, 19, 16, 16, 33, 1, 1), ConvProblem(1, 5, 7, 9, 70, 1, 1),
+    ConvProblem(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2), ConvProblem(8, 3, 12, 12, 4, 5, 5, pad=2),
+    ConvProblem(1, 6, 17, 10, 3, 7, 7, pad=3, stride=2), ConvProblem(2, 130, 6, 6, 129, 3, 3, pad=2),
+    ConvProblem(1, 11, 5, 5, 7, 5, 5, pad=1), ConvProblem(1, 300, 4, 4, 64, 1, 1),
+    ConvProblem(5, 2, 10, 10, 66, 1, 1, stride=2), ConvProblem(4, 17, 14, 14, 24, 3, 3, pad=1),
+)  # fmt: skip
+
+
 def k_per_split(problem: ConvProblem, splits: int, slice_k: int = SLICE_K) -> int:
     """Reduction elements per split: C*R*S / splits rounded up to whole slices of ``slice_k``."""
     k = problem.c * problem.r * problem.s

@@ -88,4 +88,31 @@ WORDS = {
     "lu_wide": "column reuse, 4 columns a lane",
     "lu_multi": "multi-channel, shuffles",
 }
-FAMILY = Family("lu2020", (*SINGLE, *MULTI), IMAGE_PEERS, sources=("lu2020",), words=WORDS)
+
+#: Small problems the generic GPU test checks every variant on: widths below a warp and no warp divides, an image
+#: smaller than the filter, several images and filters, "valid" and partial padding (C = 1); channels no stage
+#: divides and filters no thread's group divides (C > 1); K 3, 5, 7.
+SAMPLE_PROBLEMS = (
+    ConvProblem.same(1, 1, 37, 45, 1, 5), ConvProblem.same(2, 1, 70, 97, 3, 3), ConvProblem.same(1, 1, 5, 3, 1, 7),
+    ConvProblem.same(3, 1, 2, 2, 1, 3), ConvProblem(1, 1, 131, 33, 1, 5, 5, pad=0),
+    ConvProblem(1, 1, 9, 200, 2, 7, 7, pad=1), ConvProblem.same(1, 13, 9, 11, 20, 3),
+    ConvProblem.same(2, 3, 40, 33, 8, 5), ConvProblem.same(1, 17, 28, 28, 37, 7), ConvProblem.same(1, 1, 5, 70, 4, 3),
+)  # fmt: skip
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.lu2020.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.lu2020 import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family(
+    "lu2020",
+    (*SINGLE, *MULTI),
+    IMAGE_PEERS,
+    sources=("lu2020",),
+    words=WORDS,
+    sample_problems=SAMPLE_PROBLEMS,
+    edge_check=_edge_check,
+)

@@ -12,6 +12,7 @@ from typing import Any
 
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
+from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.registry import Family, Variant
 from convkit.families.tf32x3 import launch
 
@@ -36,4 +37,15 @@ VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
 WORDS = {
     "igemm_tf32x3": "3xTF32 implicit GEMM",
 }
-FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS, tuned_on_first_use=True)
+
+
+def _edge_check() -> None:
+    """:func:`convkit.families.tf32x3.edges.edge_check`, imported when the sanitizer runs it."""
+    from convkit.families.tf32x3 import edges
+
+    edges.edge_check()
+
+
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS,
+                sample_problems=fp32_launch.SAMPLE_PROBLEMS, edge_check=_edge_check,
+                tuned_on_first_use=True)  # fmt: skip

@@ -16,7 +16,6 @@ from convkit.core.problem import ConvProblem
 from convkit.families.baseline import DIRECT, FAMILY
 from convkit.papers.baseline import claims
 from convkit.papers.baseline.anchors import anchors
-from convkit.papers.baseline.edges import edge_check
 from convkit.papers.baseline.results import findings
 from convkit.papers.paper import Paper
 from convkit.study.sweep import run_experiment
@@ -39,19 +38,8 @@ def problems(quick: bool = False) -> list[ConvProblem]:
     return [a.problem for a in anchors(quick)]
 
 
-def sample_problems() -> list[ConvProblem]:
-    """Small problems for the generic GPU test: odd sizes, C = 1, M = 1, an input smaller than the filter
-    with padding, stride 2, non-square filters, a 1x1 layer of many channels."""
-    return [
-        ConvProblem(1, 3, 17, 23, 5, 3, 3, pad=1), ConvProblem(2, 1, 31, 29, 7, 5, 5, pad=2),
-        ConvProblem(1, 16, 9, 9, 1, 1, 1), ConvProblem(3, 5, 2, 3, 4, 5, 5, pad=2),
-        ConvProblem(1, 7, 13, 11, 6, 3, 5, pad=1, stride=2), ConvProblem(2, 4, 1, 1, 3, 3, 3, pad=1),
-        ConvProblem(1, 832, 7, 7, 32, 1, 1),
-    ]  # fmt: skip
-
-
 PAPER = Paper(
     "baseline", "The baseline: every cuDNN algorithm", "01_baseline", EXPERIMENT, measure, FAMILY,
-    sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edge_check,
+    problems=problems, findings=findings,
     claims=claims.claims,
 )  # fmt: skip

@@ -4,8 +4,8 @@ The paper's section 2.2 turns a GPU's figures into how much must be in flight to
 global-memory latency (:mod:`.model`, its Table 1). Section 3.1 divides a single-channel convolution
 (C = 1, M filters) over the SMs with the S/T procedure (:mod:`.single`); section 3.2 sizes the
 stride-fixed block of the multi-channel kernel (:mod:`.multi`). :mod:`.launch` runs them
-(``kernels/chang2022.cu``), :mod:`.problems` holds the chapter's grids, :mod:`.results` its numbers
-and :mod:`.edges` the sanitizer's edge launches.
+(``kernels/chang2022.cu``), :mod:`.problems` holds the chapter's grids and :mod:`.results` its numbers
+(the sanitizer's edge launches are the family's, :mod:`convkit.families.chang2022.edges`).
 
 Each kernel is measured twice: as the paper sizes it on this GPU's figures (``chang_single``,
 ``chang_multi``), and as the H100 runs it best (``chang_single_fill``, ``chang_multi_async``: tuned
@@ -17,10 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convkit.core.problem import ConvProblem
 from convkit.families.chang2022 import FAMILY, MULTI_VARIANTS, SINGLE_VARIANTS
 from convkit.papers.chang2022 import claims
-from convkit.papers.chang2022.edges import edge_check
 from convkit.papers.chang2022.problems import QUICK_STEP, multi_problems, single_problems, sweep_problems
 from convkit.papers.chang2022.results import EXPERIMENT, findings
 from convkit.papers.paper import Paper
@@ -48,17 +46,8 @@ def measure(directory: Path, *, quick: bool = False, experiment: str = EXPERIMEN
                         progress=progress)  # fmt: skip
 
 
-def sample_problems() -> list[ConvProblem]:
-    """Small problems for the generic GPU test: C = 1 and C > 1, K 1, 3, 5, maps no tile or strip divides,
-    a map smaller than the filter's halo, M no filter group divides."""
-    same = ConvProblem.same
-    return [same(1, 1, 13, 29, 11, 3), same(1, 1, 7, 5, 9, 5), same(1, 1, 33, 64, 40, 1), same(1, 1, 2, 3, 5, 5),
-            same(1, 13, 9, 11, 20, 3), same(1, 37, 16, 24, 70, 5), same(1, 3, 5, 8, 9, 1),
-            same(1, 64, 14, 14, 64, 1)]  # fmt: skip
-
-
 PAPER = Paper(
     "chang2022", "Chang et al. 2022, latency hiding", "05_chang2022", EXPERIMENT, measure, FAMILY, tuning=TUNING,
-    sample_problems=sample_problems, problems=sweep_problems, findings=findings, edge_check=edge_check,
+    problems=sweep_problems, findings=findings,
     claims=claims.claims,
 )  # fmt: skip

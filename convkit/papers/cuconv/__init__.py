@@ -16,7 +16,7 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.families.cuconv import CUCONV_VARIANTS, FAMILY
 from convkit.families.registry import Kernels
-from convkit.papers.cuconv import claims, edges
+from convkit.papers.cuconv import claims
 from convkit.papers.cuconv.results import NAMED_CONFIGS
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.study import networks
@@ -80,16 +80,6 @@ def problems(quick: bool = False) -> list[ConvProblem]:
     return networks.problems()
 
 
-def sample_problems() -> list[ConvProblem]:
-    """Small problems for the generic GPU test: 1x1, 3x3 and 5x5 layers of the networks' kind, an odd
-    batch and sizes, an input smaller than the filter, stride 2 (not in the paper, supported)."""
-    return [
-        ConvProblem.from_label("7-1-1-32-832"), ConvProblem.from_label("13-2-3-48-17"),
-        ConvProblem.from_label("9-3-5-20-33"), ConvProblem(3, 19, 13, 11, 5, 3, 3, pad=1),
-        ConvProblem(1, 7, 3, 2, 6, 5, 5, pad=2), ConvProblem(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2),
-    ]  # fmt: skip
-
-
 def named_problems() -> list[tuple[str, str, ConvProblem]]:
     """(table, letter, problem) for every named configuration of the paper's Tables 3-5, "same" padding."""
     return [(t, letter, ConvProblem.from_label(label)) for t, rows in NAMED_CONFIGS.items() for letter, label in rows]
@@ -104,7 +94,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 PAPER = Paper(
     "cuconv", "cuConv (Jorda et al. 2022)", "03_cuconv", CUCONV_EXPERIMENT, measure, FAMILY, tuning=CUCONV_TUNING,
-    sample_problems=sample_problems, problems=problems, findings=claims.findings, edge_check=edges.edge_check,
+    problems=problems, findings=claims.findings,
     claims=claims.claims,
     profile=Profile("cuconv_kernels", profiled_cases),
 )  # fmt: skip

@@ -19,9 +19,8 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import FAMILY, PEERS, VARIANTS
 from convkit.families.registry import Kernels
-from convkit.papers.fp32 import claims, edges, results
+from convkit.papers.fp32 import claims, results
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.study.layer_sets import small_problems as sample_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
@@ -95,7 +94,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 PAPER = Paper(
     "fp32", "Past the papers: at the FP32 ceiling", "06_fp32", EXPERIMENT, measure, FAMILY, tuning=TUNING,
-    sample_problems=sample_problems, problems=problems, findings=results.findings, edge_check=edges.edge_check,
+    problems=problems, findings=results.findings,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
     claims=claims.claims,
 )  # fmt: skip

@@ -7,8 +7,8 @@ chapter measures its ladder of single-channel kernels (:mod:`.launch`: ``lu_dire
 ``cupyx.scipy.ndimage.correlate``, and its multi-channel form (``lu_multi``) on the 3x3 layers of VGG19
 and ResNet-50, each kernel at the launch a tuning run found fastest. :mod:`.warp_sim` computes the
 exchange the kernels run and counts their loads on the CPU; :mod:`.results` turns the rows, the ncu
-load counters and ptxas's verdict on the window array into the chapter's numbers; :mod:`.edges` is
-the sanitizer's driver.
+load counters and ptxas's verdict on the window array into the chapter's numbers (the sanitizer's driver is
+the family's, :mod:`convkit.families.lu2020.edges`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from convkit.core.problem import ConvProblem
 from convkit.families.lu2020 import FAMILY, IMAGE_PEERS, LADDER, MULTI, NDIMAGE, SINGLE
 from convkit.families.lu2020.launch import FILTER_SIZES
 from convkit.families.registry import Kernels, Variant
-from convkit.papers.lu2020 import claims, edges, results
+from convkit.papers.lu2020 import claims, results
 from convkit.papers.lu2020.problem_sets import multi_problems, single_problems
 from convkit.papers.lu2020.results import EXPERIMENT, PROFILE_EXPERIMENT, findings
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
@@ -84,18 +84,6 @@ def problems(quick: bool = False) -> list[ConvProblem]:
     return [p for grid, _, _ in _grids(quick) for p in grid]
 
 
-def sample_problems() -> list[ConvProblem]:
-    """Small problems for the generic GPU test: widths below a warp and no warp divides, an image smaller
-    than the filter, several images and filters, "valid" and partial padding (C = 1); channels no stage
-    divides and filters no thread's group divides (C > 1); K 3, 5, 7."""
-    same = ConvProblem.same
-    return [
-        same(1, 1, 37, 45, 1, 5), same(2, 1, 70, 97, 3, 3), same(1, 1, 5, 3, 1, 7), same(3, 1, 2, 2, 1, 3),
-        ConvProblem(1, 1, 131, 33, 1, 5, 5, pad=0), ConvProblem(1, 1, 9, 200, 2, 7, 7, pad=1),
-        same(1, 13, 9, 11, 20, 3), same(2, 3, 40, 33, 8, 5), same(1, 17, 28, 28, 37, 7), same(1, 1, 5, 70, 4, 3),
-    ]  # fmt: skip
-
-
 def profile_problems() -> list[tuple[str, str, ConvProblem]]:
     """(table, config, problem) of the profile: one :data:`PROFILE_SIZE` image per filter width."""
     size = PROFILE_SIZE
@@ -112,7 +100,7 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 PAPER = Paper(
     "lu2020", "Lu 2020, memory transactions", "02_lu2020", EXPERIMENT, measure, FAMILY, tuning=TUNING,
-    sample_problems=sample_problems, problems=problems, findings=findings, edge_check=edges.edge_check,
+    problems=problems, findings=findings,
     profile=Profile(PROFILE_EXPERIMENT, profiled_cases, METRICS), repeat=measure_repeat,
     claims=claims.claims,
 )  # fmt: skip

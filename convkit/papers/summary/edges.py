@@ -10,15 +10,23 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.cuda.plan import Plan
 from convkit.op import conv2d
+from convkit.op.cases import params_text
 from convkit.op.conv import run_recorded
 from convkit.op.dispatch import Choice
 
-#: Choices whose last launch adds the bias as it writes the output (:func:`convkit.cuda.record.epilogue_bias`).
-EPILOGUE_CHOICES = (
-    Choice("convkit", "fp32_igemm", '{"splits":4,"stages":3,"tile":"64x64"}', "fp32"),
-    Choice("convkit", "cuconv_tiled", '{"filters_per_thread":1,"splits":3,"threads":128,"tile":"64x32"}', "cuconv"),
-    Choice("convkit", "fp32_winograd", '{"gemm_tile":"64x64","m":2,"stages":3}', "fp32"),
-)
+
+def epilogue_choices(problem: ConvProblem) -> list[Choice]:
+    """Of each kernel that runs ``problem``, the first of its default launch and its tuning candidates that adds the
+    bias as it writes the output there (:meth:`convkit.cuda.launch.Launch.adds_bias`), as a choice of the op."""
+    from convkit.families import FAMILIES
+
+    found = []
+    for family in FAMILIES:
+        for variant in (v for v in family.variants if v.supports(problem)):
+            launches = [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]
+            if first := next((launch for launch in launches if launch.adds_bias(problem)), None):
+                found.append(Choice("convkit", variant.name, params_text(first.to_params()), family.name))
+    return found
 
 
 def edge_check() -> None:
@@ -51,7 +59,7 @@ def edge_check() -> None:
                 assert err < 1e-5, f"conv2d on {p}: relative error {err:.2e}"
     p = ConvProblem(3, 37, 9, 11, 19, 3, 3, pad=1)
     x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
-    for choice in EPILOGUE_CHOICES:
+    for choice in epilogue_choices(p):
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
         found = run_recorded(choice, x, w, b, p, out)
         assert found.bias_added, f"{choice.variant}: no launch added the bias"

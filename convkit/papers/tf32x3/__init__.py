@@ -11,7 +11,7 @@ every cuDNN algorithm in FMA math, PyTorch, cuBLAS and CUTLASS, on the FP32 chap
 - :mod:`.accuracy`: the error against float64 as K grows, on hard inputs, for every precision.
 - The ncu profile (:data:`PROFILE_PROBLEMS`, and the best and worst of cuConv's layers for the 3xTF32 kernel).
 
-The kernel's edge launches run with the FP32 implicit GEMM's (:mod:`convkit.papers.fp32.edges`: one loop over
+The kernel's edge launches run with the FP32 implicit GEMM's (:mod:`convkit.families.fp32.edges`: one loop over
 both kinds of the design).
 """
 
@@ -27,7 +27,6 @@ from convkit.families.registry import Family, Kernels, KnobTable, first_of
 from convkit.libs import cutlass
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.tf32x3 import claims, results
-from convkit.study.layer_sets import small_problems
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
@@ -119,11 +118,12 @@ def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
 
 
 #: The chapter's own kernels (the FP32 ones it measures belong to the FP32 chapter) and every peer it measures.
-KERNELS = Family("tf32x3", tf32x3.VARIANTS, PEERS, sources=tf32x3.FAMILY.sources)
+KERNELS = Family("tf32x3", tf32x3.VARIANTS, PEERS, sources=tf32x3.FAMILY.sources,
+                 sample_problems=tf32x3.FAMILY.sample_problems)  # fmt: skip
 
 PAPER = Paper(
     "tf32x3", "FP32 accuracy on tensor cores", "07_tf32x3", EXPERIMENT, measure, KERNELS, tuning=TUNING,
-    sample_problems=small_problems, problems=problems, findings=results.findings,
+    problems=problems, findings=results.findings,
     profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
     claims=claims.claims, measured_after=("fp32",),  # its sweep runs the FP32 kernels at FP32's tuned launches
 )  # fmt: skip

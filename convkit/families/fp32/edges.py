@@ -1,7 +1,7 @@
 """Every FP32-ceiling kernel on edge shapes, each output checked against float64 (compute-sanitizer's driver).
 
-Each block tile and pipeline depth of the implicit GEMM, in FP32 and (where the GPU has TF32 tensor cores) in
-3xTF32, split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
+Each block tile and pipeline depth of the implicit GEMM (:func:`gemm_edges`, which the 3xTF32 family runs on its
+kernel of the same design), split and unsplit, on shapes no tile divides (1x1 with H*W a multiple
 of 4 and not, an input and an output that are not 16-byte aligned, stride 2, a 7x7 filter), and every
 built Winograd tile on sizes its tiles do not divide, and in passes of fewer images than the batch; then
 cuBLAS's 1x1 peer.
@@ -14,13 +14,11 @@ import dataclasses
 import numpy as np
 
 from convkit.core import reference
-from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
 from convkit.families.fp32.launch import STAGES, TILES, ImplicitGemmLaunch, conv2d_implicit_gemm
 from convkit.families.fp32.winograd import TILES as WINOGRAD_TILES
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
-from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
 from convkit.libs import cublas
 
 #: Implicit-GEMM edge problems.
@@ -48,29 +46,33 @@ def _inputs(p: ConvProblem, *, unaligned: bool = False) -> tuple:
     return cupy.asarray(x), cupy.asarray(w), ref, cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
 
 
-def edge_check() -> None:
-    """Launch every tile, depth and split on :data:`GEMM_EDGES`, every Winograd tile on :data:`WINOGRAD_EDGES`;
-    raises AssertionError naming the launch that is wrong."""
+def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...]) -> None:
+    """Launch ``kind`` (a kernel of the implicit GEMM's design) at every tile, each of ``depths`` and splits on
+    :data:`GEMM_EDGES`, aligned and not; raises AssertionError naming the launch that is wrong."""
     import cupy
 
-    # the FP32 kernel at every depth; 3xTF32 (16-deep slices, dynamic shared memory) at its shallowest and deepest
-    kinds = [(ImplicitGemmLaunch, STAGES)]
-    if has_tf32_tensor_cores():
-        kinds.append((TensorCoreGemmLaunch, (2, 5)))
     for p in GEMM_EDGES:
         for unaligned in (False, True):
             x, w, ref, out = _inputs(p, unaligned=unaligned)
             k = p.c * p.r * p.s
-            for kind, depths in kinds:
-                for tile in TILES:
-                    for stages in depths:
-                        whole = -(-k // kind.slice_k)  # slices in C*R*S
-                        for splits in sorted({1, min(2, whole), max(1, k // kind.slice_k)}):
-                            spec = kind(tile, splits, stages)
-                            out.fill(cupy.nan)
-                            conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch_spec=spec, out=out)
-                            err = reference.relative_error(out.get(), ref)
-                            assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+            for tile in TILES:
+                for stages in depths:
+                    whole = -(-k // kind.slice_k)  # slices in C*R*S
+                    for splits in sorted({1, min(2, whole), max(1, k // kind.slice_k)}):
+                        spec = kind(tile, splits, stages)
+                        out.fill(cupy.nan)
+                        conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
+                        err = reference.relative_error(out.get(), ref)
+                        assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+
+
+def edge_check() -> None:
+    """The FP32 implicit GEMM at every depth (:func:`gemm_edges`), cuBLAS's 1x1 peer, every Winograd tile on
+    :data:`WINOGRAD_EDGES`; raises AssertionError naming the launch that is wrong."""
+    import cupy
+
+    gemm_edges(ImplicitGemmLaunch, STAGES)
+    for p in GEMM_EDGES:
         if cublas.supports(p):
             x, w, ref, out = _inputs(p)
             cublas.conv1x1(x, w, out)
@@ -91,6 +93,6 @@ def edge_check() -> None:
         one = WinogradLaunch(m).pass_bytes(dataclasses.replace(p, n=2))
         spec = WinogradLaunch(m, "64x64", 2, workspace_limit=one)
         assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
-        conv2d_winograd(x, w, pad=p.pad, spec=spec, out=out)
+        conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
         assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE, (p.label, m, r, "in passes")
     cupy.cuda.runtime.deviceSynchronize()
