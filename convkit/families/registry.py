@@ -10,6 +10,7 @@ package ships for the op (:func:`convkit.core.shipped.knob_table`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,16 @@ def first_of(tables: Sequence[KnobTable]) -> KnobTable:
         return next((found for table in tables if (found := table(problem, variant)) is not None), None)
 
     return lookup
+
+
+def called_when_run(module: str, function: str) -> Callable[[], None]:
+    """``module.function``, imported only when it is called: a family's edge launches (``<family>.edges``) import
+    what the family's package need not load, and may import other families."""
+
+    def call() -> None:
+        getattr(importlib.import_module(module), function)()
+
+    return call
 
 
 def _everywhere(problem: ConvProblem) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.baseline.launch import DEFAULT_THREADS, DirectLaunch, conv2d_direct
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 
 
 def _direct(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
@@ -32,13 +32,11 @@ SAMPLE_PROBLEMS = (
 )  # fmt: skip
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.baseline.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.baseline import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family(
-    "baseline", (DIRECT,), sources=("direct",), words=WORDS, sample_problems=SAMPLE_PROBLEMS, edge_check=_edge_check
+    "baseline",
+    (DIRECT,),
+    sources=("direct",),
+    words=WORDS,
+    sample_problems=SAMPLE_PROBLEMS,
+    edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
 )

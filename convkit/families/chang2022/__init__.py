@@ -20,7 +20,7 @@ from convkit.families.chang2022.model import FILTER_SIZES, LatencyModel, current
 from convkit.families.chang2022.multi import paper_multi_config
 from convkit.families.chang2022.ranking import TUNING_CANDIDATES, multi_config, multi_launch, ranked_multi_configs
 from convkit.families.chang2022.single import fill_plan, plan_single, single_candidates, single_launch
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 
 
 def _model() -> LatencyModel:
@@ -89,18 +89,11 @@ SAMPLE_PROBLEMS = tuple(
 )  # fmt: skip
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.chang2022.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.chang2022 import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family(
     "chang2022",
     (*SINGLE_VARIANTS, *MULTI_VARIANTS),
     sources=("chang2022",),
     words=WORDS,
     sample_problems=SAMPLE_PROBLEMS,
-    edge_check=_edge_check,
+    edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
 )

@@ -11,7 +11,7 @@ from typing import Any
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.cuconv import launch
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 
 
 def _variant(variant: str) -> Variant:
@@ -50,13 +50,11 @@ SAMPLE_PROBLEMS = (
 )  # fmt: skip
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.cuconv.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.cuconv import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family(
-    "cuconv", CUCONV_VARIANTS, sources=("cuconv",), words=WORDS, sample_problems=SAMPLE_PROBLEMS, edge_check=_edge_check
+    "cuconv",
+    CUCONV_VARIANTS,
+    sources=("cuconv",),
+    words=WORDS,
+    sample_problems=SAMPLE_PROBLEMS,
+    edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
 )

@@ -15,7 +15,7 @@ from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.families.fp32 import launch, winograd
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 from convkit.libs import cublas
 
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
@@ -65,12 +65,6 @@ WORDS = {
 }
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.fp32.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.fp32 import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family("fp32", VARIANTS, PEERS, sources=("implicit_gemm", "winograd"), words=WORDS,
-                sample_problems=launch.SAMPLE_PROBLEMS, tuned_on_first_use=True, edge_check=_edge_check)  # fmt: skip
+                sample_problems=launch.SAMPLE_PROBLEMS, tuned_on_first_use=True,
+                edge_check=called_when_run(f"{__name__}.edges", "edge_check"))  # fmt: skip

@@ -29,7 +29,7 @@ from convkit.families.lu2020.launch import (
     is_single_image,
     single_candidates,
 )
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 from convkit.libs import cvcuda, npp
 
 
@@ -100,13 +100,6 @@ SAMPLE_PROBLEMS = (
 )  # fmt: skip
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.lu2020.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.lu2020 import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family(
     "lu2020",
     (*SINGLE, *MULTI),
@@ -114,5 +107,5 @@ FAMILY = Family(
     sources=("lu2020",),
     words=WORDS,
     sample_problems=SAMPLE_PROBLEMS,
-    edge_check=_edge_check,
+    edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
 )

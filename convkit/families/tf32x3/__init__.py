@@ -13,7 +13,7 @@ from typing import Any
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32 import launch as fp32_launch
-from convkit.families.registry import Family, Variant
+from convkit.families.registry import Family, Variant, called_when_run
 from convkit.families.tf32x3 import launch
 
 IGEMM = "igemm_tf32x3"
@@ -39,13 +39,7 @@ WORDS = {
 }
 
 
-def _edge_check() -> None:
-    """:func:`convkit.families.tf32x3.edges.edge_check`, imported when the sanitizer runs it."""
-    from convkit.families.tf32x3 import edges
-
-    edges.edge_check()
-
-
 FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS,
-                sample_problems=fp32_launch.SAMPLE_PROBLEMS, edge_check=_edge_check,
+                sample_problems=fp32_launch.SAMPLE_PROBLEMS,
+                edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
                 tuned_on_first_use=True)  # fmt: skip
