@@ -1,9 +1,9 @@
 """The registry's records, in the library: a kernel as the op and the benchmark see it (how to run it, where it
 applies, its launch knobs), and a kernel family.
 
-A :class:`Variant` is declared once, in its kernel family (``convkit.families``), and carries its knob
-candidates beside the kernel, as Triton keeps its configs beside the kernel. Which knobs it runs with on a
-problem is its heuristic default unless a :data:`KnobTable` says what a tuning run found fastest: the
+A :class:`Variant` is declared once, in its kernel family (``convkit.families``), and carries its candidate
+launches beside the kernel, as Triton keeps its configs beside the kernel. Which launch it runs on a problem
+is its heuristic default unless a :data:`KnobTable` says what a tuning run found fastest: the
 study's tuning table of the sweep's own folder (:func:`convkit.study.tuning.knob_table`) or the knobs the
 package ships for the op (:func:`convkit.core.shipped.knob_table`).
 """
@@ -56,8 +56,8 @@ class Variant:
     ``launch_from(params)`` reads a recorded launch back (its ``to_params``, a row's ``params`` or a table's),
     rejecting a knob it does not have. Where it runs is said once, by its launch (:meth:`not_supported_reasons`);
     ``applies_to`` narrows it to a domain no launch checks (a peer's, or a family's problems such as "same"
-    padding that its launcher checks on the arrays). ``impl`` is ``"convkit"`` for the study's kernels and the library's
-    name for a peer (``"cupyx"``); ``precision`` is how it multiplies (:mod:`convkit.core.precision`:
+    padding that its launcher checks on the arrays). ``impl`` is ``"convkit"`` for the study's kernels and the
+    library's name for a peer (``"cupyx"``); ``precision`` is how it multiplies (:mod:`convkit.core.precision`:
     ``"ieee"``, FP32 FMA, or ``"tf32x3"``).
     """
 
