@@ -10,7 +10,7 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.toy_cnn.launch import LAB_LAYER, ToyTiledLaunch, conv_relu_pool, report_grid
+from convkit.families.toy_cnn.launch import LAB_LAYER, ToyLadderLaunch, ToyTiledLaunch, conv_relu_pool, report_grid
 from convkit.papers.toy_cnn.measure import reference_layer
 
 pytestmark = pytest.mark.gpu
@@ -36,7 +36,7 @@ RUNS = [
     ("tiled", {"tile": ToyTiledLaunch(64, 32, 16, 1)}),
     ("unfused", {}),
     ("unfused", {"tile": ToyTiledLaunch(32, 16, 16, 4)}),
-]
+]  # a ladder run's grid: the report's for its block, or with grid_z that many channel blocks
 
 
 def _inputs(cupy, c, h, w, m):
@@ -45,11 +45,14 @@ def _inputs(cupy, c, h, w, m):
 
 
 def _launch(variant, launch, problem_shape):
-    launch = dict(launch)
+    """The launch a run names: a tile, or a ladder variant's block and grid."""
+    if "tile" in launch or not launch:
+        return launch.get("tile")
+    grid = None
     if "grid_z" in launch:
         c, h, w, m = problem_shape
-        launch["grid"] = report_grid(ConvProblem(1, c, h, w, m, 5, 5), launch["block"], launch.pop("grid_z"))
-    return launch
+        grid = report_grid(ConvProblem(1, c, h, w, m, 5, 5), launch["block"], launch["grid_z"])
+    return ToyLadderLaunch(variant, launch["block"], grid)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -60,7 +63,7 @@ def test_variant_matches_reference(shape, variant, launch):
     x, w, b = _inputs(cupy, *shape)
     ref = reference_layer(x.get(), w.get(), b.get())
     out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-    conv_relu_pool(x, w, b, variant=variant, out=out, **_launch(variant, launch, shape))
+    conv_relu_pool(x, w, b, variant=variant, launch=_launch(variant, launch, shape), out=out)
     err = reference.relative_error(out.get(), ref)
     assert err < DIRECT_TOLERANCE, err
 
@@ -90,8 +93,8 @@ def test_lab_layer(variant):
     x, w, b = _inputs(cupy, p.c, p.h, p.w, p.m)
     ref = reference_layer(x, w, b)
     out = cupy.full(ref.shape, np.nan, dtype=cupy.float32)
-    launch = {"block": (16, 8, 4), "grid": (7, 14, 96)} if variant.startswith("v") else {}
-    conv_relu_pool(x, w, b, variant=variant, out=out, **launch)
+    launch = ToyLadderLaunch(variant, (16, 8, 4), (7, 14, 96)) if variant.startswith("v") else None
+    conv_relu_pool(x, w, b, variant=variant, launch=launch, out=out)
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 
@@ -110,9 +113,11 @@ def test_bad_arguments_are_named_before_launch():
     with pytest.raises(ValueError, match="C-contiguous"):
         conv_relu_pool(x[:, :, :, ::2], w, b)
     with pytest.raises(ValueError, match="block"):
-        conv_relu_pool(x, w, b, variant="v1", block=(32, 32, 2))
+        conv_relu_pool(x, w, b, variant="v1", launch=ToyLadderLaunch("v1", (32, 32, 2)))
     with pytest.raises(ValueError, match="grid"):
-        conv_relu_pool(x, w, b, variant="v0", block=(2, 2, 1), grid=(1, 1, 4))
+        conv_relu_pool(x, w, b, variant="v0", launch=ToyLadderLaunch("v0", (2, 2, 1), (1, 1, 4)))
+    with pytest.raises(TypeError, match="launch must be a ToyLadderLaunch of variant 'v2'"):
+        conv_relu_pool(x, w, b, variant="v2", launch=ToyLadderLaunch("v1"))
     with pytest.raises(ValueError, match="variant"):
         conv_relu_pool(x, w, b, variant="v9")
     with pytest.raises(ValueError, match="pooled"):

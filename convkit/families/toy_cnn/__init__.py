@@ -31,6 +31,6 @@ def one_image(problem: ConvProblem) -> ConvProblem:
 def run_fused(x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any, knobs: dict[str, Any]) -> None:
     """Enqueue the tiled kernel with ``knobs`` on every image of ``x`` (CuPy arrays) into ``out``: it takes one
     pre-padded image at a time."""
-    tile = ToyTiledLaunch(**knobs)
+    tile = ToyTiledLaunch.from_params(knobs)
     for image in range(problem.n):
-        conv_relu_pool(x[image : image + 1], w, bias, tile=tile, out=out[image : image + 1])
+        conv_relu_pool(x[image : image + 1], w, bias, launch=tile, out=out[image : image + 1])

@@ -31,7 +31,8 @@ from typing import Any, ClassVar
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args
-from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, launch, staged_row_stride
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch, staged_row_stride
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.record import scratch
 
 KERNEL_SIZE = 5  # the lab's filters
@@ -154,26 +155,27 @@ class ToyTiledLaunch(KernelLaunch):
 
 @dataclass(frozen=True)
 class ToyLadderLaunch(KernelLaunch):
-    """The report's launch of a ladder variant ``toy_<variant>`` (a :class:`convkit.cuda.launch.Launch`): its
-    (x, y, z) block and grid, chosen at run time as in the report's Table 3. The block's x and y cover
-    pooled columns and rows, z output channels; the grid's z strides over the channels."""
+    """The report's launch of a ladder variant ``toy_<variant>``: its (x, y, z) block and grid, chosen at run time
+    as in the report's Table 3 (no grid: the report's for the block, :func:`report_grid`). The block's x and y
+    cover pooled columns and rows, z output channels; the grid's z strides over the channels."""
 
     variant: str
-    block_shape: tuple[int, int, int]
-    grid_shape: tuple[int, int, int]
+    block_shape: tuple[int, int, int] = REPORT_BEST_BLOCK
+    grid_shape: tuple[int, int, int] | None = None
 
     kind: ClassVar[str] = "toy_ladder"
     source: ClassVar[str] = "toy_cnn"
 
     def to_params(self) -> dict[str, list[int]]:
         """The launch as a results row records it (the variant has its own column)."""
-        return {"block": list(self.block_shape), "grid": list(self.grid_shape)}
+        return {"block": list(self.block_shape)} | ({"grid": list(self.grid_shape)} if self.grid_shape else {})
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], **fixed: Any) -> ToyLadderLaunch:
         """The launch recorded as ``params`` (``block`` and ``grid`` as lists), its variant ``fixed``."""
         cls.check_knobs(params, ("block", "grid"))
-        return cls(**fixed, block_shape=tuple(params["block"]), grid_shape=tuple(params["grid"]))
+        grid = tuple(params["grid"]) if "grid" in params else None
+        return cls(**fixed, block_shape=tuple(params["block"]), grid_shape=grid)
 
     def kernel_name(self, problem: Any = None) -> str:
         return f"toy_{self.variant}"
@@ -181,8 +183,8 @@ class ToyLadderLaunch(KernelLaunch):
     def options(self, problem: Any = None) -> tuple[str, ...]:
         return ()
 
-    def grid(self, problem: Any = None) -> tuple[int, int, int]:
-        return self.grid_shape
+    def grid(self, problem: ConvProblem) -> tuple[int, int, int]:
+        return self.grid_shape if self.grid_shape is not None else report_grid(problem, self.block_shape)
 
     def block(self, problem: Any = None) -> tuple[int, int, int]:
         return self.block_shape
@@ -198,10 +200,10 @@ class ToyLadderLaunch(KernelLaunch):
         """Raise ValueError naming the block or grid that cannot run (or cannot cover) ``problem``'s layer."""
         if self.variant not in LADDER:
             raise ValueError(f"a ladder launch's variant must be one of {LADDER}, got {self.variant!r}")
-        for name, dims in (("block", self.block_shape), ("grid", self.grid_shape)):
+        for name, dims in (("block", self.block_shape), ("grid", self.grid_shape or (1, 1, 1))):
             if len(dims) != 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
                 raise ValueError(f"{name} must be three positive ints (x, y, z), got {dims!r}")
-        (bx, by, bz), grid = self.block_shape, self.grid_shape
+        (bx, by, bz), grid = self.block_shape, self.grid(problem)
         if bx * by * bz > 1024 or bz > 64:
             raise ValueError(f"block {self.block_shape} has {bx * by * bz} threads (at most 1024, z at most 64)")
         if grid[2] > 65535 or grid[1] > 65535:
@@ -342,9 +344,7 @@ def conv_relu_pool(
     bias: Any,
     *,
     variant: str = "tiled",
-    block: Sequence[int] = REPORT_BEST_BLOCK,
-    grid: Sequence[int] | None = None,
-    tile: ToyTiledLaunch | None = None,
+    launch: ToyTiledLaunch | ToyLadderLaunch | None = None,
     out: Any = None,
 ) -> Any:
     """``maxpool2x2(relu(conv5x5(x, w) + bias))`` on the GPU, in one kernel (``unfused``: two).
@@ -354,16 +354,15 @@ def conv_relu_pool(
         w: float32 (M, C, 5, 5).
         bias: float32 (M,).
         variant: one of :data:`VARIANTS`.
-        block: threads (x, y, z) for ``v0``..``v4``: pooled columns, rows, output channels.
-        grid: blocks (x, y, z) for ``v0``..``v4``; default :func:`report_grid` (z strides over channels).
-        tile: the tile of ``tiled`` and ``unfused``; default :func:`default_tile`.
+        launch: ``v0``..``v4``'s block and grid (a :class:`ToyLadderLaunch` of that variant; default the report's
+            best block); ``tiled``'s and ``unfused``'s tile (a :class:`ToyTiledLaunch`; default :func:`default_tile`).
         out: optional float32 (1, M, (H-4)//2, (W-4)//2) output.
 
     Returns:
         the pooled output, enqueued on the current stream.
 
     Example:
-        >>> y = conv_relu_pool(x, w, b, variant="v2", block=(16, 8, 4), grid=(7, 14, 96))  # doctest: +SKIP
+        >>> y = conv_relu_pool(x, w, b, variant="v2", launch=ToyLadderLaunch("v2", (16, 8, 4)))  # doctest: +SKIP
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -374,20 +373,21 @@ def conv_relu_pool(
 
     p = problem
     if variant in LADDER:
-        grid = grid if grid is not None else report_grid(problem, block)
-        spec = ToyLadderLaunch(variant, tuple(block), tuple(grid))
+        spec = launch if launch is not None else ToyLadderLaunch(variant)
+        if not isinstance(spec, ToyLadderLaunch) or spec.variant != variant:
+            raise TypeError(f"launch must be a ToyLadderLaunch of variant {variant!r}, got {spec!r}")
         spec.can_implement(problem)  # before the output is written
-        launch(spec, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, ph, pw))))
+        launch_kernel(spec, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, ph, pw))))
         return out
-    tile = tile if tile is not None else default_tile()
+    tile = launch if launch is not None else default_tile()
     if not isinstance(tile, ToyTiledLaunch):
-        raise TypeError(f"tile must be a ToyTiledLaunch, got {type(tile).__name__}")
+        raise TypeError(f"launch must be a ToyTiledLaunch for {variant!r}, got {type(tile).__name__}")
     if variant == "tiled":
         _launch_tiled(x, w, bias, out, problem, replace(tile, fuse_pool=True))
         return out
     conv = scratch(p.m * p.out_h * p.out_w)
     _launch_tiled(x, w, bias, conv, problem, replace(tile, fuse_pool=False))
-    launch(ToyEpilogueLaunch(), p, (conv, bias, out, *(cupy.int32(v) for v in (p.m, p.out_h, p.out_w, ph, pw))))
+    launch_kernel(ToyEpilogueLaunch(), p, (conv, bias, out, *(cupy.int32(v) for v in (p.m, p.out_h, p.out_w, ph, pw))))
     return out
 
 
@@ -397,4 +397,4 @@ def _launch_tiled(x: Any, w: Any, bias: Any, out: Any, problem: ConvProblem, til
     p = problem
     oh, ow = pooled_shape(p) if tile.fuse_pool else (p.out_h, p.out_w)
     rows16 = p.w % 4 == 0 and x.data.ptr % 16 == 0  # 16-byte cp.async of whole input rows
-    launch(tile, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, oh, ow, int(rows16)))))
+    launch_kernel(tile, p, (x, w, bias, out, *(cupy.int32(v) for v in (p.c, p.h, p.w, p.m, oh, ow, int(rows16)))))

@@ -11,7 +11,13 @@ import numpy as np
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.toy_cnn.launch import ToyTiledLaunch, conv_relu_pool, default_tile, report_grid
+from convkit.families.toy_cnn.launch import (
+    ToyLadderLaunch,
+    ToyTiledLaunch,
+    conv_relu_pool,
+    default_tile,
+    report_grid,
+)
 from convkit.papers.toy_cnn.measure import reference_layer
 
 #: (C, H, W, M) of the pre-padded layers.
@@ -29,11 +35,12 @@ def edge_check() -> None:
         unaligned = cupy.empty(x.size + 1, dtype=cupy.float32)[1:].reshape(x.shape)
         unaligned[...] = x
         grid = report_grid(ConvProblem(1, c, h, w, m, 5, 5), (5, 3, 2), grid_z=2)  # 2 x 2 channels a pass
-        outputs = [conv_relu_pool(x, f, b, variant=v, block=(5, 3, 2), grid=grid) for v in ("v0", "v1", "v2")]
-        outputs += [conv_relu_pool(x, f, b, variant=v, block=(4, 4, 4)) for v in ("v3", "v4")]
-        outputs += [conv_relu_pool(x, f, b, variant="tiled", tile=default_tile()),
-                    conv_relu_pool(unaligned, f, b, variant="tiled", tile=ToyTiledLaunch(32, 16, 16, 3)),
-                    conv_relu_pool(x, f, b, variant="unfused", tile=ToyTiledLaunch(64, 8, 32, 2))]  # fmt: skip
+        outputs = [conv_relu_pool(x, f, b, variant=v, launch=ToyLadderLaunch(v, (5, 3, 2), grid))
+                   for v in ("v0", "v1", "v2")]  # fmt: skip
+        outputs += [conv_relu_pool(x, f, b, variant=v, launch=ToyLadderLaunch(v, (4, 4, 4))) for v in ("v3", "v4")]
+        outputs += [conv_relu_pool(x, f, b, variant="tiled", launch=default_tile()),
+                    conv_relu_pool(unaligned, f, b, variant="tiled", launch=ToyTiledLaunch(32, 16, 16, 3)),
+                    conv_relu_pool(x, f, b, variant="unfused", launch=ToyTiledLaunch(64, 8, 32, 2))]  # fmt: skip
         for y in outputs:
             err = reference.relative_error(y.get(), ref)
             assert err < DIRECT_TOLERANCE, (c, h, w, m, err)

@@ -23,6 +23,7 @@ from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.timing import Timing
 from convkit.families.toy_cnn.launch import (
     KERNEL_SIZE,
+    ToyLadderLaunch,
     ToyTiledLaunch,
     conv_relu_pool,
     layer_output_shape,
@@ -61,13 +62,13 @@ def layer_cases(
     return out
 
 
-def launch_keywords(params: str) -> dict[str, Any]:
-    """:func:`convkit.families.toy_cnn.launch.conv_relu_pool`'s launch keywords from a row's params: a
+def recorded_launch(variant: str, params: str) -> ToyLadderLaunch | ToyTiledLaunch | None:
+    """:func:`convkit.families.toy_cnn.launch.conv_relu_pool`'s launch of ``variant`` recorded as a row's params: a
     ladder launch's block and grid, a tile, or none (the default tile)."""
     knobs = json.loads(params)
     if "block" in knobs:
-        return {"block": tuple(knobs["block"]), "grid": tuple(knobs["grid"])}
-    return {"tile": ToyTiledLaunch(**knobs)} if knobs else {}
+        return ToyLadderLaunch.from_params(knobs, variant=variant)
+    return ToyTiledLaunch.from_params(knobs) if knobs else None
 
 
 def measure_layer(
@@ -123,9 +124,9 @@ def layer_prepare(
         import cupy
 
         if case.impl == "convkit":
-            launch = launch_keywords(case.params)
             variant = case.variant.removeprefix("toy_")
-            return (lambda: conv_relu_pool(x, w, bias, variant=variant, out=pooled, **launch)), None
+            launch = recorded_launch(variant, case.params)
+            return (lambda: conv_relu_pool(x, w, bias, variant=variant, launch=launch, out=pooled)), None
         if case.impl == "pytorch":
             layer = _pytorch_layer(x, w, bias)
             return (lambda: layer()), (lambda: cupy.copyto(pooled, layer()))
@@ -164,12 +165,12 @@ def _host_timed_row(
     import cupy
 
     variant = case.variant.removeprefix("toy_")
-    launch = launch_keywords(case.params)
+    launch = recorded_launch(variant, case.params)
     x_h, w_h, b_h = host_inputs
 
     def once() -> Any:
         x, w, b = cupy.asarray(x_h), cupy.asarray(w_h), cupy.asarray(b_h)
-        return conv_relu_pool(x, w, b, variant=variant, **launch).get()
+        return conv_relu_pool(x, w, b, variant=variant, launch=launch).get()
 
     try:
         once()  # loads (compiles) the module: the report's binary was built before its timer started
