@@ -269,12 +269,18 @@ def agreement_markdown(directory: Path) -> str:
         return ""
     lines = ["| chapter | cases | across the GPUs: median | across the GPUs: 95th percentile, widest pair "
              "| run to run: 95th percentile |", "|---|---|---|---|---|"]  # fmt: skip
+    past = []  # how far the widest pair lies past the run-to-run spread, per chapter
     for title, rows in found.groupby("chapter", sort=False):
         own, on = rows["run_to_run_p95"].iloc[0], rows["run_to_run_on"].iloc[0]
         gpu = recorded_gpu_name(on).removeprefix("NVIDIA ").split()[0]
+        past.append(rows["p95"].max() - own)
         lines.append(f"| {title} | {int(rows['cases'].max())} | {rows['median'].median():.1%} "
                      f"| {rows['p95'].max():.1%} | {'–' if own != own else f'{own:.1%} ({gpu})'} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    within = sum(gap <= 0 for gap in past)
+    beyond = f", in the others at most {100 * max(past):.1f} points past it" if within < len(past) else ""
+    return "\n".join(lines) + (f"\n\nIn {within} of {len(past)} chapters the widest pair of GPUs lies within one GPU's "
+                               f"run-to-run spread{beyond}; the pairs' medians are at most "
+                               f"{found['median'].max():.1%}.\n")  # fmt: skip
 
 
 def node_page(titles: dict[str, str]) -> str:
