@@ -141,7 +141,7 @@ def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
         x, w, out = ndarray(problem.input_shape), ndarray(problem.filter_shape), ndarray(problem.output_shape)
         calls.clear()
         try:
-            variant.execute(x, w, problem, out, knobs)
+            variant.run(x, w, problem, out, variant.launch_of(knobs))
         except Exception as exc:  # planned as the error it raises
             calls.append({"error": f"{type(exc).__name__}: {exc}"})
         named = [("x", x), ("w", w), ("out", out)]
@@ -198,7 +198,8 @@ def declared_all() -> dict[str, dict[str, Any]]:
         """Whether a launch of the runner took the op's bias into the output it writes."""
         out = ndarray(problem.output_shape)
         with recording(bias=ndarray((problem.m,)), output=out) as found:
-            variant.execute(ndarray(problem.input_shape), ndarray(problem.filter_shape), problem, out, params)
+            x, w = ndarray(problem.input_shape), ndarray(problem.filter_shape)
+            variant.run(x, w, problem, out, variant.launch_of(params))
         return found.bias_added
 
     found: dict[str, dict[str, Any]] = {}

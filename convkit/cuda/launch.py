@@ -122,8 +122,9 @@ class KernelLaunch:
         return cls.knobs if cls.knobs is not None else tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
     def to_params(self) -> dict[str, Any]:
-        """The knobs as a results row records them, in their order."""
-        return {name: getattr(self, name) for name in self.knob_names()}
+        """The knobs as a results row records them, in their order; a knob at None (one that does not apply to
+        this launch) is left out."""
+        return {name: value for name in self.knob_names() if (value := getattr(self, name)) is not None}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], **fixed: Any) -> Self:

@@ -108,10 +108,6 @@ class Variant:
             return None
         return self.launch_from(params)
 
-    def execute(self, x: Any, w: Any, problem: ConvProblem, out: Any, params: Mapping[str, Any]) -> None:
-        """Enqueue the kernel on ``problem`` into ``out`` with the launch recorded as ``params``."""
-        self.run(x, w, problem, out, self.launch_of(params))
-
 
 @dataclass(frozen=True)
 class Kernels:

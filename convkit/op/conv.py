@@ -169,8 +169,9 @@ def run_recorded(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: Co
             cublas.conv1x1(x, w, out)
         else:
             variant = variants_by_name()[choice.variant]
-            knobs = json.loads(choice.params) if choice.params else variant.knobs(problem, _shipped_knobs())
-            variant.execute(x, w, problem, out, knobs)
+            launch = variant.launch_of(json.loads(choice.params)) if choice.params else \
+                variant.launch(problem, _shipped_knobs())  # fmt: skip
+            variant.run(x, w, problem, out, launch)
         if bias is not None and not found.bias_added:  # no launch took it in its epilogue
             _add_bias(out, bias, problem)
     return found

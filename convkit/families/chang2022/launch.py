@@ -8,7 +8,6 @@ Both kernels of the paper take one image, square 1x1, 3x3 or 5x5 filters and "sa
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from convkit.core.gpu import require_cupy, shared_memory_limits, sm_count
@@ -90,10 +89,9 @@ def conv2d_multi(x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out:
         )
     config.can_implement(problem)  # before the output is allocated: a bad launch is named first
     out = output_for(out, problem)
-    splits = config.splits(problem)
-    # 3 counters per output tile, zero at the start (split::zero_tile_once); the launch leaves them zero
-    tiles = math.prod(config.grid(problem)) // splits
-    counters = cupy_zeroed_int32(3 * tiles) if splits > 1 else cupy.uint64(0)  # no split: never read
+    # the splits' counters (the launch's workspace, 3 per output tile), zero at the start (split::zero_tile_once) and
+    # left zero by the launch; no split: never read
+    counters = cupy_zeroed_int32(nbytes // 4) if (nbytes := config.workspace_bytes(problem)) else cupy.uint64(0)
     args = config.kernel_args(problem, x, w)
     launch_kernel(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
     return out

@@ -18,7 +18,7 @@ them all). Everything here is arithmetic, tested on the CPU;
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
@@ -71,7 +71,7 @@ class _ChannelSplit(KernelLaunch):
         return self.shared_bytes_for(problem.r, self.segments(problem))
 
     def to_params(self) -> dict[str, Any]:
-        fields = asdict(self)
+        fields = super().to_params()
         return fields if self.params_kernel is None else {"kernel": self.params_kernel, **fields}
 
     def workspace_bytes(self, problem: ConvProblem) -> int:

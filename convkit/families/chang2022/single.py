@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.core.problem import ConvProblem
@@ -113,7 +113,7 @@ class DirectSingleLaunch(KernelLaunch):
         """The plan as recorded; ``rows`` and ``shared_weights`` only where not at their defaults, so the plans
         recorded before those knobs existed (the same code: the kernel's PTX is unchanged there) name the
         same launch."""
-        params = {"kernel": "direct", **asdict(self)}
+        params = {"kernel": "direct", **super().to_params()}
         defaults = {"rows": 1, "shared_weights": False}
         return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
 

@@ -30,9 +30,8 @@ def edge_check() -> None:
         f = cupy.asarray(rng.standard_normal((m, c, r, s), dtype=np.float32))
         ref = reference.conv2d(x.get(), f.get(), pad=pad, stride=stride)
         outputs = [
-            conv2d_cuconv(
-                x, f, pad=pad, stride=stride, launch=CuconvLaunch("paper", 96)
-            ),  # 96: blocks straddle the end
+            # 96 threads a block: blocks straddle the end
+            conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch("paper", 96)),
             conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch("fused", 96, filters_per_thread=8)),
             conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch("split", 64, 2, splits=c)),
             conv2d_cuconv(x, f, pad=pad, stride=stride, launch=CuconvLaunch.tiled("128x128")),

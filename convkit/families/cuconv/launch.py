@@ -76,15 +76,6 @@ class CuconvLaunch(KernelLaunch):
     knobs: ClassVar[tuple[str, ...]] = ("threads", "filters_per_thread", "splits", "tile")
     source: ClassVar[str] = "cuconv"
 
-    def to_params(self) -> dict[str, int | str]:
-        """The knobs as a results row records them (``tile`` only where it applies)."""
-        params: dict[str, int | str] = {
-            "threads": self.threads, "filters_per_thread": self.filters_per_thread, "splits": self.splits,
-        }  # fmt: skip
-        if self.tile is not None:
-            params["tile"] = self.tile
-        return params
-
     @classmethod
     def tiled(cls, tile: str, splits: int = 1) -> CuconvLaunch:
         """``tiled``'s launch on ``tile`` (one of :data:`TILES`; its threads follow from it)."""
@@ -345,6 +336,7 @@ def conv2d_cuconv(
             dims += (spec.per_split(p), spec.channel_tile(p))
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
     if planes > 1:
-        launch_kernel(CuconvSumLaunch(), p, (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out),
-                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
+        sums = (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out), cupy.int32(p.m),
+                cupy.int64(p.out_h * p.out_w))  # fmt: skip
+        launch_kernel(CuconvSumLaunch(), p, sums)
     return out
