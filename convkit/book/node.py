@@ -262,7 +262,7 @@ def agreement_markdown(directory: Path) -> str:
     """The rerun page's table of :func:`agreement`: per chapter, the cases sampled on every GPU, how far the other
     GPUs' times lie from the first GPU's (the median pair's median, the widest pair's 95th percentile) beside the
     chapter's run-to-run spread (95th percentile, and on which GPU); empty where nothing was sampled on two GPUs."""
-    from convkit.study.results import recorded_gpu_name
+    from convkit.study.results import gpu_model
 
     found = agreement(directory)
     if found.empty:
@@ -272,7 +272,7 @@ def agreement_markdown(directory: Path) -> str:
     past = []  # how far the widest pair lies past the run-to-run spread, per chapter
     for title, rows in found.groupby("chapter", sort=False):
         own, on = rows["run_to_run_p95"].iloc[0], rows["run_to_run_on"].iloc[0]
-        gpu = recorded_gpu_name(on).removeprefix("NVIDIA ").split()[0]
+        gpu = gpu_model(on)
         past.append(rows["p95"].max() - own)
         lines.append(f"| {title} | {int(rows['cases'].max())} | {rows['median'].median():.1%} "
                      f"| {rows['p95'].max():.1%} | {'–' if own != own else f'{own:.1%} ({gpu})'} |")  # fmt: skip
@@ -289,13 +289,13 @@ def node_page(titles: dict[str, str]) -> str:
     a sentence where none was timed. ``titles``: each chapter's name -> its title."""
     from convkit.book.run_times import NODE_SIZES, node_markdown, run_times
     from convkit.study.checkout import results_dir
-    from convkit.study.results import recorded_gpu_name
+    from convkit.study.results import gpu_model
 
     parts = []
     for folder in sorted(p for p in results_dir().iterdir() if p.is_dir()):
         if not any(run_times(folder, "measuring", n) for n in NODE_SIZES[1:]):
             continue
-        gpu = recorded_gpu_name(folder).removeprefix("NVIDIA ").split()[0]
+        gpu = gpu_model(folder)
         parts.append(f"On the {gpu}s of one node: when each chapter finished, counted from the start of the run (on "
                      "one GPU the chapters run one after the other, on several side by side), and the whole run:\n\n"
                      + node_markdown(folder, gpu, titles))  # fmt: skip

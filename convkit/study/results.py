@@ -200,6 +200,11 @@ def recorded_gpu_name(folder: str | Path) -> str:
     return directory.name
 
 
+def gpu_model(folder: str | Path) -> str:
+    """The GPU of a results folder as prose names it: ``H100`` for ``NVIDIA H100 80GB HBM3``."""
+    return recorded_gpu_name(folder).removeprefix("NVIDIA ").split()[0]
+
+
 def recorded_folders(experiment: str) -> list[tuple[str, Path, str]]:
     """Every GPU's folder under ``results/`` with a recording of ``experiment``: (the GPU's name without the vendor,
     with " (quick)" for a quick run; the folder; the experiment as recorded there, its full run where there is one,
