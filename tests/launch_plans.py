@@ -6,10 +6,11 @@ family's code decides, with no GPU. tests/test_launch_plans.py runs it in a proc
 never meet the real CuPy) and compares the plans with the fixture recorded from the code before the launches were
 reworked.
 
-With a third argument it also writes, for each sample launch (keyed as in the plans), what the launch declares: its
-kind, its workspace bytes, whether it adds the op's bias (and whether its runner took it), whether ``from_params``
-reads its ``to_params`` back to the same launch and whether it rejects a knob it does not have
-(tests/test_typed_launch.py holds the plans to these).
+With a third argument it also writes, for each sample launch (keyed as in the plans), what the launch declares and
+what its runner, given a bias and the declared workspace, does: its kind, its workspace bytes and how far into the
+workspace its arguments reach, any array argument that is no declared operand, whether it adds the op's bias and
+whether its runner took it (or refused it), whether ``from_params`` reads its ``to_params`` back to the same launch
+and whether it rejects a knob it does not have (tests/test_typed_launch.py holds the launches to these).
 
 Usage: python tests/launch_plans.py GPU OUT.json [DECLARED.json]
 """
@@ -112,56 +113,90 @@ def stand_in_cupy() -> types.ModuleType:
     return cupy
 
 
-def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
-    """Each convkit choice of ``gpu``'s shipped table (by table key) -> the launches its runner enqueues."""
+#: What the stand-in :func:`convkit.cuda.launch.launch` recorded since the last :func:`run_planned`.
+_CALLS: list[dict[str, Any]] = []
+
+
+def _record(spec: Any, problem: Any, args: tuple[Any, ...]) -> None:
+    spec.can_implement(problem)
+    _CALLS.append({"launch": type(spec).__name__, "source": spec.source, "kernel": spec.kernel_name(problem),
+                   "grid": list(spec.grid(problem)), "block": list(spec.block(problem)),
+                   "shared_bytes": spec.shared_bytes(problem), "options": list(spec.options(problem)),
+                   "args": args})  # fmt: skip
+
+
+def install_stand_ins() -> None:
+    """The stand-in CuPy, and :func:`_record` wherever a convkit module took ``launch`` by name."""
     sys.modules["cupy"] = stand_in_cupy()
     import convkit.cuda.launch as launching
-
-    calls: list[dict[str, Any]] = []
-
-    def record(spec: Any, problem: Any, args: tuple[Any, ...]) -> None:
-        spec.can_implement(problem)
-        calls.append({"launch": type(spec).__name__, "source": spec.source, "kernel": spec.kernel_name(problem),
-                      "grid": list(spec.grid(problem)), "block": list(spec.block(problem)),
-                      "shared_bytes": spec.shared_bytes(problem), "options": list(spec.options(problem)),
-                      "args": args})  # fmt: skip
-
-    from convkit.core.problem import ConvProblem
-    from convkit.core.shipped import shipped
-    from convkit.families import variants_by_name
-    from convkit.op.dispatch import choices_of
 
     original = launching.launch  # every module that took it by name (convkit's __init__ imports the families)
     for module in [m for name, m in sys.modules.items() if name.startswith("convkit")]:
         for attribute, value in list(vars(module).items()):
             if value is original:
-                setattr(module, attribute, record)
+                setattr(module, attribute, _record)
 
-    def planned(variant: Any, problem: Any, knobs: dict[str, Any]) -> list[dict[str, Any]]:
-        x, w, out = ndarray(problem.input_shape), ndarray(problem.filter_shape), ndarray(problem.output_shape)
-        calls.clear()
-        try:
-            variant.run(x, w, problem, out, variant.launch_of(knobs))
-        except Exception as exc:  # planned as the error it raises
-            calls.append({"error": f"{type(exc).__name__}: {exc}"})
-        named = [("x", x), ("w", w), ("out", out)]
-        return [_described(call, named) for call in calls]
 
-    plans: dict[str, list[dict[str, Any]]] = {}
-    for key, choice in sorted(choices_of(shipped(gpu)).items()):
-        if choice.impl == "convkit":
-            problem = ConvProblem.from_key(key.split("@")[0])
-            plans[key] = planned(variants_by_name()[choice.variant], problem, json.loads(choice.params))
+def run_planned(
+    variant: Any, problem: Any, params: dict[str, Any], *, bias: bool = False, name_workspace: bool = False
+) -> list[dict[str, Any]]:
+    """The launches ``variant`` enqueues with the launch ``params`` on ``problem``, on the operands it declares
+    (:class:`convkit.cuda.operands.ConvArgs`: a workspace of its ``workspace_bytes``, a bias with ``bias``). An
+    argument is described by the operand holding it; with ``name_workspace`` the workspace is one of them, else each
+    region of it is a work array of its own (as the plans recorded before the workspace was declared name them)."""
+    from convkit.cuda.operands import ConvArgs
+
+    x, w, out = ndarray(problem.input_shape), ndarray(problem.filter_shape), ndarray(problem.output_shape)
+    b = ndarray((problem.m,)) if bias else None
+    workspace = None
+    _CALLS.clear()
+    try:
+        launch = variant.launch_of(params)
+        nbytes = launch.workspace_bytes(problem) if launch is not None else 0
+        workspace = ndarray((nbytes,), UINT8) if nbytes else None
+        variant.run(ConvArgs(x, w, out, b, workspace), problem, launch)
+    except Exception as exc:  # planned as the error it raises
+        _CALLS.append({"error": f"{type(exc).__name__}: {exc}"})
+    operands = [("x", x), ("w", w), ("out", out), ("bias", b), ("workspace", workspace if name_workspace else None)]
+    named = [(n, a) for n, a in operands if a is not None]  # work arrays join it as they are first used
+    return [_described(call, named) for call in _CALLS]
+
+
+def sample_launches() -> list[tuple[str, Any, Any, Any]]:
+    """(key, variant, problem, launch) of every convkit kernel at its default launch and each tuning candidate on
+    :data:`SAMPLE_PROBLEMS` it runs."""
+    from convkit.core.problem import ConvProblem
+    from convkit.families import variants_by_name
+
+    found = []
     for name, variant in sorted(variants_by_name().items()):  # every kernel, the ones no choice runs too
         if variant.impl != "convkit":
             continue
         for problem in (ConvProblem.from_key(k) for k in SAMPLE_PROBLEMS):
             if not variant.supports(problem):
                 continue
-            launches = [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]
-            knob_sets = [launch.to_params() for launch in launches]
-            for knobs in knob_sets:
-                plans[f"{name} {problem.key} {json.dumps(knobs, sort_keys=True)}"] = planned(variant, problem, knobs)
+            for launch in [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]:
+                key = f"{name} {problem.key} {json.dumps(launch.to_params(), sort_keys=True)}"
+                found.append((key, variant, problem, launch))
+    return found
+
+
+def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
+    """Each convkit choice of ``gpu``'s shipped table (by table key), and each sample launch, -> the launches its
+    runner enqueues."""
+    install_stand_ins()
+    from convkit.core.problem import ConvProblem
+    from convkit.core.shipped import shipped
+    from convkit.families import variants_by_name
+    from convkit.op.dispatch import choices_of
+
+    plans: dict[str, list[dict[str, Any]]] = {}
+    for key, choice in sorted(choices_of(shipped(gpu)).items()):
+        if choice.impl == "convkit":
+            problem = ConvProblem.from_key(key.split("@")[0])
+            plans[key] = run_planned(variants_by_name()[choice.variant], problem, json.loads(choice.params))
+    for key, variant, problem, launch in sample_launches():
+        plans[key] = run_planned(variant, problem, launch.to_params())
     return plans
 
 
@@ -188,42 +223,42 @@ def _described(call: dict[str, Any], named: list[tuple[str, ndarray]]) -> dict[s
 
 
 def declared_all() -> dict[str, dict[str, Any]]:
-    """Each sample launch (keyed as :func:`plan_all` keys it) -> what it declares (see the module doc); after
-    :func:`plan_all`, which installs the stand-in CuPy."""
-    from convkit.core.problem import ConvProblem
-    from convkit.cuda.record import recording
-    from convkit.families import variants_by_name
-
-    def bias_taken(variant: Any, problem: Any, params: dict[str, Any]) -> bool:
-        """Whether a launch of the runner took the op's bias into the output it writes."""
-        out = ndarray(problem.output_shape)
-        with recording(bias=ndarray((problem.m,)), output=out) as found:
-            x, w = ndarray(problem.input_shape), ndarray(problem.filter_shape)
-            variant.run(x, w, problem, out, variant.launch_of(params))
-        return found.bias_added
-
+    """Each sample launch (keyed as :func:`plan_all` keys it) -> what it declares and what its runner does with it
+    (see the module doc); after :func:`plan_all`, which installs the stand-in CuPy."""
     found: dict[str, dict[str, Any]] = {}
-    for name, variant in sorted(variants_by_name().items()):
-        if variant.impl != "convkit":
-            continue
-        for problem in (ConvProblem.from_key(k) for k in SAMPLE_PROBLEMS):
-            if not variant.supports(problem):
-                continue
-            for launch in [variant.default(problem), *(variant.candidates(problem) if variant.candidates else [])]:
-                params = launch.to_params()
-                try:
-                    variant.launch_of(params | {"no_such_knob": 1})
-                    rejects = False
-                except ValueError as exc:
-                    rejects = "no_such_knob" in str(exc)
-                found[f"{name} {problem.key} {json.dumps(params, sort_keys=True)}"] = {
-                    "kind": launch.kind, "class": type(launch).__name__,
-                    "workspace_bytes": launch.workspace_bytes(problem),
-                    "adds_bias": launch.adds_bias(problem), "bias_taken": bias_taken(variant, problem, params),
-                    "round_trip": variant.launch_of(json.loads(json.dumps(params))) == launch,
-                    "rejects_unknown_knob": rejects,
-                }  # fmt: skip
+    for key, variant, problem, launch in sample_launches():
+        params = launch.to_params()
+        try:
+            variant.launch_of(params | {"no_such_knob": 1})
+            rejects = False
+        except ValueError as exc:
+            rejects = "no_such_knob" in str(exc)
+        # run with a bias and the workspace named: which operands its arguments lie in, and how far into each
+        with_bias = run_planned(variant, problem, params, bias=True, name_workspace=True)
+        args = [arg for call in with_bias for arg in call.get("args", [])]
+        found[key] = {
+            "kind": launch.kind, "class": type(launch).__name__,
+            "workspace_bytes": launch.workspace_bytes(problem), "zeroed_workspace": launch.zeroed_workspace,
+            "workspace_reach": max((_reach(arg) for arg in args if arg.startswith("workspace")), default=0),
+            "undeclared": sorted({arg for arg in args if arg.startswith("work") and not arg.startswith("workspace")}),
+            "adds_bias": launch.adds_bias(problem), "bias_taken": any(arg.startswith("bias") for arg in args),
+            "bias_refused": any("bias" in call.get("error", "") for call in with_bias),
+            "round_trip": variant.launch_of(json.loads(json.dumps(params))) == launch,
+            "rejects_unknown_knob": rejects,
+        }  # fmt: skip
     return found
+
+
+#: Bytes of each type an argument description (:func:`_described`) names.
+ITEM_BYTES = {"float32": 4, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "uint8": 1}
+
+
+def _reach(arg: str) -> int:
+    """The byte past the last an array argument's description (``name+offset:dtype[size]``) reaches in its operand."""
+    head, typed = arg.split(":")
+    dtype, size = typed.rstrip("]").split("[")
+    offset = int(head.split("+")[1]) if "+" in head else 0
+    return offset + int(size) * ITEM_BYTES[dtype]
 
 
 if __name__ == "__main__":

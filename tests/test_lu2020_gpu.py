@@ -11,6 +11,7 @@ import pytest
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.operands import ConvArgs
 from convkit.families.lu2020 import launch as lu2020
 from convkit.papers.lu2020 import NDIMAGE
 from convkit.papers.lu2020 import problem_sets as lu_problems
@@ -94,7 +95,7 @@ def test_correlate_peer_is_same_convolution():
 
     problem = ConvProblem.same(1, 1, 61, 83, 1, 7)
     x, f, ref = _inputs(cupy, 1, 1, 61, 83, 1, 7, 3)
-    _check(cupy, lambda out: NDIMAGE.run(x, f, problem, out), ref)
+    _check(cupy, lambda out: NDIMAGE.run(ConvArgs(x, f, out), problem), ref)
 
 
 def test_unaligned_input():

@@ -20,11 +20,12 @@ PROBLEM = ConvProblem.same(1, 8, 14, 14, 16, 3)
 def _declared_from_scratch() -> Any:
     """Step 1, the family's folder: its variants (their runner, default launch and the words the book names them by),
     its kernels' source under ``kernels/`` (here the baseline's ``direct.cu``, reused)."""
+    from convkit.cuda.operands import ConvArgs
     from convkit.families.baseline.launch import DirectLaunch, conv2d_direct
     from convkit.families.registry import Family, Variant
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
-        conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, launch=launch)
+    def run(a: ConvArgs, p: ConvProblem, launch: DirectLaunch) -> None:
+        conv2d_direct(a.x, a.w, pad=p.pad, stride=p.stride, out=a.out, launch=launch)
 
     variant = Variant("toy_direct", run, default=lambda p: DirectLaunch(128), launch_from=DirectLaunch.from_params)
     return Family("toy_direct", (variant,), sources=("direct",), words={"toy_direct": "direct, declared again"})

@@ -162,42 +162,49 @@ def test_conv2d_relu_pool_matches_float64(problem, library):
 
 
 def _epilogue_cases():
-    from convkit.families.cuconv.launch import conv2d_cuconv
-    from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
-    from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
+    from convkit.families.cuconv.launch import CuconvLaunch
+    from convkit.families.fp32.launch import ImplicitGemmLaunch
+    from convkit.families.fp32.winograd import WinogradLaunch
 
     split = ConvProblem(2, 37, 9, 11, 19, 3, 3, pad=1)
+    # two images a pass, three passes: every pass's output transform adds the bias to its images
+    passes = WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).pass_bytes(
+        ConvProblem(2, 6, 10, 10, 7, 3, 3, pad=1)))  # fmt: skip
     return {
-        "igemm-split": (split, lambda x, w, out: conv2d_implicit_gemm(
-            x, w, pad=1, launch=ImplicitGemmLaunch("64x64", splits=4), out=out), True),
-        "igemm-whole": (split, lambda x, w, out: conv2d_implicit_gemm(
-            x, w, pad=1, launch=ImplicitGemmLaunch("64x64"), out=out), False),
-        "cuconv-planes": (split, lambda x, w, out: conv2d_cuconv(x, w, pad=1, variant="paper", out=out), True),
-        "cuconv-tiled-split": (split, lambda x, w, out: conv2d_cuconv(
-            x, w, pad=1, variant="tiled", tile="64x32", splits=3, out=out), True),
-        # two images a pass, three passes: every pass's output transform adds the bias to its images
-        "winograd-passes": (ConvProblem(5, 6, 10, 10, 7, 3, 3, pad=1), lambda x, w, out: conv2d_winograd(
-            x, w, pad=1, launch=WinogradLaunch(2, "64x64", workspace_limit=WinogradLaunch(2).pass_bytes(
-                ConvProblem(2, 6, 10, 10, 7, 3, 3, pad=1))), out=out), True),
-    }  # fmt: skip
+        "igemm-split": (split, "fp32_igemm", ImplicitGemmLaunch("64x64", splits=4), True),
+        "igemm-whole": (split, "fp32_igemm", ImplicitGemmLaunch("64x64"), False),
+        "tf32x3-split": (split, "igemm_tf32x3", None, True),
+        "cuconv-planes": (split, "cuconv_paper", CuconvLaunch("paper", 128), True),
+        "cuconv-tiled-split": (split, "cuconv_tiled", CuconvLaunch.tiled("64x32", splits=3), True),
+        "winograd-passes": (ConvProblem(5, 6, 10, 10, 7, 3, 3, pad=1), "fp32_winograd", passes, True),
+    }
 
 
 @pytest.mark.parametrize("case", list(_epilogue_cases()))
-def test_the_launch_writing_the_output_adds_the_bias(case):
-    """A split sum or Winograd's transform back adds conv2d's bias as it writes the output (one launch fewer);
-    a launcher whose output is written by its main kernel leaves the bias to the op."""
+def test_a_launch_that_declares_it_adds_the_bias_adds_it_as_it_writes_the_output(case):
+    """A split sum or Winograd's transform back adds conv2d's bias as it writes the output (one launch fewer), on the
+    workspace it declares; a launch whose output is written by its main kernel declares it does not, and refuses
+    a bias."""
     import cupy
 
-    from convkit.cuda.record import recording
+    from convkit.cuda.operands import ConvArgs, new_workspace
+    from convkit.families import variants_by_name
 
-    problem, run, takes = _epilogue_cases()[case]
+    problem, name, launch, adds = _epilogue_cases()[case]
+    variant = variants_by_name()[name]
+    if launch is None:  # a split of the variant's own kind
+        launch = variant.launch_of({"tile": "64x64", "splits": 4})
+    assert launch.adds_bias(problem) is adds
     x, w, b, ref = _inputs(problem)
     out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
-    with recording(bias=b, output=out) as found:
-        run(x, w, out)
-    assert found.bias_added is takes
-    if not takes:
+    args = ConvArgs(x, w, out, b, new_workspace(launch, problem))
+    if not adds:
+        with pytest.raises(ValueError, match=r"^bias: "):
+            variant.run(args, problem, launch)
+        variant.run(ConvArgs(x, w, out, None, args.workspace), problem, launch)
         op._add_bias(out, b, problem)
+    else:
+        variant.run(args, problem, launch)
     assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE
 
 

@@ -1,5 +1,5 @@
 """convkit.cuda.plan on the CPU, with stand-ins for CuPy arrays: which arguments become slots, where each points,
-the scratch block's layout, and a replay filling the slots from new pointers."""
+regions of the declared workspace, and a replay filling the slots from new pointers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from convkit.cuda.plan import SCRATCH, SCRATCH_ALIGN, ZEROED, Plan
+from convkit.cuda.operands import WORKSPACE_ALIGN, ConvArgs
+from convkit.cuda.plan import SCRATCH, ZEROED, Plan
 from convkit.cuda.record import Recording
 
 
@@ -33,39 +34,46 @@ def fake_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", module)
 
 
-def test_arguments_become_slots_and_replays_follow_new_pointers(fake_cupy):
+def test_arguments_become_slots_of_the_declared_operands_and_replays_follow_new_pointers(fake_cupy):
     x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
+    workspace = _FakeArray(0x90000, 3 * WORKSPACE_ALIGN)
     view = _FakeArray(0x10000 + 2048, 2048)  # a pass over the second half of the images
-    first, second = _FakeArray(0x90000, 100), _FakeArray(0xA0000, 300)  # scratch: planes, transforms
-    kept = _FakeArray(0xF0000, 64)  # a read-only table the launcher keeps
+    planes, transforms = _FakeArray(0x90000, 100), _FakeArray(0x90000 + WORKSPACE_ALIGN, 300)  # regions of it
     calls = []
-    recording = Recording(calls=[(calls.append, (x, w, first, 7)), (calls.append, (view, second, out, kept, 2.5))],
-                          scratch=[first, second])  # fmt: skip
-    plan = Plan.record(recording, (x, w, out, None))
-    assert plan.scratch_bytes == 3 * SCRATCH_ALIGN  # 100 and 300 bytes, each rounded up to the alignment
+    recording = Recording(calls=[(calls.append, (x, w, planes, 7)), (calls.append, (view, transforms, out, 2.5))])
+    plan = Plan.record(recording, ConvArgs(x, w, out, workspace=workspace))
+    assert (plan.scratch_bytes, plan.zeroed_bytes) == (3 * WORKSPACE_ALIGN, 0)
     assert plan.steps[0].slots == ((0, 0, 0), (1, 1, 0), (2, SCRATCH, 0))
-    assert plan.steps[1].slots == ((0, 0, 2048), (1, SCRATCH, SCRATCH_ALIGN), (2, 2, 0))
-    assert plan.steps[1].template[3] is kept and plan.steps[1].template[4] == 2.5
+    assert plan.steps[1].slots == ((0, 0, 2048), (1, SCRATCH, WORKSPACE_ALIGN), (2, 2, 0))
+    assert plan.steps[1].template[3] == 2.5
     replayed = []
     for step in plan.steps:
         object.__setattr__(step, "call", lambda args, stream: replayed.append(args))
     plan.replay((1000, 2000, 3000, 0, 50_000), stream=_Pointer(0))
-    assert replayed == [(1000, 2000, 50_000, 7), (3048, 50_000 + SCRATCH_ALIGN, 3000, kept, 2.5)]
+    assert replayed == [(1000, 2000, 50_000, 7), (3048, 50_000 + WORKSPACE_ALIGN, 3000, 2.5)]
 
 
-def test_zeroed_state_is_a_slot_of_its_own_block(fake_cupy):
+def test_a_zeroed_workspace_is_a_slot_of_its_own_block(fake_cupy):
     """Split counters (zeroed kernel state) are never kept by the plan: each replay gives its own block."""
-    x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
-    scratch, counters = _FakeArray(0x90000, 100), _FakeArray(0xB0000, 12)
-    recording = Recording(calls=[(print, (x, w, out, scratch, counters))], scratch=[scratch], zeroed=[counters])
-    plan = Plan.record(recording, (x, w, out, None))
-    assert (plan.scratch_bytes, plan.zeroed_bytes) == (SCRATCH_ALIGN, SCRATCH_ALIGN)
-    assert plan.steps[0].slots == ((0, 0, 0), (1, 1, 0), (2, 2, 0), (3, SCRATCH, 0), (4, ZEROED, 0))
+    x, w, out, bias = (_FakeArray(p, n) for p, n in ((0x10000, 4096), (0x20000, 256), (0x30000, 1024), (0x40000, 8)))
+    counters = _FakeArray(0xB0000, 12)
+    recording = Recording(calls=[(print, (x, w, out, bias, counters))])
+    plan = Plan.record(recording, ConvArgs(x, w, out, bias, counters), zeroed_workspace=True)
+    assert (plan.scratch_bytes, plan.zeroed_bytes) == (0, 12)
+    assert plan.steps[0].slots == ((0, 0, 0), (1, 1, 0), (2, 2, 0), (3, 3, 0), (4, ZEROED, 0))
     assert all(a is None for a in plan.steps[0].template)
     replayed = []
     object.__setattr__(plan.steps[0], "call", lambda args, stream: replayed.append(args))
-    plan.replay((1, 2, 3, 0, 500, 7000), stream=_Pointer(0))
-    assert replayed == [(1, 2, 3, 500, 7000)]
+    plan.replay((1, 2, 3, 4, 0, 7000), stream=_Pointer(0))
+    assert replayed == [(1, 2, 3, 4, 7000)]
+
+
+def test_an_array_no_operand_holds_is_refused(fake_cupy):
+    """A launcher's own array would be shared by every replay of the plan, in flight together: refused."""
+    x, w, out = _FakeArray(0x10000, 4096), _FakeArray(0x20000, 256), _FakeArray(0x30000, 1024)
+    own = _FakeArray(0xF0000, 64)
+    with pytest.raises(ValueError, match=r"argument 3 of .* is no declared operand"):
+        Plan.record(Recording(calls=[(print, (x, w, out, own))]), ConvArgs(x, w, out))
 
 
 def test_each_stream_has_its_own_zeroed_block_grown_on_demand():

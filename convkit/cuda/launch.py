@@ -64,6 +64,9 @@ class Launch(Protocol):
     source: str
     #: The architecture the kernel needs built (``"sm_90a"`` for wgmma or TMA); None: the GPU's own.
     arch: ClassVar[str | None]
+    #: Whether its workspace is kernel state, zero when it starts and left zero (split counters), which a caller
+    #: takes from :mod:`convkit.cuda.zeroed` per stream, rather than scratch.
+    zeroed_workspace: ClassVar[bool]
 
     def kernel_name(self, problem: Any) -> str:
         """The ``extern "C"`` kernel this launch runs on ``problem``."""
@@ -90,7 +93,8 @@ class Launch(Protocol):
         ...
 
     def workspace_bytes(self, problem: Any) -> int:
-        """Device scratch the launch needs beside its operands on ``problem`` (bytes; 0: none)."""
+        """Device memory the launch needs beside its operands on ``problem`` (bytes; 0: none): the ``workspace`` of
+        its :class:`~convkit.cuda.operands.ConvArgs`."""
         ...
 
     def adds_bias(self, problem: Any) -> bool:
@@ -115,6 +119,7 @@ class KernelLaunch:
     kind: ClassVar[str]
     knobs: ClassVar[tuple[str, ...] | None] = None
     arch: ClassVar[str | None] = None
+    zeroed_workspace: ClassVar[bool] = False
 
     @classmethod
     def knob_names(cls) -> tuple[str, ...]:

@@ -1,12 +1,14 @@
 """A launcher's launches, recorded once and replayed without the launcher: the host-side fast path of
 ``convkit.conv2d``.
 
-A launcher checks its arguments, builds launch objects, looks its kernels up and allocates work arrays:
-tens of microseconds of Python per call, as much as a small layer's GPU time. The first call of a problem
-runs the launcher under :func:`convkit.cuda.record.recording`; :meth:`Plan.record` turns what it enqueued into
-steps whose array arguments are *slots* (an operand, x, w, out or bias, at a byte offset, a place in one
-scratch block, or a place in one block of zeroed kernel state such as split counters), everything else kept as
-it was (integers). A replay is then one Python call per launch.
+A launcher checks its arguments, builds launch objects, looks its kernels up and carves its workspace: tens of
+microseconds of Python per call, as much as a small layer's GPU time. The first call of a problem runs the
+launcher under :func:`convkit.cuda.record.recording` on the operands its launch declares
+(:class:`convkit.cuda.operands.ConvArgs`); :meth:`Plan.record` turns what it enqueued into steps whose array
+arguments are *slots*: a declared operand (x, w, out, bias, or the workspace, scratch or zeroed kernel state such
+as split counters) at a byte offset. Everything else is kept as it was (integers); an array argument that is no
+declared operand is refused, since a replay would share it between launches in flight. A replay is then one
+Python call per launch.
 
 A kernel step is bound once to a driver launch (:class:`DriverLaunch`): its parameter buffer built with
 ctypes, the slots rewritten in place and ``cuLaunchKernel`` called directly, about 2 us where CuPy's launch
@@ -24,20 +26,19 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from convkit.core.memo import memoize
+from convkit.cuda.operands import ConvArgs
 from convkit.cuda.record import KernelCall, Recording
 
-#: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the scratch
-#: block comes after them, then the zeroed block.
+#: The operands a plan's slots refer to, in the order :meth:`Plan.replay` takes their pointers; the workspace comes
+#: after them, as scratch or as zeroed kernel state.
 OPERANDS = ("x", "w", "out", "bias")
 SCRATCH = len(OPERANDS)
 ZEROED = SCRATCH + 1
-#: Alignment of each scratch array inside the block (CuPy's and PyTorch's allocators give at least this).
-SCRATCH_ALIGN = 256
 
 
 @dataclass(frozen=True)
@@ -140,35 +141,35 @@ class Plan:
     zeroed_bytes: int = 0
 
     @classmethod
-    def record(cls, recording: Recording, operands: Sequence[Any], *, blas_handle: Any = None) -> Plan:
-        """The plan of ``recording``, whose array arguments are found in ``operands`` (CuPy arrays in
-        :data:`OPERANDS` order, None where absent), among its scratch arrays or its zeroed state; other arrays
-        are kept (read-only tables). Its cuBLAS calls replay on ``blas_handle(device, stream)``'s handle
-        (default: convkit's own per stream)."""
+    def record(
+        cls, recording: Recording, args: ConvArgs, *, zeroed_workspace: bool = False, blas_handle: Any = None
+    ) -> Plan:
+        """The plan of ``recording``, run on ``args``: each array argument becomes a slot of the declared operand
+        holding it, the workspace as scratch or, with ``zeroed_workspace``, as zeroed state (the launch's
+        :attr:`~convkit.cuda.launch.KernelLaunch.zeroed_workspace`). Its cuBLAS calls replay on
+        ``blas_handle(device, stream)``'s handle (default: convkit's own per stream). Raises ValueError for an
+        array argument that is no declared operand."""
         import cupy
 
-        ranges = [(a.data.ptr, a.data.ptr + a.nbytes, i) for i, a in enumerate(operands) if a is not None]
-        sizes = {}
-        for base, arrays in ((SCRATCH, recording.scratch), (ZEROED, recording.zeroed)):
-            offset = 0
-            for array in arrays:
-                ranges.append((array.data.ptr, array.data.ptr + array.nbytes, (base, offset)))
-                offset += -(-array.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
-            sizes[base] = offset
+        declared = [*enumerate(args.operands()), (ZEROED if zeroed_workspace else SCRATCH, args.workspace)]
+        ranges = [(a.data.ptr, a.data.ptr + a.nbytes, i) for i, a in declared if a is not None]
         steps = []
-        for call, args in recording.calls:
-            template, slots = list(args), []
-            for index, arg in enumerate(args):
+        for call, arguments in recording.calls:
+            template, slots = list(arguments), []
+            for index, arg in enumerate(arguments):
                 if not isinstance(arg, cupy.ndarray):
                     continue
                 where = _locate(arg.data.ptr, ranges)
-                if where is not None:
-                    template[index] = None
-                    slots.append((index, *where))
+                if where is None:
+                    raise ValueError(f"argument {index} of {call!r} is no declared operand (x, w, out, bias, "
+                                     "workspace): a replay would share it between launches in flight")  # fmt: skip
+                template[index] = None
+                slots.append((index, *where))
             steps.append(
                 PlanStep(call, tuple(template), tuple(slots), _bind(call, tuple(template), tuple(slots), blas_handle))
             )
-        return cls(tuple(steps), sizes[SCRATCH], sizes[ZEROED])
+        workspace = 0 if args.workspace is None else args.workspace.nbytes
+        return cls(tuple(steps), 0 if zeroed_workspace else workspace, workspace if zeroed_workspace else 0)
 
     def replay(self, bases: tuple[int, ...], stream: Any) -> None:
         """Enqueue every step on ``stream`` (an object with ``ptr``: a CuPy stream) with the slots filled from
@@ -178,10 +179,9 @@ class Plan:
             step.run(bases, stream)
 
 
-def _locate(pointer: int, ranges: list[tuple[int, int, Any]]) -> tuple[int, int] | None:
+def _locate(pointer: int, ranges: list[tuple[int, int, int]]) -> tuple[int, int] | None:
     """(base, byte offset) of ``pointer`` in the first range holding it, or None."""
-    for start, end, which in ranges:
+    for start, end, base in ranges:
         if start <= pointer < end or pointer == start:
-            base, first = which if isinstance(which, tuple) else (which, 0)
-            return base, first + pointer - start
+            return base, pointer - start
     return None

@@ -53,16 +53,11 @@ def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Cal
 
 def cupy_zeroed_int32(elements: int) -> Any:
     """``elements`` zeroed int32 on CuPy's current stream and device, for a launch enqueued there now
-    (:func:`cupy_zeroed`). Inside a recording (:func:`convkit.cuda.record.recording`) it is noted, so that a
-    replay resolves its own."""
+    (:func:`cupy_zeroed`): a launcher's own, where its caller gave it no workspace."""
     import cupy
 
-    from convkit.cuda.record import note_zeroed
-
     nbytes = 4 * max(elements, 1)
-    array = cupy_zeroed(cupy.cuda.get_current_stream().ptr, nbytes)[:nbytes].view(cupy.int32)
-    note_zeroed(array)
-    return array
+    return cupy_zeroed(cupy.cuda.get_current_stream().ptr, nbytes)[:nbytes].view(cupy.int32)
 
 
 def cupy_zeroed(stream: int, nbytes: int) -> Any:

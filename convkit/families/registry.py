@@ -50,8 +50,11 @@ def _everywhere(problem: ConvProblem) -> bool:
 class Variant:
     """A kernel as the benchmark and the op see it: its launch on a problem, and how to run it.
 
-    ``run(x, w, problem, out, launch)`` enqueues the kernel writing ``out`` with ``launch`` (a
-    :class:`convkit.cuda.launch.Launch`; None for a library peer, which has no launch). ``default(problem)``
+    ``run(args, problem, launch)`` enqueues the kernel on ``args`` (a :class:`convkit.cuda.operands.ConvArgs`: it
+    writes ``args.out``, adds ``args.bias`` where given, which only a launch that :meth:`adds_bias
+    <convkit.cuda.launch.Launch.adds_bias>` is given, and keeps its temporaries in ``args.workspace``, of the launch's
+    ``workspace_bytes``) with ``launch`` (a :class:`convkit.cuda.launch.Launch`; None for a library peer, which has
+    no launch and takes x, w and out only). ``default(problem)``
     gives its heuristic launch there, ``candidates(problem)`` the launches a tuning run measures, and
     ``launch_from(params)`` reads a recorded launch back (its ``to_params``, a row's ``params`` or a table's),
     rejecting a knob it does not have. Where it runs is said once, by its launch (:meth:`not_supported_reasons`);

@@ -129,7 +129,7 @@ def conv2d(kernel: str, x: Any, w: Any, problem: ConvProblem, out: Any) -> None:
 
 
 def _peer(name: str, precision: str) -> Variant:
-    return Variant(name, lambda x, w, p, out, launch=None: conv2d(name, x, w, p, out),
+    return Variant(name, lambda a, p, launch=None: conv2d(name, a.x, a.w, p, a.out),
                    applies_to=lambda p: supports(name, p), impl=IMPL, precision=precision)  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE, TRANSFORM_TOLERANCE
+from convkit.cuda.operands import ConvArgs, new_workspace
 from convkit.families.registry import Kernels, KnobTable, Variant
 
 #: Problems above this many FLOPs get their float64 reference on the GPU (CuPy, float64 cuBLAS):
@@ -139,7 +140,8 @@ def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: 
         reasons = launch.not_supported_reasons(problem) if launch is not None else []
         if reasons:  # a tuning candidate the kernel cannot run here: said, not an error
             return {"status": "not_supported", "note": "; ".join(reasons)[:300]}
-        return (lambda: variant.run(x, w, problem, y, launch)), None
+        args = ConvArgs(x, w, y, workspace=new_workspace(launch, problem))  # allocated once, as the op does
+        return (lambda: variant.run(args, problem, launch)), None
 
     return prepare
 

@@ -27,8 +27,8 @@ from convkit.core.memo import memoize
 from convkit.core.precision import DEFAULT_INPUT_PRECISION, INPUT_PRECISIONS, check_input_precision
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
+from convkit.cuda.operands import ConvArgs, new_workspace
 from convkit.cuda.plan import Plan
-from convkit.cuda.record import Recording
 from convkit.cuda.zeroed import capturing, cupy_graph_owned, cupy_zeroed, torch_replay_resolver
 from convkit.op import dispatch, torch_ops
 from convkit.op.interop import cupy_stream, gpu_name, signature_function
@@ -158,23 +158,32 @@ def _first_call(
     return out
 
 
-def run_recorded(choice: dispatch.Choice, x: Any, w: Any, bias: Any, problem: ConvProblem, out: Any) -> Recording:
-    """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out``, recording it."""
+def record_plan(
+    choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any, blas_handle: Any = None
+) -> Plan:
+    """Enqueue a convkit or cuBLAS choice (and the bias) on CuPy arrays into ``out`` and return the plan that
+    replays it (its cuBLAS calls on ``blas_handle``'s handles, where given). The launch gets the operands it
+    declares (:class:`~convkit.cuda.operands.ConvArgs`): its workspace, allocated here (scratch, or the stream's
+    zeroed state), and the bias where it adds it as it writes the output; elsewhere the op adds the bias after it."""
     from convkit.cuda.record import recording
     from convkit.families import variants_by_name
     from convkit.libs import cublas
 
-    with recording(bias=bias, output=out) as found:
+    with recording() as found:
         if choice.impl == "cublas":
             cublas.conv1x1(x, w, out)
+            workspace, zeroed, added = None, False, False
         else:
             variant = variants_by_name()[choice.variant]
             launch = variant.launch_of(json.loads(choice.params)) if choice.params else \
                 variant.launch(problem, _shipped_knobs())  # fmt: skip
-            variant.run(x, w, problem, out, launch)
-        if bias is not None and not found.bias_added:  # no launch took it in its epilogue
+            workspace, zeroed = new_workspace(launch, problem), launch.zeroed_workspace
+            added = bias is not None and launch.adds_bias(problem)
+            variant.run(ConvArgs(x, w, out, bias if added else None, workspace), problem, launch)
+        if bias is not None and not added:
             _add_bias(out, bias, problem)
-    return found
+    args = ConvArgs(x, w, out, bias, workspace)
+    return Plan.record(found, args, zeroed_workspace=zeroed, blas_handle=blas_handle)
 
 
 def _shipped_knobs() -> Any:
@@ -190,14 +199,6 @@ def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
 
     plane = problem.out_h * problem.out_w
     launch(BiasLaunch(), problem, (out, bias, cupy.int32(problem.m), cupy.int64(plane), cupy.int64(out.size)))
-
-
-def _recorded(
-    choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any, out: Any, blas_handle: Any = None
-) -> Plan:
-    """Run ``choice`` on CuPy arrays and return the plan that replays it (its cuBLAS calls on ``blas_handle``'s
-    handles, where given)."""
-    return Plan.record(run_recorded(choice, x, w, bias, problem, out), (x, w, out, bias), blas_handle=blas_handle)
 
 
 def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
@@ -257,7 +258,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     with cupy.cuda.Device(device), stream:
         # detached: under torch.no_grad a parameter still requires grad, and DLPack refuses such a tensor
         operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
-        plan = _recorded(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
+        plan = record_plan(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
     if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
         torch_handle(device, stream.ptr)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
@@ -307,7 +308,7 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
             return out
 
         return library, library(x, w, bias)
-    plan = _recorded(_runs_here(choice), problem, x, w, bias, out)
+    plan = record_plan(_runs_here(choice), problem, x, w, bias, out)
     new_scratch = _scratch(plan.scratch_bytes, lambda n: cupy.empty(n, dtype=cupy.uint8))
     scratch_bytes, zeroed_bytes = plan.scratch_bytes, plan.zeroed_bytes
     current_stream = cupy.cuda.get_current_stream

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families.baseline.launch import DEFAULT_THREADS, DirectLaunch, conv2d_direct
 from convkit.families.registry import Family, Variant, called_when_run
 
 
-def _direct(x: Any, w: Any, p: ConvProblem, out: Any, launch: DirectLaunch) -> None:
-    conv2d_direct(x, w, pad=p.pad, stride=p.stride, out=out, launch=launch)
+def _direct(a: ConvArgs, p: ConvProblem, launch: DirectLaunch) -> None:
+    conv2d_direct(a.x, a.w, pad=p.pad, stride=p.stride, out=a.out, launch=launch)
 
 
 #: The direct kernel at its one launch (no tuning).

@@ -15,6 +15,7 @@ from typing import Any
 
 from convkit.core.gpu import shared_memory_limits, sm_count
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families.chang2022.launch import conv2d_multi, conv2d_single
 from convkit.families.chang2022.model import FILTER_SIZES, LatencyModel, current_figures, latency_model
 from convkit.families.chang2022.multi import paper_multi_config
@@ -40,8 +41,8 @@ def _single(name: str, planner: Callable[..., Any], tuned: bool) -> Variant:
     """A single-channel plan: the paper's (:func:`plan_single`), or the H100's (:func:`fill_plan` by default,
     ``tuned`` over :func:`single_candidates`)."""
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
-        conv2d_single(x, w, launch=launch, out=out)
+    def run(a: ConvArgs, p: ConvProblem, launch: Any) -> None:
+        conv2d_single(a.x, a.w, launch=launch, out=a.out)
 
     return Variant(name, run, default=lambda p: planner(p, _model()),
                    candidates=(lambda p: single_candidates(p, _model())) if tuned else None,
@@ -60,8 +61,8 @@ def _multi(name: str, paper: bool) -> Variant:
     def candidates(p: ConvProblem) -> list[Any]:
         return ranked_multi_configs(p, sm_count(), shared_per_sm=shared_memory_limits()[1])[:TUNING_CANDIDATES]
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
-        conv2d_multi(x, w, launch=launch, out=out)
+    def run(a: ConvArgs, p: ConvProblem, launch: Any) -> None:
+        conv2d_multi(a.x, a.w, launch=launch, out=a.out, workspace=a.workspace)
 
     return Variant(name, run, default=default, candidates=None if paper else candidates, launch_from=multi_launch,
                    applies_to=_same_padded)  # fmt: skip

@@ -63,7 +63,9 @@ def conv2d_single(x: Any, w: Any, *, launch: ChangSingleLaunch | None = None, ou
     return out
 
 
-def conv2d_multi(x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out: Any = None) -> Any:
+def conv2d_multi(
+    x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out: Any = None, workspace: Any = None
+) -> Any:
     """Multi-channel "same" convolution (1, C, H, W) x (M, C, K, K) -> (1, M, H, W) with ``chang_multi``
     (``chang_pointwise`` for a :class:`~convkit.families.chang2022.multi.PointwiseMultiLaunch` at 1x1,
     ``chang_broadcast`` for a :class:`~convkit.families.chang2022.multi.BroadcastMultiLaunch`).
@@ -73,9 +75,10 @@ def conv2d_multi(x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out:
         w: float32 ``cupy.ndarray`` (M, C, K, K), K in 1, 3, 5.
         launch: the block; default :func:`~convkit.families.chang2022.multi.multi_config` for this GPU. With
             ``split`` above 1 the splits of each output tile add into it with atomics in the same launch (the
-            first to start zeroes it), coordinated by counters of the current stream's own
-            (:mod:`convkit.cuda.zeroed`): launches on two streams share none.
+            first to start zeroes it), coordinated by counters (the launch's workspace).
         out: optional float32 (1, M, H, W) output.
+        workspace: the counters, zero and left zero (uint8, the launch's ``workspace_bytes``); default the current
+            stream's own (:mod:`convkit.cuda.zeroed`): launches on two streams share none.
     """
     cupy = require_cupy()
     problem = check_same_args(x, w, single=False)
@@ -91,7 +94,13 @@ def conv2d_multi(x: Any, w: Any, *, launch: ChangMultiLaunch | None = None, out:
     out = output_for(out, problem)
     # the splits' counters (the launch's workspace, 3 per output tile), zero at the start (split::zero_tile_once) and
     # left zero by the launch; no split: never read
-    counters = cupy_zeroed_int32(nbytes // 4) if (nbytes := config.workspace_bytes(problem)) else cupy.uint64(0)
+    nbytes = config.workspace_bytes(problem)
+    if not nbytes:
+        counters = cupy.uint64(0)
+    elif workspace is None:
+        counters = cupy_zeroed_int32(nbytes // 4)
+    else:
+        counters = workspace[:nbytes].view(cupy.int32)
     args = config.kernel_args(problem, x, w)
     launch_kernel(config, problem, (x, w, out, *(cupy.int32(v) for v in args), counters))
     return out

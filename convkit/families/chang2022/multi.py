@@ -38,6 +38,8 @@ class _ChannelSplit(KernelLaunch):
     threads: int
     #: The kernel ``to_params`` names beside the fields (None for ``chang_multi``, recorded without one).
     params_kernel: str | None = None
+    #: The workspace is the splits' counters: kernel state, zero when a launch starts and left zero.
+    zeroed_workspace: ClassVar[bool] = True
 
     def split_channels(self, problem: ConvProblem) -> int:
         """Channels per split, a multiple of ``ck``."""

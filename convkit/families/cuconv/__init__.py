@@ -6,10 +6,9 @@ each with the launches a tuning run chooses among (:mod:`.launch`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families.cuconv import launch
 from convkit.families.registry import Family, Variant, called_when_run
 
@@ -18,8 +17,9 @@ def _variant(variant: str) -> Variant:
     """``cuconv_<variant>``: the heuristic's launch by default, the candidates a tuning run measures."""
     name = f"cuconv_{variant}"
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.CuconvLaunch) -> None:
-        launch.conv2d_cuconv(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
+    def run(a: ConvArgs, p: ConvProblem, spec: launch.CuconvLaunch) -> None:
+        launch.conv2d_cuconv(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
+                             workspace=a.workspace)  # fmt: skip
 
     return Variant(
         name,

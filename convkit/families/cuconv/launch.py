@@ -27,7 +27,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
-from convkit.cuda.record import epilogue_bias, scratch
+from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
 
 VARIANTS = ("paper", "fused", "split", "tiled")
 #: Shared memory a block of fused_tile stages at most: the 48 KiB every GPU gives without opt-in.
@@ -141,7 +141,8 @@ class CuconvLaunch(KernelLaunch):
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The partial planes, float32."""
-        return 4 * self.workspace_elements(problem)
+        elements = self.workspace_elements(problem)
+        return regions_bytes([elements]) if elements else 0
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         """Partial planes: their sum (stage 2) adds it."""
@@ -298,6 +299,8 @@ def conv2d_cuconv(
     variant: str = "split",
     launch: CuconvLaunch | None = None,
     out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
 ) -> Any:
     """cuConv convolution (cross-correlation) of NCHW ``x`` with MCRS ``w``.
 
@@ -307,6 +310,8 @@ def conv2d_cuconv(
             launch (:func:`default_knobs`) where no ``launch`` is given.
         launch: the launch, its variant included (:meth:`CuconvLaunch.tiled` for a tile); ``variant`` is then
             not read.
+        bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (a bias only where the launch writes
+            partial planes: their sum adds it).
 
     Returns:
         the output ``cupy.ndarray`` (N, M, P, Q), enqueued on the current stream.
@@ -324,9 +329,10 @@ def conv2d_cuconv(
         raise TypeError(f"launch must be a CuconvLaunch, got {type(spec).__name__}")
     variant = spec.variant
     spec.can_implement(problem)  # before anything is allocated or launched
+    epilogue = epilogue_bias(bias, spec.adds_bias(problem), f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
     planes = spec.planes(problem)
-    temp = scratch(spec.workspace_elements(problem)) if planes > 1 else out
+    temp = float32_regions(workspace, [spec.workspace_elements(problem)])[0] if planes > 1 else out
     p = problem
     if variant == "tiled":
         dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, spec.per_split(p))
@@ -336,7 +342,7 @@ def conv2d_cuconv(
             dims += (spec.per_split(p), spec.channel_tile(p))
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
     if planes > 1:
-        sums = (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue_bias(out), cupy.int32(p.m),
+        sums = (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue, cupy.int32(p.m),
                 cupy.int64(p.out_h * p.out_w))  # fmt: skip
         launch_kernel(CuconvSumLaunch(), p, sums)
     return out

@@ -9,11 +9,10 @@ where nothing is recorded and tuning is off: it takes every problem.
 
 from __future__ import annotations
 
-from typing import Any
-
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
+from convkit.cuda.operands import ConvArgs
 from convkit.families.fp32 import launch, winograd
 from convkit.families.registry import Family, Variant, called_when_run
 from convkit.libs import cublas
@@ -21,12 +20,13 @@ from convkit.libs import cublas
 IGEMM, WINOGRAD = "fp32_igemm", "fp32_winograd"
 
 
-def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.ImplicitGemmLaunch) -> None:
-    launch.conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
+def _run_igemm(a: ConvArgs, p: ConvProblem, spec: launch.ImplicitGemmLaunch) -> None:
+    launch.conv2d_implicit_gemm(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
+                                workspace=a.workspace)  # fmt: skip
 
 
-def _run_winograd(x: Any, w: Any, p: ConvProblem, out: Any, spec: winograd.WinogradLaunch) -> None:
-    winograd.conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
+def _run_winograd(a: ConvArgs, p: ConvProblem, spec: winograd.WinogradLaunch) -> None:
+    winograd.conv2d_winograd(a.x, a.w, pad=p.pad, launch=spec, out=a.out, bias=a.bias, workspace=a.workspace)
 
 
 def winograd_supports(p: ConvProblem) -> bool:
@@ -34,8 +34,8 @@ def winograd_supports(p: ConvProblem) -> bool:
     return p.stride == 1 and p.r == p.s and winograd.winograd_fits(p)
 
 
-def _run_cublas(x: Any, w: Any, p: ConvProblem, out: Any, spec: None = None) -> None:
-    cublas.conv1x1(x, w, out)
+def _run_cublas(a: ConvArgs, p: ConvProblem, spec: None = None) -> None:
+    cublas.conv1x1(a.x, a.w, a.out)
 
 
 IGEMM_VARIANT = Variant(

@@ -23,7 +23,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
-from convkit.cuda.record import epilogue_bias, scratch
+from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: Block tiles "BMxBN" (filters x positions): threads = BM * BN / 64 (warps of 32 x 64, 8 x 8 a thread).
@@ -135,7 +135,8 @@ class ImplicitGemmLaunch(KernelLaunch):
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The partial planes, float32."""
-        return 4 * self.workspace_elements(problem)
+        elements = self.workspace_elements(problem)
+        return regions_bytes([elements]) if elements else 0
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         """Split: the sum of the partial planes adds it."""
@@ -242,6 +243,8 @@ def conv2d_implicit_gemm(
     stride: int = 1,
     launch: ImplicitGemmLaunch | None = None,
     out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
     kind: type[ImplicitGemmLaunch] = ImplicitGemmLaunch,
 ) -> Any:
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM.
@@ -249,6 +252,8 @@ def conv2d_implicit_gemm(
     Args:
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
         launch: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
+        bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (a bias only where the launch
+            splits: the sum of its partial planes adds it).
         kind: the kernel of this design that runs it where no ``launch`` says (the FP32 one, or 3xTF32's).
 
     Returns:
@@ -259,21 +264,32 @@ def conv2d_implicit_gemm(
     if not isinstance(spec, ImplicitGemmLaunch):
         raise TypeError(f"launch must be an ImplicitGemmLaunch, got {type(spec).__name__}")
     spec.can_implement(problem)  # before anything is allocated or launched
+    epilogue = epilogue_bias(bias, spec.adds_bias(problem), f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
-    gemm(spec, problem, x, w, out)
+    gemm(spec, problem, x, w, out, bias=epilogue, workspace=workspace)
     return out
 
 
 def gemm(
-    spec: ImplicitGemmLaunch, p: ConvProblem, x: Any, w: Any, out: Any, strides: tuple[int, int, int] = (0, 0, 0)
+    spec: ImplicitGemmLaunch,
+    p: ConvProblem,
+    x: Any,
+    w: Any,
+    out: Any,
+    strides: tuple[int, int, int] = (0, 0, 0),
+    *,
+    bias: Any = None,
+    workspace: Any = None,
 ) -> None:
-    """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes and ``sum_planes`` where split)."""
+    """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes in ``workspace`` and ``sum_planes``, which
+    adds ``bias``, a kernel argument from :func:`~convkit.cuda.operands.epilogue_bias`, where split)."""
     import cupy
 
+    bias = cupy.uint64(0) if bias is None else bias
     if x.data.ptr % 16:
         spec = dataclasses.replace(spec, unaligned=True)
     splits = spec.effective_splits(p)
-    temp = scratch(spec.workspace_elements(p)) if splits > 1 else out
+    temp = float32_regions(workspace, [spec.workspace_elements(p)])[0] if splits > 1 else out
     dims = (
         p.n,
         p.c,
@@ -289,7 +305,6 @@ def gemm(
     )
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
     if splits > 1:
-        bias = epilogue_bias(out)
         launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
 

@@ -24,7 +24,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
-from convkit.cuda.record import epilogue_bias, scratch
+from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
 from convkit.families.fp32.launch import ImplicitGemmLaunch, default_knobs, gemm, tiles_fitting
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
@@ -173,8 +173,12 @@ class WinogradLaunch(KernelLaunch):
         return 4 * sum(self.workspace_elements(problem))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Bytes of V, U and the products of one pass of images (:meth:`images_per_pass`)."""
-        return self.pass_bytes(dataclasses.replace(problem, n=max(1, self.images_per_pass(problem))))
+        """Bytes of V, U and the products of one pass of images (:meth:`images_per_pass`), each region aligned."""
+        return regions_bytes(self.workspace_elements(dataclasses.replace(problem, n=self.pass_images(problem))))
+
+    def pass_images(self, problem: ConvProblem) -> int:
+        """Images transformed and multiplied at a time: :meth:`images_per_pass`, at least one."""
+        return max(1, self.images_per_pass(problem))
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         """The output transform adds it."""
@@ -223,7 +227,16 @@ class _TransformLaunch(KernelLaunch):
         self.spec.can_implement(problem)
 
 
-def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, launch: WinogradLaunch | None = None, out: Any = None) -> Any:
+def conv2d_winograd(
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    launch: WinogradLaunch | None = None,
+    out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
+) -> Any:
     """Convolution (cross-correlation, stride 1) of NCHW ``x`` with MCRS ``w`` by Winograd's F(m x m, r x r).
 
     Args:
@@ -232,6 +245,8 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, launch: WinogradLaunch | No
         pad: zero padding on every side.
         launch: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
         out: optional float32 output (N, M, P, Q).
+        bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (the output transform adds the bias;
+            the workspace holds one pass's transforms and products).
 
     Returns:
         the output ``cupy.ndarray``, enqueued on the current stream. Its error is a transform method's.
@@ -243,10 +258,10 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, launch: WinogradLaunch | No
     if not isinstance(spec, WinogradLaunch):
         raise TypeError(f"launch must be a WinogradLaunch, got {type(spec).__name__}")
     spec.can_implement(problem)
+    epilogue = epilogue_bias(bias, True, "a Winograd launch")
     out = output_for(out, problem)
     per_pass = spec.images_per_pass(problem)
-    v_size, u_size, prod_size = spec.workspace_elements(dataclasses.replace(problem, n=per_pass))
-    v, u, prod = (scratch(size) for size in (v_size, u_size, prod_size))
+    v, u, prod = float32_regions(workspace, spec.workspace_elements(dataclasses.replace(problem, n=per_pass)))
     i32 = cupy.int32
     launch_kernel(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
@@ -258,7 +273,7 @@ def conv2d_winograd(x: Any, w: Any, *, pad: int = 0, launch: WinogradLaunch | No
         gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
         launch_kernel(_TransformLaunch("winograd_output", spec), p,
                (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
-                epilogue_bias(ys)))  # fmt: skip
+                epilogue))  # fmt: skip
     return out
 
 
@@ -266,7 +281,7 @@ def winograd_default(problem: ConvProblem) -> WinogradLaunch:
     """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the implicit GEMM's
     heuristic tile for the products of one pass of images."""
     spec = WinogradLaunch(4 if problem.r == 3 else 2)
-    gemm = spec.gemm_problem(dataclasses.replace(problem, n=max(1, spec.images_per_pass(problem))))
+    gemm = spec.gemm_problem(dataclasses.replace(problem, n=spec.pass_images(problem)))
     return WinogradLaunch(spec.m, default_knobs(gemm).tile)
 
 

@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families.lu2020.launch import (
     MULTI_CANDIDATES,
     NDIMAGE_PEER,
@@ -46,14 +47,14 @@ def _lu(variant: str) -> Variant:
         default, launches, conv = default_single(variant), single_candidates(variant), conv2d_single
         launch_of = functools.partial(LuSingleLaunch.from_params, variant=variant)
 
-    def run(x: Any, w: Any, p: ConvProblem, out: Any, launch: Any) -> None:
-        conv(x, w, pad=p.pad, launch=launch, out=out)
+    def run(a: ConvArgs, p: ConvProblem, launch: Any) -> None:
+        conv(a.x, a.w, pad=p.pad, launch=launch, out=a.out)
 
     return Variant(name, run, default=lambda p: default, candidates=lambda p: list(launches), launch_from=launch_of)
 
 
-def _correlate(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
-    correlate_peer(x, w, out)
+def _correlate(a: ConvArgs, p: ConvProblem, launch: None = None) -> None:
+    correlate_peer(a.x, a.w, a.out)
 
 
 #: The paper's single-channel ladder, the kernel past it, and the paper's multi-channel form.
@@ -62,12 +63,12 @@ SINGLE: tuple[Variant, ...] = (*LADDER, _lu(WIDE))
 MULTI: tuple[Variant, ...] = (_lu("multi"),)
 
 
-def _npp(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
-    npp.correlate(x, w, out)
+def _npp(a: ConvArgs, p: ConvProblem, launch: None = None) -> None:
+    npp.correlate(a.x, a.w, a.out)
 
 
-def _cvcuda(x: Any, w: Any, p: ConvProblem, out: Any, launch: None = None) -> None:
-    cvcuda.correlate(x, w, out)
+def _cvcuda(a: ConvArgs, p: ConvProblem, launch: None = None) -> None:
+    cvcuda.correlate(a.x, a.w, a.out)
 
 
 #: The image-processing peers, on single images: cupyx.scipy.ndimage, NVIDIA NPP (where its library loads) and

@@ -8,10 +8,9 @@ capability 8.0 (the T4) its launch declines and the FP32 SIMT kernels serve.
 
 from __future__ import annotations
 
-from typing import Any
-
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.registry import Family, Variant, called_when_run
 from convkit.families.tf32x3 import launch
@@ -19,8 +18,9 @@ from convkit.families.tf32x3 import launch
 IGEMM = "igemm_tf32x3"
 
 
-def _run_igemm(x: Any, w: Any, p: ConvProblem, out: Any, spec: launch.TensorCoreGemmLaunch) -> None:
-    launch.conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
+def _run_igemm(a: ConvArgs, p: ConvProblem, spec: launch.TensorCoreGemmLaunch) -> None:
+    launch.conv2d_tf32x3(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
+                         workspace=a.workspace)  # fmt: skip
 
 
 IGEMM_VARIANT = Variant(

@@ -60,13 +60,22 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
 
 
 def conv2d_tf32x3(
-    x: Any, w: Any, *, pad: int = 0, stride: int = 1, launch: TensorCoreGemmLaunch | None = None, out: Any = None
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    stride: int = 1,
+    launch: TensorCoreGemmLaunch | None = None,
+    out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
 ) -> Any:
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM in 3xTF32: FP32
     accuracy (within 1e-5 of float64, as the FP32 kernels) from TF32 tensor cores. Arguments and result as
     :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` defaults to
     :func:`default_launch`."""
-    return conv2d_implicit_gemm(x, w, pad=pad, stride=stride, launch=launch, out=out, kind=TensorCoreGemmLaunch)
+    return conv2d_implicit_gemm(x, w, pad=pad, stride=stride, launch=launch, out=out, bias=bias, workspace=workspace,
+                                kind=TensorCoreGemmLaunch)  # fmt: skip
 
 
 def default_launch(problem: ConvProblem, sms: int = 132) -> TensorCoreGemmLaunch:

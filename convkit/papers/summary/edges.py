@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.plan import Plan
 from convkit.op import conv2d
 from convkit.op.cases import params_text
-from convkit.op.conv import run_recorded
+from convkit.op.conv import record_plan
 from convkit.op.dispatch import Choice
 
 
@@ -61,10 +60,8 @@ def edge_check() -> None:
     x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
     for choice in epilogue_choices(p):
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-        found = run_recorded(choice, x, w, b, p, out)
-        assert found.bias_added, f"{choice.variant}: no launch added the bias"
+        plan = record_plan(choice, p, x, w, b, out)  # the launch adds the bias: the op does not
         again = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-        plan = Plan.record(found, (x, w, out, b))
         block = cupy.empty(max(plan.scratch_bytes, 1), dtype=cupy.uint8)
         bases = (x.data.ptr, w.data.ptr, again.data.ptr, b.data.ptr, block.data.ptr, 0)
         plan.replay(bases, cupy.cuda.get_current_stream())
@@ -99,7 +96,7 @@ def split_replays(operands: Any, relative_error: Any) -> None:
     for p, choice in SPLIT_CHOICES:
         x, w, b, ref = (cupy.asarray(a) if i < 3 else a for i, a in enumerate(operands(p)))
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-        plan = Plan.record(run_recorded(choice, x, w, b, p, out), (x, w, out, b))
+        plan = record_plan(choice, p, x, w, b, out)
         assert plan.zeroed_bytes, f"{choice.params}: no split counters recorded"
         outputs = [out]
         cupy.cuda.get_current_stream().synchronize()
