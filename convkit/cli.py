@@ -79,6 +79,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from convkit.bench.rows import case_key, row_key
     from convkit.core.gpu import require_cupy
     from convkit.families.registry import Kernels
+    from convkit.op.cases import cases
     from convkit.papers import tuned_knobs
     from convkit.study.results import ResultStore, gpu_results_dir
     from convkit.study.sweep import run_experiment
@@ -95,7 +96,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                        progress=None, tuned=tuned)  # fmt: skip
         stored = {row_key(r): r for r in ResultStore(csv.parent, csv.stem).rows()}
     for problem in problems:
-        todo = measure.cases(problem, variants, cudnn=not args.no_cudnn, tuned=tuned)
+        todo = cases(problem, variants, cudnn=not args.no_cudnn, tuned=tuned)
         print(f"\n{problem.label}  N={problem.n} C={problem.c} HxW={problem.h}x{problem.w} M={problem.m} "
               f"RxS={problem.r}x{problem.s} pad={problem.pad} stride={problem.stride}  "
               f"{problem.flops / 1e9:.3f} GFLOP, {problem.min_bytes / 1e6:.2f} MB")  # fmt: skip

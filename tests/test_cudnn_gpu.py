@@ -8,6 +8,7 @@ from convkit.bench import measure
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.libs import cudnn
+from convkit.op.cases import cases
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +34,7 @@ def test_heuristic_ranking_names_known_algorithms():
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
 def test_every_algorithm_is_right_or_says_why_not(problem):
-    todo = measure.cases(problem, ())
+    todo = cases(problem, ())
     rows = list(measure.measure_problem(problem, todo, measure.Kernels(), timing={"min_reps": 3, "max_reps": 5,
                                                                                  "budget_ms": 5}))  # fmt: skip
     assert [r["variant"] for r in rows] == [c.variant for c in todo]

@@ -255,3 +255,37 @@ def test_every_family_with_kernels_has_sample_problems_where_each_variant_runs()
         if family.variants:
             assert family.sample_problems, family.name
             assert all(any(v.applies_to(p) for p in family.sample_problems) for v in family.variants), family.name
+
+
+def _module_attributes_read(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, attribute) of each ``name.attribute`` in ``path`` where ``name`` is a convkit module imported
+    by a ``from convkit... import name`` and never bound again in the file."""
+    import importlib
+
+    tree = ast.parse(path.read_text())
+    modules: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("convkit"):
+            for alias in node.names:
+                try:
+                    importlib.import_module(f"{node.module}.{alias.name}")
+                except ImportError:
+                    continue  # a function or class, not a module
+                modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    rebound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
+    return [(n.lineno, modules[n.value.id], n.attr) for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in modules
+            and n.value.id not in rebound]  # fmt: skip
+
+
+def test_every_module_attribute_the_tests_and_scripts_read_exists():
+    """A GPU test's body runs only on a GPU: a function it calls that moved would fail there first. Read here."""
+    import importlib
+
+    root = PACKAGE.parent
+    files = [*(root / "tests").glob("*.py"), *(root / "scripts").glob("*.py"), *PACKAGE.rglob("*.py")]
+    missing = [f"{path.relative_to(root)}:{line} {module}.{attribute}" for path in files
+               for line, module, attribute in _module_attributes_read(path)
+               if not hasattr(importlib.import_module(module), attribute)]  # fmt: skip
+    assert not missing, missing

@@ -7,6 +7,7 @@ import pytest
 from convkit.bench import measure
 from convkit.core.problem import ConvProblem
 from convkit.cuda.timing import benchmark
+from convkit.op.cases import cases
 from convkit.papers.ceilings import measure as ceilings
 from convkit.study.results import ResultStore
 
@@ -45,6 +46,6 @@ def test_quick_ceilings_all_pass_their_checks(tmp_path):
 
 def test_a_problem_too_large_for_the_gpu_is_recorded_as_oom():
     problem = ConvProblem(4096, 1024, 128, 128, 64, 3, 3, pad=1)  # a 275 GB input
-    todo = measure.cases(problem, ())
+    todo = cases(problem, ())
     rows = list(measure.measure_problem(problem, todo, measure.Kernels()))
     assert [r["status"] for r in rows] == ["oom"] * len(todo)
