@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from types import SimpleNamespace
+
 import pytest
 
 from convkit.core import arguments as operands
@@ -63,6 +66,56 @@ def test_bad_arguments_are_named(x, w, bias, options, error, named):
         operands.check_arguments(x, w, bias, **({"stride": 1, "padding": 0} | options))
 
 
+@pytest.mark.parametrize(
+    ("stride", "padding", "dilation", "groups", "filters", "found"),
+    [
+        (1, 0, 1, 1, (3, 3), (1, 0)),
+        ((2, 2), [1, 1], (1, 1), 1, (3, 3), (2, 1)),
+        ([1, 1], "same", 1, 1, (5, 5), (1, 2)),
+        (1, "same", 1, 1, (1, 1), (1, 0)),
+        (2, "valid", 1, 1, (3, 3), (2, 0)),
+    ],
+)
+def test_f_conv2d_geometry_becomes_the_ints_the_kernels_run(stride, padding, dilation, groups, filters, found):
+    assert operands.conv_geometry((8, 4, *filters), stride, padding, dilation, groups) == found
+
+
+@pytest.mark.parametrize(
+    ("options", "filters", "named"),
+    [
+        ({"groups": 2}, (3, 3), "groups=2"),
+        ({"dilation": (2, 1)}, (3, 3), "dilation=(2, 1)"),
+        ({"dilation": 2}, (3, 3), "dilation=2"),
+        ({"stride": (1, 2)}, (3, 3), "stride=(1, 2)"),
+        ({"padding": (0, 1)}, (3, 3), "padding=(0, 1)"),
+        ({"padding": "same"}, (4, 4), "padding='same'"),
+        ({"padding": "same"}, (3, 5), "padding='same'"),
+    ],
+)
+def test_what_pytorch_runs_and_no_kernel_covers_is_named_not_run(options, filters, named):
+    geometry = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1} | options
+    with pytest.raises(NotImplementedError, match=f"^{re.escape(named)}: .*torch.nn.functional.conv2d"):
+        operands.conv_geometry((8, 4, *filters), **geometry)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "named"),
+    [
+        ({"groups": 0}, ValueError, "groups"),
+        ({"stride": 0}, ValueError, "stride"),
+        ({"stride": (1, 1, 1)}, TypeError, "stride"),
+        ({"padding": -1}, ValueError, "padding"),
+        ({"padding": "full"}, ValueError, "padding"),
+        ({"padding": "same", "stride": 2}, ValueError, "padding='same'"),
+        ({"dilation": 1.5}, TypeError, "dilation"),
+    ],
+)
+def test_a_geometry_pytorch_refuses_too_is_named(options, error, named):
+    geometry = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1} | options
+    with pytest.raises(error, match=re.escape(named)):
+        operands.conv_geometry((8, 4, 3, 3), **geometry)
+
+
 def test_an_argument_of_another_library_is_refused():
     import numpy as np
 
@@ -101,16 +154,17 @@ def test_a_recorded_problem_runs_its_fastest_implementation_others_are_tuned_onc
         ({"padding_mode": "reflect"}, "zeros"),
         ({"stride": (1, 2)}, "stride"),
         ({"padding": (1, 0)}, "padding"),
-        ({"padding": "same"}, "padding"),
+        ({"padding": "same", "stride": (1, 1)}, None),  # 3x3: one on every side
+        ({"padding": "valid"}, None),
+        ({"padding": "same", "stride": (1, 1), "weight": SimpleNamespace(shape=(8, 4, 2, 2))}, "padding"),
     ],
 )
 def test_which_layers_the_patch_takes(changes, why):
-    from types import SimpleNamespace
-
     from convkit.op.patch import unsupported
 
+    weight = SimpleNamespace(shape=(8, 4, 3, 3))
     conv = SimpleNamespace(**({"groups": 1, "dilation": (1, 1), "padding_mode": "zeros", "stride": (2, 2),
-                               "padding": (1, 1)} | changes))  # fmt: skip
+                               "padding": (1, 1), "weight": weight} | changes))  # fmt: skip
     found = unsupported(conv)
     assert found is None if why is None else why in found
 

@@ -244,3 +244,24 @@ def test_parameters_that_require_grad_run_under_no_grad(problem):
     with torch.no_grad():
         y = op.conv2d(xt, wt, bt, stride=problem.stride, padding=problem.pad)
     assert reference.relative_error(y.cpu().numpy(), ref) < TRANSFORM_TOLERANCE
+
+
+def test_cupy_takes_f_conv2d_geometry_as_tensors_do():
+    """The CuPy path takes PyTorch's geometry too: pairs, "same", an unbatched (C, H, W) image, each call twice
+    (recorded, then replayed); dilation and groups are named, not run."""
+    import cupy
+
+    problem = ConvProblem(1, 5, 11, 13, 6, 3, 3, pad=1, stride=1)
+    x, w, b, ref = _inputs(problem)
+    for kwargs in ({"stride": (1, 1), "padding": [1, 1]}, {"padding": "same"}, {"padding": (1, 1), "dilation": 1}):
+        for _ in range(2):
+            y = op.conv2d(x[0], w, b, **kwargs)
+            assert y.shape == ref.shape[1:]
+            assert reference.relative_error(cupy.asnumpy(y), ref[0]) < 1e-5
+    for kwargs, named in (
+        ({"groups": 5}, "groups"),
+        ({"dilation": (2, 2)}, "dilation"),
+        ({"stride": (1, 2)}, "stride"),
+    ):
+        with pytest.raises(NotImplementedError, match=f"^{named}="):
+            conv2d(x, w, b, **kwargs)

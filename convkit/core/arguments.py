@@ -49,6 +49,65 @@ def _grad_enabled() -> bool:
     return bool(torch.is_grad_enabled())
 
 
+#: What to call for what convkit's kernels do not run (its error names the argument).
+ELSEWHERE = "use torch.nn.functional.conv2d (convkit.patch leaves such layers to PyTorch)"
+
+
+class NotCovered(NotImplementedError):
+    """A call PyTorch runs but convkit has no kernel for; ``argument`` names the argument that rules it out."""
+
+    def __init__(self, argument: str, value: Any, why: str):
+        super().__init__(f"{argument}={value!r}: {why}; {ELSEWHERE}")
+        self.argument = argument
+
+
+def _pair(name: str, value: Any, least: int) -> tuple[int, int]:
+    """``value`` (an int, or two ints as PyTorch takes them) as a pair; raises TypeError or ValueError naming ``name``
+    for anything else, or a value below ``least``."""
+    pair = tuple(value) if isinstance(value, tuple | list) else (value, value)
+    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+    if min(pair) < least:
+        raise ValueError(f"{name} must be >= {least}, got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def conv_geometry(
+    filter_shape: tuple[Any, ...], stride: Any, padding: Any, dilation: Any = 1, groups: Any = 1
+) -> tuple[int, int]:
+    """(stride, padding), the ints convkit's kernels run (the same in both directions), of the geometry
+    ``torch.nn.functional.conv2d`` takes: ints or pairs, ``padding='valid'`` or ``'same'``, ``dilation`` and
+    ``groups``. Raises TypeError or ValueError for an argument PyTorch refuses too, and :class:`NotCovered` (a
+    NotImplementedError) naming the argument for one PyTorch runs but convkit has no kernel for (dilation or groups
+    above 1, a stride or padding that differs between height and width, ``'same'`` padding that would pad one side
+    more than the other)."""
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"groups must be a positive int, got {groups!r}")
+    if groups != 1:
+        raise NotCovered("groups", groups, "convkit's kernels run groups=1 only")
+    if _pair("dilation", dilation, 1) != (1, 1):
+        raise NotCovered("dilation", dilation, "convkit's kernels run dilation 1 only")
+    sh, sw = _pair("stride", stride, 1)
+    if sh != sw:
+        raise NotCovered("stride", stride, "convkit's kernels step alike in both directions")
+    if isinstance(padding, str):
+        if padding == "valid":
+            return sh, 0
+        if padding != "same":
+            raise ValueError(f"padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+        if sh != 1:
+            raise ValueError("padding='same' is not supported for strided convolutions (as in PyTorch)")
+        r, s = filter_shape[2], filter_shape[3]
+        if r != s or r % 2 == 0:
+            raise NotCovered("padding", padding, f"a {r}x{s} filter is padded unevenly or differently per direction, "
+                             "and convkit's kernels pad alike on every side")  # fmt: skip
+        return 1, (r - 1) // 2
+    ph, pw = _pair("padding", padding, 0)
+    if ph != pw:
+        raise NotCovered("padding", padding, "convkit's kernels pad alike on every side")
+    return sh, ph
+
+
 def check_arguments(x: Operand, w: Operand, bias: Operand | None, *, stride: Any, padding: Any) -> ConvProblem:
     """The problem ``x``, ``w`` (and ``bias``) describe; raises TypeError or ValueError naming the argument."""
     n, c, h, wd, m, r, s = checked_dims(x, w, bias, stride=stride, padding=padding)
@@ -76,7 +135,7 @@ def checked_dims(x: Operand, w: Operand, bias: Operand | None, *, stride: Any, p
         if a.device != x.device:
             raise ValueError(f"{name} is on device {a.device} but x is on device {x.device}")
     if len(x.shape) != 4:
-        raise ValueError(f"x must be 4-D (N, C, H, W), got shape {x.shape}")
+        raise ValueError(f"x must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape {x.shape}")
     if len(w.shape) != 4:
         raise ValueError(f"w must be 4-D (M, C, R, S), got shape {w.shape}")
     if w.shape[1] != x.shape[1]:

@@ -7,9 +7,11 @@ recorded choice is tuned on first use (every registered kernel, cuDNN and the pe
 the fastest kept in the user's cache), or, with tuning off, runs the FP32 chapter's implicit GEMM, which takes
 every filter size, stride and padding.
 
-Arguments are checked before anything is allocated or launched, and every error names the argument. Not
-supported, and said so: autograd (tensors that require a gradient while grad mode is on), ``channels_last``
-tensors, groups and dilation (``convkit.patch`` leaves such layers to PyTorch).
+It takes what ``torch.nn.functional.conv2d`` takes. Arguments are checked before anything is allocated or launched,
+and every error names the argument. Not supported, and said so (NotImplementedError or ValueError naming the
+argument; convkit never runs another library in place of what was asked): autograd (tensors that require a gradient
+while grad mode is on), ``channels_last`` tensors, groups and dilation, a stride or padding that differs between
+height and width (``convkit.patch`` leaves such layers to PyTorch).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.core import shipped
-from convkit.core.arguments import check_arguments, describe
+from convkit.core.arguments import check_arguments, conv_geometry, describe
 from convkit.core.memo import memoize
 from convkit.core.precision import DEFAULT_INPUT_PRECISION, INPUT_PRECISIONS, check_input_precision
 from convkit.core.problem import ConvProblem
@@ -84,42 +86,63 @@ def conv2d(
     x: Any,
     w: Any,
     bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
     *,
-    stride: int = 1,
-    padding: int = 0,
     input_precision: str = DEFAULT_INPUT_PRECISION,
 ) -> Any:
-    """Cross-correlation of NCHW ``x`` with MCRS ``w`` (plus ``bias``), like ``torch.nn.functional.conv2d``
-    without groups or dilation, by the fastest implementation recorded for this GPU and problem.
+    """Cross-correlation of NCHW ``x`` with MCRS ``w`` (plus ``bias``), as ``torch.nn.functional.conv2d`` takes it,
+    by the fastest implementation recorded for this GPU and problem.
 
     Args:
-        x: float32 (N, C, H, W), a CuPy array or a PyTorch CUDA tensor, contiguous.
+        x: float32 (N, C, H, W) or unbatched (C, H, W), a CuPy array or a PyTorch CUDA tensor, contiguous.
         w: float32 (M, C, R, S), the same library and device as ``x``.
         bias: optional float32 (M,).
-        stride: window step in both directions.
-        padding: zero padding on every side.
+        stride: window step, an int or a pair.
+        padding: zero padding, an int, a pair, ``"valid"`` (none) or ``"same"`` (stride 1: the output as large as
+            the input).
+        dilation, groups: as PyTorch's; convkit's kernels run 1 only.
         input_precision: the kernels it may run (:mod:`convkit.core.precision`): ``"tf32x3"`` (the default)
             FP32 FMA kernels and FP32-accurate kernels on TF32 tensor cores, ``"ieee"`` FP32 FMA only. Whatever
             runs was checked against float64 within the direct methods' bar (1e-5) when it was chosen.
 
     Returns:
-        the output (N, M, P, Q) as the caller's type, enqueued on the caller's current stream.
+        the output (N, M, P, Q), or (M, P, Q) for an unbatched ``x``, as the caller's type, enqueued on the caller's
+        current stream.
 
-    The first call of a signature (shapes, stride, padding, device, stream, the operands' 16-byte alignment)
-    checks the arguments, picks the implementation and records its launches; later calls replay them
+    Raises:
+        NotImplementedError naming the argument where PyTorch would run the call but convkit has no kernel for it:
+        dilation or groups above 1, a stride or padding that differs between height and width, ``"same"``
+        padding that pads one side more than the other (an even or non-square filter). convkit never runs
+        another library in its place; call ``torch.nn.functional.conv2d`` for these (``convkit.patch`` leaves such
+        layers to PyTorch). TypeError or ValueError, naming the argument, for what PyTorch refuses too and for
+        operands convkit does not take (another dtype, non-contiguous, channels_last, requiring a gradient).
+
+    The first call of a signature (shapes, geometry, device, stream, the operands' 16-byte alignment) checks the
+    arguments, picks the implementation and records its launches; later calls replay them
     (:mod:`convkit.cuda.plan`), checking only what can change between calls of one signature.
     """
     if torch_ops.compiling():  # torch.compile is tracing: one node of its graph, the registered operator
+        stride, padding = conv_geometry(tuple(w.shape), stride, padding, dilation, groups)
+        if x.dim() == 3:
+            return torch_ops.traced_conv2d(x.unsqueeze(0), w, bias, stride, padding, input_precision).squeeze(0)
         return torch_ops.traced_conv2d(x, w, bias, stride, padding, input_precision)
-    return conv2d_eager(x, w, bias, stride, padding, input_precision)
+    return conv2d_eager(x, w, bias, stride, padding, input_precision, dilation, groups)
 
 
-def conv2d_eager(x: Any, w: Any, bias: Any, stride: Any, padding: Any, input_precision: str) -> Any:
+def conv2d_eager(
+    x: Any, w: Any, bias: Any, stride: Any, padding: Any, input_precision: str, dilation: Any = 1, groups: Any = 1
+) -> Any:
     """:func:`conv2d` as it runs outside ``torch.compile`` (and inside ``torch.ops.convkit.conv2d``)."""
-    k, runner = known(_SIGNATURE_OP.get(input_precision, "conv2d@?"), x, w, bias, stride, padding)
+    op = _SIGNATURE_OP.get(input_precision, "conv2d@?")
+    if dilation != 1 or groups != 1:  # a signature of its own (a pair of ones included)
+        op = (op, _hashable(dilation), _hashable(groups))
+    k, runner = known(op, x, w, bias, stride, padding)
     if runner is not None:
         return runner(x, w, bias)
-    return _first_call(x, w, bias, stride, padding, k, input_precision)
+    return _first_call(x, w, bias, stride, padding, k, input_precision, dilation, groups)
 
 
 torch_ops.EAGER["conv2d"] = conv2d_eager
@@ -131,7 +154,12 @@ def replay_if_known(x: Any, w: Any, bias: Any, stride: int, padding: int) -> Any
     return runner(x, w, bias) if runner is not None else None
 
 
-def known(op: str, x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, Any]:
+def _hashable(value: Any) -> Any:
+    """``value`` as a signature holds it: a list (PyTorch takes ``stride=[2, 2]``) as a tuple."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def known(op: Any, x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tuple[Any, Any]:
     """(the signature of this call of ``op``, its runner if the signature has run before); the signature is
     None where a check fails or the arrays are of no known library (the first-call checks then say why)."""
     keyer = signature_function(type(x))
@@ -139,20 +167,45 @@ def known(op: str, x: Any, w: Any, bias: Any, stride: Any, padding: Any) -> tupl
     if k is None:
         return None, None
     k = (op, *k)
-    return k, RUNNERS.get(k)
+    try:
+        return k, RUNNERS.get(k)
+    except TypeError:  # a list among the geometry: its tuple
+        k = (op, *keyer(x, w, bias, _hashable(stride), _hashable(padding)))
+        return k, RUNNERS.get(k)
 
 
 def _first_call(
-    x: Any, w: Any, bias: Any, stride: Any, padding: Any, k: tuple[Any, ...] | None, input_precision: str
+    x: Any,
+    w: Any,
+    bias: Any,
+    stride: Any,
+    padding: Any,
+    k: tuple[Any, ...] | None,
+    input_precision: str,
+    dilation: Any = 1,
+    groups: Any = 1,
 ) -> Any:
     """Check, choose, run (recording the launches) and keep the runner under ``k`` for the next calls."""
     precision = check_input_precision(input_precision)
     xd, wd = describe("x", x), describe("w", w)
     bd = describe("bias", bias) if bias is not None else None
+    unbatched = len(xd.shape) == 3
+    if unbatched:  # (C, H, W): one image, as PyTorch takes it
+        x = x[None]
+        xd = describe("x", x)
+    if len(wd.shape) == 4:  # else check_arguments names w
+        stride, padding = conv_geometry(wd.shape, stride, padding, dilation, groups)
     problem = check_arguments(xd, wd, bd, stride=stride, padding=padding)
     choice = choose(problem, gpu_name(), precision)
     make = _torch_runner if xd.library == "torch" else _cupy_runner
     runner, out = make(choice, problem, x, w, bias)
+    if unbatched:
+        batched = runner
+
+        def runner(x: Any, w: Any, bias: Any) -> Any:
+            return batched(x[None], w, bias)[0]
+
+        out = out[0]
     if k is not None:
         RUNNERS[k] = runner
     return out

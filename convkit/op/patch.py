@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from convkit.core.arguments import NotCovered, conv_geometry
 from convkit.core.precision import DEFAULT_INPUT_PRECISION, check_input_precision
 
 #: Why a convolution layer stays with PyTorch, by the attribute that rules it out.
@@ -20,22 +21,20 @@ REASONS = {
     "dilation": "dilated convolution",
     "padding_mode": "padding other than zeros",
     "stride": "a stride that differs between height and width",
-    "padding": "padding that differs between height and width, or given as a string",
+    "padding": "padding that differs between height and width or between sides",
 }
 
 
 def unsupported(conv: Any) -> str | None:
     """Why ``conv`` (an ``nn.Conv2d``, or anything with its attributes) cannot run in convkit, or None if it can."""
-    if conv.groups != 1:
-        return REASONS["groups"]
-    if tuple(conv.dilation) != (1, 1):
-        return REASONS["dilation"]
     if conv.padding_mode != "zeros":
         return REASONS["padding_mode"]
-    if len(set(conv.stride)) != 1:
-        return REASONS["stride"]
-    if isinstance(conv.padding, str) or len(set(conv.padding)) != 1:
-        return REASONS["padding"]
+    try:
+        conv_geometry(tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation, conv.groups)
+    except NotCovered as exc:
+        return REASONS[exc.argument]
+    except (TypeError, ValueError) as exc:  # a geometry PyTorch's own Conv2d would refuse too
+        return str(exc)
     return None
 
 
@@ -67,7 +66,8 @@ def _module_classes() -> tuple[type, type]:
         def __init__(self, conv: torch.nn.Conv2d, input_precision: str = DEFAULT_INPUT_PRECISION):
             super().__init__()
             self.original = conv
-            self.stride, self.padding = int(conv.stride[0]), int(conv.padding[0])
+            geometry = conv.weight.shape, conv.stride, conv.padding, conv.dilation, conv.groups
+            self.stride, self.padding = conv_geometry(*geometry)  # ints: "same" and "valid" resolved
             self.input_precision = input_precision
 
         def runs_in_convkit(self, x: torch.Tensor) -> bool:
