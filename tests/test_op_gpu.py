@@ -264,4 +264,4 @@ def test_cupy_takes_f_conv2d_geometry_as_tensors_do():
         ({"stride": (1, 2)}, "stride"),
     ):
         with pytest.raises(NotImplementedError, match=f"^{named}="):
-            conv2d(x, w, b, **kwargs)
+            op.conv2d(x, w, b, **kwargs)
