@@ -1,4 +1,4 @@
-"""The ``convkit`` command: info, bench, kernels, reproduce, book."""
+"""The ``convkit`` command: info, prebuild, bench, kernels, reproduce, book."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.families.registry import Variant
+from convkit.op import prebuild as prebuilding
 from convkit.papers import PAPERS, names, paper, shipping_sources
 
 
@@ -305,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("info", help="GPU, library versions, which cuDNN was found").set_defaults(func=_cmd_info)
+    prebuild = sub.add_parser("prebuild", help="build every kernel this GPU's shipped table runs, once, in parallel")
+    prebuild.add_argument("--workers", type=int, help="build processes (default: one per core, at most 16)")
+    prebuild.set_defaults(func=lambda args: prebuilding.main(args.workers))
 
     bench = sub.add_parser("bench", help="every convkit kernel and every cuDNN algorithm on one problem")
     bench.add_argument("labels", nargs="*", help="cuConv labels input-batch-filter-filters-depth, e.g. 7-1-1-32-832")

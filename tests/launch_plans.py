@@ -130,11 +130,20 @@ def install_stand_ins() -> None:
     sys.modules["cupy"] = stand_in_cupy()
     import convkit.cuda.launch as launching
 
-    original = launching.launch  # every module that took it by name (convkit's __init__ imports the families)
+    _ORIGINAL[:] = [launching.launch]
+    _swap(launching.launch, _record)
+
+
+#: convkit's own ``launch``, once :func:`install_stand_ins` has swapped it out.
+_ORIGINAL: list[Any] = []
+
+
+def _swap(found: Any, put: Any) -> None:
+    """``put`` wherever a convkit module holds ``found`` (convkit's __init__ imports the families)."""
     for module in [m for name, m in sys.modules.items() if name.startswith("convkit")]:
         for attribute, value in list(vars(module).items()):
-            if value is original:
-                setattr(module, attribute, _record)
+            if value is found:
+                setattr(module, attribute, put)
 
 
 def run_planned(
@@ -261,7 +270,33 @@ def _reach(arg: str) -> int:
     return offset + int(size) * ITEM_BYTES[dtype]
 
 
+def builds_both_ways(gpu: str, plans: dict[str, list[dict[str, Any]]]) -> dict[str, list[list[Any]]]:
+    """The kernel builds of ``gpu``'s shipped convkit choices as ``convkit prebuild`` lists them (its launchers run on
+    arrays of no memory, collecting) and as the choices' plans hold them (after :func:`plan_all`)."""
+    from convkit.core.shipped import shipped
+    from convkit.op.dispatch import choices_of
+    from convkit.op.prebuild import builds_of
+
+    dtypes = {"float32": FLOAT32, "uint8": UINT8}
+    choices = choices_of(shipped(gpu))
+    _swap(_record, _ORIGINAL[0])  # convkit's own launch, which collects the builds instead of launching
+    try:
+        listed = builds_of(choices, array=lambda shape, dtype="float32": ndarray(shape, dtypes[dtype]))
+    finally:
+        _swap(_ORIGINAL[0], _record)
+    planned = {(c["source"], c["kernel"], tuple(c["options"])) for key in choices if key in plans
+               for c in plans[key] if "kernel" in c}  # fmt: skip
+    return {
+        "prebuild": sorted([b.source, b.kernel, list(b.options)] for b in listed),
+        "planned": sorted([source, kernel, list(options)] for source, kernel, options in planned),
+    }
+
+
 if __name__ == "__main__":
-    Path(sys.argv[2]).write_text(json.dumps(plan_all(sys.argv[1]), sort_keys=True, separators=(",", ":")))
+    # python tests/launch_plans.py GPU PLANS.json [DECLARED.json [BUILDS.json]]
+    plans = plan_all(sys.argv[1])
+    Path(sys.argv[2]).write_text(json.dumps(plans, sort_keys=True, separators=(",", ":")))
     if len(sys.argv) > 3:
         Path(sys.argv[3]).write_text(json.dumps(declared_all(), sort_keys=True))
+    if len(sys.argv) > 4:
+        Path(sys.argv[4]).write_text(json.dumps(builds_both_ways(sys.argv[1], plans)))

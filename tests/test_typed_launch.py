@@ -22,21 +22,21 @@ GPU = "nvidia-h100-80gb-hbm3"
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory):
     folder = tmp_path_factory.mktemp("typed")
-    plans, declared = folder / "plans.json", folder / "declared.json"
-    subprocess.run([sys.executable, str(HERE / "launch_plans.py"), GPU, str(plans), str(declared)], check=True,
-                   timeout=300)  # fmt: skip
-    return json.loads(plans.read_text()), json.loads(declared.read_text())
+    plans, declared, builds = folder / "plans.json", folder / "declared.json", folder / "builds.json"
+    subprocess.run([sys.executable, str(HERE / "launch_plans.py"), GPU, str(plans), str(declared), str(builds)],
+                   check=True, timeout=300)  # fmt: skip
+    return json.loads(plans.read_text()), json.loads(declared.read_text()), json.loads(builds.read_text())
 
 
 def test_every_launch_reads_back_from_its_recorded_knobs_and_rejects_one_it_lacks(sampled):
-    _, declared = sampled
+    _, declared, _ = sampled
     assert len(declared) > 600
     assert not [key for key, d in declared.items() if not d["round_trip"]]
     assert not [key for key, d in declared.items() if not d["rejects_unknown_knob"]]
 
 
 def test_each_launch_class_has_a_kind_of_its_own(sampled):
-    _, declared = sampled
+    _, declared, _ = sampled
     kinds = defaultdict(set)
     for d in declared.values():
         kinds[d["kind"]].add(d["class"])
@@ -44,7 +44,7 @@ def test_each_launch_class_has_a_kind_of_its_own(sampled):
 
 
 def test_a_runner_touches_only_the_operands_it_declares_within_the_workspace_it_declares(sampled):
-    _, declared = sampled
+    _, declared, _ = sampled
     assert not {key: d["undeclared"] for key, d in declared.items() if d["undeclared"]}, "arrays beside the operands"
     assert sum(d["workspace_bytes"] > 0 for d in declared.values()) > 300
     wrong = {key: (d["workspace_bytes"], d["workspace_reach"]) for key, d in declared.items()
@@ -56,7 +56,7 @@ def test_a_runner_touches_only_the_operands_it_declares_within_the_workspace_it_
 
 
 def test_a_launch_takes_the_bias_where_it_declares_it_adds_it_and_refuses_it_elsewhere(sampled):
-    _, declared = sampled
+    _, declared, _ = sampled
     assert sum(d["adds_bias"] for d in declared.values()) > 100
     assert not [key for key, d in declared.items() if d["adds_bias"] != d["bias_taken"]]
     assert not [key for key, d in declared.items() if d["adds_bias"] and d["bias_refused"]]
@@ -68,3 +68,11 @@ def test_a_misspelt_knob_fails_where_the_table_is_read_naming_it():
     with pytest.raises(ValueError, match="no knob 'tiles'; its knobs are tile, splits, stages"):
         ImplicitGemmLaunch.from_params({"tiles": "64x64", "splits": 1, "stages": 3})
     assert ImplicitGemmLaunch.from_params({"tile": "64x64"}) == ImplicitGemmLaunch("64x64")
+
+
+def test_prebuild_lists_every_kernel_build_the_shipped_choices_launch(sampled):
+    """``convkit prebuild`` runs each shipped choice's launcher without launching to list its builds: the same
+    builds (source, kernel, compile options) as the choices' planned launches."""
+    _, _, builds = sampled
+    assert len(builds["prebuild"]) > 100
+    assert builds["prebuild"] == builds["planned"]

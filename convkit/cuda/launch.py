@@ -6,10 +6,11 @@ the kernel (:mod:`convkit.cuda.nvrtc`), opts in to its shared memory and enqueue
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
@@ -205,10 +206,45 @@ class ElementwiseLaunch(KernelLaunch):
             raise ValueError(f"threads must be an int in 1..1024, got {self.threads!r}")
 
 
+@dataclass(frozen=True)
+class Build:
+    """One kernel build, as :func:`convkit.cuda.nvrtc.load_kernel` compiles it."""
+
+    source: str
+    kernel: str
+    options: tuple[str, ...]
+    arch: str | None
+
+    def load(self) -> Any:
+        """The kernel, built now (or read from CuPy's on-disk cache)."""
+        return load_kernel(self.source, self.kernel, options=self.options, arch=self.arch)
+
+
+_COLLECTING = threading.local()
+
+
+@contextlib.contextmanager
+def collecting_builds() -> Iterator[set[Build]]:
+    """Run launchers without launching (this thread only): each :func:`launch` notes the :class:`Build` it needs
+    and returns. Nothing is built, allocated by a launch or enqueued, so the launchers may be given arrays of no
+    memory (``convkit prebuild``)."""
+    previous = getattr(_COLLECTING, "builds", None)
+    _COLLECTING.builds = found = set()
+    try:
+        yield found
+    finally:
+        _COLLECTING.builds = previous
+
+
 def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     """Check ``spec`` against ``problem`` (:meth:`Launch.can_implement`), build its kernel for this GPU and
-    enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them)."""
+    enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them); inside
+    :func:`collecting_builds`, only note the build."""
     spec.can_implement(problem)
+    collecting = getattr(_COLLECTING, "builds", None)
+    if collecting is not None:
+        collecting.add(Build(spec.source, spec.kernel_name(problem), tuple(spec.options(problem)), spec.arch))
+        return
     shared = spec.shared_bytes(problem)
     kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem), arch=spec.arch)
     with_dynamic_shared(kernel, shared, f"{spec.kind} launch {spec.to_params()}")

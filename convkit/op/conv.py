@@ -228,8 +228,7 @@ def record_plan(
             workspace, zeroed, added = None, False, False
         else:
             variant = variants_by_name()[choice.variant]
-            launch = variant.launch_of(json.loads(choice.params)) if choice.params else \
-                variant.launch(problem, _shipped_knobs())  # fmt: skip
+            launch = launch_of_choice(choice, variant, problem)
             workspace, zeroed = new_workspace(launch, problem), launch.zeroed_workspace
             added = bias is not None and launch.adds_bias(problem)
             variant.run(ConvArgs(x, w, out, bias if added else None, workspace), problem, launch)
@@ -237,6 +236,12 @@ def record_plan(
             _add_bias(out, bias, problem)
     args = ConvArgs(x, w, out, bias, workspace)
     return Plan.record(found, args, zeroed_workspace=zeroed, blas_handle=blas_handle)
+
+
+def launch_of_choice(choice: dispatch.Choice, variant: Any, problem: ConvProblem) -> Any:
+    """The launch a convkit ``choice`` (of ``variant``) runs ``problem`` with: its recorded knobs, or where it records
+    none the knobs the package ships for this GPU."""
+    return variant.launch_of(json.loads(choice.params)) if choice.params else variant.launch(problem, _shipped_knobs())
 
 
 def _shipped_knobs() -> Any:

@@ -1,0 +1,85 @@
+"""The op ready on the first call: ``convkit prebuild``'s one-time cost, and a patched network's first forward after
+it, each in a process of its own, recorded beside the cold first forward (``<experiment>_cold.csv``).
+
+``python -m convkit.papers.summary.first_forward --prebuild`` times ``convkit prebuild`` into CuPy's kernel cache
+(``CUPY_CACHE_DIR``, empty before: the caller makes it so); ``python -m convkit.papers.summary.first_forward LABEL``
+then times the first forward of the patched network in a fresh process reading that cache, convkit's user cache
+empty (``first_forward_prebuilt``), with the seconds ``patch`` took beside it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from convkit.papers.summary.inference import COLD, COLUMNS, EXPERIMENT, IMAGE, KEY_COLUMNS, _model, _pytorch_as_measured
+from convkit.papers.summary.modes import first_forward_seconds
+from convkit.study.results import ResultStore
+
+PREBUILD, PREBUILT = "prebuild", "first_forward_prebuilt"
+
+
+def _store(directory: Path | None) -> ResultStore:
+    from convkit.study import provenance
+    from convkit.study.results import gpu_results_dir
+
+    return ResultStore.open(gpu_results_dir(directory), EXPERIMENT + COLD, provenance.collect(), columns=COLUMNS,
+                            key_columns=KEY_COLUMNS)  # fmt: skip
+
+
+def measure_prebuild(directory: Path | None = None) -> None:
+    """Record ``convkit prebuild``'s wall time (a ``prebuild`` row; its builds and processes in the note)."""
+    from convkit.op.prebuild import prebuild
+
+    store = _store(directory)
+    if ("prebuild", "convkit", PREBUILD) in store.done_keys():
+        return
+    done = prebuild()
+    store.append({"label": "prebuild", "network": "every shipped choice", "batch": "", "impl": "convkit",
+                  "variant": PREBUILD, "status": "ok", "first_forward_s": f"{done['seconds']:.3f}",
+                  "note": f"{done['builds']} kernels built by {done['workers']} processes"})  # fmt: skip
+
+
+def measure_prebuilt_first_forward(label: str, directory: Path | None = None) -> None:
+    """Record the first forward of the patched network of ``label`` in this fresh process, reading the kernels
+    ``convkit prebuild`` built (CuPy's cache as the environment names it), convkit's user cache empty."""
+    import torch
+
+    from convkit.op.patch import patch
+
+    store = _store(directory)
+    if (label, "convkit", PREBUILT) in store.done_keys():
+        return
+    _pytorch_as_measured()
+    network, batch = label.rsplit("-", 1)
+    with torch.no_grad():
+        model = _model(network)
+        layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
+        start = time.perf_counter()
+        patch(model)
+        patched = time.perf_counter() - start
+        x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
+        seconds = first_forward_seconds(model, x)
+    store.append(
+        {
+            "label": label,
+            "network": network,
+            "batch": batch,
+            "impl": "convkit",
+            "variant": PREBUILT,
+            "status": "ok",
+            "conv_layers": layers,
+            "first_forward_s": f"{seconds:.3f}",
+            "note": f"patch {patched:.3f} s",
+        }
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--prebuild"]:
+        measure_prebuild()
+    else:
+        for name in sys.argv[1:]:
+            measure_prebuilt_first_forward(name)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Ready on the first call, recorded (results/<gpu>/networks_cold.csv): `convkit prebuild` timed into an empty CuPy
+# kernel cache, then each network's first forward after it, each in a fresh process with convkit's user cache empty.
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) [LABELS="ResNet-50-1 ResNet-50-16 ..."] bash scripts/first_forward_device.sh
+set -uo pipefail
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
+export CUPY_CACHE_DIR=$(mktemp -d)
+module=convkit.papers.summary.first_forward
+start=$SECONDS
+XDG_CACHE_HOME=$(mktemp -d) python3 -m $module --prebuild 2>&1 | tail -n 3
+echo "prebuild step: $(( SECONDS - start )) s (process start included)"
+for label in ${LABELS:-ResNet-50-1 ResNet-50-16}; do
+  XDG_CACHE_HOME=$(mktemp -d) python3 -m $module "$label" 2>&1 | tail -n 3
+done
+gpu=$(python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
+grep -E "prebuild|prebuilt" "results/$gpu/networks_cold.csv"
