@@ -41,8 +41,12 @@ def names() -> list[str]:
 
 def shipping_sources() -> Sources:
     """What the study ships for ``convkit.conv2d`` (:mod:`convkit.study.shipping`): every chapter's sweep of plain
-    convolutions, every chapter's tuning table, the fused layer's choices."""
-    return Sources(sweeps={p.name: p.experiment for p in PAPERS if p.convolutions},
+    convolutions and the summary's of the networks' layers no chapter measures, every chapter's tuning table, the
+    fused layer's choices."""
+    from convkit.papers.summary import network_layers
+
+    chapters = {p.name: p.experiment for p in PAPERS if p.convolutions}
+    return Sources(sweeps=chapters | {"summary": network_layers.EXPERIMENT},
                    tunings=tuple(p.tuning for p in PAPERS if p.tuning),
                    fused=tuple(p.fused_choices for p in PAPERS if p.fused_choices is not None))  # fmt: skip
 
