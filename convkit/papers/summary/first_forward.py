@@ -4,7 +4,8 @@ it, each in a process of its own, recorded beside the cold first forward (``<exp
 ``python -m convkit.papers.summary.first_forward --prebuild`` times ``convkit prebuild`` into CuPy's kernel cache
 (``CUPY_CACHE_DIR``, empty before: the caller makes it so); ``python -m convkit.papers.summary.first_forward LABEL``
 then times the first forward of the patched network in a fresh process reading that cache, convkit's user cache
-empty (``first_forward_prebuilt``), with the seconds ``patch`` took beside it.
+empty (``first_forward_prebuilt``), with the seconds ``patch`` took beside it; ``--forget`` drops both kinds of row
+first, to measure them again whole.
 """
 
 from __future__ import annotations
@@ -75,10 +76,18 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
     )
 
 
+def forget(directory: Path | None = None) -> int:
+    """Drop the recorded prebuild and prebuilt rows (to measure them again whole, after the shipped table or the
+    kernels changed); the rows dropped."""
+    return _store(directory).drop(lambda row: row["variant"] in (PREBUILD, PREBUILT))
+
+
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:] == ["--prebuild"]:
+    if sys.argv[1:] == ["--forget"]:
+        print(f"dropped {forget()} rows")
+    elif sys.argv[1:] == ["--prebuild"]:
         measure_prebuild()
     else:
         for name in sys.argv[1:]:
