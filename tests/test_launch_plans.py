@@ -1,7 +1,8 @@
 """The same launches: every convkit choice the H100's shipped table holds (466) and every kernel at its default launch
 and each tuning candidate on sample problems (680), planned on the CPU (tests/launch_plans.py: the kernel, grid,
 block, shared bytes, compile options and argument layout its runner enqueues), against the plans recorded before the
-launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3)."""
+launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3). Choices shipped since
+(the networks' layers, papers/summary/network_layers.py) are planned too, and compared with nothing.
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_every_shipped_choice_and_candidate_plans_the_launches_it_planned_before
     subprocess.run([sys.executable, str(HERE / "launch_plans.py"), GPU, str(out)], check=True, timeout=300)
     now, before = json.loads(out.read_text()), json.loads(gzip.decompress(FIXTURE.read_bytes()))
     assert not [key for key, plan in now.items() if any("error" in call for call in plan)], "every choice plans"
-    assert set(now) == set(before), "the same choices"
+    assert set(before) <= set(now), "every choice planned before is still shipped (choices shipped since are new)"
     changed = [key for key in sorted(before) if now[key] != before[key]]
     assert not changed, (
         f"{len(changed)} choices launch otherwise, e.g. {changed[0]}: {now[changed[0]]} (was {before[changed[0]]})"
