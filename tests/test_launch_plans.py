@@ -1,4 +1,4 @@
-"""The same launches: every convkit choice the H100's shipped table holds (466) and every kernel at its default launch
+"""The same launches: every convkit choice the H100's shipped table held at 10cd7f3 (466) and every kernel at its default launch
 and each tuning candidate on sample problems (680), planned on the CPU (tests/launch_plans.py: the kernel, grid,
 block, shared bytes, compile options and argument layout its runner enqueues), against the plans recorded before the
 launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3). Choices shipped since
