@@ -18,6 +18,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 book: venv
+	$(if $(filter recorded,$(DEVICE)),,$(BIN)/convkit prebuild)
 	$(BIN)/convkit book --device $(DEVICE)
 
 test: venv

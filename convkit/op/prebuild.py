@@ -93,7 +93,13 @@ def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, An
 
 
 def main(workers: int | None = None) -> int:
-    """``convkit prebuild``: build, and say what was built."""
+    """``convkit prebuild``: build, and say what was built (nothing, and why, where no GPU is usable)."""
+    from convkit.core.gpu import gpu_status
+
+    usable, why = gpu_status()
+    if not usable:
+        print(f"no GPU: nothing to prebuild ({why})")
+        return 0
     done = prebuild(workers=workers)
     if not done["table"]:
         print(f"no shipped table for {done['gpu']}: nothing to prebuild (kernels build at first use)")
