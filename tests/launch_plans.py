@@ -275,19 +275,22 @@ def builds_both_ways(gpu: str, plans: dict[str, list[dict[str, Any]]]) -> dict[s
     arrays of no memory, collecting) and as the choices' plans hold them (after :func:`plan_all`)."""
     from convkit.core.shipped import shipped
     from convkit.op.dispatch import choices_of
-    from convkit.op.prebuild import builds_of
+    from convkit.op.prebuild import builds_of, common_problems, tuner_builds
 
     dtypes = {"float32": FLOAT32, "uint8": UINT8}
     choices = choices_of(shipped(gpu))
     _swap(_record, _ORIGINAL[0])  # convkit's own launch, which collects the builds instead of launching
     try:
-        listed = builds_of(choices, array=lambda shape, dtype="float32": ndarray(shape, dtypes[dtype]))
+        array = lambda shape, dtype="float32": ndarray(shape, dtypes[dtype])  # noqa: E731
+        listed = builds_of(choices, array=array)
+        tuned = tuner_builds(common_problems(), gpu, array=array)
     finally:
         _swap(_ORIGINAL[0], _record)
     planned = {(c["source"], c["kernel"], tuple(c["options"])) for key in choices if key in plans
                for c in plans[key] if "kernel" in c}  # fmt: skip
     return {
         "prebuild": sorted([b.source, b.kernel, list(b.options)] for b in listed),
+        "tuner": sorted([b.source, b.kernel, list(b.options)] for b in tuned),
         "planned": sorted([source, kernel, list(options)] for source, kernel, options in planned),
     }
 

@@ -76,3 +76,12 @@ def test_prebuild_lists_every_kernel_build_the_shipped_choices_launch(sampled):
     _, _, builds = sampled
     assert len(builds["prebuild"]) > 100
     assert builds["prebuild"] == builds["planned"]
+
+
+def test_prebuild_also_lists_what_the_first_use_tuner_times_on_the_recorded_layers(sampled):
+    """Beside the shipped choices, what a GPU with no table tunes: the tuner's kernels at the launches it times,
+    the implicit GEMM (the fallback) on every filter size recorded, a 7x7 stem's among them."""
+    _, _, builds = sampled
+    gemm = [options for source, kernel, options in builds["tuner"] if kernel == "implicit_gemm"]
+    assert len(builds["tuner"]) > 20 and any("-DCONVKIT_R=7" in options for options in gemm)
+    assert {kernel for _, kernel, _ in builds["tuner"]} >= {"implicit_gemm", "winograd_input", "implicit_gemm_tf32x3"}

@@ -8,8 +8,10 @@ cache (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``) keyed by source, op
 the op's first call reads it there (milliseconds) instead of compiling. Nothing is committed or shipped: the
 binaries are built on the user's machine, for its GPU, by its CUDA.
 
-Not covered: problems no shipped table records (tuned on first use, each candidate built as it is measured), the
-fused layer's choices, and a GPU with no shipped table (nothing to read the builds from).
+It also builds what the first-use tuner (:mod:`convkit.op.tune`) times on the layers any shipped table records
+(:func:`common_problems`): a GPU with no shipped table tunes its layers at their first call, and so does a layer
+no choice holds, and most layers of a network are among these. Not covered: the fused layer's choices, and the
+builds of a layer unlike any recorded one (built as the tuner measures it).
 """
 
 from __future__ import annotations
@@ -50,18 +52,47 @@ def builds_of(choices: Mapping[str, dispatch.Choice], array: Callable[..., Any] 
 
     found: set[Build] = set()
     for key, choice in choices.items():
-        if choice.impl != "convkit":
-            continue
-        problem = ConvProblem.from_key(key.split("@")[0])
-        variant = variants_by_name()[choice.variant]
-        launch = launch_of_choice(choice, variant, problem)
-        nbytes = launch.workspace_bytes(problem) if launch is not None else 0
-        args = ConvArgs(array(problem.input_shape), array(problem.filter_shape), array(problem.output_shape),
-                        workspace=array((nbytes,), "uint8") if nbytes else None)  # fmt: skip
-        with collecting_builds() as builds:
-            variant.run(args, problem, launch)
-        found |= builds
+        if choice.impl == "convkit":
+            problem = ConvProblem.from_key(key.split("@")[0])
+            variant = variants_by_name()[choice.variant]
+            found |= _collected(variant, problem, launch_of_choice(choice, variant, problem), array)
     return found
+
+
+def tuner_builds(problems: Iterable[ConvProblem], gpu: str, array: Callable[..., Any] = nowhere) -> set[Build]:
+    """The kernel builds the first-use tuner (:mod:`convkit.op.tune`) times on ``problems``: each variant of the
+    families it measures that runs there, at the launch it would time (``gpu``'s shipped knobs, else the heuristic),
+    the fallback among them."""
+    from convkit.core.shipped import knob_table
+    from convkit.families import FAMILIES
+
+    knobs = knob_table(gpu)
+    variants = [v for f in FAMILIES if f.tuned_on_first_use for v in f.variants]
+    found: set[Build] = set()
+    for problem in problems:
+        for variant in (v for v in variants if v.supports(problem)):
+            found |= _collected(variant, problem, variant.launch(problem, knobs), array)
+    return found
+
+
+def _collected(variant: Any, problem: ConvProblem, launch: Any, array: Callable[..., Any]) -> set[Build]:
+    """The builds ``variant`` needs to run ``problem`` with ``launch``, its launcher run on arrays of no memory."""
+    nbytes = launch.workspace_bytes(problem) if launch is not None else 0
+    args = ConvArgs(array(problem.input_shape), array(problem.filter_shape), array(problem.output_shape),
+                    workspace=array((nbytes,), "uint8") if nbytes else None)  # fmt: skip
+    with collecting_builds() as builds:
+        variant.run(args, problem, launch)
+    return builds
+
+
+def common_problems() -> list[ConvProblem]:
+    """The problems every shipped table records (the study's and the networks' layers): the layers a user's network
+    most likely has, whatever the GPU."""
+    from convkit.core.shipped import DATA_DIR, shipped
+
+    gpus = [path.stem.removeprefix("dispatch-") for path in DATA_DIR.glob("dispatch-*.json")]
+    keys = {key.split("@")[0] for gpu in gpus for key in dispatch.choices_of(shipped(gpu))}
+    return [ConvProblem.from_key(key) for key in sorted(keys)]
 
 
 def _build_all(builds: Iterable[Build]) -> int:
@@ -74,22 +105,28 @@ def _build_all(builds: Iterable[Build]) -> int:
 
 
 def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, Any]:
-    """Build every kernel the shipped table of ``gpu`` (default: this GPU's) runs, in ``workers`` processes (default:
-    one per CPU core, at most 16); returns what was done: the builds, the workers, the seconds, the cache folder."""
+    """Build every kernel the shipped table of ``gpu`` (default: this GPU's) runs, and those the first-use tuner
+    times on :func:`common_problems` (what a GPU with no table tunes, and a layer no choice holds), in ``workers``
+    processes (default: one per CPU core, at most 16); returns what was done: the builds (of the table, of the
+    tuner), the workers, the seconds, the cache folder."""
     from convkit.core.shipped import shipped
     from convkit.op.interop import gpu_name
 
     gpu = gpu or gpu_name()
     table = shipped(gpu)
-    builds = sorted(builds_of(dispatch.choices_of(table)) if table else set(), key=lambda b: (b.source, b.options))
-    workers = max(1, min(workers or os.cpu_count() or 1, 16, len(builds) or 1))
     start = time.perf_counter()
+    chosen = builds_of(dispatch.choices_of(table)) if table else set()
+    tuner = tuner_builds(common_problems(), gpu) - chosen
+    builds = sorted(chosen | tuner, key=lambda b: (b.source, b.options))
+    listed = time.perf_counter() - start
+    workers = max(1, min(workers or os.cpu_count() or 1, 16, len(builds) or 1))
     chunks = [builds[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         built = sum(pool.map(_build_all, chunks))
     cache = os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
-    return {"gpu": gpu, "table": bool(table), "builds": built, "workers": workers,
-            "seconds": round(time.perf_counter() - start, 3), "cache": cache}  # fmt: skip
+    return {"gpu": gpu, "table": bool(table), "builds": built, "of_table": len(chosen), "of_tuner": len(tuner),
+            "workers": workers, "listed_s": round(listed, 3), "seconds": round(time.perf_counter() - start, 3),
+            "cache": cache}  # fmt: skip
 
 
 def main(workers: int | None = None) -> int:
@@ -101,10 +138,8 @@ def main(workers: int | None = None) -> int:
         print(f"no GPU: nothing to prebuild ({why})")
         return 0
     done = prebuild(workers=workers)
-    if not done["table"]:
-        print(f"no shipped table for {done['gpu']}: nothing to prebuild (kernels build at first use)")
-        return 0
-    print(f"built {done['builds']} kernels for {done['gpu']} in {done['seconds']:.1f} s with {done['workers']} "
-          f"processes, into {done['cache']}")  # fmt: skip
+    table = f"{done['of_table']} the shipped table runs" if done["table"] else f"no shipped table for {done['gpu']}"
+    print(f"built {done['builds']} kernels ({table}, {done['of_tuner']} more the first-use tuner times on common "
+          f"layers) in {done['seconds']:.1f} s with {done['workers']} processes, into {done['cache']}")  # fmt: skip
     print(json.dumps(done))
     return 0
