@@ -13,7 +13,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from convkit.papers.summary.inference import COLD, COLUMNS, EXPERIMENT, IMAGE, KEY_COLUMNS, _model, _pytorch_as_measured
+from convkit.papers.summary.inference import (
+    COLD,
+    COLUMNS,
+    EXPERIMENT,
+    IMAGE,
+    KEY_COLUMNS,
+    network_model,
+    pytorch_as_measured,
+)
 from convkit.papers.summary.modes import first_forward_seconds
 from convkit.study.results import ResultStore
 
@@ -51,10 +59,10 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
     store = _store(directory)
     if (label, "convkit", PREBUILT) in store.done_keys():
         return
-    _pytorch_as_measured()
+    pytorch_as_measured()
     network, batch = label.rsplit("-", 1)
     with torch.no_grad():
-        model = _model(network)
+        model = network_model(network)
         layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
         start = time.perf_counter()
         patch(model)

@@ -77,7 +77,7 @@ def variants_of(label: str) -> tuple[str, ...]:
     return MODES if int(label.rsplit("-", 1)[1]) in MODE_BATCHES else VARIANTS
 
 
-def _model(network: str) -> Any:
+def network_model(network: str) -> Any:
     import torch
     import torchvision
 
@@ -206,7 +206,7 @@ def _event() -> Any:
     return event
 
 
-def _pytorch_as_measured() -> None:
+def pytorch_as_measured() -> None:
     """PyTorch's settings in every measurement: cuDNN autotuned, TF32 off."""
     import torch
 
@@ -223,11 +223,11 @@ def measure_network(network: str, batch: int) -> Iterator[dict[str, Any]]:
     from convkit.cuda.timing import CudaEventClock, Timing, benchmark
     from convkit.op.patch import patch
 
-    _pytorch_as_measured()
+    pytorch_as_measured()
     label = f"{network}-{batch}"
     base = {"label": label, "network": network, "batch": batch}
     with torch.no_grad():
-        model = _model(network)
+        model = network_model(network)
         x = torch.randn(batch, 3, IMAGE, IMAGE, device="cuda")
         in_float64 = copy.deepcopy(model).double()
         reference, logits = _features(in_float64, network, x.double()), in_float64(x.double())
@@ -317,11 +317,11 @@ def warm_compile_cache(only: list[str]) -> None:
 
     from convkit.op.patch import patch
 
-    _pytorch_as_measured()
+    pytorch_as_measured()
     for label in only:
         network, batch = label.rsplit("-", 1)
         with torch.no_grad():
-            model = _model(network)
+            model = network_model(network)
             patched = copy.deepcopy(model)
             patch(patched)
             x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
@@ -355,11 +355,11 @@ def measure_cold_first_forward(label: str, directory: Path | None = None, experi
                              key_columns=KEY_COLUMNS)  # fmt: skip
     if (label, "convkit", "first_forward_cold") in store.done_keys():
         return
-    _pytorch_as_measured()
+    pytorch_as_measured()
     network, batch = label.rsplit("-", 1)
     with torch.no_grad(), tempfile.TemporaryDirectory() as builds:
         os.environ["CUPY_CACHE_DIR"] = builds  # read by CuPy at each build
-        model = _model(network)
+        model = network_model(network)
         layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
         patch(model)
         x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")

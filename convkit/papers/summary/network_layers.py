@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from convkit.core.problem import ConvProblem
-from convkit.papers.summary.inference import IMAGE, MODE_BATCHES, NETWORKS, _model
+from convkit.papers.summary.inference import IMAGE, MODE_BATCHES, NETWORKS, network_model
 
 EXPERIMENT = "network_layers"
 
@@ -33,7 +33,7 @@ def patched_layers(network: str, batch: int) -> list[ConvProblem]:
         stride, pad = conv_geometry(tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation, conv.groups)
         found.append(ConvProblem(n, c, h, w, m, r, s, pad=pad, stride=stride))
 
-    model = _model(network)
+    model = network_model(network)
     hooks = [m.register_forward_pre_hook(note) for m in model.modules()
              if type(m) is torch.nn.Conv2d and unsupported(m) is None]  # fmt: skip
     with torch.no_grad():
