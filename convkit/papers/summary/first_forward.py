@@ -5,7 +5,7 @@ it, each in a process of its own, recorded beside the cold first forward (``<exp
 (``CUPY_CACHE_DIR``, empty before: the caller makes it so); ``python -m convkit.papers.summary.first_forward LABEL``
 then times the first forward of the patched network in a fresh process reading that cache, convkit's user cache
 empty (``first_forward_prebuilt``), with the seconds ``patch`` took beside it; ``--forget`` drops both kinds of row
-first, to measure them again whole.
+first, to measure them again whole. On a GPU with no shipped table both variants end in :data:`NO_TABLE`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,17 @@ from convkit.papers.summary.modes import first_forward_seconds
 from convkit.study.results import ResultStore
 
 PREBUILD, PREBUILT = "prebuild", "first_forward_prebuilt"
+#: The suffix of both variants on a GPU the package ships no table for (simulated on one it does by shipping its
+#: table under another GPU's name: the prebuild then builds what the first-use tuner times, and every layer tunes).
+NO_TABLE = "_no_table"
+
+
+def _table_suffix() -> str:
+    """:data:`NO_TABLE` where this GPU has no shipped table, else nothing."""
+    from convkit.core.shipped import shipped
+    from convkit.op.interop import gpu_name
+
+    return "" if shipped(gpu_name()) else NO_TABLE
 
 
 def _store(directory: Path | None) -> ResultStore:
@@ -40,12 +51,12 @@ def measure_prebuild(directory: Path | None = None) -> None:
     """Record ``convkit prebuild``'s wall time (a ``prebuild`` row; its builds and processes in the note)."""
     from convkit.op.prebuild import prebuild
 
-    store = _store(directory)
-    if ("prebuild", "convkit", PREBUILD) in store.done_keys():
+    store, variant = _store(directory), PREBUILD + _table_suffix()
+    if ("prebuild", "convkit", variant) in store.done_keys():
         return
     done = prebuild()
     store.append({"label": "prebuild", "network": "every shipped choice", "batch": "", "impl": "convkit",
-                  "variant": PREBUILD, "status": "ok", "first_forward_s": f"{done['seconds']:.3f}",
+                  "variant": variant, "status": "ok", "first_forward_s": f"{done['seconds']:.3f}",
                   "note": f"{done['builds']} kernels built by {done['workers']} processes"})  # fmt: skip
 
 
@@ -56,8 +67,8 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
 
     from convkit.op.patch import patch
 
-    store = _store(directory)
-    if (label, "convkit", PREBUILT) in store.done_keys():
+    store, variant = _store(directory), PREBUILT + _table_suffix()
+    if (label, "convkit", variant) in store.done_keys():
         return
     pytorch_as_measured()
     network, batch = label.rsplit("-", 1)
@@ -75,7 +86,7 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
             "network": network,
             "batch": batch,
             "impl": "convkit",
-            "variant": PREBUILT,
+            "variant": variant,
             "status": "ok",
             "conv_layers": layers,
             "first_forward_s": f"{seconds:.3f}",
@@ -87,7 +98,7 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
 def forget(directory: Path | None = None) -> int:
     """Drop the recorded prebuild and prebuilt rows (to measure them again whole, after the shipped table or the
     kernels changed); the rows dropped."""
-    return _store(directory).drop(lambda row: row["variant"] in (PREBUILD, PREBUILT))
+    return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in (PREBUILD, PREBUILT))
 
 
 if __name__ == "__main__":

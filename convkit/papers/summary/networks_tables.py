@@ -185,24 +185,32 @@ def modes_compact(modes: Any) -> Any:
     return out.reindex([n for n in dict.fromkeys(modes["network"]) if n in out.index])
 
 
+#: The first forwards recorded in a fresh process, by variant: what was built before it, in words.
+FIRST_FORWARDS = {"first_forward_cold": "nothing built", "first_forward_prebuilt": "built ahead",
+                  "first_forward_prebuilt_no_table": "no table"}  # fmt: skip
+
+
 def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
     """The first forwards recorded in a fresh process (pandas: network, batch, seconds, layers, ms a layer, and
-    ``ahead``: whether the kernels were built ahead, by the package's prebuild step, or nothing was built yet), with
-    the prebuild step's own seconds and note in ``attrs["prebuild"]`` where recorded; empty where none was."""
+    ``kind``: :data:`FIRST_FORWARDS`' words: nothing built yet, the kernels built ahead by the package's prebuild
+    step, or built ahead on a GPU with no shipped table), with each prebuild step's seconds and note in
+    ``attrs["prebuild"]`` by kind; empty where none was recorded."""
     import pandas as pd
 
     frame = recorded(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
     ok = frame[frame["status"] == "ok"]
-    built = ok[ok["variant"] == "prebuild"]
-    ok = ok[ok["variant"].isin(["first_forward_cold", "first_forward_prebuilt"])]
+    built = ok[ok["variant"].str.startswith("prebuild")]
+    ok = ok[ok["variant"].isin(list(FIRST_FORWARDS))]
     seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
     out = pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,
                         "layers": layers, "ms a layer": 1e3 * seconds / layers,
-                        "ahead": ok["variant"] == "first_forward_prebuilt"}).reset_index(drop=True)  # fmt: skip
-    if not built.empty:
-        out.attrs["prebuild"] = {"seconds": float(built["first_forward_s"].iloc[0]), "note": built["note"].iloc[0]}
+                        "kind": ok["variant"].map(FIRST_FORWARDS)}).reset_index(drop=True)  # fmt: skip
+    out.attrs["prebuild"] = {
+        ("no table" if v.endswith("_no_table") else "built ahead"): {"seconds": float(t), "note": n}
+        for v, t, n in zip(built["variant"], built["first_forward_s"], built["note"], strict=True)
+    }
     return out
 
 
@@ -235,24 +243,29 @@ def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None
     line = (f"**First forward** with no choice cached: median {first.median():.0f} ms a convolution layer, "
             f"{(first <= 40).sum()} of {len(first)} within 40 ms; the most {first.max():.0f} ms "
             f"({worst['network']} at batch {worst['batch']}: few layers, each timed on a large input).")  # fmt: skip
-    nothing = cold[~cold["ahead"]] if not cold.empty else cold
+    of_kind = (lambda kind: cold[cold["kind"] == kind]) if not cold.empty else (lambda kind: cold)
+    nothing = of_kind("nothing built")
     if not nothing.empty:
         slowest = nothing.loc[nothing["seconds"].idxmax()]
         line += (f" On a machine that has built no kernel yet it took up to {slowest['seconds']:.1f} s "
                  f"({slowest['network']} at batch {slowest['batch']}, {slowest['ms a layer']:.0f} ms a layer), "
                  "most of it compiling kernels.")  # fmt: skip
     out.append(line)
-    ahead = cold[cold["ahead"]] if not cold.empty else cold
-    if not ahead.empty:
-        built = cold.attrs.get("prebuild")
+    for kind, title, after in (("built ahead", "Kernels built ahead", "A layer no shipped choice holds is still "
+                                "tuned at its first call."),
+                               ("no table", "On a GPU with no shipped table", "Every layer is tuned at its first "
+                                "call, on kernels built ahead.")):  # fmt: skip
+        ahead = of_kind(kind)
+        if ahead.empty:
+            continue
+        built = cold.attrs.get("prebuild", {}).get(kind)
         once = f" ({built['note']}, {built['seconds']:.0f} s once)" if built else ""
-        within = (ahead["ms a layer"] <= 40).sum()
         slowest = ahead.loc[ahead["ms a layer"].idxmax()]
         out.append(
-            f"**Kernels built ahead**{once}: a fresh process's first forward took a median "
+            f"**{title}**{once}: a fresh process's first forward took a median "
             f"{ahead['ms a layer'].median():.0f} ms a convolution layer over {len(ahead)} network-batch pairs, "
-            f"{within} of them within 40 ms; the most {slowest['ms a layer']:.0f} ms ({slowest['network']} at "
-            f"batch {slowest['batch']}). A layer no shipped choice holds is still tuned at its first call."
+            f"{(ahead['ms a layer'] <= 40).sum()} of them within 40 ms; the most "
+            f"{slowest['ms a layer']:.0f} ms ({slowest['network']} at batch {slowest['batch']}). {after}"
         )
     return out
 
