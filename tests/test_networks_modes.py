@@ -85,7 +85,11 @@ def test_the_recorded_modes_agree_with_their_result_lines():
     lines = nets.mode_lines(table, cold, chapter.spreads(directory))
     graph = table["CUDA graph speed-up"]
     assert nets.speedup_span(graph) in lines[0]
-    assert f"up to {cold['seconds'].max():.1f} s" in lines[2]
+    nothing, ahead = cold[cold["kind"] == "nothing built"], cold[cold["kind"] == "built ahead"]
+    assert f"up to {nothing['seconds'].max():.1f} s" in lines[2]
+    built = next(line for line in lines if line.startswith("**Kernels built ahead**"))
+    assert f"median {ahead['ms a layer'].median():.0f} ms a convolution layer over {len(ahead)} " in built
+    assert f"{cold.attrs['prebuild']['built ahead']['seconds']:.0f} s once" in built
 
 
 def test_unrecorded_labels_are_those_lacking_any_row(tmp_path):
