@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The concurrency recording session, run in the background so that it outlives one device call (at most 10 minutes)
 # on a machine held across several; its rows come back in $OUT/results.tgz, to unpack into results/ here:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) [FRESH=1] [BEFORE=<tree> BEFORE_COMMIT=<its commit> ROUNDS=2 \
-#     HOST_LAYERS=split|all HANG=1|0] bash scripts/concurrency_device.sh   # carry .whl (pytest-xdist), BEFORE's tree
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) [FRESH=1] [BEFORE=<tree> BEFORE_COMMIT=<its commit> ROUNDS=2 HANG=1|0] \
+#     bash scripts/concurrency_device.sh   # carry .whl (pytest-xdist), BEFORE's tree
 # First the soak (results/<gpu>/concurrency.csv, resuming; FRESH=1 records it whole again, for a changed op) beside
 # the GPU suite and compute-sanitizer (scripts/gpu_suite.sh, its logs in results/<gpu>/logs/). BEFORE names a copy
 # of convkit/, kernels/ and pyproject.toml from before a change, with this tree's tests/ (e.g. `mkdir -p t &&
 # git archive 510f7cc convkit kernels | tar -x -C t && cp -r tests pyproject.toml t/`); with it the job then runs
 # (HANG=1, the default) the two tests of layers that hung on two streams there, under the watchdog, and, on a quiet
-# host, the op's host cost per call there and here, in turns: the split layers
-# (results/<gpu>/split_host/<before|after><round>/conv2d_overhead_split.csv) or with HOST_LAYERS=all every layer
-# of conv2d_overhead (results/<gpu>/host_turns/<before|after><round>/conv2d_overhead.csv).
+# host, the split layers' host cost per call there and here, in turns
+# (results/<gpu>/split_host/<before|after><round>/conv2d_overhead_split.csv; every layer's: scripts/host_turns.sh).
 # The job's log is $OUT/job.log; $OUT/done says it finished.
 set -uo pipefail
 OUT=${OUT:-out}
@@ -27,18 +26,15 @@ cd $job
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COMMIT:?give the commit measured}
 dir=results/$gpu
 logs=$job/results/$gpu/logs
-host_cost() {  # the op's host cost per call, from the tree in \$1 (commit \$3) into \$2
+split_host() {  # the host cost of the layers shipped as channel splits, from the tree in \$1 (commit \$3) into \$2
   (cd \$1 && CONVKIT_COMMIT=\$3 PYTHONPATH=/tmp/site:\$1 python3 -c "
 import json, sys
 from convkit.core import shipped
 from convkit.core.problem import ConvProblem
 from convkit.papers.summary.overhead import measure
-if '\${HOST_LAYERS:-split}' == 'all':
-    measure(sys.argv[1])
-else:
-    split = [k for k, c in shipped.shipped('$gpu')['choices'].items() if c['variant'].startswith('chang_multi')
-             and json.loads(c['params'] or '{}').get('split', 1) > 1]
-    measure(sys.argv[1], problems=[ConvProblem.from_key(k) for k in sorted(split)], experiment='conv2d_overhead_split')
+split = [k for k, c in shipped.shipped('$gpu')['choices'].items()
+         if c['variant'].startswith('chang_multi') and json.loads(c['params'] or '{}').get('split', 1) > 1]
+measure(sys.argv[1], problems=[ConvProblem.from_key(k) for k in sorted(split)], experiment='conv2d_overhead_split')
 " \$2 2>&1 | tail -n 2)
 }
 [ -n "\${FRESH:-}" ] && rm -f \$dir/concurrency.csv \$dir/concurrency.json
@@ -55,16 +51,15 @@ if [ -d before ]; then
        tests/test_concurrency_gpu.py -k split_layer > \$logs/before_hang_tests.log 2>&1)
     grep -E "passed|failed|hung" \$logs/before_hang_tests.log | tail -n 4
   fi
-  [ "\${HOST_LAYERS:-split}" = all ] && turns=host_turns || turns=split_host
-  echo "=== the op's host cost, before and after, in turns (\$turns)"
+  echo "=== the split layers' host cost, before and after, in turns"
   for round in \$(seq \${ROUNDS:-2}); do
-    host_cost $job/before $job/\$dir/\$turns/before\$round \${BEFORE_COMMIT:-before}
-    host_cost $job \$dir/\$turns/after\$round \$CONVKIT_COMMIT
+    split_host $job/before $job/\$dir/split_host/before\$round \${BEFORE_COMMIT:-before}
+    split_host $job \$dir/split_host/after\$round \$CONVKIT_COMMIT
   done
 fi
 touch $job/done
 EOF
   start_job "$job"
 fi
-collect_job "$job" 'concurrency*' 'split_host' 'host_turns' 'logs'
+collect_job "$job" 'concurrency*' 'split_host' 'logs'
 tail -n 30 "$job/log"

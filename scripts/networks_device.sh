@@ -25,7 +25,7 @@ dir=results/$gpu
 summary=convkit.papers.summary
 echo "=== cold first forward"
 for label in ResNet-50-1 ResNet-50-16 DenseNet-121-1 DenseNet-121-16; do
-  XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.inference --cold \$label 2>&1 | tail -n 2
+  XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.first_forward --cold \$label 2>&1 | tail -n 2
 done
 echo "=== torch.compile's cache, filled in parallel"
 labels=\$(python3 -m \$summary.inference --unrecorded \$dir)

@@ -10,14 +10,14 @@ import contextlib
 import dataclasses
 import math
 import threading
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from convkit.core.gpu import shared_memory_limits
 from convkit.core.memo import memoize
 from convkit.cuda.nvrtc import load_kernel
-from convkit.cuda.record import KernelCall, enqueue
+from convkit.cuda.record import KernelCall, enqueue, thread_scoped
 
 
 def staged_row_stride(width: int, threads_x: int, rows_apart: int) -> int:
@@ -223,17 +223,11 @@ class Build:
 _COLLECTING = threading.local()
 
 
-@contextlib.contextmanager
-def collecting_builds() -> Iterator[set[Build]]:
+def collecting_builds() -> contextlib.AbstractContextManager[set[Build]]:
     """Run launchers without launching (this thread only): each :func:`launch` notes the :class:`Build` it needs
     and returns. Nothing is built, allocated by a launch or enqueued, so the launchers may be given arrays of no
     memory (``convkit prebuild``)."""
-    previous = getattr(_COLLECTING, "builds", None)
-    _COLLECTING.builds = found = set()
-    try:
-        yield found
-    finally:
-        _COLLECTING.builds = previous
+    return thread_scoped(_COLLECTING, set())
 
 
 def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
@@ -241,7 +235,7 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     enqueue it on the current stream with ``args`` (arrays as they are, integers as the kernel takes them); inside
     :func:`collecting_builds`, only note the build."""
     spec.can_implement(problem)
-    collecting = getattr(_COLLECTING, "builds", None)
+    collecting = getattr(_COLLECTING, "active", None)
     if collecting is not None:
         collecting.add(Build(spec.source, spec.kernel_name(problem), tuple(spec.options(problem)), spec.arch))
         return

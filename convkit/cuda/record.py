@@ -40,14 +40,21 @@ _RECORDER = threading.local()
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Recording]:
-    """Run launchers as usual and note what they enqueue (this thread only)."""
-    previous = getattr(_RECORDER, "active", None)
-    _RECORDER.active = found = Recording()
+def thread_scoped(local: threading.local, value: Any) -> Iterator[Any]:
+    """``value`` as ``local.active`` inside the block (this thread only), the one before it restored after: what a
+    launcher reads to know whether it runs inside :func:`recording` (or
+    :func:`convkit.cuda.launch.collecting_builds`)."""
+    previous = getattr(local, "active", None)
+    local.active = value
     try:
-        yield found
+        yield value
     finally:
-        _RECORDER.active = previous
+        local.active = previous
+
+
+def recording() -> contextlib.AbstractContextManager[Recording]:
+    """Run launchers as usual and note what they enqueue (this thread only)."""
+    return thread_scoped(_RECORDER, Recording())
 
 
 def enqueue(call: Callable[..., None], args: tuple[Any, ...]) -> None:

@@ -21,6 +21,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 from convkit.core import shipped
@@ -199,16 +200,16 @@ def _first_call(
     choice = choose(problem, gpu_name(), precision)
     make = _torch_runner if xd.library == "torch" else _cupy_runner
     runner, out = make(choice, problem, x, w, bias)
-    if unbatched:
-        batched = runner
-
-        def runner(x: Any, w: Any, bias: Any) -> Any:
-            return batched(x[None], w, bias)[0]
-
-        out = out[0]
+    if unbatched:  # the runner of the one-image batch, its image taken out again
+        runner, out = partial(_one_image, runner), out[0]
     if k is not None:
         RUNNERS[k] = runner
     return out
+
+
+def _one_image(batched: Any, x: Any, w: Any, bias: Any) -> Any:
+    """A call of an unbatched (C, H, W) signature: ``batched``, the runner of its one-image batch."""
+    return batched(x[None], w, bias)[0]
 
 
 def record_plan(

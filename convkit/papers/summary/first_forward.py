@@ -1,11 +1,12 @@
-"""The op ready on the first call: ``convkit prebuild``'s one-time cost, and a patched network's first forward after
-it, each in a process of its own, recorded beside the cold first forward (``<experiment>_cold.csv``).
+"""A patched network's first forward, each in a process of its own (``<experiment>_cold.csv``): with nothing built
+(``first_forward_cold``: CuPy's kernel cache emptied here), and after ``convkit prebuild`` (``first_forward_prebuilt``,
+with the prebuild step's one-time cost as a ``prebuild`` row), convkit's user cache empty in both.
 
-``python -m convkit.papers.summary.first_forward --prebuild`` times ``convkit prebuild`` into CuPy's kernel cache
-(``CUPY_CACHE_DIR``, empty before: the caller makes it so); ``python -m convkit.papers.summary.first_forward LABEL``
-then times the first forward of the patched network in a fresh process reading that cache, convkit's user cache
-empty (``first_forward_prebuilt``), with the seconds ``patch`` took beside it; ``--forget`` drops both kinds of row
-first, to measure them again whole. On a GPU with no shipped table both variants end in :data:`NO_TABLE`.
+``python -m convkit.papers.summary.first_forward --cold LABEL`` times the first kind;
+``--prebuild`` times ``convkit prebuild`` into CuPy's kernel cache (``CUPY_CACHE_DIR``, empty before: the caller makes
+it so) and ``LABEL...`` then times the second kind, each in a fresh process reading that cache, with the seconds
+``patch`` took beside it; ``--forget`` drops the prebuild and prebuilt rows, to measure them again whole. On a GPU
+with no shipped table those two variants end in :data:`NO_TABLE`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from convkit.papers.summary.inference import (
 from convkit.papers.summary.modes import first_forward_seconds
 from convkit.study.results import ResultStore
 
-PREBUILD, PREBUILT = "prebuild", "first_forward_prebuilt"
+COLD_VARIANT, PREBUILD, PREBUILT = "first_forward_cold", "prebuild", "first_forward_prebuilt"
 #: The suffix of both variants on a GPU the package ships no table for (simulated on one it does by shipping its
 #: table under another GPU's name: the prebuild then builds what the first-use tuner times, and every layer tunes).
 NO_TABLE = "_no_table"
@@ -60,19 +61,26 @@ def measure_prebuild(directory: Path | None = None) -> None:
                   "note": f"{done['builds']} kernels built by {done['workers']} processes"})  # fmt: skip
 
 
-def measure_prebuilt_first_forward(label: str, directory: Path | None = None) -> None:
-    """Record the first forward of the patched network of ``label`` in this fresh process, reading the kernels
-    ``convkit prebuild`` built (CuPy's cache as the environment names it), convkit's user cache empty."""
+def measure_first_forward(label: str, directory: Path | None = None, *, cold: bool = False) -> None:
+    """Record the first forward of the patched network of ``label`` in this fresh process, convkit's user cache
+    empty: with ``cold``, CuPy's kernel cache empty too (nothing built: run it in a process that has built nothing,
+    as CuPy keeps what it built in memory too), else reading the kernels ``convkit prebuild`` built (CuPy's cache as
+    the environment names it)."""
+    import os
+    import tempfile
+
     import torch
 
     from convkit.op.patch import patch
 
-    store, variant = _store(directory), PREBUILT + _table_suffix()
+    store, variant = _store(directory), COLD_VARIANT if cold else PREBUILT + _table_suffix()
     if (label, "convkit", variant) in store.done_keys():
         return
     pytorch_as_measured()
     network, batch = label.rsplit("-", 1)
-    with torch.no_grad():
+    with torch.no_grad(), tempfile.TemporaryDirectory() as empty:
+        if cold:
+            os.environ["CUPY_CACHE_DIR"] = empty  # read by CuPy at each build
         model = network_model(network)
         layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
         start = time.perf_counter()
@@ -80,19 +88,9 @@ def measure_prebuilt_first_forward(label: str, directory: Path | None = None) ->
         patched = time.perf_counter() - start
         x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
         seconds = first_forward_seconds(model, x)
-    store.append(
-        {
-            "label": label,
-            "network": network,
-            "batch": batch,
-            "impl": "convkit",
-            "variant": variant,
-            "status": "ok",
-            "conv_layers": layers,
-            "first_forward_s": f"{seconds:.3f}",
-            "note": f"patch {patched:.3f} s",
-        }
-    )
+    store.append({"label": label, "network": network, "batch": batch, "impl": "convkit", "variant": variant,
+                  "status": "ok", "conv_layers": layers, "first_forward_s": f"{seconds:.3f}",
+                  "note": "" if cold else f"patch {patched:.3f} s"})  # fmt: skip
 
 
 def forget(directory: Path | None = None) -> int:
@@ -108,6 +106,8 @@ if __name__ == "__main__":
         print(f"dropped {forget()} rows")
     elif sys.argv[1:] == ["--prebuild"]:
         measure_prebuild()
+    elif sys.argv[1:2] == ["--cold"] and len(sys.argv) == 3:
+        measure_first_forward(sys.argv[2], cold=True)
     else:
         for name in sys.argv[1:]:
-            measure_prebuilt_first_forward(name)
+            measure_first_forward(name)

@@ -332,48 +332,15 @@ def warm_compile_cache(only: list[str]) -> None:
         torch.cuda.empty_cache()
 
 
-#: The first forward with nothing built yet, recorded apart (``<experiment>_cold.csv``): every kernel a network
-#: tunes compiled by NVRTC on the spot, as on a machine that never ran convkit.
+#: The first forwards in a fresh process, recorded apart (``<experiment>_cold.csv``,
+#: :mod:`convkit.papers.summary.first_forward`): with nothing built, and with the kernels built ahead.
 COLD = "_cold"
-
-
-def measure_cold_first_forward(label: str, directory: Path | None = None, experiment: str = EXPERIMENT) -> None:
-    """Record the first forward of the patched network of ``label`` with convkit's cache and CuPy's kernel cache
-    both empty (``first_forward_s`` on a ``first_forward_cold`` row of ``<experiment>_cold.csv``). Run it in a
-    process that has built nothing yet (CuPy keeps what it built in memory too)."""
-    import os
-    import tempfile
-
-    import torch
-
-    from convkit.op.patch import patch
-    from convkit.study import provenance
-    from convkit.study.results import gpu_results_dir
-
-    directory = gpu_results_dir(directory)
-    store = ResultStore.open(directory, experiment + COLD, provenance.collect(), columns=COLUMNS,
-                             key_columns=KEY_COLUMNS)  # fmt: skip
-    if (label, "convkit", "first_forward_cold") in store.done_keys():
-        return
-    pytorch_as_measured()
-    network, batch = label.rsplit("-", 1)
-    with torch.no_grad(), tempfile.TemporaryDirectory() as builds:
-        os.environ["CUPY_CACHE_DIR"] = builds  # read by CuPy at each build
-        model = network_model(network)
-        layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
-        patch(model)
-        x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
-        seconds = first_forward_seconds(model, x)
-    store.append({"label": label, "network": network, "batch": batch, "impl": "convkit",
-                  "variant": "first_forward_cold", "status": "ok", "conv_layers": layers,
-                  "first_forward_s": f"{seconds:.3f}"})  # fmt: skip
 
 
 if __name__ == "__main__":
     # python -m convkit.papers.summary.inference [labels...]: measure into results/<this GPU>
     # python -m convkit.papers.summary.inference --unrecorded <results folder>: the labels in every mode it lacks
     # python -m convkit.papers.summary.inference --warm labels...: fill torch.compile's cache first
-    # python -m convkit.papers.summary.inference --cold label: the first forward with nothing built yet
     import sys
 
     arguments = sys.argv[1:]
@@ -381,7 +348,5 @@ if __name__ == "__main__":
         print(" ".join(unrecorded(Path(arguments[1]), [k for k in labels() if variants_of(k) == MODES])))
     elif arguments[:1] == ["--warm"]:
         warm_compile_cache(arguments[1:])
-    elif arguments[:1] == ["--cold"] and len(arguments) == 2:
-        measure_cold_first_forward(arguments[1])
     else:
         measure(only=arguments or None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convkit.papers.summary import inference
+from convkit.papers.summary import first_forward, inference
 from convkit.study import tables
 from convkit.study.results import load_results
 
@@ -186,8 +186,8 @@ def modes_compact(modes: Any) -> Any:
 
 
 #: The first forwards recorded in a fresh process, by variant: what was built before it, in words.
-FIRST_FORWARDS = {"first_forward_cold": "nothing built", "first_forward_prebuilt": "built ahead",
-                  "first_forward_prebuilt_no_table": "no table"}  # fmt: skip
+FIRST_FORWARDS = {first_forward.COLD_VARIANT: "nothing built", first_forward.PREBUILT: "built ahead",
+                  first_forward.PREBUILT + first_forward.NO_TABLE: "no table"}  # fmt: skip
 
 
 def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
@@ -201,14 +201,14 @@ def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT +
     if frame.empty:
         return pd.DataFrame()
     ok = frame[frame["status"] == "ok"]
-    built = ok[ok["variant"].str.startswith("prebuild")]
+    built = ok[ok["variant"].str.startswith(first_forward.PREBUILD)]
     ok = ok[ok["variant"].isin(list(FIRST_FORWARDS))]
     seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
     out = pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,
                         "layers": layers, "ms a layer": 1e3 * seconds / layers,
                         "kind": ok["variant"].map(FIRST_FORWARDS)}).reset_index(drop=True)  # fmt: skip
     out.attrs["prebuild"] = {
-        ("no table" if v.endswith("_no_table") else "built ahead"): {"seconds": float(t), "note": n}
+        ("no table" if v.endswith(first_forward.NO_TABLE) else "built ahead"): {"seconds": float(t), "note": n}
         for v, t, n in zip(built["variant"], built["first_forward_s"], built["note"], strict=True)
     }
     return out
