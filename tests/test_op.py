@@ -177,4 +177,4 @@ def test_the_host_cost_benchmark_covers_small_and_large_layers():
     assert sum(p.flops < 1e9 for p in found) >= 10 and sum(p.flops > 20e9 for p in found) >= 5
     assert {(c.impl, c.variant) for c in overhead.CASES} == {
         (i, v) for i in ("convkit", "pytorch") for v in ("host_per_call", "gpu")
-    }
+    } | {("convkit", part) for part in ("host_lookup", "host_replay", "host_operator")}

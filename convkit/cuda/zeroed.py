@@ -81,33 +81,36 @@ def cupy_graph_owned(nbytes: int, *, zeroed: bool = False) -> Any:
     return array
 
 
-def _torch_block(device: int, stream: int, nbytes: int) -> tuple[int, Any]:
-    """(pointer, owner) of ``nbytes`` of zeroed memory for a PyTorch replay on ``stream`` (PyTorch's current one):
-    the stream's block, or under capture a fresh one from the graph's memory pool, zeroed in the graph."""
+def _torch_block(device: int, stream: int, nbytes: int, zeroed: bool = True) -> tuple[int, Any]:
+    """(pointer, owner) of ``nbytes`` of memory (zeroed with ``zeroed``) for a PyTorch replay on ``stream`` (PyTorch's
+    current one): the stream's block, or under capture a fresh one from the graph's memory pool (zeroed in the
+    graph)."""
     import torch
 
-    def zeros(n: int) -> Any:
-        return torch.zeros(n, dtype=torch.uint8, device=torch.device("cuda", device))
+    def block(n: int) -> Any:
+        return (torch.zeros if zeroed else torch.empty)(n, dtype=torch.uint8, device=torch.device("cuda", device))
 
     if capturing(stream):
-        owner = zeros(nbytes)  # freed after the call into the graph's own pool, in the graph's stream order
+        owner = block(nbytes)  # freed after the call into the graph's own pool, in the graph's stream order
         return owner.data_ptr(), owner
-    return stream_block("torch", device, stream, nbytes, zeros)
+    return stream_block("torch" if zeroed else "torch scratch", device, stream, nbytes, block)
 
 
-def torch_replay_resolver(device: int, nbytes: int) -> Callable[[int], tuple[int, Any]]:
+def torch_replay_resolver(device: int, nbytes: int, *, zeroed: bool = True) -> Callable[[int], tuple[int, Any]]:
     """What a PyTorch replay of a plan needing ``nbytes`` on ``device`` calls per launch with PyTorch's current stream:
-    (pointer, owner) of its zeroed memory, the stream's block found with one lookup where it is there, large enough,
-    and the stream not capturing (:func:`_torch_block` otherwise). The owner must stay referenced until the
-    launch is enqueued."""
+    (pointer, owner) of its zeroed memory (or, without ``zeroed``, its scratch: launches on one stream run in order,
+    so the stream's eager calls share one block), the stream's block found with one lookup where it is there,
+    large enough, and the stream not capturing (:func:`_torch_block` otherwise). The owner must stay referenced
+    until the launch is enqueued."""
     import cupy
 
     blocks, is_capturing = _BLOCKS, cupy.cuda.runtime.streamIsCapturing
+    library = "torch" if zeroed else "torch scratch"
 
     def resolve(stream: int) -> tuple[int, Any]:
-        found = blocks.get(("torch", device, stream))  # never the per-thread stream's: its key has the thread
+        found = blocks.get((library, device, stream))  # never the per-thread stream's: its key has the thread
         if found is not None and found[1] >= nbytes and not (stream and is_capturing(stream)):
             return found[0], None
-        return _torch_block(device, stream, nbytes)
+        return _torch_block(device, stream, nbytes, zeroed)
 
     return resolve

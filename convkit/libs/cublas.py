@@ -115,6 +115,18 @@ def _thread_handle(device: int, stream: int, thread: int) -> int:
     return handle
 
 
+def torch_replay_handle(device: int, stream: int) -> int:
+    """The cuBLAS handle a PyTorch replay calls on, on ``stream`` (PyTorch's current one): convkit's own for this
+    thread and stream (:func:`_handle`: set up once, so a call is one lookup) where ``stream`` runs eagerly, and
+    PyTorch's (:func:`torch_handle`: its workspace, nothing made) while ``stream`` is captured into a CUDA graph.
+    PyTorch's handle costs about 6 us a call to fetch and reset, as much as the SGEMM's own host time."""
+    from cupy.cuda.runtime import streamIsCapturing
+
+    if stream and streamIsCapturing(stream):
+        return torch_handle(device, stream)
+    return _handle(device, stream)
+
+
 def torch_handle(device: int, stream: int) -> int:
     """PyTorch's cuBLAS handle of this thread and ``device``, on its current stream (``stream``) with PyTorch's
     workspace for it, as a captured CUDA graph needs: no handle made and no workspace allocated in a call. Set to

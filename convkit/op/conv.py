@@ -268,46 +268,51 @@ def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
 # ---------------------------------------------------------------------------------------------
 # PyTorch tensors
 
-#: Scratch a CuPy plan keeps between its calls, up to this size (larger is allocated per call): its calls run in
-#: order on one stream (the stream is part of a CuPy call's signature), so they never overlap.
+#: Scratch kept between calls, up to this size (larger is allocated per call): by a CuPy plan (its calls run in
+#: order on one stream, part of a CuPy call's signature) and per PyTorch stream (each stream's calls run in order).
 KEPT_SCRATCH_BYTES = 16 << 20
 
 
-def _scratch(nbytes: int, allocate: Callable[[int], Any], keep: bool = True) -> Callable[[], Any]:
-    """What a replay calls for its scratch block: None, the block kept (``keep``, up to
-    :data:`KEPT_SCRATCH_BYTES`), or a fresh one."""
+def _scratch(nbytes: int, allocate: Callable[[int], Any]) -> Callable[[], Any]:
+    """What a CuPy replay calls for its scratch block: None, the block kept (up to :data:`KEPT_SCRATCH_BYTES`), or
+    a fresh one."""
     if not nbytes:
         return lambda: None
-    if keep and nbytes <= KEPT_SCRATCH_BYTES:
+    if nbytes <= KEPT_SCRATCH_BYTES:
         kept = allocate(nbytes)
         return lambda: kept
     return lambda: allocate(nbytes)
 
 
+def _fresh(block: Any) -> tuple[int, Any]:
+    """(pointer, owner) of a block made for one call (a PyTorch tensor)."""
+    return block.data_ptr(), block
+
+
 def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
     """The runner of a PyTorch call signature. It serves every stream (a tensor call's signature has none): each
-    call enqueues on PyTorch's current stream (CUDA-graph capture runs on a stream of its own), takes its scratch
-    from PyTorch's caching allocator (stream-ordered, and a captured graph's own pool under capture) and cuBLAS's
-    handle and workspace from PyTorch, so that a call under capture synchronises and builds nothing. Zeroed kernel
-    state (split counters) is the stream's own, or under capture the graph's (:mod:`convkit.cuda.zeroed`), so that
-    no two launches in flight share it; a lock keeps two threads from rewriting one plan's launch parameters at
+    call enqueues on PyTorch's current stream (CUDA-graph capture runs on a stream of its own). Its scratch is the
+    stream's block (:data:`KEPT_SCRATCH_BYTES` at most; larger from PyTorch's caching allocator per call), its
+    zeroed kernel state (split counters) the stream's own; under capture both come from the graph's own pool
+    (:mod:`convkit.cuda.zeroed`), so that no two launches in flight share them. cuBLAS runs on convkit's handle for
+    the thread and stream, and under capture on PyTorch's handle and workspace, so that a captured call
+    synchronises and builds nothing. A lock keeps two threads from rewriting one plan's launch parameters at
     once."""
     import cupy
     import torch
 
-    from convkit.libs.cublas import torch_handle
+    from convkit.libs.cublas import torch_handle, torch_replay_handle
 
     torch_ops.ops()  # registered once PyTorch calls: torch.compile may trace a call next
 
     stride, padding = problem.stride, problem.pad
     if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
-        cudnn = torch.ops.aten.cudnn_convolution
-        pads, strides, ones = [padding, padding], [stride, stride], [1, 1]
+        # what F.conv2d calls, bias included, cuDNN autotuned, in FP32 whatever torch.backends.cudnn.allow_tf32 says
+        # (PyTorch's default is TF32), through a direct binding (torch.ops.aten's costs microseconds of Python)
+        convolution, strides, pads, ones, zeros = torch._convolution, [stride] * 2, [padding] * 2, [1, 1], [0, 0]
 
-        def library(x: Any, w: Any, bias: Any) -> Any:
-            # cuDNN autotuned, in FP32 whatever torch.backends.cudnn.allow_tf32 says (PyTorch's default is TF32)
-            out = cudnn(x, w, pads, strides, ones, 1, True, False, False)
-            return out if bias is None else out.add_(bias.view(1, -1, 1, 1))
+        def library(x: Any, w: Any, bias: Any) -> Any:  # (..., groups, benchmark, deterministic, cudnn, allow_tf32)
+            return convolution(x, w, bias, strides, pads, ones, False, zeros, 1, True, False, True, False)
 
         return library, library(x, w, bias)
     device = x.get_device()
@@ -317,23 +322,26 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     with cupy.cuda.Device(device), stream:
         # detached: under torch.no_grad a parameter still requires grad, and DLPack refuses such a tensor
         operands = [None if a is None else cupy.from_dlpack(a.detach()) for a in (x, w, out, bias)]
-        plan = record_plan(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_handle)
+        plan = record_plan(choice, problem, *operands[:2], operands[3], operands[2], blas_handle=torch_replay_handle)
     if choice.impl == "cublas":  # PyTorch's handle made now: under capture cuBLAS cannot create one
         torch_handle(device, stream.ptr)
-    new_scratch = _scratch(plan.scratch_bytes, lambda n: torch.empty(n, dtype=torch.uint8, device=where), keep=False)
-    zeroed_block = torch_replay_resolver(device, plan.zeroed_bytes) if plan.zeroed_bytes else None
+    scratch_bytes, none = plan.scratch_bytes, lambda stream: (0, None)
+    if scratch_bytes > KEPT_SCRATCH_BYTES:  # a block per call: the GPU time of such a layer dwarfs an allocation
+        scratch_block = lambda stream: _fresh(torch.empty(scratch_bytes, dtype=torch.uint8, device=where))  # noqa: E731
+    else:  # the stream's block, kept (its calls run in order), or under capture the graph's own
+        scratch_block = torch_replay_resolver(device, scratch_bytes, zeroed=False) if scratch_bytes else none
+    zeroed_block = torch_replay_resolver(device, plan.zeroed_bytes) if plan.zeroed_bytes else none
     lock = threading.Lock()
 
     def replay(x: Any, w: Any, bias: Any) -> Any:
         out = x.new_empty(shape)
-        block = new_scratch()
         stream = cupy_stream(device)
-        zeroed, owner = zeroed_block(stream.ptr) if zeroed_block else (0, None)
-        bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                 0 if block is None else block.data_ptr(), zeroed)  # fmt: skip
+        scratch, kept = scratch_block(stream.ptr)
+        zeroed, owner = zeroed_block(stream.ptr)
+        bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(), scratch, zeroed)
         with lock:
             plan.replay(bases, stream)
-        del owner  # enqueued: a block made under capture may go back to the graph's pool
+        del owner, kept  # enqueued: a block made for this call may go back to its pool (a graph's, under capture)
         return out
 
     return replay, out
@@ -388,6 +396,3 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
 
     return replay, out
 
-
-# ---------------------------------------------------------------------------------------------
-# The fused layer: conv + bias + ReLU + 2x2 max-pool

@@ -1,11 +1,11 @@
 """convkit's ops as PyTorch operators: ``torch.ops.convkit.conv2d`` and ``torch.ops.convkit.conv2d_relu_pool``.
 
-Registered with ``torch.library.custom_op`` the first time a PyTorch caller needs them (importing convkit imports
+Registered with ``torch.library`` the first time a PyTorch caller needs them (importing convkit imports
 no PyTorch), each with a fake implementation that checks the arguments as the op does and gives the output's
 shape, so that ``torch.compile`` traces a call as one node of its graph (no graph break) and its CUDA-graph modes
 capture it. In eager mode :func:`convkit.conv2d` and the patched modules skip the dispatcher (a few microseconds
 a call) and call the op's own fast path; while ``torch.compile`` traces, they call these operators (PyTorch 2.4
-and later: ``torch.library.custom_op``).
+and later: ``torch.library.register_fake``).
 """
 
 import sys
@@ -16,7 +16,6 @@ from convkit.core.memo import memoize
 from convkit.core.precision import check_input_precision
 
 NAMESPACE = "convkit"
-# No `from __future__ import annotations` here: torch.library reads the operators' annotations as types.
 
 
 #: The ops' eager implementations, which the operators run: each op's module puts its own here on import
@@ -63,34 +62,45 @@ def _output_shape(x: Any, w: Any, bias: Any, stride: int, padding: int, pooled: 
     return (n, m, p // 2, q // 2) if pooled else (n, m, p, q)
 
 
+#: The operators' schemas (``torch.library``'s syntax); each is implemented by its op's eager function.
+SCHEMAS = {
+    "conv2d": "conv2d(Tensor x, Tensor w, Tensor? bias, int stride, int padding, str input_precision) -> Tensor",
+    "conv2d_relu_pool": "conv2d_relu_pool(Tensor x, Tensor w, Tensor bias, int padding) -> Tensor",
+}
+
+#: The library the operators are defined in, kept alive with the process (its operators go with it).
+_LIBRARY: list[Any] = []
+
+
+def _conv2d_fake(x: Any, w: Any, bias: Any, stride: int, padding: int, input_precision: str) -> Any:
+    check_input_precision(input_precision)
+    return x.new_empty(_output_shape(x, w, bias, stride, padding, pooled=False))
+
+
+def _conv2d_relu_pool_fake(x: Any, w: Any, bias: Any, padding: int) -> Any:
+    return x.new_empty(_output_shape(x, w, bias, 1, padding, pooled=True))
+
+
 @memoize()
 def ops() -> Any:
     """``torch.ops.convkit``, its operators registered on first use; None with a PyTorch older than 2.4 (no
-    ``torch.library.custom_op``), where the op runs eagerly only (torch.compile breaks its graph at a call)."""
+    ``torch.library.register_fake``), where the op runs eagerly only (torch.compile breaks its graph at a call).
+
+    Registered with ``torch.library.Library``'s ``define`` and ``impl`` (one kernel for every device, the eager
+    function, which names a wrong device itself) rather than ``torch.library.custom_op``: a call of the operator
+    costs about 8 us of dispatch on the H100 against 21 us through ``custom_op``'s Python layers
+    (``scripts/host_probe.py``), and a compiled graph pays it at every convolution."""
     import torch
 
-    if not hasattr(torch.library, "custom_op"):
+    if not hasattr(torch.library, "register_fake"):
         return None
-
-    conv2d_eager, conv2d_relu_pool_eager = EAGER["conv2d"], EAGER["conv2d_relu_pool"]
-
-    @torch.library.custom_op(f"{NAMESPACE}::conv2d", mutates_args=())
-    def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: int, padding: int,
-               input_precision: str) -> torch.Tensor:  # fmt: skip
-        return conv2d_eager(x, w, bias, stride, padding, input_precision)
-
-    @conv2d.register_fake
-    def _(x: Any, w: Any, bias: Any, stride: int, padding: int, input_precision: str) -> Any:
-        check_input_precision(input_precision)
-        return x.new_empty(_output_shape(x, w, bias, stride, padding, pooled=False))
-
-    @torch.library.custom_op(f"{NAMESPACE}::conv2d_relu_pool", mutates_args=())
-    def conv2d_relu_pool(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, padding: int) -> torch.Tensor:
-        return conv2d_relu_pool_eager(x, w, bias, padding)
-
-    @conv2d_relu_pool.register_fake
-    def _(x: Any, w: Any, bias: Any, padding: int) -> Any:
-        return x.new_empty(_output_shape(x, w, bias, 1, padding, pooled=True))
+    library = torch.library.Library(NAMESPACE, "DEF")
+    fakes = {"conv2d": _conv2d_fake, "conv2d_relu_pool": _conv2d_relu_pool_fake}
+    for name, schema in SCHEMAS.items():
+        library.define(schema)
+        library.impl(name, EAGER[name], "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{NAMESPACE}::{name}", fakes[name], lib=library)
+    _LIBRARY.append(library)
 
     global compiling
     compiling = torch.compiler.is_compiling

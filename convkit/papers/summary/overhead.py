@@ -1,6 +1,7 @@
 """What ``convkit.conv2d`` costs the host per call, beside PyTorch's ``conv2d``: ``results/<gpu>/conv2d_overhead.csv``.
 
-Per layer, for ``convkit`` and ``pytorch`` (PyTorch tensors in and out, TF32 off, cuDNN autotuned):
+Per layer, for ``convkit`` and ``pytorch`` (PyTorch tensors in and out, TF32 off, cuDNN autotuned), and for the
+parts of convkit's per-call path (:data:`CASES`):
 
 - ``host_per_call``: the wall time of :data:`CALLS` calls queued behind a kernel that holds the stream,
   divided by :data:`CALLS`. The GPU is busy holding, so nothing waits on it: this is pure host cost (argument
@@ -43,21 +44,37 @@ def layers() -> list[ConvProblem]:
     return small + large
 
 
-CASES = [Case(impl, variant) for impl in ("convkit", "pytorch") for variant in ("host_per_call", "gpu")]
+#: What is timed per layer: each implementation's host cost per call and GPU time, and the parts of convkit's host
+#: cost: finding the call's recorded plan (``host_lookup``: its signature and one dictionary lookup, nothing
+#: enqueued), running it (``host_replay``: the output, the launches), and the call through the registered operator
+#: ``torch.ops.convkit.conv2d`` (``host_operator``: what a torch.compile'd graph pays per convolution).
+CASES = [Case(impl, variant) for impl in ("convkit", "pytorch") for variant in ("host_per_call", "gpu")] + [
+    Case("convkit", part) for part in ("host_lookup", "host_replay", "host_operator")
+]
 
 
-def _calls(problem: ConvProblem) -> dict[str, Callable[[], Any]]:
-    """One call of each implementation on fresh PyTorch tensors (no gradient)."""
+def _calls(problem: ConvProblem) -> dict[Case, Callable[[], Any]]:
+    """One call of each case on fresh PyTorch tensors (no gradient); convkit's first call made (its plan recorded)."""
     import torch
 
-    from convkit.op.conv import conv2d
+    from convkit.core.precision import DEFAULT_INPUT_PRECISION
+    from convkit.op import torch_ops
+    from convkit.op.conv import conv2d, known
 
     x = torch.randn(problem.input_shape, device="cuda")
     w = torch.randn(problem.filter_shape, device="cuda")
     b = torch.randn((problem.m,), device="cuda")
     s, p = problem.stride, problem.pad
-    return {"convkit": lambda: conv2d(x, w, b, stride=s, padding=p),
-            "pytorch": lambda: torch.nn.functional.conv2d(x, w, b, stride=s, padding=p)}  # fmt: skip
+    convkit = lambda: conv2d(x, w, b, stride=s, padding=p)  # noqa: E731
+    pytorch = lambda: torch.nn.functional.conv2d(x, w, b, stride=s, padding=p)  # noqa: E731
+    convkit()
+    _, runner = known("conv2d", x, w, b, s, p)
+    operator = torch_ops.ops().conv2d.default
+    return {Case("convkit", "host_per_call"): convkit, Case("convkit", "gpu"): convkit,
+            Case("pytorch", "host_per_call"): pytorch, Case("pytorch", "gpu"): pytorch,
+            Case("convkit", "host_lookup"): lambda: known("conv2d", x, w, b, s, p),
+            Case("convkit", "host_replay"): lambda: runner(x, w, b),
+            Case("convkit", "host_operator"): lambda: operator(x, w, b, s, p, DEFAULT_INPUT_PRECISION)}  # fmt: skip
 
 
 def host_per_call_ms(calls: dict[str, Callable[[], Any]], hold: Callable[[float], None]) -> dict[str, list[float]]:
@@ -98,13 +115,13 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
         for call in calls.values():  # first calls: compile, autotune, dispatch
             call()
         torch.cuda.synchronize()
-        hosted = [case.impl for case in todo if case.variant == "host_per_call"]
-        host = host_per_call_ms({impl: calls[impl] for impl in hosted}, clock.hold)
+        hosted = [case for case in todo if case.variant.startswith("host_")]
+        host = host_per_call_ms({f"{c.impl} {c.variant}": calls[c] for c in hosted}, clock.hold)
         for case in todo:
-            if case.variant == "host_per_call":
-                timing = Timing(tuple(host[case.impl]))
+            if case in hosted:
+                timing = Timing(tuple(host[f"{case.impl} {case.variant}"]))
             else:
-                timing = benchmark(calls[case.impl], clock=clock)
+                timing = benchmark(calls[case], clock=clock)
             rows.append(make_row(problem, case, status="ok", timing=timing))
     return rows
 

@@ -1,0 +1,138 @@
+"""Where convkit.conv2d's host time per call goes, part by part, beside PyTorch's conv2d (a probe: prints, records
+nothing). Each part is timed alone in a loop (GPU parts queued behind a stream-holding kernel), median of repeats.
+    python3 scripts/host_probe.py [LABEL ...]   # cuConv labels input-batch-filter-filters-depth ('same' padding)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import cupy
+import torch
+
+import convkit
+from convkit.core.problem import ConvProblem
+from convkit.cuda.plan import DriverLaunch
+from convkit.cuda.timing import CudaEventClock
+from convkit.op import conv
+from convkit.op.interop import cupy_stream, torch_signature
+
+CALLS, REPEATS = 200, 7
+clock = CudaEventClock()
+
+
+def per_call_us(fn, gpu: bool = True) -> float:
+    times = []
+    for _ in range(REPEATS + 1):
+        torch.cuda.synchronize()
+        if gpu:
+            clock.hold(60.0)
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        times.append((time.perf_counter() - start) * 1e6 / CALLS)
+        torch.cuda.synchronize()
+    return statistics.median(times[1:])
+
+
+def closure(fn, name):
+    for cell_name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        if cell_name == name:
+            return cell.cell_contents
+    return None
+
+
+def probe(label: str) -> None:
+    h, n, r, m, c = map(int, label.split("-"))
+    problem = ConvProblem.same(n, c, h, h, m, r)
+    x = torch.randn(problem.input_shape, device="cuda")
+    w = torch.randn(problem.filter_shape, device="cuda")
+    b = torch.randn((problem.m,), device="cuda")
+    s, p = problem.stride, problem.pad
+    F = torch.nn.functional.conv2d
+    with torch.no_grad(), cupy_stream():
+        for _ in range(3):
+            convkit.conv2d(x, w, b, stride=s, padding=p)
+            F(x, w, b, stride=s, padding=p)
+        choice = conv.implementation(problem)
+        k, runner = conv.known("conv2d", x, w, b, s, p)
+        parts = {
+            "convkit.conv2d": per_call_us(lambda: convkit.conv2d(x, w, b, stride=s, padding=p)),
+            "F.conv2d": per_call_us(lambda: F(x, w, b, stride=s, padding=p)),
+            "runner": per_call_us(lambda: runner(x, w, b)),
+            "signature": per_call_us(lambda: torch_signature(x, w, b, s, p), gpu=False),
+            "known": per_call_us(lambda: conv.known("conv2d", x, w, b, s, p), gpu=False),
+            "new_empty": per_call_us(lambda: x.new_empty(problem.output_shape), gpu=False),
+            "cupy_stream": per_call_us(lambda: cupy_stream(0), gpu=False),
+            "data_ptr x4": per_call_us(lambda: (x.data_ptr(), w.data_ptr(), b.data_ptr(), x.data_ptr()), gpu=False),
+        }
+        plan = closure(runner, "plan")
+        steps = []
+        if plan is not None:
+            stream = cupy_stream(0)
+            out = x.new_empty(problem.output_shape)
+            bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), b.data_ptr(), 0, 0)
+            if not plan.scratch_bytes and not plan.zeroed_bytes:
+                parts["plan.replay"] = per_call_us(lambda: plan.replay(bases, stream))
+                for i, step in enumerate(plan.steps):
+                    kind = type(step.bound).__name__ if step.bound is not None else type(step.call).__name__
+                    steps.append(kind)
+                    if isinstance(step.bound, DriverLaunch):
+                        d = step.bound
+                        parts[f"step{i} ctypes launch"] = per_call_us(lambda d=d: d(bases, stream.ptr))
+                        try:
+                            from cupy_backends.cuda.api import driver
+
+                            head = [v.value for v in d._head]
+                            params = torch.tensor([0])  # noqa: F841
+                            import ctypes
+
+                            kargs = ctypes.addressof(d._params)
+                            launch = driver.launchKernel
+                            parts[f"step{i} cython launch"] = per_call_us(
+                                lambda: launch(*head, stream.ptr, kargs, 0)
+                            )
+                        except Exception as exc:  # noqa: BLE001
+                            print("  cython launch failed:", exc)
+            else:
+                steps.append(f"scratch {plan.scratch_bytes} zeroed {plan.zeroed_bytes}")
+    print(f"{label}: {choice.impl}/{choice.variant} steps={steps}")
+    for name, us in parts.items():
+        print(f"  {name:24s} {us:7.2f} us")
+
+
+def dispatch_costs() -> None:
+    """torch.library.custom_op against define/impl: the dispatch cost of one call (the op returns a preallocated
+    tensor's fresh view-free copy: torch.empty)."""
+    x = torch.randn(8, device="cuda")
+
+    def body(x):
+        return torch.empty_like(x)
+
+    @torch.library.custom_op("ckprobe::a", mutates_args=())
+    def a(x: torch.Tensor) -> torch.Tensor:
+        return body(x)
+
+    lib = torch.library.Library("ckprobe2", "DEF")
+    lib.define("b(Tensor x) -> Tensor")
+    lib.impl("b", body, "CUDA")
+    lib.define("c(Tensor x) -> Tensor")
+    lib.impl("c", body, "CompositeExplicitAutograd")
+    print("dispatch (per call, us):")
+    for name, fn in (("direct", lambda: body(x)), ("custom_op", lambda: torch.ops.ckprobe.a.default(x)),
+                     ("define/impl CUDA", lambda: torch.ops.ckprobe2.b.default(x)),
+                     ("define/impl CompositeExplicit", lambda: torch.ops.ckprobe2.c.default(x))):
+        with torch.no_grad():
+            print(f"  {name:30s} {per_call_us(fn, gpu=False):7.2f}")
+
+
+if __name__ == "__main__":
+    labels = sys.argv[1:] or ["56-1-3-64-64", "56-1-1-64-64", "14-1-1-1024-256", "27-1-5-256-96", "224-1-3-64-1",
+                              "56-32-3-256-256", "224-8-3-64-64", "14-64-3-256-256", "56-8-3-256-256"]
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    for label in labels:
+        probe(label)
+    dispatch_costs()
