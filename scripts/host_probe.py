@@ -9,12 +9,10 @@ import statistics
 import sys
 import time
 
-import cupy
 import torch
 
 import convkit
 from convkit.core.problem import ConvProblem
-from convkit.cuda.plan import DriverLaunch
 from convkit.cuda.timing import CudaEventClock
 from convkit.op import conv
 from convkit.op.interop import cupy_stream, torch_signature
@@ -38,7 +36,7 @@ def per_call_us(fn, gpu: bool = True) -> float:
 
 
 def closure(fn, name):
-    for cell_name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+    for cell_name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         if cell_name == name:
             return cell.cell_contents
     return None
@@ -57,7 +55,7 @@ def probe(label: str) -> None:
             convkit.conv2d(x, w, b, stride=s, padding=p)
             F(x, w, b, stride=s, padding=p)
         choice = conv.implementation(problem)
-        k, runner = conv.known("conv2d", x, w, b, s, p)
+        _, runner = conv.known("conv2d", x, w, b, s, p)
         parts = {
             "convkit.conv2d": per_call_us(lambda: convkit.conv2d(x, w, b, stride=s, padding=p)),
             "F.conv2d": per_call_us(lambda: F(x, w, b, stride=s, padding=p)),
@@ -73,31 +71,23 @@ def probe(label: str) -> None:
         if plan is not None:
             stream = cupy_stream(0)
             out = x.new_empty(problem.output_shape)
-            bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), b.data_ptr(), 0, 0)
-            if not plan.scratch_bytes and not plan.zeroed_bytes:
-                parts["plan.replay"] = per_call_us(lambda: plan.replay(bases, stream))
-                for i, step in enumerate(plan.steps):
-                    kind = type(step.bound).__name__ if step.bound is not None else type(step.call).__name__
-                    steps.append(kind)
-                    if isinstance(step.bound, DriverLaunch):
-                        d = step.bound
-                        parts[f"step{i} ctypes launch"] = per_call_us(lambda d=d: d(bases, stream.ptr))
-                        try:
-                            from cupy_backends.cuda.api import driver
+            scratch = torch.empty(max(plan.scratch_bytes, plan.zeroed_bytes, 1), dtype=torch.uint8, device="cuda")
+            if plan.zeroed_bytes:
+                scratch.zero_()  # left zero by the launches
+            p0 = scratch.data_ptr()
+            bases = (x.data_ptr(), w.data_ptr(), out.data_ptr(), b.data_ptr(), p0, p0)
+            parts["plan.replay"] = per_call_us(lambda: plan.replay(bases, stream))
+            for i, step in enumerate(plan.steps):
+                steps.append(type(step.bound if step.bound is not None else step.call).__name__)
+                if step.bound is not None:
+                    parts[f"step {i} {steps[-1]}"] = per_call_us(lambda f=step.bound: f(bases, stream.ptr))
+            steps.append(f"scratch {plan.scratch_bytes} zeroed {plan.zeroed_bytes}")
+            if choice.impl == "cublas":
+                from convkit.libs.cublas import torch_handle, torch_replay_handle
 
-                            head = [v.value for v in d._head]
-                            params = torch.tensor([0])  # noqa: F841
-                            import ctypes
-
-                            kargs = ctypes.addressof(d._params)
-                            launch = driver.launchKernel
-                            parts[f"step{i} cython launch"] = per_call_us(
-                                lambda: launch(*head, stream.ptr, kargs, 0)
-                            )
-                        except Exception as exc:  # noqa: BLE001
-                            print("  cython launch failed:", exc)
-            else:
-                steps.append(f"scratch {plan.scratch_bytes} zeroed {plan.zeroed_bytes}")
+                parts["torch_handle"] = per_call_us(lambda: torch_handle(0, stream.ptr), gpu=False)
+                parts["torch_replay_handle"] = per_call_us(lambda: torch_replay_handle(0, stream.ptr), gpu=False)
+        parts["is_compiling"] = per_call_us(torch.compiler.is_compiling, gpu=False)
     print(f"{label}: {choice.impl}/{choice.variant} steps={steps}")
     for name, us in parts.items():
         print(f"  {name:24s} {us:7.2f} us")
@@ -121,16 +111,28 @@ def dispatch_costs() -> None:
     lib.define("c(Tensor x) -> Tensor")
     lib.impl("c", body, "CompositeExplicitAutograd")
     print("dispatch (per call, us):")
-    for name, fn in (("direct", lambda: body(x)), ("custom_op", lambda: torch.ops.ckprobe.a.default(x)),
-                     ("define/impl CUDA", lambda: torch.ops.ckprobe2.b.default(x)),
-                     ("define/impl CompositeExplicit", lambda: torch.ops.ckprobe2.c.default(x))):
+    for name, fn in (
+        ("direct", lambda: body(x)),
+        ("custom_op", lambda: torch.ops.ckprobe.a.default(x)),
+        ("define/impl CUDA", lambda: torch.ops.ckprobe2.b.default(x)),
+        ("define/impl CompositeExplicit", lambda: torch.ops.ckprobe2.c.default(x)),
+    ):
         with torch.no_grad():
             print(f"  {name:30s} {per_call_us(fn, gpu=False):7.2f}")
 
 
 if __name__ == "__main__":
-    labels = sys.argv[1:] or ["56-1-3-64-64", "56-1-1-64-64", "14-1-1-1024-256", "27-1-5-256-96", "224-1-3-64-1",
-                              "56-32-3-256-256", "224-8-3-64-64", "14-64-3-256-256", "56-8-3-256-256"]
+    labels = sys.argv[1:] or [
+        "56-1-3-64-64",
+        "56-1-1-64-64",
+        "14-1-1-1024-256",
+        "27-1-5-256-96",
+        "224-1-3-64-1",
+        "56-32-3-256-256",
+        "224-8-3-64-64",
+        "14-64-3-256-256",
+        "56-8-3-256-256",
+    ]
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     for label in labels:
