@@ -136,5 +136,8 @@ if __name__ == "__main__":
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     for label in labels:
-        probe(label)
+        try:
+            probe(label)
+        except Exception as exc:
+            print(f"{label}: {type(exc).__name__}: {exc}")
     dispatch_costs()

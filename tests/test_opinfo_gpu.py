@@ -18,8 +18,13 @@ NAMED = ("groups", "dilation", "stride", "padding")
 
 def _samples() -> list:
     import torch
+
+    frozen = torch.backends.flags_frozen()
     from torch.testing._internal.common_methods_invocations import op_db
 
+    # importing PyTorch's test suite freezes torch.backends' flags for the whole process: thaw them again, since
+    # later tests in this process set them
+    setattr(torch.backends, "__allow_nonbracketed_mutation_flag", not frozen)
     info = next(op for op in op_db if op.name == "nn.functional.conv2d")
     return list(info.sample_inputs("cuda", torch.float32, requires_grad=False))
 

@@ -39,14 +39,16 @@ def capturing(stream: int) -> bool:
 def stream_block(library: str, device: int, stream: int, nbytes: int, zeros: Callable[[int], Any]) -> tuple[int, Any]:
     """(pointer, owner) of ``nbytes`` of zeroed memory for a launch on ``stream`` of ``device``: the stream's block,
     made or grown with ``zeros(bytes)`` (an array of that many zero bytes, allocated on ``stream``), which must be
-    called with ``stream`` current. Not for a stream under capture (:func:`capturing`): a graph makes its own."""
+    called with ``stream`` current. ``library`` is ``"cupy"``, ``"torch"``, or ``"torch scratch"`` for a PyTorch
+    stream's scratch (``zeros`` then need not zero it). Not for a stream under capture (:func:`capturing`): a graph
+    makes its own."""
     key = (library, device, stream_key(stream))
     found = _BLOCKS.get(key)
     if found is None or found[1] < nbytes:
         # the block replaced goes back to its allocator on ``stream``: reused only after this stream's launches
         size = max(nbytes, MIN_BLOCK_BYTES)
         owner = zeros(size)
-        pointer = owner.data_ptr() if library == "torch" else owner.data.ptr
+        pointer = owner.data_ptr() if library.startswith("torch") else owner.data.ptr
         found = _BLOCKS[key] = (pointer, size, owner)
     return found[0], found[2]
 

@@ -395,4 +395,3 @@ def _cupy_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, 
         return out
 
     return replay, out
-

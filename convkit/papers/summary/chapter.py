@@ -238,6 +238,32 @@ def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> A
     return pd.DataFrame(rows)
 
 
+#: The parts of convkit's host cost per call (:data:`convkit.papers.summary.overhead.CASES`), by column.
+HOST_PARTS = {"finding its plan (us)": "host_lookup", "running the plan (us)": "host_replay",
+              "through torch.ops (us)": "host_operator"}  # fmt: skip
+
+
+def host_parts_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
+    """Per layer (pandas), where convkit's host cost per call goes (:data:`HOST_PARTS`), beside the whole call and
+    PyTorch's, in microseconds; empty where the parts were not recorded."""
+    import pandas as pd
+
+    frame = recorded(directory, experiment)
+    if frame.empty:
+        return pd.DataFrame()
+    fastest = _recorded_fastest(directory)
+    rows = []
+    for label, group in tables.timed(frame).groupby("label", sort=False):
+        us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
+        if not all(("convkit", part) in us for part in HOST_PARTS.values()):
+            continue
+        parts = {column: us["convkit", part] for column, part in HOST_PARTS.items()}
+        rows.append({"layer": label, "op runs": fastest.get(ConvProblem.from_row(group.iloc[0]).key, "tuned"),
+                     **parts, "whole call (us)": us["convkit", "host_per_call"],
+                     "PyTorch (us)": us["pytorch", "host_per_call"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def _recorded_fastest(directory: Path) -> dict[str, str]:
     """Per recorded problem key, its fastest implementation in any chapter's sweep, in words."""
     rows = shipping.recorded_candidates(directory, shipping_sources())
