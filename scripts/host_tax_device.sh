@@ -16,6 +16,9 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COM
 gpu=$(python3 -c "from convkit.core.gpu import device_name, gpu_slug; print(gpu_slug(device_name()))")
 dir=results/$gpu
 left() { echo $(( ${DEADLINE_S:-570} - SECONDS )); }
+save() {  # what is recorded so far, into $OUT (a call cut short still brings it back)
+  (shopt -s nullglob; tar czf "$OUT/results.tgz" "$dir"/conv2d_overhead* "$dir"/network_layers* "$dir"/networks_cold*)
+}
 echo "=== the op's GPU tests"
 timeout 110 python3 -m pytest -q -rs -p no:cacheprovider -n 8 -m gpu tests/test_torch_ops_gpu.py \
   tests/test_opinfo_gpu.py tests/test_concurrency_gpu.py tests/test_op_gpu.py > "$OUT/tests.log" 2>&1
@@ -29,10 +32,12 @@ from pathlib import Path
 from convkit.papers.summary import chapter, overhead
 overhead.measure(Path(sys.argv[1]), problems=overhead.layers()[::chapter.REPEAT_STEP],
                  experiment=overhead.EXPERIMENT + chapter.REPEAT)" "$dir" 2>&1 | tail -n 1
+save
 echo "=== the networks' layers no shipped choice holds ($(left) s left)"
 timeout 80 python3 -m convkit.papers.summary.network_layers 2>&1 | grep -E "layers of the networks|Error" | tail -n 2
 python3 -m convkit explain --write-table | tail -n 1
 cp "convkit/data/dispatch-$gpu.json" "$OUT/"
+save
 echo "=== first forwards after prebuild ($(left) s left)"
 timeout $(( $(left) - 15 )) env FRESH=1 bash scripts/first_forward_device.sh 2>&1 | grep -v "^convkit: tuned" | tail -n 25
-tar czf "$OUT/results.tgz" "$dir"/conv2d_overhead* "$dir"/network_layers* "$dir"/networks_cold*
+save
