@@ -16,21 +16,36 @@ pytestmark = pytest.mark.gpu
 NAMED = ("groups", "dilation", "stride", "padding")
 
 
-def _samples() -> list:
+#: PyTorch's samples, made in a process of their own: importing PyTorch's test suite freezes torch.backends' flags
+#: for the whole process, and later tests in this one set them. Each sample as (input, args, kwargs), on the CPU.
+MAKE_SAMPLES = """
+import sys, torch
+from torch.testing._internal.common_methods_invocations import op_db
+cpu = lambda a: a.cpu() if isinstance(a, torch.Tensor) else a
+info = next(op for op in op_db if op.name == "nn.functional.conv2d")
+torch.save([(s.input.cpu(), [cpu(a) for a in s.args], {k: cpu(v) for k, v in s.kwargs.items()})
+            for s in info.sample_inputs("cpu", torch.float32, requires_grad=False)], sys.argv[1])
+"""
+
+
+def _samples(tmp_path) -> list:
+    """PyTorch's OpInfo samples of ``nn.functional.conv2d`` in float32, on the GPU: (input, args, kwargs)."""
+    import subprocess
+    import sys
+
     import torch
 
-    frozen = torch.backends.flags_frozen()
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    # importing PyTorch's test suite freezes torch.backends' flags for the whole process: thaw them again, since
-    # later tests in this process set them
-    setattr(torch.backends, "__allow_nonbracketed_mutation_flag", not frozen)
-    info = next(op for op in op_db if op.name == "nn.functional.conv2d")
-    return list(info.sample_inputs("cuda", torch.float32, requires_grad=False))
+    made = tmp_path / "samples.pt"
+    subprocess.run([sys.executable, "-c", MAKE_SAMPLES, str(made)], check=True, timeout=120)
+    cuda = lambda a: a.cuda() if isinstance(a, torch.Tensor) else a  # noqa: E731
+    return [(x.cuda(), [cuda(a) for a in args], {k: cuda(v) for k, v in kwargs.items()})
+            for x, args, kwargs in torch.load(made)]  # fmt: skip
 
 
 @pytest.mark.parametrize("input_precision", INPUT_PRECISIONS)
-def test_every_opinfo_sample_matches_f_conv2d_or_names_what_convkit_does_not_cover(input_precision, monkeypatch):
+def test_every_opinfo_sample_matches_f_conv2d_or_names_what_convkit_does_not_cover(
+    input_precision, monkeypatch, tmp_path
+):
     import torch
     import torch.nn.functional as F
 
@@ -39,11 +54,10 @@ def test_every_opinfo_sample_matches_f_conv2d_or_names_what_convkit_does_not_cov
 
     monkeypatch.setenv("CONVKIT_TUNE", "0")  # a problem no table records runs the fallback: no tuning per sample
     op.choose.cache_clear()
-    samples = _samples()
+    samples = _samples(tmp_path)
     assert len(samples) >= 20
     matched, named, wrong = 0, [], []
-    for sample in samples:
-        x, (w, *rest), kwargs = sample.input, sample.args, dict(sample.kwargs)
+    for x, (w, *rest), kwargs in samples:
         bias = rest[0] if rest else kwargs.pop("bias", None)
         what = f"x{tuple(x.shape)} w{tuple(w.shape)} bias={bias is not None} {kwargs}"
         try:
