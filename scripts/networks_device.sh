@@ -28,13 +28,7 @@ for label in ResNet-50-1 ResNet-50-16 DenseNet-121-1 DenseNet-121-16; do
   XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.first_forward --cold \$label 2>&1 | tail -n 2
 done
 echo "=== torch.compile's cache, filled in parallel"
-labels=\$(python3 -m \$summary.inference --unrecorded \$dir)
-i=0; for label in \$labels; do echo \$label >> /tmp/warmlist_\$((i % 6)); i=\$((i+1)); done
-for k in 0 1 2 3 4 5; do
-  XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.inference --warm \$(cat /tmp/warmlist_\$k) > /tmp/warm_\$k.log 2>&1 &
-done
-wait
-tail -n 3 /tmp/warm_*.log
+labels=\$(bash scripts/warm_compile_cache.sh \$dir)
 echo "=== host cost"
 python3 -m \$summary.overhead \$dir 2>&1 | tail -n 3
 echo "=== networks in every mode"

@@ -40,12 +40,7 @@ record() {
   touch $job/table.done
   echo "=== torch.compile's cache (\$SECONDS s)"
   rm -f \$dir/networks.csv \$dir/networks.json \$dir/networks_repeat.*
-  labels=\$(python3 -m \$summary.inference --unrecorded \$dir)
-  i=0; for label in \$labels; do echo \$label >> /tmp/warmlist_\$((i % 6)); i=\$((i+1)); done
-  for k in 0 1 2 3 4 5; do
-    XDG_CACHE_HOME=\$(mktemp -d) python3 -m \$summary.inference --warm \$(cat /tmp/warmlist_\$k) > /tmp/warm_\$k.log 2>&1 &
-  done
-  wait
+  bash scripts/warm_compile_cache.sh \$dir > /dev/null
   echo "=== networks in every mode (\$SECONDS s)"
   python3 -m \$summary.inference 2>&1 | grep -v "^  "
   echo "=== host cost, the layers missing (\$SECONDS s)"
