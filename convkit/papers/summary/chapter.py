@@ -306,7 +306,7 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
     if not best.empty:
         where = " (as recorded on another GPU)" if best_note else ""
         out.append(f"**Every chapter's problems**{where}: convkit's best kernel is faster than the best library on "
-                   f"{int((best['speedup'] > 1).sum())} of {len(best)} (geometric mean "
+                   f"{int((best['speedup'] > 1).sum()):,} of {len(best):,} (geometric mean "
                    f"{tables.geomean(best['speedup']):.2f}x); the op runs the faster of the two.")  # fmt: skip
     verdict = []
     if not networks.empty:
