@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # "Ready on the first call" and "no host tax", recorded whole on a node of GPUs in one background job (kind
-# nvidia-h100-x4 or -x2; a single GPU runs the chains one after another), each device call collecting what is done:
-#   chain "record" : the networks' layers no shipped choice holds (resuming), the shipped table written from them
-#                    (atomically: the other chains read it as they run), torch.compile's cache filled, the networks in
-#                    every mode recorded whole (FRESH), the host-cost layers still missing, the repeated sample;
-#   chain "suite"  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
-#   chain "soak"   : the concurrency soak recorded whole;
-#   chain "first"  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
-#                    (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py).
-# Four GPUs: a chain each. Two: "record" on the first, the rest in turn on the second. Rows of different chains go
-# to different files of one results folder, each chain on its own GPU (CUDA_VISIBLE_DEVICES).
+# nvidia-h100-x4; two GPUs or one run the same chains in fewer, longer lines), each device call collecting what is
+# done. The chains, each on its own GPU (CUDA_VISIBLE_DEVICES), writing files no other chain writes:
+#   record : the networks' layers no shipped choice holds (resuming), the shipped table written from them
+#            (atomically: the other chains read it as they run), torch.compile's cache filled for every network;
+#   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
+#   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
+#   soak   : the concurrency soak, recorded whole;
+#   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
+#            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
+#   overhead_rest, repeat : the host-cost layers still missing; the repeated sample (networks and host cost) again.
+# When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
+# the parts that came back).
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/ready_node_device.sh   # carry .whl; call again to collect
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
 set -uo pipefail
@@ -22,9 +24,9 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
   mkdir -p "$job/results/$gpu/logs"
   gpus=$(nvidia-smi -L | wc -l)
   case $gpus in
-    1) order=("0:record suite soak first") ;;
-    2|3) order=("0:record" "1:suite soak first") ;;
-    *) order=("0:record" "1:suite" "2:soak" "3:first") ;;
+    1) order=("0:record net0 net1 net2 suite first overhead_rest repeat soak") ;;
+    2|3) order=("0:record net0 net2 repeat" "1:suite net1 first overhead_rest soak") ;;
+    *) order=("0:record net0" "1:suite net1" "2:soak net2" "3:first overhead_rest repeat") ;;
   esac
   cat > "$job/chains.sh" <<EOF
 set -uo pipefail
@@ -39,13 +41,26 @@ record() {
   python3 -m convkit explain --write-table && cp convkit/data/dispatch-$gpu.json \$dir/shipped-table.json
   touch $job/table.done
   echo "=== torch.compile's cache (\$SECONDS s)"
-  rm -f \$dir/networks.csv \$dir/networks.json \$dir/networks_repeat.*
-  bash scripts/warm_compile_cache.sh \$dir > /dev/null
-  echo "=== networks in every mode (\$SECONDS s)"
-  python3 -m \$summary.inference 2>&1 | grep -v "^  "
+  rm -rf /tmp/no_modes && mkdir -p /tmp/no_modes  # an empty folder: every network lacks every mode there
+  bash scripts/warm_compile_cache.sh /tmp/no_modes > /dev/null
+  touch $job/warm.done
+}
+net() {  # the \$1-th third of the networks
+  while [ ! -f $job/warm.done ]; do sleep 5; done
+  echo "=== networks, part \$1 of 3 (\$SECONDS s)"
+  python3 -m \$summary.inference --part \$1 3 \$dir/parts/\$1 2>&1 | grep -v "^  "
+}
+net0() { net 0; }
+net1() { net 1; }
+net2() { net 2; }
+overhead_rest() {
   echo "=== host cost, the layers missing (\$SECONDS s)"
   python3 -m \$summary.overhead \$dir 2>&1 | tail -n 2
-  echo "=== the repeated sample (\$SECONDS s)"
+}
+repeat() {
+  echo "=== the repeated sample, networks whole again (\$SECONDS s)"
+  while [ ! -f $job/table.done ]; do sleep 5; done
+  rm -f \$dir/networks_repeat.*
   python3 -m \$summary.chapter repeat \$dir 2>&1 | grep -v "^  "
 }
 suite() {
@@ -74,9 +89,12 @@ EOF
 CUDA_VISIBLE_DEVICES=$device \$chain; done) > $job/results/$gpu/logs/gpu$device.log 2>&1 &"
     done
     echo "wait"
+    echo "rm -f results/$gpu/networks.csv results/$gpu/networks.json"
+    echo "PYTHONPATH=/tmp/site:$job python3 -m convkit.papers.summary.inference --absorb results/$gpu results/$gpu/parts/0 \
+results/$gpu/parts/1 results/$gpu/parts/2 > results/$gpu/logs/absorb.log 2>&1"
     echo "touch $job/done"
   } > "$job/steps.sh"
   start_job "$job"
 fi
-collect_job "$job" 'network_layers*' 'networks*' 'conv2d_overhead*' 'concurrency*' 'shipped-table.json' 'logs'
+collect_job "$job" 'network_layers*' 'networks*' 'conv2d_overhead*' 'concurrency*' 'shipped-table.json' 'logs' 'parts'
 for log in "$job/results/$gpu"/logs/gpu*.log; do echo "--- $log"; grep -E "^===|passed|failed|exit|wrong|hung|s \(|ERROR" "$log" | tail -n 12; done

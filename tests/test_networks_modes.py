@@ -104,3 +104,30 @@ def test_unrecorded_labels_are_those_lacking_any_row(tmp_path):
             store.append({"label": "AlexNet-1", "impl": impl, "variant": variant, "status": "ok"})
         store.append({"label": "VGG19-256", "impl": impl, "variant": "gpu", "status": "ok"})  # no wall rows
     assert inference.unrecorded(tmp_path, labels) == ["AlexNet-16", "VGG19-256"]
+
+
+def test_the_networks_measured_in_parts_on_several_gpus_join_into_one_recording(monkeypatch, tmp_path):
+    """``--part K N``: each GPU of a node measures every N-th label into a folder of its own; ``--absorb`` moves the
+    parts' rows into the results folder, every label once, each part's provenance kept."""
+    import json
+
+    from convkit.study.results import ResultStore, absorb
+
+    def fake(network, batch):
+        for impl in inference.IMPLS:
+            for variant in inference.variants_of(f"{network}-{batch}"):
+                yield {"label": f"{network}-{batch}", "network": network, "batch": batch, "impl": impl,
+                       "variant": variant, "status": "ok"}  # fmt: skip
+
+    monkeypatch.setattr(inference, "measure_network", fake)
+    every, layout = inference.labels(), {"columns": inference.COLUMNS, "key_columns": inference.KEY_COLUMNS}
+    for part in range(3):
+        monkeypatch.setattr("convkit.study.provenance.collect", lambda part=part: {"gpu_index": str(part)})
+        inference.measure(tmp_path / f"part{part}", only=every[part::3], progress=None)
+    main = tmp_path / "main"
+    moved = sum(absorb(main, inference.EXPERIMENT, tmp_path / f"part{p}", **layout) for p in range(3))
+    rows = ResultStore.open(main, inference.EXPERIMENT, **layout).rows()
+    assert moved == len(rows) == sum(len(inference.IMPLS) * len(inference.variants_of(label)) for label in every)
+    assert inference.unrecorded(main, every) == []
+    runs = json.loads((main / f"{inference.EXPERIMENT}.json").read_text())["runs"]
+    assert sorted(run["gpu_index"] for run in runs.values()) == ["0", "1", "2"]

@@ -17,7 +17,7 @@ from convkit.core.problem import ConvProblem
 from convkit.op.cases import Case
 from convkit.papers.ceilings import measure as ceilings
 from convkit.study import results
-from convkit.study.results import ResultStore, load_results
+from convkit.study.results import ResultStore, absorb, load_results
 from convkit.study.sweep import sweep
 
 HERE = Path(__file__).parent
@@ -51,6 +51,28 @@ def test_a_second_run_adds_its_provenance_beside_the_first(tmp_path):
     second.append(make_row(P1, CASES[1], status="ok"))
     runs = json.loads(second.json_path.read_text())["runs"]
     assert runs == {first.run_id: {"gpu": "a"}, second.run_id: {"gpu": "b"}}
+
+
+def test_absorbing_a_part_moves_its_rows_under_their_runs_provenance(tmp_path):
+    """A part recorded by another process (another GPU of the node) joins the folder's rows: its rows under runs of
+    the same provenance, a key both hold keeping the part's row, the rest untouched."""
+    main, part = tmp_path / "main", tmp_path / "part"
+    kept = ResultStore.open(main, "exp", {"gpu": "a"})
+    kept.append(make_row(P1, CASES[0], status="ok", note="main"))
+    kept.append(make_row(P1, CASES[1], status="ok", note="main, replaced"))
+    elsewhere = ResultStore.open(part, "exp", {"gpu": "b", "gpu_index": "1"})
+    elsewhere.append(make_row(P1, CASES[1], status="ok", note="part"))
+    elsewhere.append(make_row(P2, CASES[0], status="ok", note="part"))
+    assert absorb(main, "exp", part) == 2
+    rows = ResultStore.open(main, "exp").rows()
+    expected = [(P1, CASES[0], "main"), (P1, CASES[1], "part"), (P2, CASES[0], "part")]
+    assert sorted((r["label"], r["variant"], r["note"]) for r in rows) == sorted(
+        (p.label, c.variant, note) for p, c, note in expected
+    )
+    runs = json.loads((main / "exp.json").read_text())["runs"]
+    assert sorted(runs.values(), key=str) == sorted([{"gpu": "a"}, {"gpu": "b", "gpu_index": "1"}], key=str)
+    assert {r["run_id"] for r in rows} == set(runs)
+    assert absorb(main, "exp", tmp_path / "nothing") == 0
 
 
 def test_a_run_that_records_nothing_leaves_no_provenance(tmp_path):

@@ -147,6 +147,26 @@ class ResultStore:
             os.fsync(f.fileno())
 
 
+def absorb(directory: Path, experiment: str, part: Path, **layout: Any) -> int:
+    """Move the rows of ``<part>/<experiment>.csv`` (another process's recording, e.g. on another GPU of the node)
+    into ``<directory>/<experiment>.csv``: each run's rows under a run of the same provenance there, a key both
+    hold keeping the part's row. ``layout``: the store's ``columns`` and ``key_columns``. Returns the rows moved."""
+    source = ResultStore(Path(part), experiment, **layout)
+    rows = source.rows()
+    if not rows:
+        return 0
+    runs = json.loads(source.json_path.read_text())["runs"] if source.json_path.exists() else {}
+    keys = {row_key(r, source.key_columns) for r in rows}
+    ResultStore(Path(directory), experiment, **layout).drop(lambda r: row_key(r, source.key_columns) in keys)
+    into: dict[str, ResultStore] = {}
+    for row in rows:
+        run = row["run_id"]
+        if run not in into:
+            into[run] = ResultStore.open(Path(directory), experiment, runs.get(run, {}), **layout)
+        into[run].append({k: v for k, v in row.items() if k not in ("experiment", "run_id")})
+    return len(rows)
+
+
 def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]:
     """The rows of an experiment as a pandas DataFrame, and its provenance document."""
     import pandas as pd

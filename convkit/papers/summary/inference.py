@@ -274,7 +274,7 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
     store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
     recorded = store.done_keys()
     for label in labels():
-        if only and label not in only:
+        if only is not None and label not in only:
             continue
         wanted = {(label, impl, variant) for impl in IMPLS for variant in variants_of(label)}
         if wanted <= recorded:
@@ -341,12 +341,23 @@ if __name__ == "__main__":
     # python -m convkit.papers.summary.inference [labels...]: measure into results/<this GPU>
     # python -m convkit.papers.summary.inference --unrecorded <results folder>: the labels in every mode it lacks
     # python -m convkit.papers.summary.inference --warm labels...: fill torch.compile's cache first
+    # python -m convkit.papers.summary.inference --part K N <folder>: the K-th of N parts of the labels, into folder
+    # python -m convkit.papers.summary.inference --absorb <results folder> <part folder>...: the parts' rows moved in
     import sys
+
+    from convkit.study.results import absorb
 
     arguments = sys.argv[1:]
     if arguments[:1] == ["--unrecorded"] and len(arguments) == 2:
         print(" ".join(unrecorded(Path(arguments[1]), [k for k in labels() if variants_of(k) == MODES])))
     elif arguments[:1] == ["--warm"]:
         warm_compile_cache(arguments[1:])
+    elif arguments[:1] == ["--part"] and len(arguments) == 4:
+        part, parts = int(arguments[1]), int(arguments[2])
+        measure(Path(arguments[3]), only=labels()[part::parts])
+    elif arguments[:1] == ["--absorb"] and len(arguments) >= 3:
+        for folder in arguments[2:]:
+            moved = absorb(Path(arguments[1]), EXPERIMENT, Path(folder), columns=COLUMNS, key_columns=KEY_COLUMNS)
+            print(f"{moved} rows from {folder}")
     else:
         measure(only=arguments or None)
