@@ -131,3 +131,58 @@ def test_the_networks_measured_in_parts_on_several_gpus_join_into_one_recording(
     assert inference.unrecorded(main, every) == []
     runs = json.loads((main / f"{inference.EXPERIMENT}.json").read_text())["runs"]
     assert sorted(run["gpu_index"] for run in runs.values()) == ["0", "1", "2"]
+
+
+def test_the_built_ahead_line_gives_the_import_and_patch_costs_beside_the_first_forward(monkeypatch, tmp_path):
+    """``import convkit`` timed in fresh processes (its median recorded as an ``import`` row) and the seconds
+    ``patch`` took (each prebuilt row's note) stand in the result box beside the first forward they precede."""
+    import subprocess
+
+    from convkit.papers.summary import first_forward
+    from convkit.papers.summary import networks_tables as nets
+    from convkit.study.results import ResultStore
+
+    timings = iter(["0.30\n", "0.10\n", "0.20\n"])
+    monkeypatch.setattr("convkit.study.provenance.collect", lambda: {"gpu": "test"})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(timings), ""))
+    first_forward.measure_import(tmp_path)
+    first_forward.measure_import(tmp_path)  # recorded once: nothing timed again
+    store = ResultStore.open(tmp_path, inference.EXPERIMENT + inference.COLD, {"gpu": "test"},
+                             columns=inference.COLUMNS, key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    for label, patch_s in (("ResNet-50-1", "0.003"), ("AlexNet-1", "0.012")):
+        store.append({"label": label, "network": label.rsplit("-", 1)[0], "batch": 1, "impl": "convkit",
+                      "variant": first_forward.PREBUILT, "status": "ok", "conv_layers": 50, "first_forward_s": "0.5",
+                      "note": f"patch {patch_s} s"})  # fmt: skip
+    cold = nets.cold_first_forward(tmp_path)
+    assert list(cold["kind"]) == ["built ahead", "built ahead"]  # the import row is no first forward
+    assert cold.attrs["import seconds"] == 0.2 and cold.attrs["patch seconds"] == 0.012
+    modes = nets.modes_table(tmp_path / "none")
+    assert nets.mode_lines(modes, cold) == []  # no modes recorded: no lines
+    line = nets.mode_lines(_one_mode_table(tmp_path / "modes"), cold)[-1]
+    assert "importing convkit (after PyTorch) took 0.20 s and patching the network at most 12 ms" in line
+
+
+def _one_mode_table(directory):
+    from convkit.papers.summary import networks_tables as nets
+    from convkit.study.results import ResultStore
+
+    store = ResultStore.open(directory, inference.EXPERIMENT, {"gpu": "test"}, columns=inference.COLUMNS,
+                             key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    for impl in inference.IMPLS:
+        for variant in inference.MODES:
+            extra = {"first_forward_s": "1.0"} if (impl, variant) == ("convkit", "wall") else {}
+            store.append(
+                {
+                    "label": "AlexNet-1",
+                    "network": "AlexNet",
+                    "batch": 1,
+                    "impl": impl,
+                    "variant": variant,
+                    "status": "ok",
+                    "time_ms_median": 1.0,
+                    "conv_layers": 5,
+                    "graph_breaks": 0,
+                    **extra,
+                }
+            )
+    return nets.modes_table(directory)

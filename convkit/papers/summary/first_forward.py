@@ -5,8 +5,9 @@ with the prebuild step's one-time cost as a ``prebuild`` row), convkit's user ca
 ``python -m convkit.papers.summary.first_forward --cold LABEL`` times the first kind;
 ``--prebuild`` times ``convkit prebuild`` into CuPy's kernel cache (``CUPY_CACHE_DIR``, empty before: the caller makes
 it so) and ``LABEL...`` then times the second kind, each in a fresh process reading that cache, with the seconds
-``patch`` took beside it; ``--forget`` drops the prebuild and prebuilt rows, to measure them again whole. On a GPU
-with no shipped table those two variants end in :data:`NO_TABLE`.
+``patch`` took beside it; ``--import`` times ``import convkit`` in fresh processes (an ``import`` row); ``--forget``
+drops the prebuild, prebuilt and import rows, to measure them again whole. On a GPU with no shipped table the
+prebuild and prebuilt variants end in :data:`NO_TABLE`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from convkit.papers.summary.modes import first_forward_seconds
 from convkit.study.results import ResultStore
 
 COLD_VARIANT, PREBUILD, PREBUILT = "first_forward_cold", "prebuild", "first_forward_prebuilt"
+#: The ``import convkit`` row: its seconds in a fresh process that has imported PyTorch (the median of
+#: :data:`IMPORT_REPEATS` such processes).
+IMPORT, IMPORT_REPEATS = "import", 3
+_IMPORT_CODE = ("import time, torch; start = time.perf_counter(); import convkit; "
+                "print(time.perf_counter() - start)")  # fmt: skip
 #: The suffix of both variants on a GPU the package ships no table for (simulated on one it does by shipping its
 #: table under another GPU's name: the prebuild then builds what the first-use tuner times, and every layer tunes).
 NO_TABLE = "_no_table"
@@ -59,6 +65,23 @@ def measure_prebuild(directory: Path | None = None) -> None:
     store.append({"label": "prebuild", "network": "every shipped choice", "batch": "", "impl": "convkit",
                   "variant": variant, "status": "ok", "first_forward_s": f"{done['seconds']:.3f}",
                   "note": f"{done['builds']} kernels built by {done['workers']} processes"})  # fmt: skip
+
+
+def measure_import(directory: Path | None = None) -> None:
+    """Record what ``import convkit`` costs a fresh process that has imported PyTorch (an ``import`` row): the
+    median of :data:`IMPORT_REPEATS` processes, each timing its own import."""
+    import statistics
+    import subprocess
+    import sys
+
+    store = _store(directory)
+    if (IMPORT, "convkit", IMPORT) in store.done_keys():
+        return
+    runs = [float(subprocess.run([sys.executable, "-c", _IMPORT_CODE], capture_output=True, text=True,
+                                 check=True).stdout.split()[-1]) for _ in range(IMPORT_REPEATS)]  # fmt: skip
+    store.append({"label": IMPORT, "network": "convkit, after PyTorch", "impl": "convkit", "variant": IMPORT,
+                  "status": "ok", "first_forward_s": f"{statistics.median(runs):.3f}",
+                  "note": f"median of {IMPORT_REPEATS} fresh processes"})  # fmt: skip
 
 
 def measure_first_forward(label: str, directory: Path | None = None, *, cold: bool = False) -> None:
@@ -96,7 +119,7 @@ def measure_first_forward(label: str, directory: Path | None = None, *, cold: bo
 def forget(directory: Path | None = None) -> int:
     """Drop the recorded prebuild and prebuilt rows (to measure them again whole, after the shipped table or the
     kernels changed); the rows dropped."""
-    return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in (PREBUILD, PREBUILT))
+    return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in (PREBUILD, PREBUILT, IMPORT))
 
 
 if __name__ == "__main__":
@@ -106,6 +129,8 @@ if __name__ == "__main__":
         print(f"dropped {forget()} rows")
     elif sys.argv[1:] == ["--prebuild"]:
         measure_prebuild()
+    elif sys.argv[1:] == ["--import"]:
+        measure_import()
     elif sys.argv[1:2] == ["--cold"] and len(sys.argv) == 3:
         measure_first_forward(sys.argv[2], cold=True)
     else:

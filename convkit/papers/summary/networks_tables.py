@@ -202,11 +202,15 @@ def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT +
         return pd.DataFrame()
     ok = frame[frame["status"] == "ok"]
     built = ok[ok["variant"].str.startswith(first_forward.PREBUILD)]
+    imported = ok[ok["variant"] == first_forward.IMPORT]["first_forward_s"].astype(float)
+    patched = ok["note"].fillna("").str.extract(r"patch ([0-9.]+) s", expand=False).dropna().astype(float)
     ok = ok[ok["variant"].isin(list(FIRST_FORWARDS))]
     seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
     out = pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,
                         "layers": layers, "ms a layer": 1e3 * seconds / layers,
                         "kind": ok["variant"].map(FIRST_FORWARDS)}).reset_index(drop=True)  # fmt: skip
+    out.attrs["import seconds"] = float(imported.iloc[-1]) if len(imported) else None
+    out.attrs["patch seconds"] = float(patched.max()) if len(patched) else None
     out.attrs["prebuild"] = {
         ("no table" if v.endswith(first_forward.NO_TABLE) else "built ahead"): {"seconds": float(t), "note": n}
         for v, t, n in zip(built["variant"], built["first_forward_s"], built["note"], strict=True)
@@ -260,6 +264,10 @@ def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None
             continue
         built = cold.attrs.get("prebuild", {}).get(kind)
         once = f" ({built['note']}, {built['seconds']:.0f} s once)" if built else ""
+        imported, patched = cold.attrs.get("import seconds"), cold.attrs.get("patch seconds")
+        if kind == "built ahead" and imported is not None and patched is not None:
+            after = (f"Before it, importing convkit (after PyTorch) took {imported:.2f} s and patching the network "
+                     f"at most {1e3 * patched:.0f} ms. {after}")  # fmt: skip
         slowest = ahead.loc[ahead["ms a layer"].idxmax()]
         out.append(
             f"**{title}**{once}: a fresh process's first forward took a median "
