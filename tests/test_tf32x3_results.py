@@ -82,3 +82,28 @@ def test_the_findings_row_gives_the_result_box_numbers():
     assert row["section"] == results.SECTION
     notebook = (Path(__file__).parents[1] / "notebooks" / "07_tf32x3.ipynb").read_text()
     assert f"({results.SECTION})=" in notebook
+
+
+def test_the_profile_takes_cutlass_at_its_fastest_tile_of_each_profiled_layer():
+    """CUTLASS's fastest 3xTF32 tile on each profiled layer, read from the recorded sweep, is profiled beside the
+    128 x 128 tiles; the note under the profile says which tiles its rows are."""
+    import pandas as pd
+
+    from convkit.libs import cutlass
+    from convkit.papers import tf32x3
+
+    t = _tables()
+    fastest = results.fastest_cutlass_tiles(t["sweep"])
+    assert set(fastest) == {problem.label for _, problem in results.PROFILE_PROBLEMS}
+    ok = t["sweep"][(t["sweep"]["impl"] == "cutlass") & (t["sweep"]["status"] == "ok")]
+    for label, tile in fastest.items():
+        tiles = ok[(ok["label"] == label) & ok["variant"].str.contains("tf32x3")]
+        assert float(tiles.loc[tiles["variant"] == tile, "time_ms_median"].min()) == tiles["time_ms_median"].min()
+    taken = {p.name for p in tf32x3.profiled_peers(RECORDED) if p.impl == cutlass.IMPL}
+    assert taken == {*results.PROFILED_PEERS, *fastest.values()}
+    assert all(name in results.NAMES for name, _ in cutlass.KERNELS)
+    # the recorded profile took the 128 x 128 tiles alone; one that took the fastest tiles says so
+    assert results.profiled_cutlass_note(t).endswith("not how CUTLASS's fastest does.")
+    extra = pd.DataFrame({"variant": sorted(set(fastest.values()))})
+    note = results.profiled_cutlass_note(t | {"kernels": pd.concat([t["kernels"], extra], ignore_index=True)})
+    assert note.endswith("(128 x 64 and 64 x 64) were profiled beside it.")

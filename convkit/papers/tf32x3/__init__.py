@@ -109,11 +109,23 @@ def best_and_worst(directory: Path) -> list[tuple[str, ConvProblem]]:
             (f"worst for 3xTF32 ({worst['label']})", worst["problem"])]  # fmt: skip
 
 
+def profiled_peers(directory: Path) -> tuple[Any, ...]:
+    """The peers the profile takes: every peer but CUTLASS's, and of CUTLASS's :data:`PROFILED_PEERS` and the
+    fastest 3xTF32 tile of each profiled layer in the sweep recorded in ``directory``
+    (:func:`results.fastest_cutlass_tiles`)."""
+    from convkit.study.results import load_results
+
+    recorded = (Path(directory) / f"{EXPERIMENT}.csv").is_file()
+    fastest = results.fastest_cutlass_tiles(load_results(directory, EXPERIMENT)[0]) if recorded else {}
+    return tuple(p for p in PEERS if p.impl != cutlass.IMPL or p.name in {*PROFILED_PEERS, *fastest.values()})
+
+
 def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
     """The profile's cases: on each of :data:`PROFILE_PROBLEMS` and :func:`best_and_worst`, every kernel at the
-    launch tuned in ``directory``, then cuBLAS where it applies and :data:`PROFILED_PEERS`."""
+    launch tuned in ``directory``, then cuBLAS where it applies, :data:`PROFILED_PEERS` and CUTLASS's fastest
+    3xTF32 tile of each profiled layer in the sweep recorded there (:func:`results.fastest_cutlass_tiles`)."""
     named = [("layers", name, p) for name, p in (*PROFILE_PROBLEMS, *best_and_worst(directory))]
-    peers = tuple(p for p in PEERS if p.impl != cutlass.IMPL or p.name in PROFILED_PEERS)
+    peers = profiled_peers(directory)
     return convolution_cases(named, Kernels(VARIANTS, peers), cudnn=False, tuned=tuned(directory))
 
 
