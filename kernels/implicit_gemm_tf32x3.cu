@@ -88,7 +88,9 @@ __device__ __forceinline__ void zero(Tiles& tiles)
 // d += a * b on one m16n8k8 TF32 tile (FP32 accumulation in the tensor core).
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
 {
-#if __CUDA_ARCH__ >= 800
+#if defined(CONVKIT_EMULATED_MMA)
+    CONVKIT_EMULATED_MMA(d, a, b);  // tests/cuda_emulator: the warp's product computed on the CPU
+#elif __CUDA_ARCH__ >= 800
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
@@ -107,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
     long long x_batch, long long w_batch, long long out_batch)
 {
     using namespace tf32x3;
-#if __CUDA_ARCH__ < 800
+#if __CUDA_ARCH__ < 800 && !defined(CONVKIT_EMULATED_MMA)
     __trap();  // no TF32 tensor cores: convkit.families.tf32x3 declines these GPUs before launching
 #else
     extern __shared__ __align__(16) float smem[];

@@ -91,19 +91,20 @@ def test_the_profile_takes_cutlass_at_its_fastest_tile_of_each_profiled_layer():
 
     from convkit.libs import cutlass
     from convkit.papers import tf32x3
+    from convkit.papers.tf32x3 import profiled
 
     t = _tables()
-    fastest = results.fastest_cutlass_tiles(t["sweep"])
-    assert set(fastest) == {problem.label for _, problem in results.PROFILE_PROBLEMS}
+    fastest = profiled.fastest_cutlass_tiles(t["sweep"])
+    assert set(fastest) == {problem.label for _, problem in profiled.PROFILE_PROBLEMS}
     ok = t["sweep"][(t["sweep"]["impl"] == "cutlass") & (t["sweep"]["status"] == "ok")]
     for label, tile in fastest.items():
         tiles = ok[(ok["label"] == label) & ok["variant"].str.contains("tf32x3")]
         assert float(tiles.loc[tiles["variant"] == tile, "time_ms_median"].min()) == tiles["time_ms_median"].min()
     taken = {p.name for p in tf32x3.profiled_peers(RECORDED) if p.impl == cutlass.IMPL}
-    assert taken == {*results.PROFILED_PEERS, *fastest.values()}
+    assert taken == {*profiled.PROFILED_PEERS, *fastest.values()}
     assert all(name in results.NAMES for name, _ in cutlass.KERNELS)
     # the recorded profile took the 128 x 128 tiles alone; one that took the fastest tiles says so
-    assert results.profiled_cutlass_note(t).endswith("not how CUTLASS's fastest does.")
+    assert profiled.profiled_cutlass_note(t).endswith("not how CUTLASS's fastest does.")
     extra = pd.DataFrame({"variant": sorted(set(fastest.values()))})
-    note = results.profiled_cutlass_note(t | {"kernels": pd.concat([t["kernels"], extra], ignore_index=True)})
+    note = profiled.profiled_cutlass_note(t | {"kernels": pd.concat([t["kernels"], extra], ignore_index=True)})
     assert note.endswith("(128 x 64 and 64 x 64) were profiled beside it.")

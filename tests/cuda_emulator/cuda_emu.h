@@ -1,5 +1,6 @@
-// A CPU stand-in for the CUDA features the chang2022 and lu2020 kernels use, so that their index arithmetic,
-// staging and channel-split protocol run (and are checked) on a machine with no GPU.
+// A CPU stand-in for the CUDA features the chang2022, lu2020 and implicit GEMM kernels use, so that their index
+// arithmetic, staging, channel-split protocol and tensor-core fragments run (and are checked) on a machine with no
+// GPU.
 //
 // - A block's threads are fibers (ucontext): the scheduler runs each in turn up to its next
 //   __syncthreads, then the next round; a thread that ends while others wait at a barrier is an error
@@ -7,6 +8,8 @@
 // - Blocks run one after another, so a static stands for a __shared__ variable, and a split that waits
 //   for another block's zeros only ever waits for a block that has already run (the kernels' own rule).
 // - __CUDA_ARCH__ is undefined: the kernels take their synchronous-copy paths (Turing's), not cp.async.
+// - mma.sync.m16n8k8 on TF32 is a warp collective (CONVKIT_EMULATED_MMA, which a kernel calls in place of its
+//   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -29,13 +32,17 @@ struct alignas(16) float4 {
     float x, y, z, w;
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+struct alignas(8) float2 {
+    float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
 
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // GNU: allowed among the decl-specifiers
 #define __shared__ static  // blocks run one at a time: a static is the running block's
 using std::max;
 using std::min;
@@ -173,3 +180,38 @@ inline float __uint_as_float(unsigned u)
     std::memcpy(&f, &u, sizeof f);
     return f;
 }
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d += a * b for the warp: the PTX ISA's fragment layout
+// (lane = 4 g + t: a holds A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b holds B[t][g], B[t+4][g]; d holds
+// D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]). The tensor core reads an operand's top 19 bits (TF32, the low
+// 13 mantissa bits dropped); the sum is formed in double and rounded once, where the hardware truncates as it
+// adds: this checks fragments and indexing, not the tensor core's rounding (the GPU tests check that).
+namespace emu {
+struct MmaPost {
+    unsigned a[4], b[2];
+};
+inline std::vector<MmaPost> mma_posted;
+inline float tf32(unsigned bits) { return __uint_as_float(bits & 0xffffe000u); }
+inline void mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+    const int t = current, base = t - t % 32, lane = t % 32, g = lane / 4, q = lane % 4;
+    if (mma_posted.size() < fibers->size()) mma_posted.resize(fibers->size());
+    std::copy(a, a + 4, mma_posted[t].a);
+    std::copy(b, b + 2, mma_posted[t].b);
+    __syncthreads();
+    auto A = [&](int row, int k) {  // the lane and register holding A[row][k]
+        return tf32(mma_posted[base + (row % 8) * 4 + k % 4].a[(row >= 8) + 2 * (k >= 4)]);
+    };
+    auto B = [&](int k, int col) { return tf32(mma_posted[base + col * 4 + k % 4].b[k >= 4]); };
+    float out[4];
+    for (int v = 0; v < 4; ++v) {
+        const int row = g + 8 * (v >= 2), col = 2 * q + v % 2;
+        double sum = d[v];
+        for (int k = 0; k < 8; ++k) sum += double(A(row, k)) * double(B(k, col));
+        out[v] = float(sum);
+    }
+    __syncthreads();  // every lane has read the posts before any posts its next
+    std::copy(out, out + 4, d);
+}
+}  // namespace emu
+#define CONVKIT_EMULATED_MMA emu::mma_m16n8k8_tf32

@@ -26,7 +26,7 @@ from convkit.families import fp32, tf32x3
 from convkit.families.registry import Family, Kernels, KnobTable, first_of
 from convkit.libs import cutlass
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.tf32x3 import claims, results
+from convkit.papers.tf32x3 import claims, profiled, results
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
@@ -80,7 +80,7 @@ def tuned(directory: Path) -> KnobTable:
     return first_of([knob_table(directory, table) for table in (TUNING, FP32_TUNING)])
 
 
-PROFILE_PROBLEMS, PROFILED_PEERS = results.PROFILE_PROBLEMS, results.PROFILED_PEERS
+PROFILE_PROBLEMS, PROFILED_PEERS = profiled.PROFILE_PROBLEMS, profiled.PROFILED_PEERS
 STALLS = ("not_selected", "dispatch_stall", "math_pipe_throttle", "barrier", "long_scoreboard", "short_scoreboard",
           "wait", "mio_throttle")  # fmt: skip
 PROFILE_METRICS: tuple[str, ...] = (
@@ -112,18 +112,18 @@ def best_and_worst(directory: Path) -> list[tuple[str, ConvProblem]]:
 def profiled_peers(directory: Path) -> tuple[Any, ...]:
     """The peers the profile takes: every peer but CUTLASS's, and of CUTLASS's :data:`PROFILED_PEERS` and the
     fastest 3xTF32 tile of each profiled layer in the sweep recorded in ``directory``
-    (:func:`results.fastest_cutlass_tiles`)."""
+    (:func:`profiled.fastest_cutlass_tiles`)."""
     from convkit.study.results import load_results
 
     recorded = (Path(directory) / f"{EXPERIMENT}.csv").is_file()
-    fastest = results.fastest_cutlass_tiles(load_results(directory, EXPERIMENT)[0]) if recorded else {}
+    fastest = profiled.fastest_cutlass_tiles(load_results(directory, EXPERIMENT)[0]) if recorded else {}
     return tuple(p for p in PEERS if p.impl != cutlass.IMPL or p.name in {*PROFILED_PEERS, *fastest.values()})
 
 
 def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:
     """The profile's cases: on each of :data:`PROFILE_PROBLEMS` and :func:`best_and_worst`, every kernel at the
     launch tuned in ``directory``, then cuBLAS where it applies, :data:`PROFILED_PEERS` and CUTLASS's fastest
-    3xTF32 tile of each profiled layer in the sweep recorded there (:func:`results.fastest_cutlass_tiles`)."""
+    3xTF32 tile of each profiled layer in the sweep recorded there (:func:`profiled.fastest_cutlass_tiles`)."""
     named = [("layers", name, p) for name, p in (*PROFILE_PROBLEMS, *best_and_worst(directory))]
     peers = profiled_peers(directory)
     return convolution_cases(named, Kernels(VARIANTS, peers), cudnn=False, tuned=tuned(directory))

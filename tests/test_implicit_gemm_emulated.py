@@ -1,0 +1,100 @@
+"""The implicit GEMM kernels on the CPU: the FP32 one and the 3xTF32 one (its mma.sync fragments emulated as a warp
+collective), each launch's grid, block, shared memory and macros from convkit's launches, run under
+``tests/cuda_emulator`` and checked against convkit's float64 reference. CI thereby checks the kernels' im2col
+indexing, staging, fragment layouts, split-K planes and stores without a GPU; the GPU tests check cp.async, the
+tensor cores' own rounding and the timing."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.nvrtc import kernel_code
+from convkit.families.fp32.launch import ImplicitGemmLaunch, k_per_split
+from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
+
+EMULATOR = Path(__file__).parent / "cuda_emulator"
+CXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
+
+#: The 3xTF32 kernel's one declaration of dynamic shared memory, a pointer under the emulator.
+DYNAMIC_SMEM = "extern __shared__ __align__(16) float smem[];"
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("emulated_gemm")
+
+
+def source(build_dir: Path, name: str) -> Path:
+    """``kernels/<name>.cu`` (headers inlined) as the emulator includes it, in a folder of its own."""
+    folder = build_dir / name
+    folder.mkdir(exist_ok=True)
+    # the launch points dynamic_smem at each block's shared memory (unused by a kernel of static shared memory)
+    text = "float* dynamic_smem;\n" + kernel_code(name).replace(DYNAMIC_SMEM, "float* smem = dynamic_smem;")
+    (folder / "kernel_source.cu").write_text(text)
+    return folder
+
+
+def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -> float:
+    """Run ``launch`` on ``problem`` (fresh random inputs, the output poisoned with NaN) under the emulator, sum the
+    split planes as ``sum_planes`` would, and return the relative error against float64."""
+    launch.can_implement(problem)
+    p, splits = problem, launch.effective_splits(problem)
+    folder = source(build_dir, launch.source)
+    ints = ",".join(f"ints[{i}]" for i in range(14))
+    call = f"{launch.kernel_name(p)}(x,w,out,{ints})"
+    options = launch.options(p)
+    exe = folder / f"launch_{hashlib.sha1(' '.join((*options, call)).encode()).hexdigest()[:16]}"
+    if not exe.exists():
+        subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{folder}",
+                        f"-DKERNEL_CALL={call}", *options, str(EMULATOR / "launch_driver.cpp"), "-o", str(exe)],
+                       check=True)  # fmt: skip
+    rng = np.random.default_rng()
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
+    x.tofile(files[0])
+    w.tofile(files[1])
+    out_floats = splits * math.prod(p.output_shape)
+    grid = (*launch.grid(p), 1, 1)[:3]
+    dims = (x.size, w.size, out_floats, *grid, launch.block(p)[0], launch.shared_bytes(p),
+            p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, launch.splits, launch.slice_k),
+            splits, 0, 0, 0)  # fmt: skip
+    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
+    planes = np.fromfile(files[2], dtype=np.float32).reshape(splits, *p.output_shape)
+    assert not np.isnan(planes).any(), f"{launch} on {p.label}: outputs left unwritten"
+    return reference.relative_error(planes.sum(axis=0), reference.conv2d(x, w, pad=p.pad, stride=p.stride))
+
+
+#: Small problems no tile divides: odd sizes, batches, stride 2, 1x1 with 16-byte copies, 5x5 and 7x7, a channel
+#: count that leaves a partial slice, split-K.
+PROBLEMS = (
+    ConvProblem(1, 7, 13, 11, 5, 3, 3, pad=1),
+    ConvProblem(2, 9, 15, 12, 10, 3, 3, pad=1, stride=2),
+    ConvProblem(2, 19, 16, 16, 33, 1, 1),
+    ConvProblem(1, 11, 5, 5, 7, 5, 5, pad=1),
+    ConvProblem(1, 6, 17, 10, 3, 7, 7, pad=3, stride=2),
+    ConvProblem(1, 40, 6, 6, 70, 3, 3, pad=1),
+)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.key)
+@pytest.mark.parametrize("kind", [ImplicitGemmLaunch, TensorCoreGemmLaunch], ids=["fp32", "tf32x3"])
+def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, kind, monkeypatch):
+    # the launch's own checks of the GPU in hand (TF32 tensor cores) do not apply on the CPU
+    monkeypatch.setattr("convkit.families.tf32x3.launch.has_tf32_tensor_cores", lambda: True)
+    slices = math.ceil(problem.c * problem.r * problem.s / kind.slice_k)
+    for launch in (kind(tile="64x64", splits=1, stages=2), kind(tile="128x64", splits=min(3, slices), stages=3)):
+        err = emulate(build_dir, launch, problem)
+        assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"
