@@ -6,14 +6,13 @@ tensor cores' own rounding and the timing."""
 
 from __future__ import annotations
 
-import hashlib
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulated import CXX, build  # tests/emulated.py
 
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
@@ -22,8 +21,6 @@ from convkit.cuda.nvrtc import kernel_code
 from convkit.families.fp32.launch import ImplicitGemmLaunch, k_per_split
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
 
-EMULATOR = Path(__file__).parent / "cuda_emulator"
-CXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
 #: The 3xTF32 kernel's one declaration of dynamic shared memory, a pointer under the emulator.
@@ -54,11 +51,7 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
     ints = ",".join(f"ints[{i}]" for i in range(14))
     call = f"{launch.kernel_name(p)}(x,w,out,{ints})"
     options = launch.options(p)
-    exe = folder / f"launch_{hashlib.sha1(' '.join((*options, call)).encode()).hexdigest()[:16]}"
-    if not exe.exists():
-        subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{folder}",
-                        f"-DKERNEL_CALL={call}", *options, str(EMULATOR / "launch_driver.cpp"), "-o", str(exe)],
-                       check=True)  # fmt: skip
+    exe = build(folder, call, options, "launch_driver.cpp")
     rng = np.random.default_rng()
     x = rng.standard_normal(p.input_shape, dtype=np.float32)
     w = rng.standard_normal(p.filter_shape, dtype=np.float32)

@@ -5,14 +5,13 @@ kernels' synchronous-copy (Turing) paths; the GPU tests cover cp.async and the r
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import subprocess
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulated import CXX, build  # tests/emulated.py
 
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
@@ -21,8 +20,6 @@ from convkit.cuda.launch import Launch
 from convkit.cuda.nvrtc import kernel_code
 from convkit.families.chang2022 import multi, single
 
-EMULATOR = Path(__file__).parent / "cuda_emulator"
-CXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
 #: The kernels' one declaration of dynamic shared memory, a pointer under the emulator.
@@ -50,11 +47,7 @@ def emulate(build_dir: Path, launch: Launch, problem: ConvProblem, args: tuple[i
     options = launch.options(problem)
     ints = ",".join(f"ints[{i}]" for i in range(len(args)))
     call = f"{launch.kernel_name(problem)}(x,w,out,{ints}{',counters.data()' if counters else ''})"
-    exe = build_dir / f"launch_{hashlib.sha1(' '.join((*options, call)).encode()).hexdigest()[:16]}"
-    if not exe.exists():
-        subprocess.run([CXX, "-std=c++17", "-O1", "-w", f"-I{EMULATOR / 'include'}", f"-I{EMULATOR}", f"-I{build_dir}",
-                        f"-DKERNEL_CALL={call}", *options, str(EMULATOR / "conv_driver.cpp"), "-o", str(exe)],
-                       check=True)  # fmt: skip
+    exe = build(build_dir, call, options, "conv_driver.cpp")
     p = problem
     rng = np.random.default_rng()
     x = rng.standard_normal((1, p.c, p.h, p.w), dtype=np.float32)
