@@ -37,8 +37,11 @@ CUTLASS_NAMES = {name: f"CUTLASS {'3xTF32' if precision == 'tf32x3' else 'FP32'}
 NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in VARIANTS}, **CUTLASS_NAMES}
 #: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.
 LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
-#: The targets the chapter reports against.
-TARGET_SHARE, TARGET_GEOMEAN, TARGET_TFLOPS, TARGET_1X1, TARGET_SUITES, TARGET_CUTLASS = 90.0, 1.5, 75.0, 1.5, 1.5, 80.0
+#: The targets the chapter reports against (tensor cores at the ceiling): cuConv's share faster than the best FP32
+#: library (%) and geometric mean on its layers of >= 1 GFLOP, the direct kernel's median TFLOP/s on the large
+#: layers, 1x1 layers over cuBLAS SGEMM, the memory-transactions chapter's multi-channel geometric mean, and the
+#: share of the problems both ran where ours beats CUTLASS's fastest 3xTF32 tile (%).
+TARGET_SHARE, TARGET_GEOMEAN, TARGET_TFLOPS, TARGET_1X1, TARGET_SUITES, TARGET_CUTLASS = 75.0, 1.3, 80.0, 1.2, 1.5, 80.0
 
 
 def _cutlass(frame: Any, precision: str) -> Any:
