@@ -235,7 +235,7 @@ def limits_lines(t: dict[str, Any]) -> list[str]:
         mine = profiled[profiled.index.get_level_values("implementation") == NAMES[IGEMM]]
         busy = mine[mine["issue slots %"].astype(float) >= 75]
         if len(busy):
-            share = busy["FMA instructions %"].astype(float)
+            share = busy["FMA share of instructions %"].astype(float)
             out.append(f"**Where the implicit GEMM keeps the issue slots busy** (the profile below), "
                        f"{share.min():.0f}%-{share.max():.0f}% of its instructions are FMAs: the rest (addresses, "
                        "copies, shared-memory reads) is the distance between its rate and the FMA pipe's.")  # fmt: skip
