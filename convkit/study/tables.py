@@ -249,8 +249,8 @@ STALL_COLUMNS = {
 def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructions: str, pipe_name: str) -> Any:
     """Per profiled layer and implementation (``names`` maps variants to the book's names), its longest kernel:
     time, the use of one pipe (metric ``pipe``, "<pipe_name> pipe %") and its share of the instructions (metric
-    ``pipe_instructions``), issue-slot use, achieved occupancy, registers a thread, shared-memory bank conflicts and
-    the two leading stall reasons (cycles per issued instruction)."""
+    ``pipe_instructions``), issue-slot use, achieved occupancy, shared-memory bank conflicts and the two leading
+    stall reasons (cycles per issued instruction)."""
     import pandas as pd
 
     ok = kernels[kernels["status"] == "ok"].copy()
@@ -268,7 +268,6 @@ def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructi
             "issue slots %": k.get("smsp__issue_active_avg_pct_of_peak_sustained_active"),
             f"{pipe_name} share of instructions %": 100 * float(k.get(pipe_instructions, math.nan)) / issued,
             "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
-            "registers": k.get("registers"),
             "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
             "top stalls": ", ".join(f"{name} {v:.2f}" for v, name in stalls),
         })  # fmt: skip
