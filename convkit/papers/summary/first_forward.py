@@ -117,8 +117,8 @@ def measure_first_forward(label: str, directory: Path | None = None, *, cold: bo
 
 
 def forget(directory: Path | None = None) -> int:
-    """Drop the recorded prebuild and prebuilt rows (to measure them again whole, after the shipped table or the
-    kernels changed); the rows dropped."""
+    """Drop the recorded prebuild, prebuilt and import rows (to measure them again whole, after the shipped table or
+    the kernels changed); the rows dropped."""
     return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in (PREBUILD, PREBUILT, IMPORT))
 
 
