@@ -93,10 +93,28 @@ def probe(label: str) -> None:
 
                 parts["torch_handle"] = per_call_us(lambda: torch_handle(0, stream.ptr), gpu=False)
                 parts["torch_replay_handle"] = per_call_us(lambda: torch_replay_handle(0, stream.ptr), gpu=False)
+                parts.update(sgemm_parts(problem, x, w, out, stream))
         parts["is_compiling"] = per_call_us(torch.compiler.is_compiling, gpu=False)
     print(f"{label}: {choice.impl}/{choice.variant} steps={steps}")
     for name, us in parts.items():
         print(f"  {name:24s} {us:7.2f} us")
+
+
+def sgemm_parts(problem: ConvProblem, x: Any, w: Any, out: Any, stream: Any) -> dict[str, float]:
+    """The 1x1 layer's SGEMM alone, on convkit's handle for ``stream``: through ctypes as a replay calls it, and
+    through CuPy's Cython binding (which sets the handle's stream to CuPy's current one, ``stream`` here): whether
+    the host time is cuBLAS's own or the call's."""
+    from cupy_backends.cuda.libs import cublas
+
+    from convkit.libs.cublas import _call_sgemm, _handle, _sgemm_args
+
+    n, c, h, wd = problem.input_shape
+    args = _sgemm_args(_handle(0, stream.ptr), x.data_ptr(), w.data_ptr(), out.data_ptr(), n, c, h * wd, problem.m)
+    with stream:
+        return {
+            "sgemm, ctypes": per_call_us(lambda: _call_sgemm(list(args))),
+            "sgemm, CuPy's Cython": per_call_us(lambda: cublas.sgemmStridedBatched(*args)),
+        }
 
 
 def dispatch_costs() -> None:
