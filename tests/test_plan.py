@@ -106,3 +106,39 @@ def test_each_stream_has_its_own_zeroed_block_grown_on_demand():
     worker.join()
     assert there and there[0] != here == zeroed.stream_block("torch", 0, PER_THREAD_STREAM, 100, Block)[0]
     zeroed._BLOCKS.clear()
+
+
+def test_a_pytorch_replay_keeps_scratch_per_stream_apart_from_its_zeroed_state(monkeypatch):
+    """A PyTorch replay's scratch (``torch_replay_resolver(zeroed=False)``): the stream's block, made with
+    ``torch.empty`` once and found again with one lookup; another block than the stream's zeroed state; under
+    capture a fresh block per call that no later call gets."""
+    from convkit.cuda import zeroed
+
+    made: list[tuple[str, int]] = []
+
+    class Tensor:
+        def __init__(self, how: str, n: int):
+            made.append((how, n))
+            self.ptr = 0x1000 * len(made)
+
+        def data_ptr(self) -> int:
+            return self.ptr
+
+    fake_torch = types.SimpleNamespace(uint8="uint8", device=lambda *a: a, empty=lambda n, **k: Tensor("empty", n),
+                                       zeros=lambda n, **k: Tensor("zeros", n))  # fmt: skip
+    capturing = {33}
+    runtime = types.SimpleNamespace(streamIsCapturing=lambda stream: stream in capturing)
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    zeroed._BLOCKS.clear()
+    scratch, counters = zeroed.torch_replay_resolver(0, 1000, zeroed=False), zeroed.torch_replay_resolver(0, 64)
+    first, owner = scratch(11)
+    assert owner is not None and made == [("empty", zeroed.MIN_BLOCK_BYTES)]
+    assert scratch(11) == (first, None) and len(made) == 1  # found again: nothing made, no owner to keep
+    assert counters(11)[0] != first and made[-1][0] == "zeros"  # the zeroed state is a block of its own
+    assert scratch(22)[0] != first  # another stream, another block
+    fresh = [scratch(33) for _ in range(2)]  # under capture: a block per call, kept by its owner only
+    assert fresh[0][0] != fresh[1][0] and all(owner is not None for _, owner in fresh)
+    assert ("torch scratch", 0, 33) not in zeroed._BLOCKS
+    zeroed._BLOCKS.clear()
