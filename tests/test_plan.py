@@ -142,3 +142,21 @@ def test_a_pytorch_replay_keeps_scratch_per_stream_apart_from_its_zeroed_state(m
     assert fresh[0][0] != fresh[1][0] and all(owner is not None for _, owner in fresh)
     assert ("torch scratch", 0, 33) not in zeroed._BLOCKS
     zeroed._BLOCKS.clear()
+
+
+def test_a_pytorch_replay_calls_cublas_on_convkits_handle_except_under_capture(monkeypatch):
+    """``torch_replay_handle``: convkit's own handle for the thread and stream (set up once) where the stream runs
+    eagerly; PyTorch's handle and workspace while it is captured into a CUDA graph (nothing made under capture)."""
+    from convkit.libs import cublas
+
+    capturing = {33}
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    runtime.streamIsCapturing = lambda stream: stream in capturing
+    for name, module in (("cupy", types.ModuleType("cupy")), ("cupy.cuda", types.ModuleType("cupy.cuda")),
+                         ("cupy.cuda.runtime", runtime)):  # fmt: skip
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(cublas, "_handle", lambda device, stream: ("convkit", device, stream))
+    monkeypatch.setattr(cublas, "torch_handle", lambda device, stream: ("pytorch", device, stream))
+    assert cublas.torch_replay_handle(0, 11) == ("convkit", 0, 11)
+    assert cublas.torch_replay_handle(0, 0) == ("convkit", 0, 0)  # the legacy stream never captures
+    assert cublas.torch_replay_handle(1, 33) == ("pytorch", 1, 33)
