@@ -43,31 +43,34 @@ def source(build_dir: Path, name: str) -> Path:
 
 
 def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -> float:
-    """Run ``launch`` on ``problem`` (fresh random inputs, the output poisoned with NaN) under the emulator, sum the
-    split planes as ``sum_planes`` would, and return the relative error against float64."""
+    """Run ``launch`` on ``problem`` (fresh random inputs, the output poisoned with NaN) under the emulator, its
+    ``batch`` GEMMs on as many independent inputs and filters (as Winograd's transformed points run), sum the split
+    planes as ``sum_planes`` would, and return the largest relative error against float64."""
     launch.can_implement(problem)
-    p, splits = problem, launch.effective_splits(problem)
+    p, splits, batch = problem, launch.effective_splits(problem), launch.batch
     folder = source(build_dir, launch.source)
     ints = ",".join(f"ints[{i}]" for i in range(14))
     call = f"{launch.kernel_name(p)}(x,w,out,{ints})"
     options = launch.options(p)
     exe = build(folder, call, options, "launch_driver.cpp")
     rng = np.random.default_rng()
-    x = rng.standard_normal(p.input_shape, dtype=np.float32)
-    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    x = rng.standard_normal((batch, *p.input_shape), dtype=np.float32)
+    w = rng.standard_normal((batch, *p.filter_shape), dtype=np.float32)
     files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
     x.tofile(files[0])
     w.tofile(files[1])
-    out_floats = splits * math.prod(p.output_shape)
+    out_shape = (batch, splits, *p.output_shape)  # a GEMM's split planes lie together
     grid = (*launch.grid(p), 1, 1)[:3]
-    dims = (x.size, w.size, out_floats, *grid, launch.block(p)[0], launch.shared_bytes(p),
+    strides = (x[0].size, w[0].size, splits * math.prod(p.output_shape)) if batch > 1 else (0, 0, 0)
+    dims = (x.size, w.size, math.prod(out_shape), *grid, launch.block(p)[0], launch.shared_bytes(p),
             p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, launch.splits, launch.slice_k),
-            splits, 0, 0, 0)  # fmt: skip
+            splits, *strides)  # fmt: skip
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
-    planes = np.fromfile(files[2], dtype=np.float32).reshape(splits, *p.output_shape)
+    planes = np.fromfile(files[2], dtype=np.float32).reshape(out_shape)
     assert not np.isnan(planes).any(), f"{launch} on {p.label}: outputs left unwritten"
-    return reference.relative_error(planes.sum(axis=0), reference.conv2d(x, w, pad=p.pad, stride=p.stride))
+    return max(reference.relative_error(planes[g].sum(axis=0), reference.conv2d(x[g], w[g], pad=p.pad, stride=p.stride))
+               for g in range(batch))  # fmt: skip
 
 
 #: Small problems no tile divides: odd sizes, batches, stride 2, 1x1 with 16-byte copies, 5x5 and 7x7, a channel
@@ -88,6 +91,8 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
     # the launch's own checks of the GPU in hand (TF32 tensor cores) do not apply on the CPU
     monkeypatch.setattr("convkit.families.tf32x3.launch.has_tf32_tensor_cores", lambda: True)
     slices = math.ceil(problem.c * problem.r * problem.s / kind.slice_k)
-    for launch in (kind(tile="64x64", splits=1, stages=2), kind(tile="128x64", splits=min(3, slices), stages=3)):
+    launches = (kind(tile="64x64", splits=1, stages=2), kind(tile="128x64", splits=min(3, slices), stages=3),
+                kind(tile="64x128", stages=4, batch=3))  # fmt: skip
+    for launch in launches:
         err = emulate(build_dir, launch, problem)
         assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"
