@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.nvrtc import kernel_code
-from convkit.families.fp32.launch import ImplicitGemmLaunch, k_per_split
+from convkit.families.fp32.launch import ImplicitGemmLaunch, gemm_args
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
@@ -42,6 +43,11 @@ def source(build_dir: Path, name: str) -> Path:
     return folder
 
 
+def _ints(count: int) -> str:
+    """The first ``count`` integer arguments of a launch, as the driver's call names them."""
+    return ",".join(f"ints[{i}]" for i in range(count))
+
+
 def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -> float:
     """Run ``launch`` on ``problem`` (fresh random inputs, the output poisoned with NaN) under the emulator, its
     ``batch`` GEMMs on as many independent inputs and filters (as Winograd's transformed points run), sum the split
@@ -49,8 +55,7 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
     launch.can_implement(problem)
     p, splits, batch = problem, launch.effective_splits(problem), launch.batch
     folder = source(build_dir, launch.source)
-    ints = ",".join(f"ints[{i}]" for i in range(14))
-    call = f"{launch.kernel_name(p)}(x,w,out,{ints})"
+    call = f"{launch.kernel_name(p)}(x,w,out,{_ints(14)})"
     options = launch.options(p)
     exe = build(folder, call, options, "launch_driver.cpp")
     rng = np.random.default_rng()
@@ -63,8 +68,7 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
     grid = (*launch.grid(p), 1, 1)[:3]
     strides = (x[0].size, w[0].size, splits * math.prod(p.output_shape)) if batch > 1 else (0, 0, 0)
     dims = (x.size, w.size, math.prod(out_shape), *grid, launch.block(p)[0], launch.shared_bytes(p),
-            p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, launch.splits, launch.slice_k),
-            splits, *strides)  # fmt: skip
+            *gemm_args(launch, p, strides))  # fmt: skip
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
     planes = np.fromfile(files[2], dtype=np.float32).reshape(out_shape)
@@ -96,3 +100,52 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
     for launch in launches:
         err = emulate(build_dir, launch, problem)
         assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"
+
+
+def run_launch(build_dir: Path, launch: Any, problem: ConvProblem, call: str, inputs: tuple[np.ndarray, np.ndarray],
+               out_floats: int, ints: tuple[int, ...]) -> np.ndarray:  # fmt: skip
+    """One launch of ``launch`` (its grid, block, shared memory and macros on ``problem``) under the emulator:
+    ``call`` in terms of x, w, out and ints, on ``inputs`` (x, w); ``out_floats`` of output, poisoned with NaN."""
+    folder = source(build_dir, launch.source)
+    exe = build(folder, call, launch.options(problem), "launch_driver.cpp")
+    files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
+    for array, path in zip(inputs, files, strict=False):
+        np.ascontiguousarray(array, dtype=np.float32).tofile(path)
+    grid = (*launch.grid(problem), 1, 1)[:3]
+    dims = (inputs[0].size, inputs[1].size, out_floats, *grid, launch.block(problem)[0],
+            launch.shared_bytes(problem), *ints)  # fmt: skip
+    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"{call}: {(run.stdout + run.stderr).strip()}"
+    return np.fromfile(files[2], dtype=np.float32)
+
+
+@pytest.mark.parametrize("problem", [ConvProblem(2, 5, 11, 9, 6, 3, 3, pad=1), ConvProblem(1, 3, 9, 10, 4, 5, 5, pad=2),
+                                     ConvProblem(1, 4, 8, 8, 3, 3, 3)], ids=lambda p: p.key)  # fmt: skip
+def test_winograd_matches_float64_on_the_cpu(build_dir, problem):
+    """Winograd's four launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
+    input transforms, the batched GEMM of the transformed points (the implicit GEMM), the output transform; within
+    the transform methods' bar of float64."""
+    from convkit.families.fp32.winograd import WinogradLaunch, _TransformLaunch
+
+    p = problem
+    spec = WinogradLaunch(4 if p.r == 3 else 2, "64x64")
+    spec.can_implement(p)
+    th, tw, t, t_pad = spec.tiles(p)
+    points = spec.alpha(p) ** 2
+    rng = np.random.default_rng()
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    none = np.zeros(1, np.float32)
+    v = run_launch(build_dir, _TransformLaunch("winograd_filter", spec), p, "winograd_filter(w,out,ints[0])",
+                   (none, w), points * p.m * p.c, (p.m * p.c,))  # fmt: skip
+    u = run_launch(build_dir, _TransformLaunch("winograd_input", spec), p,
+                   f"winograd_input(x,out,{_ints(8)})", (x, none),
+                   points * p.c * t_pad, (p.c, p.h, p.w, p.pad, th, tw, t, t_pad))  # fmt: skip
+    gemm, gp = spec.gemm_launch(p), spec.gemm_problem(p)
+    prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)})", (u, v),
+                      points * p.m * t_pad, gemm_args(gemm, gp, (p.c * t_pad, p.m * p.c, p.m * t_pad)))  # fmt: skip
+    y = run_launch(build_dir, _TransformLaunch("winograd_output", spec), p,
+                   f"winograd_output(x,out,{_ints(7)},(const float*)nullptr)",
+                   (prod, none), math.prod(p.output_shape), (p.m, p.out_h, p.out_w, th, tw, t, t_pad))  # fmt: skip
+    err = reference.relative_error(y.reshape(p.output_shape), reference.conv2d(x, w, pad=p.pad))
+    assert err < reference.TRANSFORM_TOLERANCE, f"Winograd F({spec.m}, {p.r}) on {p.key}: relative error {err:.2e}"

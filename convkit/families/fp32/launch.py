@@ -270,6 +270,14 @@ def conv2d_implicit_gemm(
     return out
 
 
+def gemm_args(spec: ImplicitGemmLaunch, p: ConvProblem, strides: tuple[int, int, int] = (0, 0, 0)) -> tuple[int, ...]:
+    """The kernel's integer arguments after its three pointers: the problem's sizes, padding and stride, the
+    reduction elements per split and the splits (int), then the batch's strides of x, w and out in floats
+    (long long)."""
+    return (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, k_per_split(p, spec.splits, spec.slice_k),
+            spec.effective_splits(p), *strides)  # fmt: skip
+
+
 def gemm(
     spec: ImplicitGemmLaunch,
     p: ConvProblem,
@@ -290,20 +298,8 @@ def gemm(
         spec = dataclasses.replace(spec, unaligned=True)
     splits = spec.effective_splits(p)
     temp = float32_regions(workspace, [spec.workspace_elements(p)])[0] if splits > 1 else out
-    dims = (
-        p.n,
-        p.c,
-        p.h,
-        p.w,
-        p.m,
-        p.out_h,
-        p.out_w,
-        p.pad,
-        p.stride,
-        k_per_split(p, spec.splits, spec.slice_k),
-        splits,
-    )
-    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims), *(cupy.int64(v) for v in strides)))
+    dims = gemm_args(spec, p, strides)
+    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:])))
     if splits > 1:
         launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
