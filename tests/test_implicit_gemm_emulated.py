@@ -1,8 +1,8 @@
-"""The implicit GEMM kernels on the CPU: the FP32 one and the 3xTF32 one (its mma.sync fragments emulated as a warp
-collective), each launch's grid, block, shared memory and macros from convkit's launches, run under
-``tests/cuda_emulator`` and checked against convkit's float64 reference. CI thereby checks the kernels' im2col
-indexing, staging, fragment layouts, split-K planes and stores without a GPU; the GPU tests check cp.async, the
-tensor cores' own rounding and the timing."""
+"""The implicit GEMM kernels and Winograd on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync fragments
+emulated as a warp collective) and Winograd's four launches, each launch's grid, block, shared memory and macros
+from convkit's launches, run under ``tests/cuda_emulator`` and checked against convkit's float64 reference. CI
+thereby checks the kernels' im2col indexing, staging, fragment layouts, split-K planes, batches, transforms and
+stores without a GPU; the GPU tests check cp.async, the tensor cores' own rounding and the timing."""
 
 from __future__ import annotations
 
