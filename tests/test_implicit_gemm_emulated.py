@@ -1,12 +1,14 @@
-"""The implicit GEMM kernels and Winograd on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync fragments
-emulated as a warp collective) and Winograd's four launches, each launch's grid, block, shared memory and macros
-from convkit's launches, run under ``tests/cuda_emulator`` and checked against convkit's float64 reference. CI
-thereby checks the kernels' im2col indexing, staging, fragment layouts, split-K planes, batches, transforms and
-stores without a GPU; the GPU tests check cp.async, the tensor cores' own rounding and the timing."""
+"""The implicit GEMM kernels, Winograd and cuConv on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync
+fragments emulated as a warp collective), Winograd's four launches and cuConv's four kernels, each launch's grid,
+block, shared memory and macros from convkit's launches, run under ``tests/cuda_emulator`` and checked against
+convkit's float64 reference. CI thereby checks the kernels' im2col indexing, staging, fragment layouts, split-K
+planes, batches, transforms and stores without a GPU; the GPU tests check cp.async, the tensor cores' own rounding
+and the timing."""
 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,8 @@ from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
-#: The 3xTF32 kernel's one declaration of dynamic shared memory, a pointer under the emulator.
-DYNAMIC_SMEM = "extern __shared__ __align__(16) float smem[];"
+#: A kernel's declaration of dynamic shared memory, which becomes a pointer to the block's under the emulator.
+DYNAMIC_SMEM = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?float (\w+)\[\];")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def source(build_dir: Path, name: str) -> Path:
     folder = build_dir / name
     folder.mkdir(exist_ok=True)
     # the launch points dynamic_smem at each block's shared memory (unused by a kernel of static shared memory)
-    text = "float* dynamic_smem;\n" + kernel_code(name).replace(DYNAMIC_SMEM, "float* smem = dynamic_smem;")
+    text = "float* dynamic_smem;\n" + DYNAMIC_SMEM.sub(r"float* \1 = dynamic_smem;", kernel_code(name))
     (folder / "kernel_source.cu").write_text(text)
     return folder
 
@@ -149,3 +151,37 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem):
                    (prod, none), math.prod(p.output_shape), (p.m, p.out_h, p.out_w, th, tw, t, t_pad))  # fmt: skip
     err = reference.relative_error(y.reshape(p.output_shape), reference.conv2d(x, w, pad=p.pad))
     assert err < reference.TRANSFORM_TOLERANCE, f"Winograd F({spec.m}, {p.r}) on {p.key}: relative error {err:.2e}"
+
+
+CUCONV_PROBLEMS = (
+    ConvProblem(2, 7, 11, 9, 10, 3, 3, pad=1),
+    ConvProblem(1, 20, 8, 7, 5, 5, 5, pad=2),
+    ConvProblem(1, 9, 10, 10, 6, 3, 3, pad=0, stride=2),
+)
+
+
+@pytest.mark.parametrize("problem", CUCONV_PROBLEMS, ids=lambda p: p.key)
+def test_cuconv_matches_float64_on_the_cpu(build_dir, problem):
+    """cuConv's kernels (the paper's per-tap planes, the fused tile, its channel splits and the tiled GEMM), each
+    launch's partial planes summed as ``sum_planes`` would, against float64."""
+    from convkit.families.cuconv.launch import CuconvLaunch, kernel_args
+
+    p = problem
+    rng = np.random.default_rng()
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    ref = reference.conv2d(x, w, pad=p.pad, stride=p.stride)
+    for launch in (CuconvLaunch("paper", 64), CuconvLaunch("fused", 64, filters_per_thread=2),
+                   CuconvLaunch("split", 32, filters_per_thread=4, splits=2), CuconvLaunch.tiled("32x32", splits=2),
+                   CuconvLaunch.tiled("64x64")):  # fmt: skip
+        if launch.variant == "paper" and p.stride != 1:
+            continue
+        launch.can_implement(p)
+        ints = kernel_args(launch, p)
+        planes = launch.planes(p)
+        out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(len(ints))})", (x, w),
+                         planes * math.prod(p.output_shape), ints)  # fmt: skip
+        got = out.reshape(planes, *p.output_shape)
+        assert not np.isnan(got).any(), f"{launch} on {p.key}: outputs left unwritten"
+        err = reference.relative_error(got.sum(axis=0), ref)
+        assert err < DIRECT_TOLERANCE, f"{launch} on {p.key}: relative error {err:.2e}"

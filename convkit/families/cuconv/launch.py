@@ -290,6 +290,16 @@ def candidates(problem: ConvProblem, variant: str, sm_count: int = 132) -> list[
     return list(dict.fromkeys(out))  # the heuristic's first, no repeats
 
 
+def kernel_args(spec: CuconvLaunch, p: ConvProblem) -> tuple[int, ...]:
+    """The main kernel's int arguments after its three pointers: the problem's sizes (the filter's too, but for
+    ``tiled``, where they are macros), padding and stride, then what a split reduces (and for ``fused_tile`` the
+    channels it stages at a time)."""
+    if spec.variant == "tiled":
+        return (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, spec.per_split(p))
+    dims = (p.n, p.c, p.h, p.w, p.m, p.r, p.s, p.out_h, p.out_w, p.pad, p.stride)
+    return dims if spec.variant == "paper" else (*dims, spec.per_split(p), spec.channel_tile(p))
+
+
 def conv2d_cuconv(
     x: Any,
     w: Any,
@@ -327,20 +337,13 @@ def conv2d_cuconv(
     spec = launch if launch is not None else default_knobs(problem, variant, gpu.sm_count())
     if not isinstance(spec, CuconvLaunch):
         raise TypeError(f"launch must be a CuconvLaunch, got {type(spec).__name__}")
-    variant = spec.variant
     spec.can_implement(problem)  # before anything is allocated or launched
     epilogue = epilogue_bias(bias, spec.adds_bias(problem), f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
     planes = spec.planes(problem)
     temp = float32_regions(workspace, [spec.workspace_elements(problem)])[0] if planes > 1 else out
     p = problem
-    if variant == "tiled":
-        dims = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride, spec.per_split(p))
-    else:
-        dims = (p.n, p.c, p.h, p.w, p.m, p.r, p.s, p.out_h, p.out_w, p.pad, p.stride)
-        if variant != "paper":
-            dims += (spec.per_split(p), spec.channel_tile(p))
-    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims)))
+    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in kernel_args(spec, p))))
     if planes > 1:
         sums = (temp, out, cupy.int32(planes), cupy.int64(out.size), epilogue, cupy.int32(p.m),
                 cupy.int64(p.out_h * p.out_w))  # fmt: skip
