@@ -1,12 +1,14 @@
-"""The implicit GEMM kernels, Winograd and cuConv on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync
-fragments emulated as a warp collective), Winograd's four launches and cuConv's four kernels, each launch's grid,
-block, shared memory and macros from convkit's launches, run under ``tests/cuda_emulator`` and checked against
-convkit's float64 reference. CI thereby checks the kernels' im2col indexing, staging, fragment layouts, split-K
-planes, batches, transforms and stores without a GPU; the GPU tests check cp.async, the tensor cores' own rounding
-and the timing."""
+"""The kernels the op ships, on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync fragments emulated as a
+warp collective), Winograd's four launches, cuConv's four kernels and the memory-transactions paper's ladder and
+multi-channel kernel, each launch's grid, block, shared memory and macros from convkit's launches, run under
+``tests/cuda_emulator`` and checked against convkit's float64 reference (Chang's kernels and Lu's wide kernel:
+``test_kernels_emulated.py``, ``test_lu2020_emulated.py``). CI thereby checks the kernels' im2col indexing, staging,
+fragment layouts, split-K planes, batches, transforms and stores without a GPU; the GPU tests check cp.async, the
+tensor cores' own rounding and the timing."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import subprocess
@@ -45,6 +47,11 @@ def source(build_dir: Path, name: str) -> Path:
     return folder
 
 
+def _block(launch: Any, problem: ConvProblem) -> tuple[int, int]:
+    """The launch's block as the driver takes it: x and y threads."""
+    return (*launch.block(problem), 1)[:2]
+
+
 def _ints(count: int) -> str:
     """The first ``count`` integer arguments of a launch, as the driver's call names them."""
     return ",".join(f"ints[{i}]" for i in range(count))
@@ -69,7 +76,7 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
     out_shape = (batch, splits, *p.output_shape)  # a GEMM's split planes lie together
     grid = (*launch.grid(p), 1, 1)[:3]
     strides = (x[0].size, w[0].size, splits * math.prod(p.output_shape)) if batch > 1 else (0, 0, 0)
-    dims = (x.size, w.size, math.prod(out_shape), *grid, launch.block(p)[0], launch.shared_bytes(p),
+    dims = (x.size, w.size, math.prod(out_shape), *grid, *_block(launch, p), launch.shared_bytes(p),
             *gemm_args(launch, p, strides))  # fmt: skip
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
@@ -114,7 +121,7 @@ def run_launch(build_dir: Path, launch: Any, problem: ConvProblem, call: str, in
     for array, path in zip(inputs, files, strict=False):
         np.ascontiguousarray(array, dtype=np.float32).tofile(path)
     grid = (*launch.grid(problem), 1, 1)[:3]
-    dims = (inputs[0].size, inputs[1].size, out_floats, *grid, launch.block(problem)[0],
+    dims = (inputs[0].size, inputs[1].size, out_floats, *grid, *_block(launch, problem),
             launch.shared_bytes(problem), *ints)  # fmt: skip
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"{call}: {(run.stdout + run.stderr).strip()}"
@@ -185,3 +192,45 @@ def test_cuconv_matches_float64_on_the_cpu(build_dir, problem):
         assert not np.isnan(got).any(), f"{launch} on {p.key}: outputs left unwritten"
         err = reference.relative_error(got.sum(axis=0), ref)
         assert err < DIRECT_TOLERANCE, f"{launch} on {p.key}: relative error {err:.2e}"
+
+
+#: Single-channel images (the ladder) and a multi-channel layer, odd widths and heights, each filter size.
+LU_PROBLEMS = (
+    ConvProblem(1, 1, 13, 37, 1, 3, 3, pad=1),
+    ConvProblem(2, 1, 9, 70, 2, 5, 5, pad=2),
+    ConvProblem(1, 1, 11, 33, 1, 7, 7, pad=3),
+)
+
+
+@pytest.mark.parametrize("problem", LU_PROBLEMS, ids=lambda p: p.key)
+def test_lu2020_ladder_and_multi_channel_match_float64_on_the_cpu(build_dir, problem):
+    """The memory-transactions paper's single-channel ladder (``lu_direct`` .. ``lu_combined``, warp shuffles
+    emulated) and its multi-channel kernel against float64, at blocks of one warp: the emulator's shuffles wait for
+    the whole block, so a warp that leaves early (rows past the image) would strand the others, where on the GPU a
+    shuffle waits for its own warp only."""
+    from convkit.families.lu2020.launch import ONE_OUTPUT, SINGLE_VARIANTS, LuMultiLaunch, LuSingleLaunch
+
+    p = problem
+    rng = np.random.default_rng()
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    ref = reference.conv2d(x, w, pad=p.pad)
+    single = [LuSingleLaunch(v, 1 if v in ONE_OUTPUT else 4, 1) for v in SINGLE_VARIANTS]
+    for launch in single:
+        launch.can_implement(p)
+        ints = (p.h, p.w, p.m, p.out_h, p.out_w, p.pad)
+        out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(6)})", (x, w),
+                         math.prod(p.output_shape), ints)  # fmt: skip
+        err = reference.relative_error(out.reshape(p.output_shape), ref)
+        assert err < DIRECT_TOLERANCE, f"{launch} on {p.key}: relative error {err:.2e}"
+    # the multi-channel kernel on the same layer with more channels and filters
+    multi = dataclasses.replace(p, c=5, m=9)
+    x = rng.standard_normal(multi.input_shape, dtype=np.float32)
+    w = rng.standard_normal(multi.filter_shape, dtype=np.float32)
+    launch = LuMultiLaunch(rows=2, filters=4, warps=1, stage_channels=2)
+    launch.can_implement(multi)
+    ints = (multi.c, multi.h, multi.w, multi.m, multi.out_h, multi.out_w, multi.pad)
+    out = run_launch(build_dir, launch, multi, f"lu_multi(x,w,out,{_ints(7)})", (x, w), math.prod(multi.output_shape),
+                     ints)  # fmt: skip
+    err = reference.relative_error(out.reshape(multi.output_shape), reference.conv2d(x, w, pad=multi.pad))
+    assert err < DIRECT_TOLERANCE, f"{launch} on {multi.key}: relative error {err:.2e}"
