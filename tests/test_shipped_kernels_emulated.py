@@ -57,30 +57,37 @@ def _ints(count: int) -> str:
     return ",".join(f"ints[{i}]" for i in range(count))
 
 
+def run_launch(build_dir: Path, launch: Any, problem: ConvProblem, call: str, inputs: tuple[np.ndarray, np.ndarray],
+               out_floats: int, ints: tuple[int, ...]) -> np.ndarray:  # fmt: skip
+    """One launch of ``launch`` (its grid, block, shared memory and macros on ``problem``) under the emulator:
+    ``call`` in terms of x, w, out and ints, on ``inputs`` (x, w); ``out_floats`` of output, poisoned with NaN."""
+    folder = source(build_dir, launch.source)
+    exe = build(folder, call, launch.options(problem), "launch_driver.cpp")
+    files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
+    for array, path in zip(inputs, files, strict=False):
+        np.ascontiguousarray(array, dtype=np.float32).tofile(path)
+    grid = (*launch.grid(problem), 1, 1)[:3]
+    dims = (inputs[0].size, inputs[1].size, out_floats, *grid, *_block(launch, problem),
+            launch.shared_bytes(problem), *ints)  # fmt: skip
+    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"{call}: {(run.stdout + run.stderr).strip()}"
+    return np.fromfile(files[2], dtype=np.float32)
+
+
 def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -> float:
-    """Run ``launch`` on ``problem`` (fresh random inputs, the output poisoned with NaN) under the emulator, its
-    ``batch`` GEMMs on as many independent inputs and filters (as Winograd's transformed points run), sum the split
-    planes as ``sum_planes`` would, and return the largest relative error against float64."""
+    """Run ``launch`` on ``problem`` (fresh random inputs) under the emulator, its ``batch`` GEMMs on as many
+    independent inputs and filters (as Winograd's transformed points run), sum the split planes as ``sum_planes``
+    would, and return the largest relative error against float64."""
     launch.can_implement(problem)
     p, splits, batch = problem, launch.effective_splits(problem), launch.batch
-    folder = source(build_dir, launch.source)
-    call = f"{launch.kernel_name(p)}(x,w,out,{_ints(14)})"
-    options = launch.options(p)
-    exe = build(folder, call, options, "launch_driver.cpp")
     rng = np.random.default_rng()
     x = rng.standard_normal((batch, *p.input_shape), dtype=np.float32)
     w = rng.standard_normal((batch, *p.filter_shape), dtype=np.float32)
-    files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
-    x.tofile(files[0])
-    w.tofile(files[1])
     out_shape = (batch, splits, *p.output_shape)  # a GEMM's split planes lie together
-    grid = (*launch.grid(p), 1, 1)[:3]
     strides = (x[0].size, w[0].size, splits * math.prod(p.output_shape)) if batch > 1 else (0, 0, 0)
-    dims = (x.size, w.size, math.prod(out_shape), *grid, *_block(launch, p), launch.shared_bytes(p),
-            *gemm_args(launch, p, strides))  # fmt: skip
-    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, f"{launch} on {p.label}: {(run.stdout + run.stderr).strip()}"
-    planes = np.fromfile(files[2], dtype=np.float32).reshape(out_shape)
+    out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(14)})", (x, w),
+                     math.prod(out_shape), gemm_args(launch, p, strides))  # fmt: skip
+    planes = out.reshape(out_shape)
     assert not np.isnan(planes).any(), f"{launch} on {p.label}: outputs left unwritten"
     return max(reference.relative_error(planes[g].sum(axis=0), reference.conv2d(x[g], w[g], pad=p.pad, stride=p.stride))
                for g in range(batch))  # fmt: skip
@@ -109,23 +116,6 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
     for launch in launches:
         err = emulate(build_dir, launch, problem)
         assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"
-
-
-def run_launch(build_dir: Path, launch: Any, problem: ConvProblem, call: str, inputs: tuple[np.ndarray, np.ndarray],
-               out_floats: int, ints: tuple[int, ...]) -> np.ndarray:  # fmt: skip
-    """One launch of ``launch`` (its grid, block, shared memory and macros on ``problem``) under the emulator:
-    ``call`` in terms of x, w, out and ints, on ``inputs`` (x, w); ``out_floats`` of output, poisoned with NaN."""
-    folder = source(build_dir, launch.source)
-    exe = build(folder, call, launch.options(problem), "launch_driver.cpp")
-    files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
-    for array, path in zip(inputs, files, strict=False):
-        np.ascontiguousarray(array, dtype=np.float32).tofile(path)
-    grid = (*launch.grid(problem), 1, 1)[:3]
-    dims = (inputs[0].size, inputs[1].size, out_floats, *grid, *_block(launch, problem),
-            launch.shared_bytes(problem), *ints)  # fmt: skip
-    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, f"{call}: {(run.stdout + run.stderr).strip()}"
-    return np.fromfile(files[2], dtype=np.float32)
 
 
 @pytest.mark.parametrize("problem", [ConvProblem(2, 5, 11, 9, 6, 3, 3, pad=1), ConvProblem(1, 3, 9, 10, 4, 5, 5, pad=2),
