@@ -1,5 +1,5 @@
 """Where convkit.conv2d's host time per call goes, part by part, beside PyTorch's conv2d (a probe: prints, records
-nothing). Each part is timed alone in a loop (GPU parts queued behind a stream-holding kernel), median of repeats.
+nothing). Each part is timed alone as the recorded host cost is timed (queued behind a stream-holding kernel).
     python3 scripts/host_probe.py [LABEL ...]   # cuConv labels input-batch-filter-filters-depth ('same' padding)
 """
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,25 +17,16 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.timing import CudaEventClock
 from convkit.op import conv
 from convkit.op.interop import cupy_stream, torch_signature
+from convkit.papers.summary.overhead import host_per_call_ms
 
-CALLS, REPEATS = 200, 7
 clock = CudaEventClock()
 
 
-def per_call_us(fn: Callable[[], Any], gpu: bool = True) -> float:
-    """Microseconds of host time per call of ``fn``: :data:`CALLS` calls (behind a stream-holding kernel with
-    ``gpu``, so that nothing waits on the GPU), the median of :data:`REPEATS` after one untimed round."""
-    times = []
-    for _ in range(REPEATS + 1):
-        torch.cuda.synchronize()
-        if gpu:
-            clock.hold(60.0)
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        times.append((time.perf_counter() - start) * 1e6 / CALLS)
-        torch.cuda.synchronize()
-    return statistics.median(times[1:])
+def per_call_us(fn: Callable[[], Any]) -> float:
+    """Microseconds of host time per call of ``fn``, as the recorded host cost times it
+    (:func:`convkit.papers.summary.overhead.host_per_call_ms`: calls queued behind a stream-holding kernel, the
+    median of the repeats)."""
+    return 1e3 * statistics.median(host_per_call_ms({"fn": fn}, clock.hold)["fn"])
 
 
 def closure(fn: Callable[..., Any], name: str) -> Any:
@@ -66,11 +56,11 @@ def probe(label: str) -> None:
             "convkit.conv2d": per_call_us(lambda: convkit.conv2d(x, w, b, stride=s, padding=p)),
             "F.conv2d": per_call_us(lambda: F(x, w, b, stride=s, padding=p)),
             "runner": per_call_us(lambda: runner(x, w, b)),
-            "signature": per_call_us(lambda: torch_signature(x, w, b, s, p), gpu=False),
-            "known": per_call_us(lambda: conv.known("conv2d", x, w, b, s, p), gpu=False),
-            "new_empty": per_call_us(lambda: x.new_empty(problem.output_shape), gpu=False),
-            "cupy_stream": per_call_us(lambda: cupy_stream(0), gpu=False),
-            "data_ptr x4": per_call_us(lambda: (x.data_ptr(), w.data_ptr(), b.data_ptr(), x.data_ptr()), gpu=False),
+            "signature": per_call_us(lambda: torch_signature(x, w, b, s, p)),
+            "known": per_call_us(lambda: conv.known("conv2d", x, w, b, s, p)),
+            "new_empty": per_call_us(lambda: x.new_empty(problem.output_shape)),
+            "cupy_stream": per_call_us(lambda: cupy_stream(0)),
+            "data_ptr x4": per_call_us(lambda: (x.data_ptr(), w.data_ptr(), b.data_ptr(), x.data_ptr())),
         }
         plan = closure(runner, "plan")
         steps = []
@@ -91,10 +81,10 @@ def probe(label: str) -> None:
             if choice.impl == "cublas":
                 from convkit.libs.cublas import torch_handle, torch_replay_handle
 
-                parts["torch_handle"] = per_call_us(lambda: torch_handle(0, stream.ptr), gpu=False)
-                parts["torch_replay_handle"] = per_call_us(lambda: torch_replay_handle(0, stream.ptr), gpu=False)
+                parts["torch_handle"] = per_call_us(lambda: torch_handle(0, stream.ptr))
+                parts["torch_replay_handle"] = per_call_us(lambda: torch_replay_handle(0, stream.ptr))
                 parts.update(sgemm_parts(problem, x, w, out, stream))
-        parts["is_compiling"] = per_call_us(torch.compiler.is_compiling, gpu=False)
+        parts["is_compiling"] = per_call_us(torch.compiler.is_compiling)
     print(f"{label}: {choice.impl}/{choice.variant} steps={steps}")
     for name, us in parts.items():
         print(f"  {name:24s} {us:7.2f} us")
@@ -142,7 +132,7 @@ def dispatch_costs() -> None:
         ("define/impl CompositeExplicit", lambda: torch.ops.ckprobe2.c.default(x)),
     ):
         with torch.no_grad():
-            print(f"  {name:30s} {per_call_us(fn, gpu=False):7.2f}")
+            print(f"  {name:30s} {per_call_us(fn):7.2f}")
 
 
 if __name__ == "__main__":
