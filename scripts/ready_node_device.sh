@@ -5,6 +5,7 @@
 #   record : the networks' layers no shipped choice holds (resuming), the shipped table written from them
 #            (atomically: the other chains read it as they run), torch.compile's cache filled for every network;
 #   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
+#   probe  : scripts/host_probe.py, where the host time of a call goes (into the log);
 #   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
@@ -24,9 +25,9 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
   mkdir -p "$job/results/$gpu/logs"
   gpus=$(nvidia-smi -L | wc -l)
   case $gpus in
-    1) order=("0:record net0 net1 net2 suite first overhead_rest repeat soak") ;;
-    2|3) order=("0:record net0 net2 repeat" "1:suite net1 first overhead_rest soak") ;;
-    *) order=("0:record net0" "1:suite net1" "2:soak net2" "3:first overhead_rest repeat") ;;
+    1) order=("0:record probe net0 net1 net2 suite first overhead_rest repeat soak") ;;
+    2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead_rest") ;;
+    *) order=("0:record net0" "1:probe suite net1" "2:soak net2" "3:first overhead_rest repeat") ;;
   esac
   cat > "$job/chains.sh" <<EOF
 set -uo pipefail
@@ -63,6 +64,10 @@ repeat() {
   rm -f \$dir/networks_repeat.*
   python3 -m \$summary.chapter repeat \$dir 2>&1 | grep -v "^  "
 }
+probe() {  # where the host time of a call goes, part by part (printed into the log; nothing recorded)
+  echo "=== host probe (\$SECONDS s)"
+  timeout 240 python3 scripts/host_probe.py 2>&1 | tail -n 80
+}
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
 }
@@ -73,7 +78,7 @@ soak() {
 first() {
   while [ ! -f $job/table.done ]; do sleep 5; done
   echo "=== first forwards after prebuild (\$SECONDS s)"
-  FRESH=1 bash scripts/first_forward_device.sh 2>&1 | grep -v "^convkit: tuned" | tail -n 25
+  FRESH=1 PYTORCH=1 bash scripts/first_forward_device.sh 2>&1 | grep -v "^convkit: tuned" | tail -n 25
   echo "=== with no shipped table, simulated in a copy of the tree (\$SECONDS s)"
   rm -rf /tmp/no_table && mkdir -p /tmp/no_table && cp -r convkit kernels scripts pyproject.toml /tmp/no_table/
   ln -s $job/results /tmp/no_table/results

@@ -160,6 +160,15 @@ def test_the_built_ahead_line_gives_the_import_and_patch_costs_beside_the_first_
     assert nets.mode_lines(modes, cold) == []  # no modes recorded: no lines
     line = nets.mode_lines(_one_mode_table(tmp_path / "modes"), cold)[-1]
     assert "importing convkit (after PyTorch) took 0.20 s and patching the network at most 12 ms" in line
+    assert "unpatched" not in line  # no PyTorch first forward recorded: nothing said of one
+    store.append({"label": "AlexNet-1", "network": "AlexNet", "batch": 1, "impl": "pytorch",
+                  "variant": first_forward.PYTORCH_FIRST, "status": "ok", "conv_layers": 50,
+                  "first_forward_s": "0.4"})  # fmt: skip
+    cold = nets.cold_first_forward(tmp_path)
+    assert list(cold["kind"]) == ["built ahead", "built ahead", "PyTorch alone"]
+    line = nets.mode_lines(_one_mode_table(tmp_path / "modes"), cold)[-1]
+    assert "unpatched, each in a fresh process, took a median 8 ms a layer" in line  # AlexNet's pair alone
+    assert "the patched ones took a median 2 ms a layer more" in line
 
 
 def _one_mode_table(directory):

@@ -5,7 +5,9 @@ with the prebuild step's one-time cost as a ``prebuild`` row), convkit's user ca
 ``python -m convkit.papers.summary.first_forward --cold LABEL`` times the first kind;
 ``--prebuild`` times ``convkit prebuild`` into CuPy's kernel cache (``CUPY_CACHE_DIR``, empty before: the caller makes
 it so) and ``LABEL...`` then times the second kind, each in a fresh process reading that cache, with the seconds
-``patch`` took beside it; ``--import`` times ``import convkit`` in fresh processes (an ``import`` row); ``--forget``
+``patch`` took beside it; ``--pytorch LABEL...`` times the unpatched network's first forward the same way
+(``first_forward_pytorch``: PyTorch's own one-time costs, cuDNN's autotuning included, beside convkit's);
+``--import`` times ``import convkit`` in fresh processes (an ``import`` row); ``--forget``
 drops the prebuild, prebuilt and import rows, to measure them again whole. On a GPU with no shipped table the
 prebuild and prebuilt variants end in :data:`NO_TABLE`.
 """
@@ -28,6 +30,8 @@ from convkit.papers.summary.modes import first_forward_seconds
 from convkit.study.results import ResultStore
 
 COLD_VARIANT, PREBUILD, PREBUILT = "first_forward_cold", "prebuild", "first_forward_prebuilt"
+#: The unpatched network's first forward in a fresh process (impl ``pytorch``).
+PYTORCH_FIRST = "first_forward_pytorch"
 #: The ``import convkit`` row: its seconds in a fresh process that has imported PyTorch (the median of
 #: :data:`IMPORT_REPEATS` such processes).
 IMPORT, IMPORT_REPEATS = "import", 3
@@ -84,11 +88,13 @@ def measure_import(directory: Path | None = None) -> None:
                   "note": f"median of {IMPORT_REPEATS} fresh processes"})  # fmt: skip
 
 
-def measure_first_forward(label: str, directory: Path | None = None, *, cold: bool = False) -> None:
+def measure_first_forward(
+    label: str, directory: Path | None = None, *, cold: bool = False, pytorch: bool = False
+) -> None:
     """Record the first forward of the patched network of ``label`` in this fresh process, convkit's user cache
     empty: with ``cold``, CuPy's kernel cache empty too (nothing built: run it in a process that has built nothing,
     as CuPy keeps what it built in memory too), else reading the kernels ``convkit prebuild`` built (CuPy's cache as
-    the environment names it)."""
+    the environment names it); with ``pytorch``, the network unpatched (what PyTorch's own first forward costs)."""
     import os
     import tempfile
 
@@ -96,8 +102,11 @@ def measure_first_forward(label: str, directory: Path | None = None, *, cold: bo
 
     from convkit.op.patch import patch
 
-    store, variant = _store(directory), COLD_VARIANT if cold else PREBUILT + _table_suffix()
-    if (label, "convkit", variant) in store.done_keys():
+    store = _store(directory)
+    impl, variant = (
+        ("pytorch", PYTORCH_FIRST) if pytorch else ("convkit", COLD_VARIANT if cold else PREBUILT + _table_suffix())
+    )
+    if (label, impl, variant) in store.done_keys():
         return
     pytorch_as_measured()
     network, batch = label.rsplit("-", 1)
@@ -107,19 +116,21 @@ def measure_first_forward(label: str, directory: Path | None = None, *, cold: bo
         model = network_model(network)
         layers = sum(type(m) is torch.nn.Conv2d for m in model.modules())
         start = time.perf_counter()
-        patch(model)
+        if not pytorch:
+            patch(model)
         patched = time.perf_counter() - start
         x = torch.randn(int(batch), 3, IMAGE, IMAGE, device="cuda")
         seconds = first_forward_seconds(model, x)
-    store.append({"label": label, "network": network, "batch": batch, "impl": "convkit", "variant": variant,
+    store.append({"label": label, "network": network, "batch": batch, "impl": impl, "variant": variant,
                   "status": "ok", "conv_layers": layers, "first_forward_s": f"{seconds:.3f}",
-                  "note": "" if cold else f"patch {patched:.3f} s"})  # fmt: skip
+                  "note": "" if cold or pytorch else f"patch {patched:.3f} s"})  # fmt: skip
 
 
 def forget(directory: Path | None = None) -> int:
-    """Drop the recorded prebuild, prebuilt and import rows (to measure them again whole, after the shipped table or
-    the kernels changed); the rows dropped."""
-    return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in (PREBUILD, PREBUILT, IMPORT))
+    """Drop the recorded prebuild, prebuilt, PyTorch and import rows (to measure them again whole, after the shipped
+    table or the kernels changed); the rows dropped."""
+    dropped = (PREBUILD, PREBUILT, PYTORCH_FIRST, IMPORT)
+    return _store(directory).drop(lambda row: row["variant"].removesuffix(NO_TABLE) in dropped)
 
 
 if __name__ == "__main__":
@@ -131,6 +142,9 @@ if __name__ == "__main__":
         measure_prebuild()
     elif sys.argv[1:] == ["--import"]:
         measure_import()
+    elif sys.argv[1:2] == ["--pytorch"]:
+        for name in sys.argv[2:]:
+            measure_first_forward(name, pytorch=True)
     elif sys.argv[1:2] == ["--cold"] and len(sys.argv) == 3:
         measure_first_forward(sys.argv[2], cold=True)
     else:

@@ -187,14 +187,15 @@ def modes_compact(modes: Any) -> Any:
 
 #: The first forwards recorded in a fresh process, by variant: what was built before it, in words.
 FIRST_FORWARDS = {first_forward.COLD_VARIANT: "nothing built", first_forward.PREBUILT: "built ahead",
-                  first_forward.PREBUILT + first_forward.NO_TABLE: "no table"}  # fmt: skip
+                  first_forward.PREBUILT + first_forward.NO_TABLE: "no table",
+                  first_forward.PYTORCH_FIRST: "PyTorch alone"}  # fmt: skip
 
 
 def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT + inference.COLD) -> Any:
     """The first forwards recorded in a fresh process (pandas: network, batch, seconds, layers, ms a layer, and
     ``kind``: :data:`FIRST_FORWARDS`' words: nothing built yet, the kernels built ahead by the package's prebuild
-    step, or built ahead on a GPU with no shipped table), with each prebuild step's seconds and note in
-    ``attrs["prebuild"]`` by kind; empty where none was recorded."""
+    step, built ahead on a GPU with no shipped table, or the network unpatched), with each prebuild step's seconds
+    and note in ``attrs["prebuild"]`` by kind; empty where none was recorded."""
     import pandas as pd
 
     frame = recorded(directory, experiment)
@@ -268,6 +269,13 @@ def mode_lines(modes: Any, cold: Any, spread: dict[str, dict[str, float]] | None
         if kind == "built ahead" and imported is not None and patched is not None:
             after = (f"Before it, importing convkit (after PyTorch) took {imported:.2f} s and patching the network "
                      f"at most {1e3 * patched:.0f} ms. {after}")  # fmt: skip
+        pairs = ahead.merge(of_kind("PyTorch alone"), on=["network", "batch"], suffixes=("", " alone"))
+        if not pairs.empty:  # convkit's part: the patched first forward less the unpatched one, pair by pair
+            extra = (pairs["ms a layer"] - pairs["ms a layer alone"]).median()
+            after = (f"The same networks unpatched, each in a fresh process, took a median "
+                     f"{pairs['ms a layer alone'].median():.0f} ms a layer (PyTorch's own setup and cuDNN's "
+                     f"autotuning), so the patched ones took a median {abs(extra):.0f} ms a layer "
+                     f"{'more' if extra >= 0 else 'less'}. {after}")  # fmt: skip
         slowest = ahead.loc[ahead["ms a layer"].idxmax()]
         out.append(
             f"**{title}**{once}: a fresh process's first forward took a median "
