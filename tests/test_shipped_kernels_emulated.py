@@ -120,14 +120,17 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
 
 @pytest.mark.parametrize("problem", [ConvProblem(2, 5, 11, 9, 6, 3, 3, pad=1), ConvProblem(1, 3, 9, 10, 4, 5, 5, pad=2),
                                      ConvProblem(1, 4, 8, 8, 3, 3, 3)], ids=lambda p: p.key)  # fmt: skip
-def test_winograd_matches_float64_on_the_cpu(build_dir, problem):
+@pytest.mark.parametrize("kind", ["fp32", "tf32x3"])
+def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypatch):
     """Winograd's four launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
-    input transforms, the batched GEMM of the transformed points (the implicit GEMM), the output transform; within
-    the transform methods' bar of float64."""
+    input transforms, the batched GEMM of the transformed points (the FP32 implicit GEMM, or the 3xTF32 one), the
+    output transform; within the transform methods' bar of float64."""
     from convkit.families.fp32.winograd import WinogradLaunch, _TransformLaunch
+    from convkit.families.tf32x3.launch import TensorCoreWinogradLaunch
 
+    monkeypatch.setattr("convkit.families.tf32x3.launch.has_tf32_tensor_cores", lambda: True)
     p = problem
-    spec = WinogradLaunch(4 if p.r == 3 else 2, "64x64")
+    spec = {"fp32": WinogradLaunch, "tf32x3": TensorCoreWinogradLaunch}[kind](4 if p.r == 3 else 2, "64x64")
     spec.can_implement(p)
     th, tw, t, t_pad = spec.tiles(p)
     points = spec.alpha(p) ** 2

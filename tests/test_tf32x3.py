@@ -67,8 +67,8 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
         launch.TensorCoreGemmLaunch().can_implement(p)
     assert not family.IGEMM_VARIANT.supports(p)  # the generic checks and the sweeps leave it out there
     monkeypatch.delenv("CONVKIT_PTX_ARCH")
-    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     for module in (gpu, launch):
+        monkeypatch.setattr(module, "has_gpu", lambda: True)
         monkeypatch.setattr(module, "compute_capability", lambda: (7, 5))
     with pytest.raises(ValueError, match=r"this build targets sm_75"):
         launch.TensorCoreGemmLaunch().can_implement(p)
@@ -76,6 +76,32 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
     launch.TensorCoreGemmLaunch().can_implement(p)
     with pytest.raises(ValueError, match="stages must be one of"):
         launch.TensorCoreGemmLaunch(stages=6).can_implement(p)
+
+
+def test_winograd_in_tf32x3_is_fp32_winograd_with_its_products_on_the_3xtf32_gemm(monkeypatch):
+    from convkit.core.reference import TRANSFORM_TOLERANCE
+    from convkit.families.fp32 import winograd
+
+    p = ConvProblem.same(8, 64, 56, 56, 64, 3)
+    spec = launch.winograd_launch(p)
+    fp32 = winograd.winograd_default(p)
+    assert type(spec) is launch.TensorCoreWinogradLaunch and spec.to_params() == fp32.to_params()
+    assert spec.kind == "tf32x3_winograd" and spec.gemm_launch(p) == launch.TensorCoreGemmLaunch(
+        fp32.gemm_tile, 1, fp32.stages, batch=36
+    )
+    assert [c.to_params() for c in launch.winograd_launch_candidates(p)] == [
+        c.to_params() for c in winograd.winograd_candidates(p)
+    ]
+    assert launch.TensorCoreWinogradLaunch.from_params(spec.to_params()) == spec
+    variant = family.WINOGRAD_VARIANT
+    assert variant.tolerance == TRANSFORM_TOLERANCE and variant.precision == "tf32x3"
+    monkeypatch.setattr(launch, "has_tf32_tensor_cores", lambda: True)
+    assert variant.not_supported_reasons(p) == []
+    assert variant.not_supported_reasons(ConvProblem(1, 8, 9, 9, 8, 3, 3, pad=1, stride=2)) != []  # stride 1 only
+    assert variant.not_supported_reasons(ConvProblem.same(1, 8, 9, 9, 8, 7)) != []  # no F(m, 7x7)
+    monkeypatch.setattr(launch, "has_tf32_tensor_cores", lambda: False)
+    (reason,) = variant.not_supported_reasons(p)  # the GPU's: no TF32 tensor cores (here, no GPU)
+    assert "3xTF32 needs TF32 tensor cores" in reason
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -109,7 +109,8 @@ def kernel_tables() -> str:
 @dataclass(frozen=True)
 class WinogradLaunch(KernelLaunch):
     """F(m x m, r x r) and the launch of its batched GEMM (``gemm_tile``, ``stages``), as many images a pass
-    as fit ``workspace_limit``."""
+    as fit ``workspace_limit``. The products run on :attr:`gemm_kind`: the FP32 implicit GEMM here, the 3xTF32
+    one in :class:`convkit.families.tf32x3.launch.TensorCoreWinogradLaunch`."""
 
     m: int = 2
     gemm_tile: str = "128x128"
@@ -120,6 +121,8 @@ class WinogradLaunch(KernelLaunch):
     kind: ClassVar[str] = "fp32_winograd"
     knobs: ClassVar[tuple[str, ...]] = ("m", "gemm_tile", "stages")
     source: ClassVar[str] = "winograd"
+    #: The kernel of the a*a products (a batch of GEMMs, one a transformed point).
+    gemm_kind: ClassVar[type[ImplicitGemmLaunch]] = ImplicitGemmLaunch
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         return (f"-DCONVKIT_WG_M={self.m}", f"-DCONVKIT_WG_R={problem.r}")
@@ -139,7 +142,7 @@ class WinogradLaunch(KernelLaunch):
         return ConvProblem(1, problem.c, 1, t_pad, problem.m, 1, 1)
 
     def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
-        return ImplicitGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2)
+        return self.gemm_kind(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2)
 
     def can_implement(self, problem: ConvProblem) -> None:
         """Raise ValueError naming what F(m, r) cannot run: another stride, a non-square or unbuilt filter."""
@@ -243,7 +246,8 @@ def conv2d_winograd(
         x: float32 ``cupy.ndarray`` (N, C, H, W), C-contiguous.
         w: float32 ``cupy.ndarray`` (M, C, R, R), C-contiguous, R in 3 or 5.
         pad: zero padding on every side.
-        launch: the output tile m and the GEMM's launch; default F(2x2, RxR) on 128x128 GEMM tiles.
+        launch: the output tile m and the GEMM's launch (its class: the GEMM's kernel); default F(2x2, RxR) on
+            128x128 GEMM tiles of the FP32 implicit GEMM.
         out: optional float32 output (N, M, P, Q).
         bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (the output transform adds the bias;
             the workspace holds one pass's transforms and products).
@@ -277,12 +281,12 @@ def conv2d_winograd(
     return out
 
 
-def winograd_default(problem: ConvProblem) -> WinogradLaunch:
-    """The heuristic: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the implicit GEMM's
-    heuristic tile for the products of one pass of images."""
-    spec = WinogradLaunch(4 if problem.r == 3 else 2)
+def winograd_default(problem: ConvProblem, kind: type[WinogradLaunch] = WinogradLaunch) -> WinogradLaunch:
+    """The heuristic launch of ``kind``: F(4x4, 3x3) for 3x3 filters, F(2x2, 5x5) for 5x5; the GEMM on the
+    implicit GEMM's heuristic tile for the products of one pass of images."""
+    spec = kind(4 if problem.r == 3 else 2)
     gemm = spec.gemm_problem(dataclasses.replace(problem, n=spec.pass_images(problem)))
-    return WinogradLaunch(spec.m, default_knobs(gemm).tile)
+    return kind(spec.m, default_knobs(gemm, kind=spec.gemm_kind).tile)
 
 
 def winograd_fits(problem: ConvProblem) -> bool:
@@ -290,13 +294,13 @@ def winograd_fits(problem: ConvProblem) -> bool:
     return any(r == problem.r and WinogradLaunch(m).images_per_pass(problem) >= 1 for m, r in TILES)
 
 
-def winograd_candidates(problem: ConvProblem) -> list[WinogradLaunch]:
-    """Launches a tuning run measures: every built F(m, r) for the filter that fits one image, on each GEMM
-    tile that fits the products of one pass."""
-    out = [winograd_default(problem)]
+def winograd_candidates(problem: ConvProblem, kind: type[WinogradLaunch] = WinogradLaunch) -> list[WinogradLaunch]:
+    """Launches of ``kind`` a tuning run measures: every built F(m, r) for the filter that fits one image, on
+    each GEMM tile that fits the products of one pass."""
+    out = [winograd_default(problem, kind)]
     for m, r in TILES:
-        per_pass = WinogradLaunch(m).images_per_pass(problem)
+        per_pass = kind(m).images_per_pass(problem)
         if r == problem.r and per_pass >= 1:
-            gemm = WinogradLaunch(m).gemm_problem(dataclasses.replace(problem, n=per_pass))
-            out += [WinogradLaunch(m, tile) for tile in tiles_fitting(gemm)]
+            gemm = kind(m).gemm_problem(dataclasses.replace(problem, n=per_pass))
+            out += [kind(m, tile) for tile in tiles_fitting(gemm)]
     return list(dict.fromkeys(out))

@@ -2,20 +2,25 @@
 
 ``igemm_tf32x3`` splits each FP32 operand into two TF32 parts and sums three tensor-core products, the
 small ones first, each slice's sum added in FP32 outside the tensor cores: FP32's accuracy (the direct
-methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and padding. Below compute
-capability 8.0 (the T4) its launch declines and the FP32 SIMT kernels serve.
+methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and padding.
+``winograd_tf32x3`` is FP32 Winograd (``kernels/winograd.cu``) with its batched products on that kernel, held to
+the transform methods' bar as FP32 Winograd is. Below compute capability 8.0 (the T4) their launches decline and
+the FP32 SIMT kernels serve.
 """
 
 from __future__ import annotations
 
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
+from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.cuda.operands import ConvArgs
 from convkit.families.fp32 import launch as fp32_launch
+from convkit.families.fp32 import winograd_supports
+from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
 from convkit.families.tf32x3 import launch
 
-IGEMM = "igemm_tf32x3"
+IGEMM, WINOGRAD = "igemm_tf32x3", "winograd_tf32x3"
 
 
 def _run_igemm(a: ConvArgs, p: ConvProblem, spec: launch.TensorCoreGemmLaunch) -> None:
@@ -31,15 +36,32 @@ IGEMM_VARIANT = Variant(
     launch_from=launch.TensorCoreGemmLaunch.from_params,
     precision=launch.INPUT_PRECISION,
 )
-VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT,)
+
+
+def _run_winograd(a: ConvArgs, p: ConvProblem, spec: launch.TensorCoreWinogradLaunch) -> None:
+    conv2d_winograd(a.x, a.w, pad=p.pad, launch=spec, out=a.out, bias=a.bias, workspace=a.workspace)
+
+
+WINOGRAD_VARIANT = Variant(
+    WINOGRAD,
+    _run_winograd,
+    default=launch.winograd_launch,
+    candidates=launch.winograd_launch_candidates,
+    launch_from=launch.TensorCoreWinogradLaunch.from_params,
+    tolerance=TRANSFORM_TOLERANCE,
+    applies_to=winograd_supports,
+    precision=launch.INPUT_PRECISION,
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {
     "igemm_tf32x3": "3xTF32 implicit GEMM",
+    "winograd_tf32x3": "3xTF32 Winograd",
 }
 
 
-FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS,
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3", "winograd"), words=WORDS,
                 sample_problems=fp32_launch.SAMPLE_PROBLEMS,
                 edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
                 tuned_on_first_use=True)  # fmt: skip

@@ -4,6 +4,8 @@
 (:class:`convkit.families.fp32.launch.ImplicitGemmLaunch`: its tiles, split-K, batch and alignment) for the
 3xTF32 kernel: 16-deep slices, a deeper pipeline in dynamic shared memory, and no launch below compute
 capability 8.0 (no TF32 tensor cores: the T4 declines here, and the SIMT kernels serve it).
+:class:`TensorCoreWinogradLaunch` is Winograd's (:mod:`convkit.families.fp32.winograd`) with its batched
+products on that kernel: the transforms in FP32 as before, the products FP32-accurate on tensor cores.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_tf32_tensor_cores, ptx_arch
+from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_gpu, has_tf32_tensor_cores, ptx_arch
 from convkit.core.problem import ConvProblem
 from convkit.families.fp32.launch import (
     ImplicitGemmLaunch,
@@ -20,6 +22,7 @@ from convkit.families.fp32.launch import (
     default_knobs,
     tile_shape,
 )
+from convkit.families.fp32.winograd import WinogradLaunch, winograd_candidates, winograd_default
 
 #: The kernel's slice depth (BK): two m16n8k8 steps.
 SLICE_K = 16
@@ -54,7 +57,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
             raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
         if not has_tf32_tensor_cores():
             major, minor = TF32_CAPABILITY
-            here = ptx_arch() or "sm_{}{}".format(*compute_capability())
+            here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
             raise ValueError(f"3xTF32 needs TF32 tensor cores (compute capability {major}.{minor} or later); "
                              f"this build targets {here}")  # fmt: skip
 
@@ -87,3 +90,23 @@ def launch_candidates(problem: ConvProblem, sms: int = 132) -> list[TensorCoreGe
     """Launches a tuning run measures: the FP32 implicit GEMM's candidates, and 128x128 at 5 stages."""
     out = candidates(problem, sms, TensorCoreGemmLaunch)
     return list(dict.fromkeys([*out, TensorCoreGemmLaunch("128x128", stages=5)]))
+
+
+@dataclass(frozen=True)
+class TensorCoreWinogradLaunch(WinogradLaunch):
+    """Winograd's F(m x m, r x r) (:class:`~convkit.families.fp32.winograd.WinogradLaunch`: its tile, GEMM tile,
+    stages and passes) with the a*a products on ``implicit_gemm_tf32x3``: where the GEMM carries most of the
+    work, its FP32 products on tensor cores; the transforms, and so the error, stay FP32 Winograd's."""
+
+    kind: ClassVar[str] = "tf32x3_winograd"
+    gemm_kind: ClassVar[type[ImplicitGemmLaunch]] = TensorCoreGemmLaunch
+
+
+def winograd_launch(problem: ConvProblem) -> TensorCoreWinogradLaunch:
+    """The heuristic launch (FP32 Winograd's rule, :func:`convkit.families.fp32.winograd.winograd_default`)."""
+    return winograd_default(problem, TensorCoreWinogradLaunch)  # type: ignore[return-value]
+
+
+def winograd_launch_candidates(problem: ConvProblem) -> list[TensorCoreWinogradLaunch]:
+    """Launches a tuning run measures (FP32 Winograd's, :func:`~convkit.families.fp32.winograd.winograd_candidates`)."""
+    return winograd_candidates(problem, TensorCoreWinogradLaunch)  # type: ignore[return-value]
