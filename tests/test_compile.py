@@ -85,3 +85,21 @@ def test_a_broken_source_raises_with_the_compiler_output(tmp_path, monkeypatch):
 def test_missing_source():
     with pytest.raises(FileNotFoundError, match="no CUDA source"):
         nvrtc.kernel_source("no_such_family")
+
+
+@needs_nvcc
+def test_sass_names_the_tensor_core_instructions(monkeypatch):
+    import os
+    import shutil
+
+    if not (os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")):
+        pytest.skip("cuobjdump is not on the PATH (nor named by CUOBJDUMP)")
+    text = ck.sass("implicit_gemm_tf32x3", "sm_90", options=("-DCONVKIT_BM=64", "-DCONVKIT_BN=64"))
+    assert "Function : implicit_gemm_tf32x3" in text and "HMMA.1688.F32.TF32" in text
+
+
+def test_sass_says_which_tool_is_missing(monkeypatch):
+    monkeypatch.delenv("CUOBJDUMP", raising=False)
+    monkeypatch.setattr(ck.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="cuobjdump is not on the PATH"):
+        ck.sass("direct")

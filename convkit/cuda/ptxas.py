@@ -94,22 +94,44 @@ def ptxas_report(source: str, arch: str = "sm_90", *, options: tuple[str, ...] =
 
     Needs no GPU, only ``nvcc``. Raises RuntimeError with the compiler's output if it fails.
     """
+    with tempfile.TemporaryDirectory() as tmp:
+        _, log = _cubin(source, arch, options, Path(tmp))
+    return parse_ptxas(log, source=source)
+
+
+def sass(source: str, arch: str = "sm_90", *, options: tuple[str, ...] = ()) -> str:
+    """The SASS of ``kernels/<source>.cu`` built for ``arch`` with ``options`` (``cuobjdump -sass``: on the PATH,
+    or named by the environment variable ``CUOBJDUMP``; the ``nvidia-cuda-cuobjdump`` wheel ships one). Needs no
+    GPU; raises RuntimeError where a tool is missing or fails."""
+    import os
+
+    cuobjdump = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    if not cuobjdump:
+        raise RuntimeError("cuobjdump is not on the PATH (or named by CUOBJDUMP): SASS needs it")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin, _ = _cubin(source, arch, options, Path(tmp))
+        proc = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed on kernels/{source}.cu ({arch}):\n{proc.stderr}")
+    return proc.stdout
+
+
+def _cubin(source: str, arch: str, options: tuple[str, ...], folder: Path) -> tuple[Path, str]:
+    """Build ``kernels/<source>.cu`` for ``arch`` into a cubin in ``folder``, as NVRTC builds it (the common
+    options, ptxas verbose): its path and the compiler's log."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise RuntimeError("nvcc is not on the PATH: the compile report needs the CUDA toolkit")
     path = kernel_source(source)
     # nvcc splits option values at commas (NVRTC takes each option whole): escape them in macro values
     options = tuple(o.replace(",", "\\,") if o.startswith("-D") else o for o in options)
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *COMMON_OPTIONS, *options,
-            "-o", str(Path(tmp) / f"{source}.cubin"), str(path),
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+    cubin = folder / f"{source}.cubin"
+    cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *COMMON_OPTIONS, *options, "-o", str(cubin), str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed for kernels/{source}.cu ({arch}):\n{log}")
-    return parse_ptxas(log, source=source)
+    return cubin, log
 
 
 def all_sources() -> list[str]:
