@@ -90,12 +90,24 @@ struct Slices {
     // Issue the copies of the slice k0 .. k0 + BK into As (BK rows of A_STRIDE) and Bs (BK rows of B_STRIDE).
     __device__ __forceinline__ void load(float* As, float* Bs, int k0, int tid) const
     {
+        load_weights(As, k0);
+        load_inputs(Bs, k0, tid);
+    }
+
+    // The weights' slice alone (As, BK rows of A_STRIDE).
+    __device__ __forceinline__ void load_weights(float* As, int k0) const
+    {
         const bool ka_ok = k0 + a_k < k_end;
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
             const bool ok = ka_ok && i < a_rows;
             copy4(&As[a_k * A_STRIDE + a_m + i * (THREADS / BK)], w + (unsigned)(ok ? a_off + i * a_step + k0 : 0), ok);
         }
+    }
+
+    // The inputs' slice alone (Bs, BK rows of B_STRIDE).
+    __device__ __forceinline__ void load_inputs(float* Bs, int k0, int tid) const
+    {
         if (VEC == 4) {
 #pragma unroll
             for (int i = 0; i < B_LOADS; ++i) {
@@ -126,5 +138,6 @@ struct Slices {
             }
         }
     }
+
 };
 }  // namespace im2col

@@ -16,14 +16,22 @@
 //       an FADD, which rounds to nearest. The tensor cores' own accumulation truncates, so a running sum
 //       kept inside them over all of K drifts (measured on the H100 at K = 4608: 3.2e-5 from float64,
 //       against 3.3e-7 with slice sums); kept outside, only a slice's sum truncates.
-//     - Warps own 32 x 64 outputs (2 x 8 tiles of m16n8), 64 accumulators a thread as implicit_gemm.cu.
-//       Staged rows are padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes
-//       (g, t) reading row t, column g) hits 32 distinct banks.
+//     - Warps own 32 x 64 outputs (2 x 8 tiles of m16n8; WARP_M 64: 64 x 32, 4 x 4 tiles, as CUTLASS's
+//       fastest 3xTF32 tiles have them), 64 accumulators a thread as implicit_gemm.cu. Staged rows are
+//       padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes (g, t) reading row t,
+//       column g) hits 32 distinct banks.
+//     - PRESPLIT: the weights come split already (split_weights_tf32x3, once per call: both parts
+//       rounded to nearest, the small one too, as the loop cannot afford), a big plane then a small one;
+//       both are staged, and only the inputs are split in the loop. With 64 x 32 warps that removes two
+//       thirds of the loop's splits.
+//     - FLUSH: slices summed in the tensor cores before the FP32 add (1, or 2: half the adds, each sum
+//       truncated over 32 products instead of 16).
 //
 // Layout: x NCHW and w MCRS (each under 2^31 elements), out NMPQ or split planes [split][n][m][p][q],
 // float32, C-contiguous. Compile-time knobs (-D, set by convkit.families.tf32x3.launch): CONVKIT_BM and
-// CONVKIT_BN (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..5); dynamic shared
-// memory STAGES * STAGE_FLOATS * 4 bytes.
+// CONVKIT_BN (64 or 128), CONVKIT_R, CONVKIT_S, CONVKIT_VEC (1 or 4), CONVKIT_STAGES (2..5), CONVKIT_WARP_M
+// (32 or 64), CONVKIT_PRESPLIT (0 or 1), CONVKIT_FLUSH (1 or 2); dynamic shared memory STAGES *
+// STAGE_FLOATS * 4 bytes.
 #include "staging.cuh"
 #include "im2col_slices.cuh"  // im2col::Slices: a slice of both operands into shared memory
 #include "split_sum.cuh"      // sum_planes: adds the split-K partial planes
@@ -46,20 +54,40 @@
 #ifndef CONVKIT_STAGES
 #define CONVKIT_STAGES 3
 #endif
+#ifndef CONVKIT_WARP_M
+#define CONVKIT_WARP_M 32
+#endif
+#ifndef CONVKIT_PRESPLIT
+#define CONVKIT_PRESPLIT 0
+#endif
+#ifndef CONVKIT_FLUSH
+#define CONVKIT_FLUSH 1
+#endif
 
 namespace tf32x3 {
 constexpr int BM = CONVKIT_BM, BN = CONVKIT_BN, BK = 16, STAGES = CONVKIT_STAGES, VEC = CONVKIT_VEC;
 constexpr int R = CONVKIT_R, S = CONVKIT_S;
-constexpr int WARP_M = 32, WARP_N = 64;        // a warp's outputs: MT x NT tiles of m16n8
+constexpr int WARP_M = CONVKIT_WARP_M, WARP_N = 2048 / WARP_M;  // a warp's outputs: MT x NT tiles of m16n8
+constexpr bool PRESPLIT = CONVKIT_PRESPLIT;
+constexpr int FLUSH = CONVKIT_FLUSH;
 constexpr int MT = WARP_M / 16, NT = WARP_N / 8;
 constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int A_STRIDE = BM + 8, B_STRIDE = BN + 8;  // 8 mod 32 banks: conflict-free fragment loads
-constexpr int STAGE_FLOATS = BK * (A_STRIDE + B_STRIDE);
+// PRESPLIT: both weight planes staged filter-major (As[m][k], rows SPLIT_STRIDE floats apart: 20 = 20 mod 32
+// banks, so the lanes (g, t) reading row g, column t hit 32 distinct banks) by 16-byte copies.
+constexpr int SPLIT_STRIDE = BK + 4;
+constexpr int A_FLOATS = PRESPLIT ? 2 * BM * SPLIT_STRIDE : BK * A_STRIDE;
+constexpr int STAGE_FLOATS = A_FLOATS + BK * B_STRIDE;
 // a slice's own sums double the accumulators (about 205 registers): one 256-thread block per SM
 constexpr int MIN_BLOCKS = 256 / THREADS;
 static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "block tiles of 64 or 128");
 static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
+static_assert((WARP_M == 32 || WARP_M == 64) && BM % WARP_M == 0 && BN % WARP_N == 0, "warps of 32x64 or 64x32");
+static_assert(FLUSH == 1 || FLUSH == 2, "slice sums added every slice or every second one");
+
+// a rounded to nearest TF32, ties away from zero, as a TF32 operand's bits (cvt.rna.tf32.f32's).
+__device__ __forceinline__ unsigned round_tf32(unsigned bits) { return (bits + 0x1000u) & 0xffffe000u; }
 
 // a = big + small, each a TF32 operand in a 32-bit register: big is a rounded to nearest, ties away from
 // zero (the bits of cvt.rna.tf32.f32, in two integer operations: add half of the dropped range, clear it);
@@ -68,7 +96,7 @@ static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
 // cvt.rna as well (three instructions fewer per value), the error the same within 3%.
 __device__ __forceinline__ void split(float a, unsigned& big, unsigned& small)
 {
-    big = (__float_as_uint(a) + 0x1000u) & 0xffffe000u;
+    big = round_tf32(__float_as_uint(a));
     small = __float_as_uint(a - __uint_as_float(big));
 }
 
@@ -98,6 +126,47 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
+
+// A 16 x 8 fragment of 32-bit words from a filter-major tile (rows 16 bytes apart at least, 16-byte aligned) in one
+// ldmatrix.x4: lane l names row l % 16 at column 4 (l / 16); r gets (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4),
+// the m16n8k8 A fragment's order (each 8 x 8 b16 matrix is 8 x 4 words: lane 4 g + t gets word t of row g).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* row)
+{
+#if defined(CONVKIT_EMULATED_LDMATRIX_X4)
+    CONVKIT_EMULATED_LDMATRIX_X4(r, row);  // tests/cuda_emulator
+#elif __CUDA_ARCH__ >= 800
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s)
+                 : "memory");
+#endif
+}
+
+// PRESPLIT: a slice of the weights split ahead, BM filters x BK, from a plane of rows KP floats apart (C*R*S
+// rounded up to whole float4s, zero-padded: every 16-byte copy is aligned and reads inside the plane).
+struct SplitSlices {
+    static constexpr int CHUNKS = BM * BK / 4, LOADS = CHUNKS / THREADS;
+    static_assert(CHUNKS % THREADS == 0, "whole float4s of the weights per thread");
+    int row0, kc, KP, rows;  // this thread's first filter row, float4 column; the plane's row stride; filters left
+
+    __device__ __forceinline__ SplitSlices(int M, int K, int m0, int tid)
+        : row0(tid / (BK / 4)), kc(tid % (BK / 4)), KP((K + 3) / 4 * 4), rows(M - m0) {}
+
+    // The big and the small parts' slices k0 .. k0 + BK of filters m0 ..; `big` is the big plane at m0.
+    __device__ __forceinline__ void load(float* As, const float* big, long long plane, int k0, int k_end) const
+    {
+        const bool k_ok = k0 + 4 * kc < k_end;
+#pragma unroll
+        for (int i = 0; i < LOADS; ++i) {
+            const int row = row0 + i * (THREADS / (BK / 4));
+            const bool ok = k_ok && row < rows;
+            const float* from = big + (ok ? (long long)row * KP + k0 + 4 * kc : 0);
+            copy16(&As[row * SPLIT_STRIDE + 4 * kc], from, ok ? 16 : 0);
+            copy16(&As[BM * SPLIT_STRIDE + row * SPLIT_STRIDE + 4 * kc], from + (ok ? plane : 0), ok ? 16 : 0);
+        }
+    }
+};
 }  // namespace tf32x3
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = batch * splits.
@@ -115,9 +184,12 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
     extern __shared__ __align__(16) float smem[];
 
     const int batch = blockIdx.z / splits, split_index = blockIdx.z % splits;
+    const int K = C * R * S;
+    // PRESPLIT (one GEMM): w is the big parts' plane, M rows of KP floats, and the small parts' plane follows
+    const SplitSlices split_slices(M, K, blockIdx.y * BM, threadIdx.x);
+    const long long w_plane = (long long)M * split_slices.KP;
     x += batch * x_batch;
     w += batch * w_batch;
-    const int K = C * R * S;
     const int PQ = P * Q;
     const long long NPQ = (long long)N * PQ;
     const int k_begin = split_index * k_per_split;
@@ -130,42 +202,37 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
         x, w, N, C, H, W, M, P, Q, pad, stride, m0, n0, k_end, tid);
     auto load_slice = [&](int stage, int k0) {
         float* As = smem + stage * STAGE_FLOATS;
-        operands.load(As, As + BK * A_STRIDE, k0, tid);
+        if (PRESPLIT) {
+            operands.load_inputs(As + A_FLOATS, k0, tid);
+            split_slices.load(As, w + (long long)m0 * split_slices.KP, w_plane, k0, k_end);
+        } else {
+            operands.load(As, As + A_FLOATS, k0, tid);
+        }
     };
 
     const int warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // the fragment's row group and thread in group
     const int wm = (warp % WARPS_M) * WARP_M, wn = (warp / WARPS_M) * WARP_N;
-    Tiles acc;
-    zero(acc);
-
-    const int slices = (k_end - k_begin + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < slices) load_slice(s, k_begin + s * BK);
-        commit();
-    }
-    for (int it = 0; it < slices; ++it) {
-        wait_stages<STAGES - 2>();  // slice `it` has landed (this thread's copies) ...
-        __syncthreads();            // ... everyone's, and slice it - 1's stage is free again
-        const int next = it + STAGES - 1;
-        if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
-        commit();  // an empty group past the end keeps the count wait_stages relies on
-
-        const float* As = smem + (it % STAGES) * STAGE_FLOATS;
-        const float* Bs = As + BK * A_STRIDE;
-        Tiles part;  // this slice's sum, from zero in the tensor cores
-        zero(part);
+    // One slice's products added to part, in the tensor cores.
+    auto slice_products = [&](const float* As, Tiles& part) {
+        const float* As_small = As + BM * SPLIT_STRIDE;  // PRESPLIT only
+        const float* Bs = As + A_FLOATS;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
-                const float* a = As + (kk + t) * A_STRIDE + wm + i * 16 + g;
-                split(a[0], a_big[i][0], a_small[i][0]);                 // (row g, k t)
-                split(a[8], a_big[i][1], a_small[i][1]);                 // (row g + 8, k t)
-                split(a[4 * A_STRIDE], a_big[i][2], a_small[i][2]);      // (row g, k t + 4)
-                split(a[4 * A_STRIDE + 8], a_big[i][3], a_small[i][3]);  // (row g + 8, k t + 4)
+                if (PRESPLIT) {  // lane l: filter row l % 16 of the tile, k from 4 (l / 16)
+                    const int at = (wm + i * 16 + lane % 16) * SPLIT_STRIDE + kk + 4 * (lane / 16);
+                    ldmatrix_x4(a_big[i], As + at);
+                    ldmatrix_x4(a_small[i], As_small + at);
+                } else {
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) {  // (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
+                        const int m = wm + i * 16 + g + 8 * (v & 1), k = kk + t + 4 * (v >> 1);
+                        split(As[k * A_STRIDE + m], a_big[i][v], a_small[i][v]);
+                    }
+                }
             }
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
@@ -185,6 +252,29 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
             for (int i = 0; i < MT; ++i)
 #pragma unroll
                 for (int j = 0; j < NT; ++j) mma(part[i][j], a_big[i], b_big[j]);
+        }
+    };
+    Tiles acc;
+    zero(acc);
+
+    const int slices = (k_end - k_begin + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < slices) load_slice(s, k_begin + s * BK);
+        commit();
+    }
+    for (int first = 0; first < slices; first += FLUSH) {
+        Tiles part;  // the sum of FLUSH slices, from zero in the tensor cores
+        zero(part);
+#pragma unroll
+        for (int it = first; it < first + FLUSH; ++it) {
+            if (FLUSH > 1 && it == slices) break;  // the same for the whole block
+            wait_stages<STAGES - 2>();  // slice `it` has landed (this thread's copies) ...
+            __syncthreads();            // ... everyone's, and slice it - 1's stage is free again
+            const int next = it + STAGES - 1;
+            if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
+            commit();  // an empty group past the end keeps the count wait_stages relies on
+            slice_products(smem + (it % STAGES) * STAGE_FLOATS, part);
         }
 #pragma unroll
         for (int i = 0; i < MT; ++i)
@@ -222,4 +312,20 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
             }
         }
 #endif
+}
+
+// The weights split ahead for PRESPLIT, once per call: w (M rows of K) into a big plane and then a small one, each M
+// rows of KP = K rounded up to whole float4s (zero-padded), each part rounded to nearest TF32 (the tensor core would
+// truncate an unrounded small part).
+extern "C" __global__ void split_weights_tf32x3(const float* __restrict__ w, float* __restrict__ planes, int M, int K)
+{
+    const int KP = (K + 3) / 4 * 4;
+    const long long count = (long long)M * KP;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
+        const int m = (int)(i / KP), k = (int)(i - (long long)m * KP);
+        unsigned big = 0, small = 0;
+        if (k < K) tf32x3::split(w[(long long)m * K + k], big, small);
+        planes[i] = __uint_as_float(big);
+        planes[count + i] = __uint_as_float(tf32x3::round_tf32(small));
+    }
 }

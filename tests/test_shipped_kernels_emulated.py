@@ -24,7 +24,7 @@ from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.nvrtc import kernel_code
 from convkit.families.fp32.launch import ImplicitGemmLaunch, gemm_args
-from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
+from convkit.families.tf32x3.launch import SplitWeightsLaunch, TensorCoreGemmLaunch
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
@@ -85,7 +85,14 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
     w = rng.standard_normal((batch, *p.filter_shape), dtype=np.float32)
     out_shape = (batch, splits, *p.output_shape)  # a GEMM's split planes lie together
     strides = (x[0].size, w[0].size, splits * math.prod(p.output_shape)) if batch > 1 else (0, 0, 0)
-    out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(14)})", (x, w),
+    read = w
+    if launch.weight_elements(p):  # the weights as the kernel reads them: split ahead into two planes
+        split = SplitWeightsLaunch()
+        read = run_launch(build_dir, split, p, "split_weights_tf32x3(w,out,ints[0],ints[1])", (w[:1], w),
+                          launch.weight_elements(p), (p.m, p.c * p.r * p.s))  # fmt: skip
+        big, small = read.reshape(2, p.m, -1)[:, :, : p.c * p.r * p.s].astype(np.float64)
+        assert np.abs(big + small - w.reshape(p.m, -1)).max() <= 2.0**-20 * np.abs(w).max()
+    out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(14)})", (x, read),
                      math.prod(out_shape), gemm_args(launch, p, strides))  # fmt: skip
     planes = out.reshape(out_shape)
     assert not np.isnan(planes).any(), f"{launch} on {p.label}: outputs left unwritten"
@@ -111,8 +118,12 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
     # the launch's own checks of the GPU in hand (TF32 tensor cores) do not apply on the CPU
     monkeypatch.setattr("convkit.families.tf32x3.launch.has_tf32_tensor_cores", lambda: True)
     slices = math.ceil(problem.c * problem.r * problem.s / kind.slice_k)
-    launches = (kind(tile="64x64", splits=1, stages=2), kind(tile="128x64", splits=min(3, slices), stages=3),
-                kind(tile="64x128", stages=4, batch=3))  # fmt: skip
+    launches = [kind(tile="64x64", splits=1, stages=2), kind(tile="128x64", splits=min(3, slices), stages=3),
+                kind(tile="64x128", stages=4, batch=3)]  # fmt: skip
+    if kind is TensorCoreGemmLaunch:  # CUTLASS's warps, the weights split ahead (ldmatrix), two slices a flush
+        launches += [kind("128x64", stages=3, warp="64x32", weights="split"),
+                     kind("64x64", splits=min(2, slices), stages=2, warp="64x32", weights="split", flush=2),
+                     kind("128x128", stages=2, weights="split"), kind("64x128", stages=3, flush=2)]  # fmt: skip
     for launch in launches:
         err = emulate(build_dir, launch, problem)
         assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"

@@ -121,6 +121,40 @@ def test_the_kernel_builds_without_spills(arch):
                     assert k.spill_store_bytes == k.spill_load_bytes == 0, (options, k)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cutlass_warps_and_weights_split_ahead_build_without_spills(arch):
+    from convkit.cuda.ptxas import find_nvcc, ptxas_report
+    from convkit.families.fp32.launch import TILES
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not on the PATH")
+    p = ConvProblem(1, 8, 13, 13, 8, 3, 3)
+    for tile in TILES:
+        for flush in launch.FLUSHES:
+            spec = launch.TensorCoreGemmLaunch(tile, stages=4, warp="64x32", weights="split", flush=flush)
+            for k in ptxas_report("implicit_gemm_tf32x3", arch, options=spec.options(p)):
+                assert k.spill_store_bytes == k.spill_load_bytes == 0, (spec, k)
+
+
+def test_the_new_knobs_are_macros_shared_memory_and_workspace_and_left_out_at_none(monkeypatch):
+    p = ConvProblem.same(1, 7, 9, 9, 5, 3)  # K = 63: planes of rows of 64
+    first = launch.TensorCoreGemmLaunch("128x64", stages=3)
+    assert first.to_params() == {"tile": "128x64", "splits": 1, "stages": 3}  # as recorded before the knobs
+    spec = launch.TensorCoreGemmLaunch("128x64", stages=3, warp="64x32", weights="split", flush=2)
+    assert spec.options(p)[-3:] == ("-DCONVKIT_WARP_M=64", "-DCONVKIT_PRESPLIT=1", "-DCONVKIT_FLUSH=2")
+    assert launch.TensorCoreGemmLaunch.from_params(spec.to_params()) == spec
+    assert spec.shared_bytes(p) == 3 * 4 * (2 * 128 * 20 + 16 * 72) and spec.weight_elements(p) == 2 * 5 * 64
+    assert spec.workspace_bytes(p) >= 4 * 2 * 5 * 64 and first.weight_elements(p) == first.workspace_bytes(p) == 0
+    assert launch.SplitWeightsLaunch().grid(p) == (2,)  # 5 x 64 elements, 256 a block
+    monkeypatch.setattr(launch, "has_tf32_tensor_cores", lambda: True)
+    spec.can_implement(p)
+    for bad, match in ((dict(warp="16x128"), "warp must be one of"), (dict(weights="cached"), "weights must be one of"),
+                       (dict(flush=3), "flush must be one of"),
+                       (dict(weights="split", batch=2), "one GEMM")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            launch.TensorCoreGemmLaunch(**bad).can_implement(p)
+
+
 def test_a_rows_precision_comes_from_its_kernel_or_is_fp32_fma():
     from convkit.families import precision_of
 

@@ -9,7 +9,8 @@
 //   for another block's zeros only ever waits for a block that has already run (the kernels' own rule).
 // - __CUDA_ARCH__ is undefined: the kernels take their synchronous-copy paths (Turing's), not cp.async.
 // - mma.sync.m16n8k8 on TF32 is a warp collective (CONVKIT_EMULATED_MMA, which a kernel calls in place of its
-//   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'.
+//   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'; so is
+//   ldmatrix.x4 (CONVKIT_EMULATED_LDMATRIX_X4): each lane posts its row's address, then reads its words.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -215,3 +216,24 @@ inline void mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsign
 }
 }  // namespace emu
 #define CONVKIT_EMULATED_MMA emu::mma_m16n8k8_tf32
+
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16, read as 32-bit words (the 3xTF32 kernel's filter-major fragments): lane
+// l gives the address of row l % 8 of matrix l / 8 (16 bytes); register i of lane l gets word l % 4 of row l / 4 of
+// matrix i.
+namespace emu {
+inline std::vector<const float*> rows_posted;
+inline void ldmatrix_x4(unsigned (&r)[4], const float* row)
+{
+    const int t = current, base = t - t % 32, lane = t % 32;
+    if (rows_posted.size() < fibers->size()) rows_posted.resize(fibers->size());
+    if (reinterpret_cast<size_t>(row) % 16) {
+        std::fprintf(stderr, "ldmatrix: lane %d's row is not 16-byte aligned\n", lane);
+        std::exit(5);
+    }
+    rows_posted[t] = row;
+    __syncthreads();
+    for (int i = 0; i < 4; ++i) r[i] = __float_as_uint(rows_posted[base + 8 * i + lane / 4][lane % 4]);
+    __syncthreads();  // every lane has read the posts before any posts its next
+}
+}  // namespace emu
+#define CONVKIT_EMULATED_LDMATRIX_X4 emu::ldmatrix_x4

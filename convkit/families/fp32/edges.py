@@ -46,9 +46,10 @@ def _inputs(p: ConvProblem, *, unaligned: bool = False) -> tuple:
     return cupy.asarray(x), cupy.asarray(w), ref, cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
 
 
-def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...]) -> None:
-    """Launch ``kind`` (a kernel of the implicit GEMM's design) at every tile, each of ``depths`` and splits on
-    :data:`GEMM_EDGES`, aligned and not; raises AssertionError naming the launch that is wrong."""
+def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...], **knobs: object) -> None:
+    """Launch ``kind`` (a kernel of the implicit GEMM's design, with its further ``knobs``) at every tile, each of
+    ``depths`` and splits on :data:`GEMM_EDGES`, aligned and not; raises AssertionError naming the launch that is
+    wrong."""
     import cupy
 
     for p in GEMM_EDGES:
@@ -59,11 +60,34 @@ def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...]) -> None:
                 for stages in depths:
                     whole = -(-k // kind.slice_k)  # slices in C*R*S
                     for splits in sorted({1, min(2, whole), max(1, k // kind.slice_k)}):
-                        spec = kind(tile, splits, stages)
+                        spec = kind(tile, splits, stages, **knobs)
                         out.fill(cupy.nan)
                         conv2d_implicit_gemm(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out)
                         err = reference.relative_error(out.get(), ref)
                         assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
+
+
+def winograd_edges(kind: type[WinogradLaunch]) -> None:
+    """Every built tile of ``kind`` (FP32 Winograd's launch, or one with its products on another GEMM) on
+    :data:`WINOGRAD_EDGES`, and in passes of fewer images than the batch; raises AssertionError naming the tile."""
+    for m, r in WINOGRAD_TILES:
+        for n, c, h, wd, filters in WINOGRAD_EDGES:
+            for pad in {0, r // 2, r - 1}:
+                p = ConvProblem(n, c, h, wd, filters, r, r, pad=pad)
+                if p.out_h < 1 or p.out_w < 1:
+                    continue
+                x, w, ref, out = _inputs(p)
+                conv2d_winograd(x, w, pad=pad, launch=kind(m, "64x64", 2), out=out)
+                err = reference.relative_error(out.get(), ref)
+                assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
+        # three images, a workspace that holds two at a time: a full pass and a partial one
+        p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
+        x, w, ref, out = _inputs(p)
+        one = kind(m).pass_bytes(dataclasses.replace(p, n=2))
+        spec = kind(m, "64x64", 2, workspace_limit=one)
+        assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
+        conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
+        assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE, (p.label, m, r, "in passes")
 
 
 def edge_check() -> None:
@@ -77,22 +101,5 @@ def edge_check() -> None:
             x, w, ref, out = _inputs(p)
             cublas.conv1x1(x, w, out)
             assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE, (p.label, "cublas")
-    for m, r in WINOGRAD_TILES:
-        for n, c, h, wd, filters in WINOGRAD_EDGES:
-            for pad in {0, r // 2, r - 1}:
-                p = ConvProblem(n, c, h, wd, filters, r, r, pad=pad)
-                if p.out_h < 1 or p.out_w < 1:
-                    continue
-                x, w, ref, out = _inputs(p)
-                conv2d_winograd(x, w, pad=pad, launch=WinogradLaunch(m, "64x64", 2), out=out)
-                err = reference.relative_error(out.get(), ref)
-                assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
-        # three images, a workspace that holds two at a time: a full pass and a partial one
-        p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
-        x, w, ref, out = _inputs(p)
-        one = WinogradLaunch(m).pass_bytes(dataclasses.replace(p, n=2))
-        spec = WinogradLaunch(m, "64x64", 2, workspace_limit=one)
-        assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
-        conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
-        assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE, (p.label, m, r, "in passes")
+    winograd_edges(WinogradLaunch)
     cupy.cuda.runtime.deviceSynchronize()

@@ -133,10 +133,19 @@ class ImplicitGemmLaunch(KernelLaunch):
         splits = self.effective_splits(problem)
         return 0 if splits == 1 else splits * math.prod(problem.output_shape)
 
+    def weight_elements(self, problem: ConvProblem) -> int:
+        """float32 elements of the weights as the kernel reads them where :meth:`prepare_weights` rewrites them
+        (0: it reads ``w`` itself, as this kernel does)."""
+        return 0
+
+    def prepare_weights(self, problem: ConvProblem, w: Any, planes: Any) -> Any:
+        """Enqueue what makes the weights the kernel reads into ``planes`` (:meth:`weight_elements` of them) and
+        return them; ``w`` itself where the kernel reads it as it is."""
+        return w
+
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The partial planes, float32."""
-        elements = self.workspace_elements(problem)
-        return regions_bytes([elements]) if elements else 0
+        """The partial planes and the rewritten weights, float32, each region aligned."""
+        return regions_bytes([n for n in (self.workspace_elements(problem), self.weight_elements(problem)) if n])
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         """Split: the sum of the partial planes adds it."""
@@ -163,8 +172,8 @@ class ImplicitGemmLaunch(KernelLaunch):
             if math.prod(shape) > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"{name} has {math.prod(shape)} elements; the kernel takes at most "
                                  f"{MAX_OPERAND_ELEMENTS}")  # fmt: skip
-        if (need := 4 * self.workspace_elements(problem)) > WORKSPACE_LIMIT_BYTES:
-            raise ValueError(f"splits={self.splits} need {need >> 20} MiB of partial planes, over the "
+        if (need := 4 * (self.workspace_elements(problem) + self.weight_elements(problem))) > WORKSPACE_LIMIT_BYTES:
+            raise ValueError(f"splits={self.splits} need {need >> 20} MiB of workspace, over the "
                              f"{WORKSPACE_LIMIT_BYTES >> 20} MiB every algorithm is allowed")  # fmt: skip
         grid = self.grid(problem)
         if grid[1] > 65535 or grid[2] > 65535:
@@ -297,7 +306,11 @@ def gemm(
     if x.data.ptr % 16:
         spec = dataclasses.replace(spec, unaligned=True)
     splits = spec.effective_splits(p)
-    temp = float32_regions(workspace, [spec.workspace_elements(p)])[0] if splits > 1 else out
+    regions = [n for n in (spec.workspace_elements(p), spec.weight_elements(p)) if n]
+    carved = float32_regions(workspace, regions) if regions else []
+    temp = carved[0] if splits > 1 else out
+    if spec.weight_elements(p):
+        w = spec.prepare_weights(p, w, carved[-1])
     dims = gemm_args(spec, p, strides)
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:])))
     if splits > 1:

@@ -61,7 +61,7 @@ WORDS = {
 }
 
 
-FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3", "winograd"), words=WORDS,
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS,
                 sample_problems=fp32_launch.SAMPLE_PROBLEMS,
                 edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
                 tuned_on_first_use=True)  # fmt: skip

@@ -1,17 +1,22 @@
-"""The 3xTF32 kernel on edge shapes, each output checked against float64 (compute-sanitizer's driver): the FP32
+"""The 3xTF32 kernels on edge shapes, each output checked against float64 (compute-sanitizer's driver): the FP32
 implicit GEMM's edge launches (:func:`convkit.families.fp32.edges.gemm_edges`) on the kernel of the same design, at
-its shallowest and deepest pipeline (16-deep slices in dynamic shared memory), where the GPU has TF32 tensor cores.
+its shallowest and deepest pipeline (16-deep slices in dynamic shared memory), as first designed and with CUTLASS's
+warps, the weights split ahead and two slices a flush; and FP32 Winograd's edges with the products on it
+(:func:`~convkit.families.fp32.edges.winograd_edges`); where the GPU has TF32 tensor cores.
 """
 
 from __future__ import annotations
 
 from convkit.core.gpu import has_tf32_tensor_cores
-from convkit.families.fp32.edges import gemm_edges
-from convkit.families.tf32x3.launch import TensorCoreGemmLaunch
+from convkit.families.fp32.edges import gemm_edges, winograd_edges
+from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
 
 
 def edge_check() -> None:
-    """Every tile, split and depth 2 and 5 of the 3xTF32 kernel on the implicit GEMM's edge problems (nothing on a
-    GPU without TF32 tensor cores); raises AssertionError naming the launch that is wrong."""
+    """Every tile, split and depth 2 and 5 of the 3xTF32 kernel on the implicit GEMM's edge problems, as first
+    designed and with every further knob set, then Winograd's tiles on it (nothing on a GPU without TF32 tensor
+    cores); raises AssertionError naming the launch that is wrong."""
     if has_tf32_tensor_cores():
         gemm_edges(TensorCoreGemmLaunch, (2, 5))
+        gemm_edges(TensorCoreGemmLaunch, (2, 5), warp="64x32", weights="split", flush=2)
+        winograd_edges(TensorCoreWinogradLaunch)

@@ -10,11 +10,14 @@ products on that kernel: the transforms in FP32 as before, the products FP32-acc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_gpu, has_tf32_tensor_cores, ptx_arch
 from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import ElementwiseLaunch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import (
     ImplicitGemmLaunch,
     candidates,
@@ -32,29 +35,85 @@ STAGES = (2, 3, 4, 5)
 INPUT_PRECISION = "tf32x3"
 
 
-def stage_bytes(tile: str) -> int:
-    """Shared memory of one pipeline stage: both slices, their rows padded by 8 floats."""
+#: Warp tiles (filters x positions): 32x64, the kernel's first design, or 64x32, CUTLASS's.
+WARPS = ("32x64", "64x32")
+#: How the kernel gets the weights' two TF32 parts: split in the loop (None), or "split" ahead, once per call.
+WEIGHTS = (None, "split")
+#: Slices summed in the tensor cores before their FP32 add: 1 (None) or 2.
+FLUSHES = (None, 2)
+
+
+def stage_bytes(tile: str, split_weights: bool = False) -> int:
+    """Shared memory of one pipeline stage: both slices, their rows padded by 8 floats; weights split ahead are
+    staged as two filter-major planes instead, rows of 16 + 4 floats."""
     bm, bn, _ = tile_shape(tile)
-    return 4 * SLICE_K * (bm + 8 + bn + 8)
+    weights = 2 * bm * (SLICE_K + 4) if split_weights else SLICE_K * (bm + 8)
+    return 4 * (weights + SLICE_K * (bn + 8))
+
+
+def padded_k(problem: ConvProblem) -> int:
+    """C*R*S rounded up to whole float4s: the row of a weight plane split ahead."""
+    return 4 * math.ceil(problem.c * problem.r * problem.s / 4)
+
+
+@dataclass(frozen=True)
+class SplitWeightsLaunch(ElementwiseLaunch):
+    """``split_weights_tf32x3``: the weights' big and small TF32 parts, two planes of M rows of :func:`padded_k`."""
+
+    kind: ClassVar[str] = "tf32x3_split_weights"
+    source: ClassVar[str] = "implicit_gemm_tf32x3"
+    kernel: ClassVar[str] = "split_weights_tf32x3"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+    def elements(self, problem: ConvProblem) -> int:
+        return problem.m * padded_k(problem)
 
 
 @dataclass(frozen=True)
 class TensorCoreGemmLaunch(ImplicitGemmLaunch):
     """One launch of ``implicit_gemm_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``tile``, ``splits``,
-    ``stages`` as :class:`~convkit.families.fp32.launch.ImplicitGemmLaunch`'s."""
+    ``stages`` as :class:`~convkit.families.fp32.launch.ImplicitGemmLaunch`'s; ``warp`` (:data:`WARPS`, None: the
+    first), ``weights`` (:data:`WEIGHTS`) and ``flush`` (:data:`FLUSHES`), left out of its params at None."""
+
+    warp: str | None = None
+    weights: str | None = None
+    flush: int | None = None
 
     kind: ClassVar[str] = "tf32x3_igemm"
+    knobs: ClassVar[tuple[str, ...]] = ("tile", "splits", "stages", "warp", "weights", "flush")
     source: ClassVar[str] = "implicit_gemm_tf32x3"
     slice_k: ClassVar[int] = SLICE_K
 
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        extra = {"WARP_M": self.warp and int(self.warp.split("x")[0]), "PRESPLIT": self.weights and 1,
+                 "FLUSH": self.flush}  # fmt: skip
+        return (*super().options(problem), *(f"-DCONVKIT_{k}={v}" for k, v in extra.items() if v))
+
     def shared_bytes(self, problem: ConvProblem) -> int:
-        return self.stages * stage_bytes(self.tile)
+        return self.stages * stage_bytes(self.tile, self.weights == "split")
+
+    def weight_elements(self, problem: ConvProblem) -> int:
+        """The two planes of the weights split ahead (``weights="split"``), else none."""
+        return 2 * problem.m * padded_k(problem) if self.weights == "split" else 0
+
+    def prepare_weights(self, problem: ConvProblem, w: Any, planes: Any) -> Any:
+        """Enqueue the split of ``w`` into ``planes`` (:class:`SplitWeightsLaunch`) and return them."""
+        import cupy
+
+        k = problem.c * problem.r * problem.s
+        launch_kernel(SplitWeightsLaunch(), problem, (w, planes, cupy.int32(problem.m), cupy.int32(k)))
+        return planes
 
     def check_pipeline(self) -> None:
-        """Raise ValueError naming ``stages`` where the kernel builds no such pipeline, or the GPU where it has
-        no TF32 tensor cores."""
+        """Raise ValueError naming ``stages``, ``warp``, ``weights`` or ``flush`` where the kernel builds no such
+        launch, or the GPU where it has no TF32 tensor cores."""
         if self.stages not in STAGES:
             raise ValueError(f"stages must be one of {STAGES}, got {self.stages!r}")
+        for name, allowed in (("warp", (None, *WARPS)), ("weights", WEIGHTS), ("flush", FLUSHES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.weights == "split" and self.batch > 1:
+            raise ValueError("weights split ahead take one GEMM: a batch of GEMMs splits them in the loop")
         if not has_tf32_tensor_cores():
             major, minor = TF32_CAPABILITY
             here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
