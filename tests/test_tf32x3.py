@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -146,6 +148,9 @@ def test_the_new_knobs_are_macros_shared_memory_and_workspace_and_left_out_at_no
     assert spec.shared_bytes(p) == 3 * 4 * (2 * 128 * 20 + 16 * 72) and spec.weight_elements(p) == 2 * 5 * 64
     assert spec.workspace_bytes(p) >= 4 * 2 * 5 * 64 and first.weight_elements(p) == first.workspace_bytes(p) == 0
     assert launch.SplitWeightsLaunch().grid(p) == (2,)  # 5 x 64 elements, 256 a block
+    tuned = launch.launch_candidates(p)  # each as first designed, then with CUTLASS's warps and weights split ahead
+    half = len(tuned) // 2
+    assert [dataclasses.replace(c, warp="64x32", weights="split") for c in tuned[:half]] == tuned[half:]
     monkeypatch.setattr(launch, "has_tf32_tensor_cores", lambda: True)
     spec.can_implement(p)
     for bad, match in ((dict(warp="16x128"), "warp must be one of"), (dict(weights="cached"), "weights must be one of"),

@@ -10,6 +10,7 @@ products on that kernel: the transforms in FP32 as before, the products FP32-acc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -146,9 +147,10 @@ def default_launch(problem: ConvProblem, sms: int = 132) -> TensorCoreGemmLaunch
 
 
 def launch_candidates(problem: ConvProblem, sms: int = 132) -> list[TensorCoreGemmLaunch]:
-    """Launches a tuning run measures: the FP32 implicit GEMM's candidates, and 128x128 at 5 stages."""
-    out = candidates(problem, sms, TensorCoreGemmLaunch)
-    return list(dict.fromkeys([*out, TensorCoreGemmLaunch("128x128", stages=5)]))
+    """Launches a tuning run measures: the FP32 implicit GEMM's candidates and 128x128 at 5 stages, each as first
+    designed and with CUTLASS's warps and the weights split ahead."""
+    out = [*candidates(problem, sms, TensorCoreGemmLaunch), TensorCoreGemmLaunch("128x128", stages=5)]
+    return list(dict.fromkeys([*out, *(dataclasses.replace(c, warp="64x32", weights="split") for c in out)]))
 
 
 @dataclass(frozen=True)
