@@ -178,3 +178,29 @@ def test_the_host_cost_benchmark_covers_small_and_large_layers():
     assert {(c.impl, c.variant) for c in overhead.CASES} == {
         (i, v) for i in ("convkit", "pytorch") for v in ("host_per_call", "gpu")
     } | {("convkit", part) for part in ("host_lookup", "host_replay", "host_operator")}
+
+
+def test_the_operators_are_registered_as_soon_as_pytorch_is_imported_after_convkit(monkeypatch, tmp_path):
+    """convkit imported first, PyTorch later: its import registers the operators (a first call inside a compiled
+    function could not), and the hook then leaves the import system."""
+    import sys
+
+    from convkit.op import torch_ops
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("IMPORTED = True\n")  # a stand-in, found as PyTorch would be
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    registered = []
+    monkeypatch.setattr(torch_ops, "ops", lambda: registered.append(sys.modules["torch"].IMPORTED))
+    torch_ops.register_if_torch_is_imported()
+    torch_ops.register_if_torch_is_imported()  # one hook, however often convkit asks
+    assert sum(isinstance(f, torch_ops._RegisterAfterTorch) for f in sys.meta_path) == 1 and registered == []
+    import torch  # noqa: F401
+
+    assert registered == [True]  # after PyTorch's module ran
+    assert not any(isinstance(f, torch_ops._RegisterAfterTorch) for f in sys.meta_path)
+    torch_ops.register_if_torch_is_imported()  # PyTorch imported now: registered at once
+    assert registered == [True, True]
+    monkeypatch.delitem(sys.modules, "torch")

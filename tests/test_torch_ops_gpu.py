@@ -139,6 +139,25 @@ def test_convkit_conv2d_called_in_a_compiled_function_is_one_graph_node():
     assert _error(y, torch.relu(_reference(x, w, b, p)) * 2) < 1e-5
 
 
+def test_a_first_call_inside_a_compiled_function_after_importing_convkit_before_pytorch():
+    """In a fresh process, convkit imported before PyTorch and first called inside torch.compile(fullgraph=True):
+    PyTorch's import registered the operators (tracing cannot), so the call is one node of the graph."""
+    import subprocess
+    import sys
+
+    code = (
+        "import convkit, torch\n"
+        "x, w = torch.randn(2, 8, 9, 9, device='cuda'), torch.randn(4, 8, 3, 3, device='cuda')\n"
+        "f = torch.compile(lambda x, w: convkit.conv2d(x, w, padding=1) * 2, fullgraph=True)\n"
+        "torch.backends.cudnn.allow_tf32 = False\n"
+        "ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1) * 2\n"
+        "print(float(((f(x, w) - ref).norm() / ref.norm()).item()))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=50)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert float(run.stdout.split()[-1]) < 1e-5
+
+
 def test_reduce_overhead_runs_a_patched_network():
     import torch
 

@@ -33,10 +33,41 @@ compiling = _never
 
 
 def register_if_torch_is_imported() -> None:
-    """Register the operators now if PyTorch is imported already (convkit's import does this; it imports no
-    PyTorch itself): torch.compile must find them registered before it traces a call."""
+    """Register the operators now if PyTorch is imported already, else as soon as it is (convkit's import does this;
+    it imports no PyTorch itself): torch.compile must find them registered before it traces a call, and cannot
+    register one while it traces, which a first call inside a compiled function would ask of it."""
     if "torch" in sys.modules:
         ops()
+    elif not any(isinstance(finder, _RegisterAfterTorch) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterTorch())
+
+
+class _RegisterAfterTorch:
+    """An import hook (first in ``sys.meta_path`` until PyTorch is imported): it finds ``torch`` as the other
+    finders do and registers the operators once its module has run, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+        finder = self
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+            try:
+                ops()
+            except Exception:  # never fail PyTorch's import: the op's first eager call registers them again
+                pass
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
 def traced_conv2d(x: Any, w: Any, bias: Any, stride: int, padding: int, input_precision: str) -> Any:
