@@ -13,7 +13,8 @@
 #   overhead_rest, repeat : the host-cost layers still missing; the repeated sample (networks and host cost) again.
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
 # the parts that came back).
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/ready_node_device.sh   # carry .whl; call again to collect
+#   CONVKIT_COMMIT=$(git rev-parse HEAD) EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
+# (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs)
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
 set -uo pipefail
 OUT=${OUT:-out}
@@ -21,7 +22,10 @@ mkdir -p "$OUT"
 job=/tmp/ready_node_job
 source scripts/device_job.sh
 if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
-  cp -r "results/$gpu" "$job/results/$gpu"
+  if [ -n "${EXPECT_GPU:-}" ] && [ "$gpu" != "$EXPECT_GPU" ]; then  # a node of other GPUs came: record nothing
+    echo "this node's GPUs are $gpu, not $EXPECT_GPU: nothing started"; rm -rf "$job"; exit 3
+  fi
+  cp -r results/. "$job/results/"  # every GPU's folder: the suite's CPU tests read the recorded H100 results
   mkdir -p "$job/results/$gpu/logs"
   gpus=$(nvidia-smi -L | wc -l)
   case $gpus in
