@@ -35,7 +35,9 @@ collect_job() {
     cd "$job/results" || exit 1
     shopt -s nullglob
     files=()
-    for pattern in "$@"; do files+=("$gpu"/$pattern); done
+    for pattern in "$@"; do
+      for file in "$gpu"/$pattern; do [ -e "$file" ] && files+=("$file"); done  # a name not written yet: left out
+    done
     tar czf "$OUT/results.tgz" "${files[@]}"
   )
   cp "$job/log" "$OUT/job.log"

@@ -105,5 +105,6 @@ results/$gpu/parts/1 results/$gpu/parts/2 > results/$gpu/logs/absorb.log 2>&1"
   } > "$job/steps.sh"
   start_job "$job"
 fi
+gpu=$(cat "$job/gpu")  # a later call finds the job running: its GPU from the job
 collect_job "$job" 'network_layers*' 'networks*' 'conv2d_overhead*' 'concurrency*' 'shipped-table.json' 'logs' 'parts'
 for log in "$job/results/$gpu"/logs/gpu*.log; do echo "--- $log"; grep -E "^===|passed|failed|exit|wrong|hung|s \(|ERROR" "$log" | tail -n 12; done
