@@ -108,3 +108,18 @@ def test_the_profile_takes_cutlass_at_its_fastest_tile_of_each_profiled_layer():
     extra = pd.DataFrame({"variant": sorted(set(fastest.values()))})
     note = profiled.profiled_cutlass_note(t | {"kernels": pd.concat([t["kernels"], extra], ignore_index=True)})
     assert note.endswith("(128 x 64 and 64 x 64) were profiled beside it.")
+
+
+def test_the_profile_is_two_tables_time_and_resources_with_the_tensor_core_kernels_first():
+    """Where the time goes and what each kernel holds (registers, threads, warps, bank conflicts), the same rows in
+    each; the rows of the 3xTF32 kernels, ours and CUTLASS's, picked out for the page."""
+    from convkit.papers.tf32x3 import profiled
+
+    t = _tables()
+    compute, resources = profiled.profile_tables(t["kernels"])
+    assert list(compute.index) == list(resources.index)
+    assert "registers a thread" in resources and "registers a thread" not in compute and "top stalls" in compute
+    ours = profiled.on_tensor_cores(resources)
+    assert set(ours.index.get_level_values("implementation")) == {"3xTF32 implicit GEMM", "CUTLASS 3xTF32, 128 x 128"}
+    mine = ours.xs("3xTF32 implicit GEMM", level="implementation")["registers a thread"]
+    assert mine.between(190, 255).all()  # the recorded profile: 197 to 213

@@ -272,3 +272,22 @@ def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructi
             "top stalls": ", ".join(f"{name} {v:.2f}" for v, name in stalls),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index(["layer", "implementation"])
+
+
+def profile_resources(kernels: Any, names: dict[str, str]) -> Any:
+    """:func:`profile_table`'s rows, what each longest kernel holds: registers a thread, threads a block, warps active
+    (% of the SM's), shared-memory bank conflicts of loads and of stores."""
+    import pandas as pd
+
+    ok = kernels[kernels["status"] == "ok"]
+    rows = []
+    for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False):
+        k = g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0]
+        rows.append({
+            "layer": config, "implementation": names.get(variant, f"{impl} {variant}"),
+            "registers a thread": k.get("registers"), "threads a block": k.get("threads_per_block"),
+            "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
+            "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
+            "bank conflicts (stores)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st_sum"),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index(["layer", "implementation"])

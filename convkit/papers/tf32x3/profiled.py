@@ -49,6 +49,20 @@ def profile_table(kernels: Any) -> Any:
     return tables.profile_table(kernels, NAMES, pipe, "smsp__inst_executed_pipe_tensor_op_hmma_sum", "tensor")
 
 
+def profile_tables(kernels: Any) -> tuple[Any, Any]:
+    """:func:`profile_table` in two, each narrow enough for a page: where the time goes (time, tensor pipe, issue
+    slots, the tensor instructions' share, the leading stalls) and what each kernel holds
+    (:func:`convkit.study.tables.profile_resources`: registers, threads, warps active, bank conflicts)."""
+    compute = profile_table(kernels).drop(columns=["warps active %", "bank conflicts (loads)"])
+    return compute, tables.profile_resources(kernels, NAMES)
+
+
+def on_tensor_cores(table: Any) -> Any:
+    """The rows of ``table`` (indexed by layer and implementation) of the 3xTF32 kernels, ours and CUTLASS's."""
+    names = {NAMES[v] for v in NAMES if "tf32x3" in v}
+    return table[table.index.get_level_values("implementation").isin(names)]
+
+
 def profiled_cutlass_note(t: dict[str, Any]) -> str:
     """A sentence on the CUTLASS tiles the profile took on the profiled network layers: the 128 x 128 tile
     (:data:`PROFILED_PEERS`), how much slower the sweep found it than CUTLASS's fastest tile there, and whether the
