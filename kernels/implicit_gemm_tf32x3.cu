@@ -20,9 +20,10 @@
 //       fastest 3xTF32 tiles have them), 64 accumulators a thread as implicit_gemm.cu. Staged rows are
 //       padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes (g, t) reading row t,
 //       column g) hits 32 distinct banks.
-//     - PRESPLIT: the weights come split already (split_weights_tf32x3, once per call: both parts
-//       rounded to nearest, the small one too, as the loop cannot afford), a big plane then a small one;
-//       both are staged, and only the inputs are split in the loop. With 64 x 32 warps that removes two
+//     - PRESPLIT: the weights come split already (split_weights_tf32x3 once per call, or Winograd's filter
+//       transform: both parts rounded to nearest, the small one too, as the loop cannot afford), the big
+//       planes of the batch's GEMMs then the small ones, rows padded to whole float4s; both are staged by
+//       16-byte copies, and only the inputs are split in the loop. With 64 x 32 warps that removes two
 //       thirds of the loop's splits.
 //     - FLUSH: slices summed in the tensor cores before the FP32 add (1, or 2: half the adds, each sum
 //       truncated over 32 products instead of 16).
@@ -35,6 +36,7 @@
 #include "staging.cuh"
 #include "im2col_slices.cuh"  // im2col::Slices: a slice of both operands into shared memory
 #include "split_sum.cuh"      // sum_planes: adds the split-K partial planes
+#include "tf32_split.cuh"     // tf32::split: a value into its big and small TF32 parts
 
 #ifndef CONVKIT_BM
 #define CONVKIT_BM 128
@@ -86,19 +88,7 @@ static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 pipeline stages");
 static_assert((WARP_M == 32 || WARP_M == 64) && BM % WARP_M == 0 && BN % WARP_N == 0, "warps of 32x64 or 64x32");
 static_assert(FLUSH == 1 || FLUSH == 2, "slice sums added every slice or every second one");
 
-// a rounded to nearest TF32, ties away from zero, as a TF32 operand's bits (cvt.rna.tf32.f32's).
-__device__ __forceinline__ unsigned round_tf32(unsigned bits) { return (bits + 0x1000u) & 0xffffe000u; }
-
-// a = big + small, each a TF32 operand in a 32-bit register: big is a rounded to nearest, ties away from
-// zero (the bits of cvt.rna.tf32.f32, in two integer operations: add half of the dropped range, clear it);
-// small = a - big (exact in FP32) goes to the tensor core whole, which reads a TF32 operand's top 19 bits:
-// small is truncated there, within 2^-21 of a. Measured on the H100: 20% faster than rounding small with
-// cvt.rna as well (three instructions fewer per value), the error the same within 3%.
-__device__ __forceinline__ void split(float a, unsigned& big, unsigned& small)
-{
-    big = round_tf32(__float_as_uint(a));
-    small = __float_as_uint(a - __uint_as_float(big));
-}
+using tf32::split;
 
 // A warp's MT x NT tiles of m16n8 sums, four floats a thread each.
 using Tiles = float[MT][NT][4];
@@ -185,9 +175,10 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 
     const int batch = blockIdx.z / splits, split_index = blockIdx.z % splits;
     const int K = C * R * S;
-    // PRESPLIT (one GEMM): w is the big parts' plane, M rows of KP floats, and the small parts' plane follows
+    // PRESPLIT: w is the big parts' plane, M rows of KP floats a GEMM (w_batch apart), and the small parts' plane
+    // of every GEMM of the batch follows
     const SplitSlices split_slices(M, K, blockIdx.y * BM, threadIdx.x);
-    const long long w_plane = (long long)M * split_slices.KP;
+    const long long w_plane = (long long)(gridDim.z / splits) * M * split_slices.KP;
     x += batch * x_batch;
     w += batch * w_batch;
     const int PQ = P * Q;
@@ -315,17 +306,16 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 }
 
 // The weights split ahead for PRESPLIT, once per call: w (M rows of K) into a big plane and then a small one, each M
-// rows of KP = K rounded up to whole float4s (zero-padded), each part rounded to nearest TF32 (the tensor core would
-// truncate an unrounded small part).
+// rows of KP = K rounded up to whole float4s (zero-padded), each part rounded to nearest TF32.
 extern "C" __global__ void split_weights_tf32x3(const float* __restrict__ w, float* __restrict__ planes, int M, int K)
 {
     const int KP = (K + 3) / 4 * 4;
     const long long count = (long long)M * KP;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
         const int m = (int)(i / KP), k = (int)(i - (long long)m * KP);
-        unsigned big = 0, small = 0;
-        if (k < K) tf32x3::split(w[(long long)m * K + k], big, small);
-        planes[i] = __uint_as_float(big);
-        planes[count + i] = __uint_as_float(tf32x3::round_tf32(small));
+        float big = 0.0f, small = 0.0f;
+        if (k < K) tf32::split_rounded(w[(long long)m * K + k], big, small);
+        planes[i] = big;
+        planes[count + i] = small;
     }
 }

@@ -14,6 +14,8 @@
 // own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
 
+#include "tf32_split.cuh"  // tf32::split_rounded: the split ahead of the 3xTF32 products (winograd_filter_split)
+
 #ifndef CONVKIT_WG_M
 #define CONVKIT_WG_M 2
 #endif
@@ -83,23 +85,55 @@ __device__ __forceinline__ void right(const float (&x)[ROWS][K], const float (&l
 }
 }  // namespace wg
 
+// The filter transform of one (m, c): out = G g G^T for g = w[m][c].
+__device__ __forceinline__ void filter_tile(const float* __restrict__ w, long long i, float (&out)[wg::A][wg::A])
+{
+    using namespace wg;
+    constexpr float G[A][R] = WG_G;
+    float g[R][R], gg[A][R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int s = 0; s < R; ++s) g[r][s] = w[i * R * R + r * R + s];
+    left(G, g, gg);
+    right(gg, G, out);
+}
+
 // V[xi][m][c] = (G g G^T)[xi] for g = w[m][c]: one thread per (m, c), writes coalesced along c.
 extern "C" __global__ void winograd_filter(const float* __restrict__ w, float* __restrict__ v, int MC)
 {
     using namespace wg;
-    constexpr float G[A][R] = WG_G;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < MC; i += gridDim.x * blockDim.x) {
-        float g[R][R], gg[A][R], out[A][A];
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int s = 0; s < R; ++s) g[r][s] = w[(long long)i * R * R + r * R + s];
-        left(G, g, gg);
-        right(gg, G, out);
+        float out[A][A];
+        filter_tile(w, i, out);
 #pragma unroll
         for (int a = 0; a < A; ++a)
 #pragma unroll
             for (int b = 0; b < A; ++b) v[(long long)(a * A + b) * MC + i] = out[a][b];
+    }
+}
+
+// V split ahead for the 3xTF32 products (implicit_gemm_tf32x3.cu's PRESPLIT): the big parts' planes
+// Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s, zero-padded.
+// One thread per (m, c) of the padded rows.
+extern "C" __global__ void winograd_filter_split(const float* __restrict__ w, float* __restrict__ v, int M_filters, int C)
+{
+    using namespace wg;
+    const int CP = (C + 3) / 4 * 4;
+    const long long plane = (long long)POINTS * M_filters * CP;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < M_filters * CP; i += gridDim.x * blockDim.x) {
+        const int m = i / CP, c = i - m * CP;
+        float out[A][A] = {};
+        if (c < C) filter_tile(w, (long long)m * C + c, out);
+#pragma unroll
+        for (int a = 0; a < A; ++a)
+#pragma unroll
+            for (int b = 0; b < A; ++b) {
+                float big, small;
+                tf32::split_rounded(out[a][b], big, small);
+                v[(long long)(a * A + b) * M_filters * CP + i] = big;
+                v[plane + (long long)(a * A + b) * M_filters * CP + i] = small;
+            }
     }
 }
 

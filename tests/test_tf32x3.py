@@ -91,9 +91,15 @@ def test_winograd_in_tf32x3_is_fp32_winograd_with_its_products_on_the_3xtf32_gem
     assert spec.kind == "tf32x3_winograd" and spec.gemm_launch(p) == launch.TensorCoreGemmLaunch(
         fp32.gemm_tile, 1, fp32.stages, batch=36
     )
-    assert [c.to_params() for c in launch.winograd_launch_candidates(p)] == [
-        c.to_params() for c in winograd.winograd_candidates(p)
-    ]
+    fp32_candidates = [c.to_params() for c in winograd.winograd_candidates(p)]
+    tuned = [c.to_params() for c in launch.winograd_launch_candidates(p)]
+    assert tuned == fp32_candidates + [c | {"weights": "split"} for c in fp32_candidates]
+    split = launch.TensorCoreWinogradLaunch(4, "64x64", weights="split")  # the filters split by their transform
+    assert split.filter_kernel() == "winograd_filter_split" and split.filter_row(p) == 64
+    assert split.gemm_launch(p).weights == "presplit" and split.gemm_launch(p).weight_elements(p) == 0
+    assert split.workspace_elements(p)[0] == 2 * spec.workspace_elements(p)[0]  # C = 64: no padding
+    odd = ConvProblem.same(1, 7, 9, 9, 5, 3)
+    assert split.filter_row(odd) == 8 and split.filter_elements(odd) == 2 * 36 * 5 * 8
     assert launch.TensorCoreWinogradLaunch.from_params(spec.to_params()) == spec
     variant = family.WINOGRAD_VARIANT
     assert variant.tolerance == TRANSFORM_TOLERANCE and variant.precision == "tf32x3"
@@ -130,12 +136,12 @@ def test_cutlass_warps_and_weights_split_ahead_build_without_spills(arch):
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not on the PATH")
-    p = ConvProblem(1, 8, 13, 13, 8, 3, 3)
-    for tile in TILES:
-        for flush in launch.FLUSHES:
-            spec = launch.TensorCoreGemmLaunch(tile, stages=4, warp="64x32", weights="split", flush=flush)
-            for k in ptxas_report("implicit_gemm_tf32x3", arch, options=spec.options(p)):
-                assert k.spill_store_bytes == k.spill_load_bytes == 0, (spec, k)
+    for p in (ConvProblem(1, 8, 13, 13, 8, 3, 3), ConvProblem(1, 8, 8, 8, 8, 1, 1)):  # 4-byte and 16-byte copies
+        for tile in TILES:
+            for flush in launch.FLUSHES:
+                spec = launch.TensorCoreGemmLaunch(tile, stages=4, warp="64x32", weights="split", flush=flush)
+                for k in ptxas_report("implicit_gemm_tf32x3", arch, options=spec.options(p)):
+                    assert k.spill_store_bytes == k.spill_load_bytes == 0, (spec, k)
 
 
 def test_the_new_knobs_are_macros_shared_memory_and_workspace_and_left_out_at_none(monkeypatch):

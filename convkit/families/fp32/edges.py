@@ -67,9 +67,10 @@ def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...], **knobs:
                         assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)
 
 
-def winograd_edges(kind: type[WinogradLaunch]) -> None:
-    """Every built tile of ``kind`` (FP32 Winograd's launch, or one with its products on another GEMM) on
-    :data:`WINOGRAD_EDGES`, and in passes of fewer images than the batch; raises AssertionError naming the tile."""
+def winograd_edges(kind: type[WinogradLaunch], **knobs: object) -> None:
+    """Every built tile of ``kind`` (FP32 Winograd's launch, or one with its products on another GEMM; with its
+    further ``knobs``) on :data:`WINOGRAD_EDGES`, and in passes of fewer images than the batch; raises
+    AssertionError naming the tile."""
     for m, r in WINOGRAD_TILES:
         for n, c, h, wd, filters in WINOGRAD_EDGES:
             for pad in {0, r // 2, r - 1}:
@@ -77,14 +78,14 @@ def winograd_edges(kind: type[WinogradLaunch]) -> None:
                 if p.out_h < 1 or p.out_w < 1:
                     continue
                 x, w, ref, out = _inputs(p)
-                conv2d_winograd(x, w, pad=pad, launch=kind(m, "64x64", 2), out=out)
+                conv2d_winograd(x, w, pad=pad, launch=kind(m, "64x64", 2, **knobs), out=out)
                 err = reference.relative_error(out.get(), ref)
                 assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
         # three images, a workspace that holds two at a time: a full pass and a partial one
         p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
         x, w, ref, out = _inputs(p)
-        one = kind(m).pass_bytes(dataclasses.replace(p, n=2))
-        spec = kind(m, "64x64", 2, workspace_limit=one)
+        one = kind(m, **knobs).pass_bytes(dataclasses.replace(p, n=2))
+        spec = kind(m, "64x64", 2, workspace_limit=one, **knobs)
         assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
         conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)
         assert reference.relative_error(out.get(), ref) < TRANSFORM_TOLERANCE, (p.label, m, r, "in passes")

@@ -188,9 +188,22 @@ class WinogradLaunch(KernelLaunch):
         return True
 
     def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
-        """float32 elements of V (points x M x C), U (points x C x t_pad) and the products (points x M x t_pad)."""
+        """float32 elements of V (:meth:`filter_elements`), U (points x C x t_pad) and the products (points x M x
+        t_pad)."""
         points, t_pad = self.alpha(problem) ** 2, self.tiles(problem)[3]
-        return points * problem.m * problem.c, points * problem.c * t_pad, points * problem.m * t_pad
+        return self.filter_elements(problem), points * problem.c * t_pad, points * problem.m * t_pad
+
+    def filter_row(self, problem: ConvProblem) -> int:
+        """Floats of a transformed filter's row in V (V[xi][m] holds C of them)."""
+        return problem.c
+
+    def filter_elements(self, problem: ConvProblem) -> int:
+        """The transformed filters V: points x M x :meth:`filter_row`."""
+        return self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
+
+    def filter_kernel(self) -> str:
+        """The filter transform's kernel: V = G g G^T per filter and channel."""
+        return "winograd_filter"
 
 
 @dataclass(frozen=True)
@@ -214,8 +227,8 @@ class _TransformLaunch(KernelLaunch):
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         threads = self.spec.threads
         _, _, t, t_pad = self.spec.tiles(problem)
-        if self.kernel == "winograd_filter":
-            return (min(math.ceil(problem.m * problem.c / threads), 65535),)
+        if self.kernel.startswith("winograd_filter"):  # a thread per filter and channel (of the padded rows)
+            return (min(math.ceil(problem.m * self.spec.filter_row(problem) / threads), 65535),)
         if self.kernel == "winograd_input":
             return math.ceil(t_pad / threads), problem.c
         return math.ceil(t / threads), problem.m
@@ -267,14 +280,19 @@ def conv2d_winograd(
     per_pass = spec.images_per_pass(problem)
     v, u, prod = float32_regions(workspace, spec.workspace_elements(dataclasses.replace(problem, n=per_pass)))
     i32 = cupy.int32
-    launch_kernel(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
+    if spec.filter_kernel() == "winograd_filter":
+        launch_kernel(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
+    else:  # split into TF32 parts for the products on tensor cores
+        launch_kernel(_TransformLaunch(spec.filter_kernel(), spec), problem, (w, v, i32(problem.m), i32(problem.c)))
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
         p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
         xs, ys = x[first : first + p.n], out[first : first + p.n]
         th, tw, t, t_pad = spec.tiles(p)
         launch_kernel(_TransformLaunch("winograd_input", spec), p,
                (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
-        gemm(spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * p.c, p.m * t_pad))
+        gemm(
+            spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
+        )
         launch_kernel(_TransformLaunch("winograd_output", spec), p,
                (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
                 epilogue))  # fmt: skip

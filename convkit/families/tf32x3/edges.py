@@ -2,7 +2,8 @@
 implicit GEMM's edge launches (:func:`convkit.families.fp32.edges.gemm_edges`) on the kernel of the same design, at
 its shallowest and deepest pipeline (16-deep slices in dynamic shared memory), as first designed and with CUTLASS's
 warps, the weights split ahead and two slices a flush; and FP32 Winograd's edges with the products on it
-(:func:`~convkit.families.fp32.edges.winograd_edges`); where the GPU has TF32 tensor cores.
+(:func:`~convkit.families.fp32.edges.winograd_edges`), the transformed filters split in the loop and ahead; where
+the GPU has TF32 tensor cores.
 """
 
 from __future__ import annotations
@@ -20,3 +21,4 @@ def edge_check() -> None:
         gemm_edges(TensorCoreGemmLaunch, (2, 5))
         gemm_edges(TensorCoreGemmLaunch, (2, 5), warp="64x32", weights="split", flush=2)
         winograd_edges(TensorCoreWinogradLaunch)
+        winograd_edges(TensorCoreWinogradLaunch, weights="split")

@@ -38,8 +38,9 @@ INPUT_PRECISION = "tf32x3"
 
 #: Warp tiles (filters x positions): 32x64, the kernel's first design, or 64x32, CUTLASS's.
 WARPS = ("32x64", "64x32")
-#: How the kernel gets the weights' two TF32 parts: split in the loop (None), or "split" ahead, once per call.
-WEIGHTS = (None, "split")
+#: How the kernel gets the weights' two TF32 parts: split in the loop (None), "split" ahead by the launch, once per
+#: call, or "presplit" by its caller, in the same planes (Winograd's filter transform).
+WEIGHTS = (None, "split", "presplit")
 #: Slices summed in the tensor cores before their FP32 add: 1 (None) or 2.
 FLUSHES = (None, 2)
 
@@ -91,7 +92,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
         return (*super().options(problem), *(f"-DCONVKIT_{k}={v}" for k, v in extra.items() if v))
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        return self.stages * stage_bytes(self.tile, self.weights == "split")
+        return self.stages * stage_bytes(self.tile, self.weights is not None)
 
     def weight_elements(self, problem: ConvProblem) -> int:
         """The two planes of the weights split ahead (``weights="split"``), else none."""
@@ -114,7 +115,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.weights == "split" and self.batch > 1:
-            raise ValueError("weights split ahead take one GEMM: a batch of GEMMs splits them in the loop")
+            raise ValueError("weights split by the launch take one GEMM: a batch of GEMMs gets them presplit")
         if not has_tf32_tensor_cores():
             major, minor = TF32_CAPABILITY
             here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
@@ -157,10 +158,36 @@ def launch_candidates(problem: ConvProblem, sms: int = 132) -> list[TensorCoreGe
 class TensorCoreWinogradLaunch(WinogradLaunch):
     """Winograd's F(m x m, r x r) (:class:`~convkit.families.fp32.winograd.WinogradLaunch`: its tile, GEMM tile,
     stages and passes) with the a*a products on ``implicit_gemm_tf32x3``: where the GEMM carries most of the
-    work, its FP32 products on tensor cores; the transforms, and so the error, stay FP32 Winograd's."""
+    work, its FP32 products on tensor cores; the transforms, and so the error, stay FP32 Winograd's. ``weights``
+    "split": the filter transform writes the transformed filters split into their TF32 parts
+    (``winograd_filter_split``), which the products read presplit."""
+
+    weights: str | None = None
 
     kind: ClassVar[str] = "tf32x3_winograd"
+    knobs: ClassVar[tuple[str, ...]] = ("m", "gemm_tile", "stages", "weights")
     gemm_kind: ClassVar[type[ImplicitGemmLaunch]] = TensorCoreGemmLaunch
+
+    def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
+        presplit = "presplit" if self.weights == "split" else None
+        return TensorCoreGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2, weights=presplit)
+
+    def filter_row(self, problem: ConvProblem) -> int:
+        """Floats of a transformed filter's row: C, or split, C rounded up to whole float4s."""
+        return 4 * math.ceil(problem.c / 4) if self.weights == "split" else problem.c
+
+    def filter_elements(self, problem: ConvProblem) -> int:
+        """The transformed filters: points x M x :meth:`filter_row`, twice where split."""
+        return (2 if self.weights == "split" else 1) * self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
+
+    def filter_kernel(self) -> str:
+        return "winograd_filter_split" if self.weights == "split" else "winograd_filter"
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """FP32 Winograd's checks, and ``weights`` one of None and "split"."""
+        if self.weights not in (None, "split"):
+            raise ValueError(f"weights must be None or 'split', got {self.weights!r}")
+        super().can_implement(problem)
 
 
 def winograd_launch(problem: ConvProblem) -> TensorCoreWinogradLaunch:
@@ -169,5 +196,7 @@ def winograd_launch(problem: ConvProblem) -> TensorCoreWinogradLaunch:
 
 
 def winograd_launch_candidates(problem: ConvProblem) -> list[TensorCoreWinogradLaunch]:
-    """Launches a tuning run measures (FP32 Winograd's, :func:`~convkit.families.fp32.winograd.winograd_candidates`)."""
-    return winograd_candidates(problem, TensorCoreWinogradLaunch)  # type: ignore[return-value]
+    """Launches a tuning run measures: FP32 Winograd's (:func:`~convkit.families.fp32.winograd.winograd_candidates`),
+    each also with the transformed filters split ahead."""
+    out = winograd_candidates(problem, TensorCoreWinogradLaunch)
+    return [*out, *(dataclasses.replace(c, weights="split") for c in out)]  # type: ignore[misc]
