@@ -242,15 +242,18 @@ def declared_all() -> dict[str, dict[str, Any]]:
             rejects = False
         except ValueError as exc:
             rejects = "no_such_knob" in str(exc)
-        # run with a bias and the workspace named: which operands its arguments lie in, and how far into each
+        # run with a bias and the workspace named: which operands its arguments lie in, and how far into each (a
+        # launch that refuses the bias, as one that adds none must, runs again without it)
         with_bias = run_planned(variant, problem, params, bias=True, name_workspace=True)
-        args = [arg for call in with_bias for arg in call.get("args", [])]
+        bias_args = [arg for call in with_bias for arg in call.get("args", [])]
+        plain = with_bias if launch.adds_bias(problem) else run_planned(variant, problem, params, name_workspace=True)
+        args = [arg for call in plain for arg in call.get("args", [])]
         found[key] = {
             "kind": launch.kind, "class": type(launch).__name__,
             "workspace_bytes": launch.workspace_bytes(problem), "zeroed_workspace": launch.zeroed_workspace,
             "workspace_reach": max((_reach(arg) for arg in args if arg.startswith("workspace")), default=0),
             "undeclared": sorted({arg for arg in args if arg.startswith("work") and not arg.startswith("workspace")}),
-            "adds_bias": launch.adds_bias(problem), "bias_taken": any(arg.startswith("bias") for arg in args),
+            "adds_bias": launch.adds_bias(problem), "bias_taken": any(arg.startswith("bias") for arg in bias_args),
             "bias_refused": any("bias" in call.get("error", "") for call in with_bias),
             "round_trip": variant.launch_of(json.loads(json.dumps(params))) == launch,
             "rejects_unknown_knob": rejects,
