@@ -21,8 +21,8 @@
 //       padded by 8 floats (strides = 8 mod 32 banks), so each fragment load (lanes (g, t) reading row t,
 //       column g) hits 32 distinct banks.
 //     - PRESPLIT: the weights come split already (split_weights_tf32x3 once per call, or Winograd's filter
-//       transform: both parts rounded to nearest, the small one too, as the loop cannot afford), the big
-//       planes of the batch's GEMMs then the small ones, rows padded to whole float4s; both are staged by
+//       transform, by the same rule), the big planes of the batch's GEMMs then the small ones, rows padded
+//       to whole float4s; both are staged by
 //       16-byte copies, and only the inputs are split in the loop. With 64 x 32 warps that removes two
 //       thirds of the loop's splits.
 //     - FLUSH: slices summed in the tensor cores before the FP32 add (1, or 2: half the adds, each sum
@@ -306,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
 }
 
 // The weights split ahead for PRESPLIT, once per call: w (M rows of K) into a big plane and then a small one, each M
-// rows of KP = K rounded up to whole float4s (zero-padded), each part rounded to nearest TF32.
+// rows of KP = K rounded up to whole float4s (zero-padded), split as the loop splits the inputs.
 extern "C" __global__ void split_weights_tf32x3(const float* __restrict__ w, float* __restrict__ planes, int M, int K)
 {
     const int KP = (K + 3) / 4 * 4;
@@ -314,7 +314,7 @@ extern "C" __global__ void split_weights_tf32x3(const float* __restrict__ w, flo
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
         const int m = (int)(i / KP), k = (int)(i - (long long)m * KP);
         float big = 0.0f, small = 0.0f;
-        if (k < K) tf32::split_rounded(w[(long long)m * K + k], big, small);
+        if (k < K) tf32::split_ahead(w[(long long)m * K + k], big, small);
         planes[i] = big;
         planes[count + i] = small;
     }

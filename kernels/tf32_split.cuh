@@ -18,13 +18,14 @@ __device__ __forceinline__ void split(float a, unsigned& big, unsigned& small)
     small = __float_as_uint(a - __uint_as_float(big));
 }
 
-// Both parts of a split ahead of the loop, each rounded to nearest (the tensor core would truncate an unrounded
-// small part): as float bit patterns, big then small.
-__device__ __forceinline__ void split_rounded(float a, float& big, float& small)
+// Both parts of a split ahead of the loop, as float bit patterns: the small part as it is, which the tensor core
+// truncates as it does in the loop (rounding it too would change nothing but the tie's direction: with big rounded to
+// nearest, what TF32 drops of the small part is never more than half its last place).
+__device__ __forceinline__ void split_ahead(float a, float& big, float& small)
 {
     unsigned b, s;
     split(a, b, s);
     big = __uint_as_float(b);
-    small = __uint_as_float(round_tf32(s));
+    small = __uint_as_float(s);
 }
 }  // namespace tf32

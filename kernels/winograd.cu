@@ -14,7 +14,7 @@
 // own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
 
-#include "tf32_split.cuh"  // tf32::split_rounded: the split ahead of the 3xTF32 products (winograd_filter_split)
+#include "tf32_split.cuh"  // tf32::split_ahead: the split ahead of the 3xTF32 products (winograd_filter_split)
 
 #ifndef CONVKIT_WG_M
 #define CONVKIT_WG_M 2
@@ -130,7 +130,7 @@ extern "C" __global__ void winograd_filter_split(const float* __restrict__ w, fl
 #pragma unroll
             for (int b = 0; b < A; ++b) {
                 float big, small;
-                tf32::split_rounded(out[a][b], big, small);
+                tf32::split_ahead(out[a][b], big, small);
                 v[(long long)(a * A + b) * M_filters * CP + i] = big;
                 v[plane + (long long)(a * A + b) * M_filters * CP + i] = small;
             }

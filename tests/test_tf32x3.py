@@ -44,6 +44,17 @@ def test_the_split_is_exact_to_22_bits_and_its_parts_are_tf32():
     assert err.max() <= 2.0**-22
 
 
+def test_what_tf32_drops_of_the_small_part_is_at_most_a_tie():
+    """Why weights split ahead keep the loop's rule (small left to the tensor core to truncate): with big rounded to
+    nearest, the small part's dropped bits are at most exactly half its last TF32 place, so rounding it instead
+    would only move a tie the other way, never shrink an error."""
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(100_000) * np.exp2(rng.integers(-20, 20, 100_000))).astype(np.float32)
+    small = a - split_tf32(a)[0]
+    dropped = small.view(np.uint32) & np.uint32(0x1FFF)
+    assert dropped.max() <= 0x1000 and (dropped == 0x1000).any()
+
+
 def test_the_dropped_small_product_bounds_a_products_error_near_fp32():
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(100_000).astype(np.float32) for _ in range(2))

@@ -50,6 +50,33 @@ def test_the_kernel_splits_as_the_numpy_rule_bit_for_bit():
     assert (out.view(np.uint32) == (big + small).view(np.uint32)).all(), (out, big + small)
 
 
+def test_weights_split_ahead_are_split_as_the_numpy_rule_bit_for_bit():
+    """1x1, one channel, input pixels of 1.0 and a filter per value: each output is that filter's big part plus its
+    small part as the tensor core reads it (split_weights_tf32x3 splits by the loop's rule), which float32 holds."""
+    import cupy
+
+    bits = np.array([0x3F800000, 0x3F801000, 0xBF801000, 0x3F800FFF, 0x3F801001, 0x3FFFF000, 0x3FFFFFFF,
+                     0x3F800001, 0x4B7FFFFF, 0x33D6BF95, 0xC2F6E979, 0x00800000, 0x3EAAAAAB, 0x00000000],
+                    dtype=np.uint32)  # fmt: skip
+    w = bits.view(np.float32).reshape(-1, 1, 1, 1)
+    spec = launch.TensorCoreGemmLaunch("64x64", stages=2, warp="64x32", weights="split")
+    out = conv2d_tf32x3(cupy.ones((1, 1, 1, 4), dtype=cupy.float32), cupy.asarray(w), launch=spec).get()
+    big, small = split_tf32(w.ravel())
+    assert (out[0, :, 0, 0].view(np.uint32) == (big + small).view(np.uint32)).all(), (out[0, :, 0, 0], big + small)
+
+
+@pytest.mark.parametrize("problem", [p for p in _random_problems(24, seed=13) if p.stride == 1 and p.r == p.s
+                                     and p.r in (3, 5)][:8], ids=lambda p: f"{p.label}-p{p.pad}")  # fmt: skip
+def test_every_winograd_candidate_matches_float64(problem):
+    """3xTF32 Winograd at every tuning candidate (its filters split in the loop and ahead), within the transform
+    methods' bar of float64."""
+    todo = [Case("convkit", family.WINOGRAD, params_text(k.to_params()))
+            for k in launch.winograd_launch_candidates(problem)]  # fmt: skip
+    rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=3, timing=CHECK_ONLY))
+    failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
+    assert rows and not failed, failed
+
+
 def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
     import cupy
 

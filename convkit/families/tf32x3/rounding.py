@@ -4,7 +4,9 @@ TF32 keeps FP32's 8 exponent bits and 10 of its 23 mantissa bits. The big part r
 nearest, ties away from zero (``cvt.rna.tf32.f32``), which on the sign-magnitude bits is: add half of the
 dropped range, then clear it (a carry into the exponent is the correct rounding up to the next binade). The
 small part is the rest, ``a - big`` (exact in float32), which the tensor core reads as TF32 by dropping the
-same 13 bits: truncated toward zero.
+same 13 bits: truncated toward zero. Weights split ahead of the loop are split by the same rule: rounding their
+small part as well would change nothing but a tie's direction (with big rounded to nearest, what TF32 drops of the
+small part is at most half its last place).
 """
 
 from __future__ import annotations
