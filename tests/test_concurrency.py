@@ -131,3 +131,17 @@ def test_the_chapter_reads_the_recorded_soak():
     (line,) = soak.result_lines(table)
     assert "18 implementations" in line and "0 wrong, 0 hung" in line
     assert soak.result_lines(table.iloc[0:0]) == []
+
+
+def test_another_gpu_s_whole_soak_gets_a_sentence_of_its_own():
+    """The H200's soak, recorded whole, beside the H100's chapter: its calls, wrong and hung, as its table counts
+    them; a GPU's own folder and a quick run get none."""
+    from convkit.papers.summary import concurrency
+    from convkit.study.checkout import results_dir
+
+    h100, h200 = results_dir() / "nvidia-h100-80gb-hbm3", results_dir() / "nvidia-h200"
+    (line,) = [line for line in concurrency.other_gpu_lines(h100) if line.startswith("On the H200,")]
+    table = concurrency.soak_table(h200)
+    assert f"{int(table['op calls'].sum()):,} calls of the op" in line
+    assert f"{int(table['op wrong'].sum())} wrong and {int(table['op hung'].sum())} hung;" in line
+    assert not [line for line in concurrency.other_gpu_lines(h200) if "H200" in line]

@@ -203,6 +203,26 @@ def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
     return table if table["stopped by an error"].any() else table.drop(columns="stopped by an error")
 
 
+def other_gpu_lines(directory: Any, experiment: str = EXPERIMENT) -> list[str]:
+    """A sentence per other GPU whose results hold the whole soak (not its quick run): the calls checked there, the
+    wrong and the hung, the op's and PyTorch's."""
+    from pathlib import Path
+
+    from convkit.study.results import recorded_folders
+
+    lines = []
+    for gpu, folder, stem in recorded_folders(experiment):
+        table = soak_table(folder, stem)
+        if stem != experiment or Path(folder).resolve() == Path(directory).resolve() or table.empty:
+            continue
+        total = {column: int(table[column].fillna(0).sum()) for column in table.columns if " " in column}
+        lines.append(f"On the {gpu}, the same soak: {total['op calls']:,} calls of the op "
+                     f"({table.attrs['implementations']} implementations, {int(table['problems'].max())} problems), "
+                     f"{total['op wrong']} wrong and {total['op hung']} hung; PyTorch's own conv2d "
+                     f"{total['PyTorch wrong']} wrong and {total['PyTorch hung']} hung.")  # fmt: skip
+    return lines
+
+
 def result_lines(table: Any) -> list[str]:
     """The chapter's result-box line on the soak (none where it is not recorded)."""
     if table.empty:
