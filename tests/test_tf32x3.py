@@ -175,6 +175,8 @@ def test_the_new_knobs_are_macros_shared_memory_and_workspace_and_left_out_at_no
                        (dict(weights="split", batch=2), "one GEMM")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             launch.TensorCoreGemmLaunch(**bad).can_implement(p)
+    with pytest.raises(ValueError, match="launch reads its weights presplit"):  # before anything is allocated
+        launch.conv2d_tf32x3(None, None, launch=launch.TensorCoreGemmLaunch(weights="presplit"))
 
 
 def test_a_rows_precision_comes_from_its_kernel_or_is_fp32_fma():

@@ -137,7 +137,11 @@ def conv2d_tf32x3(
     """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` as one implicit GEMM in 3xTF32: FP32
     accuracy (within 1e-5 of float64, as the FP32 kernels) from TF32 tensor cores. Arguments and result as
     :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` defaults to
-    :func:`default_launch`."""
+    :func:`default_launch`. Raises ValueError naming ``launch`` where it reads its weights presplit (planes only
+    Winograd's filter transform writes: ``w`` here is plain weights)."""
+    if launch is not None and launch.weights == "presplit":
+        raise ValueError("launch reads its weights presplit (Winograd's planes); conv2d_tf32x3 takes plain weights: "
+                         "weights='split' splits them here")  # fmt: skip
     return conv2d_implicit_gemm(x, w, pad=pad, stride=stride, launch=launch, out=out, bias=bias, workspace=workspace,
                                 kind=TensorCoreGemmLaunch)  # fmt: skip
 
