@@ -7,12 +7,14 @@
 #      slices a flush, Winograd on the 3xTF32 GEMM with its filters split or not);
 #   3. scripts/tf32x3_probe.py: every candidate on six network layers beside cuDNN, PyTorch, cuBLAS and CUTLASS's
 #      tiles (carry the nvidia-cutlass wheel), then the error as K grows.
-#   STEPS=check bash scripts/tf32x3_knobs_device.sh; STEPS=probe bash ...   # carry .whl (pytest-xdist, execnet,
-#   nvidia-cutlass); two calls on the warm machine: racecheck over every edge launch takes minutes
+#   STEPS=check bash scripts/tf32x3_knobs_device.sh; STEPS=probe bash ...   # carry .whl (pytest-xdist, execnet) and
+#   .whl_cutlass (nvidia-cutlass, treelib, pydot: kept apart so that other jobs' GPU suites do not build CUTLASS);
+#   two calls on the warm machine: racecheck over every edge launch takes minutes
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  .whl_cutlass/*.whl 2>/dev/null
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 steps=${STEPS:-check probe}
 if [[ $steps == *check* ]]; then
