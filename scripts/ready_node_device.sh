@@ -14,7 +14,8 @@
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
 # the parts that came back).
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
-# (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs)
+# (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs; CHAINS="0:record first
+# overhead_rest;..." runs those chains alone, e.g. on one GPU when a node does not come)
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
 set -uo pipefail
 OUT=${OUT:-out}
@@ -28,11 +29,15 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
   cp -r results/. "$job/results/"  # every GPU's folder: the suite's CPU tests read the recorded H100 results
   mkdir -p "$job/results/$gpu/logs"
   gpus=$(nvidia-smi -L | wc -l)
+  if [ -n "${CHAINS:-}" ]; then  # "GPU:chain chain ...;GPU:..." by hand: a subset where the time is short
+    IFS=';' read -r -a order <<< "$CHAINS"
+  else
   case $gpus in
     1) order=("0:record probe net0 net1 net2 suite first overhead_rest repeat soak") ;;
     2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead_rest") ;;
     *) order=("0:record net0" "1:probe suite net1" "2:soak net2" "3:first overhead_rest repeat") ;;
   esac
+  fi
   cat > "$job/chains.sh" <<EOF
 set -uo pipefail
 cd $job
@@ -98,9 +103,13 @@ EOF
 CUDA_VISIBLE_DEVICES=$device \$chain; done) > $job/results/$gpu/logs/gpu$device.log 2>&1 &"
     done
     echo "wait"
+    # the parts replace networks.csv only where all three were measured (CHAINS may leave them out)
+    echo "if [ -f results/$gpu/parts/0/networks.csv ] && [ -f results/$gpu/parts/1/networks.csv ] && \
+[ -f results/$gpu/parts/2/networks.csv ]; then"
     echo "rm -f results/$gpu/networks.csv results/$gpu/networks.json"
     echo "PYTHONPATH=/tmp/site:$job python3 -m convkit.papers.summary.inference --absorb results/$gpu results/$gpu/parts/0 \
 results/$gpu/parts/1 results/$gpu/parts/2 > results/$gpu/logs/absorb.log 2>&1"
+    echo "fi"
     echo "touch $job/done"
   } > "$job/steps.sh"
   start_job "$job"
