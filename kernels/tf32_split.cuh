@@ -1,5 +1,5 @@
 // The 3xTF32 split of an FP32 value into two TF32 operands, for implicit_gemm_tf32x3.cu and for the kernels that
-// write its weights split ahead (its split_weights_tf32x3, winograd.cu's winograd_filter_split). Included
+// write its weights split ahead (its split_weights_tf32x3, winograd.cu's winograd_transforms). Included
 // textually by convkit.cuda.nvrtc (NVRTC) and by nvcc from this directory.
 #pragma once
 

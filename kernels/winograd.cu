@@ -3,8 +3,8 @@
 //
 //   Y = AT [ (G g G^T) * (BT d BT^T) ] AT^T  for every m x m output tile, a = m + r - 1 input tile.
 //
-// Four launches: winograd_filter (V = G g G^T per filter and channel), winograd_input (U = BT d BT^T
-// per channel and tile), the a*a products as one batched GEMM per transformed point (implicit_gemm.cu,
+// Three launches: winograd_transforms (V = G g G^T per filter and channel, and U = BT d BT^T per channel
+// and tile, in one grid), the a*a products as one batched GEMM per transformed point (implicit_gemm.cu,
 // 1x1 view: V[xi] is M x C, U[xi] is C x T), and winograd_output (Y = AT M AT^T per filter and tile).
 // Layouts: V[xi][m][c], U[xi][c][t] and Mo[xi][m][t] with t over N * tiles_h * tiles_w padded to a
 // multiple of 4 (t_pad: the GEMM's 16-byte copies); the padding columns of U are written as zeros.
@@ -14,7 +14,7 @@
 // own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
 
-#include "tf32_split.cuh"  // tf32::split_ahead: the split ahead of the 3xTF32 products (winograd_filter_split)
+#include "tf32_split.cuh"  // tf32::split_ahead: V split for the 3xTF32 products (winograd_transforms)
 
 #ifndef CONVKIT_WG_M
 #define CONVKIT_WG_M 2
@@ -99,55 +99,40 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
     right(gg, G, out);
 }
 
-// V[xi][m][c] = (G g G^T)[xi] for g = w[m][c]: one thread per (m, c), writes coalesced along c.
-extern "C" __global__ void winograd_filter(const float* __restrict__ w, float* __restrict__ v, int MC)
+// V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with `split` (the 3xTF32 products,
+// implicit_gemm_tf32x3.cu's PRESPLIT) the big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of
+// CP = C rounded up to whole float4s, zero-padded (i = m * CP + c).
+__device__ __forceinline__ void filter_item(const float* __restrict__ w, float* __restrict__ v, int M_filters, int C,
+                                            bool split, int i)
 {
     using namespace wg;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < MC; i += gridDim.x * blockDim.x) {
-        float out[A][A];
-        filter_tile(w, i, out);
+    const int row = split ? (C + 3) / 4 * 4 : C;
+    const int m = i / row, c = i - m * row;
+    float out[A][A] = {};
+    if (c < C) filter_tile(w, (long long)m * C + c, out);
+    const long long point = (long long)M_filters * row, plane = POINTS * point;
 #pragma unroll
-        for (int a = 0; a < A; ++a)
+    for (int a = 0; a < A; ++a)
 #pragma unroll
-            for (int b = 0; b < A; ++b) v[(long long)(a * A + b) * MC + i] = out[a][b];
-    }
-}
-
-// V split ahead for the 3xTF32 products (implicit_gemm_tf32x3.cu's PRESPLIT): the big parts' planes
-// Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s, zero-padded.
-// One thread per (m, c) of the padded rows.
-extern "C" __global__ void winograd_filter_split(const float* __restrict__ w, float* __restrict__ v, int M_filters, int C)
-{
-    using namespace wg;
-    const int CP = (C + 3) / 4 * 4;
-    const long long plane = (long long)POINTS * M_filters * CP;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < M_filters * CP; i += gridDim.x * blockDim.x) {
-        const int m = i / CP, c = i - m * CP;
-        float out[A][A] = {};
-        if (c < C) filter_tile(w, (long long)m * C + c, out);
-#pragma unroll
-        for (int a = 0; a < A; ++a)
-#pragma unroll
-            for (int b = 0; b < A; ++b) {
+        for (int b = 0; b < A; ++b) {
+            if (split) {
                 float big, small;
                 tf32::split_ahead(out[a][b], big, small);
-                v[(long long)(a * A + b) * M_filters * CP + i] = big;
-                v[plane + (long long)(a * A + b) * M_filters * CP + i] = small;
+                v[(a * A + b) * point + i] = big;
+                v[plane + (a * A + b) * point + i] = small;
+            } else {
+                v[(a * A + b) * point + i] = out[a][b];
             }
-    }
+        }
 }
 
-// U[xi][c][t] = (BT d BT^T)[xi] for the a x a input tile d of channel c under output tile t (zero
-// outside the input); t in [T, t_pad) is written as 0. grid: x over t_pad, y = C.
-extern "C" __global__ void winograd_input(
-    const float* __restrict__ x, float* __restrict__ u, int C, int H, int W, int pad, int tiles_h, int tiles_w,
-    int T, int t_pad)
+// U[xi][c][t] = (BT d BT^T)[xi] for the a x a input tile d of channel c under output tile t (zero outside the
+// input); t in [T, t_pad) is written as 0.
+__device__ __forceinline__ void input_item(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
+                                           int pad, int tiles_h, int tiles_w, int T, int t_pad, int t, int c)
 {
     using namespace wg;
     constexpr float BT[A][A] = WG_BT;
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    const int c = blockIdx.y;
-    if (t >= t_pad) return;
     float d[A][A];
     if (t < T) {
         const int per_image = tiles_h * tiles_w;
@@ -174,6 +159,26 @@ extern "C" __global__ void winograd_input(
     for (int a = 0; a < A; ++a)
 #pragma unroll
         for (int b = 0; b < A; ++b) u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+}
+
+// Both transforms in one launch (a launch fewer for the op's host to issue): the first `filters` items are the
+// filter transform's (filter_item: M * C, or M * CP split; 0 on a pass of images after the first, V being made),
+// the next C * t_pad the input transform's (input_item, t fastest: coalesced along the tiles). Grid-stride.
+extern "C" __global__ void winograd_transforms(
+    const float* __restrict__ w, float* __restrict__ v, const float* __restrict__ x, float* __restrict__ u,
+    int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, int filters, int split)
+{
+    const long long inputs = (long long)C * t_pad, items = filters + inputs;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < items;
+         i += (long long)gridDim.x * blockDim.x) {
+        if (i < filters) {
+            filter_item(w, v, M_filters, C, split != 0, (int)i);
+        } else {
+            const long long j = i - filters;
+            const int c = (int)(j / t_pad);
+            input_item(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, (int)(j - (long long)c * t_pad), c);
+        }
+    }
 }
 
 // y[n][m][.][.] = (AT Mo AT^T) over the products Mo[xi][m][t] of output tile t, clipped to P x Q.

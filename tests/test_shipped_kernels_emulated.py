@@ -1,5 +1,5 @@
 """The kernels the op ships, on the CPU: the FP32 implicit GEMM, the 3xTF32 one (its mma.sync fragments emulated as a
-warp collective), Winograd's four launches, cuConv's four kernels and the memory-transactions paper's ladder and
+warp collective), Winograd's three launches, cuConv's four kernels and the memory-transactions paper's ladder and
 multi-channel kernel, each launch's grid, block, shared memory and macros from convkit's launches, run under
 ``tests/cuda_emulator`` and checked against convkit's float64 reference (Chang's kernels and Lu's wide kernel:
 ``test_kernels_emulated.py``, ``test_lu2020_emulated.py``). CI thereby checks the kernels' im2col indexing, staging,
@@ -133,9 +133,9 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
                                      ConvProblem(1, 4, 8, 8, 3, 3, 3)], ids=lambda p: p.key)  # fmt: skip
 @pytest.mark.parametrize("kind", ["fp32", "tf32x3", "tf32x3, filters split"])
 def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypatch):
-    """Winograd's four launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
-    input transforms, the batched GEMM of the transformed points (the FP32 implicit GEMM, or the 3xTF32 one), the
-    output transform; within the transform methods' bar of float64."""
+    """Winograd's three launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
+    input transforms in one, the batched GEMM of the transformed points (the FP32 implicit GEMM, or the 3xTF32 one),
+    the output transform; within the transform methods' bar of float64."""
     from convkit.families.fp32.winograd import WinogradLaunch, _TransformLaunch
     from convkit.families.tf32x3.launch import TensorCoreWinogradLaunch
 
@@ -151,17 +151,16 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     x = rng.standard_normal(p.input_shape, dtype=np.float32)
     w = rng.standard_normal(p.filter_shape, dtype=np.float32)
     none = np.zeros(1, np.float32)
-    if spec.filter_kernel() == "winograd_filter":
-        v = run_launch(build_dir, _TransformLaunch("winograd_filter", spec), p, "winograd_filter(w,out,ints[0])",
-                       (none, w), spec.filter_elements(p), (p.m * p.c,))  # fmt: skip
-    else:  # the big parts' planes, then the small parts', rows padded to whole float4s
-        v = run_launch(build_dir, _TransformLaunch(spec.filter_kernel(), spec), p,
-                       f"{spec.filter_kernel()}(w,out,ints[0],ints[1])", (none, w), spec.filter_elements(p),
-                       (p.m, p.c))  # fmt: skip
+    # both transforms in one launch: V (split into its TF32 parts, rows padded, where the products read it so) and U
+    filters, inputs = spec.transform_items(p)
+    assert inputs == p.c * t_pad  # a thread per channel and padded tile
+    vu = run_launch(build_dir, _TransformLaunch("winograd_transforms", spec), p,
+                    f"winograd_transforms(w,out,x,out+{spec.filter_elements(p)},{_ints(11)})", (x, w),
+                    spec.filter_elements(p) + points * p.c * t_pad,
+                    (p.m, p.c, p.h, p.w, p.pad, th, tw, t, t_pad, filters, int(spec.splits_filters())))  # fmt: skip
+    v, u = vu[: spec.filter_elements(p)], vu[spec.filter_elements(p) :]
+    if spec.splits_filters():  # the big parts' planes, then the small parts', rows padded to whole float4s
         assert not np.isnan(v).any() and not v.reshape(2, points, p.m, -1)[:, :, :, p.c :].any()
-    u = run_launch(build_dir, _TransformLaunch("winograd_input", spec), p,
-                   f"winograd_input(x,out,{_ints(8)})", (x, none),
-                   points * p.c * t_pad, (p.c, p.h, p.w, p.pad, th, tw, t, t_pad))  # fmt: skip
     gemm, gp = spec.gemm_launch(p), spec.gemm_problem(p)
     strides = (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
     prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)})", (u, v),

@@ -84,4 +84,8 @@ def test_prebuild_also_lists_what_the_first_use_tuner_times_on_the_recorded_laye
     _, _, builds = sampled
     gemm = [options for source, kernel, options in builds["tuner"] if kernel == "implicit_gemm"]
     assert len(builds["tuner"]) > 20 and any("-DCONVKIT_R=7" in options for options in gemm)
-    assert {kernel for _, kernel, _ in builds["tuner"]} >= {"implicit_gemm", "winograd_input", "implicit_gemm_tf32x3"}
+    assert {kernel for _, kernel, _ in builds["tuner"]} >= {
+        "implicit_gemm",
+        "winograd_transforms",
+        "implicit_gemm_tf32x3",
+    }

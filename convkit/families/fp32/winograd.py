@@ -201,17 +201,26 @@ class WinogradLaunch(KernelLaunch):
         """The transformed filters V: points x M x :meth:`filter_row`."""
         return self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
 
-    def filter_kernel(self) -> str:
-        """The filter transform's kernel: V = G g G^T per filter and channel."""
-        return "winograd_filter"
+    def splits_filters(self) -> bool:
+        """Whether the filter transform writes V split into its TF32 parts (the 3xTF32 products' planes)."""
+        return False
+
+    def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
+        """(filter items, input items) of ``winograd_transforms`` on one pass of ``problem``'s images: a thread each
+        per filter and channel (of :meth:`filter_row`; none on a pass after the first: V is made), and per channel
+        and padded tile."""
+        return (problem.m * self.filter_row(problem) if with_filters else 0), problem.c * self.tiles(problem)[3]
 
 
 @dataclass(frozen=True)
 class _TransformLaunch(KernelLaunch):
-    """One of winograd.cu's transforms, a thread per (filter, channel), (channel, tile) or (filter, tile)."""
+    """One of winograd.cu's transform launches: ``winograd_transforms`` (the filters' and the inputs' in one grid,
+    :meth:`WinogradLaunch.transform_items`; ``with_filters`` False on a pass after the first) or
+    ``winograd_output`` (a thread per filter and tile)."""
 
     kernel: str
     spec: WinogradLaunch
+    with_filters: bool = True
     kind: ClassVar[str] = "fp32_winograd_transform"
     source: ClassVar[str] = "winograd"
 
@@ -226,12 +235,9 @@ class _TransformLaunch(KernelLaunch):
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         threads = self.spec.threads
-        _, _, t, t_pad = self.spec.tiles(problem)
-        if self.kernel.startswith("winograd_filter"):  # a thread per filter and channel (of the padded rows)
-            return (min(math.ceil(problem.m * self.spec.filter_row(problem) / threads), 65535),)
-        if self.kernel == "winograd_input":
-            return math.ceil(t_pad / threads), problem.c
-        return math.ceil(t / threads), problem.m
+        if self.kernel == "winograd_transforms":  # grid-stride beyond 65535 blocks
+            return (min(math.ceil(sum(self.spec.transform_items(problem, self.with_filters)) / threads), 65535),)
+        return math.ceil(self.spec.tiles(problem)[2] / threads), problem.m
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return (self.spec.threads,)
@@ -280,16 +286,14 @@ def conv2d_winograd(
     per_pass = spec.images_per_pass(problem)
     v, u, prod = float32_regions(workspace, spec.workspace_elements(dataclasses.replace(problem, n=per_pass)))
     i32 = cupy.int32
-    if spec.filter_kernel() == "winograd_filter":
-        launch_kernel(_TransformLaunch("winograd_filter", spec), problem, (w, v, i32(problem.m * problem.c)))
-    else:  # split into TF32 parts for the products on tensor cores
-        launch_kernel(_TransformLaunch(spec.filter_kernel(), spec), problem, (w, v, i32(problem.m), i32(problem.c)))
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
         p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
         xs, ys = x[first : first + p.n], out[first : first + p.n]
         th, tw, t, t_pad = spec.tiles(p)
-        launch_kernel(_TransformLaunch("winograd_input", spec), p,
-               (xs, u, i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t), i32(t_pad)))  # fmt: skip
+        filters, _ = spec.transform_items(p, with_filters=first == 0)
+        launch_kernel(_TransformLaunch("winograd_transforms", spec, first == 0), p,
+                      (w, v, xs, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
+                       i32(t_pad), i32(filters), i32(spec.splits_filters())))  # fmt: skip
         gemm(
             spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
         )

@@ -163,8 +163,8 @@ class TensorCoreWinogradLaunch(WinogradLaunch):
     """Winograd's F(m x m, r x r) (:class:`~convkit.families.fp32.winograd.WinogradLaunch`: its tile, GEMM tile,
     stages and passes) with the a*a products on ``implicit_gemm_tf32x3``: where the GEMM carries most of the
     work, its FP32 products on tensor cores; the transforms, and so the error, stay FP32 Winograd's. ``weights``
-    "split": the filter transform writes the transformed filters split into their TF32 parts
-    (``winograd_filter_split``), which the products read presplit."""
+    "split": the filter transform writes the transformed filters split into their TF32 parts (``winograd_transforms``
+    with ``split``), which the products read presplit."""
 
     weights: str | None = None
 
@@ -184,8 +184,8 @@ class TensorCoreWinogradLaunch(WinogradLaunch):
         """The transformed filters: points x M x :meth:`filter_row`, twice where split."""
         return (2 if self.weights == "split" else 1) * self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
 
-    def filter_kernel(self) -> str:
-        return "winograd_filter_split" if self.weights == "split" else "winograd_filter"
+    def splits_filters(self) -> bool:
+        return self.weights == "split"
 
     def can_implement(self, problem: ConvProblem) -> None:
         """FP32 Winograd's checks, and ``weights`` one of None and "split"."""

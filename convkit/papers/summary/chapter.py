@@ -287,7 +287,7 @@ def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) ->
 def _host_kind(runs: str) -> str:
     """What makes a call cost the host more, by what the op runs (``op runs`` of :func:`host_cost_table`)."""
     if "Winograd" in runs and not runs.startswith("cuDNN"):
-        return "running Winograd (four launches)"
+        return "running Winograd (several launches)"
     if runs.startswith(("cuBLAS", "cuDNN", "PyTorch")):
         return f"calling {runs.split(' ')[0]} through convkit"
     if runs.startswith("tuned"):
