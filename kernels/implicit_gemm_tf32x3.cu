@@ -160,12 +160,13 @@ struct SplitSlices {
 }  // namespace tf32x3
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = batch * splits.
+// bias[m] is added to filter m's outputs where given (convkit.conv2d's, on an unsplit launch; null otherwise).
 // Split `z % splits` reduces k in [split * k_per_split, +k_per_split) (a multiple of BK) into
 // out + split * N*M*P*Q; `z / splits` picks the GEMM of a batch.
 extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS) implicit_gemm_tf32x3(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
     int N, int C, int H, int W, int M, int P, int Q, int pad, int stride, int k_per_split, int splits,
-    long long x_batch, long long w_batch, long long out_batch)
+    long long x_batch, long long w_batch, long long out_batch, const float* __restrict__ bias)
 {
     using namespace tf32x3;
 #if __CUDA_ARCH__ < 800 && !defined(CONVKIT_EMULATED_MMA)
@@ -284,11 +285,12 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
         for (int half = 0; half < 2; ++half) {
             const int m = m0 + wm + i * 16 + g + half * 8;
             if (m >= M) continue;
+            const float b = bias ? __ldg(bias + m) : 0.0f;  // convkit.conv2d's, unsplit only: a launch saved
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 const long long p0 = n0 + wn + j * 8 + 2 * t;
                 if (p0 >= NPQ) continue;
-                const float v0 = acc[i][j][2 * half], v1 = acc[i][j][2 * half + 1];
+                const float v0 = acc[i][j][2 * half] + b, v1 = acc[i][j][2 * half + 1] + b;
                 const long long n = (unsigned)p0 / (unsigned)PQ;
                 float* at = &dst[(n * M + m) * PQ + (p0 - n * PQ)];
                 if (pair_store) {  // p0 is even, so p0 and p0 + 1 share an image

@@ -148,8 +148,9 @@ class ImplicitGemmLaunch(KernelLaunch):
         return regions_bytes([n for n in (self.workspace_elements(problem), self.weight_elements(problem)) if n])
 
     def adds_bias(self, problem: ConvProblem) -> bool:
-        """Split: the sum of the partial planes adds it."""
-        return self.effective_splits(problem) > 1
+        """Always: unsplit, the kernel's own store adds it; split, the sum of the partial planes does; a batch of
+        GEMMs (Winograd's points) takes none."""
+        return self.batch == 1
 
     def check_pipeline(self) -> None:
         """Raise ValueError naming ``stages`` where the kernel builds no such pipeline."""
@@ -261,8 +262,8 @@ def conv2d_implicit_gemm(
     Args:
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
         launch: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
-        bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (a bias only where the launch
-            splits: the sum of its partial planes adds it).
+        bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (the bias is added as the output is
+            written: by the kernel, or where split by the sum of its partial planes).
         kind: the kernel of this design that runs it where no ``launch`` says (the FP32 one, or 3xTF32's).
 
     Returns:
@@ -298,8 +299,9 @@ def gemm(
     bias: Any = None,
     workspace: Any = None,
 ) -> None:
-    """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes in ``workspace`` and ``sum_planes``, which
-    adds ``bias``, a kernel argument from :func:`~convkit.cuda.operands.epilogue_bias`, where split)."""
+    """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes in ``workspace`` and ``sum_planes`` where
+    split), adding ``bias`` (a kernel argument from :func:`~convkit.cuda.operands.epilogue_bias`) as the output is
+    written: by the kernel's store, or by ``sum_planes``."""
     import cupy
 
     bias = cupy.uint64(0) if bias is None else bias
@@ -312,7 +314,9 @@ def gemm(
     if spec.weight_elements(p):
         w = spec.prepare_weights(p, w, carved[-1])
     dims = gemm_args(spec, p, strides)
-    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:])))
+    own = bias if splits == 1 else cupy.uint64(0)  # split: sum_planes adds it
+    launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:]),
+                            own))  # fmt: skip
     if splits > 1:
         launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
