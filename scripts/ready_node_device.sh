@@ -10,12 +10,12 @@
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
-#   overhead_rest, repeat : the host-cost layers still missing; the repeated sample (networks and host cost) again.
+#   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again.
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
 # the parts that came back).
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
 # (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs; CHAINS="0:record first
-# overhead_rest;..." runs those chains alone, e.g. on one GPU when a node does not come)
+# overhead;..." runs those chains alone, e.g. on one GPU when a node does not come)
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
 set -uo pipefail
 OUT=${OUT:-out}
@@ -33,9 +33,9 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
     IFS=';' read -r -a order <<< "$CHAINS"
   else
   case $gpus in
-    1) order=("0:record probe net0 net1 net2 suite first overhead_rest repeat soak") ;;
-    2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead_rest") ;;
-    *) order=("0:record net0" "1:probe suite net1" "2:soak net2" "3:first overhead_rest repeat") ;;
+    1) order=("0:record probe net0 net1 net2 suite first overhead repeat soak") ;;
+    2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead") ;;
+    *) order=("0:record net0" "1:probe suite net1" "2:soak net2" "3:first overhead repeat") ;;
   esac
   fi
   cat > "$job/chains.sh" <<EOF
@@ -63,14 +63,15 @@ net() {  # the \$1-th third of the networks
 net0() { net 0; }
 net1() { net 1; }
 net2() { net 2; }
-overhead_rest() {
-  echo "=== host cost, the layers missing (\$SECONDS s)"
+overhead() {  # whole again: the host path changed since the recorded rows (one run, one commit)
+  echo "=== host cost, every layer (\$SECONDS s)"
+  rm -f \$dir/conv2d_overhead.csv \$dir/conv2d_overhead.json
   python3 -m \$summary.overhead \$dir 2>&1 | tail -n 2
 }
 repeat() {
   echo "=== the repeated sample, networks whole again (\$SECONDS s)"
   while [ ! -f $job/table.done ]; do sleep 5; done
-  rm -f \$dir/networks_repeat.*
+  rm -f \$dir/networks_repeat.* \$dir/conv2d_overhead_repeat.*
   python3 -m \$summary.chapter repeat \$dir 2>&1 | grep -v "^  "
 }
 probe() {  # where the host time of a call goes, part by part (printed into the log; nothing recorded)
