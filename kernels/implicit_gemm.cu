@@ -85,13 +85,12 @@ template <> struct TapMaskOf<false> { using type = unsigned long long; };
 }  // namespace igemm
 
 // grid: x = ceil(N*P*Q / BN) position tiles, y = ceil(M / BM) filter tiles, z = batch * splits.
-// bias[m] is added to filter m's outputs where given (convkit.conv2d's, on an unsplit launch; null otherwise).
 // Split `z % splits` reduces k in [split * k_per_split, +k_per_split) (a multiple of BK) into
 // out + split * N*M*P*Q; `z / splits` picks the GEMM of a batch.
 extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) implicit_gemm(
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
     int N, int C, int H, int W, int M, int P, int Q, int pad, int stride, int k_per_split, int splits,
-    long long x_batch, long long w_batch, long long out_batch, const float* __restrict__ bias)
+    long long x_batch, long long w_batch, long long out_batch)
 {
     using namespace igemm;
     __shared__ __align__(16) float smem[STAGES * STAGE_FLOATS];
@@ -233,11 +232,6 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS, igemm::MIN_BLOCKS) 
     for (int i = 0; i < 8; ++i) {
         const int m = m0 + row0 + (i / 4) * 16 + i % 4;
         if (m >= M) continue;
-        if (bias) {  // convkit.conv2d's, unsplit only (sum_planes adds it to split planes): a launch saved
-            const float b = __ldg(bias + m);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[i][j] += b;
-        }
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
             const long long p0 = n0 + col0 + jj * 32;

@@ -93,10 +93,11 @@ def emulate(build_dir: Path, launch: ImplicitGemmLaunch, problem: ConvProblem) -
         big, small = read.reshape(2, p.m, -1)[:, :, : p.c * p.r * p.s].astype(np.float64)
         assert np.abs(big + small - w.reshape(p.m, -1)).max() <= 2.0**-20 * np.abs(w).max()
     # an unsplit GEMM adds the op's bias as it stores (passed after the weights); split planes and batches take none
-    bias = rng.standard_normal(p.m, dtype=np.float32) if splits == 1 and batch == 1 else np.zeros(p.m, np.float32)
+    takes = launch.stores_bias and splits == 1 and batch == 1
+    bias = rng.standard_normal(p.m, dtype=np.float32) if takes else np.zeros(p.m, np.float32)
     read = np.concatenate([read.ravel(), bias])
-    bias_arg = f"w+{read.size - p.m}" if bias.any() else "(const float*)nullptr"
-    out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(14)},{bias_arg})", (x, read),
+    bias_arg = (f",w+{read.size - p.m}" if takes else ",(const float*)nullptr") if launch.stores_bias else ""
+    out = run_launch(build_dir, launch, p, f"{launch.kernel_name(p)}(x,w,out,{_ints(14)}{bias_arg})", (x, read),
                      math.prod(out_shape), gemm_args(launch, p, strides))  # fmt: skip
     planes = out.reshape(out_shape)
     assert not np.isnan(planes).any(), f"{launch} on {p.label}: outputs left unwritten"
@@ -169,7 +170,8 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
         assert not np.isnan(v).any() and not v.reshape(2, points, p.m, -1)[:, :, :, p.c :].any()
     gemm, gp = spec.gemm_launch(p), spec.gemm_problem(p)
     strides = (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
-    prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)},(const float*)nullptr)", (u, v),
+    no_bias = ",(const float*)nullptr" if gemm.stores_bias else ""
+    prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)}{no_bias})", (u, v),
                       points * p.m * t_pad, gemm_args(gemm, gp, strides))  # fmt: skip
     y = run_launch(build_dir, _TransformLaunch("winograd_output", spec), p,
                    f"winograd_output(x,out,{_ints(7)},(const float*)nullptr)",

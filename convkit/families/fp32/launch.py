@@ -102,6 +102,9 @@ class ImplicitGemmLaunch(KernelLaunch):
     source: ClassVar[str] = "implicit_gemm"
     #: The kernel's slice depth (BK): split points are multiples of it.
     slice_k: ClassVar[int] = SLICE_K
+    #: Whether the kernel takes the op's bias as its last argument and adds it as it stores (the FP32 kernel does
+    #: not: at 128 registers its 128x128 tile with 7x7 filters would spill).
+    stores_bias: ClassVar[bool] = False
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return self.source
@@ -148,9 +151,9 @@ class ImplicitGemmLaunch(KernelLaunch):
         return regions_bytes([n for n in (self.workspace_elements(problem), self.weight_elements(problem)) if n])
 
     def adds_bias(self, problem: ConvProblem) -> bool:
-        """Always: unsplit, the kernel's own store adds it; split, the sum of the partial planes does; a batch of
-        GEMMs (Winograd's points) takes none."""
-        return self.batch == 1
+        """Split, the sum of the partial planes adds it; unsplit, the kernel's own store where it takes a bias
+        (:attr:`stores_bias`); a batch of GEMMs (Winograd's points) takes none."""
+        return self.effective_splits(problem) > 1 or (self.stores_bias and self.batch == 1)
 
     def check_pipeline(self) -> None:
         """Raise ValueError naming ``stages`` where the kernel builds no such pipeline."""
@@ -263,7 +266,7 @@ def conv2d_implicit_gemm(
         x, w, pad, stride, out: as for :func:`convkit.families.baseline.launch.conv2d_direct`.
         launch: tile, pipeline stages and splits; default :func:`default_knobs` of ``kind``.
         bias, workspace: as :class:`convkit.cuda.operands.ConvArgs` gives them (the bias is added as the output is
-            written: by the kernel, or where split by the sum of its partial planes).
+            written: by the sum of the partial planes where split, else by a kernel that :attr:`stores_bias`).
         kind: the kernel of this design that runs it where no ``launch`` says (the FP32 one, or 3xTF32's).
 
     Returns:
@@ -301,7 +304,7 @@ def gemm(
 ) -> None:
     """Enqueue ``spec`` on ``p`` into ``out`` (through partial planes in ``workspace`` and ``sum_planes`` where
     split), adding ``bias`` (a kernel argument from :func:`~convkit.cuda.operands.epilogue_bias`) as the output is
-    written: by the kernel's store, or by ``sum_planes``."""
+    written: by ``sum_planes``, or by the kernel's store where it :attr:`~ImplicitGemmLaunch.stores_bias`."""
     import cupy
 
     bias = cupy.uint64(0) if bias is None else bias
@@ -314,9 +317,9 @@ def gemm(
     if spec.weight_elements(p):
         w = spec.prepare_weights(p, w, carved[-1])
     dims = gemm_args(spec, p, strides)
-    own = bias if splits == 1 else cupy.uint64(0)  # split: sum_planes adds it
+    own = (bias if splits == 1 else cupy.uint64(0),) if spec.stores_bias else ()  # split: sum_planes adds it
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:]),
-                            own))  # fmt: skip
+                            *own))  # fmt: skip
     if splits > 1:
         launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
                                      cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip

@@ -85,6 +85,7 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
     knobs: ClassVar[tuple[str, ...]] = ("tile", "splits", "stages", "warp", "weights", "flush")
     source: ClassVar[str] = "implicit_gemm_tf32x3"
     slice_k: ClassVar[int] = SLICE_K
+    stores_bias: ClassVar[bool] = True
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         extra = {"WARP_M": self.warp and int(self.warp.split("x")[0]), "PRESPLIT": self.weights and 1,
