@@ -246,6 +246,14 @@ STALL_COLUMNS = {
 }
 
 
+def _longest_kernels(kernels: Any, names: dict[str, str]) -> list[tuple[str, str, Any]]:
+    """(layer, the implementation's book name, its longest kernel's row) per profiled layer and implementation."""
+    ok = kernels[kernels["status"] == "ok"]
+    return [(config, names.get(variant, f"{impl} {variant}"),
+             g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0])
+            for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False)]  # fmt: skip
+
+
 def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructions: str, pipe_name: str) -> Any:
     """Per profiled layer and implementation (``names`` maps variants to the book's names), its longest kernel:
     time, the use of one pipe (metric ``pipe``, "<pipe_name> pipe %") and its share of the instructions (metric
@@ -253,16 +261,14 @@ def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructi
     stall reasons (cycles per issued instruction)."""
     import pandas as pd
 
-    ok = kernels[kernels["status"] == "ok"].copy()
     col = {m: m.replace(".", "_") for m in STALL_COLUMNS}
     rows = []
-    for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False):
-        k = g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0]
+    for config, implementation, k in _longest_kernels(kernels, names):
         stalls = sorted(((float(k[col[m]]), name) for m, name in STALL_COLUMNS.items() if col[m] in k and
                          not pd.isna(k[col[m]])), reverse=True)[:2]  # fmt: skip
         issued = float(k.get("smsp__inst_executed_sum", math.nan))
         rows.append({
-            "layer": config, "implementation": names.get(variant, f"{impl} {variant}"),
+            "layer": config, "implementation": implementation,
             "kernel us": float(k["time_us"]) if "time_us" in k else math.nan,
             f"{pipe_name} pipe %": k.get(pipe),
             "issue slots %": k.get("smsp__issue_active_avg_pct_of_peak_sustained_active"),
@@ -279,12 +285,10 @@ def profile_resources(kernels: Any, names: dict[str, str]) -> Any:
     (% of the SM's), shared-memory bank conflicts of loads and of stores."""
     import pandas as pd
 
-    ok = kernels[kernels["status"] == "ok"]
     rows = []
-    for (config, impl, variant), g in ok.groupby(["config", "impl", "variant"], sort=False):
-        k = g.loc[g["time_us"].astype(float).idxmax()] if "time_us" in g else g.iloc[0]
+    for config, implementation, k in _longest_kernels(kernels, names):
         rows.append({
-            "layer": config, "implementation": names.get(variant, f"{impl} {variant}"),
+            "layer": config, "implementation": implementation,
             "registers a thread": k.get("registers"), "threads a block": k.get("threads_per_block"),
             "warps active %": k.get("sm__warps_active_avg_pct_of_peak_sustained_active"),
             "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),

@@ -175,7 +175,7 @@ class TensorCoreWinogradLaunch(WinogradLaunch):
 
     def gemm_launch(self, problem: ConvProblem) -> ImplicitGemmLaunch:
         presplit = "presplit" if self.weights == "split" else None
-        return TensorCoreGemmLaunch(self.gemm_tile, 1, self.stages, batch=self.alpha(problem) ** 2, weights=presplit)
+        return dataclasses.replace(super().gemm_launch(problem), weights=presplit)
 
     def filter_row(self, problem: ConvProblem) -> int:
         """Floats of a transformed filter's row: C, or split, C rounded up to whole float4s."""
@@ -183,7 +183,7 @@ class TensorCoreWinogradLaunch(WinogradLaunch):
 
     def filter_elements(self, problem: ConvProblem) -> int:
         """The transformed filters: points x M x :meth:`filter_row`, twice where split."""
-        return (2 if self.weights == "split" else 1) * self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
+        return (2 if self.weights == "split" else 1) * super().filter_elements(problem)
 
     def splits_filters(self) -> bool:
         return self.weights == "split"

@@ -203,6 +203,11 @@ def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
     return table if table["stopped by an error"].any() else table.drop(columns="stopped by an error")
 
 
+def _totals(table: Any) -> dict[str, int]:
+    """:func:`soak_table`'s counts summed over its modes, by column (op calls, op wrong, ..., stopped by an error)."""
+    return {column: int(table[column].fillna(0).sum()) for column in table.columns if " " in column}
+
+
 def other_gpu_lines(directory: Any, experiment: str = EXPERIMENT) -> list[str]:
     """A sentence per other GPU whose results hold the whole soak (not its quick run): the calls checked there, the
     wrong and the hung, the op's and PyTorch's."""
@@ -215,7 +220,7 @@ def other_gpu_lines(directory: Any, experiment: str = EXPERIMENT) -> list[str]:
         table = soak_table(folder, stem)
         if stem != experiment or Path(folder).resolve() == Path(directory).resolve() or table.empty:
             continue
-        total = {column: int(table[column].fillna(0).sum()) for column in table.columns if " " in column}
+        total = _totals(table)
         lines.append(f"On the {gpu}, the same soak: {total['op calls']:,} calls of the op "
                      f"({table.attrs['implementations']} implementations, {int(table['problems'].max())} problems), "
                      f"{total['op wrong']} wrong and {total['op hung']} hung; PyTorch's own conv2d "
@@ -227,7 +232,7 @@ def result_lines(table: Any) -> list[str]:
     """The chapter's result-box line on the soak (none where it is not recorded)."""
     if table.empty:
         return []
-    total = {column: int(table[column].fillna(0).sum()) for column in table.columns if " " in column}
+    total = _totals(table)
     line = (f"**Several threads, streams and graphs at once**: {total['op calls']:,} calls of the op "
             f"({table.attrs['implementations']} implementations, {int(table['problems'].max())} problems) "
             f"checked against float64: {total['op wrong']} wrong, {total['op hung']} hung; PyTorch's own "
