@@ -23,10 +23,7 @@ timeout 200 python3 -m pytest -q -rs -p no:cacheprovider -n 8 -m gpu tests/test_
   tests/test_torch_ops_gpu.py > "$OUT/tests.log" 2>&1
 tail -n 4 "$OUT/tests.log"
 echo "=== compute-sanitizer over the 3xTF32 edge launches ($SECONDS s)"
-for tool in memcheck racecheck initcheck synccheck; do
-  timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 97 python3 scripts/edge_launch.py tf32x3 2>&1 | tail -n 2
-  echo "   $tool exit ${PIPESTATUS[0]}"
-done
+timeout 400 bash scripts/sanitize.sh tf32x3
 fi
 if [[ $steps == *probe* ]]; then
   echo "=== probe ($SECONDS s)"
