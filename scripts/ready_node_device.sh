@@ -10,7 +10,9 @@
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
-#   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again.
+#   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
+#   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
+#           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
 # the parts that came back).
 #   CONVKIT_COMMIT=$(git rev-parse HEAD) EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
@@ -22,7 +24,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 job=/tmp/ready_node_job
 source scripts/device_job.sh
-if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
+if new_job convkit kernels scripts tests pyproject.toml README.md .whl $(ls -d .whl_cutlass 2>/dev/null); then
   if [ -n "${EXPECT_GPU:-}" ] && [ "$gpu" != "$EXPECT_GPU" ]; then  # a node of other GPUs came: record nothing
     echo "this node's GPUs are $gpu, not $EXPECT_GPU: nothing started"; rm -rf "$job"; exit 3
   fi
@@ -35,7 +37,7 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl; then
   case $gpus in
     1) order=("0:record probe net0 net1 net2 suite first overhead repeat soak") ;;
     2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead") ;;
-    *) order=("0:record net0" "1:probe suite net1" "2:soak net2" "3:first overhead repeat") ;;
+    *) order=("0:record net0" "1:probe suite net1" "2:knobs soak net2" "3:first overhead repeat") ;;
   esac
   fi
   cat > "$job/chains.sh" <<EOF
@@ -77,6 +79,13 @@ repeat() {
 probe() {  # where the host time of a call goes, part by part (printed into the log; nothing recorded)
   echo "=== host probe (\$SECONDS s)"
   timeout 240 python3 scripts/host_probe.py 2>&1 | tail -n 80
+}
+knobs() {  # printed into its own log; nothing recorded
+  [ -d .whl_cutlass ] || { echo "no .whl_cutlass carried: no CUTLASS peers"; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_cutlass .whl_cutlass/*.whl 2>/dev/null
+  echo "=== 3xTF32 candidates beside CUTLASS (\$SECONDS s)"
+  PYTHONPATH=/tmp/site_cutlass:\$PYTHONPATH timeout 480 python3 scripts/tf32x3_probe.py > \$logs/knobs.log 2>&1
+  tail -n 3 \$logs/knobs.log
 }
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
