@@ -19,6 +19,9 @@
 # (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs; CHAINS="0:record first
 # overhead;..." runs those chains alone, e.g. on one GPU when a node does not come)
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
+# A machine is given back 30 s after a call ends, which a reply can take longer than to come back: then the next call
+# starts the job afresh. Carry results/<gpu>/parts too (git-ignored, unpacked here from the last call) and the
+# networks' parts resume where the lost machine left them (each network-batch pair is recorded whole or not at all).
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
