@@ -2,8 +2,9 @@
 # "Ready on the first call" and "no host tax", recorded whole on a node of GPUs in one background job (kind
 # nvidia-h100-x4; two GPUs or one run the same chains in fewer, longer lines), each device call collecting what is
 # done. The chains, each on its own GPU (CUDA_VISIBLE_DEVICES), writing files no other chain writes:
-#   record : the networks' layers no shipped choice holds (resuming), the shipped table written from them
-#            (atomically: the other chains read it as they run), torch.compile's cache filled for every network;
+#   record : the networks' layers no shipped choice holds (resuming), the host cost of each path a call takes, the
+#            shipped table written from them (atomically: the other chains read it as they run), torch.compile's
+#            cache filled for every network;
 #   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
 #   probe  : scripts/host_probe.py, where the host time of a call goes (into the log);
 #   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
@@ -55,6 +56,7 @@ summary=convkit.papers.summary
 record() {
   echo "=== network layers (\$SECONDS s)"
   python3 -m \$summary.network_layers 2>&1 | grep -E "layers of the networks|Error" | tail -n 3
+  python3 -m \$summary.overhead --paths \$dir 2>&1 | tail -n 1  # the host cost of each path: the table weighs by it
   python3 -m convkit explain --write-table && cp convkit/data/dispatch-$gpu.json \$dir/shipped-table.json
   touch $job/table.done
   echo "=== torch.compile's cache (\$SECONDS s)"
@@ -130,5 +132,5 @@ results/$gpu/parts/1 results/$gpu/parts/2 > results/$gpu/logs/absorb.log 2>&1"
   start_job "$job"
 fi
 gpu=$(cat "$job/gpu")  # a later call finds the job running: its GPU from the job
-collect_job "$job" 'network_layers*' 'networks*' 'conv2d_overhead*' 'concurrency*' 'shipped-table.json' 'logs' 'parts'
+collect_job "$job" 'network_layers*' 'networks*' 'conv2d_overhead*' 'conv2d_host_paths*' 'concurrency*' 'shipped-table.json' 'logs' 'parts'
 for log in "$job/results/$gpu"/logs/gpu*.log; do echo "--- $log"; grep -E "^===|passed|failed|exit|wrong|hung|s \(|ERROR" "$log" | tail -n 12; done

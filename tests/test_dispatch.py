@@ -106,3 +106,44 @@ def test_a_choice_whose_params_are_no_json_object_makes_the_table_ignored_with_a
     path.write_text(json.dumps({"convkit": __version__, "gpu": GPU, "choices": {"a": bad}}))
     with pytest.warns(UserWarning, match="unreadable"):
         assert dispatch.read_table(path, gpu=GPU) == {}
+
+
+def _sweep(folder, experiment, problem, times_us):
+    """A recorded sweep of ``problem``: each (impl, variant) of ``times_us`` checked and timed at that median."""
+    from convkit.bench.rows import make_row
+    from convkit.op.cases import Case
+    from convkit.study.results import ResultStore
+
+    store = ResultStore.open(folder, experiment, {"gpu": "fake"})
+    for (impl, variant), us in times_us.items():
+        ms = str(us / 1e3)
+        store.append(make_row(problem, Case(impl, variant), status="ok", rel_err=1e-7)
+                     | {"time_ms_median": ms, "time_ms_min": ms, "time_ms_max": ms, "reps": 10})  # fmt: skip
+
+
+def test_a_host_bound_layer_takes_the_path_that_costs_the_host_least(tmp_path):
+    """cuBLAS at 7 us of GPU time loses to convkit's kernel at 9 us where a call through cuBLAS costs the host 30 us
+    and one of convkit's 17 us: the wall clock waits on the host either way. A layer the GPU sets the pace of keeps
+    its fastest kernel, and with no host cost recorded the GPU time alone decides."""
+    small, large = ConvProblem.same(1, 64, 56, 56, 64, 1), ConvProblem.same(64, 1024, 14, 14, 256, 1)
+    _sweep(tmp_path, "sweep", small, {("cublas", "sgemm"): 7.0, ("convkit", "fp32_igemm"): 9.0})
+    _sweep(tmp_path, "sweep", large, {("cublas", "sgemm"): 140.0, ("convkit", "fp32_igemm"): 150.0})
+    sources = shipping.Sources(sweeps={"fp32": "sweep"}, host_paths="paths")
+    assert shipping.host_floors(tmp_path, sources) == {}
+    assert shipping.table_from_results(tmp_path, sources)[small.key].impl == "cublas"
+
+    for problem in (small, ConvProblem.same(1, 256, 14, 14, 1024, 1)):
+        _sweep(tmp_path, "paths", problem, {("convkit", "host_replay"): 17.0, ("cublas", "host_replay"): 30.0,
+                                            ("pytorch", "host_replay"): 25.0})  # fmt: skip
+    assert shipping.host_floors(tmp_path, sources) == pytest.approx({"convkit": 17.0, "cublas": 30.0, "pytorch": 25.0})
+    table = shipping.table_from_results(tmp_path, sources)
+    assert (table[small.key].impl, table[small.key].time_us) == ("convkit", pytest.approx(9.0))  # its GPU time
+    assert table[large.key].impl == "cublas"
+
+
+def test_the_op_runs_every_library_but_cublas_through_pytorchs_convolution():
+    assert [dispatch.path_of(impl) for impl in ("convkit", "cublas", "cudnn", "pytorch", "cutlass")] == [
+        "convkit", "cublas", "pytorch", "pytorch", "pytorch"]  # fmt: skip
+    from convkit.papers.summary import overhead
+
+    assert set(overhead.PATHS) == set(dispatch.PATHS)

@@ -63,3 +63,22 @@ def test_a_ratio_spread_ignores_a_host_that_slows_both_sides():
     repeat = sweep.assign(time_ms_median=sweep["time_ms_median"] * 1.5)  # a slower host: both 50% slower
     spread = chapter._ratio_spread(sweep, repeat)
     assert spread["cases"] == 1 and abs(spread["p95"]) < 1e-12
+
+
+def test_the_host_cost_of_each_path_is_told_with_the_choices_it_moved(tmp_path):
+    """The paragraph on the paths' host cost: absent where it is not recorded; recorded, it names each path's cost
+    and the problems where a kernel slower on the GPU won, with what that costs a graph's replay."""
+    from test_dispatch import _sweep
+
+    from convkit.core.problem import ConvProblem
+    from convkit.papers.summary import network_layers, overhead
+
+    small = ConvProblem.same(1, 64, 56, 56, 64, 1)
+    _sweep(tmp_path, network_layers.EXPERIMENT, small, {("cublas", "sgemm"): 7.0, ("convkit", "fp32_igemm"): 9.5})
+    assert chapter.host_paths_text(tmp_path) == ""
+    _sweep(tmp_path, overhead.PATHS_EXPERIMENT, small, {("convkit", "host_replay"): 17.0,
+                                                        ("cublas", "host_replay"): 30.0,
+                                                        ("pytorch", "host_replay"): 25.0})  # fmt: skip
+    text = chapter.host_paths_text(tmp_path)
+    assert "17 us on convkit's own kernels" in text and "30 us through cuBLAS" in text
+    assert "On 1 of the 1 problems" in text and "median 2.5 us" in text

@@ -198,7 +198,7 @@ def _first_call(
         stride, padding = conv_geometry(wd.shape, stride, padding, dilation, groups)
     problem = check_arguments(xd, wd, bd, stride=stride, padding=padding)
     choice = choose(problem, gpu_name(), precision)
-    make = _torch_runner if xd.library == "torch" else _cupy_runner
+    make = torch_runner if xd.library == "torch" else _cupy_runner
     runner, out = make(choice, problem, x, w, bias)
     if unbatched:  # the runner of the one-image batch, its image taken out again
         runner, out = partial(_one_image, runner), out[0]
@@ -262,7 +262,7 @@ def _add_bias(out: Any, bias: Any, problem: ConvProblem) -> None:
 
 def _runs_here(choice: dispatch.Choice) -> dispatch.Choice:
     """``choice`` where convkit runs it (its kernels, cuBLAS), else the fallback kernel."""
-    return choice if choice.impl in ("convkit", "cublas") else FALLBACK
+    return choice if dispatch.path_of(choice.impl) != "pytorch" else FALLBACK
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,15 +289,16 @@ def _fresh(block: Any) -> tuple[int, Any]:
     return block.data_ptr(), block
 
 
-def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
-    """The runner of a PyTorch call signature. It serves every stream (a tensor call's signature has none): each
-    call enqueues on PyTorch's current stream (CUDA-graph capture runs on a stream of its own). Its scratch is the
-    stream's block (:data:`KEPT_SCRATCH_BYTES` at most; larger from PyTorch's caching allocator per call), its
-    zeroed kernel state (split counters) the stream's own; under capture both come from the graph's own pool
-    (:mod:`convkit.cuda.zeroed`), so that no two launches in flight share them. cuBLAS runs on convkit's handle for
-    the thread and stream, and under capture on PyTorch's handle and workspace, so that a captured call
-    synchronises and builds nothing. A lock keeps two threads from rewriting one plan's launch parameters at
-    once."""
+def torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any, bias: Any) -> tuple[Any, Any]:
+    """(the runner, the output of this first call) of a PyTorch call signature running ``choice`` (the summary's
+    host cost of each path forces one here: :mod:`convkit.papers.summary.overhead`). The runner serves every
+    stream (a tensor call's signature has none): each call enqueues on PyTorch's current stream (CUDA-graph
+    capture runs on a stream of its own). Its scratch is the stream's block (:data:`KEPT_SCRATCH_BYTES` at most;
+    larger from PyTorch's caching allocator per call), its zeroed kernel state (split counters) the stream's own;
+    under capture both come from the graph's own pool (:mod:`convkit.cuda.zeroed`), so that no two launches in
+    flight share them. cuBLAS runs on convkit's handle for the thread and stream, and under capture on PyTorch's
+    handle and workspace, so that a captured call synchronises and builds nothing. A lock keeps two threads from
+    rewriting one plan's launch parameters at once."""
     import cupy
     import torch
 
@@ -306,7 +307,7 @@ def _torch_runner(choice: dispatch.Choice, problem: ConvProblem, x: Any, w: Any,
     torch_ops.ops()  # registered once PyTorch calls: torch.compile may trace a call next
 
     stride, padding = problem.stride, problem.pad
-    if choice.impl not in ("convkit", "cublas"):  # the library was fastest: PyTorch's own cuDNN
+    if dispatch.path_of(choice.impl) == "pytorch":  # the library was fastest: PyTorch's own cuDNN
         # what F.conv2d calls, bias included, cuDNN autotuned, in FP32 whatever torch.backends.cudnn.allow_tf32 says
         # (PyTorch's default is TF32), through a direct binding (torch.ops.aten's costs microseconds of Python)
         convolution, strides, pads, ones, zeros = torch._convolution, [stride] * 2, [padding] * 2, [1, 1], [0, 0]

@@ -43,6 +43,16 @@ class Choice:
     precision: str = "ieee"
 
 
+#: The paths a call from PyTorch takes (:func:`path_of`).
+PATHS = ("convkit", "cublas", "pytorch")
+
+
+def path_of(impl: str) -> str:
+    """The path a call from PyTorch takes to run a choice of ``impl``: convkit's kernels, cuBLAS, or PyTorch's own
+    convolution (autotuned cuDNN), which runs every other library's choice in one call, bias included."""
+    return impl if impl in ("convkit", "cublas") else "pytorch"
+
+
 def choices_of(doc: dict, where: object = "the dispatch table") -> dict[str, Choice]:
     """The choices of a dispatch document (:mod:`convkit.core.shipped`), by problem key; ``{}`` with a warning
     where a choice is malformed. A choice's ``params`` is a JSON object (null for a library); a table written

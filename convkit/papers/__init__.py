@@ -42,13 +42,14 @@ def names() -> list[str]:
 def shipping_sources() -> Sources:
     """What the study ships for ``convkit.conv2d`` (:mod:`convkit.study.shipping`): every chapter's sweep of plain
     convolutions and the summary's of the networks' layers no chapter measures, every chapter's tuning table, the
-    fused layer's choices."""
-    from convkit.papers.summary import network_layers
+    fused layer's choices, the summary's host cost of each path a call takes."""
+    from convkit.papers.summary import network_layers, overhead
 
     chapters = {p.name: p.experiment for p in PAPERS if p.convolutions}
     return Sources(sweeps=chapters | {"summary": network_layers.EXPERIMENT},
                    tunings=tuple(p.tuning for p in PAPERS if p.tuning),
-                   fused=tuple(p.fused_choices for p in PAPERS if p.fused_choices is not None))  # fmt: skip
+                   fused=tuple(p.fused_choices for p in PAPERS if p.fused_choices is not None),
+                   host_paths=overhead.PATHS_EXPERIMENT)  # fmt: skip
 
 
 def tuned_knobs(directory: Path) -> KnobTable:

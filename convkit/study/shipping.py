@@ -2,7 +2,8 @@
 
 From one GPU's recorded results (:mod:`convkit.core.shipped` describes the document): per problem, the
 fastest row that passed its float64 check across the recorded sweeps of plain convolutions that :class:`Sources`
-names (a chapter's, or any other sweep of a family's variants), convkit's or a library's; the knobs of its tuning
+names (a chapter's, or any other sweep of a family's variants), convkit's or a library's, each counted no faster
+than the host cost of the path a call takes to it, where recorded (:func:`host_floors`); the knobs of its tuning
 tables; the fused layer's choices; and the GPU's measured ceilings. :func:`explain` lists every recorded candidate
 of a problem with its time. The study's sources are its chapters' (:func:`convkit.papers.shipping_sources`).
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from convkit.core.precision import ALLOWED, INPUT_PRECISIONS
 from convkit.core.shipped import shipped, shipped_path
-from convkit.op.dispatch import Choice, table_key, write_table
+from convkit.op.dispatch import Choice, path_of, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
 from convkit.study.tables import OWN_PEERS, fastest_per, problem_keys, timed
@@ -36,11 +37,27 @@ class Sources:
             its recorded sweep of plain convolutions.
         tunings: the tuning tables whose knobs ship.
         fused: functions giving the fused layer's choices recorded in a folder.
+        host_paths: the experiment of the host cost per call of each path (:func:`host_floors`), or "".
     """
 
     sweeps: Mapping[str, str]
     tunings: Sequence[str] = ()
     fused: Sequence[Callable[[Path], dict[str, dict[str, Any] | None]]] = ()
+    host_paths: str = ""
+
+
+def host_floors(directory: Path, sources: Sources) -> dict[str, float]:
+    """Per path a call from PyTorch takes (:func:`convkit.op.dispatch.path_of`), the host's microseconds per call
+    recorded in ``directory`` (the median over the layers measured); ``{}`` where none is recorded.
+
+    A call's wall time is at least what the host spends issuing it: a choice whose GPU time is below its path's
+    floor waits on the host, so a path that costs the host less wins such a layer (the GPU finishes first either
+    way). On the H100 the op's own kernels cost the host least, cuBLAS and PyTorch's convolution more. Under CUDA
+    graphs the host cost is gone and such a choice can be a few microseconds slower on the GPU."""
+    if not sources.host_paths or not (Path(directory) / f"{sources.host_paths}.csv").is_file():
+        return {}
+    rows = timed(load_results(Path(directory), sources.host_paths)[0])
+    return {str(path): float(us) for path, us in rows.groupby("impl")["us"].median().items()}
 
 
 def recorded_candidates(directory: Path, sources: Sources) -> Any:
@@ -63,14 +80,20 @@ def recorded_candidates(directory: Path, sources: Sources) -> Any:
 
 
 def table_from_results(directory: Path, sources: Sources) -> dict[str, Choice]:
-    """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's) for
-    the default input precision, and under ``<key>@<precision>`` the fastest a narrower request allows where
-    the default's is not one (:func:`convkit.op.dispatch.table_key`)."""
+    """Per problem recorded in ``directory``, the fastest checked implementation (convkit's or a library's; its GPU
+    time counted as no less than its path's host floor, :func:`host_floors`) for the default input precision, and
+    under ``<key>@<precision>`` the fastest a narrower request allows where the default's is not one
+    (:func:`convkit.op.dispatch.table_key`)."""
     from convkit.families import precision_of
 
     candidates = recorded_candidates(directory, sources)
     rows = zip(candidates["impl"], candidates["variant"], strict=True)
     candidates = candidates.assign(precision=[precision_of(impl, variant) for impl, variant in rows])
+    # ranked by the wall time a call can take, max(GPU time, its path's host floor); the GPU time breaks ties
+    floors = host_floors(directory, sources)
+    candidates = candidates.sort_values("us", kind="stable")
+    host = candidates["impl"].map(lambda impl: floors.get(path_of(impl), 0.0))
+    candidates = candidates.assign(gpu_us=candidates["us"], us=candidates["us"].clip(lower=host))
     out: dict[str, Choice] = {}
     for request in INPUT_PRECISIONS:  # the default first
         allowed = ALLOWED[request]
@@ -79,7 +102,7 @@ def table_from_results(directory: Path, sources: Sources) -> dict[str, Choice]:
             if default is None or default.precision not in allowed:
                 out[table_key(r.key, request)] = Choice(
                     r.impl, r.variant, "" if r.impl != "convkit" else str(r.params),
-                    r.paper if r.impl == "convkit" else "", float(r.us), precision=r.precision)  # fmt: skip
+                    r.paper if r.impl == "convkit" else "", float(r.gpu_us), precision=r.precision)  # fmt: skip
     return out
 
 
@@ -110,7 +133,8 @@ def write_shipped_table(directory: Path, sources: Sources) -> Path:
     gpu = Path(directory).name
     path = shipped_path(gpu)
     write_table(path, gpu, table_from_results(directory, sources), knobs=knobs_from_results(directory, sources),
-                fused=fused_from_results(directory, sources), figures=figures_from_results(directory))  # fmt: skip
+                fused=fused_from_results(directory, sources), figures=figures_from_results(directory),
+                host_floors=host_floors(directory, sources))  # fmt: skip
     shipped.cache_clear()
     return path
 

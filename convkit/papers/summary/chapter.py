@@ -6,12 +6,13 @@ Reads what the chapters and the op's own measurements recorded for one GPU:
   kernel against the best library of the same run, on one roofline and as a map of where each wins;
 - ``networks.csv`` (:mod:`convkit.papers.summary.inference`): torchvision networks patched by ``convkit.patch``,
   whose tables and mode lines are :mod:`convkit.papers.summary.networks_tables`';
-- ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's;
+- ``conv2d_overhead.csv`` (:mod:`convkit.papers.summary.overhead`): the host cost of a call beside PyTorch's, and
+  ``conv2d_host_paths.csv``, that of each path a call can take, which the shipped choices are weighed by;
 - ``precisions.csv`` (:mod:`convkit.papers.summary.precisions`): cuDNN in TF32 and FP16, where inference usually runs;
 - ``concurrency.csv`` (:mod:`convkit.papers.summary.concurrency`): the op from several threads, streams and graphs
   at once, every output against float64.
 
-:func:`measure` takes the last four on a GPU (the sweeps are the chapters' own).
+:func:`measure` takes all but the sweeps on a GPU (the sweeps are the chapters' own).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def measure(directory: Path, *, quick: bool = False) -> None:
     suffix = "_quick" if quick else ""
     only = list(QUICK_NETWORKS) if quick else None
     inference.measure(directory, only=only, experiment=inference.EXPERIMENT + suffix)
+    if not quick:  # what each path costs the host, which the shipped choices are weighed by
+        overhead.measure_paths(directory)
     overhead.measure(directory, problems=overhead.layers()[::6] if quick else None,
                      experiment=overhead.EXPERIMENT + suffix)  # fmt: skip
     precisions.measure(directory, problems=precisions.layers()[::16] if quick else None,
@@ -265,12 +268,39 @@ def host_parts_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> 
 
 
 def _recorded_fastest(directory: Path) -> dict[str, str]:
-    """Per recorded problem key, its fastest implementation in any chapter's sweep, in words."""
-    rows = shipping.recorded_candidates(directory, shipping_sources())
-    if rows.empty:
-        return {}
-    best = rows.loc[rows.groupby("key")["us"].idxmin()]
-    return {r.key: implementation_words(r.impl, r.variant) for r in best.itertuples()}
+    """Per recorded problem key, what the choices shipped from ``directory`` run there, in words: the fastest
+    implementation any sweep recorded, weighed by its path's host cost where recorded (:func:`host_paths_text`)."""
+    table = shipping.table_from_results(directory, shipping_sources())
+    return {key: implementation_words(c.impl, c.variant) for key, c in table.items() if "@" not in key}
+
+
+def host_paths_text(directory: Path) -> str:
+    """A paragraph: each path's host cost per call recorded in ``directory`` and the choices it moved off the
+    fastest on the GPU (:func:`convkit.study.shipping.host_floors`); "" where none is recorded."""
+    import dataclasses
+    import statistics
+
+    sources = shipping_sources()
+    floors = shipping.host_floors(directory, sources)
+    if set(floors) != set(overhead.PATHS):
+        return ""
+    weighed = shipping.table_from_results(directory, sources)
+    fastest = shipping.table_from_results(directory, dataclasses.replace(sources, host_paths=""))
+    held = [key for key in weighed if "@" not in key]
+    moved = [k for k in held if (weighed[k].impl, weighed[k].variant, weighed[k].params)
+             != (fastest[k].impl, fastest[k].variant, fastest[k].params)]  # fmt: skip
+    text = (f"Replaying a call's plan costs the host {floors['convkit']:.0f} us on convkit's own kernels (the kernel "
+            f"and the bias: two launches), {floors['cublas']:.0f} us through cuBLAS and {floors['pytorch']:.0f} us "
+            "through PyTorch's convolution (medians over three small 1x1 layers at batch 1, each path forced). The "
+            "choices the package ships count each implementation as no faster than the host cost of its path: "
+            "where the GPU finishes before the host has issued the next call, the path that costs the host less "
+            "is the faster one. ")  # fmt: skip
+    if not moved:
+        return text + f"None of the {len(held):,} problems the choices hold changed for it."
+    lost = [weighed[k].time_us - fastest[k].time_us for k in moved]
+    return text + (f"On {len(moved)} of the {len(held):,} problems a kernel slower on the GPU won (by a median "
+                   f"{statistics.median(lost):.1f} us, at most {max(lost):.1f} us): that much each is lost where the "
+                   "host issues nothing, in a CUDA graph's replay.")  # fmt: skip
 
 
 def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:

@@ -129,8 +129,57 @@ def measure_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]
 #: Measure ``problems`` (default :func:`layers`) into ``<directory>/<experiment>.csv``, resuming.
 measure = fixed_sweep(EXPERIMENT, layers, CASES, measure_rows)
 
+#: The host cost of each path a call can take, whatever the table chooses: ``<directory>/conv2d_host_paths.csv``,
+#: the op's replay forced onto each (``host_replay``, impl: the path) on a few small layers all of them run. The
+#: shipped table weighs its choices by these (:func:`convkit.study.shipping.host_floors`): on a layer where the GPU
+#: finishes before the host has issued the next call, a path that costs the host less is the faster one.
+PATHS_EXPERIMENT = "conv2d_host_paths"
+#: The paths, each as a choice the op runs: convkit's own kernels (the implicit GEMM and the op's bias launch: two
+#: launches, as most of convkit's choices with a bias), one cuBLAS SGEMM and the bias launch, and PyTorch's own
+#: convolution (where any library but cuBLAS was fastest, the op calls PyTorch's autotuned cuDNN).
+PATHS = {"convkit": ("convkit", "fp32_igemm", "fp32"), "cublas": ("cublas", "sgemm", ""),
+         "pytorch": ("pytorch", "cudnn.benchmark", "")}  # fmt: skip
+PATH_CASES = [Case(path, "host_replay") for path in PATHS]  # the paths of convkit.op.dispatch.PATHS
 
-if __name__ == "__main__":  # python -m convkit.papers.summary.overhead [results folder]
+
+def path_layers() -> list[ConvProblem]:
+    """Three small 1x1 layers at batch 1 (every path runs a 1x1 layer at stride 1): the host sets their pace."""
+    return [ConvProblem.same(1, c, h, h, m, 1) for c, h, m in ((832, 7, 32), (256, 14, 1024), (64, 56, 64))]
+
+
+def measure_path_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, Any]]:
+    """The host cost per call of each path of ``todo`` on ``problem`` (a replay, with a bias, PyTorch tensors)."""
+    import torch
+
+    from convkit.bench.rows import make_row
+    from convkit.cuda.timing import CudaEventClock, Timing
+    from convkit.op import dispatch
+    from convkit.op.conv import torch_runner
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    x = torch.randn(problem.input_shape, device="cuda")
+    w = torch.randn(problem.filter_shape, device="cuda")
+    b = torch.randn((problem.m,), device="cuda")
+    calls = {}
+    with torch.no_grad(), cupy_stream():
+        for case in todo:
+            impl, variant, paper = PATHS[case.impl]
+            runner, _ = torch_runner(dispatch.Choice(impl, variant, paper=paper), problem, x, w, b)
+            calls[case.impl] = lambda runner=runner: runner(x, w, b)
+        torch.cuda.synchronize()
+        host = host_per_call_ms(calls, CudaEventClock().hold)
+    return [make_row(problem, case, status="ok", timing=Timing(tuple(host[case.impl]))) for case in todo]
+
+
+#: Measure the paths' host cost on ``problems`` (default :func:`path_layers`) into ``<directory>/<experiment>.csv``.
+measure_paths = fixed_sweep(PATHS_EXPERIMENT, path_layers, PATH_CASES, measure_path_rows)
+
+
+if __name__ == "__main__":  # python -m convkit.papers.summary.overhead [--paths] [results folder]
     import sys
 
-    measure(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    arguments = sys.argv[1:]
+    paths = arguments[:1] == ["--paths"]
+    folder = Path(arguments[-1]) if arguments[paths:] else None
+    (measure_paths if paths else measure)(folder)
