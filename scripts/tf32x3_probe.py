@@ -1,8 +1,9 @@
 """A look at the 3xTF32 kernel while it is developed (prints; records nothing): on a few network layers, every
 launch candidate of igemm_tf32x3 and fp32_igemm beside every cuDNN algorithm, PyTorch (TF32 off), cuBLAS and
 CUTLASS (its 3xTF32 and SIMT kernels, NHWC, the layout transforms untimed; with the nvidia-cutlass wheel),
-checked against float64 and timed as the sweeps time them; then the error of both kernels as K = 9 C grows,
-on the accuracy experiment's kinds of input. Run on a GPU from the repository root:
+checked against float64 and timed as the sweeps time them, the fastest of each with its launch's knobs; then the
+error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of input.
+Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
 """
 
@@ -39,10 +40,10 @@ def speeds() -> None:
                 name = row["variant"] if row["impl"] == "convkit" else row["impl"]
                 us = 1e3 * float(row["time_ms_median"])
                 if name not in best or us < best[name][0]:
-                    best[name] = (us, float(row["rel_err"]))
+                    best[name] = (us, float(row["rel_err"]), row["params"] if row["impl"] == "convkit" else "")
         print(f"{p.label}: {gflop:.2f} GFLOP")
-        for name, (us, err) in sorted(best.items(), key=lambda item: item[1][0]):
-            print(f"    {name:14s} {us:9.1f} us {gflop / us * 1e3:7.1f} TFLOP/s  error {err:.1e}")
+        for name, (us, err, params) in sorted(best.items(), key=lambda item: item[1][0]):
+            print(f"    {name:14s} {us:9.1f} us {gflop / us * 1e3:7.1f} TFLOP/s  error {err:.1e}  {params}")
 
 
 def errors() -> None:
