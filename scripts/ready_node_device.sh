@@ -12,6 +12,7 @@
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
+#   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
@@ -43,7 +44,7 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl $(ls -d .
   case $gpus in
     1) order=("0:record probe net0 net1 net2 suite first overhead repeat soak") ;;
     2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead") ;;
-    *) order=("0:record net0" "1:probe suite net1" "2:knobs soak net2" "3:first overhead repeat") ;;
+    *) order=("0:record net0" "1:wgmma suite net1" "2:knobs soak net2" "3:first overhead repeat") ;;
   esac
   fi
   cat > "$job/chains.sh" <<EOF
@@ -93,6 +94,15 @@ knobs() {  # printed into its own log; nothing recorded
   echo "=== 3xTF32 candidates beside CUTLASS (\$SECONDS s)"
   PYTHONPATH=/tmp/site_cutlass:\$PYTHONPATH timeout 480 python3 scripts/tf32x3_probe.py > \$logs/knobs.log 2>&1
   tail -n 3 \$logs/knobs.log
+}
+wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tools, then timed (into logs/wgmma.log)
+  echo "=== the wgmma 3xTF32 kernel (\$SECONDS s)"
+  for tool in memcheck racecheck initcheck synccheck; do
+    timeout 240 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --check \
+      > \$logs/wgmma_\$tool.log 2>&1; echo "\$tool exit \$?"
+  done
+  timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1
+  tail -n 16 \$logs/wgmma.log
 }
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh

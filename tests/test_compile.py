@@ -103,3 +103,14 @@ def test_sass_says_which_tool_is_missing(monkeypatch):
     monkeypatch.setattr(ck.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="cuobjdump is not on the PATH"):
         ck.sass("direct")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("filter_size", [1, 3, 5, 7])
+def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size):
+    """Its body is Hopper's alone (wgmma needs sm_90a; elsewhere it is empty): built there, it holds two sets of
+    64 accumulators a thread, and none of them spills."""
+    options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}")
+    (k,) = ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)
+    assert k.kernel == "implicit_gemm_wgmma_tf32x3" and k.registers > 128
+    assert k.spill_store_bytes == k.spill_load_bytes == 0, k

@@ -1,0 +1,229 @@
+// 3xTF32 implicit GEMM convolution on Hopper's warpgroup MMA (wgmma, sm_90a): FP32 accuracy from TF32 tensor
+// cores, as implicit_gemm_tf32x3.cu (CUTLASS's fast-FP32 split, include/cutlass/gemm/warp/mma_tensor_op_fast_f32.h:
+// big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
+// FP32) on the instruction that replaced mma.sync there. CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation
+// past SM80 is Blackwell's), so this one is convkit's own; it is a first version, measured by
+// scripts/wgmma_probe.py before it joins a family.
+//
+// The GEMM: D[M][pixels] = A[M][K] . B[K][pixels], K = C R S; A the weights split ahead into a big and a small
+// plane (split_weights_tf32x3 in implicit_gemm_tf32x3.cu: [M][KP], rows padded to whole float4s), B the input's
+// im2col columns, gathered and split as they are staged. A block of 256 threads (two warpgroups) computes a
+// 128 x 128 tile of D; each warpgroup 64 filters x 128 pixels with wgmma m64n128k8, both operands in shared
+// memory. A K-tile of 32 is 4 wgmma k-steps of 3 products each into the tile's own accumulators, which are then
+// added to the block's in FP32 (CUTLASS's staged accumulation). Two stages: while the tensor cores work on one,
+// the next stage's weights arrive by 16-byte cp.async and its inputs by loads into registers, split and stored
+// as the products run.
+//
+// Shared memory per operand plane, K-major without swizzle (the PTX ISA's canonical layout
+// ((8,m),(4,2k)):((4,SBO),(1,LBO)) for tf32): [k-group of 4][row][4 floats], each row's 4 floats one 16-byte
+// line, so that a core matrix (8 rows x 16 bytes) is 128 contiguous bytes: SBO = 128 bytes from one 8-row group
+// to the next, LBO = ROWS x 16 bytes from one k-group to the next. A thread's 16-byte store of one row's k-group
+// and a warp's 32 consecutive rows fill 512 contiguous bytes, free of bank conflicts.
+//
+// Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
+// Compile-time knobs: CONVKIT_R, CONVKIT_S. Dynamic shared memory: 2 stages x 4 planes x 128 x 32 floats
+// (128 KiB). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty.
+#include "tf32_split.cuh"
+
+#ifndef CONVKIT_R
+#define CONVKIT_R 3
+#endif
+#ifndef CONVKIT_S
+#define CONVKIT_S 3
+#endif
+
+namespace wgmma_tf32x3 {
+constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
+constexpr int BM = 128, BN = 128, BK = 32, THREADS = 256;
+constexpr int KGROUPS = BK / 4;             // 16-byte lines per row of a K-tile
+constexpr int PLANE = 128 * BK;             // floats of one operand plane of a stage (A: BM rows, B: BN rows)
+constexpr int STAGE = 4 * PLANE;            // A big, A small, B big, B small
+constexpr unsigned LBO_BYTES = 128 * 16;    // one k-group of a plane to the next
+constexpr unsigned SBO_BYTES = 8 * 16;      // one 8-row core matrix to the next
+
+// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (each >> 4), no
+// swizzle (mode 0, base offset 0).
+__device__ __forceinline__ unsigned long long descriptor(const float* at)
+{
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
+    return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)(LBO_BYTES >> 4) << 16)
+         | ((unsigned long long)(SBO_BYTES >> 4) << 32);
+}
+
+// D (64 x 128, this thread's 64 floats) += A . B over k = 8 (A 64 x 8, B 8 x 128, tf32, from shared memory);
+// accumulate 0: D = A . B.
+__device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
+__device__ __forceinline__ void fence_operands()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void commit_and_wait()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+
+// Shared memory written by ordinary stores and cp.async, made visible to the tensor cores' (async proxy) reads.
+__device__ __forceinline__ void fence_to_async_proxy()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
+{
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(from), "r"(valid ? 16 : 0));
+}
+}  // namespace wgmma_tf32x3
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict__ planes,
+                           const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
+                           int M, int P, int Q, int pad, int stride)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using namespace wgmma_tf32x3;
+    extern __shared__ __align__(128) float smem[];
+    const int K = C * RS, KP = (K + 3) / 4 * 4, tiles = (K + BK - 1) / BK;
+    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
+    const int tid = threadIdx.x, group = tid / 128;
+    const long long pixel0 = (long long)blockIdx.x * BN;
+    const int m0 = blockIdx.y * BM;
+
+    // This thread's column of B (one pixel) and its k-groups kgroup0, +2, +4, +6 of each K-tile.
+    const int column = tid % BN, kgroup0 = tid / BN;
+    const long long pixel = pixel0 + column;
+    const bool pixel_ok = pixel < pixels;
+    const int n = pixel_ok ? (int)(pixel / PQ) : 0;
+    const int pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
+    const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
+    const float* image = x + (long long)n * C * H * W;
+
+    float gathered[4][4];
+    auto gather = [&](int tile) {  // this thread's 4 k-groups of K-tile `tile` of its column, into registers
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int k = tile * BK + (kgroup0 + 2 * i) * 4 + j;
+                float value = 0.0f;
+                if (pixel_ok && k < K) {
+                    const int c = k / RS, rs = k - c * RS, r = rs / S, s = rs - r * S;
+                    const int ih = ih0 + r, iw = iw0 + s;
+                    if (ih >= 0 && ih < H && iw >= 0 && iw < W) value = __ldg(image + ((long long)c * H + ih) * W + iw);
+                }
+                gathered[i][j] = value;
+            }
+        }
+    };
+    auto stage_inputs = [&](float* stage) {  // the gathered values split, one 16-byte line per plane and k-group
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            unsigned big[4], small[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) tf32::split(gathered[i][j], big[j], small[j]);
+            const int line = ((kgroup0 + 2 * i) * BN + column) * 4;
+            *reinterpret_cast<uint4*>(stage + 2 * PLANE + line) = make_uint4(big[0], big[1], big[2], big[3]);
+            *reinterpret_cast<uint4*>(stage + 3 * PLANE + line) = make_uint4(small[0], small[1], small[2], small[3]);
+        }
+    };
+    auto stage_weights = [&](float* stage, int tile) {  // both planes' 128 rows x 8 k-groups, 8 lines a thread
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int line = tid + i * THREADS, plane = line / (BM * KGROUPS), rest = line % (BM * KGROUPS);
+            const int kgroup = rest / BM, row = rest % BM, m = m0 + row, k = tile * BK + kgroup * 4;
+            const bool valid = m < M && k < KP;
+            const float* from = planes + (long long)plane * M * KP + (valid ? (long long)m * KP + k : 0);
+            copy16(stage + plane * PLANE + (kgroup * BM + row) * 4, from, valid);
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+
+    float acc[64], partial[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+
+    stage_weights(smem, 0);
+    gather(0);
+    stage_inputs(smem);
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    fence_to_async_proxy();
+    __syncthreads();
+
+    for (int tile = 0; tile < tiles; ++tile) {
+        float* current = smem + (tile & 1) * STAGE;
+        float* next = smem + ((tile + 1) & 1) * STAGE;
+        const bool more = tile + 1 < tiles;
+        if (more) {  // the next stage's copies and loads in flight while the tensor cores work
+            stage_weights(next, tile + 1);
+            gather(tile + 1);
+        }
+        fence_operands();
+#pragma unroll
+        for (int step = 0; step < BK / 8; ++step) {  // two k-groups a step
+            const int a = 2 * step * BM * 4 + group * 64 * 4, b = 2 * step * BN * 4;
+            const unsigned long long a_big = descriptor(current + a), a_small = descriptor(current + PLANE + a);
+            const unsigned long long b_big = descriptor(current + 2 * PLANE + b);
+            const unsigned long long b_small = descriptor(current + 3 * PLANE + b);
+            mma(partial, a_small, b_big, step > 0);  // the small products first, then big * big
+            mma(partial, a_big, b_small, 1);
+            mma(partial, a_big, b_big, 1);
+        }
+        if (more) stage_inputs(next);  // the stage no product reads now
+        commit_and_wait();
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += partial[i];
+        if (more) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        fence_to_async_proxy();
+        __syncthreads();
+    }
+
+    // The accumulators' layout (wgmma m64nN f32): warp w of the group holds rows 16 w + lane / 4 and + 8; each
+    // 8 columns j a pair at 8 j + 2 (lane % 4): acc[4 j], [4 j + 1] on the first row, [4 j + 2], [4 j + 3] on the
+    // second.
+    const int lane = tid % 32, warp = (tid % 128) / 32;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int m = m0 + group * 64 + warp * 16 + lane / 4 + 8 * half;
+        if (m >= M) continue;
+        const float add = bias != nullptr ? bias[m] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const long long p = pixel0 + 8 * j + 2 * (lane % 4) + e;
+                if (p >= pixels) continue;
+                const int image_of = (int)(p / PQ);
+                out[((long long)image_of * M + m) * PQ + (p - (long long)image_of * PQ)] = acc[4 * j + 2 * half + e] + add;
+            }
+        }
+    }
+#endif
+}
