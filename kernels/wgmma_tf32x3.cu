@@ -22,8 +22,13 @@
 //
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
 // Compile-time knobs: CONVKIT_R, CONVKIT_S. Dynamic shared memory: 2 stages x 4 planes x 128 x 32 floats
-// (128 KiB). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty.
+// (128 KiB). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
+// tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(CONVKIT_EMULATED_WGMMA)
+#define CONVKIT_WGMMA_BODY 1
+#endif
 
 #ifndef CONVKIT_R
 #define CONVKIT_R 3
@@ -54,7 +59,9 @@ __device__ __forceinline__ unsigned long long descriptor(const float* at)
 // accumulate 0: D = A . B.
 __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(CONVKIT_EMULATED_WGMMA)
+    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
@@ -93,13 +100,34 @@ __device__ __forceinline__ void commit_and_wait()
 // Shared memory written by ordinary stores and cp.async, made visible to the tensor cores' (async proxy) reads.
 __device__ __forceinline__ void fence_to_async_proxy()
 {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
 }
 
+// 16 bytes from global to shared memory, asynchronously (zeros where not valid).
 __device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
 {
+#if defined(CONVKIT_EMULATED_WGMMA)
+    for (int i = 0; i < 4; ++i) to[i] = valid ? from[i] : 0.0f;
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(from), "r"(valid ? 16 : 0));
+#endif
+}
+
+__device__ __forceinline__ void copies_commit()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void copies_wait()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
 }
 }  // namespace wgmma_tf32x3
 
@@ -108,7 +136,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
                            const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
                            int M, int P, int Q, int pad, int stride)
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(CONVKIT_WGMMA_BODY)
     using namespace wgmma_tf32x3;
     extern __shared__ __align__(128) float smem[];
     const int K = C * RS, KP = (K + 3) / 4 * 4, tiles = (K + BK - 1) / BK;
@@ -163,7 +191,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
             const float* from = planes + (long long)plane * M * KP + (valid ? (long long)m * KP + k : 0);
             copy16(stage + plane * PLANE + (kgroup * BM + row) * 4, from, valid);
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        copies_commit();
     };
 
     float acc[64], partial[64];
@@ -173,7 +201,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     stage_weights(smem, 0);
     gather(0);
     stage_inputs(smem);
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    copies_wait();
     fence_to_async_proxy();
     __syncthreads();
 
@@ -200,7 +228,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         commit_and_wait();
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += partial[i];
-        if (more) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        if (more) copies_wait();
         fence_to_async_proxy();
         __syncthreads();
     }

@@ -11,6 +11,9 @@
 // - mma.sync.m16n8k8 on TF32 is a warp collective (CONVKIT_EMULATED_MMA, which a kernel calls in place of its
 //   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'; so is
 //   ldmatrix.x4 (CONVKIT_EMULATED_LDMATRIX_X4): each lane posts its row's address, then reads its words.
+// - wgmma.mma_async m64n128k8 on TF32 (CONVKIT_EMULATED_WGMMA) reads both operands from shared memory through
+//   their descriptors, so each thread computes its own part of the product, as soon as it is issued; cp.async
+//   copies at once, and the fences, commits and waits have nothing to order.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -37,6 +40,10 @@ struct alignas(8) float2 {
     float x, y;
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 #define __global__
 #define __device__
@@ -75,6 +82,8 @@ inline ucontext_t scheduler;
 inline std::vector<Fiber>* fibers = nullptr;
 inline int current = 0;
 inline std::function<void()> body;
+inline float* smem_base = nullptr;  // the running block's dynamic shared memory, and its size
+inline size_t smem_bytes = 0;
 
 inline void run_current()
 {
@@ -100,7 +109,8 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
             for (unsigned bx = 0; bx < grid.x; ++bx) {
                 blockIdx = {bx, by, bz};
                 std::fill_n(smem_words, smem.size() * 4, NAN);
-                dynamic_smem = smem_words;
+                dynamic_smem = smem_base = smem_words;
+                smem_bytes = shared_bytes;
                 for (int t = 0; t < threads; ++t) {
                     Fiber& f = block_fibers[t];
                     f.done = false;
@@ -237,3 +247,47 @@ inline void ldmatrix_x4(unsigned (&r)[4], const float* row)
 }
 }  // namespace emu
 #define CONVKIT_EMULATED_LDMATRIX_X4 emu::ldmatrix_x4
+
+// A generic pointer into the block's dynamic shared memory as a shared-window address: its byte offset.
+inline size_t __cvta_generic_to_shared(const void* p)
+{
+    return static_cast<size_t>(static_cast<const char*>(p) - reinterpret_cast<const char*>(emu::smem_base));
+}
+
+// wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 with both operands in shared memory (K-major, no swizzle:
+// element (row, k) at start + (row / 8) SBO + (row % 8) 16 + (k / 4) LBO + (k % 4) 4 bytes, the descriptor's
+// fields each stored >> 4), D 64 x 128 in the warpgroup's registers: thread 32 w + 4 g + q holds, for each
+// 8 columns j, D[16 w + g][8 j + 2 q + e] in d[4 j + e] and D[16 w + g + 8][...] in d[4 j + 2 + e]. Operands are
+// read as TF32 (the top 19 bits), the sum formed in double and rounded once (the GPU tests check the tensor
+// core's own rounding); accumulate 0 overwrites D.
+namespace emu {
+inline float wgmma_operand(unsigned long long desc, int row, int k)
+{
+    if (desc >> 62) {
+        std::fprintf(stderr, "wgmma: only descriptors without swizzle are emulated\n");
+        std::exit(6);
+    }
+    const size_t start = size_t(desc & 0x3FFF) << 4, lbo = size_t((desc >> 16) & 0x3FFF) << 4;
+    const size_t sbo = size_t((desc >> 32) & 0x3FFF) << 4;
+    const size_t byte = start + (row / 8) * sbo + (row % 8) * 16 + (k / 4) * lbo + (k % 4) * 4;
+    if (byte + 4 > smem_bytes) {
+        std::fprintf(stderr, "wgmma: an operand reads shared memory at byte %zu, past the block's %zu\n", byte,
+                     smem_bytes);
+        std::exit(6);
+    }
+    return tf32(__float_as_uint(smem_base[byte / 4]));
+}
+
+inline void wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
+{
+    const int t = current % 128, warp = t / 32, g = t % 32 / 4, q = t % 4;
+    for (int j = 0; j < 16; ++j)
+        for (int v = 0; v < 4; ++v) {
+            const int row = 16 * warp + g + 8 * (v >= 2), col = 8 * j + 2 * q + v % 2;
+            double sum = accumulate ? d[4 * j + v] : 0.0;
+            for (int k = 0; k < 8; ++k) sum += double(wgmma_operand(a, row, k)) * double(wgmma_operand(b, col, k));
+            d[4 * j + v] = float(sum);
+        }
+}
+}  // namespace emu
+#define CONVKIT_EMULATED_WGMMA emu::wgmma_m64n128k8_tf32

@@ -1,0 +1,84 @@
+"""The first wgmma kernel (kernels/wgmma_tf32x3.cu) on the CPU, under tests/cuda_emulator: its descriptors, the
+K-major staging of both operands, the two-stage pipeline, the split of the inputs, the staged sums and the
+accumulators' layout in the store, each launch on fresh random inputs against convkit's float64 reference, the
+output poisoned with NaN. The emulator reads each product's operands through the descriptors as the PTX ISA lays
+out a K-major matrix without swizzle; scripts/wgmma_probe.py checks the same on an H100."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from emulated import CXX, build  # tests/emulated.py
+from test_shipped_kernels_emulated import source
+
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
+
+pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
+
+SHARED_BYTES = 2 * 4 * 128 * 32 * 4  # two stages of four planes of 128 x 32 floats
+CALL = "implicit_gemm_wgmma_tf32x3(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
+
+
+def split_planes(w: np.ndarray) -> np.ndarray:
+    """The weights' big and small planes as split_weights_tf32x3 writes them: [M][KP] each, rows padded with zeros
+    to whole float4s; big rounded to nearest TF32 (ties away), small = w - big."""
+    m = w.shape[0]
+    flat = np.ascontiguousarray(w, dtype=np.float32).reshape(m, -1)
+    big = ((flat.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    kp = -(-flat.shape[1] // 4) * 4
+    planes = np.zeros((2, m, kp), dtype=np.float32)
+    planes[0, :, : flat.shape[1]], planes[1, :, : flat.shape[1]] = big, flat - big
+    return planes
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("emulated_wgmma")
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
+    ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
+)  # fmt: skip
+def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem):
+    rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    w = rng.standard_normal(problem.filter_shape).astype(np.float32)
+    bias = rng.standard_normal(problem.m).astype(np.float32)
+    planes = split_planes(w)
+    operand = np.concatenate([planes.ravel(), bias])
+    folder = source(build_dir, "wgmma_tf32x3")
+    exe = build(folder, CALL, (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}"), "launch_driver.cpp")
+    files = [exe.with_suffix(f".{problem.key}.{name}") for name in ("x", "w", "out")]
+    x.tofile(files[0])
+    operand.tofile(files[1])
+    pixels = problem.n * problem.out_h * problem.out_w
+    out_floats = pixels * problem.m
+    ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+            problem.stride, planes.size)  # fmt: skip
+    dims = (x.size, operand.size, out_floats, -(-pixels // 128), -(-problem.m // 128), 1, 256, 1, SHARED_BYTES, *ints)
+    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr).strip()
+    out = np.fromfile(files[2], dtype=np.float32).reshape(problem.output_shape)
+    assert not np.isnan(out).any(), "an output the kernel never wrote"
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+def test_the_split_planes_are_split_weights_rule():
+    """The planes this test builds follow the kernel's rule (kernels/tf32_split.cuh): big is TF32, big + small is
+    the weight exactly, and a tie rounds away from zero."""
+    w = np.array([[1.0, 1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.1]], dtype=np.float32)
+    big, small = split_planes(w)[:, 0]
+    assert big.shape == (8,) and not big[5:].any() and not small[5:].any()
+    assert (big.view(np.uint32) & 0x1FFF == 0).all()
+    assert (big[:5] + small[:5] == w[0]).all()
+    assert big[1] == np.float32(1.0 + 2.0**-10) and big[2] == -np.float32(1.0 + 2.0**-10)
