@@ -74,6 +74,7 @@ net0() { net 0; }
 net1() { net 1; }
 net2() { net 2; }
 overhead() {  # whole again: the host path changed since the recorded rows (one run, one commit)
+  while [ ! -f $job/table.done ]; do sleep 5; done  # the choices it measures are the table's
   echo "=== host cost, every layer (\$SECONDS s)"
   rm -f \$dir/conv2d_overhead.csv \$dir/conv2d_overhead.json
   python3 -m \$summary.overhead \$dir 2>&1 | tail -n 2
@@ -108,6 +109,7 @@ suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
 }
 soak() {
+  while [ ! -f $job/table.done ]; do sleep 5; done  # it runs every implementation the table names
   rm -f \$dir/concurrency.csv \$dir/concurrency.json
   python3 -m \$summary.concurrency \$dir 2>&1 | grep -v "^  {" | tail -n 5
 }
