@@ -10,9 +10,9 @@
 // im2col columns, gathered and split as they are staged. A block of 256 threads (two warpgroups) computes a
 // 128 x 128 tile of D; each warpgroup 64 filters x 128 pixels with wgmma m64n128k8, both operands in shared
 // memory. A K-tile of 32 is 4 wgmma k-steps of 3 products each into the tile's own accumulators, which are then
-// added to the block's in FP32 (CUTLASS's staged accumulation). Two stages: while the tensor cores work on one,
-// the next stage's weights arrive by 16-byte cp.async and its inputs by loads into registers, split and stored
-// as the products run.
+// added to the block's in FP32 (CUTLASS's staged accumulation). Two stages: a stage's products are issued as soon
+// as it is ready, and while the tensor cores work on them the next stage's weights arrive by 16-byte cp.async and
+// its inputs by loads into registers, split and stored.
 //
 // Shared memory per operand plane, K-major without swizzle (the PTX ISA's canonical layout
 // ((8,m),(4,2k)):((4,SBO),(1,LBO)) for tf32): [k-group of 4][row][4 floats], each row's 4 floats one 16-byte
@@ -89,10 +89,17 @@ __device__ __forceinline__ void fence_operands()
 #endif
 }
 
-__device__ __forceinline__ void commit_and_wait()
+// The products issued so far, as one group; then (wait) until every group is done.
+__device__ __forceinline__ void commit()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wait()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
 }
@@ -209,11 +216,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         float* current = smem + (tile & 1) * STAGE;
         float* next = smem + ((tile + 1) & 1) * STAGE;
         const bool more = tile + 1 < tiles;
-        if (more) {  // the next stage's copies and loads in flight while the tensor cores work
-            stage_weights(next, tile + 1);
-            gather(tile + 1);
-        }
-        fence_operands();
+        fence_operands();  // the products first, as soon as the stage is ready; the next stage staged behind them
 #pragma unroll
         for (int step = 0; step < BK / 8; ++step) {  // two k-groups a step
             const int a = 2 * step * BM * 4 + group * 64 * 4, b = 2 * step * BN * 4;
@@ -224,8 +227,13 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
             mma(partial, a_big, b_small, 1);
             mma(partial, a_big, b_big, 1);
         }
-        if (more) stage_inputs(next);  // the stage no product reads now
-        commit_and_wait();
+        commit();
+        if (more) {  // the stage no product reads: its copies and loads in flight while the tensor cores work
+            stage_weights(next, tile + 1);
+            gather(tile + 1);
+            stage_inputs(next);
+        }
+        wait();
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += partial[i];
         if (more) copies_wait();
