@@ -8,9 +8,10 @@
 // The GEMM: D[M][pixels] = A[M][K] . B[K][pixels], K = C R S; A the weights split ahead into a big and a small
 // plane (split_weights_tf32x3 in implicit_gemm_tf32x3.cu: [M][KP], rows padded to whole float4s), B the input's
 // im2col columns, gathered and split as they are staged. A block of 256 threads (two warpgroups) computes a
-// 128 x 128 tile of D; each warpgroup 64 filters x 128 pixels with wgmma m64n128k8, both operands in shared
-// memory. A K-tile of 32 is 4 wgmma k-steps of 3 products each into the tile's own accumulators, which are then
-// added to the block's in FP32 (CUTLASS's staged accumulation). Two stages: a stage's products are issued as soon
+// 128 x N tile of D; each warpgroup 64 filters x N pixels with wgmma m64nNk8, both operands in shared memory.
+// A K-tile of 32 is 4 wgmma k-steps of 3 products each, either into the tile's own accumulators, then added to
+// the block's in FP32 (CUTLASS's staged accumulation: twice the registers), or summed on in the tensor cores
+// (which truncate as they add: the error grows with K). Two stages: a stage's products are issued as soon
 // as it is ready, and while the tensor cores work on them the next stage's weights arrive by 16-byte cp.async and
 // its inputs by loads into registers, split and stored.
 //
@@ -21,8 +22,9 @@
 // and a warp's 32 consecutive rows fill 512 contiguous bytes, free of bank conflicts.
 //
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
-// Compile-time knobs: CONVKIT_R, CONVKIT_S. Dynamic shared memory: 2 stages x 4 planes x 128 x 32 floats
-// (128 KiB). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
+// Compile-time knobs: CONVKIT_R, CONVKIT_S, CONVKIT_WG_N (128 or 256), CONVKIT_STAGED (1 or 0; 256 with 1
+// would hold 256 accumulators a thread). Dynamic shared memory: 2 stages x (2 x 128 + 2 x N) x 32 floats (128
+// KiB at N = 128, 192 at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
 // tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
 
@@ -36,26 +38,36 @@
 #ifndef CONVKIT_S
 #define CONVKIT_S 3
 #endif
+#ifndef CONVKIT_WG_N  // the wgmma's N: the block's pixels (128 or 256)
+#define CONVKIT_WG_N 128
+#endif
+#ifndef CONVKIT_STAGED  // 1: each K-tile summed apart and added in FP32; 0: summed on in the tensor cores
+#define CONVKIT_STAGED 1
+#endif
 
 namespace wgmma_tf32x3 {
 constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
-constexpr int BM = 128, BN = 128, BK = 32, THREADS = 256;
-constexpr int KGROUPS = BK / 4;             // 16-byte lines per row of a K-tile
-constexpr int PLANE = 128 * BK;             // floats of one operand plane of a stage (A: BM rows, B: BN rows)
-constexpr int STAGE = 4 * PLANE;            // A big, A small, B big, B small
-constexpr unsigned LBO_BYTES = 128 * 16;    // one k-group of a plane to the next
-constexpr unsigned SBO_BYTES = 8 * 16;      // one 8-row core matrix to the next
+constexpr int BM = 128, BN = CONVKIT_WG_N, BK = 32, THREADS = 256;
+constexpr int KGROUPS = BK / 4;                        // 16-byte lines per row of a K-tile
+constexpr int PLANE_A = BM * BK, PLANE_B = BN * BK;    // floats of one operand plane of a stage
+constexpr int STAGE = 2 * PLANE_A + 2 * PLANE_B;       // A big, A small, B big, B small
+constexpr int ACC = BN / 2;                            // accumulators a thread: 64 x BN over 128 threads
+constexpr int COLUMN_STEP = THREADS / BN;              // threads staging one column of B
+constexpr int GATHERED = KGROUPS / COLUMN_STEP;        // k-groups of a K-tile a thread stages
+constexpr unsigned SBO_BYTES = 8 * 16;                 // one 8-row core matrix to the next
+static_assert(BN == 128 || BN == 256, "CONVKIT_WG_N is 128 or 256");
+static_assert(!(BN == 256 && CONVKIT_STAGED), "a staged 256-wide tile holds more accumulators than registers");
 
-// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (each >> 4), no
-// swizzle (mode 0, base offset 0).
-__device__ __forceinline__ unsigned long long descriptor(const float* at)
+// A wgmma shared-memory matrix descriptor of a plane of `rows` rows: start address, leading byte offset (one
+// k-group to the next: rows x 16 bytes) and stride byte offset (each >> 4), no swizzle (mode 0, base offset 0).
+__device__ __forceinline__ unsigned long long descriptor(const float* at, int rows)
 {
     const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
-    return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)(LBO_BYTES >> 4) << 16)
+    return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)((rows * 16) >> 4) << 16)
          | ((unsigned long long)(SBO_BYTES >> 4) << 32);
 }
 
-// D (64 x 128, this thread's 64 floats) += A . B over k = 8 (A 64 x 8, B 8 x 128, tf32, from shared memory);
+// D (64 x N, this thread's N / 2 floats) += A . B over k = 8 (A 64 x 8, B 8 x N, tf32, from shared memory);
 // accumulate 0: D = A . B.
 __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
 {
@@ -78,6 +90,43 @@ __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsign
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
+__device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(a), "l"(b), "r"(accumulate));
 #endif
 }
@@ -152,7 +201,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     const long long pixel0 = (long long)blockIdx.x * BN;
     const int m0 = blockIdx.y * BM;
 
-    // This thread's column of B (one pixel) and its k-groups kgroup0, +2, +4, +6 of each K-tile.
+    // This thread's column of B (one pixel) and its k-groups kgroup0, + COLUMN_STEP, ... of each K-tile.
     const int column = tid % BN, kgroup0 = tid / BN;
     const long long pixel = pixel0 + column;
     const bool pixel_ok = pixel < pixels;
@@ -161,13 +210,13 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
     const float* image = x + (long long)n * C * H * W;
 
-    float gathered[4][4];
-    auto gather = [&](int tile) {  // this thread's 4 k-groups of K-tile `tile` of its column, into registers
+    float gathered[GATHERED][4];
+    auto gather = [&](int tile) {  // this thread's k-groups of K-tile `tile` of its column, into registers
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < GATHERED; ++i) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const int k = tile * BK + (kgroup0 + 2 * i) * 4 + j;
+                const int k = tile * BK + (kgroup0 + COLUMN_STEP * i) * 4 + j;
                 float value = 0.0f;
                 if (pixel_ok && k < K) {
                     const int c = k / RS, rs = k - c * RS, r = rs / S, s = rs - r * S;
@@ -179,14 +228,15 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         }
     };
     auto stage_inputs = [&](float* stage) {  // the gathered values split, one 16-byte line per plane and k-group
+        float* b_planes = stage + 2 * PLANE_A;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < GATHERED; ++i) {
             unsigned big[4], small[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) tf32::split(gathered[i][j], big[j], small[j]);
-            const int line = ((kgroup0 + 2 * i) * BN + column) * 4;
-            *reinterpret_cast<uint4*>(stage + 2 * PLANE + line) = make_uint4(big[0], big[1], big[2], big[3]);
-            *reinterpret_cast<uint4*>(stage + 3 * PLANE + line) = make_uint4(small[0], small[1], small[2], small[3]);
+            const int line = ((kgroup0 + COLUMN_STEP * i) * BN + column) * 4;
+            *reinterpret_cast<uint4*>(b_planes + line) = make_uint4(big[0], big[1], big[2], big[3]);
+            *reinterpret_cast<uint4*>(b_planes + PLANE_B + line) = make_uint4(small[0], small[1], small[2], small[3]);
         }
     };
     auto stage_weights = [&](float* stage, int tile) {  // both planes' 128 rows x 8 k-groups, 8 lines a thread
@@ -196,14 +246,19 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
             const int kgroup = rest / BM, row = rest % BM, m = m0 + row, k = tile * BK + kgroup * 4;
             const bool valid = m < M && k < KP;
             const float* from = planes + (long long)plane * M * KP + (valid ? (long long)m * KP + k : 0);
-            copy16(stage + plane * PLANE + (kgroup * BM + row) * 4, from, valid);
+            copy16(stage + plane * PLANE_A + (kgroup * BM + row) * 4, from, valid);
         }
         copies_commit();
     };
 
-    float acc[64], partial[64];
+    float acc[ACC];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
+#if CONVKIT_STAGED
+    float partial[ACC];
+#else
+    float (&partial)[ACC] = acc;  // the products summed on into the block's accumulators
+#endif
 
     stage_weights(smem, 0);
     gather(0);
@@ -219,11 +274,12 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         fence_operands();  // the products first, as soon as the stage is ready; the next stage staged behind them
 #pragma unroll
         for (int step = 0; step < BK / 8; ++step) {  // two k-groups a step
-            const int a = 2 * step * BM * 4 + group * 64 * 4, b = 2 * step * BN * 4;
-            const unsigned long long a_big = descriptor(current + a), a_small = descriptor(current + PLANE + a);
-            const unsigned long long b_big = descriptor(current + 2 * PLANE + b);
-            const unsigned long long b_small = descriptor(current + 3 * PLANE + b);
-            mma(partial, a_small, b_big, step > 0);  // the small products first, then big * big
+            const float* a = current + 2 * step * BM * 4 + group * 64 * 4;
+            const float* b = current + 2 * PLANE_A + 2 * step * BN * 4;
+            const unsigned long long a_big = descriptor(a, BM), a_small = descriptor(a + PLANE_A, BM);
+            const unsigned long long b_big = descriptor(b, BN), b_small = descriptor(b + PLANE_B, BN);
+            // the small products first, then big * big; a K-tile summed apart starts from zero
+            mma(partial, a_small, b_big, CONVKIT_STAGED ? step > 0 : 1);
             mma(partial, a_big, b_small, 1);
             mma(partial, a_big, b_big, 1);
         }
@@ -234,8 +290,10 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
             stage_inputs(next);
         }
         wait();
+#if CONVKIT_STAGED
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += partial[i];
+        for (int i = 0; i < ACC; ++i) acc[i] += partial[i];
+#endif
         if (more) copies_wait();
         fence_to_async_proxy();
         __syncthreads();

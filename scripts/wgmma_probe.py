@@ -1,8 +1,8 @@
 """The first 3xTF32 kernel on Hopper's wgmma (kernels/wgmma_tf32x3.cu), checked and timed before it joins a family
-(prints; records nothing): on irregular shapes against float64 (PyTorch's convolution in float64 on the GPU), every
-output poisoned with NaN first; then on the 3xTF32 probe's network layers beside convkit's mma.sync 3xTF32 kernel
-at its default launch, both timed as the study times (CUDA events after warm-up, median of repeats), the weights'
-split timed apart.
+(prints; records nothing): with each of its knob settings (:data:`KNOBS`), on irregular shapes against float64
+(PyTorch's convolution in float64 on the GPU), every output poisoned with NaN first; then on the 3xTF32 probe's
+network layers beside convkit's mma.sync 3xTF32 kernel at its default launch, both timed as the study times (CUDA
+events after warm-up, median of repeats), the weights' split timed apart.
 Needs an sm_90 GPU (H100, H200), CuPy and PyTorch. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check]    # --check: the irregular shapes alone
 """
@@ -19,7 +19,8 @@ from convkit.cuda.nvrtc import load_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3
 
-SHARED_BYTES = 2 * 4 * 128 * 32 * 4  # two stages of four planes of 128 x 32 floats
+#: The kernel's knobs (its macros): the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
+KNOBS = ({"WG_N": 128, "STAGED": 1}, {"WG_N": 128, "STAGED": 0}, {"WG_N": 256, "STAGED": 0})
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
     ConvProblem.same(3, 64, 9, 9, 200, 1), ConvProblem(2, 19, 31, 33, 70, 5, 5, pad=1, stride=2),
@@ -32,23 +33,29 @@ TIMED = (
 )  # fmt: skip
 
 
-def wgmma_conv(x: Any, w: Any, bias: Any, p: ConvProblem) -> tuple[Any, Callable[[Any], Any]]:
-    """(the weights split into planes, a function running the wgmma kernel into a fresh output) for ``p``."""
+def knob_text(knobs: dict[str, int]) -> str:
+    return f"N={knobs['WG_N']} {'staged' if knobs['STAGED'] else 'unstaged'}"
+
+
+def wgmma_conv(x: Any, w: Any, bias: Any, p: ConvProblem, knobs: dict[str, int]) -> tuple[Any, Callable[[Any], Any]]:
+    """(the weights split into planes, a function running the wgmma kernel with ``knobs`` into ``out``) for ``p``."""
     import cupy
 
     split = load_kernel("implicit_gemm_tf32x3", "split_weights_tf32x3")
     k = p.c * p.r * p.s
     planes = cupy.empty(2 * p.m * ((k + 3) // 4 * 4), dtype=cupy.float32)
     split((264,), (256,), (w, planes, cupy.int32(p.m), cupy.int32(k)))
-    kernel = load_kernel("wgmma_tf32x3", "implicit_gemm_wgmma_tf32x3",
-                         options=(f"-DCONVKIT_R={p.r}", f"-DCONVKIT_S={p.s}"), arch="sm_90a")  # fmt: skip
-    with_dynamic_shared(kernel, SHARED_BYTES, "implicit_gemm_wgmma_tf32x3")
+    macros = (f"-DCONVKIT_R={p.r}", f"-DCONVKIT_S={p.s}", *(f"-DCONVKIT_{k}={v}" for k, v in knobs.items()))
+    kernel = load_kernel("wgmma_tf32x3", "implicit_gemm_wgmma_tf32x3", options=macros, arch="sm_90a")
+    n = knobs["WG_N"]
+    shared = 2 * (2 * 128 + 2 * n) * 32 * 4  # two stages of the weights' two planes and the inputs' two
+    with_dynamic_shared(kernel, shared, "implicit_gemm_wgmma_tf32x3")
     pixels = p.n * p.out_h * p.out_w
-    grid = ((pixels + 127) // 128, (p.m + 127) // 128)
+    grid = ((pixels + n - 1) // n, (p.m + 127) // 128)
     ints = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride)
 
     def run(out: Any) -> Any:
-        kernel(grid, (256,), (x, planes, bias, out, *(cupy.int32(v) for v in ints)), shared_mem=SHARED_BYTES)
+        kernel(grid, (256,), (x, planes, bias, out, *(cupy.int32(v) for v in ints)), shared_mem=shared)
         return out
 
     return planes, run
@@ -77,15 +84,18 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
 
 
 def check(p: ConvProblem, rng: Any) -> None:
-    """The wgmma kernel's output of ``p`` against float64, poisoned with NaN before the launch."""
+    """The wgmma kernel's output of ``p`` with each of :data:`KNOBS` against float64, poisoned with NaN first."""
     import cupy
 
     x, w, bias = inputs(p, rng)
-    out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-    wgmma_conv(x, w, bias, p)[1](out)
-    err = relative_error(out, reference(x, w, bias, p))
-    verdict = "" if err < 1e-5 else "  WRONG"
-    print(f"{p.label} pad={p.pad} stride={p.stride}: error {err:.2e}, {int(cupy.isnan(out).sum())} NaN{verdict}")
+    ref = reference(x, w, bias, p)
+    for knobs in KNOBS:
+        out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+        wgmma_conv(x, w, bias, p, knobs)[1](out)
+        err = relative_error(out, ref)
+        verdict = "" if err < 1e-5 else "  WRONG"
+        print(f"{p.label} pad={p.pad} stride={p.stride} {knob_text(knobs)}: error {err:.2e}, "
+              f"{int(cupy.isnan(out).sum())} NaN{verdict}")  # fmt: skip
 
 
 def speed(p: ConvProblem, rng: Any) -> None:
@@ -94,14 +104,16 @@ def speed(p: ConvProblem, rng: Any) -> None:
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
-    _, run = wgmma_conv(x, w, bias, p)
-    wg = median_us(lambda: run(out))
+    ref, tflop = reference(x, w, bias, p), p.flops / 1e12
     mma = median_us(lambda: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride))
-    setup = median_us(lambda: wgmma_conv(x, w, bias, p))
-    err = relative_error(run(out), reference(x, w, bias, p))
-    tflop = p.flops / 1e12
-    print(f"{p.label}: wgmma {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (error {err:.1e}); mma.sync default "
-          f"{mma:8.1f} us {tflop / mma * 1e6:6.1f}; the weights' split and setup {setup:6.1f} us")  # fmt: skip
+    print(f"{p.label}: mma.sync 3xTF32 at its default launch {mma:8.1f} us {tflop / mma * 1e6:6.1f} TFLOP/s")
+    for knobs in KNOBS:
+        _, run = wgmma_conv(x, w, bias, p, knobs)
+        wg = median_us(lambda run=run: run(out))
+        setup = median_us(lambda knobs=knobs: wgmma_conv(x, w, bias, p, knobs))
+        err = relative_error(run(out), ref)
+        print(f"    wgmma {knob_text(knobs):16s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s, error {err:.1e}; "
+              f"the weights' split and setup {setup:6.1f} us")  # fmt: skip
 
 
 def main(speeds: bool = True) -> None:

@@ -107,10 +107,11 @@ def test_sass_says_which_tool_is_missing(monkeypatch):
 
 @needs_nvcc
 @pytest.mark.parametrize("filter_size", [1, 3, 5, 7])
-def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size):
-    """Its body is Hopper's alone (wgmma needs sm_90a; elsewhere it is empty): built there, it holds two sets of
-    64 accumulators a thread, and none of them spills."""
-    options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}")
+@pytest.mark.parametrize("knobs", [(), ("-DCONVKIT_STAGED=0",), ("-DCONVKIT_WG_N=256", "-DCONVKIT_STAGED=0")])
+def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, knobs):
+    """Its body is Hopper's alone (wgmma needs sm_90a; elsewhere it is empty): built there, it holds its 64 to 128
+    accumulators a thread (twice 64 where each K-tile is summed apart), and none of them spills."""
+    options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}", *knobs)
     (k,) = ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)
     assert k.kernel == "implicit_gemm_wgmma_tf32x3" and k.registers > 128
     assert k.spill_store_bytes == k.spill_load_bytes == 0, k

@@ -20,7 +20,15 @@ from convkit.core.reference import DIRECT_TOLERANCE
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
-SHARED_BYTES = 2 * 4 * 128 * 32 * 4  # two stages of four planes of 128 x 32 floats
+#: The kernel's knobs: the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
+KNOBS = ({"WG_N": 128, "STAGED": 1}, {"WG_N": 128, "STAGED": 0}, {"WG_N": 256, "STAGED": 0})
+
+
+def shared_bytes(n: int) -> int:
+    """Two stages of the weights' two planes (128 rows) and the inputs' (n rows), 32 floats a row."""
+    return 2 * (2 * 128 + 2 * n) * 32 * 4
+
+
 CALL = "implicit_gemm_wgmma_tf32x3(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
 
 
@@ -47,7 +55,8 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem):
+@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: f"n{k['WG_N']}-staged{k['STAGED']}")
+def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, knobs):
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)
@@ -55,7 +64,9 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem):
     planes = split_planes(w)
     operand = np.concatenate([planes.ravel(), bias])
     folder = source(build_dir, "wgmma_tf32x3")
-    exe = build(folder, CALL, (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}"), "launch_driver.cpp")
+    knob_macros = (f"-DCONVKIT_{k}={v}" for k, v in knobs.items())
+    options = (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}", *knob_macros)
+    exe = build(folder, CALL, options, "launch_driver.cpp")
     files = [exe.with_suffix(f".{problem.key}.{name}") for name in ("x", "w", "out")]
     x.tofile(files[0])
     operand.tofile(files[1])
@@ -63,7 +74,8 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem):
     out_floats = pixels * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, planes.size)  # fmt: skip
-    dims = (x.size, operand.size, out_floats, -(-pixels // 128), -(-problem.m // 128), 1, 256, 1, SHARED_BYTES, *ints)
+    n = knobs["WG_N"]
+    dims = (x.size, operand.size, out_floats, -(-pixels // n), -(-problem.m // 128), 1, 256, 1, shared_bytes(n), *ints)
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr).strip()
     out = np.fromfile(files[2], dtype=np.float32).reshape(problem.output_shape)

@@ -11,7 +11,7 @@
 // - mma.sync.m16n8k8 on TF32 is a warp collective (CONVKIT_EMULATED_MMA, which a kernel calls in place of its
 //   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'; so is
 //   ldmatrix.x4 (CONVKIT_EMULATED_LDMATRIX_X4): each lane posts its row's address, then reads its words.
-// - wgmma.mma_async m64n128k8 on TF32 (CONVKIT_EMULATED_WGMMA) reads both operands from shared memory through
+// - wgmma.mma_async m64nNk8 on TF32 (CONVKIT_EMULATED_WGMMA) reads both operands from shared memory through
 //   their descriptors, so each thread computes its own part of the product, as soon as it is issued; cp.async
 //   copies at once, and the fences, commits and waits have nothing to order.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
@@ -254,9 +254,9 @@ inline size_t __cvta_generic_to_shared(const void* p)
     return static_cast<size_t>(static_cast<const char*>(p) - reinterpret_cast<const char*>(emu::smem_base));
 }
 
-// wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 with both operands in shared memory (K-major, no swizzle:
+// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 with both operands in shared memory (K-major, no swizzle:
 // element (row, k) at start + (row / 8) SBO + (row % 8) 16 + (k / 4) LBO + (k % 4) 4 bytes, the descriptor's
-// fields each stored >> 4), D 64 x 128 in the warpgroup's registers: thread 32 w + 4 g + q holds, for each
+// fields each stored >> 4), D 64 x N in the warpgroup's registers: thread 32 w + 4 g + q holds, for each
 // 8 columns j, D[16 w + g][8 j + 2 q + e] in d[4 j + e] and D[16 w + g + 8][...] in d[4 j + 2 + e]. Operands are
 // read as TF32 (the top 19 bits), the sum formed in double and rounded once (the GPU tests check the tensor
 // core's own rounding); accumulate 0 overwrites D.
@@ -278,10 +278,11 @@ inline float wgmma_operand(unsigned long long desc, int row, int k)
     return tf32(__float_as_uint(smem_base[byte / 4]));
 }
 
-inline void wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
+template <size_t Registers>  // N / 2
+inline void wgmma_m64nNk8_tf32(float (&d)[Registers], unsigned long long a, unsigned long long b, int accumulate)
 {
     const int t = current % 128, warp = t / 32, g = t % 32 / 4, q = t % 4;
-    for (int j = 0; j < 16; ++j)
+    for (int j = 0; j < int(Registers) / 4; ++j)
         for (int v = 0; v < 4; ++v) {
             const int row = 16 * warp + g + 8 * (v >= 2), col = 8 * j + 2 * q + v % 2;
             double sum = accumulate ? d[4 * j + v] : 0.0;
@@ -290,4 +291,4 @@ inline void wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long a, unsigned 
         }
 }
 }  // namespace emu
-#define CONVKIT_EMULATED_WGMMA emu::wgmma_m64n128k8_tf32
+#define CONVKIT_EMULATED_WGMMA emu::wgmma_m64nNk8_tf32
