@@ -94,3 +94,43 @@ def test_the_split_planes_are_split_weights_rule():
     assert (big.view(np.uint32) & 0x1FFF == 0).all()
     assert (big[:5] + small[:5] == w[0]).all()
     assert big[1] == np.float32(1.0 + 2.0**-10) and big[2] == -np.float32(1.0 + 2.0**-10)
+
+
+def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypatch):
+    from convkit.families.tf32x3 import wgmma
+
+    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
+    monkeypatch.setattr(wgmma, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    p = ConvProblem.same(2, 37, 9, 11, 131, 3)
+    spec = wgmma.WgmmaGemmLaunch(256, staged=False)
+    assert spec.arch == "sm_90a" and spec.kernel_name(p) == "implicit_gemm_wgmma_tf32x3"
+    assert spec.options(p) == ("-DCONVKIT_R=3", "-DCONVKIT_S=3", "-DCONVKIT_WG_N=256", "-DCONVKIT_STAGED=0")
+    assert spec.grid(p) == (-(-2 * 9 * 11 // 256), 2) and spec.block(p) == (256,)
+    assert spec.shared_bytes(p) == shared_bytes(256) and spec.adds_bias(p)
+    assert spec.workspace_bytes(p) >= 4 * 2 * 131 * 336  # two planes of K = 333 rounded up to 336
+    assert wgmma.WgmmaGemmLaunch.from_params(spec.to_params()) == spec
+    assert not spec.not_supported_reasons(p)
+    assert "n must be one of" in wgmma.WgmmaGemmLaunch(64).not_supported_reasons(p)[0]
+    assert "staged=False" in wgmma.WgmmaGemmLaunch(256).not_supported_reasons(p)[0]
+
+
+@pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])
+def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capability):
+    from convkit.families.tf32x3 import wgmma
+
+    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
+    monkeypatch.setattr(wgmma, "compute_capability", lambda: capability)
+    (reason,) = wgmma.WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 8, 8, 8, 8, 3))
+    assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
+
+
+def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
+    """The T4's code path on an H100 (CONVKIT_PTX_ARCH=compute_75) has no wgmma."""
+    from convkit.families.tf32x3 import wgmma
+
+    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
+    monkeypatch.setattr(wgmma, "compute_capability", lambda: (9, 0))
+    monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
+    (reason,) = wgmma.WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 8, 8, 8, 8, 3))
+    assert "compute_75" in reason

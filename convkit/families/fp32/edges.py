@@ -31,7 +31,9 @@ GEMM_EDGES = (
 WINOGRAD_EDGES = ((1, 5, 9, 7, 6), (2, 3, 6, 11, 3))
 
 
-def _inputs(p: ConvProblem, *, unaligned: bool = False) -> tuple:
+def edge_inputs(p: ConvProblem, *, unaligned: bool = False) -> tuple:
+    """(x, w as CuPy arrays, the float64 reference, an output poisoned with NaN) for ``p``, fresh random; with
+    ``unaligned``, x and the output one float past a 16-byte boundary."""
     import cupy
 
     rng = np.random.default_rng()
@@ -54,7 +56,7 @@ def gemm_edges(kind: type[ImplicitGemmLaunch], depths: tuple[int, ...], **knobs:
 
     for p in GEMM_EDGES:
         for unaligned in (False, True):
-            x, w, ref, out = _inputs(p, unaligned=unaligned)
+            x, w, ref, out = edge_inputs(p, unaligned=unaligned)
             k = p.c * p.r * p.s
             for tile in TILES:
                 for stages in depths:
@@ -77,13 +79,13 @@ def winograd_edges(kind: type[WinogradLaunch], **knobs: object) -> None:
                 p = ConvProblem(n, c, h, wd, filters, r, r, pad=pad)
                 if p.out_h < 1 or p.out_w < 1:
                     continue
-                x, w, ref, out = _inputs(p)
+                x, w, ref, out = edge_inputs(p)
                 conv2d_winograd(x, w, pad=pad, launch=kind(m, "64x64", 2, **knobs), out=out)
                 err = reference.relative_error(out.get(), ref)
                 assert err < TRANSFORM_TOLERANCE, (p.label, m, r, err)
         # three images, a workspace that holds two at a time: a full pass and a partial one
         p = ConvProblem(3, 4, 9, 7, 5, r, r, pad=r // 2)
-        x, w, ref, out = _inputs(p)
+        x, w, ref, out = edge_inputs(p)
         one = kind(m, **knobs).pass_bytes(dataclasses.replace(p, n=2))
         spec = kind(m, "64x64", 2, workspace_limit=one, **knobs)
         assert spec.images_per_pass(p) == 2, spec.images_per_pass(p)
@@ -99,7 +101,7 @@ def edge_check() -> None:
     gemm_edges(ImplicitGemmLaunch, STAGES)
     for p in GEMM_EDGES:
         if cublas.supports(p):
-            x, w, ref, out = _inputs(p)
+            x, w, ref, out = edge_inputs(p)
             cublas.conv1x1(x, w, out)
             assert reference.relative_error(out.get(), ref) < DIRECT_TOLERANCE, (p.label, "cublas")
     winograd_edges(WinogradLaunch)

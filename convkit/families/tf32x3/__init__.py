@@ -5,7 +5,8 @@ small ones first, each slice's sum added in FP32 outside the tensor cores: FP32'
 methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and padding.
 ``winograd_tf32x3`` is FP32 Winograd (``kernels/winograd.cu``) with its batched products on that kernel, held to
 the transform methods' bar as FP32 Winograd is. Below compute capability 8.0 (the T4) their launches decline and
-the FP32 SIMT kernels serve.
+the FP32 SIMT kernels serve. ``igemm_wgmma_tf32x3`` is the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA
+(``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`), on compute capability 9.0 alone.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.fp32 import winograd_supports
 from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
-from convkit.families.tf32x3 import launch
+from convkit.families.tf32x3 import launch, wgmma
 
-IGEMM, WINOGRAD = "igemm_tf32x3", "winograd_tf32x3"
+IGEMM, WINOGRAD, WGMMA = "igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3"
 
 
 def _run_igemm(a: ConvArgs, p: ConvProblem, spec: launch.TensorCoreGemmLaunch) -> None:
@@ -52,16 +53,32 @@ WINOGRAD_VARIANT = Variant(
     applies_to=winograd_supports,
     precision=launch.INPUT_PRECISION,
 )
-VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT)
+
+
+def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaGemmLaunch) -> None:
+    wgmma.conv2d_wgmma_tf32x3(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
+                              workspace=a.workspace)  # fmt: skip
+
+
+WGMMA_VARIANT = Variant(
+    WGMMA,
+    _run_wgmma,
+    default=lambda p: wgmma.WgmmaGemmLaunch(),
+    candidates=wgmma.wgmma_candidates,
+    launch_from=wgmma.WgmmaGemmLaunch.from_params,
+    precision=launch.INPUT_PRECISION,
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT)
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {
     "igemm_tf32x3": "3xTF32 implicit GEMM",
     "winograd_tf32x3": "3xTF32 Winograd",
+    "igemm_wgmma_tf32x3": "3xTF32 implicit GEMM on wgmma",
 }
 
 
-FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3",), words=WORDS,
+FAMILY = Family("tf32x3", VARIANTS, sources=("implicit_gemm_tf32x3", "wgmma_tf32x3"), words=WORDS,
                 sample_problems=fp32_launch.SAMPLE_PROBLEMS,
                 edge_check=called_when_run(f"{__name__}.edges", "edge_check"),
                 tuned_on_first_use=True)  # fmt: skip

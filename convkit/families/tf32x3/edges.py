@@ -3,14 +3,17 @@ implicit GEMM's edge launches (:func:`convkit.families.fp32.edges.gemm_edges`) o
 its shallowest and deepest pipeline (16-deep slices in dynamic shared memory), as first designed and with CUTLASS's
 warps, the weights split ahead and two slices a flush; and FP32 Winograd's edges with the products on it
 (:func:`~convkit.families.fp32.edges.winograd_edges`), the transformed filters split in the loop and ahead; where
-the GPU has TF32 tensor cores.
+the GPU has TF32 tensor cores; then, on Hopper, every launch of the wgmma kernel on the implicit GEMM's edges.
 """
 
 from __future__ import annotations
 
+from convkit.core import reference
 from convkit.core.gpu import has_tf32_tensor_cores
-from convkit.families.fp32.edges import gemm_edges, winograd_edges
+from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, wgmma_candidates
 
 
 def edge_check() -> None:
@@ -22,3 +25,23 @@ def edge_check() -> None:
         gemm_edges(TensorCoreGemmLaunch, (2, 5), warp="64x32", weights="split", flush=2)
         winograd_edges(TensorCoreWinogradLaunch)
         winograd_edges(TensorCoreWinogradLaunch, weights="split")
+    if not WgmmaGemmLaunch().not_supported_reasons(GEMM_EDGES[0]):  # Hopper
+        wgmma_edges()
+
+
+def wgmma_edges() -> None:
+    """Every launch of the wgmma kernel on the implicit GEMM's edge problems, a bias added, inputs and outputs
+    aligned and not; raises AssertionError naming the launch that is wrong."""
+    import cupy
+    import numpy as np
+
+    for p in GEMM_EDGES:
+        for unaligned in (False, True):
+            x, w, ref, out = edge_inputs(p, unaligned=unaligned)
+            bias = np.random.default_rng().standard_normal(p.m, dtype=np.float32)
+            expected = reference.bias_add(ref, bias)
+            for spec in wgmma_candidates(p):
+                out.fill(cupy.nan)
+                conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=cupy.asarray(bias))
+                err = reference.relative_error(out.get(), expected)
+                assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)

@@ -1,0 +1,128 @@
+"""Launcher for ``kernels/wgmma_tf32x3.cu``: the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA (sm_90a).
+
+:class:`WgmmaGemmLaunch` runs the weights' split (:class:`~convkit.families.tf32x3.launch.SplitWeightsLaunch`, into
+its workspace), then ``implicit_gemm_wgmma_tf32x3``: blocks of 128 filters by ``n`` pixels, two warpgroups each
+issuing ``wgmma.mma_async m64nNk8`` on both operands in shared memory, each K-tile summed apart and added in FP32
+(``staged``) or summed on in the tensor cores. It adds the op's bias as it stores. It runs on compute capability
+9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from convkit.core.gpu import compute_capability, has_gpu, ptx_arch
+from convkit.core.problem import ConvProblem
+from convkit.cuda.arrays import check_conv_args, output_for
+from convkit.cuda.launch import KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
+from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
+from convkit.families.tf32x3.launch import SplitWeightsLaunch, padded_k
+
+#: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
+BLOCK_M, TILE_K = 128, 32
+#: The wgmma's N: the block's pixels.
+WIDTHS = (128, 256)
+#: The compute capability the kernel is built for (sm_90a: wgmma is Hopper's alone).
+HOPPER = (9, 0)
+
+
+@dataclass(frozen=True)
+class WgmmaGemmLaunch(KernelLaunch):
+    """One launch of ``implicit_gemm_wgmma_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``n`` pixels a block
+    (:data:`WIDTHS`), ``staged`` sums (each K-tile's products summed apart, then added in FP32: twice the
+    accumulators, so not at 256)."""
+
+    n: int = 128
+    staged: bool = True
+
+    kind: ClassVar[str] = "tf32x3_wgmma"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "implicit_gemm_wgmma_tf32x3"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}", f"-DCONVKIT_WG_N={self.n}",
+                f"-DCONVKIT_STAGED={int(self.staged)}")  # fmt: skip
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        pixels = problem.n * problem.out_h * problem.out_w
+        return (math.ceil(pixels / self.n), math.ceil(problem.m / BLOCK_M))
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (256,)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """Two stages of the weights' two planes (128 rows) and the inputs' two (``n`` rows), 32 floats a row."""
+        return 2 * (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.padded_k` a row)."""
+        return regions_bytes([2 * problem.m * padded_k(problem)])
+
+    def adds_bias(self, problem: ConvProblem) -> bool:
+        return True
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming ``n`` or ``staged`` where the kernel builds no such launch, the problem where a
+        size is past the kernel's 32-bit indices or its grid, or the GPU where it is not Hopper."""
+        if self.n not in WIDTHS:
+            raise ValueError(f"n must be one of {WIDTHS}, got {self.n!r}")
+        if self.staged not in (True, False):
+            raise ValueError(f"staged must be True or False, got {self.staged!r}")
+        if self.n == 256 and self.staged:
+            raise ValueError("staged sums at n=256 would hold 256 accumulators a thread: n=256 takes staged=False")
+        sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
+                 "out": math.prod(problem.output_shape)}  # fmt: skip
+        for name, size in sizes.items():
+            if size >= 2**31:
+                raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
+        if self.grid(problem)[1] > 65535:
+            raise ValueError(f"m={problem.m} needs more than 65535 blocks of {BLOCK_M} filters")
+        here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
+        if ptx_arch() is not None or not has_gpu() or compute_capability() != HOPPER:
+            raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
+                             f"sm_90a); this build targets {here}")  # fmt: skip
+
+
+def conv2d_wgmma_tf32x3(
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    stride: int = 1,
+    launch: WgmmaGemmLaunch | None = None,
+    out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
+) -> Any:
+    """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` (plus ``bias``) as one implicit GEMM in 3xTF32
+    on Hopper's wgmma: FP32 accuracy (within 1e-5 of float64) from TF32 tensor cores. Arguments and result as
+    :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` defaults to :class:`WgmmaGemmLaunch`'s
+    defaults; ``workspace`` (uint8, :meth:`~WgmmaGemmLaunch.workspace_bytes`) holds the weights split, allocated
+    here where None."""
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=stride)
+    spec = launch or WgmmaGemmLaunch()
+    if not isinstance(spec, WgmmaGemmLaunch):
+        raise TypeError(f"launch must be a WgmmaGemmLaunch, got {type(spec).__name__}")
+    spec.can_implement(problem)  # before anything is allocated or launched
+    epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
+    out = output_for(out, problem)
+    (planes,) = float32_regions(workspace, [2 * problem.m * padded_k(problem)])
+    k = problem.c * problem.r * problem.s
+    launch_kernel(SplitWeightsLaunch(), problem, (w, planes, cupy.int32(problem.m), cupy.int32(k)))
+    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+             problem.stride)  # fmt: skip
+    launch_kernel(spec, problem, (x, planes, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    return out
+
+
+def wgmma_candidates(problem: ConvProblem) -> list[WgmmaGemmLaunch]:
+    """Launches a tuning run measures: 128 pixels a block with staged sums and without, 256 without."""
+    return [WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLaunch(256, staged=False)]

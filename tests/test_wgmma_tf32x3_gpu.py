@@ -1,0 +1,99 @@
+"""The 3xTF32 implicit GEMM on Hopper's wgmma on the GPU: every tuning candidate against float64 on random shapes
+(a bias added), its error beside the FP32 SIMT kernel's as K grows, and the accuracy experiment's hard inputs (a wide
+dynamic range, TF32's rounding ties, all positive, and values near the bottom of FP32's range, where the small
+part is subnormal). Skipped on any GPU but compute capability 9.0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fp32_gpu import _random_problems
+
+from convkit.bench.measure import CHECK_ONLY, measure_problem
+from convkit.core import reference
+from convkit.core.problem import ConvProblem
+from convkit.families import tf32x3 as family
+from convkit.families.fp32.launch import conv2d_implicit_gemm
+from convkit.families.registry import Kernels
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, wgmma_candidates
+from convkit.op.cases import Case, params_text
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _hopper():
+    reasons = WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 1, 1, 1, 1, 1))
+    if reasons:
+        pytest.skip(reasons[0])
+
+
+@pytest.mark.parametrize("problem", _random_problems(24, seed=17), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+def test_every_candidate_matches_float64(problem):
+    todo = [Case("convkit", family.WGMMA, params_text(k.to_params())) for k in wgmma_candidates(problem)]
+    rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=4, timing=CHECK_ONLY))
+    failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
+    assert not failed, failed
+
+
+def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
+    """Each launch's error against float64 (a bias added) beside the FP32 SIMT kernel's, on ``x`` and ``w``."""
+    import cupy
+
+    bias = np.random.default_rng(1).standard_normal(p.m).astype(np.float32)
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=p.pad), bias)
+    xs, ws, bs = cupy.asarray(x), cupy.asarray(w), cupy.asarray(bias)
+    out = {
+        str(spec.to_params()): reference.relative_error(
+            conv2d_wgmma_tf32x3(xs, ws, pad=p.pad, launch=spec, bias=bs).get(), ref
+        )
+        for spec in wgmma_candidates(p)
+    }
+    simt = conv2d_implicit_gemm(xs, ws, pad=p.pad).get() + bias[None, :, None, None]
+    return out | {"fp32": reference.relative_error(simt, ref)}  # fmt: skip
+
+
+@pytest.mark.parametrize("channels", [3, 32, 128, 512])
+def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
+    """K = 9 C from 27 to 4608: every launch under the direct bar; the staged one, for K >= 256, no worse than
+    1.5x the SIMT kernel's (the tensor cores' own sums truncate: the unstaged launches are held to the bar)."""
+    rng = np.random.default_rng(channels)
+    p = ConvProblem.same(2, channels, 24, 24, 64, 3)
+    x = rng.standard_normal(p.input_shape, dtype=np.float32)
+    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
+    err = _errors(p, x, w)
+    print(f"K={9 * channels}: {err}")
+    assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
+    if 9 * channels >= 256:
+        assert err[str(WgmmaGemmLaunch().to_params())] <= 1.5 * err["fp32"], err
+
+
+@pytest.mark.parametrize("inputs", ["wide range", "rounding ties", "all positive", "near underflow"])
+def test_hard_inputs(inputs):
+    rng = np.random.default_rng(5)
+    p = ConvProblem.same(2, 64, 20, 20, 32, 3)
+    x = rng.standard_normal(p.input_shape).astype(np.float32)
+    w = rng.standard_normal(p.filter_shape).astype(np.float32)
+    if inputs == "wide range":  # 2^-16 .. 2^16 within each operand
+        x *= np.exp2(rng.integers(-16, 17, x.shape)).astype(np.float32)
+        w *= np.exp2(rng.integers(-16, 17, w.shape)).astype(np.float32)
+    elif inputs == "rounding ties":  # the 13 dropped bits exactly half: each split rounds away from zero
+        x = ((x.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
+        w = ((w.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
+    elif inputs == "all positive":  # no cancellation: truncating sums would drift one way
+        x, w = np.abs(x), np.abs(w)
+    else:  # the inputs about 1e-35 and the weights about 1: each input's small part is subnormal
+        x *= np.float32(1e-35)
+    err = _errors(p, x, w)
+    print(f"{inputs}: {err}")
+    assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
+
+
+def test_argument_errors_before_launch():
+    import cupy
+
+    x, w = cupy.zeros((1, 3, 8, 8), cupy.float32), cupy.zeros((4, 3, 3, 3), cupy.float32)
+    with pytest.raises(ValueError, match="n must be one of"):
+        conv2d_wgmma_tf32x3(x, w, launch=WgmmaGemmLaunch(n=64))
+    with pytest.raises(ValueError, match="n=256 takes staged=False"):
+        conv2d_wgmma_tf32x3(x, w, launch=WgmmaGemmLaunch(n=256))
