@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from convkit.papers.summary import chapter
+from convkit.papers.summary import chapter, host_tables
 from convkit.papers.summary import networks_tables as nets
 from convkit.study.checkout import results_dir
 
@@ -27,7 +27,7 @@ def test_the_networks_tables_fit_a_page():
     assert len(timing) == len(networks) and checked["layers over the bar"].sum() == over
     compact = nets.modes_compact(nets.modes_table(RECORDED))
     assert len(compact) == 10 and len(compact.columns) == 4
-    host = chapter.host_cost_table(RECORDED)
+    host = host_tables.host_cost_table(RECORDED)
     assert len(host.columns) <= 9 and not host["op runs"].str.contains("_").any()  # methods in words, no ids
 
 
@@ -40,7 +40,7 @@ def test_the_win_map_names_methods_in_words():
 
 def test_the_verdict_follows_the_recorded_rows():
     d = RECORDED
-    networks, host, spread = nets.networks_table(d), chapter.host_cost_table(d), chapter.spreads(d)
+    networks, host, spread = nets.networks_table(d), host_tables.host_cost_table(d), chapter.spreads(d)
     lines = chapter.result_lines(chapter.best_per_problem(d), networks, host, {}, spread)
     one = networks[networks["batch"] == 1]
     assert nets.speedup_span(one["GPU speed-up"]) in " ".join(lines)
@@ -75,10 +75,10 @@ def test_the_host_cost_of_each_path_is_told_with_the_choices_it_moved(tmp_path):
 
     small = ConvProblem.same(1, 64, 56, 56, 64, 1)
     _sweep(tmp_path, network_layers.EXPERIMENT, small, {("cublas", "sgemm"): 7.0, ("convkit", "fp32_igemm"): 9.5})
-    assert chapter.host_paths_text(tmp_path) == ""
+    assert host_tables.host_paths_text(tmp_path) == ""
     _sweep(tmp_path, overhead.PATHS_EXPERIMENT, small, {("convkit", "host_replay"): 17.0,
                                                         ("cublas", "host_replay"): 30.0,
                                                         ("pytorch", "host_replay"): 25.0})  # fmt: skip
-    text = chapter.host_paths_text(tmp_path)
+    text = host_tables.host_paths_text(tmp_path)
     assert "17 us on convkit's own kernels" in text and "30 us through cuBLAS" in text
     assert "On 1 of the 1 problems" in text and "median 2.5 us" in text

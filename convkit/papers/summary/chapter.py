@@ -22,34 +22,16 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.papers import shipping_sources
-from convkit.papers.summary import inference, overhead, precisions
+from convkit.papers.summary import host_tables, inference, overhead, precisions
 from convkit.papers.summary.concurrency import driver as concurrency_driver
 from convkit.papers.summary.networks_tables import recorded, speedup_span, tie_p95
+from convkit.papers.summary.words import KERNEL_WORDS, kernel_words
 from convkit.study import shipping, tables
 
 #: Buckets of the win map: batch sizes and input channels.
 BATCH_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 32, "16-32"), (33, 10**9, "64-256"))
 CHANNEL_BUCKETS = ((1, 1, "C = 1"), (2, 64, "C 2-64"), (65, 256, "C 65-256"), (257, 10**9, "C 257+"))
 QUICK_NETWORKS = ("AlexNet-1", "SqueezeNet-1")
-KERNEL_WORDS = tables.KERNEL_WORDS
-
-
-#: The libraries' implementations in words, by ``"<impl> <variant>"``.
-_LIBRARY_IMPL = {"sgemm": "cublas", "cudnn.benchmark": "pytorch"}  # every other library variant is cuDNN's
-LIBRARY_WORDS = {f"{_LIBRARY_IMPL.get(v, 'cudnn')} {v}": words for v, words in tables.LIBRARY_NAMES.items()}
-
-
-def kernel_words(variant: str) -> str:
-    """A convkit kernel's method in words (:data:`KERNEL_WORDS`; an unknown id with its underscores as spaces)."""
-    return KERNEL_WORDS.get(variant, variant.replace("_", " "))
-
-
-def implementation_words(impl: str, variant: str) -> str:
-    """Any recorded implementation in words: a convkit kernel (:func:`kernel_words`) or a library's
-    (:data:`LIBRARY_WORDS`)."""
-    if impl == tables.CONVKIT:
-        return kernel_words(variant)
-    return LIBRARY_WORDS.get(f"{impl} {variant}", f"{impl} {variant}")
 
 
 def kernel_ids() -> Any:
@@ -215,94 +197,6 @@ def win_map(best: Any) -> Any:
     return table.rename_axis(index=["filter", "channels"], columns=None)
 
 
-def host_cost_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
-    """Per layer (pandas): the GPU time and the host cost per call of convkit.conv2d and of PyTorch's conv2d
-    (PyTorch tensors in and out, each call with a bias), in microseconds, the host cost's ratio, and what the op
-    runs there (``op runs``: the fastest implementation any chapter recorded for the layer, in words; "tuned at its
-    first call" where none did)."""
-    import pandas as pd
-
-    frame = recorded(directory, experiment)
-    if frame.empty:
-        return pd.DataFrame()
-    ok = tables.timed(frame)
-    fastest = _recorded_fastest(directory)
-    rows = []
-    for label, group in ok.groupby("label", sort=False):
-        us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
-        if len(us) < 4:
-            continue
-        key = ConvProblem.from_row(group.iloc[0]).key
-        rows.append({"layer": label, "convkit GPU (us)": us["convkit", "gpu"],
-                     "PyTorch GPU (us)": us["pytorch", "gpu"], "convkit host (us)": us["convkit", "host_per_call"],
-                     "PyTorch host (us)": us["pytorch", "host_per_call"],
-                     "host ratio": us["convkit", "host_per_call"] / us["pytorch", "host_per_call"],
-                     "op runs": fastest.get(key, "tuned at its first call")})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-#: The parts of convkit's host cost per call (:data:`convkit.papers.summary.overhead.CASES`), by column.
-HOST_PARTS = {"finding its plan (us)": "host_lookup", "running the plan (us)": "host_replay",
-              "through torch.ops (us)": "host_operator"}  # fmt: skip
-
-
-def host_parts_table(directory: Path, experiment: str = overhead.EXPERIMENT) -> Any:
-    """Per layer (pandas), where convkit's host cost per call goes (:data:`HOST_PARTS`), beside the whole call and
-    PyTorch's, in microseconds; empty where the parts were not recorded."""
-    import pandas as pd
-
-    frame = recorded(directory, experiment)
-    if frame.empty:
-        return pd.DataFrame()
-    fastest = _recorded_fastest(directory)
-    rows = []
-    for label, group in tables.timed(frame).groupby("label", sort=False):
-        us = {(r.impl, r.variant): float(r.us) for r in group.itertuples()}
-        if not all(("convkit", part) in us for part in HOST_PARTS.values()):
-            continue
-        parts = {column: us["convkit", part] for column, part in HOST_PARTS.items()}
-        rows.append({"layer": label, "op runs": fastest.get(ConvProblem.from_row(group.iloc[0]).key, "tuned"),
-                     **parts, "whole call (us)": us["convkit", "host_per_call"],
-                     "PyTorch (us)": us["pytorch", "host_per_call"]})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def _recorded_fastest(directory: Path) -> dict[str, str]:
-    """Per recorded problem key, what the choices shipped from ``directory`` run there, in words: the fastest
-    implementation any sweep recorded, weighed by its path's host cost where recorded (:func:`host_paths_text`)."""
-    table = shipping.table_from_results(directory, shipping_sources())
-    return {key: implementation_words(c.impl, c.variant) for key, c in table.items() if "@" not in key}
-
-
-def host_paths_text(directory: Path) -> str:
-    """A paragraph: each path's host cost per call recorded in ``directory`` and the choices it moved off the
-    fastest on the GPU (:func:`convkit.study.shipping.host_floors`); "" where none is recorded."""
-    import dataclasses
-    import statistics
-
-    sources = shipping_sources()
-    floors = shipping.host_floors(directory, sources)
-    if set(floors) != set(overhead.PATHS):
-        return ""
-    weighed = shipping.table_from_results(directory, sources)
-    fastest = shipping.table_from_results(directory, dataclasses.replace(sources, host_paths=""))
-    held = [key for key in weighed if "@" not in key]
-    moved = [k for k in held if (weighed[k].impl, weighed[k].variant, weighed[k].params)
-             != (fastest[k].impl, fastest[k].variant, fastest[k].params)]  # fmt: skip
-    text = (f"Replaying a call's plan costs the host {floors['convkit']:.0f} us on convkit's own kernels (the kernel "
-            f"and the bias: two launches), {floors['cublas']:.0f} us through cuBLAS and {floors['pytorch']:.0f} us "
-            "through PyTorch's convolution (medians over three small 1x1 layers at batch 1, each path forced). The "
-            "choices the package ships count each implementation as no faster than the host cost of its path: "
-            "where the GPU finishes before the host has issued the next call, the path that costs the host less "
-            "is the faster one. ")  # fmt: skip
-    if not moved:
-        return text + f"None of the {len(held):,} problems the choices hold changed for it."
-    lost = [weighed[k].time_us - fastest[k].time_us for k in moved]
-    return text + (f"On {len(moved)} of the {len(held):,} problems a kernel slower on the GPU won (by a median "
-                   f"{statistics.median(lost):.1f} us, at most {max(lost):.1f} us): that much each is lost where the "
-                   "host issues nothing, in a CUDA graph's replay.")  # fmt: skip
-
-
 def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) -> dict[str, float]:
     """The median TFLOP/s (direct-method FLOPs) of cuDNN in each precision on the large layers, by label."""
     frame = recorded(directory, experiment)
@@ -312,17 +206,6 @@ def precision_lines(directory: Path, experiment: str = precisions.EXPERIMENT) ->
     names = {"fp32": "cuDNN FP32", "tf32": "cuDNN TF32", "fp16": "cuDNN FP16"}
     return {f"{names[v]} (median, large layers)": float(g["gflops"].astype(float).median()) / 1e3
             for v, g in ok.groupby("variant")}  # fmt: skip
-
-
-def _host_kind(runs: str) -> str:
-    """What makes a call cost the host more, by what the op runs (``op runs`` of :func:`host_cost_table`)."""
-    if "Winograd" in runs and not runs.startswith("cuDNN"):
-        return "running Winograd (several launches)"
-    if runs.startswith(("cuBLAS", "cuDNN", "PyTorch")):
-        return f"calling {runs.split(' ')[0]} through convkit"
-    if runs.startswith("tuned"):
-        return "tuned at the first call"
-    return "running another of convkit's kernels"
 
 
 def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
@@ -382,7 +265,7 @@ def result_lines(best: Any, networks: Any, host: Any, lines: dict[str, float],
                    f"on {at_or_below} of {len(host)} layers.")  # fmt: skip
         if at_or_below < len(host):
             above = host[host["host ratio"] > 1 + host_tie]
-            runs = above["op runs"].map(_host_kind).value_counts()
+            runs = above["op runs"].map(host_tables.host_kind).value_counts()
             why = ", ".join(f"{count} {kind}" for kind, count in runs.items())
             verdict.append(f"the host cost is above PyTorch's{' by more than the spread' if host_tie else ''} on "
                            f"{len(above)} of {len(host)} layers ({why})")  # fmt: skip
