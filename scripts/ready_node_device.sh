@@ -42,8 +42,8 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl $(ls -d .
     if [[ $CHAINS != *record* ]]; then touch "$job/table.done" "$job/warm.done"; fi
   else
   case $gpus in
-    1) order=("0:record probe net0 net1 net2 suite first overhead repeat soak") ;;
-    2|3) order=("0:record net0 net2 repeat" "1:probe suite soak net1 first overhead") ;;
+    1) order=("0:wgmma record net0 net1 net2 suite first overhead repeat soak") ;;
+    2|3) order=("0:record net0 net2 repeat" "1:wgmma suite soak net1 first overhead") ;;
     *) order=("0:record net0" "1:wgmma suite net1" "2:knobs soak net2" "3:first overhead repeat") ;;
   esac
   fi
