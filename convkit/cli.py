@@ -295,8 +295,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         problem = ConvProblem.from_label(label, pad=pad, stride=args.stride)
         rows = shipping.explain(problem, directory, shipping_sources())
         print(f"\n{problem.label} pad={problem.pad} stride={problem.stride} on {directory.name}: "
-              f"{len(rows)} recorded candidates, fastest first (where a path's host cost is recorded, each counted "
-              "as no faster than it)")  # fmt: skip
+              f"{len(rows)} recorded candidates, fastest first, as the shipped table ranks them")  # fmt: skip
         print(rows.to_string(index=False) if len(rows) else "  none recorded: convkit.conv2d tunes it on first use")
     return 0
 
