@@ -210,20 +210,36 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
     const float* image = x + (long long)n * C * H * W;
 
+    // The tap (k = c RS + r S + s) this thread gathers next, and its offset in the image from the window's corner
+    // (c H W + r W + s), decoded once and then stepped: by one within a k-group, over the other threads' k-groups
+    // between two of its own (SKIP = SKIP_C RS + SKIP_R S + SKIP_S), so that a K-tile's last step lands on its
+    // first tap of the next K-tile. No division and no multiplication in the loop.
+    constexpr int SKIP = 4 * (COLUMN_STEP - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
+    const int HW = H * W;
+    int tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
+    int offset = tap_c * HW + tap_r * W + tap_s;
+    const float* corner = image + (long long)ih0 * W + iw0;  // dereferenced only inside the image
     float gathered[GATHERED][4];
-    auto gather = [&](int tile) {  // this thread's k-groups of K-tile `tile` of its column, into registers
+    auto gather = [&]() {  // this thread's k-groups of the next K-tile of its column, into registers
 #pragma unroll
         for (int i = 0; i < GATHERED; ++i) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const int k = tile * BK + (kgroup0 + COLUMN_STEP * i) * 4 + j;
-                float value = 0.0f;
-                if (pixel_ok && k < K) {
-                    const int c = k / RS, rs = k - c * RS, r = rs / S, s = rs - r * S;
-                    const int ih = ih0 + r, iw = iw0 + s;
-                    if (ih >= 0 && ih < H && iw >= 0 && iw < W) value = __ldg(image + ((long long)c * H + ih) * W + iw);
+                const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
+                                    (unsigned)(iw0 + tap_s) < (unsigned)W;  // k < K exactly where c < C
+                gathered[i][j] = inside ? __ldg(corner + offset) : 0.0f;
+                ++offset;
+                if (++tap_s == S) {
+                    tap_s = 0, offset += W - S;
+                    if (++tap_r == R) tap_r = 0, ++tap_c, offset += HW - R * W;
                 }
-                gathered[i][j] = value;
+            }
+            if (SKIP) {  // each part carries at most once
+                tap_s += SKIP_S, offset += SKIP_S;
+                if (tap_s >= S) tap_s -= S, ++tap_r, offset += W - S;
+                tap_r += SKIP_R, offset += SKIP_R * W;
+                if (tap_r >= R) tap_r -= R, ++tap_c, offset += HW - R * W;
+                tap_c += SKIP_C, offset += SKIP_C * HW;
             }
         }
     };
@@ -261,7 +277,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 #endif
 
     stage_weights(smem, 0);
-    gather(0);
+    gather();
     stage_inputs(smem);
     copies_wait();
     fence_to_async_proxy();
@@ -286,7 +302,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         commit();
         if (more) {  // the stage no product reads: its copies and loads in flight while the tensor cores work
             stage_weights(next, tile + 1);
-            gather(tile + 1);
+            gather();
             stage_inputs(next);
         }
         wait();
