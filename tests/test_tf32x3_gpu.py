@@ -103,7 +103,7 @@ def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
         assert err["tf32x3"] <= 1.5 * err["fp32"], err
 
 
-@pytest.mark.parametrize("inputs", ["wide range", "rounding ties", "all positive"])
+@pytest.mark.parametrize("inputs", ["wide range", "rounding ties", "all positive", "near underflow"])
 def test_adversarial_inputs(inputs):
     rng = np.random.default_rng(5)
     p = ConvProblem.same(2, 64, 20, 20, 32, 3)
@@ -115,8 +115,10 @@ def test_adversarial_inputs(inputs):
     elif inputs == "rounding ties":  # the 13 dropped bits exactly half: each split rounds away from zero
         x = ((x.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
         w = ((w.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
-    else:  # no cancellation: truncating sums would drift one way
+    elif inputs == "all positive":  # no cancellation: truncating sums would drift one way
         x, w = np.abs(x), np.abs(w)
+    else:  # the inputs about 1e-35 and the weights about 1: each input's small part is subnormal
+        x *= np.float32(1e-35)
     err = _errors(p, x, w)
     print(f"{inputs}: {err}")
     assert err["tf32x3"] < reference.DIRECT_TOLERANCE, err
