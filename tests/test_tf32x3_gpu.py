@@ -1,6 +1,7 @@
 """The 3xTF32 implicit GEMM on the GPU: every tuning candidate against float64 on random shapes, the split
 bit for bit against its NumPy rule, its error beside the FP32 SIMT kernel's as K grows, and adversarial
-inputs (a wide dynamic range, values on TF32's rounding ties)."""
+inputs (a wide dynamic range, values on TF32's rounding ties, all positive, values near the bottom of FP32's range
+whose small parts are subnormal)."""
 
 from __future__ import annotations
 
