@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
+from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, hard_inputs
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -68,23 +69,9 @@ def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
         assert err[str(WgmmaGemmLaunch().to_params())] <= 1.5 * err["fp32"], err
 
 
-@pytest.mark.parametrize("inputs", ["wide range", "rounding ties", "all positive", "near underflow"])
+@pytest.mark.parametrize("inputs", HARD_INPUTS)
 def test_hard_inputs(inputs):
-    rng = np.random.default_rng(5)
-    p = ConvProblem.same(2, 64, 20, 20, 32, 3)
-    x = rng.standard_normal(p.input_shape).astype(np.float32)
-    w = rng.standard_normal(p.filter_shape).astype(np.float32)
-    if inputs == "wide range":  # 2^-16 .. 2^16 within each operand
-        x *= np.exp2(rng.integers(-16, 17, x.shape)).astype(np.float32)
-        w *= np.exp2(rng.integers(-16, 17, w.shape)).astype(np.float32)
-    elif inputs == "rounding ties":  # the 13 dropped bits exactly half: each split rounds away from zero
-        x = ((x.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
-        w = ((w.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
-    elif inputs == "all positive":  # no cancellation: truncating sums would drift one way
-        x, w = np.abs(x), np.abs(w)
-    else:  # the inputs about 1e-35 and the weights about 1: each input's small part is subnormal
-        x *= np.float32(1e-35)
-    err = _errors(p, x, w)
+    err = _errors(HARD_LAYER, *hard_inputs(inputs))
     print(f"{inputs}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
 
