@@ -44,6 +44,9 @@
 #ifndef CONVKIT_STAGED  // 1: each K-tile summed apart and added in FP32; 0: summed on in the tensor cores
 #define CONVKIT_STAGED 1
 #endif
+#ifndef CONVKIT_STAGES  // shared-memory stages: 2, or 3 (a K-tile's products still running as the next are issued)
+#define CONVKIT_STAGES 2
+#endif
 
 namespace wgmma_tf32x3 {
 constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
@@ -57,6 +60,9 @@ constexpr int GATHERED = KGROUPS / COLUMN_STEP;        // k-groups of a K-tile a
 constexpr unsigned SBO_BYTES = 8 * 16;                 // one 8-row core matrix to the next
 static_assert(BN == 128 || BN == 256, "CONVKIT_WG_N is 128 or 256");
 static_assert(!(BN == 256 && CONVKIT_STAGED), "a staged 256-wide tile holds more accumulators than registers");
+constexpr int STAGES = CONVKIT_STAGES;
+static_assert(STAGES == 2 || (STAGES == 3 && !CONVKIT_STAGED && BN == 128),
+              "three stages keep two K-tiles' products in flight: unstaged sums, 128 pixels (192 KiB)");
 
 // A wgmma shared-memory matrix descriptor of a plane of `rows` rows: start address, leading byte offset (one
 // k-group to the next: rows x 16 bytes) and stride byte offset (each >> 4), no swizzle (mode 0, base offset 0).
@@ -146,10 +152,11 @@ __device__ __forceinline__ void commit()
 #endif
 }
 
+template <int Pending = 0>  // groups that may still run
 __device__ __forceinline__ void wait()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 
@@ -179,10 +186,11 @@ __device__ __forceinline__ void copies_commit()
 #endif
 }
 
+template <int Pending = 0>  // groups of copies that may still run
 __device__ __forceinline__ void copies_wait()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 }  // namespace wgmma_tf32x3
@@ -276,22 +284,11 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     float (&partial)[ACC] = acc;  // the products summed on into the block's accumulators
 #endif
 
-    stage_weights(smem, 0);
-    gather();
-    stage_inputs(smem);
-    copies_wait();
-    fence_to_async_proxy();
-    __syncthreads();
-
-    for (int tile = 0; tile < tiles; ++tile) {
-        float* current = smem + (tile & 1) * STAGE;
-        float* next = smem + ((tile + 1) & 1) * STAGE;
-        const bool more = tile + 1 < tiles;
-        fence_operands();  // the products first, as soon as the stage is ready; the next stage staged behind them
+    auto issue_products = [&](const float* stage) {  // a K-tile's 12 products on this warpgroup's rows
 #pragma unroll
         for (int step = 0; step < BK / 8; ++step) {  // two k-groups a step
-            const float* a = current + 2 * step * BM * 4 + group * 64 * 4;
-            const float* b = current + 2 * PLANE_A + 2 * step * BN * 4;
+            const float* a = stage + 2 * step * BM * 4 + group * 64 * 4;
+            const float* b = stage + 2 * PLANE_A + 2 * step * BN * 4;
             const unsigned long long a_big = descriptor(a, BM), a_small = descriptor(a + PLANE_A, BM);
             const unsigned long long b_big = descriptor(b, BN), b_small = descriptor(b + PLANE_B, BN);
             // the small products first, then big * big; a K-tile summed apart starts from zero
@@ -300,20 +297,45 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
             mma(partial, a_big, b_big, 1);
         }
         commit();
-        if (more) {  // the stage no product reads: its copies and loads in flight while the tensor cores work
-            stage_weights(next, tile + 1);
-            gather();
-            stage_inputs(next);
-        }
-        wait();
+    };
+    auto stage = [&](int tile) {  // K-tile `tile` into its stage: the weights' copies, the inputs gathered and split
+        float* to = smem + (tile % STAGES) * STAGE;
+        stage_weights(to, tile);
+        gather();
+        stage_inputs(to);
+    };
+
+    for (int tile = 0; tile < STAGES - 1 && tile < tiles; ++tile) stage(tile);
+    copies_wait();
+    fence_to_async_proxy();
+    __syncthreads();
+
+    for (int tile = 0; tile < tiles; ++tile) {
+        fence_operands();  // the products first, as soon as the stage is ready; the next stage staged behind them
+        issue_products(smem + (tile % STAGES) * STAGE);
+        const int ahead = tile + STAGES - 1;  // the K-tile staged now, into the stage the oldest products read
+        if (STAGES == 2) {
+            if (ahead < tiles) stage(ahead);  // no product reads its stage now
+            wait();
 #if CONVKIT_STAGED
 #pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[i] += partial[i];
+            for (int i = 0; i < ACC; ++i) acc[i] += partial[i];
 #endif
-        if (more) copies_wait();
+            if (ahead < tiles) copies_wait();
+        } else {
+            wait<1>();        // this warpgroup's products of the K-tile before are done,
+            __syncthreads();  // and the other's: no product reads the stage written next
+            if (ahead < tiles) {
+                stage(ahead);
+                copies_wait<1>();  // the next K-tile's copies arrived; this one's may still run
+            } else {
+                copies_wait();
+            }
+        }
         fence_to_async_proxy();
         __syncthreads();
     }
+    wait();
 
     // The accumulators' layout (wgmma m64nN f32): warp w of the group holds rows 16 w + lane / 4 and + 8; each
     // 8 columns j a pair at 8 j + 2 (lane % 4): acc[4 j], [4 j + 1] on the first row, [4 j + 2], [4 j + 3] on the

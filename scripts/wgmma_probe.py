@@ -20,7 +20,8 @@ from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3
 
 #: The kernel's knobs (its macros): the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
-KNOBS = ({"WG_N": 128, "STAGED": 1}, {"WG_N": 128, "STAGED": 0}, {"WG_N": 256, "STAGED": 0})
+KNOBS = ({"WG_N": 128, "STAGED": 1, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 2},
+         {"WG_N": 128, "STAGED": 0, "STAGES": 3}, {"WG_N": 256, "STAGED": 0, "STAGES": 2})  # fmt: skip
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
     ConvProblem.same(3, 64, 9, 9, 200, 1), ConvProblem(2, 19, 31, 33, 70, 5, 5, pad=1, stride=2),
@@ -34,7 +35,7 @@ TIMED = (
 
 
 def knob_text(knobs: dict[str, int]) -> str:
-    return f"N={knobs['WG_N']} {'staged' if knobs['STAGED'] else 'unstaged'}"
+    return f"N={knobs['WG_N']} {'staged' if knobs['STAGED'] else 'unstaged'} {knobs['STAGES']} stages"
 
 
 def wgmma_conv(x: Any, w: Any, bias: Any, p: ConvProblem, knobs: dict[str, int]) -> tuple[Any, Callable[[Any], Any]]:
@@ -48,7 +49,7 @@ def wgmma_conv(x: Any, w: Any, bias: Any, p: ConvProblem, knobs: dict[str, int])
     macros = (f"-DCONVKIT_R={p.r}", f"-DCONVKIT_S={p.s}", *(f"-DCONVKIT_{k}={v}" for k, v in knobs.items()))
     kernel = load_kernel("wgmma_tf32x3", "implicit_gemm_wgmma_tf32x3", options=macros, arch="sm_90a")
     n = knobs["WG_N"]
-    shared = 2 * (2 * 128 + 2 * n) * 32 * 4  # two stages of the weights' two planes and the inputs' two
+    shared = knobs["STAGES"] * (2 * 128 + 2 * n) * 32 * 4  # stages of the weights' two planes and the inputs' two
     with_dynamic_shared(kernel, shared, "implicit_gemm_wgmma_tf32x3")
     pixels = p.n * p.out_h * p.out_w
     grid = ((pixels + n - 1) // n, (p.m + 127) // 128)
@@ -112,7 +113,7 @@ def speed(p: ConvProblem, rng: Any) -> None:
         wg = median_us(lambda run=run: run(out))
         setup = median_us(lambda knobs=knobs: wgmma_conv(x, w, bias, p, knobs))
         err = relative_error(run(out), ref)
-        print(f"    wgmma {knob_text(knobs):16s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s, error {err:.1e}; "
+        print(f"    wgmma {knob_text(knobs):26s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s, error {err:.1e}; "
               f"the weights' split and setup {setup:6.1f} us")  # fmt: skip
 
 

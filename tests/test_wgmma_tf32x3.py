@@ -21,12 +21,13 @@ from convkit.core.reference import DIRECT_TOLERANCE
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
 #: The kernel's knobs: the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
-KNOBS = ({"WG_N": 128, "STAGED": 1}, {"WG_N": 128, "STAGED": 0}, {"WG_N": 256, "STAGED": 0})
+KNOBS = ({"WG_N": 128, "STAGED": 1, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 2},
+         {"WG_N": 256, "STAGED": 0, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 3})  # fmt: skip
 
 
-def shared_bytes(n: int) -> int:
-    """Two stages of the weights' two planes (128 rows) and the inputs' (n rows), 32 floats a row."""
-    return 2 * (2 * 128 + 2 * n) * 32 * 4
+def shared_bytes(n: int, stages: int = 2) -> int:
+    """``stages`` stages of the weights' two planes (128 rows) and the inputs' (n rows), 32 floats a row."""
+    return stages * (2 * 128 + 2 * n) * 32 * 4
 
 
 CALL = "implicit_gemm_wgmma_tf32x3(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
@@ -55,7 +56,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: f"n{k['WG_N']}-staged{k['STAGED']}")
+@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: f"n{k['WG_N']}-staged{k['STAGED']}-stages{k['STAGES']}")
 def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, knobs):
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
@@ -75,7 +76,8 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, knobs):
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, planes.size)  # fmt: skip
     n = knobs["WG_N"]
-    dims = (x.size, operand.size, out_floats, -(-pixels // n), -(-problem.m // 128), 1, 256, 1, shared_bytes(n), *ints)
+    shared = shared_bytes(n, knobs["STAGES"])
+    dims = (x.size, operand.size, out_floats, -(-pixels // n), -(-problem.m // 128), 1, 256, 1, shared, *ints)
     run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr).strip()
     out = np.fromfile(files[2], dtype=np.float32).reshape(problem.output_shape)
@@ -105,7 +107,8 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     spec = wgmma.WgmmaGemmLaunch(256, staged=False)
     assert spec.arch == "sm_90a" and spec.kernel_name(p) == "implicit_gemm_wgmma_tf32x3"
-    assert spec.options(p) == ("-DCONVKIT_R=3", "-DCONVKIT_S=3", "-DCONVKIT_WG_N=256", "-DCONVKIT_STAGED=0")
+    assert spec.options(p) == ("-DCONVKIT_R=3", "-DCONVKIT_S=3", "-DCONVKIT_WG_N=256", "-DCONVKIT_STAGED=0",
+                               "-DCONVKIT_STAGES=2")  # fmt: skip
     assert spec.grid(p) == (-(-2 * 9 * 11 // 256), 2) and spec.block(p) == (256,)
     assert spec.shared_bytes(p) == shared_bytes(256) and spec.adds_bias(p)
     assert spec.workspace_bytes(p) >= 4 * 2 * 131 * 336  # two planes of K = 333 rounded up to 336
@@ -113,6 +116,8 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
     assert not spec.not_supported_reasons(p)
     assert "n must be one of" in wgmma.WgmmaGemmLaunch(64).not_supported_reasons(p)[0]
     assert "staged=False" in wgmma.WgmmaGemmLaunch(256).not_supported_reasons(p)[0]
+    assert "stages=3" in wgmma.WgmmaGemmLaunch(stages=3).not_supported_reasons(p)[0]
+    assert wgmma.WgmmaGemmLaunch(staged=False, stages=3).shared_bytes(p) == shared_bytes(128, 3)
 
 
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])

@@ -3,8 +3,8 @@
 :class:`WgmmaGemmLaunch` runs the weights' split (:class:`~convkit.families.tf32x3.launch.SplitWeightsLaunch`, into
 its workspace), then ``implicit_gemm_wgmma_tf32x3``: blocks of 128 filters by ``n`` pixels, two warpgroups each
 issuing ``wgmma.mma_async m64nNk8`` on both operands in shared memory, each K-tile summed apart and added in FP32
-(``staged``) or summed on in the tensor cores. It adds the op's bias as it stores. It runs on compute capability
-9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
+(``staged``) or summed on in the tensor cores, in two or three stages. It adds the op's bias as it stores. It runs
+on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
 """
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ HOPPER = (9, 0)
 class WgmmaGemmLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``n`` pixels a block
     (:data:`WIDTHS`), ``staged`` sums (each K-tile's products summed apart, then added in FP32: twice the
-    accumulators, so not at 256)."""
+    accumulators, so not at 256), ``stages`` in shared memory (2, or 3: a K-tile's products still running as the
+    next K-tile's are issued, with the sums left to the tensor cores, at 128 pixels)."""
 
     n: int = 128
     staged: bool = True
+    stages: int = 2
 
     kind: ClassVar[str] = "tf32x3_wgmma"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -47,7 +49,7 @@ class WgmmaGemmLaunch(KernelLaunch):
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}", f"-DCONVKIT_WG_N={self.n}",
-                f"-DCONVKIT_STAGED={int(self.staged)}")  # fmt: skip
+                f"-DCONVKIT_STAGED={int(self.staged)}", f"-DCONVKIT_STAGES={self.stages}")  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixels = problem.n * problem.out_h * problem.out_w
@@ -57,8 +59,9 @@ class WgmmaGemmLaunch(KernelLaunch):
         return (256,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """Two stages of the weights' two planes (128 rows) and the inputs' two (``n`` rows), 32 floats a row."""
-        return 2 * (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
+        """``stages`` stages of the weights' two planes (128 rows) and the inputs' two (``n`` rows), 32 floats a
+        row."""
+        return self.stages * (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.padded_k` a row)."""
@@ -68,14 +71,16 @@ class WgmmaGemmLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming ``n`` or ``staged`` where the kernel builds no such launch, the problem where a
-        size is past the kernel's 32-bit indices or its grid, or the GPU where it is not Hopper."""
+        """Raise ValueError naming ``n``, ``staged`` or ``stages`` where the kernel builds no such launch, the problem
+        where a size is past the kernel's 32-bit indices or its grid, or the GPU where it is not Hopper."""
         if self.n not in WIDTHS:
             raise ValueError(f"n must be one of {WIDTHS}, got {self.n!r}")
         if self.staged not in (True, False):
             raise ValueError(f"staged must be True or False, got {self.staged!r}")
         if self.n == 256 and self.staged:
             raise ValueError("staged sums at n=256 would hold 256 accumulators a thread: n=256 takes staged=False")
+        if self.stages not in (2, 3) or (self.stages == 3 and (self.staged or self.n != 128)):
+            raise ValueError(f"stages must be 2, or 3 with staged=False at n=128 (192 KiB), got stages={self.stages!r}")
         sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
                  "out": math.prod(problem.output_shape)}  # fmt: skip
         for name, size in sizes.items():
@@ -124,5 +129,7 @@ def conv2d_wgmma_tf32x3(
 
 
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaGemmLaunch]:
-    """Launches a tuning run measures: 128 pixels a block with staged sums and without, 256 without."""
-    return [WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLaunch(256, staged=False)]
+    """Launches a tuning run measures: 128 pixels a block with staged sums and without (two stages, and three), 256
+    without."""
+    return [WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLaunch(staged=False, stages=3),
+            WgmmaGemmLaunch(256, staged=False)]  # fmt: skip
