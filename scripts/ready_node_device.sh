@@ -99,7 +99,7 @@ knobs() {  # printed into its own log; nothing recorded
 wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tools, then timed (into logs/wgmma.log)
   echo "=== the wgmma 3xTF32 kernel (\$SECONDS s)"
   for tool in memcheck racecheck initcheck synccheck; do
-    timeout 240 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --check \
+    timeout 240 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --check --small \
       > \$logs/wgmma_\$tool.log 2>&1; echo "\$tool exit \$?"
   done
   timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1

@@ -4,7 +4,7 @@
 network layers beside convkit's mma.sync 3xTF32 kernel at its default launch, both timed as the study times (CUDA
 events after warm-up, median of repeats), the weights' split timed apart.
 Needs an sm_90 GPU (H100, H200), CuPy and PyTorch. Run from the repository root:
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check]    # --check: the irregular shapes alone
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
 """
 
 from __future__ import annotations
@@ -117,13 +117,13 @@ def speed(p: ConvProblem, rng: Any) -> None:
               f"the weights' split and setup {setup:6.1f} us")  # fmt: skip
 
 
-def main(speeds: bool = True) -> None:
-    """The checks, then (``speeds``) the timings."""
+def main(speeds: bool = True, small: bool = False) -> None:
+    """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
     import cupy
 
     rng = cupy.random.default_rng(7)
     print("=== against float64 (relative error, norm-wise; bar 1e-5)")
-    for p in CHECKED + (TIMED[-2:] if speeds else ()):
+    for p in (CHECKED[:4] if small else CHECKED) + (TIMED[-2:] if speeds else ()):
         check(p, rng)
     if speeds:
         print("=== speed (TFLOP/s of the direct method's FLOPs)")
@@ -131,7 +131,7 @@ def main(speeds: bool = True) -> None:
             speed(p, rng)
 
 
-if __name__ == "__main__":  # --check: the small checks alone (under compute-sanitizer)
+if __name__ == "__main__":  # --check: the checks alone; --small: the four smallest problems (under compute-sanitizer)
     import sys
 
-    main(speeds="--check" not in sys.argv[1:])
+    main(speeds="--check" not in sys.argv[1:], small="--small" in sys.argv[1:])
