@@ -2,8 +2,8 @@
 // cores, as implicit_gemm_tf32x3.cu (CUTLASS's fast-FP32 split, include/cutlass/gemm/warp/mma_tensor_op_fast_f32.h:
 // big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
 // FP32) on the instruction that replaced mma.sync there. CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation
-// past SM80 is Blackwell's), so this one is convkit's own; it is a first version, measured by
-// scripts/wgmma_probe.py before it joins a family.
+// past SM80 is Blackwell's), so this one is convkit's own: a first version, the 3xTF32 family's igemm_wgmma_tf32x3
+// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py.
 //
 // The GEMM: D[M][pixels] = A[M][K] . B[K][pixels], K = C R S; A the weights split ahead into a big and a small
 // plane (split_weights_tf32x3 in implicit_gemm_tf32x3.cu: [M][KP], rows padded to whole float4s), B the input's
@@ -11,9 +11,10 @@
 // 128 x N tile of D; each warpgroup 64 filters x N pixels with wgmma m64nNk8, both operands in shared memory.
 // A K-tile of 32 is 4 wgmma k-steps of 3 products each, either into the tile's own accumulators, then added to
 // the block's in FP32 (CUTLASS's staged accumulation: twice the registers), or summed on in the tensor cores
-// (which truncate as they add: the error grows with K). Two stages: a stage's products are issued as soon
-// as it is ready, and while the tensor cores work on them the next stage's weights arrive by 16-byte cp.async and
-// its inputs by loads into registers, split and stored.
+// (which truncate as they add: the error grows with K). A stage's products are issued as soon as it is ready, and
+// while the tensor cores work on them a later stage's weights arrive by 16-byte cp.async and its inputs by loads
+// into registers, split and stored: with two stages the next K-tile's, the products waited for before the
+// barrier; with three the one after it, the products of one K-tile left running while the next are issued.
 //
 // Shared memory per operand plane, K-major without swizzle (the PTX ISA's canonical layout
 // ((8,m),(4,2k)):((4,SBO),(1,LBO)) for tf32): [k-group of 4][row][4 floats], each row's 4 floats one 16-byte
@@ -23,9 +24,10 @@
 //
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
 // Compile-time knobs: CONVKIT_R, CONVKIT_S, CONVKIT_WG_N (128 or 256), CONVKIT_STAGED (1 or 0; 256 with 1
-// would hold 256 accumulators a thread). Dynamic shared memory: 2 stages x (2 x 128 + 2 x N) x 32 floats (128
-// KiB at N = 128, 192 at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
-// tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
+// would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128). Dynamic shared memory: stages x
+// (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in three or at 256). Built for sm_90a only
+// (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
+// CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(CONVKIT_EMULATED_WGMMA)
