@@ -60,6 +60,12 @@ def host_floors(directory: Path, sources: Sources) -> dict[str, float]:
     return {str(path): float(us) for path, us in rows.groupby("impl")["us"].median().items()}
 
 
+def counted_us(candidates: Any, floors: Mapping[str, float]) -> Any:
+    """Each candidate's time as the table ranks it: its GPU time (``us``), no less than the host floor of the path
+    a call takes to it (:func:`host_floors`; none where ``floors`` has no such path)."""
+    return candidates["us"].clip(lower=candidates["impl"].map(lambda impl: floors.get(path_of(impl), 0.0)))
+
+
 def recorded_candidates(directory: Path, sources: Sources) -> Any:
     """Every checked and timed row of the ``sources``' sweeps in ``directory`` that ``convkit.conv2d`` can run (not
     the peers of their own, :data:`convkit.study.tables.OWN_PEERS`), with its source and problem key (a pandas
@@ -90,10 +96,8 @@ def table_from_results(directory: Path, sources: Sources) -> dict[str, Choice]:
     rows = zip(candidates["impl"], candidates["variant"], strict=True)
     candidates = candidates.assign(precision=[precision_of(impl, variant) for impl, variant in rows])
     # ranked by the wall time a call can take, max(GPU time, its path's host floor); the GPU time breaks ties
-    floors = host_floors(directory, sources)
     candidates = candidates.sort_values("us", kind="stable")
-    host = candidates["impl"].map(lambda impl: floors.get(path_of(impl), 0.0))
-    candidates = candidates.assign(gpu_us=candidates["us"], us=candidates["us"].clip(lower=host))
+    candidates = candidates.assign(gpu_us=candidates["us"], us=counted_us(candidates, host_floors(directory, sources)))
     out: dict[str, Choice] = {}
     for request in INPUT_PRECISIONS:  # the default first
         allowed = ALLOWED[request]
@@ -147,6 +151,5 @@ def explain(problem: Any, directory: Path, sources: Sources) -> Any:
     mine = rows[rows["key"] == problem.key].sort_values("us", kind="stable")
     floors = host_floors(directory, sources)
     if floors:
-        host = mine["impl"].map(lambda impl: floors.get(path_of(impl), 0.0))
-        mine = mine.assign(**{"counted us": mine["us"].clip(lower=host)}).sort_values("counted us", kind="stable")
+        mine = mine.assign(**{"counted us": counted_us(mine, floors)}).sort_values("counted us", kind="stable")
     return mine.drop(columns="key").reset_index(drop=True)
