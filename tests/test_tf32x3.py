@@ -80,9 +80,8 @@ def test_the_family_declines_gpus_without_tf32_tensor_cores(monkeypatch):
         launch.TensorCoreGemmLaunch().can_implement(p)
     assert not family.IGEMM_VARIANT.supports(p)  # the generic checks and the sweeps leave it out there
     monkeypatch.delenv("CONVKIT_PTX_ARCH")
-    for module in (gpu, launch):
-        monkeypatch.setattr(module, "has_gpu", lambda: True)
-        monkeypatch.setattr(module, "compute_capability", lambda: (7, 5))
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (7, 5))
     with pytest.raises(ValueError, match=r"this build targets sm_75"):
         launch.TensorCoreGemmLaunch().can_implement(p)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))

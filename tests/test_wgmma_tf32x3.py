@@ -6,23 +6,20 @@ out a K-major matrix without swizzle; scripts/wgmma_probe.py checks the same on 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from emulated import CXX, build  # tests/emulated.py
-from test_shipped_kernels_emulated import source
+from emulated import CXX  # tests/emulated.py
+from test_shipped_kernels_emulated import run_launch
 
-from convkit.core import reference
+from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.families.tf32x3.rounding import round_tf32
+from convkit.families.tf32x3.wgmma import wgmma_candidates
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
-
-#: The kernel's knobs: the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
-KNOBS = ({"WG_N": 128, "STAGED": 1, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 2},
-         {"WG_N": 256, "STAGED": 0, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 3})  # fmt: skip
 
 
 def shared_bytes(n: int, stages: int = 2) -> int:
@@ -38,7 +35,7 @@ def split_planes(w: np.ndarray) -> np.ndarray:
     to whole float4s; big rounded to nearest TF32 (ties away), small = w - big."""
     m = w.shape[0]
     flat = np.ascontiguousarray(w, dtype=np.float32).reshape(m, -1)
-    big = ((flat.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    big = round_tf32(flat)
     kp = -(-flat.shape[1] // 4) * 4
     planes = np.zeros((2, m, kp), dtype=np.float32)
     planes[0, :, : flat.shape[1]], planes[1, :, : flat.shape[1]] = big, flat - big
@@ -56,31 +53,19 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: f"n{k['WG_N']}-staged{k['STAGED']}-stages{k['STAGES']}")
-def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, knobs):
+@pytest.mark.parametrize("launch", wgmma_candidates(ConvProblem.same(1, 1, 1, 1, 1, 1)),
+                         ids=lambda spec: "-".join(f"{k}{int(v)}" for k, v in spec.to_params().items()))  # fmt: skip
+def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)
     bias = rng.standard_normal(problem.m).astype(np.float32)
     planes = split_planes(w)
     operand = np.concatenate([planes.ravel(), bias])
-    folder = source(build_dir, "wgmma_tf32x3")
-    knob_macros = (f"-DCONVKIT_{k}={v}" for k, v in knobs.items())
-    options = (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}", *knob_macros)
-    exe = build(folder, CALL, options, "launch_driver.cpp")
-    files = [exe.with_suffix(f".{problem.key}.{name}") for name in ("x", "w", "out")]
-    x.tofile(files[0])
-    operand.tofile(files[1])
-    pixels = problem.n * problem.out_h * problem.out_w
-    out_floats = pixels * problem.m
+    out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, planes.size)  # fmt: skip
-    n = knobs["WG_N"]
-    shared = shared_bytes(n, knobs["STAGES"])
-    dims = (x.size, operand.size, out_floats, -(-pixels // n), -(-problem.m // 128), 1, 256, 1, shared, *ints)
-    run = subprocess.run([str(exe), *map(str, (*files, *dims))], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, (run.stdout + run.stderr).strip()
-    out = np.fromfile(files[2], dtype=np.float32).reshape(problem.output_shape)
+    out = run_launch(build_dir, launch, problem, CALL, (x, operand), out_floats, ints).reshape(problem.output_shape)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
                                               stride=problem.stride), bias.astype(np.float64))  # fmt: skip
@@ -101,8 +86,8 @@ def test_the_split_planes_are_split_weights_rule():
 def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypatch):
     from convkit.families.tf32x3 import wgmma
 
-    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
-    monkeypatch.setattr(wgmma, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     spec = wgmma.WgmmaGemmLaunch(256, staged=False)
@@ -124,8 +109,8 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
 def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capability):
     from convkit.families.tf32x3 import wgmma
 
-    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
-    monkeypatch.setattr(wgmma, "compute_capability", lambda: capability)
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: capability)
     (reason,) = wgmma.WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 8, 8, 8, 8, 3))
     assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
 
@@ -134,8 +119,8 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     """The T4's code path on an H100 (CONVKIT_PTX_ARCH=compute_75) has no wgmma."""
     from convkit.families.tf32x3 import wgmma
 
-    monkeypatch.setattr(wgmma, "has_gpu", lambda: True)
-    monkeypatch.setattr(wgmma, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
     (reason,) = wgmma.WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 8, 8, 8, 8, 3))
     assert "compute_75" in reason

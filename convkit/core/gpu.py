@@ -125,6 +125,12 @@ FP32_LANES_PER_SM = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64
                      (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}  # fmt: skip
 
 
+def build_target() -> str:
+    """What convkit builds its kernels for here, as a refusal names it: :data:`PTX_ARCH_ENV`'s virtual architecture,
+    else this GPU's ``sm_XY``, else "no GPU"."""
+    return ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
+
+
 #: The first compute capability with TF32 tensor cores (``mma.sync ... tf32``).
 TF32_CAPABILITY = (8, 0)
 

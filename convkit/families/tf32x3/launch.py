@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import TF32_CAPABILITY, compute_capability, has_gpu, has_tf32_tensor_cores, ptx_arch
+from convkit.core.gpu import TF32_CAPABILITY, build_target, has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch
 from convkit.cuda.launch import launch as launch_kernel
@@ -58,6 +58,21 @@ def padded_k(problem: ConvProblem) -> int:
     return 4 * math.ceil(problem.c * problem.r * problem.s / 4)
 
 
+def split_elements(problem: ConvProblem) -> int:
+    """Floats of the weights split ahead: two planes, big then small, of M rows of :func:`padded_k`."""
+    return 2 * problem.m * padded_k(problem)
+
+
+def split_weights(problem: ConvProblem, w: Any, planes: Any) -> Any:
+    """Enqueue the split of ``w`` into ``planes`` (:func:`split_elements` floats, :class:`SplitWeightsLaunch`) and
+    return them."""
+    import cupy
+
+    k = problem.c * problem.r * problem.s
+    launch_kernel(SplitWeightsLaunch(), problem, (w, planes, cupy.int32(problem.m), cupy.int32(k)))
+    return planes
+
+
 @dataclass(frozen=True)
 class SplitWeightsLaunch(ElementwiseLaunch):
     """``split_weights_tf32x3``: the weights' big and small TF32 parts, two planes of M rows of :func:`padded_k`."""
@@ -97,15 +112,11 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
 
     def weight_elements(self, problem: ConvProblem) -> int:
         """The two planes of the weights split ahead (``weights="split"``), else none."""
-        return 2 * problem.m * padded_k(problem) if self.weights == "split" else 0
+        return split_elements(problem) if self.weights == "split" else 0
 
     def prepare_weights(self, problem: ConvProblem, w: Any, planes: Any) -> Any:
-        """Enqueue the split of ``w`` into ``planes`` (:class:`SplitWeightsLaunch`) and return them."""
-        import cupy
-
-        k = problem.c * problem.r * problem.s
-        launch_kernel(SplitWeightsLaunch(), problem, (w, planes, cupy.int32(problem.m), cupy.int32(k)))
-        return planes
+        """Enqueue the split of ``w`` into ``planes`` (:func:`split_weights`) and return them."""
+        return split_weights(problem, w, planes)
 
     def check_pipeline(self) -> None:
         """Raise ValueError naming ``stages``, ``warp``, ``weights`` or ``flush`` where the kernel builds no such
@@ -119,9 +130,8 @@ class TensorCoreGemmLaunch(ImplicitGemmLaunch):
             raise ValueError("weights split by the launch take one GEMM: a batch of GEMMs gets them presplit")
         if not has_tf32_tensor_cores():
             major, minor = TF32_CAPABILITY
-            here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
             raise ValueError(f"3xTF32 needs TF32 tensor cores (compute capability {major}.{minor} or later); "
-                             f"this build targets {here}")  # fmt: skip
+                             f"this build targets {build_target()}")  # fmt: skip
 
 
 def conv2d_tf32x3(

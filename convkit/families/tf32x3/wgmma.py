@@ -13,20 +13,21 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import compute_capability, has_gpu, ptx_arch
+from convkit.core.gpu import build_target
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
-from convkit.families.tf32x3.launch import SplitWeightsLaunch, padded_k
+from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
+from convkit.families.tf32x3.launch import split_elements, split_weights
 
 #: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
 BLOCK_M, TILE_K = 128, 32
 #: The wgmma's N: the block's pixels.
 WIDTHS = (128, 256)
-#: The compute capability the kernel is built for (sm_90a: wgmma is Hopper's alone).
-HOPPER = (9, 0)
+#: The GPU the kernel runs on (built as sm_90a: wgmma is Hopper's alone).
+HOPPER = "sm_90"
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class WgmmaGemmLaunch(KernelLaunch):
         return self.stages * (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.padded_k` a row)."""
-        return regions_bytes([2 * problem.m * padded_k(problem)])
+        """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.split_elements`)."""
+        return regions_bytes([split_elements(problem)])
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
@@ -84,12 +85,11 @@ class WgmmaGemmLaunch(KernelLaunch):
         sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
                  "out": math.prod(problem.output_shape)}  # fmt: skip
         for name, size in sizes.items():
-            if size >= 2**31:
+            if size > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
         if self.grid(problem)[1] > 65535:
             raise ValueError(f"m={problem.m} needs more than 65535 blocks of {BLOCK_M} filters")
-        here = ptx_arch() or ("sm_{}{}".format(*compute_capability()) if has_gpu() else "no GPU")
-        if ptx_arch() is not None or not has_gpu() or compute_capability() != HOPPER:
+        if (here := build_target()) != HOPPER:
             raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
                              f"sm_90a); this build targets {here}")  # fmt: skip
 
@@ -119,9 +119,8 @@ def conv2d_wgmma_tf32x3(
     spec.can_implement(problem)  # before anything is allocated or launched
     epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
-    (planes,) = float32_regions(workspace, [2 * problem.m * padded_k(problem)])
-    k = problem.c * problem.r * problem.s
-    launch_kernel(SplitWeightsLaunch(), problem, (w, planes, cupy.int32(problem.m), cupy.int32(k)))
+    (planes,) = float32_regions(workspace, [split_elements(problem)])
+    split_weights(problem, w, planes)
     sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
              problem.stride)  # fmt: skip
     launch_kernel(spec, problem, (x, planes, epilogue, out, *(cupy.int32(v) for v in sizes)))
