@@ -1,9 +1,9 @@
-"""The first 3xTF32 kernel on Hopper's wgmma (kernels/wgmma_tf32x3.cu), checked and timed before it joins a family
-(prints; records nothing): with each of its knob settings (:data:`KNOBS`), on irregular shapes against float64
-(PyTorch's convolution in float64 on the GPU), every output poisoned with NaN first; then on the 3xTF32 probe's
-network layers beside convkit's mma.sync 3xTF32 kernel at its default launch, both timed as the study times (CUDA
-events after warm-up, median of repeats), the weights' split timed apart.
-Needs an sm_90 GPU (H100, H200), CuPy and PyTorch. Run from the repository root:
+"""The 3xTF32 kernel on Hopper's wgmma (kernels/wgmma_tf32x3.cu, the family's igemm_wgmma_tf32x3), checked and timed
+apart from the sweeps (prints; records nothing): each of its tuning candidates, through the family's launcher, on
+irregular shapes against float64 (convkit's reference, on the GPU), a bias added, every output poisoned with NaN
+first; then on the 3xTF32 probe's network layers beside convkit's mma.sync 3xTF32 kernel at its default launch,
+both timed as the study times (CUDA events after warm-up, median of repeats), the weights' split also alone.
+Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
 """
 
@@ -12,16 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from convkit.core import reference
 from convkit.core.problem import ConvProblem
-from convkit.core.reference import relative_error
-from convkit.cuda.launch import with_dynamic_shared
-from convkit.cuda.nvrtc import load_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
-from convkit.families.tf32x3.launch import conv2d_tf32x3
+from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, wgmma_candidates
 
-#: The kernel's knobs (its macros): the wgmma's N (the block's pixels) and whether each K-tile is summed apart.
-KNOBS = ({"WG_N": 128, "STAGED": 1, "STAGES": 2}, {"WG_N": 128, "STAGED": 0, "STAGES": 2},
-         {"WG_N": 128, "STAGED": 0, "STAGES": 3}, {"WG_N": 256, "STAGED": 0, "STAGES": 2})  # fmt: skip
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
     ConvProblem.same(3, 64, 9, 9, 200, 1), ConvProblem(2, 19, 31, 33, 70, 5, 5, pad=1, stride=2),
@@ -34,41 +30,23 @@ TIMED = (
 )  # fmt: skip
 
 
-def knob_text(knobs: dict[str, int]) -> str:
-    return f"N={knobs['WG_N']} {'staged' if knobs['STAGED'] else 'unstaged'} {knobs['STAGES']} stages"
+def launch_text(spec: WgmmaGemmLaunch) -> str:
+    return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
-def wgmma_conv(x: Any, w: Any, bias: Any, p: ConvProblem, knobs: dict[str, int]) -> tuple[Any, Callable[[Any], Any]]:
-    """(the weights split into planes, a function running the wgmma kernel with ``knobs`` into ``out``) for ``p``."""
+def wgmma_call(x: Any, w: Any, bias: Any, p: ConvProblem, spec: WgmmaGemmLaunch) -> Callable[[Any], Any]:
+    """A call of the family's launcher with ``spec`` into ``out`` (the weights' split and the kernel, as the op runs
+    them), its workspace allocated once."""
     import cupy
 
-    split = load_kernel("implicit_gemm_tf32x3", "split_weights_tf32x3")
-    k = p.c * p.r * p.s
-    planes = cupy.empty(2 * p.m * ((k + 3) // 4 * 4), dtype=cupy.float32)
-    split((264,), (256,), (w, planes, cupy.int32(p.m), cupy.int32(k)))
-    macros = (f"-DCONVKIT_R={p.r}", f"-DCONVKIT_S={p.s}", *(f"-DCONVKIT_{k}={v}" for k, v in knobs.items()))
-    kernel = load_kernel("wgmma_tf32x3", "implicit_gemm_wgmma_tf32x3", options=macros, arch="sm_90a")
-    n = knobs["WG_N"]
-    shared = knobs["STAGES"] * (2 * 128 + 2 * n) * 32 * 4  # stages of the weights' two planes and the inputs' two
-    with_dynamic_shared(kernel, shared, "implicit_gemm_wgmma_tf32x3")
-    pixels = p.n * p.out_h * p.out_w
-    grid = ((pixels + n - 1) // n, (p.m + 127) // 128)
-    ints = (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride)
-
-    def run(out: Any) -> Any:
-        kernel(grid, (256,), (x, planes, bias, out, *(cupy.int32(v) for v in ints)), shared_mem=shared)
-        return out
-
-    return planes, run
+    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
+    return lambda out: conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=bias,
+                                           workspace=workspace)  # fmt: skip
 
 
-def reference(x: Any, w: Any, bias: Any, p: ConvProblem) -> Any:
-    """The float64 convolution (PyTorch on the GPU), as a CuPy float64 array."""
-    import cupy
-    import torch
-
-    xt, wt, bt = (torch.from_dlpack(a).double() for a in (x, w, bias))
-    return cupy.from_dlpack(torch.nn.functional.conv2d(xt, wt, bt, stride=p.stride, padding=p.pad).contiguous())
+def expected(x: Any, w: Any, bias: Any, p: ConvProblem) -> Any:
+    """The float64 convolution plus the bias, on the GPU (convkit's reference)."""
+    return reference.bias_add(reference.conv2d(x, w, pad=p.pad, stride=p.stride), bias)
 
 
 def median_us(call: Callable[[], Any]) -> float:
@@ -85,17 +63,17 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
 
 
 def check(p: ConvProblem, rng: Any) -> None:
-    """The wgmma kernel's output of ``p`` with each of :data:`KNOBS` against float64, poisoned with NaN first."""
+    """The wgmma kernel's output of ``p`` with each tuning candidate against float64, poisoned with NaN first."""
     import cupy
 
     x, w, bias = inputs(p, rng)
-    ref = reference(x, w, bias, p)
-    for knobs in KNOBS:
+    ref = expected(x, w, bias, p)
+    for spec in wgmma_candidates(p):
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-        wgmma_conv(x, w, bias, p, knobs)[1](out)
-        err = relative_error(out, ref)
+        wgmma_call(x, w, bias, p, spec)(out)
+        err = reference.relative_error(out, ref)
         verdict = "" if err < 1e-5 else "  WRONG"
-        print(f"{p.label} pad={p.pad} stride={p.stride} {knob_text(knobs)}: error {err:.2e}, "
+        print(f"{p.label} pad={p.pad} stride={p.stride} {launch_text(spec)}: error {err:.2e}, "
               f"{int(cupy.isnan(out).sum())} NaN{verdict}")  # fmt: skip
 
 
@@ -105,16 +83,18 @@ def speed(p: ConvProblem, rng: Any) -> None:
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
-    ref, tflop = reference(x, w, bias, p), p.flops / 1e12
+    ref, tflop = expected(x, w, bias, p), p.flops / 1e12
     mma = median_us(lambda: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride))
-    print(f"{p.label}: mma.sync 3xTF32 at its default launch {mma:8.1f} us {tflop / mma * 1e6:6.1f} TFLOP/s")
-    for knobs in KNOBS:
-        _, run = wgmma_conv(x, w, bias, p, knobs)
+    planes = cupy.empty(split_elements(p), dtype=cupy.float32)
+    split = median_us(lambda: split_weights(p, w, planes))
+    print(f"{p.label}: mma.sync 3xTF32 at its default launch {mma:8.1f} us {tflop / mma * 1e6:6.1f} TFLOP/s; the "
+          f"weights' split alone {split:6.1f} us")  # fmt: skip
+    for spec in wgmma_candidates(p):
+        run = wgmma_call(x, w, bias, p, spec)
         wg = median_us(lambda run=run: run(out))
-        setup = median_us(lambda knobs=knobs: wgmma_conv(x, w, bias, p, knobs))
-        err = relative_error(run(out), ref)
-        print(f"    wgmma {knob_text(knobs):26s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s, error {err:.1e}; "
-              f"the weights' split and setup {setup:6.1f} us")  # fmt: skip
+        err = reference.relative_error(run(out), ref)
+        print(f"    wgmma {launch_text(spec):26s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split "
+              f"included), error {err:.1e}")  # fmt: skip
 
 
 def main(speeds: bool = True, small: bool = False) -> None:
