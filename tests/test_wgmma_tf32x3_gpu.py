@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
-from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, hard_inputs
+from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, K_GROWTH_CHANNELS, hard_inputs, k_growth_inputs
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -54,15 +54,11 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
     return out | {"fp32": reference.relative_error(simt, ref)}  # fmt: skip
 
 
-@pytest.mark.parametrize("channels", [3, 32, 128, 512])
+@pytest.mark.parametrize("channels", K_GROWTH_CHANNELS)
 def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
     """K = 9 C from 27 to 4608: every launch under the direct bar; the staged one, for K >= 256, no worse than
     1.5x the SIMT kernel's (the tensor cores' own sums truncate: the unstaged launches are held to the bar)."""
-    rng = np.random.default_rng(channels)
-    p = ConvProblem.same(2, channels, 24, 24, 64, 3)
-    x = rng.standard_normal(p.input_shape, dtype=np.float32)
-    w = rng.standard_normal(p.filter_shape, dtype=np.float32)
-    err = _errors(p, x, w)
+    err = _errors(*k_growth_inputs(channels))
     print(f"K={9 * channels}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
     if 9 * channels >= 256:
