@@ -1,9 +1,9 @@
 """The 3xTF32 kernel on Hopper's wgmma (kernels/wgmma_tf32x3.cu, the family's igemm_wgmma_tf32x3), checked and timed
-apart from the sweeps (prints; records nothing): each of its tuning candidates, through the family's launcher, on
-irregular shapes against float64 (convkit's reference, on the GPU), a bias added, every output poisoned with NaN
-first; then on the 3xTF32 probe's network layers beside convkit's mma.sync 3xTF32 kernel at its default launch,
-both timed as the study times (CUDA events after warm-up, median of repeats), the weights' split also alone.
-Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
+apart from the sweeps (prints; records nothing): each setting it builds (the staged one its tuning candidate),
+through the family's launcher, on irregular shapes against float64 (convkit's reference, on the GPU), a bias added,
+every output poisoned with NaN first; then on the 3xTF32 probe's network layers beside convkit's mma.sync 3xTF32
+kernel at its default launch, both timed as the study times (CUDA events after warm-up, median of repeats), the
+weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
 """
 
@@ -16,7 +16,7 @@ from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
-from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, wgmma_candidates
+from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma_tf32x3
 
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
@@ -63,12 +63,12 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
 
 
 def check(p: ConvProblem, rng: Any) -> None:
-    """The wgmma kernel's output of ``p`` with each tuning candidate against float64, poisoned with NaN first."""
+    """The wgmma kernel's output of ``p`` in each setting it builds against float64, poisoned with NaN first."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     ref = expected(x, w, bias, p)
-    for spec in wgmma_candidates(p):
+    for spec in WGMMA_SETTINGS:
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
         wgmma_call(x, w, bias, p, spec)(out)
         err = reference.relative_error(out, ref)
@@ -89,7 +89,7 @@ def speed(p: ConvProblem, rng: Any) -> None:
     split = median_us(lambda: split_weights(p, w, planes))
     print(f"{p.label}: mma.sync 3xTF32 at its default launch {mma:8.1f} us {tflop / mma * 1e6:6.1f} TFLOP/s; the "
           f"weights' split alone {split:6.1f} us")  # fmt: skip
-    for spec in wgmma_candidates(p):
+    for spec in WGMMA_SETTINGS:
         run = wgmma_call(x, w, bias, p, spec)
         wg = median_us(lambda run=run: run(out))
         err = reference.relative_error(run(out), ref)

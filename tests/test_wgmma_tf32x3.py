@@ -17,7 +17,7 @@ from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.tf32x3.rounding import round_tf32
-from convkit.families.tf32x3.wgmma import wgmma_candidates
+from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
@@ -53,7 +53,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-@pytest.mark.parametrize("launch", wgmma_candidates(ConvProblem.same(1, 1, 1, 1, 1, 1)),
+@pytest.mark.parametrize("launch", WGMMA_SETTINGS,
                          ids=lambda spec: "-".join(f"{k}{int(v)}" for k, v in spec.to_params().items()))  # fmt: skip
 def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
