@@ -2,9 +2,10 @@
 # "Ready on the first call" and "no host tax", recorded whole on a node of GPUs in one background job (kind
 # nvidia-h100-x4; two GPUs or one run the same chains in fewer, longer lines), each device call collecting what is
 # done. The chains, each on its own GPU (CUDA_VISIBLE_DEVICES), writing files no other chain writes:
-#   record : the networks' layers no shipped choice holds (resuming), the host cost of each path a call takes, the
-#            shipped table written from them (atomically: the other chains read it as they run), torch.compile's
-#            cache filled for every network;
+#   record : table, then warm:
+#   table  : the networks' layers no shipped choice holds (resuming), the host cost of each path a call takes, the
+#            shipped table written from them (atomically: the other chains read it as they run);
+#   warm   : torch.compile's cache filled for every network;
 #   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
 #   probe  : scripts/host_probe.py, where the host time of a call goes (into the log);
 #   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
@@ -40,7 +41,8 @@ if new_job convkit kernels scripts tests pyproject.toml README.md .whl $(ls -d .
   if [ -n "${CHAINS:-}" ]; then  # "GPU:chain chain ...;GPU:..." by hand: a subset where the time is short
     IFS=';' read -r -a order <<< "$CHAINS"
     # without record, the committed table is the one to use and torch.compile's cache fills as the networks run
-    if [[ $CHAINS != *record* ]]; then touch "$job/table.done" "$job/warm.done"; fi
+    if [[ $CHAINS != *record* && $CHAINS != *table* ]]; then touch "$job/table.done"; fi
+    if [[ $CHAINS != *record* && $CHAINS != *warm* ]]; then touch "$job/warm.done"; fi
   else
   case $gpus in
     1) order=("0:wgmma record net0 net1 net2 suite first overhead repeat soak") ;;
@@ -55,12 +57,15 @@ export PYTHONPATH=/tmp/site:$job PYTHONUNBUFFERED=1 CONVKIT_COMMIT=${CONVKIT_COM
 dir=results/$gpu
 logs=$job/results/$gpu/logs
 summary=convkit.papers.summary
-record() {
+record() { table; warm; }
+table() {
   echo "=== network layers (\$SECONDS s)"
   python3 -m \$summary.network_layers 2>&1 | grep -E "layers of the networks|Error" | tail -n 3
   python3 -m \$summary.overhead --paths \$dir 2>&1 | tail -n 1  # the host cost of each path: the table weighs by it
   python3 -m convkit explain --write-table && cp convkit/data/dispatch-$gpu.json \$dir/shipped-table.json
   touch $job/table.done
+}
+warm() {
   echo "=== torch.compile's cache (\$SECONDS s)"
   rm -rf /tmp/no_modes && mkdir -p /tmp/no_modes  # an empty folder: every network lacks every mode there
   bash scripts/warm_compile_cache.sh /tmp/no_modes > /dev/null
