@@ -13,8 +13,9 @@ before its memory is handed out again:
   launches) called from two threads, each on its own stream.
 
 The implementations are every one the shipped table of this GPU names (``impl:variant``), on at least three
-problems each: its own shipped problems first (the smallest, middle and largest that fit), then problems no
-other case uses, forced to it through the user's cache; the channel-split launches on every problem they ship
+problems each (one shipped for a narrower request alone included): its own shipped problems first (the smallest,
+middle and largest that fit), then problems no other case uses, forced to it through the user's cache; the
+channel-split launches on every problem they ship
 for. PyTorch's ``F.conv2d`` runs every problem in the PyTorch modes as the control (``control:F.conv2d``; the
 unpatched compiled network in the network mode): a failing control is a harness bug, not a finding.
 
@@ -125,8 +126,13 @@ def soak_plan(
     for k in keys:
         by_impl.setdefault(implementation_name(choices[k]), []).append(k)
     # the spread of those that fit, else the smallest (single-channel images of a megapixel and more)
+    # an implementation a narrower request alone ships (cuDNN's IMPLICIT_GEMM for an IEEE request) is forced onto
+    # the default request's problems, as its own shipped choice
+    example = {implementation_name(c): c for k, c in choices.items() if "@" in k} | {
+        impl: choices[found[0]] for impl, found in by_impl.items()}  # fmt: skip
     picked = {impl: _spread(fit) if len(fit := [k for k in found if _fits(ConvProblem.from_key(k))]) >= 3
               else found[:3] for impl, found in by_impl.items()}  # fmt: skip
+    picked |= {impl: [] for impl in example if impl not in picked}
     keys = [k for k in keys if _fits(ConvProblem.from_key(k))]  # forced choices: problems that fit
     for impl, found in by_impl.items():  # every split launch shipped
         picked[impl] += [k for k in found if is_split(choices[k]) and k not in picked[impl]]
@@ -138,7 +144,7 @@ def soak_plan(
                 break
             if k not in used and supports(impl, ConvProblem.from_key(k)):
                 family, variant = impl.split(":", 1)
-                shipped = choices[by_impl[impl][0]]
+                shipped = example[impl]
                 forced[k] = Choice(family, variant, "", shipped.paper, source="tuned", precision=shipped.precision)
                 picked[impl].append(k)
                 used.add(k)
