@@ -14,6 +14,7 @@
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
+#   wgmma_ncu : Nsight Compute on one launch of each wgmma setting and of the mma.sync kernel (logs/wgmma_ncu.log);
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
@@ -110,6 +111,16 @@ wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tool
   done
   timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1
   tail -n 16 \$logs/wgmma.log
+}
+wgmma_ncu() {  # Nsight Compute on one launch of each wgmma setting and of the mma.sync kernel (logs/wgmma_ncu.log)
+  echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
+  timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_)?tf32x3\$' --section SpeedOfLight \
+    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section InstructionStats --section LaunchStats --section Occupancy \
+    python3 scripts/wgmma_probe.py --profile > \$logs/wgmma_ncu.log 2>&1
+  echo "ncu exit \$?"
+  grep -E "implicit_gemm|Duration|Compute \(SM\) Throughput|Issue Slots Busy|Registers Per|Warp Cycles Per Issued" \
+    \$logs/wgmma_ncu.log | head -n 60
 }
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh

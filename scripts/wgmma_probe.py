@@ -5,6 +5,7 @@ every output poisoned with NaN first; then on the 3xTF32 probe's network layers 
 kernel at its default launch, both timed as the study times (CUDA events after warm-up, median of repeats), the
 weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
+    PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
 """
 
 from __future__ import annotations
@@ -97,6 +98,20 @@ def speed(p: ConvProblem, rng: Any) -> None:
               f"included), error {err:.1e}")  # fmt: skip
 
 
+def profiled(p: ConvProblem, rng: Any) -> None:
+    """One launch of each wgmma setting and of the mma.sync kernel on ``p``, for Nsight Compute to profile (each
+    built by a call before, whose launch ``ncu``'s kernel filter and launch count skip: see the chain ``wgmma_ncu``
+    in scripts/ready_node_device.sh)."""
+    import cupy
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    for spec in WGMMA_SETTINGS:
+        wgmma_call(x, w, bias, p, spec)(out)
+    conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride)
+    cupy.cuda.runtime.deviceSynchronize()
+
+
 def main(speeds: bool = True, small: bool = False) -> None:
     """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
     import cupy
@@ -114,4 +129,9 @@ def main(speeds: bool = True, small: bool = False) -> None:
 if __name__ == "__main__":  # --check: the checks alone; --small: the four smallest problems (under compute-sanitizer)
     import sys
 
-    main(speeds="--check" not in sys.argv[1:], small="--small" in sys.argv[1:])
+    if "--profile" in sys.argv[1:]:  # one launch each on the first timed layer, under ncu
+        import cupy
+
+        profiled(TIMED[0], cupy.random.default_rng(7))
+    else:
+        main(speeds="--check" not in sys.argv[1:], small="--small" in sys.argv[1:])
