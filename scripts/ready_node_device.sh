@@ -12,6 +12,7 @@
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
+#   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_ncu : Nsight Compute on one launch of each wgmma setting and of the mma.sync kernel (logs/wgmma_ncu.log);
@@ -121,6 +122,12 @@ wgmma_ncu() {  # Nsight Compute on one launch of each wgmma setting and of the m
   echo "ncu exit \$?"
   grep -E "implicit_gemm|Duration|Compute \(SM\) Throughput|Issue Slots Busy|Registers Per|Warp Cycles Per Issued" \
     \$logs/wgmma_ncu.log | head -n 60
+}
+first_probe() {  # where the first forward goes, layer by layer, patched and not (logs/first_call.log)
+  while [ ! -f $job/table.done ]; do sleep 5; done
+  echo "=== the first forward layer by layer (\$SECONDS s)"
+  python3 -m convkit prebuild > /dev/null 2>&1
+  timeout 300 python3 scripts/first_call_probe.py > \$logs/first_call.log 2>&1; tail -n 64 \$logs/first_call.log
 }
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh

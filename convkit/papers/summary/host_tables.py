@@ -106,7 +106,7 @@ def host_paths_text(directory: Path) -> str:
 def host_kind(runs: str) -> str:
     """What makes a call cost the host more, by what the op runs (``op runs`` of :func:`host_cost_table`)."""
     if "Winograd" in runs and not runs.startswith("cuDNN"):
-        return "running Winograd (several launches)"
+        return "running Winograd's three launches"
     if runs.startswith(("cuBLAS", "cuDNN", "PyTorch")):
         return f"calling {runs.split(' ')[0]} through convkit"
     if runs.startswith("tuned"):
