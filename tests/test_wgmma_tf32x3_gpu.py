@@ -56,8 +56,9 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
 
 @pytest.mark.parametrize("channels", K_GROWTH_CHANNELS)
 def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
-    """K = 9 C from 27 to 4608: every launch under the direct bar; the staged one, for K >= 256, no worse than
-    1.5x the SIMT kernel's (the tensor cores' own sums truncate: the unstaged launches are held to the bar)."""
+    """K = 9 C from 27 to 4608: every tuning candidate (the staged launches: the tensor cores' own sums over K
+    truncate, past the bar, see ``WGMMA_SETTINGS``) under the direct bar and, for K >= 256, no worse than 1.5x the
+    SIMT kernel's."""
     err = _errors(*k_growth_inputs(channels))
     print(f"K={9 * channels}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
