@@ -24,7 +24,8 @@
 //
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
 // Compile-time knobs: CONVKIT_R, CONVKIT_S, CONVKIT_WG_N (128 or 256), CONVKIT_STAGED (1 or 0; 256 with 1
-// would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128). Dynamic shared memory: stages x
+// would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128); CONVKIT_WG_PART, for
+// scripts/wgmma_probe.py alone, times half of the main loop (the products, or the staging). Dynamic shared memory: stages x
 // (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in three or at 256). Built for sm_90a only
 // (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
 // CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
@@ -48,6 +49,9 @@
 #endif
 #ifndef CONVKIT_STAGES  // shared-memory stages: 2, or 3 (a K-tile's products still running as the next are issued)
 #define CONVKIT_STAGES 2
+#endif
+#ifndef CONVKIT_WG_PART  // a timing experiment's half of the main loop (the output is then wrong): 0 the whole
+#define CONVKIT_WG_PART 0  // loop; 1 the products alone (no input gathered or split); 2 the staging alone (no product)
 #endif
 
 namespace wgmma_tf32x3 {
@@ -303,8 +307,10 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     auto stage = [&](int tile) {  // K-tile `tile` into its stage: the weights' copies, the inputs gathered and split
         float* to = smem + (tile % STAGES) * STAGE;
         stage_weights(to, tile);
-        gather();
-        stage_inputs(to);
+        if (CONVKIT_WG_PART != 1) {
+            gather();
+            stage_inputs(to);
+        }
     };
 
     for (int tile = 0; tile < STAGES - 1 && tile < tiles; ++tile) stage(tile);
@@ -314,7 +320,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 
     for (int tile = 0; tile < tiles; ++tile) {
         fence_operands();  // the products first, as soon as the stage is ready; the next stage staged behind them
-        issue_products(smem + (tile % STAGES) * STAGE);
+        if (CONVKIT_WG_PART != 2) issue_products(smem + (tile % STAGES) * STAGE);
         const int ahead = tile + STAGES - 1;  // the K-tile staged now, into the stage the oldest products read
         if (STAGES == 2) {
             if (ahead < tiles) stage(ahead);  // no product reads its stage now

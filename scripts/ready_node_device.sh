@@ -15,7 +15,8 @@
 #   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
-#   wgmma_ncu : Nsight Compute on one launch of each wgmma setting and of the mma.sync kernel (logs/wgmma_ncu.log);
+#   wgmma_why : the wgmma kernel's products and staging timed apart, then Nsight Compute on one launch of each
+#               setting and of the mma.sync kernel (logs/wgmma_parts.log, logs/wgmma_ncu.log);
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
@@ -113,7 +114,10 @@ wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tool
   timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1
   tail -n 16 \$logs/wgmma.log
 }
-wgmma_ncu() {  # Nsight Compute on one launch of each wgmma setting and of the mma.sync kernel (logs/wgmma_ncu.log)
+wgmma_why() {  # what sets the wgmma kernel's pace: its main loop's halves timed apart (logs/wgmma_parts.log), then
+  # Nsight Compute on one launch of each setting and of the mma.sync kernel (logs/wgmma_ncu.log)
+  echo "=== the wgmma kernel's products and staging timed apart (\$SECONDS s)"
+  timeout 240 python3 scripts/wgmma_probe.py --parts > \$logs/wgmma_parts.log 2>&1; tail -n 16 \$logs/wgmma_parts.log
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
   timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_)?tf32x3\$' --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -6,11 +6,13 @@ kernel at its default launch, both timed as the study times (CUDA events after w
 weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
     PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from convkit.core import reference
@@ -98,9 +100,39 @@ def speed(p: ConvProblem, rng: Any) -> None:
               f"included), error {err:.1e}")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PartLaunch(WgmmaGemmLaunch):
+    """A launch of the kernel built with ``CONVKIT_WG_PART`` = ``part``: 1 the products alone (no input gathered or
+    split), 2 the staging alone (no product); its output is wrong, its time is the experiment."""
+
+    part: int = 0
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*super().options(problem), f"-DCONVKIT_WG_PART={self.part}")
+
+
+def parts(p: ConvProblem, rng: Any) -> None:
+    """The main loop's time on ``p`` whole, the products alone and the staging alone (the weights' copies, the
+    inputs gathered, split and stored), per setting: which half sets the pace."""
+    import cupy
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    tflop = p.flops / 1e12
+    for spec in WGMMA_SETTINGS:
+        times = []
+        for part in (0, 1, 2):
+            run = wgmma_call(x, w, bias, p, PartLaunch(spec.n, spec.staged, spec.stages, part))
+            times.append(median_us(lambda run=run: run(out)))
+        print(
+            f"{p.label} {launch_text(spec):26s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
+            f"products alone {times[1]:8.1f} us ({tflop / times[1] * 1e6:5.1f}), staging alone {times[2]:8.1f} us"
+        )
+
+
 def profiled(p: ConvProblem, rng: Any) -> None:
     """One launch of each wgmma setting and of the mma.sync kernel on ``p``, for Nsight Compute to profile (each
-    built by a call before, whose launch ``ncu``'s kernel filter and launch count skip: see the chain ``wgmma_ncu``
+    built by a call before, whose launch ``ncu``'s kernel filter and launch count skip: see the chain ``wgmma_why``
     in scripts/ready_node_device.sh)."""
     import cupy
 
@@ -133,5 +165,10 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled(TIMED[0], cupy.random.default_rng(7))
+    elif "--parts" in sys.argv[1:]:  # the main loop's halves timed apart, on the large timed layers
+        import cupy
+
+        for problem in TIMED[:4]:
+            parts(problem, cupy.random.default_rng(7))
     else:
         main(speeds="--check" not in sys.argv[1:], small="--small" in sys.argv[1:])
