@@ -195,12 +195,11 @@ def plan_all(gpu: str) -> dict[str, list[dict[str, Any]]]:
     runner enqueues."""
     install_stand_ins()
     from convkit.core.problem import ConvProblem
-    from convkit.core.shipped import shipped
     from convkit.families import variants_by_name
-    from convkit.op.dispatch import choices_of
+    from convkit.op.dispatch import shipped_choices
 
     plans: dict[str, list[dict[str, Any]]] = {}
-    for key, choice in sorted(choices_of(shipped(gpu)).items()):
+    for key, choice in sorted(shipped_choices(gpu).items()):
         if choice.impl == "convkit":
             problem = ConvProblem.from_key(key.split("@")[0])
             plans[key] = run_planned(variants_by_name()[choice.variant], problem, json.loads(choice.params))
@@ -276,12 +275,11 @@ def _reach(arg: str) -> int:
 def builds_both_ways(gpu: str, plans: dict[str, list[dict[str, Any]]]) -> dict[str, list[list[Any]]]:
     """The kernel builds of ``gpu``'s shipped convkit choices as ``convkit prebuild`` lists them (its launchers run on
     arrays of no memory, collecting) and as the choices' plans hold them (after :func:`plan_all`)."""
-    from convkit.core.shipped import shipped
-    from convkit.op.dispatch import choices_of
+    from convkit.op.dispatch import shipped_choices
     from convkit.op.prebuild import builds_of, common_problems, tuner_builds
 
     dtypes = {"float32": FLOAT32, "uint8": UINT8}
-    choices = choices_of(shipped(gpu))
+    choices = shipped_choices(gpu)
     _swap(_record, _ORIGINAL[0])  # convkit's own launch, which collects the builds instead of launching
     try:
         array = lambda shape, dtype="float32": ndarray(shape, dtypes[dtype])  # noqa: E731

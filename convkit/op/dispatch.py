@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from convkit._version import __version__
+from convkit.core.memo import memoize
 from convkit.core.paths import cache_dir
 from convkit.core.precision import ALLOWED, DEFAULT_INPUT_PRECISION
 from convkit.core.problem import ConvProblem
@@ -103,12 +104,20 @@ def table_key(problem_key: str, input_precision: str = DEFAULT_INPUT_PRECISION) 
     return problem_key if input_precision == DEFAULT_INPUT_PRECISION else f"{problem_key}@{input_precision}"
 
 
+@memoize()
+def shipped_choices(gpu: str) -> dict[str, Choice]:
+    """The choices of ``gpu``'s shipped table (:func:`convkit.core.shipped.shipped`), made once per process, to be
+    read and never changed: the first call of each problem looks one up, and making 1,500 choices takes
+    milliseconds."""
+    return choices_of(shipped(gpu))
+
+
 def lookup(problem: ConvProblem, gpu: str, input_precision: str = DEFAULT_INPUT_PRECISION) -> Choice | None:
     """The choice for ``problem`` on ``gpu`` within ``input_precision``: the user's cache first (tuned here), then
     the shipped table; a narrower request also takes the default request's choice where that is of a precision
     it allows."""
     allowed = ALLOWED[input_precision]
-    for table in (read_table(cache_path(gpu), gpu=gpu), choices_of(shipped(gpu))):
+    for table in (read_table(cache_path(gpu), gpu=gpu), shipped_choices(gpu)):
         for key in dict.fromkeys((table_key(problem.key, input_precision), problem.key)):
             found = table.get(key)
             if found is not None and found.precision in allowed:

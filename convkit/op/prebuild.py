@@ -88,10 +88,10 @@ def _collected(variant: Any, problem: ConvProblem, launch: Any, array: Callable[
 def common_problems() -> list[ConvProblem]:
     """The problems every shipped table records (the study's and the networks' layers): the layers a user's network
     most likely has, whatever the GPU."""
-    from convkit.core.shipped import DATA_DIR, shipped
+    from convkit.core.shipped import DATA_DIR
 
     gpus = [path.stem.removeprefix("dispatch-") for path in DATA_DIR.glob("dispatch-*.json")]
-    keys = {key.split("@")[0] for gpu in gpus for key in dispatch.choices_of(shipped(gpu))}
+    keys = {key.split("@")[0] for gpu in gpus for key in dispatch.shipped_choices(gpu)}
     return [ConvProblem.from_key(key) for key in sorted(keys)]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from convkit.core.precision import ALLOWED, INPUT_PRECISIONS
 from convkit.core.shipped import shipped, shipped_path
-from convkit.op.dispatch import Choice, path_of, table_key, write_table
+from convkit.op.dispatch import Choice, path_of, shipped_choices, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
 from convkit.study.tables import OWN_PEERS, fastest_per, problem_keys, timed
@@ -140,6 +140,7 @@ def write_shipped_table(directory: Path, sources: Sources) -> Path:
                 fused=fused_from_results(directory, sources), figures=figures_from_results(directory),
                 host_floors=host_floors(directory, sources))  # fmt: skip
     shipped.cache_clear()
+    shipped_choices.cache_clear()
     return path
 
 

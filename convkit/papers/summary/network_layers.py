@@ -45,10 +45,9 @@ def patched_layers(network: str, batch: int) -> list[ConvProblem]:
 
 def unshipped_layers(gpu: str) -> list[ConvProblem]:
     """Every network's patched layers at every mode batch that ``gpu``'s shipped table holds no choice for."""
-    from convkit.core.shipped import shipped
-    from convkit.op.dispatch import choices_of
+    from convkit.op.dispatch import shipped_choices
 
-    held = {key.split("@")[0] for key in choices_of(shipped(gpu))}
+    held = {key.split("@")[0] for key in shipped_choices(gpu)}
     layers = [p for network in NETWORKS for batch in MODE_BATCHES for p in patched_layers(network, batch)]
     return [p for p in dict.fromkeys(layers) if p.key not in held]
 

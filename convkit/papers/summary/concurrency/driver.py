@@ -124,7 +124,7 @@ def run(directory: Path | None = None, *, short: bool = False, budget_s: float =
     gpu = gpu_name()
     # a GPU with no table of its own soaks the H100's choices, every one forced through the user's cache
     table_gpu = gpu if shipped.shipped(gpu) else REFERENCE_GPU
-    choices = dispatch.choices_of(shipped.shipped(table_gpu))
+    choices = dispatch.shipped_choices(table_gpu)
     if short:
         cases, forced = short_plan(choices), {}
     else:
