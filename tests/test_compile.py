@@ -116,3 +116,56 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
     (k,) = ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)
     assert k.kernel == "implicit_gemm_wgmma_tf32x3" and k.registers > 128
     assert k.spill_store_bytes == k.spill_load_bytes == 0, k
+
+
+class _StandInNvrtc:
+    """cupy_backends' NVRTC binding, counting the programs it compiles; its PTX names the options."""
+
+    class NVRTCError(Exception):
+        pass
+
+    def __init__(self):
+        self.compiled = 0
+
+    def getVersion(self):
+        return (13, 0)
+
+    def createProgram(self, code, name, headers, include_names):
+        return {"code": code}
+
+    def compileProgram(self, program, options):
+        self.compiled += 1
+        program["options"] = options
+
+    def getPTX(self, program):
+        return "// ptx for " + " ".join(program["options"])
+
+    def getProgramLog(self, program):
+        return ""
+
+    def destroyProgram(self, program):
+        pass
+
+
+def test_ptx_built_for_an_architecture_is_kept_between_processes(tmp_path, monkeypatch):
+    """The PTX of an architecture-specific build (wgmma's sm_90a) is built once per machine: kept in CuPy's kernel
+    cache under what it is built from, read back by a later process (here: a second call), built again for other
+    options, and still handed back where the cache cannot be written."""
+    import sys
+    import types
+
+    stand_in = _StandInNvrtc()
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.nvrtc", stand_in)
+    libs = types.ModuleType("cupy_backends.cuda.libs")
+    libs.nvrtc = stand_in
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
+    monkeypatch.setattr(nvrtc, "_cuda_include_options", lambda: [])
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "cache"))
+    first = nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a")
+    assert stand_in.compiled == 1 and b"-DX=1" in first and b"compute_90a" in first
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".ptx"]
+    assert nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a") == first and stand_in.compiled == 1
+    assert nvrtc._cached_ptx("code", ("-DX=2",), "compute_90a") != first and stand_in.compiled == 2
+    (tmp_path / "blocked").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "blocked"))
+    assert nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a") == first and stand_in.compiled == 3

@@ -7,7 +7,9 @@ hands back a ``cupy.RawKernel``; ahead of time, :mod:`convkit.cuda.ptxas` compil
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,24 +66,51 @@ class _PtxModule:
 
     def __init__(self, code: str, options: tuple[str, ...], arch: str):
         import cupy
-        from cupy_backends.cuda.libs import nvrtc
 
-        program = nvrtc.createProgram(code, "convkit.cu", (), ())
-        try:
-            try:
-                # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions
-                flags = ["--device-as-default-execution-space", f"--gpu-architecture={arch}"]
-                nvrtc.compileProgram(program, [*options, *_cuda_include_options(), *flags])
-            except nvrtc.NVRTCError as exc:
-                raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
-            ptx = nvrtc.getPTX(program)
-        finally:
-            nvrtc.destroyProgram(program)
         self._module = cupy.cuda.function.Module()
-        self._module.load(ptx if isinstance(ptx, bytes) else ptx.encode())
+        self._module.load(_cached_ptx(code, options, arch))
 
     def get_function(self, kernel: str) -> Any:
         return _PtxKernel(self._module.get_function(kernel))
+
+
+def kernel_cache_dir() -> Path:
+    """Where built kernels are kept between processes: CuPy's kernel cache (``CUPY_CACHE_DIR``, read at each build as
+    CuPy reads it); convkit keeps there the PTX it builds itself (:func:`_cached_ptx`), so that ``convkit prebuild``
+    fills it and emptying CuPy's cache empties it too."""
+    return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
+
+
+def _cached_ptx(code: str, options: tuple[str, ...], arch: str) -> bytes:
+    """NVRTC's PTX of ``code`` for the virtual architecture ``arch``, built once per machine: kept in
+    :func:`kernel_cache_dir` under the hash of what it is built from (the code, the options, the architecture, NVRTC's
+    version). The driver JIT-compiles it at each load, from its own cache after the first."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions
+    flags = [*options, *_cuda_include_options(), "--device-as-default-execution-space", f"--gpu-architecture={arch}"]
+    key = hashlib.sha256("\0".join((code, *flags, str(nvrtc.getVersion()))).encode()).hexdigest()
+    path = kernel_cache_dir() / f"convkit-{key}.ptx"
+    if path.is_file():
+        return path.read_bytes()
+    program = nvrtc.createProgram(code, "convkit.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(program, flags)
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
+        ptx = nvrtc.getPTX(program)
+    finally:
+        nvrtc.destroyProgram(program)
+    ptx = ptx if isinstance(ptx, bytes) else ptx.encode()
+    try:  # through a file of this process's own and a rename: processes building it at once each write it whole
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as kept:
+            kept.write(ptx)
+        os.replace(kept.name, path)
+    except OSError:  # a cache that cannot be written: built again by the next process
+        pass
+    return ptx
 
 
 def _cuda_include_options() -> list[str]:

@@ -5,8 +5,10 @@ built at the first call, a ResNet-50's first forward waits seconds for them. Pre
 choice's launcher without launching (:func:`convkit.cuda.launch.collecting_builds`, on arrays of no memory) to list
 the builds it needs, then builds them in parallel worker processes. CuPy keeps each binary in its on-disk kernel
 cache (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``) keyed by source, options, architecture and compiler, so
-the op's first call reads it there (milliseconds) instead of compiling. Nothing is committed or shipped: the
-binaries are built on the user's machine, for its GPU, by its CUDA.
+the op's first call reads it there (milliseconds) instead of compiling; a kernel built as PTX for an
+architecture's own features (Hopper's wgmma, ``sm_90a``) convkit keeps there itself
+(:func:`convkit.cuda.nvrtc.kernel_cache_dir`), and the driver its JIT-compiled binary in its own cache. Nothing is
+committed or shipped: the binaries are built on the user's machine, for its GPU, by its CUDA.
 
 It also builds what the first-use tuner (:mod:`convkit.op.tune`) times on the layers any shipped table records
 (:func:`common_problems`): a GPU with no shipped table tunes its layers at their first call, and so does a layer
@@ -27,6 +29,7 @@ from typing import Any
 
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import Build, collecting_builds
+from convkit.cuda.nvrtc import kernel_cache_dir
 from convkit.cuda.operands import ConvArgs
 from convkit.op import dispatch
 
@@ -115,7 +118,7 @@ def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, An
     gpu = gpu or gpu_name()
     table = shipped(gpu)
     start = time.perf_counter()
-    chosen = builds_of(dispatch.choices_of(table)) if table else set()
+    chosen = builds_of(dispatch.shipped_choices(gpu)) if table else set()
     tuner = tuner_builds(common_problems(), gpu) - chosen
     builds = sorted(chosen | tuner, key=lambda b: (b.source, b.options))
     listed = time.perf_counter() - start
@@ -123,7 +126,7 @@ def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, An
     chunks = [builds[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         built = sum(pool.map(_build_all, chunks))
-    cache = os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
+    cache = str(kernel_cache_dir())
     return {"gpu": gpu, "table": bool(table), "builds": built, "of_table": len(chosen), "of_tuner": len(tuner),
             "workers": workers, "listed_s": round(listed, 3), "seconds": round(time.perf_counter() - start, 3),
             "cache": cache}  # fmt: skip
