@@ -24,6 +24,7 @@ autotuned) and patched by :func:`convkit.patch`. Per network and batch, for each
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -272,7 +273,7 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
 
     directory = gpu_results_dir(directory)
     store = ResultStore.open(directory, experiment, provenance.collect(), columns=COLUMNS, key_columns=KEY_COLUMNS)
-    recorded = store.done_keys()
+    recorded, start = store.done_keys(), time.perf_counter()
     for label in labels():
         if only is not None and label not in only:
             continue
@@ -282,8 +283,8 @@ def measure(directory: Path | None = None, *, only: list[str] | None = None, exp
         # a label lacking a mode (an older run measured it eagerly) is measured again whole: a pair in one run
         store.drop(lambda row, label=label: row["label"] == label)
         network, batch = label.rsplit("-", 1)
-        if progress:
-            progress(label)
+        if progress:  # with the seconds since the start: a device job's chunks are planned from them
+            progress(f"{label} ({time.perf_counter() - start:.0f} s)")
         try:
             rows = list(measure_network(network, int(batch)))
         except Exception as exc:  # recorded, and the rest go on
