@@ -62,7 +62,6 @@ constexpr int PLANE_A = BM * BK, PLANE_B = BN * BK;    // floats of one operand 
 constexpr int STAGE = 2 * PLANE_A + 2 * PLANE_B;       // A big, A small, B big, B small
 constexpr int ACC = BN / 2;                            // accumulators a thread: 64 x BN over 128 threads
 constexpr int COLUMN_STEP = THREADS / BN;              // threads staging one column of B
-constexpr int GATHERED = KGROUPS / COLUMN_STEP;        // k-groups of a K-tile a thread stages
 constexpr unsigned SBO_BYTES = 8 * 16;                 // one 8-row core matrix to the next
 static_assert(BN == 128 || BN == 256, "CONVKIT_WG_N is 128 or 256");
 static_assert(!(BN == 256 && CONVKIT_STAGED), "a staged 256-wide tile holds more accumulators than registers");
@@ -199,44 +198,41 @@ __device__ __forceinline__ void copies_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
-}  // namespace wgmma_tf32x3
+// One thread's column of B (an output pixel's taps k = c R S + r S + s) in a block of Width pixels, Step threads to
+// a column: its k-groups kgroup0, kgroup0 + Step, ... of each K-tile gathered into registers (gather), then split
+// into a stage's two input planes, one 16-byte line per plane and k-group (store).
+//
+// The tap it gathers next and its offset in the image from the window's corner (c H W + r W + s) are decoded once
+// and then stepped: by one within a k-group, over the other threads' k-groups between two of its own (SKIP =
+// SKIP_C RS + SKIP_R S + SKIP_S), so that a K-tile's last step lands on its first tap of the next K-tile. No
+// division and no multiplication in the loop.
+template <int Width, int Step>
+struct ColumnGather {
+    static constexpr int GROUPS = KGROUPS / Step;  // k-groups of a K-tile this thread stages
+    static constexpr int SKIP = 4 * (Step - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
+    int column, kgroup0, C, H, W, HW, ih0, iw0, tap_c, tap_r, tap_s, offset;
+    bool pixel_ok;
+    const float* corner;  // dereferenced only inside the image
+    float gathered[GROUPS][4];
 
-extern "C" __global__ void __launch_bounds__(256, 1)
-implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict__ planes,
-                           const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
-                           int M, int P, int Q, int pad, int stride)
-{
-#if defined(CONVKIT_WGMMA_BODY)
-    using namespace wgmma_tf32x3;
-    extern __shared__ __align__(128) float smem[];
-    const int K = C * RS, KP = (K + 3) / 4 * 4, tiles = (K + BK - 1) / BK;
-    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
-    const int tid = threadIdx.x, group = tid / 128;
-    const long long pixel0 = (long long)blockIdx.x * BN;
-    const int m0 = blockIdx.y * BM;
+    __device__ ColumnGather(const float* x, int thread, long long pixel0, long long pixels, long long PQ, int Q,
+                            int C_, int H_, int W_, int pad, int stride)
+        : column(thread % Width), kgroup0(thread / Width), C(C_), H(H_), W(W_), HW(H_ * W_)
+    {
+        const long long pixel = pixel0 + column;
+        pixel_ok = pixel < pixels;
+        const int n = pixel_ok ? (int)(pixel / PQ) : 0;
+        const int pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
+        ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
+        tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
+        offset = tap_c * HW + tap_r * W + tap_s;
+        corner = x + (long long)n * C * HW + (long long)ih0 * W + iw0;
+    }
 
-    // This thread's column of B (one pixel) and its k-groups kgroup0, + COLUMN_STEP, ... of each K-tile.
-    const int column = tid % BN, kgroup0 = tid / BN;
-    const long long pixel = pixel0 + column;
-    const bool pixel_ok = pixel < pixels;
-    const int n = pixel_ok ? (int)(pixel / PQ) : 0;
-    const int pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
-    const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
-    const float* image = x + (long long)n * C * H * W;
-
-    // The tap (k = c RS + r S + s) this thread gathers next, and its offset in the image from the window's corner
-    // (c H W + r W + s), decoded once and then stepped: by one within a k-group, over the other threads' k-groups
-    // between two of its own (SKIP = SKIP_C RS + SKIP_R S + SKIP_S), so that a K-tile's last step lands on its
-    // first tap of the next K-tile. No division and no multiplication in the loop.
-    constexpr int SKIP = 4 * (COLUMN_STEP - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
-    const int HW = H * W;
-    int tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
-    int offset = tap_c * HW + tap_r * W + tap_s;
-    const float* corner = image + (long long)ih0 * W + iw0;  // dereferenced only inside the image
-    float gathered[GATHERED][4];
-    auto gather = [&]() {  // this thread's k-groups of the next K-tile of its column, into registers
+    __device__ __forceinline__ void gather()  // this thread's k-groups of the next K-tile, into registers
+    {
 #pragma unroll
-        for (int i = 0; i < GATHERED; ++i) {
+        for (int i = 0; i < GROUPS; ++i) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
@@ -256,19 +252,38 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
                 tap_c += SKIP_C, offset += SKIP_C * HW;
             }
         }
-    };
-    auto stage_inputs = [&](float* stage) {  // the gathered values split, one 16-byte line per plane and k-group
-        float* b_planes = stage + 2 * PLANE_A;
+    }
+
+    __device__ __forceinline__ void store(float* b_planes) const  // the big plane, then the small one
+    {
 #pragma unroll
-        for (int i = 0; i < GATHERED; ++i) {
+        for (int i = 0; i < GROUPS; ++i) {
             unsigned big[4], small[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) tf32::split(gathered[i][j], big[j], small[j]);
-            const int line = ((kgroup0 + COLUMN_STEP * i) * BN + column) * 4;
+            const int line = ((kgroup0 + Step * i) * Width + column) * 4;
             *reinterpret_cast<uint4*>(b_planes + line) = make_uint4(big[0], big[1], big[2], big[3]);
-            *reinterpret_cast<uint4*>(b_planes + PLANE_B + line) = make_uint4(small[0], small[1], small[2], small[3]);
+            *reinterpret_cast<uint4*>(b_planes + Width * BK + line) = make_uint4(small[0], small[1], small[2], small[3]);
         }
-    };
+    }
+};
+}  // namespace wgmma_tf32x3
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict__ planes,
+                           const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
+                           int M, int P, int Q, int pad, int stride)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_tf32x3;
+    extern __shared__ __align__(128) float smem[];
+    const int K = C * RS, KP = (K + 3) / 4 * 4, tiles = (K + BK - 1) / BK;
+    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
+    const int tid = threadIdx.x, group = tid / 128;
+    const long long pixel0 = (long long)blockIdx.x * BN;
+    const int m0 = blockIdx.y * BM;
+
+    ColumnGather<BN, COLUMN_STEP> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
     auto stage_weights = [&](float* stage, int tile) {  // both planes' 128 rows x 8 k-groups, 8 lines a thread
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -315,8 +330,8 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
         float* to = smem + (tile % STAGES) * STAGE;
         stage_weights(to, tile);
         if (CONVKIT_WG_PART != 1) {
-            gather();
-            stage_inputs(to);
+            inputs.gather();
+            inputs.store(to + 2 * PLANE_A);
         }
     };
 
