@@ -389,3 +389,206 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     }
 #endif
 }
+
+// ---------------------------------------------------------------------------------------------
+// The warp-specialised kernel, implicit_gemm_wgmma_ws_tf32x3: a block of three warpgroups, one producer and two
+// consumers, over WS_STAGES stages of shared memory, each stage's turn kept by two mbarriers. The producer stages a
+// K-tile as the consumers multiply an earlier one: the weights (split ahead into the stage's own layout,
+// split_weights_tiled_tf32x3) in one bulk copy of 32 KiB that the stage's "full" barrier counts in bytes, the inputs
+// gathered, split and stored by its 128 threads, one pixel each, which then arrive on it. Each consumer waits for
+// it, issues its 64 rows' 12 products (staged: summed apart, then added in FP32), waits for them and arrives on the
+// stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block.
+namespace wgmma_ws {
+using namespace wgmma_tf32x3;
+constexpr int WIDTH = 128, PLANE_B_WS = WIDTH * BK, STAGE_WS = 2 * PLANE_A + 2 * PLANE_B_WS;
+constexpr int WS_STAGES = 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
+constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A * 4;  // a K-tile's two weight planes, as they lie in a stage
+
+__device__ __forceinline__ unsigned shared_address(const void* at)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(at));
+}
+
+__device__ __forceinline__ void barrier_init(unsigned long long* bar, int count)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_init(bar, count);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count) : "memory");
+#endif
+}
+
+// The initialised barriers made visible to the other threads and to the bulk copies (the async proxy).
+__device__ __forceinline__ void barriers_ready()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+__device__ __forceinline__ void arrive(unsigned long long* bar)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_arrive(bar, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(shared_address(bar))
+                 : "memory");
+#endif
+}
+
+// An arrival that also says how many bytes the phase waits for (the bulk copy's).
+__device__ __forceinline__ void arrive_expecting(unsigned long long* bar, unsigned bytes)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_arrive(bar, bytes);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
+                 ::"r"(shared_address(bar)), "r"(bytes) : "memory");
+#endif
+}
+
+// Until the barrier's phase of this parity is complete.
+__device__ __forceinline__ void wait_phase(unsigned long long* bar, unsigned parity)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_wait(bar, parity);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    unsigned done = 0;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
+    } while (!done);
+#endif
+}
+
+// `bytes` from global to shared memory by the copy engine, counted on `bar` as they land.
+__device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned bytes, unsigned long long* bar)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::bulk_copy(to, from, bytes, bar);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(shared_address(to)), "l"(from), "r"(bytes), "r"(shared_address(bar)) : "memory");
+#endif
+}
+}  // namespace wgmma_ws
+
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
+                              const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
+                              int M, int P, int Q, int pad, int stride)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_ws;
+    extern __shared__ __align__(128) float smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
+    unsigned long long* empty = full + WS_STAGES;
+    const int tiles = (C * RS + BK - 1) / BK;
+    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
+    const int tid = threadIdx.x, warpgroup = tid / 128;
+    const long long pixel0 = (long long)blockIdx.x * WIDTH;
+    const int m0 = blockIdx.y * BM;
+    if (tid == 0) {
+        for (int s = 0; s < WS_STAGES; ++s) {
+            barrier_init(full + s, PRODUCERS + 1);  // each producer thread, and the bulk copy's arrival
+            barrier_init(empty + s, CONSUMERS);
+        }
+    }
+    barriers_ready();
+
+    if (warpgroup == 0) {  // the producer
+        ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
+        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
+        for (int tile = 0; tile < tiles; ++tile) {
+            const int s = tile % WS_STAGES;
+            if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);  // the stage's last K-tile done
+            float* stage = smem + s * STAGE_WS;
+            if (tid == 0) {
+                arrive_expecting(full + s, WEIGHT_BYTES);
+                bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
+            }
+            inputs.gather();
+            inputs.store(stage + 2 * PLANE_A);
+            fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
+            arrive(full + s);
+        }
+        return;
+    }
+
+    const int group = warpgroup - 1;  // a consumer: 64 rows of the block's 128 filters
+    float acc[64], partial[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int tile = 0; tile < tiles; ++tile) {
+        const int s = tile % WS_STAGES;
+        wait_phase(full + s, (tile / WS_STAGES) & 1);
+        const float* stage = smem + s * STAGE_WS;
+        constexpr int BIG = 0, SMALL = 1;
+        auto a_at = [&](int plane, int step) {  // this consumer's 64 rows of A, two k-groups from `step`
+            return descriptor(stage + plane * PLANE_A + 2 * step * BM * 4 + group * 64 * 4, BM);
+        };
+        auto b_at = [&](int plane, int step) {
+            return descriptor(stage + 2 * PLANE_A + plane * PLANE_B_WS + 2 * step * WIDTH * 4, WIDTH);
+        };
+        fence_operands();
+        // the small products first (see implicit_gemm_wgmma_tf32x3), a K-tile summed apart from zero
+#pragma unroll
+        for (int step = 0; step < BK / 8; ++step) {
+            mma(partial, a_at(SMALL, step), b_at(BIG, step), step > 0);
+            mma(partial, a_at(BIG, step), b_at(SMALL, step), 1);
+        }
+#pragma unroll
+        for (int step = 0; step < BK / 8; ++step) mma(partial, a_at(BIG, step), b_at(BIG, step), 1);
+        commit();
+        wait();
+        arrive(empty + s);  // the products have read the stage
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += partial[i];
+    }
+
+    // The accumulators' layout as implicit_gemm_wgmma_tf32x3's.
+    const int lane = tid % 32, warp = (tid % 128) / 32;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int m = m0 + group * 64 + warp * 16 + lane / 4 + 8 * half;
+        if (m >= M) continue;
+        const float add = bias != nullptr ? bias[m] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < WIDTH / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const long long p = pixel0 + 8 * j + 2 * (lane % 4) + e;
+                if (p >= pixels) continue;
+                const int image_of = (int)(p / PQ);
+                out[((long long)image_of * M + m) * PQ + (p - (long long)image_of * PQ)] = acc[4 * j + 2 * half + e] + add;
+            }
+        }
+    }
+#endif
+}
+
+// The weights split ahead for implicit_gemm_wgmma_ws_tf32x3, once per call, each K-tile of each block of 128
+// filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
+extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled, int M,
+                                                      int K)
+{
+    using namespace wgmma_tf32x3;
+    const int tiles = (K + BK - 1) / BK;
+    const long long lines = (long long)((M + BM - 1) / BM) * tiles * KGROUPS * BM;  // of 4 floats, per plane
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += (long long)gridDim.x * blockDim.x) {
+        const int row = (int)(i % BM), kgroup = (int)(i / BM % KGROUPS);
+        const long long tile_of = i / (BM * KGROUPS);  // block * tiles + tile
+        const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * BM + row;
+        float big[4], small[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int k = tile * BK + kgroup * 4 + j;
+            big[j] = small[j] = 0.0f;
+            if (m < M && k < K) tf32::split_ahead(w[(long long)m * K + k], big[j], small[j]);
+        }
+        float* chunk = tiled + tile_of * (2 * PLANE_A) + (kgroup * BM + row) * 4;
+        *reinterpret_cast<float4*>(chunk) = make_float4(big[0], big[1], big[2], big[3]);
+        *reinterpret_cast<float4*>(chunk + PLANE_A) = make_float4(small[0], small[1], small[2], small[3]);
+    }
+}

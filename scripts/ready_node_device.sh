@@ -119,7 +119,7 @@ wgmma_why() {  # what sets the wgmma kernel's pace: its main loop's halves timed
   echo "=== the wgmma kernel's products and staging timed apart (\$SECONDS s)"
   timeout 240 python3 scripts/wgmma_probe.py --parts > \$logs/wgmma_parts.log 2>&1; tail -n 16 \$logs/wgmma_parts.log
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
-  timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_)?tf32x3\$' --section SpeedOfLight \
+  timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_(ws_)?)?tf32x3\$' --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section InstructionStats --section LaunchStats --section Occupancy \
     python3 scripts/wgmma_probe.py --profile > \$logs/wgmma_ncu.log 2>&1

@@ -19,7 +19,13 @@ from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
-from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma import (
+    WGMMA_SETTINGS,
+    WgmmaGemmLaunch,
+    WgmmaWsLaunch,
+    conv2d_wgmma_tf32x3,
+    conv2d_wgmma_ws_tf32x3,
+)
 
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
@@ -65,18 +71,30 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
     return tuple(rng.standard_normal(shape, dtype=cupy.float32) for shape in shapes)
 
 
+def calls(x: Any, w: Any, bias: Any, p: ConvProblem) -> list[tuple[str, Callable[[Any], Any]]]:
+    """(name, a call into ``out``) of each wgmma kernel: the first in each setting it builds, then the
+    warp-specialised one (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`), the weights' split included."""
+    import cupy
+
+    found = [(f"wgmma {launch_text(spec)}", wgmma_call(x, w, bias, p, spec)) for spec in WGMMA_SETTINGS]
+    workspace = cupy.empty(WgmmaWsLaunch().workspace_bytes(p), dtype=cupy.uint8)
+    warp_specialised = lambda out: conv2d_wgmma_ws_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out, bias=bias,  # noqa: E731
+                                                          workspace=workspace)  # fmt: skip
+    return [*found, ("wgmma warp-specialised", warp_specialised)]
+
+
 def check(p: ConvProblem, rng: Any) -> None:
     """The wgmma kernel's output of ``p`` in each setting it builds against float64, poisoned with NaN first."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     ref = expected(x, w, bias, p)
-    for spec in WGMMA_SETTINGS:
+    for name, call in calls(x, w, bias, p):
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
-        wgmma_call(x, w, bias, p, spec)(out)
+        call(out)
         err = reference.relative_error(out, ref)
         verdict = "" if err < 1e-5 else "  WRONG"
-        print(f"{p.label} pad={p.pad} stride={p.stride} {launch_text(spec)}: error {err:.2e}, "
+        print(f"{p.label} pad={p.pad} stride={p.stride} {name}: error {err:.2e}, "
               f"{int(cupy.isnan(out).sum())} NaN{verdict}")  # fmt: skip
 
 
@@ -92,12 +110,10 @@ def speed(p: ConvProblem, rng: Any) -> None:
     split = median_us(lambda: split_weights(p, w, planes))
     print(f"{p.label}: mma.sync 3xTF32 at its default launch {mma:8.1f} us {tflop / mma * 1e6:6.1f} TFLOP/s; the "
           f"weights' split alone {split:6.1f} us")  # fmt: skip
-    for spec in WGMMA_SETTINGS:
-        run = wgmma_call(x, w, bias, p, spec)
+    for name, run in calls(x, w, bias, p):
         wg = median_us(lambda run=run: run(out))
         err = reference.relative_error(run(out), ref)
-        print(f"    wgmma {launch_text(spec):26s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split "
-              f"included), error {err:.1e}")  # fmt: skip
+        print(f"    {name:32s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split included), error {err:.1e}")
 
 
 @dataclass(frozen=True)
@@ -138,8 +154,8 @@ def profiled(p: ConvProblem, rng: Any) -> None:
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
-    for spec in WGMMA_SETTINGS:
-        wgmma_call(x, w, bias, p, spec)(out)
+    for _, call in calls(x, w, bias, p):
+        call(out)
     conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride)
     cupy.cuda.runtime.deviceSynchronize()
 

@@ -16,6 +16,7 @@ from test_shipped_kernels_emulated import run_launch
 from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.families.tf32x3 import wgmma
 from convkit.families.tf32x3.rounding import round_tf32
 from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS
 
@@ -124,3 +125,37 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
     (reason,) = wgmma.WgmmaGemmLaunch().not_supported_reasons(ConvProblem.same(1, 8, 8, 8, 8, 3))
     assert "compute_75" in reason
+
+
+CALL_WS = "implicit_gemm_wgmma_ws_tf32x3(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
+    ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
+)  # fmt: skip
+def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem):
+    """The weights split into the tiled layout (split_weights_tiled_tf32x3), then the producer and consumer
+    warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the second: 11)."""
+    rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    w = rng.standard_normal(problem.filter_shape).astype(np.float32)
+    bias = rng.standard_normal(problem.m).astype(np.float32)
+    k = problem.c * problem.r * problem.s
+    tiled = run_launch(build_dir, wgmma.SplitTiledLaunch(), problem, "split_weights_tiled_tf32x3(w, out, ints[0], "
+                       "ints[1])", (x[:1], w), wgmma.tiled_elements(problem), (problem.m, k))  # fmt: skip
+    planes = tiled.reshape(-1, -(-k // 32), 2, 8, 128, 4)  # block, tile, plane, k-group, row, 4
+    weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, planes.shape[1] * 32)[:, : problem.m, :k]
+    assert np.array_equal(weights, split_planes(w)[:, :, :k]), "the tiled planes hold another split"
+    operand = np.concatenate([tiled, bias])
+    out_floats = problem.n * problem.out_h * problem.out_w * problem.m
+    ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+            problem.stride, tiled.size)  # fmt: skip
+    out = run_launch(build_dir, wgmma.WgmmaWsLaunch(), problem, CALL_WS, (x, operand), out_floats, ints)
+    out = out.reshape(problem.output_shape)
+    assert not np.isnan(out).any(), "an output the kernel never wrote"
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE

@@ -1,7 +1,7 @@
 """The 3xTF32 implicit GEMM on Hopper's wgmma on the GPU: every tuning candidate against float64 on random shapes
-(a bias added), its error beside the FP32 SIMT kernel's as K grows, and the accuracy experiment's hard inputs (a wide
-dynamic range, TF32's rounding ties, all positive, and values near the bottom of FP32's range, where the small
-part is subnormal). Skipped on any GPU but compute capability 9.0."""
+(a bias added), and the warp-specialised kernel; their error beside the FP32 SIMT kernel's as K grows, and the
+accuracy experiment's hard inputs (a wide dynamic range, TF32's rounding ties, all positive, and values near the
+bottom of FP32's range, where the small part is subnormal). Skipped on any GPU but compute capability 9.0."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
 from convkit.families.registry import Kernels
-from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, wgmma_candidates
+from convkit.families.tf32x3.wgmma import (
+    WgmmaGemmLaunch,
+    conv2d_wgmma_tf32x3,
+    conv2d_wgmma_ws_tf32x3,
+    wgmma_candidates,
+)
 from convkit.op.cases import Case, params_text
 
 pytestmark = pytest.mark.gpu
@@ -37,6 +42,10 @@ def test_every_candidate_matches_float64(problem):
     assert not failed, failed
 
 
+#: The warp-specialised kernel's key among the errors.
+WS = "warp-specialised"
+
+
 def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
     """Each launch's error against float64 (a bias added) beside the FP32 SIMT kernel's, on ``x`` and ``w``."""
     import cupy
@@ -50,8 +59,23 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
         )
         for spec in wgmma_candidates(p)
     }
+    warp_specialised = conv2d_wgmma_ws_tf32x3(xs, ws, pad=p.pad, bias=bs).get()
     simt = conv2d_implicit_gemm(xs, ws, pad=p.pad).get() + bias[None, :, None, None]
-    return out | {"fp32": reference.relative_error(simt, ref)}  # fmt: skip
+    return out | {WS: reference.relative_error(warp_specialised, ref), "fp32": reference.relative_error(simt, ref)}
+
+
+@pytest.mark.parametrize("problem", _random_problems(12, seed=19), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+def test_the_warp_specialised_kernel_matches_float64(problem):
+    """On random shapes, strides and paddings, a bias added, the output poisoned with NaN first."""
+    import cupy
+
+    rng = cupy.random.default_rng(23)
+    x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
+    bias = rng.standard_normal(problem.m, dtype=cupy.float32)
+    out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
+    conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, stride=problem.stride, out=out, bias=bias)
+    ref = reference.bias_add(reference.conv2d(x, w, pad=problem.pad, stride=problem.stride), bias)
+    assert reference.relative_error(out, ref) < reference.DIRECT_TOLERANCE
 
 
 @pytest.mark.parametrize("channels", K_GROWTH_CHANNELS)
@@ -63,7 +87,7 @@ def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
     print(f"K={9 * channels}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
     if 9 * channels >= 256:
-        assert err[str(WgmmaGemmLaunch().to_params())] <= 1.5 * err["fp32"], err
+        assert max(err[str(WgmmaGemmLaunch().to_params())], err[WS]) <= 1.5 * err["fp32"], err
 
 
 @pytest.mark.parametrize("inputs", HARD_INPUTS)

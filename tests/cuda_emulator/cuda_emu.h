@@ -13,7 +13,8 @@
 //   ldmatrix.x4 (CONVKIT_EMULATED_LDMATRIX_X4): each lane posts its row's address, then reads its words.
 // - wgmma.mma_async m64nNk8 on TF32 (CONVKIT_EMULATED_WGMMA) reads both operands from shared memory through
 //   their descriptors, so each thread computes its own part of the product, as soon as it is issued; cp.async
-//   copies at once, and the fences, commits and waits have nothing to order.
+//   and cp.async.bulk copy at once, and the fences, commits and waits have nothing to order. An mbarrier wait
+//   yields to the block's other threads until its phase completes.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <vector>
 
 struct dim3 {
@@ -76,6 +78,7 @@ struct Fiber {
     ucontext_t context;
     std::vector<char> stack = std::vector<char>(1 << 18);
     bool done = false;
+    bool yielded = false;  // stopped in an mbarrier wait, not at __syncthreads
     dim3 index;
 };
 inline ucontext_t scheduler;
@@ -121,17 +124,18 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
                     f.context.uc_link = &scheduler;
                     makecontext(&f.context, run_current, 0);
                 }
-                for (;;) {  // a round: every live thread runs to its next barrier or its end
-                    int waiting = 0, ended = 0;
+                for (;;) {  // a round: every live thread runs to its next barrier (or mbarrier wait) or its end
+                    int waiting = 0, yielded = 0, ended = 0;
                     for (int t = 0; t < threads; ++t) {
                         if (block_fibers[t].done) continue;
                         current = t;
                         threadIdx = block_fibers[t].index;
+                        block_fibers[t].yielded = false;
                         swapcontext(&scheduler, &block_fibers[t].context);
-                        block_fibers[t].done ? ++ended : ++waiting;
+                        block_fibers[t].done ? ++ended : block_fibers[t].yielded ? ++yielded : ++waiting;
                     }
-                    if (waiting == 0) break;
-                    if (ended) {
+                    if (waiting == 0 && yielded == 0) break;
+                    if (ended && waiting) {
                         std::fprintf(stderr, "block (%u,%u,%u): %d threads wait at a barrier that %d left\n", bx, by,
                                      bz, waiting, ended);
                         std::exit(3);
@@ -148,6 +152,60 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
 }  // namespace emu
 
 inline void __syncthreads() { swapcontext(&(*emu::fibers)[emu::current].context, &emu::scheduler); }
+
+// mbarriers (the warp-specialised wgmma kernel): each barrier's expected arrivals, those still pending in its phase,
+// the bytes its phase still waits for, and its completed phases. A wait yields to the other threads until the phase
+// of its parity is complete; cp.async.bulk copies at once and counts its bytes. A wait that never ends is a hang.
+namespace emu {
+struct Mbarrier {
+    int count = 0, pending = 0;
+    long long bytes = 0;
+    unsigned phase = 0;
+};
+inline std::map<const void*, Mbarrier> mbarriers;
+
+inline void mbarrier_init(const void* bar, int count) { mbarriers[bar] = {count, count, 0, 0}; }
+
+inline void mbarrier_settle(Mbarrier& b)
+{
+    if (b.pending == 0 && b.bytes == 0) b.pending = b.count, ++b.phase;
+}
+
+inline void mbarrier_arrive(const void* bar, unsigned expect_bytes)
+{
+    Mbarrier& b = mbarriers.at(bar);
+    b.bytes += expect_bytes;
+    if (--b.pending < 0) {
+        std::fprintf(stderr, "mbarrier: more arrivals than its count\n");
+        std::exit(7);
+    }
+    mbarrier_settle(b);
+}
+
+inline void mbarrier_wait(const void* bar, unsigned parity)
+{
+    for (long spins = 0; (mbarriers.at(bar).phase & 1u) == parity; ++spins) {
+        if (spins > 100000) {
+            std::fprintf(stderr, "mbarrier: a wait for phase parity %u never ends\n", parity);
+            std::exit(7);
+        }
+        (*fibers)[current].yielded = true;
+        swapcontext(&(*fibers)[current].context, &scheduler);
+    }
+}
+
+inline void bulk_copy(void* to, const void* from, unsigned bytes, const void* bar)
+{
+    if (bytes % 16 || reinterpret_cast<size_t>(to) % 16 || reinterpret_cast<size_t>(from) % 16) {
+        std::fprintf(stderr, "cp.async.bulk: a size or address not a multiple of 16 bytes\n");
+        std::exit(7);
+    }
+    std::memcpy(to, from, bytes);
+    Mbarrier& b = mbarriers.at(bar);
+    b.bytes -= bytes;
+    mbarrier_settle(b);
+}
+}  // namespace emu
 
 // Warp shuffles (the lu2020 kernels): every thread of the block posts its value and waits, then reads its
 // source lane's and waits again, so that no value is overwritten before it is read. Correct where every warp

@@ -5,6 +5,11 @@ its workspace), then ``implicit_gemm_wgmma_tf32x3``: blocks of 128 filters by ``
 issuing ``wgmma.mma_async m64nNk8`` on both operands in shared memory, each K-tile summed apart and added in FP32
 (``staged``) or summed on in the tensor cores, in two or three stages. It adds the op's bias as it stores. It runs
 on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
+
+:class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after
+the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of
+two consumer warpgroups, each stage's turn kept by mbarriers. It is timed by ``scripts/wgmma_probe.py`` and is not
+yet a tuning candidate.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any, ClassVar
 from convkit.core.gpu import build_target
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import KernelLaunch
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
@@ -124,6 +129,97 @@ def conv2d_wgmma_tf32x3(
     sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
              problem.stride)  # fmt: skip
     launch_kernel(spec, problem, (x, planes, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    return out
+
+
+#: The warp-specialised kernel's shared-memory stages, threads (a producer warpgroup, two consumers) and pixels a
+#: block.
+WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
+
+
+def tiled_elements(problem: ConvProblem) -> int:
+    """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of 128 filters and K-tile of 32,
+    both planes as they lie in a stage."""
+    k = problem.c * problem.r * problem.s
+    return math.ceil(problem.m / BLOCK_M) * math.ceil(k / TILE_K) * 2 * BLOCK_M * TILE_K
+
+
+@dataclass(frozen=True)
+class SplitTiledLaunch(ElementwiseLaunch):
+    """``split_weights_tiled_tf32x3``: the weights' big and small TF32 parts in :class:`WgmmaWsLaunch`'s layout,
+    one thread a 16-byte line of each plane; built with that kernel's macros, so one module holds both."""
+
+    kind: ClassVar[str] = "tf32x3_split_tiled"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    kernel: ClassVar[str] = "split_weights_tiled_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+    def elements(self, problem: ConvProblem) -> int:
+        return tiled_elements(problem) // 8
+
+    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
+        return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}") if problem is not None else ()
+
+
+@dataclass(frozen=True)
+class WgmmaWsLaunch(KernelLaunch):
+    """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles
+    (the weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer
+    warpgroups' staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block."""
+
+    kind: ClassVar[str] = "tf32x3_wgmma_ws"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "implicit_gemm_wgmma_ws_tf32x3"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return SplitTiledLaunch().options(problem)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        pixels = problem.n * problem.out_h * problem.out_w
+        return (math.ceil(pixels / WS_WIDTH), math.ceil(problem.m / BLOCK_M))
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (WS_THREADS,)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """The stages (both operands' two planes, 32 floats a row) and each stage's two mbarriers."""
+        return WS_STAGES * (2 * BLOCK_M + 2 * WS_WIDTH) * TILE_K * 4 + 2 * WS_STAGES * 8
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """The weights split into their tiled planes (:func:`tiled_elements`)."""
+        return regions_bytes([tiled_elements(problem)])
+
+    def adds_bias(self, problem: ConvProblem) -> bool:
+        return True
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the problem where a size is past the kernel's 32-bit indices or its grid, or the
+        GPU where it is not Hopper."""
+        WgmmaGemmLaunch().can_implement(problem)
+
+
+def conv2d_wgmma_ws_tf32x3(
+    x: Any, w: Any, *, pad: int = 0, stride: int = 1, out: Any = None, bias: Any = None, workspace: Any = None
+) -> Any:
+    """As :func:`conv2d_wgmma_tf32x3`, by the warp-specialised kernel (:class:`WgmmaWsLaunch`); ``workspace``
+    (uint8, :meth:`~WgmmaWsLaunch.workspace_bytes`) holds the weights split into its tiled layout."""
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=stride)
+    spec = WgmmaWsLaunch()
+    spec.can_implement(problem)  # before anything is allocated or launched
+    epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch")
+    out = output_for(out, problem)
+    (tiled,) = float32_regions(workspace, [tiled_elements(problem)])
+    k = problem.c * problem.r * problem.s
+    launch_kernel(SplitTiledLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(k)))
+    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+             problem.stride)  # fmt: skip
+    launch_kernel(spec, problem, (x, tiled, epilogue, out, *(cupy.int32(v) for v in sizes)))
     return out
 
 
