@@ -24,7 +24,8 @@ from convkit.families.tf32x3.wgmma import (
 )
 from convkit.op.cases import Case, params_text
 
-pytestmark = pytest.mark.gpu
+# the warp-specialised kernel waits on mbarriers, so a wrong phase hangs it: each test in a process of its own
+pytestmark = [pytest.mark.gpu, pytest.mark.watchdog(60)]
 
 
 @pytest.fixture(autouse=True)
