@@ -7,7 +7,9 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/edge_launch.py im
 status=0
 for tool in memcheck racecheck initcheck synccheck; do
   echo "== compute-sanitizer --tool $tool"
-  compute-sanitizer --tool "$tool" --error-exitcode 97 python3 scripts/edge_launch.py "$@" 2>&1 | tail -n 12
+  # a kernel that hangs (an mbarrier wait) fails its tool after SANITIZE_TIMEOUT seconds instead of stalling the rest
+  timeout "${SANITIZE_TIMEOUT:-900}" compute-sanitizer --tool "$tool" --error-exitcode 97 python3 scripts/edge_launch.py \
+    "$@" 2>&1 | tail -n 12
   rc=${PIPESTATUS[0]}
   echo "   exit $rc"
   [ "$rc" -eq 0 ] || status=1
