@@ -3,7 +3,9 @@
 // big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
 // FP32) on the instruction that replaced mma.sync there. CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation
 // past SM80 is Blackwell's), so this one is convkit's own: a first version, the 3xTF32 family's igemm_wgmma_tf32x3
-// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py.
+// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py. At the end of the file, a
+// second, warp-specialised kernel (implicit_gemm_wgmma_ws_tf32x3: a producer warpgroup staging ahead of two
+// consumers, mbarriers between them), not yet a tuning candidate.
 //
 // The GEMM: D[M][pixels] = A[M][K] . B[K][pixels], K = C R S; A the weights split ahead into a big and a small
 // plane (split_weights_tf32x3 in implicit_gemm_tf32x3.cu: [M][KP], rows padded to whole float4s), B the input's
