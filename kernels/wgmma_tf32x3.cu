@@ -269,6 +269,31 @@ struct ColumnGather {
         }
     }
 };
+// A warpgroup's 64 rows of a block's Width-pixel tile into out (NMPQ), the bias added, from the accumulators' layout
+// (wgmma m64nN f32): warp w of the group holds rows 16 w + lane / 4 and + 8; each 8 columns j a pair at
+// 8 j + 2 (lane % 4): acc[4 j], [4 j + 1] on the first row, [4 j + 2], [4 j + 3] on the second.
+template <int Width>
+__device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float* out, const float* bias, int row0,
+                                           int M, long long pixel0, long long pixels, long long PQ, int thread)
+{
+    const int lane = thread % 32, warp = thread / 32;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int m = row0 + warp * 16 + lane / 4 + 8 * half;
+        if (m >= M) continue;
+        const float add = bias != nullptr ? bias[m] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < Width / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const long long p = pixel0 + 8 * j + 2 * (lane % 4) + e;
+                if (p >= pixels) continue;
+                const int image_of = (int)(p / PQ);
+                out[((long long)image_of * M + m) * PQ + (p - (long long)image_of * PQ)] = acc[4 * j + 2 * half + e] + add;
+            }
+        }
+    }
+}
 }  // namespace wgmma_tf32x3
 
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -369,26 +394,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     }
     wait();
 
-    // The accumulators' layout (wgmma m64nN f32): warp w of the group holds rows 16 w + lane / 4 and + 8; each
-    // 8 columns j a pair at 8 j + 2 (lane % 4): acc[4 j], [4 j + 1] on the first row, [4 j + 2], [4 j + 3] on the
-    // second.
-    const int lane = tid % 32, warp = (tid % 128) / 32;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int m = m0 + group * 64 + warp * 16 + lane / 4 + 8 * half;
-        if (m >= M) continue;
-        const float add = bias != nullptr ? bias[m] : 0.0f;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const long long p = pixel0 + 8 * j + 2 * (lane % 4) + e;
-                if (p >= pixels) continue;
-                const int image_of = (int)(p / PQ);
-                out[((long long)image_of * M + m) * PQ + (p - (long long)image_of * PQ)] = acc[4 * j + 2 * half + e] + add;
-            }
-        }
-    }
+    store_tile<BN>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, tid % 128);
 #endif
 }
 
@@ -549,24 +555,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         for (int i = 0; i < 64; ++i) acc[i] += partial[i];
     }
 
-    // The accumulators' layout as implicit_gemm_wgmma_tf32x3's.
-    const int lane = tid % 32, warp = (tid % 128) / 32;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int m = m0 + group * 64 + warp * 16 + lane / 4 + 8 * half;
-        if (m >= M) continue;
-        const float add = bias != nullptr ? bias[m] : 0.0f;
-#pragma unroll
-        for (int j = 0; j < WIDTH / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const long long p = pixel0 + 8 * j + 2 * (lane % 4) + e;
-                if (p >= pixels) continue;
-                const int image_of = (int)(p / PQ);
-                out[((long long)image_of * M + m) * PQ + (p - (long long)image_of * PQ)] = acc[4 * j + 2 * half + e] + add;
-            }
-        }
-    }
+    store_tile<WIDTH>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, tid % 128);
 #endif
 }
 
