@@ -4,6 +4,7 @@ whole."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -24,7 +25,14 @@ def cache_dir(home: str | Path | None = None) -> Path:
 
 
 def replace_text(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file and a rename: a kill leaves the old or the new file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write ``path`` through a temporary file of this writer's own and a rename: a kill leaves the old or the new
+    file, and processes writing it at once (workers building one kernel, two tuning processes) each write theirs
+    whole."""
+    path = Path(path)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+        tmp.write(text)
+    try:
+        os.replace(tmp.name, path)
+    except OSError:
+        os.unlink(tmp.name)
+        raise

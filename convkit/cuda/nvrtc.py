@@ -9,13 +9,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from convkit.core.gpu import compute_capability, ptx_arch, require_cupy
 from convkit.core.memo import memoize
-from convkit.core.paths import kernels_dir
+from convkit.core.paths import kernels_dir, replace_text
 
 #: Options every kernel is built with, at run time and ahead of time alike.
 COMMON_OPTIONS: tuple[str, ...] = ("-std=c++17",)
@@ -103,11 +102,9 @@ def _cached_ptx(code: str, options: tuple[str, ...], arch: str) -> bytes:
     finally:
         nvrtc.destroyProgram(program)
     ptx = ptx if isinstance(ptx, bytes) else ptx.encode()
-    try:  # through a file of this process's own and a rename: processes building it at once each write it whole
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as kept:
-            kept.write(ptx)
-        os.replace(kept.name, path)
+        replace_text(path, ptx.decode())  # PTX is ASCII
     except OSError:  # a cache that cannot be written: built again by the next process
         pass
     return ptx
