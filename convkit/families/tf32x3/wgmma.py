@@ -35,6 +35,36 @@ WIDTHS = (128, 256)
 HOPPER = "sm_90"
 
 
+def filter_macros(problem: ConvProblem) -> tuple[str, ...]:
+    """The filter's size as every kernel of ``kernels/wgmma_tf32x3.cu`` is built with it (one module a filter
+    size serves the weights' split and the kernel alike)."""
+    return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}")
+
+
+def check_problem(problem: ConvProblem) -> None:
+    """Raise ValueError naming the problem where a size is past the wgmma kernels' 32-bit indices or their grid,
+    or the GPU where it is not Hopper."""
+    sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
+             "out": math.prod(problem.output_shape)}  # fmt: skip
+    for name, size in sizes.items():
+        if size > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
+    if math.ceil(problem.m / BLOCK_M) > 65535:
+        raise ValueError(f"m={problem.m} needs more than 65535 blocks of {BLOCK_M} filters")
+    if (here := build_target()) != HOPPER:
+        raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
+                         f"sm_90a); this build targets {here}")  # fmt: skip
+
+
+def _launch_gemm(spec: KernelLaunch, problem: ConvProblem, x: Any, weights: Any, epilogue: Any, out: Any) -> None:
+    """Enqueue ``spec`` (either wgmma kernel: both take the same arguments) on the split ``weights``."""
+    import cupy
+
+    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+             problem.stride)  # fmt: skip
+    launch_kernel(spec, problem, (x, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
+
+
 @dataclass(frozen=True)
 class WgmmaGemmLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``n`` pixels a block
@@ -54,8 +84,8 @@ class WgmmaGemmLaunch(KernelLaunch):
         return "implicit_gemm_wgmma_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}", f"-DCONVKIT_WG_N={self.n}",
-                f"-DCONVKIT_STAGED={int(self.staged)}", f"-DCONVKIT_STAGES={self.stages}")  # fmt: skip
+        return (*filter_macros(problem), f"-DCONVKIT_WG_N={self.n}", f"-DCONVKIT_STAGED={int(self.staged)}",
+                f"-DCONVKIT_STAGES={self.stages}")  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixels = problem.n * problem.out_h * problem.out_w
@@ -87,16 +117,7 @@ class WgmmaGemmLaunch(KernelLaunch):
             raise ValueError("staged sums at n=256 would hold 256 accumulators a thread: n=256 takes staged=False")
         if self.stages not in (2, 3) or (self.stages == 3 and (self.staged or self.n != 128)):
             raise ValueError(f"stages must be 2, or 3 with staged=False at n=128 (192 KiB), got stages={self.stages!r}")
-        sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
-                 "out": math.prod(problem.output_shape)}  # fmt: skip
-        for name, size in sizes.items():
-            if size > MAX_OPERAND_ELEMENTS:
-                raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
-        if self.grid(problem)[1] > 65535:
-            raise ValueError(f"m={problem.m} needs more than 65535 blocks of {BLOCK_M} filters")
-        if (here := build_target()) != HOPPER:
-            raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
-                             f"sm_90a); this build targets {here}")  # fmt: skip
+        check_problem(problem)
 
 
 def conv2d_wgmma_tf32x3(
@@ -115,8 +136,6 @@ def conv2d_wgmma_tf32x3(
     :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` defaults to :class:`WgmmaGemmLaunch`'s
     defaults; ``workspace`` (uint8, :meth:`~WgmmaGemmLaunch.workspace_bytes`) holds the weights split, allocated
     here where None."""
-    import cupy
-
     problem = check_conv_args(x, w, pad=pad, stride=stride)
     spec = launch or WgmmaGemmLaunch()
     if not isinstance(spec, WgmmaGemmLaunch):
@@ -125,10 +144,7 @@ def conv2d_wgmma_tf32x3(
     epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
     (planes,) = float32_regions(workspace, [split_elements(problem)])
-    split_weights(problem, w, planes)
-    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
-             problem.stride)  # fmt: skip
-    launch_kernel(spec, problem, (x, planes, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    _launch_gemm(spec, problem, x, split_weights(problem, w, planes), epilogue, out)
     return out
 
 
@@ -159,7 +175,7 @@ class SplitTiledLaunch(ElementwiseLaunch):
         return tiled_elements(problem) // 8
 
     def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
-        return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}") if problem is not None else ()
+        return filter_macros(problem) if problem is not None else ()
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,7 @@ class WgmmaWsLaunch(KernelLaunch):
         return "implicit_gemm_wgmma_ws_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return SplitTiledLaunch().options(problem)
+        return filter_macros(problem)
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixels = problem.n * problem.out_h * problem.out_w
@@ -197,9 +213,8 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming the problem where a size is past the kernel's 32-bit indices or its grid, or the
-        GPU where it is not Hopper."""
-        WgmmaGemmLaunch().can_implement(problem)
+        """As :func:`check_problem`: the kernel has no knobs."""
+        check_problem(problem)
 
 
 def conv2d_wgmma_ws_tf32x3(
@@ -217,9 +232,7 @@ def conv2d_wgmma_ws_tf32x3(
     (tiled,) = float32_regions(workspace, [tiled_elements(problem)])
     k = problem.c * problem.r * problem.s
     launch_kernel(SplitTiledLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(k)))
-    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
-             problem.stride)  # fmt: skip
-    launch_kernel(spec, problem, (x, tiled, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    _launch_gemm(spec, problem, x, tiled, epilogue, out)
     return out
 
 
