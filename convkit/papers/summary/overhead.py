@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from convkit.core.problem import ConvProblem
+from convkit.op import dispatch
 from convkit.op.cases import Case
 from convkit.op.interop import cupy_stream
 from convkit.study.sweep import fixed_sweep
@@ -139,7 +140,7 @@ PATHS_EXPERIMENT = "conv2d_host_paths"
 #: convolution (where any library but cuBLAS was fastest, the op calls PyTorch's autotuned cuDNN).
 PATHS = {"convkit": ("convkit", "fp32_igemm", "fp32"), "cublas": ("cublas", "sgemm", ""),
          "pytorch": ("pytorch", "cudnn.benchmark", "")}  # fmt: skip
-PATH_CASES = [Case(path, "host_replay") for path in PATHS]  # the paths of convkit.op.dispatch.PATHS
+PATH_CASES = [Case(path, "host_replay") for path in dispatch.PATHS]
 
 
 def path_layers() -> list[ConvProblem]:
@@ -153,7 +154,6 @@ def measure_path_rows(problem: ConvProblem, todo: list[Case]) -> list[dict[str, 
 
     from convkit.bench.rows import make_row
     from convkit.cuda.timing import CudaEventClock, Timing
-    from convkit.op import dispatch
     from convkit.op.conv import torch_runner
 
     torch.backends.cudnn.benchmark = True
