@@ -122,7 +122,7 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
 
 
 class _StandInNvrtc:
-    """cupy_backends' NVRTC binding, counting the programs it compiles; its PTX names the options."""
+    """cupy_backends' NVRTC binding, counting the programs it compiles; its PTX and its cubin name the options."""
 
     class NVRTCError(Exception):
         pass
@@ -143,6 +143,12 @@ class _StandInNvrtc:
     def getPTX(self, program):
         return "// ptx for " + " ".join(program["options"])
 
+    def getCUBIN(self, program):
+        return b"cubin for " + " ".join(program["options"]).encode()
+
+    def getSupportedArchs(self):
+        return [75, 80, 86, 89, 90, 100, 120]
+
     def getProgramLog(self, program):
         return ""
 
@@ -150,10 +156,8 @@ class _StandInNvrtc:
         pass
 
 
-def test_ptx_built_for_an_architecture_is_kept_between_processes(tmp_path, monkeypatch):
-    """The PTX of an architecture-specific build (wgmma's sm_90a) is built once per machine: kept in CuPy's kernel
-    cache under what it is built from, read back by a later process (here: a second call), built again for other
-    options, and still handed back where the cache cannot be written."""
+@pytest.fixture
+def stand_in_nvrtc(tmp_path, monkeypatch) -> _StandInNvrtc:
     import sys
     import types
 
@@ -164,11 +168,33 @@ def test_ptx_built_for_an_architecture_is_kept_between_processes(tmp_path, monke
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
     monkeypatch.setattr(nvrtc, "_cuda_include_options", lambda: [])
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "cache"))
-    first = nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a")
-    assert stand_in.compiled == 1 and b"-DX=1" in first and b"compute_90a" in first
+    return stand_in
+
+
+def test_a_build_is_kept_between_processes(stand_in_nvrtc, tmp_path, monkeypatch):
+    """A build is made once per machine: kept in CuPy's kernel cache folder under what it is built from, read back by
+    a later process (here: a second call), built again for other options, and still handed back where the cache
+    cannot be written. PTX for a virtual architecture (wgmma's compute_90a), a cubin for a real one."""
+    first = nvrtc._cached_build("code", ("-DX=1",), "compute_90a")
+    assert stand_in_nvrtc.compiled == 1 and b"-DX=1" in first and b"compute_90a" in first
     assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".ptx"]
-    assert nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a") == first and stand_in.compiled == 1
-    assert nvrtc._cached_ptx("code", ("-DX=2",), "compute_90a") != first and stand_in.compiled == 2
+    assert nvrtc._cached_build("code", ("-DX=1",), "compute_90a") == first and stand_in_nvrtc.compiled == 1
+    assert nvrtc._cached_build("code", ("-DX=2",), "compute_90a") != first and stand_in_nvrtc.compiled == 2
+    cubin = nvrtc._cached_build("code", ("-DX=1",), "sm_90")
+    assert cubin.startswith(b"cubin for") and b"sm_90" in cubin and stand_in_nvrtc.compiled == 3
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".cubin", ".ptx", ".ptx"]
     (tmp_path / "blocked").write_text("a file where the cache folder would be")
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "blocked"))
-    assert nvrtc._cached_ptx("code", ("-DX=1",), "compute_90a") == first and stand_in.compiled == 3
+    assert nvrtc._cached_build("code", ("-DX=1",), "compute_90a") == first and stand_in_nvrtc.compiled == 4
+
+
+def test_every_build_keeps_subnormals(stand_in_nvrtc):
+    """No build flushes subnormal values to zero (CuPy's RawModule would: it appends -ftz=true to every build)."""
+    for arch in ("sm_90", "compute_75", "compute_90a"):
+        assert b"--ftz=false" in nvrtc._cached_build("code", (), arch)
+    assert not any("ftz=true" in option for option in nvrtc.COMMON_OPTIONS)
+
+
+def test_a_gpu_newer_than_nvrtc_gets_ptx_of_the_newest_architecture_nvrtc_knows(stand_in_nvrtc):
+    assert nvrtc._buildable("sm_90") == "sm_90" and nvrtc._buildable("compute_75") == "compute_75"
+    assert nvrtc._buildable("sm_110") == "compute_100"

@@ -1,5 +1,5 @@
 """The FP32-ceiling kernels on the GPU: every tuning candidate against float64 on random shapes, the
-Winograd tiles' errors, the cuBLAS peer, and argument errors raised before any launch."""
+Winograd tiles' errors, subnormal values kept, the cuBLAS peer, and argument errors raised before any launch."""
 
 from __future__ import annotations
 
@@ -70,6 +70,18 @@ def test_winograd_error_is_a_transform_methods():
     assert errors[2] < errors[4] < reference.TRANSFORM_TOLERANCE, errors
     direct = reference.relative_error(launch.conv2d_implicit_gemm(x, w, pad=1).get(), ref)
     assert direct < reference.DIRECT_TOLERANCE
+
+
+def test_subnormal_values_are_kept():
+    """A filter of 1.0 gives subnormal inputs back bit for bit, as cuDNN does: a build that flushes subnormals to
+    zero (CuPy's RawModule appends -ftz=true to each) gives zeros."""
+    import cupy
+    import numpy as np
+
+    bits = np.array([0x00000001, 0x80000001, 0x00400000, 0x007FFFFF, 0x00800000, 0x3F800000], dtype=np.uint32)
+    x = cupy.asarray(bits.view(np.float32).reshape(1, 1, 1, -1))
+    out = launch.conv2d_implicit_gemm(x, cupy.ones((1, 1, 1, 1), dtype=cupy.float32)).get()
+    assert (out.view(np.uint32).ravel() == bits).all(), out.view(np.uint32).ravel()
 
 
 def test_argument_errors_before_launch():

@@ -24,12 +24,13 @@ def cache_dir(home: str | Path | None = None) -> Path:
     return Path(home or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "convkit"
 
 
-def replace_text(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file of this writer's own and a rename: a kill leaves the old or the new
-    file, and processes writing it at once (workers building one kernel, two tuning processes) each write theirs
-    whole."""
+def replace_text(path: Path, text: str | bytes) -> None:
+    """Write ``path`` (text, or bytes as they are) through a temporary file of this writer's own and a rename: a kill
+    leaves the old or the new file, and processes writing it at once (workers building one kernel, two tuning
+    processes) each write theirs whole."""
     path = Path(path)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+    mode = "wb" if isinstance(text, bytes) else "w"
+    with tempfile.NamedTemporaryFile(mode, dir=path.parent, suffix=".tmp", delete=False) as tmp:
         tmp.write(text)
     try:
         os.replace(tmp.name, path)

@@ -1,7 +1,8 @@
-"""Compiling ``kernels/*.cu`` at run time through CuPy (NVRTC).
+"""Compiling ``kernels/*.cu`` at run time with NVRTC (through CuPy's bindings, not its ``RawModule``: see
+:class:`_Module`).
 
 :func:`load_kernel` builds a source once per (source text, options, architecture) for the GPU in use and
-hands back a ``cupy.RawKernel``; ahead of time, :mod:`convkit.cuda.ptxas` compiles the same source text.
+hands back its kernel; ahead of time, :mod:`convkit.cuda.ptxas` compiles the same source text.
 """
 
 from __future__ import annotations
@@ -51,45 +52,65 @@ def kernel_names(source: str) -> list[str]:
 
 
 @memoize()
-def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> Any:
-    cupy = require_cupy()
+def _module(code_hash: str, code: str, options: tuple[str, ...], arch: str) -> _Module:
     del code_hash  # part of the cache key only
-    if arch.startswith("compute_"):
-        return _PtxModule(code, options, arch)
-    return cupy.RawModule(code=code, options=options, name_expressions=None)
+    return _Module(_cached_build(code, options, _buildable(arch)))
 
 
-class _PtxModule:
-    """A module built by NVRTC as PTX for a virtual architecture and JIT-compiled by the driver for the GPU in
-    hand (CuPy's ``RawModule`` builds for the device's own architecture, whatever ``-arch`` it is given)."""
+class _Module:
+    """A module of convkit's own NVRTC build (:func:`_cached_build`), loaded by the driver: a binary for the GPU's own
+    architecture, or PTX for a virtual one that the driver JIT-compiles.
 
-    def __init__(self, code: str, options: tuple[str, ...], arch: str):
+    Not ``cupy.RawModule``: CuPy appends ``-ftz=true`` to every NVRTC build it makes, which flushes subnormal values
+    to zero in every FP32 instruction. A 3xTF32 split's small part of an input about 1e-35 is subnormal, so a
+    flushed build loses it (the error of a layer of such inputs grows from 2e-7 to 2e-4), and an FP32 kernel
+    drops the subnormal products that cuDNN keeps."""
+
+    def __init__(self, binary: bytes):
         import cupy
 
         self._module = cupy.cuda.function.Module()
-        self._module.load(_cached_ptx(code, options, arch))
+        self._module.load(binary)
 
     def get_function(self, kernel: str) -> Any:
-        return _PtxKernel(self._module.get_function(kernel))
+        return _Kernel(self._module.get_function(kernel))
 
 
 def kernel_cache_dir() -> Path:
-    """Where built kernels are kept between processes: CuPy's kernel cache (``CUPY_CACHE_DIR``, read at each build as
-    CuPy reads it); convkit keeps there the PTX it builds itself (:func:`_cached_ptx`), so that ``convkit prebuild``
-    fills it and emptying CuPy's cache empties it too."""
+    """Where built kernels are kept between processes: CuPy's kernel cache folder (``CUPY_CACHE_DIR``, read at each
+    build as CuPy reads it), in files of convkit's own (:func:`_cached_build`), so that ``convkit prebuild`` fills it
+    and emptying CuPy's cache empties it too."""
     return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
 
 
-def _cached_ptx(code: str, options: tuple[str, ...], arch: str) -> bytes:
-    """NVRTC's PTX of ``code`` for the virtual architecture ``arch``, built once per machine: kept in
-    :func:`kernel_cache_dir` under the hash of what it is built from (the code, the options, the architecture, NVRTC's
-    version). The driver JIT-compiles it at each load, from its own cache after the first."""
+def _buildable(arch: str) -> str:
+    """``arch``, or where this NVRTC cannot build a binary for it (a GPU newer than the compiler), PTX for the
+    newest architecture it can, which the driver compiles for the GPU."""
+    if not arch.startswith("sm_"):
+        return arch
     from cupy_backends.cuda.libs import nvrtc
 
-    # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions
-    flags = [*options, *_cuda_include_options(), "--device-as-default-execution-space", f"--gpu-architecture={arch}"]
+    supported = getattr(nvrtc, "getSupportedArchs", None)
+    archs = tuple(supported()) if supported else ()
+    number = int(arch.removeprefix("sm_").rstrip("af"))
+    if not archs or number in archs:
+        return arch
+    return f"compute_{max((a for a in archs if a <= number), default=min(archs))}"
+
+
+def _cached_build(code: str, options: tuple[str, ...], arch: str) -> bytes:
+    """NVRTC's build of ``code`` for ``arch``, once per machine: a binary (cubin) for a real architecture
+    (``sm_90``), PTX for a virtual one (``compute_75``, ``compute_90a``). Kept in :func:`kernel_cache_dir` under the
+    hash of what it is built from (the code, the options, the architecture, NVRTC's version); the driver keeps the
+    binary it JIT-compiles from PTX in its own cache."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    # as CuPy builds for NVRTC 12+: unannotated (constexpr) functions are device functions; subnormals kept
+    flags = [*options, *_cuda_include_options(), "--device-as-default-execution-space", "--ftz=false",
+             f"--gpu-architecture={arch}"]  # fmt: skip
     key = hashlib.sha256("\0".join((code, *flags, str(nvrtc.getVersion()))).encode()).hexdigest()
-    path = kernel_cache_dir() / f"convkit-{key}.ptx"
+    binary = arch.startswith("sm_")
+    path = kernel_cache_dir() / f"convkit-{key}.{'cubin' if binary else 'ptx'}"
     if path.is_file():
         return path.read_bytes()
     program = nvrtc.createProgram(code, "convkit.cu", (), ())
@@ -98,16 +119,16 @@ def _cached_ptx(code: str, options: tuple[str, ...], arch: str) -> bytes:
             nvrtc.compileProgram(program, flags)
         except nvrtc.NVRTCError as exc:
             raise RuntimeError(f"NVRTC failed for {arch}: {exc}\n{nvrtc.getProgramLog(program)}") from None
-        ptx = nvrtc.getPTX(program)
+        built = nvrtc.getCUBIN(program) if binary else nvrtc.getPTX(program)
     finally:
         nvrtc.destroyProgram(program)
-    ptx = ptx if isinstance(ptx, bytes) else ptx.encode()
+    built = built if isinstance(built, bytes) else built.encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        replace_text(path, ptx.decode())  # PTX is ASCII
+        replace_text(path, built)
     except OSError:  # a cache that cannot be written: built again by the next process
         pass
-    return ptx
+    return built
 
 
 def _cuda_include_options() -> list[str]:
@@ -124,8 +145,9 @@ def _cuda_include_options() -> list[str]:
     return options
 
 
-class _PtxKernel:
-    """What launchers use of a ``cupy.RawKernel``: the call, and the dynamic shared-memory opt-in."""
+class _Kernel:
+    """A kernel as launchers use it (what they would use of a ``cupy.RawKernel``): the call, and the dynamic
+    shared-memory opt-in."""
 
     def __init__(self, function: Any):
         self._function = function
@@ -152,7 +174,7 @@ class _PtxKernel:
 
 
 def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = (), arch: str | None = None) -> Any:
-    """A ``cupy.RawKernel`` for ``kernel`` from ``kernels/<source>.cu``, built for the current GPU.
+    """``kernel`` of ``kernels/<source>.cu``, built for the current GPU, called as a ``cupy.RawKernel`` is.
 
     Args:
         source: file stem under ``kernels/`` (``"direct"``).
@@ -164,8 +186,8 @@ def load_kernel(source: str, kernel: str, *, options: tuple[str, ...] = (), arch
 
     Returns:
         the kernel, compiled once per (source text, options, architecture) and looked up once per
-        (source, kernel, options, device) in this process; CuPy also caches the binary on disk between
-        processes. A source edited while a process runs is picked up by the next process.
+        (source, kernel, options, device) in this process; the build is kept on disk between processes
+        (:func:`kernel_cache_dir`). A source edited while a process runs is picked up by the next process.
     """
     require_cupy()
     if arch is not None:

@@ -3,11 +3,11 @@
 Each kernel knob is a compile-time macro, so a network needs many builds, and NVRTC takes about 0.7 s a build:
 built at the first call, a ResNet-50's first forward waits seconds for them. Prebuilding runs every shipped
 choice's launcher without launching (:func:`convkit.cuda.launch.collecting_builds`, on arrays of no memory) to list
-the builds it needs, then builds them in parallel worker processes. CuPy keeps each binary in its on-disk kernel
-cache (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``) keyed by source, options, architecture and compiler, so
-the op's first call reads it there (milliseconds) instead of compiling; a kernel built as PTX for an
-architecture's own features (Hopper's wgmma, ``sm_90a``) convkit keeps there itself
-(:func:`convkit.cuda.nvrtc.kernel_cache_dir`), and the driver its JIT-compiled binary in its own cache. Nothing is
+the builds it needs, then builds them in parallel worker processes. Each binary is kept on disk in CuPy's kernel
+cache folder (:func:`convkit.cuda.nvrtc.kernel_cache_dir`: ``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``) keyed
+by source, options, architecture and compiler, so the op's first call reads it there (milliseconds) instead of
+compiling; a kernel built as PTX (for an architecture's own features, Hopper's wgmma's ``sm_90a``, or a T4's
+``compute_75`` run elsewhere) is JIT-compiled by the driver, which keeps that binary in its own cache. Nothing is
 committed or shipped: the binaries are built on the user's machine, for its GPU, by its CUDA.
 
 It also builds what the first-use tuner (:mod:`convkit.op.tune`) times on the layers any shipped table records
