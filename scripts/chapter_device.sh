@@ -2,7 +2,7 @@
 # A chapter's GPU session, resumable: its GPU tests (the generic one over its variants and its own file),
 # every kernel under compute-sanitizer, its ncu profile (once per GPU, where it declares one), then its
 # tuning and sweep. Run from the repository root on a GPU machine:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) SWEEP_SECONDS=400 bash scripts/chapter_device.sh <paper> [sweep options]
+#   CONVKIT_COMMIT=<the commit, literally> SWEEP_SECONDS=400 bash scripts/chapter_device.sh <paper> [sweep options]
 # e.g. `bash scripts/chapter_device.sh cuconv --batches 1,8`. The sweep stops after SWEEP_SECONDS (rows are
 # flushed one by one; a later call resumes it). TESTS=0 skips the tests and the sanitizer, PROFILE=0 the profile.
 # Logs and the chapter's recorded CSV/JSON files are copied to $OUT (default ./out).

@@ -6,7 +6,7 @@
 #      its results/<gpu>/*_quick.* brought back for `convkit verify --quick`;
 #   3. the Colab T4's code paths, each notebook alone (scripts/t4_notebooks_alone.sh).
 # Each call waits up to WAIT seconds and brings back what was recorded so far ($OUT/results.tgz, job.log):
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/claims_device.sh      # carry .whl
+#   CONVKIT_COMMIT=<the commit, literally> bash scripts/claims_device.sh      # carry .whl
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"

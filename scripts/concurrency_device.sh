@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The concurrency recording session, run in the background so that it outlives one device call (at most 10 minutes)
 # on a machine held across several; its rows come back in $OUT/results.tgz, to unpack into results/ here:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) [FRESH=1] [BEFORE=<tree> BEFORE_COMMIT=<its commit> ROUNDS=2 HANG=1|0] \
+#   CONVKIT_COMMIT=<the commit, literally> [FRESH=1] [BEFORE=<tree> BEFORE_COMMIT=<its commit> ROUNDS=2 HANG=1|0] \
 #     bash scripts/concurrency_device.sh   # carry .whl (pytest-xdist), BEFORE's tree
 # First the soak (results/<gpu>/concurrency.csv, resuming; FRESH=1 records it whole again, for a changed op) beside
 # the GPU suite and compute-sanitizer (scripts/gpu_suite.sh, its logs in results/<gpu>/logs/). BEFORE names a copy

@@ -44,11 +44,26 @@ collect_job() {
   if [ -f "$job/done" ]; then touch "$OUT/done"; fi
 }
 
+# Stop where CONVKIT_COMMIT is not the tree that runs: a lent machine's copy of .git can lag behind the working tree
+# it gets, so `CONVKIT_COMMIT=$(git rev-parse HEAD)` typed into a device command names an older commit there, and
+# every result would record it. A commit this .git knows whose tracked sources differ from the tree is refused; one it
+# does not know (a newer commit, given literally) passes.
+check_commit() {
+  local commit=${CONVKIT_COMMIT:-}
+  [ -n "$commit" ] && git cat-file -e "$commit^{commit}" 2>/dev/null || return 0
+  if ! git diff --quiet "$commit" -- convkit kernels scripts tests 2>/dev/null; then
+    echo "CONVKIT_COMMIT=$commit is not the tree that runs here (this machine's .git lags behind it):" \
+      "give the commit measured literally, as git rev-parse HEAD prints it where it was committed"
+    return 1
+  fi
+}
+
 # Open job $job on this machine, once: the carried wheels installed, the checkout paths given copied into it (a
 # later device call's fresh copy of the working tree replaces the checkout, never what the job writes), $job/results
 # made, and this GPU's results folder name in $gpu and $job/gpu. Fails (status 1) where the job is already open.
 new_job() {
   [ -d "$job" ] && return 1
+  check_commit || exit 4
   install_wheels || exit 1
   gpu=$(this_gpu)
   mkdir -p "$job/results"

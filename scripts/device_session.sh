@@ -6,6 +6,8 @@
 # Results record CONVKIT_COMMIT, else the tree's git HEAD: where the tree arrives as a copy whose .git may
 # lag behind it (a lent GPU machine), give the commit measured literally, taken where it was committed.
 set -uo pipefail
+source scripts/device_job.sh
+check_commit || exit 4
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"

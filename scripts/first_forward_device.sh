@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ready on the first call, recorded (results/<gpu>/networks_cold.csv): `convkit prebuild` timed into an empty CuPy
 # kernel cache, then each network's first forward after it (every network at batch 1 and 16 by default), each in a fresh process with convkit's user cache empty.
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) [FRESH=1] [LABELS="ResNet-50-1 ResNet-50-16 ..."] \
+#   CONVKIT_COMMIT=<the commit, literally> [FRESH=1] [LABELS="ResNet-50-1 ResNet-50-16 ..."] \
 #     bash scripts/first_forward_device.sh
 # `import convkit` is timed in fresh processes too; PYTORCH=1 times each unpatched network's first forward the same
 # way after them (PyTorch's own one-time costs, beside convkit's). FRESH=1 drops the recorded prebuild, prebuilt and import rows

@@ -6,7 +6,7 @@
 #      in a fresh process (conv2d_overhead_repeat.csv);
 #   3. the networks' layers no shipped choice holds (resuming) and the shipped table written from them;
 #   4. the first forwards after `convkit prebuild` (FRESH), as many labels as the time left allows.
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/host_tax_device.sh   # carry .whl (expecttest, pytest-xdist)
+#   CONVKIT_COMMIT=<the commit, literally> bash scripts/host_tax_device.sh   # carry .whl (expecttest, pytest-xdist)
 # Results come back in $OUT/results.tgz (unpack here from the repository root), the table as $OUT/dispatch-*.json.
 set -uo pipefail
 OUT=${OUT:-out}

@@ -2,7 +2,7 @@
 # The op's host cost per call (conv2d_overhead's 24 layers, its host_per_call cases only: convkit and PyTorch's
 # conv2d, in turns within each layer) from two trees in turns, each run a fresh process, ROUNDS rounds (default 3),
 # none started after BUDGET_S seconds (default 420). Rows go to results/<gpu>/host_turns/<before|after><round>/:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) BEFORE=<tree> BEFORE_COMMIT=<its commit> bash scripts/host_turns.sh
+#   CONVKIT_COMMIT=<the commit, literally> BEFORE=<tree> BEFORE_COMMIT=<its commit> bash scripts/host_turns.sh
 # BEFORE is a copy of convkit/, kernels/ and pyproject.toml from before a change (`git archive REV convkit kernels`).
 set -uo pipefail
 : "${BEFORE:?name the tree from before the change}" "${CONVKIT_COMMIT:?give the commit measured}"

@@ -2,7 +2,7 @@
 # The summary chapter's recording session (networks in three modes, host cost, the repeated sample), run in the
 # background so that it outlives one device call (at most 10 minutes) on a machine held across several; every
 # step resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/.
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) FRESH=1 bash scripts/networks_device.sh   # carry .whl
+#   CONVKIT_COMMIT=<the commit, literally> FRESH=1 bash scripts/networks_device.sh   # carry .whl
 # FRESH=1 (the first call of a recording only) sets aside what an older run recorded of these experiments.
 # Steps: the cold first forward (nothing built), each label in a process of its own; torch.compile's cache filled
 # by parallel processes (nothing timed); the host cost; the networks in every mode; the repeated sample in a

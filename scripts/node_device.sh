@@ -6,7 +6,7 @@
 # device call); each call waits up to WAIT seconds and brings back what it recorded in $OUT/results.tgz.
 #   ../shared/tools/device-wheels.sh dask distributed dask-cuda cloudpickle toolz partd locket fsspec msgpack \
 #       sortedcontainers tblib zict jinja2 markupsafe nvidia-ml-py cuda-core urllib3 importlib-metadata
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) SIZES="1 2 4" bash scripts/node_device.sh      # carry .whl
+#   CONVKIT_COMMIT=<the commit, literally> SIZES="1 2 4" bash scripts/node_device.sh      # carry .whl
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"

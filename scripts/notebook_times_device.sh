@@ -3,7 +3,7 @@
 # Runs in the background (it outlives one device call) in a copy of the checkout whose results/<gpu>/ holds only
 # notebook_runs.* (so every notebook measures everything, as on a reader's machine); the cheaper chapters first.
 # Each call waits up to WAIT seconds and brings back notebook_runs.* in $OUT/results.tgz, to unpack into results/.
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/notebook_times_device.sh      # carry .whl
+#   CONVKIT_COMMIT=<the commit, literally> bash scripts/notebook_times_device.sh      # carry .whl
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"

@@ -21,7 +21,7 @@
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
 # When every chain is done the parts replace networks.csv (`inference --absorb`; a job cut short: run that here on
 # the parts that came back).
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
+#   CONVKIT_COMMIT=<the commit, literally> EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
 # (carry .whl; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs; CHAINS="0:record first
 # overhead;..." runs those chains alone, e.g. on one GPU when a node does not come, or CHAINS="0:wgmma" or "0:knobs"
 # for the 3xTF32 kernels' checks and timings alone)

@@ -4,7 +4,7 @@
 # the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
 # resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
 # Each call waits up to WAIT seconds (default 560) and copies what is recorded so far to $OUT:
-#   CONVKIT_COMMIT=$(git rev-parse HEAD) bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
+#   CONVKIT_COMMIT=<the commit, literally> bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
 # working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
 # waits. The job's log is $OUT/job.log; a file $OUT/done says it finished.
