@@ -106,6 +106,24 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
     assert wgmma.WgmmaGemmLaunch(staged=False, stages=3).shared_bytes(p) == shared_bytes(128, 3)
 
 
+def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
+    """The staged setting and the warp-specialised kernel are tuned; a recorded launch of either reads back as
+    itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it."""
+    from convkit.families.tf32x3 import WGMMA_VARIANT, wgmma
+
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    p = ConvProblem.same(2, 37, 9, 11, 131, 3)
+    candidates = wgmma.wgmma_candidates(p)
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch()]
+    assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
+    assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised"}
+    assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
+    with pytest.raises(ValueError, match="no knob 'stages'"):
+        wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
+
+
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])
 def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capability):
     from convkit.families.tf32x3 import wgmma

@@ -55,9 +55,9 @@ WINOGRAD_VARIANT = Variant(
 )
 
 
-def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaGemmLaunch) -> None:
-    wgmma.conv2d_wgmma_tf32x3(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
-                              workspace=a.workspace)  # fmt: skip
+def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaLaunch) -> None:
+    wgmma.conv2d_wgmma(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
+                       workspace=a.workspace)  # fmt: skip
 
 
 WGMMA_VARIANT = Variant(
@@ -65,7 +65,7 @@ WGMMA_VARIANT = Variant(
     _run_wgmma,
     default=lambda p: wgmma.WgmmaGemmLaunch(),
     candidates=wgmma.wgmma_candidates,
-    launch_from=wgmma.WgmmaGemmLaunch.from_params,
+    launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT)

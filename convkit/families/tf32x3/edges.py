@@ -8,20 +8,12 @@ the GPU has TF32 tensor cores; then, on Hopper, every launch of the wgmma kernel
 
 from __future__ import annotations
 
-from functools import partial
-
 from convkit.core import reference
 from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
-from convkit.families.tf32x3.wgmma import (
-    WGMMA_SETTINGS,
-    WgmmaGemmLaunch,
-    WgmmaWsLaunch,
-    conv2d_wgmma_tf32x3,
-    conv2d_wgmma_ws_tf32x3,
-)
+from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WgmmaGemmLaunch, WgmmaWsLaunch, conv2d_wgmma
 
 
 def edge_check() -> None:
@@ -51,7 +43,6 @@ def wgmma_edges() -> None:
             expected = reference.bias_add(ref, bias)
             for spec in (*WGMMA_SETTINGS, WgmmaWsLaunch()):
                 out.fill(cupy.nan)
-                run = partial(conv2d_wgmma_tf32x3, launch=spec) if spec in WGMMA_SETTINGS else conv2d_wgmma_ws_tf32x3
-                run(x, w, pad=p.pad, stride=p.stride, out=out, bias=cupy.asarray(bias))
+                conv2d_wgmma(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=cupy.asarray(bias))
                 err = reference.relative_error(out.get(), expected)
                 assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)

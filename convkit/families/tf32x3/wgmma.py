@@ -8,13 +8,14 @@ on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the 
 
 :class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after
 the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of
-two consumer warpgroups, each stage's turn kept by mbarriers. It is timed by ``scripts/wgmma_probe.py`` and is not
-yet a tuning candidate.
+two consumer warpgroups, each stage's turn kept by mbarriers. Both are tuning candidates of the variant
+(:func:`wgmma_candidates`, read back by :func:`launch_from_params`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -182,7 +183,10 @@ class SplitTiledLaunch(ElementwiseLaunch):
 class WgmmaWsLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles
     (the weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer
-    warpgroups' staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block."""
+    warpgroups' staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block.
+    ``schedule`` has one value: the knob that tells its recorded params from :class:`WgmmaGemmLaunch`'s."""
+
+    schedule: str = "warp-specialised"
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -213,19 +217,31 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`: the kernel has no knobs."""
+        """As :func:`check_problem`; ValueError naming ``schedule`` where it is not the one this kernel has."""
+        if self.schedule != "warp-specialised":
+            raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         check_problem(problem)
 
 
 def conv2d_wgmma_ws_tf32x3(
-    x: Any, w: Any, *, pad: int = 0, stride: int = 1, out: Any = None, bias: Any = None, workspace: Any = None
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    stride: int = 1,
+    launch: WgmmaWsLaunch | None = None,
+    out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
 ) -> Any:
     """As :func:`conv2d_wgmma_tf32x3`, by the warp-specialised kernel (:class:`WgmmaWsLaunch`); ``workspace``
     (uint8, :meth:`~WgmmaWsLaunch.workspace_bytes`) holds the weights split into its tiled layout."""
     import cupy
 
     problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = WgmmaWsLaunch()
+    spec = launch or WgmmaWsLaunch()
+    if not isinstance(spec, WgmmaWsLaunch):
+        raise TypeError(f"launch must be a WgmmaWsLaunch, got {type(spec).__name__}")
     spec.can_implement(problem)  # before anything is allocated or launched
     epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch")
     out = output_for(out, problem)
@@ -243,6 +259,25 @@ WGMMA_SETTINGS = (WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLau
                   WgmmaGemmLaunch(256, staged=False))  # fmt: skip
 
 
-def wgmma_candidates(problem: ConvProblem) -> list[WgmmaGemmLaunch]:
-    """Launches a tuning run measures: those of :data:`WGMMA_SETTINGS` that keep FP32 accuracy (staged sums)."""
-    return [spec for spec in WGMMA_SETTINGS if spec.staged]
+#: Either wgmma kernel's launch.
+WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
+
+
+def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
+    """Launches a tuning run measures: those of :data:`WGMMA_SETTINGS` that keep FP32 accuracy (staged sums), and
+    the warp-specialised kernel (staged too). On the H100 the latter is faster than the staged one on four of the five
+    layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1 one, and 3% slower on a small 5x5 one
+    (``scripts/wgmma_probe.py``)."""
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch()]
+
+
+def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
+    """The launch recorded as ``params`` (``to_params`` of either kernel's launch): the warp-specialised one where
+    they name its ``schedule``."""
+    return (WgmmaWsLaunch if "schedule" in params else WgmmaGemmLaunch).from_params(params)
+
+
+def conv2d_wgmma(x: Any, w: Any, *, launch: WgmmaLaunch, **kwargs: Any) -> Any:
+    """:func:`conv2d_wgmma_tf32x3` or :func:`conv2d_wgmma_ws_tf32x3`, as ``launch`` is either kernel's."""
+    run = conv2d_wgmma_ws_tf32x3 if isinstance(launch, WgmmaWsLaunch) else conv2d_wgmma_tf32x3
+    return run(x, w, launch=launch, **kwargs)
