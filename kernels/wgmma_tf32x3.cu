@@ -510,13 +510,13 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
         for (int tile = 0; tile < tiles; ++tile) {
             const int s = tile % WS_STAGES;
+            inputs.gather();  // its loads in flight while the consumers may still read the stage
             if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);  // the stage's last K-tile done
             float* stage = smem + s * STAGE_WS;
             if (tid == 0) {
                 arrive_expecting(full + s, WEIGHT_BYTES);
                 bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
             }
-            inputs.gather();
             inputs.store(stage + 2 * PLANE_A);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);

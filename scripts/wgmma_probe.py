@@ -22,9 +22,9 @@ from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_
 from convkit.families.tf32x3.wgmma import (
     WGMMA_SETTINGS,
     WgmmaGemmLaunch,
+    WgmmaLaunch,
     WgmmaWsLaunch,
-    conv2d_wgmma_tf32x3,
-    conv2d_wgmma_ws_tf32x3,
+    conv2d_wgmma,
 )
 
 CHECKED = (
@@ -39,18 +39,20 @@ TIMED = (
 )  # fmt: skip
 
 
-def launch_text(spec: WgmmaGemmLaunch) -> str:
+def launch_text(spec: WgmmaLaunch) -> str:
+    if isinstance(spec, WgmmaWsLaunch):
+        return "warp-specialised"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
-def wgmma_call(x: Any, w: Any, bias: Any, p: ConvProblem, spec: WgmmaGemmLaunch) -> Callable[[Any], Any]:
-    """A call of the family's launcher with ``spec`` into ``out`` (the weights' split and the kernel, as the op runs
-    them), its workspace allocated once."""
+def wgmma_call(x: Any, w: Any, bias: Any, p: ConvProblem, spec: WgmmaLaunch) -> Callable[[Any], Any]:
+    """A call of the family's launcher with ``spec`` (either kernel's) into ``out`` (the weights' split and the
+    kernel, as the op runs them), its workspace allocated once."""
     import cupy
 
     workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
-    return lambda out: conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=bias,
-                                           workspace=workspace)  # fmt: skip
+    return lambda out: conv2d_wgmma(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=bias,
+                                    workspace=workspace)  # fmt: skip
 
 
 def expected(x: Any, w: Any, bias: Any, p: ConvProblem) -> Any:
@@ -72,15 +74,10 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
 
 
 def calls(x: Any, w: Any, bias: Any, p: ConvProblem) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(name, a call into ``out``) of each wgmma kernel: the first in each setting it builds, then the
+    """(name, a call into ``out``) of each wgmma kernel in each setting it builds: the first, then the
     warp-specialised one (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`), the weights' split included."""
-    import cupy
-
-    found = [(f"wgmma {launch_text(spec)}", wgmma_call(x, w, bias, p, spec)) for spec in WGMMA_SETTINGS]
-    workspace = cupy.empty(WgmmaWsLaunch().workspace_bytes(p), dtype=cupy.uint8)
-    warp_specialised = lambda out: conv2d_wgmma_ws_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out, bias=bias,  # noqa: E731
-                                                          workspace=workspace)  # fmt: skip
-    return [*found, ("wgmma warp-specialised", warp_specialised)]
+    settings = (*WGMMA_SETTINGS, WgmmaWsLaunch())
+    return [(f"wgmma {launch_text(spec)}", wgmma_call(x, w, bias, p, spec)) for spec in settings]
 
 
 def check(p: ConvProblem, rng: Any) -> None:
