@@ -26,7 +26,8 @@
 //
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
 // Compile-time knobs: CONVKIT_R, CONVKIT_S, CONVKIT_WG_N (128 or 256), CONVKIT_STAGED (1 or 0; 256 with 1
-// would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128); CONVKIT_WG_PART, for
+// would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
+// warp-specialised kernel's K-tiles of products in flight a consumer, 1 or 2); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times half of the main loop (the products, or the staging). Dynamic shared memory: stages x
 // (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in three or at 256). Built for sm_90a only
 // (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
@@ -51,6 +52,9 @@
 #endif
 #ifndef CONVKIT_STAGES  // shared-memory stages: 2, or 3 (a K-tile's products still running as the next are issued)
 #define CONVKIT_STAGES 2
+#endif
+#ifndef CONVKIT_WS_IN_FLIGHT  // the warp-specialised kernel's K-tiles of products a consumer keeps running: 1 or 2
+#define CONVKIT_WS_IN_FLIGHT 1
 #endif
 #ifndef CONVKIT_WG_PART  // a timing experiment's half of the main loop (the output is then wrong): 0 the whole
 #define CONVKIT_WG_PART 0  // loop; 1 the products alone (no input gathered or split); 2 the staging alone (no product)
@@ -405,12 +409,31 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // split_weights_tiled_tf32x3) in one bulk copy of 32 KiB that the stage's "full" barrier counts in bytes, the inputs
 // gathered, split and stored by its 128 threads, one pixel each, which then arrive on it. Each consumer waits for
 // it, issues its 64 rows' 12 products (staged: summed apart, then added in FP32), waits for them and arrives on the
-// stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block.
+// stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
+// CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
+// their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg).
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int WIDTH = 128, PLANE_B_WS = WIDTH * BK, STAGE_WS = 2 * PLANE_A + 2 * PLANE_B_WS;
 constexpr int WS_STAGES = 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
 constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A * 4;  // a K-tile's two weight planes, as they lie in a stage
+constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
+static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
+
+// A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
+// in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
+// gets: the producer, which needs few, gives its share up (56 + 2 x 224 = 3 x 168). ptxas allocates each side's
+// code within its count where the kernel's launch bounds fix the threads (__launch_bounds__ below).
+template <bool Raise, int Count>
+__device__ __forceinline__ void set_register_limit()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (Raise)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Count));
+    else
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Count));
+#endif
+}
 
 __device__ __forceinline__ unsigned shared_address(const void* at)
 {
@@ -506,6 +529,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     barriers_ready();
 
     if (warpgroup == 0) {  // the producer
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
         const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
         for (int tile = 0; tile < tiles; ++tile) {
@@ -524,11 +548,18 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         return;
     }
 
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     const int group = warpgroup - 1;  // a consumer: 64 rows of the block's 128 filters
-    float acc[64], partial[64];
+    float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    for (int tile = 0; tile < tiles; ++tile) {
+    auto add = [&](int tile, const float (&sums)[64]) {  // K-tile `tile`'s products are done: free its stage, add
+        arrive(empty + tile % WS_STAGES);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += sums[i];
+    };
+    // K-tile `tile`'s 12 products into `sums`, summed apart from zero, issued once its stage is full.
+    auto issue = [&](int tile, float (&sums)[64]) {
         const int s = tile % WS_STAGES;
         wait_phase(full + s, (tile / WS_STAGES) & 1);
         const float* stage = smem + s * STAGE_WS;
@@ -543,16 +574,45 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         // the small products first (see implicit_gemm_wgmma_tf32x3), a K-tile summed apart from zero
 #pragma unroll
         for (int step = 0; step < BK / 8; ++step) {
-            mma(partial, a_at(SMALL, step), b_at(BIG, step), step > 0);
-            mma(partial, a_at(BIG, step), b_at(SMALL, step), 1);
+            mma(sums, a_at(SMALL, step), b_at(BIG, step), step > 0);
+            mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
         }
 #pragma unroll
-        for (int step = 0; step < BK / 8; ++step) mma(partial, a_at(BIG, step), b_at(BIG, step), 1);
+        for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
         commit();
-        wait();
-        arrive(empty + s);  // the products have read the stage
-#pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += partial[i];
+    };
+    float partial[64];
+    if constexpr (IN_FLIGHT == 2) {
+        // Two sets of sums in turn, each named at compile time (a register array chosen at run time would live in
+        // local memory, which the tensor cores cannot write as they run): a K-tile's products issued, then the
+        // K-tile before's waited for and added as they run. Every wait leaves exactly the newest group running.
+        float other[64];
+        issue(0, partial);
+        int tile = 1;
+        for (; tile + 1 < tiles; tile += 2) {
+            issue(tile, other);
+            wait<1>();
+            add(tile - 1, partial);
+            issue(tile + 1, partial);
+            wait<1>();
+            add(tile, other);
+        }
+        if (tile < tiles) {
+            issue(tile, other);
+            wait<1>();
+            add(tile - 1, partial);
+            wait();
+            add(tile, other);
+        } else {
+            wait();
+            add(tile - 1, partial);
+        }
+    } else {
+        for (int tile = 0; tile < tiles; ++tile) {
+            issue(tile, partial);
+            wait();
+            add(tile, partial);
+        }
     }
 
     store_tile<WIDTH>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, tid % 128);

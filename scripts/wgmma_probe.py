@@ -21,6 +21,7 @@ from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
 from convkit.families.tf32x3.wgmma import (
     WGMMA_SETTINGS,
+    WS_SETTINGS,
     WgmmaGemmLaunch,
     WgmmaLaunch,
     WgmmaWsLaunch,
@@ -41,7 +42,7 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        return "warp-specialised"
+        return f"warp-specialised, {spec.in_flight} in flight"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -76,7 +77,7 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
 def calls(x: Any, w: Any, bias: Any, p: ConvProblem) -> list[tuple[str, Callable[[Any], Any]]]:
     """(name, a call into ``out``) of each wgmma kernel in each setting it builds: the first, then the
     warp-specialised one (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`), the weights' split included."""
-    settings = (*WGMMA_SETTINGS, WgmmaWsLaunch())
+    settings = (*WGMMA_SETTINGS, *WS_SETTINGS)
     return [(f"wgmma {launch_text(spec)}", wgmma_call(x, w, bias, p, spec)) for spec in settings]
 
 

@@ -108,17 +108,33 @@ def test_sass_says_which_tool_is_missing(monkeypatch):
 @needs_nvcc
 @pytest.mark.parametrize("filter_size", [1, 3, 5, 7])
 @pytest.mark.parametrize("knobs", [(), ("-DCONVKIT_STAGED=0",), ("-DCONVKIT_WG_N=256", "-DCONVKIT_STAGED=0"),
-                                   ("-DCONVKIT_STAGED=0", "-DCONVKIT_STAGES=3")])  # fmt: skip
+                                   ("-DCONVKIT_STAGED=0", "-DCONVKIT_STAGES=3"),
+                                   ("-DCONVKIT_WS_IN_FLIGHT=2",)])  # fmt: skip
 def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, knobs):
     """Its body is Hopper's alone (wgmma needs sm_90a; elsewhere it is empty): built there, it holds its 64 to 128
     accumulators a thread (twice 64 where each K-tile is summed apart), and none of them spills; nor does the
-    warp-specialised kernel of the same source, its consumers' 128 under the 168 registers of 384 threads."""
+    warp-specialised kernel of the same source, its consumers' 128 (192 with two K-tiles in flight, in registers
+    the producer gives up) under the 168 registers of 384 threads. ptxas serialises no wgmma of either."""
     options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}", *knobs)
     built = {k.kernel: k for k in ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)}
     assert set(built) == {"implicit_gemm_wgmma_tf32x3", "implicit_gemm_wgmma_ws_tf32x3", "split_weights_tiled_tf32x3"}
     assert built["implicit_gemm_wgmma_tf32x3"].registers > 128
     assert 128 < built["implicit_gemm_wgmma_ws_tf32x3"].registers <= 168
     assert all(k.spill_store_bytes == k.spill_load_bytes == 0 for k in built.values()), built
+    assert not any(k.wgmma_serialized for k in built.values()), built
+
+
+def test_a_serialised_wgmma_is_read_from_ptxas_log():
+    log = (
+        "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+        "wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in "
+        "the function 'k2'\n"
+        "ptxas info    : Compiling entry function 'k1' for 'sm_90a'\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 40 registers\n"
+        "ptxas info    : Compiling entry function 'k2' for 'sm_90a'\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 168 registers\n"
+    )
+    assert [(k.kernel, k.wgmma_serialized) for k in ck.parse_ptxas(log)] == [("k1", False), ("k2", True)]
 
 
 class _StandInNvrtc:

@@ -118,8 +118,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     candidates = wgmma.wgmma_candidates(p)
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch()]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
-    assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised"}
+    assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
+    assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]
+    assert wgmma.WS_SETTINGS[1].options(p)[-1] == "-DCONVKIT_WS_IN_FLIGHT=2"
     assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
+    assert "in_flight must be" in wgmma.WgmmaWsLaunch(in_flight=3).not_supported_reasons(p)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
 
@@ -154,7 +157,8 @@ CALL_WS = "implicit_gemm_wgmma_ws_tf32x3(x, w, w + ints[9], out, " + ", ".join(f
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem):
+@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=lambda spec: f"in_flight{spec.in_flight}")
+def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3), then the producer and consumer
     warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the second: 11)."""
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
@@ -171,7 +175,7 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, tiled.size)  # fmt: skip
-    out = run_launch(build_dir, wgmma.WgmmaWsLaunch(), problem, CALL_WS, (x, operand), out_floats, ints)
+    out = run_launch(build_dir, launch, problem, CALL_WS, (x, operand), out_floats, ints)
     out = out.reshape(problem.output_shape)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,

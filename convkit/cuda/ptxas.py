@@ -1,7 +1,8 @@
 """Compiling ``kernels/*.cu`` ahead of time with ``nvcc``, no GPU needed: what ptxas says of each kernel.
 
 :func:`ptxas_report` compiles a source with ``nvcc -cubin -Xptxas -v`` for a given architecture and parses
-the resource usage of every kernel (registers, stack frame, spills, shared memory). CI uses it to check
+the resource usage of every kernel (registers, stack frame, spills, shared memory, and whether ptxas serialised its
+wgmma instructions). CI uses it to check
 that every kernel builds for the Colab T4 (sm_75) and the H100 (sm_90); the chapters use it as evidence.
 """
 
@@ -11,7 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ class KernelResources:
     spill_load_bytes: int
     shared_bytes: int
     constant_bytes: int
+    #: ptxas made each ``wgmma.mma_async`` wait for the one before (its warning C7514, C7515, ...: registers of a
+    #: running wgmma touched, for one): a Hopper kernel built so runs its tensor cores one product at a time.
+    wgmma_serialized: bool = False
 
 
 _ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
@@ -50,6 +54,9 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 
 
 _CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+_SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized .* in the function '(\w+)'")
 
 
 def parse_ptxas(text: str, *, source: str = "") -> list[KernelResources]:
@@ -81,7 +88,8 @@ def parse_ptxas(text: str, *, source: str = "") -> list[KernelResources]:
             current["shared_bytes"] = int(s.group(1)) if (s := _SMEM.search(line)) else 0
             current["constant_bytes"] = int(c.group(1)) if (c := _CMEM.search(line)) else 0
     flush()
-    return records
+    serialized = set(_SERIALIZED.findall(text))
+    return [replace(r, wgmma_serialized=r.kernel in serialized) for r in records]
 
 
 def find_nvcc() -> str | None:

@@ -184,9 +184,13 @@ class WgmmaWsLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles
     (the weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer
     warpgroups' staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block.
-    ``schedule`` has one value: the knob that tells its recorded params from :class:`WgmmaGemmLaunch`'s."""
+    ``schedule`` has one value: the knob that tells its recorded params from :class:`WgmmaGemmLaunch`'s.
+    ``in_flight``: the K-tiles of products a consumer keeps running, 1 (each waited for before the next is issued) or
+    2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
+    ``setmaxnreg``)."""
 
     schedule: str = "warp-specialised"
+    in_flight: int = 1
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -196,7 +200,7 @@ class WgmmaWsLaunch(KernelLaunch):
         return "implicit_gemm_wgmma_ws_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return filter_macros(problem)
+        return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}")
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixels = problem.n * problem.out_h * problem.out_w
@@ -217,9 +221,12 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule`` where it is not the one this kernel has."""
+        """As :func:`check_problem`; ValueError naming ``schedule`` or ``in_flight`` where the kernel has no such
+        setting."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
+        if self.in_flight not in (1, 2):
+            raise ValueError(f"in_flight must be 1 or 2, got {self.in_flight!r}")
         check_problem(problem)
 
 
@@ -269,6 +276,10 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1 one, and 3% slower on a small 5x5 one
     (``scripts/wgmma_probe.py``)."""
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch()]
+
+
+#: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
+WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2))
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
