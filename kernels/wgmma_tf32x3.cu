@@ -56,8 +56,8 @@
 #ifndef CONVKIT_WS_IN_FLIGHT  // the warp-specialised kernel's K-tiles of products a consumer keeps running: 1 or 2
 #define CONVKIT_WS_IN_FLIGHT 1
 #endif
-#ifndef CONVKIT_WG_PART  // a timing experiment's half of the main loop (the output is then wrong): 0 the whole
-#define CONVKIT_WG_PART 0  // loop; 1 the products alone (no input gathered or split); 2 the staging alone (no product)
+#ifndef CONVKIT_WG_PART  // a timing experiment's half of the main loop (the output is then wrong): 0 the whole loop;
+#define CONVKIT_WG_PART 0  // 1 the products alone (no input gathered or split); 2 the staging alone (no product); both kernels
 #endif
 
 namespace wgmma_tf32x3 {
@@ -534,14 +534,14 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
         for (int tile = 0; tile < tiles; ++tile) {
             const int s = tile % WS_STAGES;
-            inputs.gather();  // its loads in flight while the consumers may still read the stage
+            if (CONVKIT_WG_PART != 1) inputs.gather();  // its loads in flight while the consumers may read the stage
             if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);  // the stage's last K-tile done
             float* stage = smem + s * STAGE_WS;
             if (tid == 0) {
                 arrive_expecting(full + s, WEIGHT_BYTES);
                 bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
             }
-            inputs.store(stage + 2 * PLANE_A);
+            if (CONVKIT_WG_PART != 1) inputs.store(stage + 2 * PLANE_A);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);
         }
@@ -570,6 +570,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         auto b_at = [&](int plane, int step) {
             return descriptor(stage + 2 * PLANE_A + plane * PLANE_B_WS + 2 * step * WIDTH * 4, WIDTH);
         };
+        if (CONVKIT_WG_PART == 2) return;  // the staging alone
         fence_operands();
         // the small products first (see implicit_gemm_wgmma_tf32x3), a K-tile summed apart from zero
 #pragma unroll

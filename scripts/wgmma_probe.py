@@ -12,7 +12,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from convkit.core import reference
@@ -114,32 +114,48 @@ def speed(p: ConvProblem, rng: Any) -> None:
         print(f"    {name:32s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split included), error {err:.1e}")
 
 
-@dataclass(frozen=True)
-class PartLaunch(WgmmaGemmLaunch):
-    """A launch of the kernel built with ``CONVKIT_WG_PART`` = ``part``: 1 the products alone (no input gathered or
-    split), 2 the staging alone (no product); its output is wrong, its time is the experiment."""
+class _Part:
+    """A launch built with ``CONVKIT_WG_PART`` = ``part`` (a field of the dataclass it is mixed into): 1 the products
+    alone (no input gathered or split), 2 the staging alone (no product); its output is wrong, its time is the
+    experiment."""
 
-    part: int = 0
+    part: int
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), f"-DCONVKIT_WG_PART={self.part}")
+        return (*super().options(problem), f"-DCONVKIT_WG_PART={self.part}")  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class PartLaunch(_Part, WgmmaGemmLaunch):
+    part: int = 0
+
+
+@dataclass(frozen=True)
+class PartWsLaunch(_Part, WgmmaWsLaunch):
+    part: int = 0
+
+
+def part_of(spec: WgmmaLaunch, part: int) -> WgmmaLaunch:
+    """``spec`` built to run ``part`` of its main loop alone (:class:`_Part`)."""
+    kind = PartWsLaunch if isinstance(spec, WgmmaWsLaunch) else PartLaunch
+    return kind(**{f.name: getattr(spec, f.name) for f in fields(spec)}, part=part)
 
 
 def parts(p: ConvProblem, rng: Any) -> None:
     """The main loop's time on ``p`` whole, the products alone and the staging alone (the weights' copies, the
-    inputs gathered, split and stored), per setting: which half sets the pace."""
+    inputs gathered, split and stored), per setting of either kernel: which half sets the pace."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     tflop = p.flops / 1e12
-    for spec in WGMMA_SETTINGS:
+    for spec in (*WGMMA_SETTINGS, *WS_SETTINGS):
         times = []
         for part in (0, 1, 2):
-            run = wgmma_call(x, w, bias, p, PartLaunch(spec.n, spec.staged, spec.stages, part))
+            run = wgmma_call(x, w, bias, p, part_of(spec, part))
             times.append(median_us(lambda run=run: run(out)))
         print(
-            f"{p.label} {launch_text(spec):26s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
+            f"{p.label} {launch_text(spec):30s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
             f"products alone {times[1]:8.1f} us ({tflop / times[1] * 1e6:5.1f}), staging alone {times[2]:8.1f} us"
         )
 
