@@ -214,3 +214,11 @@ def test_every_build_keeps_subnormals(stand_in_nvrtc):
 def test_a_gpu_newer_than_nvrtc_gets_ptx_of_the_newest_architecture_nvrtc_knows(stand_in_nvrtc):
     assert nvrtc._buildable("sm_90") == "sm_90" and nvrtc._buildable("compute_75") == "compute_75"
     assert nvrtc._buildable("sm_110") == "compute_100"
+
+
+@needs_nvcc
+def test_the_chapters_compiler_report_shows_wgmma_serialisation_only_where_it_happened():
+    from convkit.book.chapter import compiler_report
+
+    report = compiler_report("toy_cnn")
+    assert "wgmma_serialized" not in report.columns and {"registers", "spill_store_bytes"} <= set(report.columns)

@@ -143,7 +143,8 @@ def provenance_table(results: Results) -> Any:
 
 def compiler_report(source: str, archs: tuple[str, ...] = ("sm_75", "sm_90")) -> Any:
     """``ptxas -v`` of every kernel of ``kernels/<source>.cu`` per architecture (registers, stack,
-    spills, shared memory), or None where ``nvcc`` is not installed."""
+    spills, shared memory; whether ptxas serialised a kernel's wgmma, only where one was), or None where ``nvcc`` is
+    not installed."""
     import pandas as pd
 
     from convkit.cuda.ptxas import find_nvcc, ptxas_report
@@ -151,7 +152,8 @@ def compiler_report(source: str, archs: tuple[str, ...] = ("sm_75", "sm_90")) ->
     if find_nvcc() is None:
         return None
     rows = [vars(k) for arch in archs for k in ptxas_report(source, arch)]
-    return pd.DataFrame(rows).set_index(["kernel", "arch"]).sort_index()
+    table = pd.DataFrame(rows).set_index(["kernel", "arch"]).sort_index()
+    return table if table["wgmma_serialized"].any() else table.drop(columns="wgmma_serialized")
 
 
 #: The provenance a reader sees, in order: (key in the provenance JSON, label).
