@@ -5,7 +5,9 @@
 built on the GPU, convkit imported and the network patched, the kernels built ahead by ``convkit prebuild``), each
 module's first call is timed with the GPU synchronised before and after (forward hooks), so the one-time costs
 (CuPy's import and context, the table read, loading built kernels, cuDNN's and cuBLAS's setup) show in the layer
-that pays them. Run from the repository root on a GPU machine, after ``convkit prebuild``:
+that pays them. Of each layer's time it says how much went to kernel builds read back or compiled (NVRTC) and to
+modules loaded, and for each slow convolution what the op chose for it. Run from the repository root on a GPU
+machine, after ``convkit prebuild``:
     PYTHONPATH=$PWD python3 scripts/first_call_probe.py [LABEL ...]    # default AlexNet-1 ResNet-50-16
 """
 
@@ -30,6 +32,7 @@ def one_run(label: str, patched: bool) -> None:
 
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp()  # convkit's user cache empty, as the recorded runs have it
     pytorch_as_measured()
+    loading = watch_kernel_loading()
     network, batch = label.rsplit("-", 1)
     model = network_model(network)
     x = torch.randn(int(batch), 3, 224, 224, device="cuda")
@@ -40,9 +43,13 @@ def one_run(label: str, patched: bool) -> None:
     spent: dict[str, float] = {}
     began: dict[str, float] = {}
 
+    loaded: dict[str, str] = {}
+    problems: dict[str, object] = {}
+
     def before(name: str):
         def hook(module, args):
             torch.cuda.synchronize()
+            loading.clear()
             began[name] = time.perf_counter()
 
         return hook
@@ -50,7 +57,11 @@ def one_run(label: str, patched: bool) -> None:
     def after(name: str):
         def hook(module, args, output):
             torch.cuda.synchronize()
-            spent.setdefault(name, time.perf_counter() - began[name])
+            if name not in spent:
+                spent[name] = time.perf_counter() - began[name]
+                loaded[name] = loading.text()
+                if hasattr(module, "original"):
+                    problems[name] = conv_problem(module.original, args[0])
 
         return hook
 
@@ -66,7 +77,77 @@ def one_run(label: str, patched: bool) -> None:
     whole = time.perf_counter() - first
     print(f"  first forward {whole:.3f} s; its leaves {sum(spent.values()):.3f} s over {len(spent)} modules")
     for name, seconds in sorted(spent.items(), key=lambda item: -item[1])[:TOP]:
-        print(f"    {seconds * 1e3:8.1f} ms  {name} ({type(dict(model.named_modules())[name]).__name__})")
+        print(f"    {seconds * 1e3:8.1f} ms  {name} ({type(dict(model.named_modules())[name]).__name__}){loaded[name]}")
+        if name in problems:
+            print(f"                 {choice_text(problems[name])}")
+
+
+class KernelLoading:
+    """The kernel builds (each read back from the cache or compiled by NVRTC) and module loads since :meth:`clear`,
+    with their seconds: convkit.cuda.nvrtc's two steps, wrapped."""
+
+    def __init__(self) -> None:
+        self.builds: list[tuple[bool, float]] = []  # (compiled, seconds)
+        self.loads: list[float] = []
+
+    def clear(self) -> None:
+        self.builds.clear()
+        self.loads.clear()
+
+    def text(self) -> str:
+        if not self.builds and not self.loads:
+            return ""
+        compiled, seconds = sum(1 for c, _ in self.builds if c), sum(t for _, t in self.builds)
+        return (f"; of it {len(self.builds)} builds ({compiled} compiled) {1e3 * seconds:.1f} ms, "
+                f"{len(self.loads)} module loads {1e3 * sum(self.loads):.1f} ms")  # fmt: skip
+
+
+def watch_kernel_loading() -> KernelLoading:
+    """Wrap convkit.cuda.nvrtc's build and module load so that each is counted and timed (:class:`KernelLoading`)."""
+    from cupy_backends.cuda.libs import nvrtc as bindings
+
+    from convkit.cuda import nvrtc
+
+    seen = KernelLoading()
+    build, load, compile_program = nvrtc._cached_build, nvrtc._Module.__init__, bindings.compileProgram
+    compiles = [0]
+
+    def counted_compile(*args):
+        compiles[0] += 1
+        return compile_program(*args)
+
+    def timed_build(code, options, arch):
+        before, start = compiles[0], time.perf_counter()
+        built = build(code, options, arch)
+        seen.builds.append((compiles[0] > before, time.perf_counter() - start))
+        return built
+
+    def timed_load(module, binary):
+        start = time.perf_counter()
+        load(module, binary)
+        seen.loads.append(time.perf_counter() - start)
+
+    nvrtc._cached_build, nvrtc._Module.__init__, bindings.compileProgram = timed_build, timed_load, counted_compile
+    return seen
+
+
+def conv_problem(conv, x):
+    """The problem a patched nn.Conv2d ran on input ``x``."""
+    from convkit.core.problem import ConvProblem
+
+    n, c, h, w = x.shape
+    return ConvProblem(n, c, h, w, conv.out_channels, *conv.kernel_size, pad=conv.padding[0], stride=conv.stride[0])
+
+
+def choice_text(problem) -> str:
+    """What the op runs ``problem`` with on this GPU (the user's cache, then the shipped table), in a line."""
+    from convkit.core.gpu import device_name, gpu_slug
+    from convkit.op.dispatch import lookup
+
+    found = lookup(problem, gpu_slug(device_name()))
+    if found is None:
+        return f"{problem.key}: no choice (tuned at this call)"
+    return f"{problem.key}: {found.impl} {found.variant} {found.params} ({found.source}, {found.time_us:.1f} us)"
 
 
 if __name__ == "__main__":
