@@ -56,8 +56,8 @@
 #ifndef CONVKIT_WS_IN_FLIGHT  // the warp-specialised kernel's K-tiles of products a consumer keeps running: 1 or 2
 #define CONVKIT_WS_IN_FLIGHT 1
 #endif
-#ifndef CONVKIT_WG_PART  // a timing experiment's half of the main loop (the output is then wrong): 0 the whole loop;
-#define CONVKIT_WG_PART 0  // 1 the products alone (no input gathered or split); 2 the staging alone (no product); both kernels
+#ifndef CONVKIT_WG_PART  // either kernel's timing experiment, half of its main loop (the output then wrong): 0 the
+#define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone
 #endif
 
 namespace wgmma_tf32x3 {
@@ -169,6 +169,35 @@ __device__ __forceinline__ void wait()
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 #endif
+}
+
+// A K-tile's 12 products on one warpgroup's 64 rows (from row `row0` of the block's A), issued as one group: A's
+// big and small planes (BM rows each) at `a_planes`, B's (Width rows each) at `b_planes`, 32 floats a row. `fresh`:
+// the K-tile summed apart from zero (staged), not onto `sums`. Both wgmma kernels issue them so.
+//
+// The small products of every k-step first, then big * big: the tensor cores truncate as they add, and a small
+// product added to a sum of big ones loses up to an ulp of that sum; summed apart first, the small ones lose bits of
+// a sum 2^-11 as large. A model of truncating sums (scripts/truncating_sums_model.py) puts the staged error at
+// K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved).
+template <int Width, int Accumulators>
+__device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], const float* a_planes,
+                                                const float* b_planes, int row0, bool fresh)
+{
+    constexpr int BIG = 0, SMALL = 1;  // the planes of each operand
+    auto a_at = [&](int plane, int step) {  // the 64 rows of A, two k-groups from `step`
+        return descriptor(a_planes + plane * BM * BK + 2 * step * BM * 4 + row0 * 4, BM);
+    };
+    auto b_at = [&](int plane, int step) {
+        return descriptor(b_planes + plane * Width * BK + 2 * step * Width * 4, Width);
+    };
+#pragma unroll
+    for (int step = 0; step < BK / 8; ++step) {
+        mma(sums, a_at(SMALL, step), b_at(BIG, step), fresh ? step > 0 : 1);
+        mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
+    }
+#pragma unroll
+    for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
+    commit();
 }
 
 // Shared memory written by ordinary stores and cp.async, made visible to the tensor cores' (async proxy) reads.
@@ -337,25 +366,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 #endif
 
     auto issue_products = [&](const float* stage) {  // a K-tile's 12 products on this warpgroup's rows
-        // The small products of every k-step first, then big * big: the tensor cores truncate as they add, and a
-        // small product added to a sum of big ones loses up to an ulp of that sum; summed apart first, the small
-        // ones lose bits of a sum 2^-11 as large. A model of truncating sums (scripts/truncating_sums_model.py)
-        // puts the staged error at K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved).
-        constexpr int BIG = 0, SMALL = 1;  // the planes of each operand in a stage
-        auto a_at = [&](int plane, int step) {  // this warpgroup's 64 rows of A, two k-groups from `step`
-            return descriptor(stage + plane * PLANE_A + 2 * step * BM * 4 + group * 64 * 4, BM);
-        };
-        auto b_at = [&](int plane, int step) {
-            return descriptor(stage + 2 * PLANE_A + plane * PLANE_B + 2 * step * BN * 4, BN);
-        };
-#pragma unroll
-        for (int step = 0; step < BK / 8; ++step) {  // a K-tile summed apart starts from zero
-            mma(partial, a_at(SMALL, step), b_at(BIG, step), CONVKIT_STAGED ? step > 0 : 1);
-            mma(partial, a_at(BIG, step), b_at(SMALL, step), 1);
-        }
-#pragma unroll
-        for (int step = 0; step < BK / 8; ++step) mma(partial, a_at(BIG, step), b_at(BIG, step), 1);
-        commit();
+        k_tile_products<BN>(partial, stage, stage + 2 * PLANE_A, group * 64, CONVKIT_STAGED);
     };
     auto stage = [&](int tile) {  // K-tile `tile` into its stage: the weights' copies, the inputs gathered and split
         float* to = smem + (tile % STAGES) * STAGE;
@@ -562,25 +573,10 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     auto issue = [&](int tile, float (&sums)[64]) {
         const int s = tile % WS_STAGES;
         wait_phase(full + s, (tile / WS_STAGES) & 1);
-        const float* stage = smem + s * STAGE_WS;
-        constexpr int BIG = 0, SMALL = 1;
-        auto a_at = [&](int plane, int step) {  // this consumer's 64 rows of A, two k-groups from `step`
-            return descriptor(stage + plane * PLANE_A + 2 * step * BM * 4 + group * 64 * 4, BM);
-        };
-        auto b_at = [&](int plane, int step) {
-            return descriptor(stage + 2 * PLANE_A + plane * PLANE_B_WS + 2 * step * WIDTH * 4, WIDTH);
-        };
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
+        const float* stage = smem + s * STAGE_WS;
         fence_operands();
-        // the small products first (see implicit_gemm_wgmma_tf32x3), a K-tile summed apart from zero
-#pragma unroll
-        for (int step = 0; step < BK / 8; ++step) {
-            mma(sums, a_at(SMALL, step), b_at(BIG, step), step > 0);
-            mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
-        }
-#pragma unroll
-        for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
-        commit();
+        k_tile_products<WIDTH>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
     };
     float partial[64];
     if constexpr (IN_FLIGHT == 2) {

@@ -25,7 +25,7 @@ from convkit.families.tf32x3.wgmma import (
     WgmmaGemmLaunch,
     WgmmaLaunch,
     WgmmaWsLaunch,
-    conv2d_wgmma,
+    conv2d_wgmma_tf32x3,
 )
 
 CHECKED = (
@@ -52,7 +52,7 @@ def wgmma_call(x: Any, w: Any, bias: Any, p: ConvProblem, spec: WgmmaLaunch) -> 
     import cupy
 
     workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
-    return lambda out: conv2d_wgmma(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=bias,
+    return lambda out: conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=bias,
                                     workspace=workspace)  # fmt: skip
 
 

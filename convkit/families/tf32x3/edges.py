@@ -13,7 +13,7 @@ from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
-from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WS_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma
+from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WS_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma_tf32x3
 
 
 def edge_check() -> None:
@@ -43,6 +43,6 @@ def wgmma_edges() -> None:
             expected = reference.bias_add(ref, bias)
             for spec in (*WGMMA_SETTINGS, *WS_SETTINGS):
                 out.fill(cupy.nan)
-                conv2d_wgmma(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=cupy.asarray(bias))
+                conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=cupy.asarray(bias))
                 err = reference.relative_error(out.get(), expected)
                 assert err < DIRECT_TOLERANCE, (p.label, spec, unaligned, err)

@@ -8,8 +8,9 @@ on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the 
 
 :class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after
 the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of
-two consumer warpgroups, each stage's turn kept by mbarriers. Both are tuning candidates of the variant
-(:func:`wgmma_candidates`, read back by :func:`launch_from_params`).
+two consumer warpgroups, each stage's turn kept by mbarriers. :func:`conv2d_wgmma_tf32x3` runs either launch (each
+splits the weights as its kernel reads them); both are tuning candidates of the variant (:func:`wgmma_candidates`,
+read back by :func:`launch_from_params`).
 """
 
 from __future__ import annotations
@@ -57,15 +58,6 @@ def check_problem(problem: ConvProblem) -> None:
                          f"sm_90a); this build targets {here}")  # fmt: skip
 
 
-def _launch_gemm(spec: KernelLaunch, problem: ConvProblem, x: Any, weights: Any, epilogue: Any, out: Any) -> None:
-    """Enqueue ``spec`` (either wgmma kernel: both take the same arguments) on the split ``weights``."""
-    import cupy
-
-    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
-             problem.stride)  # fmt: skip
-    launch_kernel(spec, problem, (x, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
-
-
 @dataclass(frozen=True)
 class WgmmaGemmLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``n`` pixels a block
@@ -104,6 +96,11 @@ class WgmmaGemmLaunch(KernelLaunch):
         """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.split_elements`)."""
         return regions_bytes([split_elements(problem)])
 
+    def split(self, problem: ConvProblem, w: Any, workspace: Any) -> Any:
+        """Enqueue the split of ``w`` into ``workspace`` (allocated where None) and return the kernel's operand."""
+        (planes,) = float32_regions(workspace, [split_elements(problem)])
+        return split_weights(problem, w, planes)
+
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
 
@@ -119,34 +116,6 @@ class WgmmaGemmLaunch(KernelLaunch):
         if self.stages not in (2, 3) or (self.stages == 3 and (self.staged or self.n != 128)):
             raise ValueError(f"stages must be 2, or 3 with staged=False at n=128 (192 KiB), got stages={self.stages!r}")
         check_problem(problem)
-
-
-def conv2d_wgmma_tf32x3(
-    x: Any,
-    w: Any,
-    *,
-    pad: int = 0,
-    stride: int = 1,
-    launch: WgmmaGemmLaunch | None = None,
-    out: Any = None,
-    bias: Any = None,
-    workspace: Any = None,
-) -> Any:
-    """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` (plus ``bias``) as one implicit GEMM in 3xTF32
-    on Hopper's wgmma: FP32 accuracy (within 1e-5 of float64) from TF32 tensor cores. Arguments and result as
-    :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` defaults to :class:`WgmmaGemmLaunch`'s
-    defaults; ``workspace`` (uint8, :meth:`~WgmmaGemmLaunch.workspace_bytes`) holds the weights split, allocated
-    here where None."""
-    problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = launch or WgmmaGemmLaunch()
-    if not isinstance(spec, WgmmaGemmLaunch):
-        raise TypeError(f"launch must be a WgmmaGemmLaunch, got {type(spec).__name__}")
-    spec.can_implement(problem)  # before anything is allocated or launched
-    epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
-    out = output_for(out, problem)
-    (planes,) = float32_regions(workspace, [split_elements(problem)])
-    _launch_gemm(spec, problem, x, split_weights(problem, w, planes), epilogue, out)
-    return out
 
 
 #: The warp-specialised kernel's shared-memory stages, threads (a producer warpgroup, two consumers) and pixels a
@@ -217,6 +186,15 @@ class WgmmaWsLaunch(KernelLaunch):
         """The weights split into their tiled planes (:func:`tiled_elements`)."""
         return regions_bytes([tiled_elements(problem)])
 
+    def split(self, problem: ConvProblem, w: Any, workspace: Any) -> Any:
+        """Enqueue the split of ``w`` into its tiled planes in ``workspace`` (allocated where None) and return them."""
+        import cupy
+
+        (tiled,) = float32_regions(workspace, [tiled_elements(problem)])
+        k = problem.c * problem.r * problem.s
+        launch_kernel(SplitTiledLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(k)))
+        return tiled
+
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
 
@@ -228,35 +206,6 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.in_flight not in (1, 2):
             raise ValueError(f"in_flight must be 1 or 2, got {self.in_flight!r}")
         check_problem(problem)
-
-
-def conv2d_wgmma_ws_tf32x3(
-    x: Any,
-    w: Any,
-    *,
-    pad: int = 0,
-    stride: int = 1,
-    launch: WgmmaWsLaunch | None = None,
-    out: Any = None,
-    bias: Any = None,
-    workspace: Any = None,
-) -> Any:
-    """As :func:`conv2d_wgmma_tf32x3`, by the warp-specialised kernel (:class:`WgmmaWsLaunch`); ``workspace``
-    (uint8, :meth:`~WgmmaWsLaunch.workspace_bytes`) holds the weights split into its tiled layout."""
-    import cupy
-
-    problem = check_conv_args(x, w, pad=pad, stride=stride)
-    spec = launch or WgmmaWsLaunch()
-    if not isinstance(spec, WgmmaWsLaunch):
-        raise TypeError(f"launch must be a WgmmaWsLaunch, got {type(spec).__name__}")
-    spec.can_implement(problem)  # before anything is allocated or launched
-    epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch")
-    out = output_for(out, problem)
-    (tiled,) = float32_regions(workspace, [tiled_elements(problem)])
-    k = problem.c * problem.r * problem.s
-    launch_kernel(SplitTiledLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(k)))
-    _launch_gemm(spec, problem, x, tiled, epilogue, out)
-    return out
 
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -288,7 +237,39 @@ def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
     return (WgmmaWsLaunch if "schedule" in params else WgmmaGemmLaunch).from_params(params)
 
 
-def conv2d_wgmma(x: Any, w: Any, *, launch: WgmmaLaunch, **kwargs: Any) -> Any:
-    """:func:`conv2d_wgmma_tf32x3` or :func:`conv2d_wgmma_ws_tf32x3`, as ``launch`` is either kernel's."""
-    run = conv2d_wgmma_ws_tf32x3 if isinstance(launch, WgmmaWsLaunch) else conv2d_wgmma_tf32x3
-    return run(x, w, launch=launch, **kwargs)
+def conv2d_wgmma_tf32x3(
+    x: Any,
+    w: Any,
+    *,
+    pad: int = 0,
+    stride: int = 1,
+    launch: WgmmaLaunch | None = None,
+    out: Any = None,
+    bias: Any = None,
+    workspace: Any = None,
+) -> Any:
+    """Convolution (cross-correlation) of NCHW ``x`` with MCRS ``w`` (plus ``bias``) as one implicit GEMM in 3xTF32
+    on Hopper's wgmma: FP32 accuracy (within 1e-5 of float64) from TF32 tensor cores. Arguments and result as
+    :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` is either kernel's (default
+    :class:`WgmmaGemmLaunch`'s defaults); ``workspace`` (uint8, the launch's ``workspace_bytes``) holds the weights
+    split as that kernel reads them, allocated here where None."""
+    import cupy
+
+    problem = check_conv_args(x, w, pad=pad, stride=stride)
+    spec = launch or WgmmaGemmLaunch()
+    if not isinstance(spec, WgmmaGemmLaunch | WgmmaWsLaunch):
+        raise TypeError(f"launch must be a WgmmaGemmLaunch or a WgmmaWsLaunch, got {type(spec).__name__}")
+    spec.can_implement(problem)  # before anything is allocated or launched
+    epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
+    out = output_for(out, problem)
+    weights = spec.split(problem, w, workspace)
+    # both kernels take the same arguments
+    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
+             problem.stride)  # fmt: skip
+    launch_kernel(spec, problem, (x, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    return out
+
+
+def conv2d_wgmma_ws_tf32x3(x: Any, w: Any, *, launch: WgmmaWsLaunch | None = None, **kwargs: Any) -> Any:
+    """:func:`conv2d_wgmma_tf32x3` by the warp-specialised kernel (``launch`` default :class:`WgmmaWsLaunch`'s)."""
+    return conv2d_wgmma_tf32x3(x, w, launch=launch or WgmmaWsLaunch(), **kwargs)
