@@ -640,3 +640,122 @@ extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ 
         *reinterpret_cast<float4*>(chunk + PLANE_A) = make_float4(small[0], small[1], small[2], small[3]);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The products' ceiling, wgmma_products_ceiling (scripts/wgmma_probe.py --ceiling; records nothing): each warpgroup
+// of a block runs `iters` K-tiles of the kernels' 12 products on one stage of zeros in shared memory, each summed
+// apart and added in FP32 as the kernels do, with nothing else to wait for: no staging, no barrier. What the tensor
+// cores give the kernels' main loop at best, per setting: CONVKIT_WG_N (at 256 the sums left to the tensor cores,
+// as the kernel does), CONVKIT_WS_IN_FLIGHT (1: each K-tile waited
+// for before the next is issued; 2: the next issued first) and CONVKIT_CEILING_SWIZZLE (0: the kernels' layout, no
+// swizzle, a k-step's two k-groups ROWS x 16 bytes apart; 1: the 128-byte swizzle CUTLASS's Hopper kernels use, a
+// row's 32 floats in one 128-byte line, 16-byte chunks XORed with the row's index in its 8-row atom) and
+// CONVKIT_CEILING_WARPGROUPS (2, or 3: a third multiplying the first's rows again, one K-tile in flight).
+#ifndef CONVKIT_CEILING_SWIZZLE
+#define CONVKIT_CEILING_SWIZZLE 0
+#endif
+#ifndef CONVKIT_CEILING_WARPGROUPS
+#define CONVKIT_CEILING_WARPGROUPS 2
+#endif
+namespace wgmma_ceiling {
+using namespace wgmma_tf32x3;
+
+// `v` computed here, before any later asm (an empty one): the sums of a K-tile, added to the block's before the next
+// products are issued. Left to sink below them, the add would copy its operand while the tensor cores write it, and
+// ptxas would serialise every wgmma of the kernel.
+__device__ __forceinline__ void pin(float& v)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("" : "+f"(v));
+#endif
+}
+
+// K-major, 128-byte swizzle: 8-row atoms of 1,024 bytes (SBO), a k-step 32 bytes on within the row (LBO unused: 1).
+__device__ __forceinline__ unsigned long long swizzled_descriptor(const float* at)
+{
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
+    return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+template <int Accumulators>
+__device__ __forceinline__ void swizzled_products(float (&sums)[Accumulators], const float* a_planes,
+                                                  const float* b_planes, int row0, bool fresh)
+{
+    constexpr int BIG = 0, SMALL = 1;
+    auto a_at = [&](int plane, int step) { return swizzled_descriptor(a_planes + plane * PLANE_A + row0 * BK + 8 * step); };
+    auto b_at = [&](int plane, int step) { return swizzled_descriptor(b_planes + plane * PLANE_B + 8 * step); };
+#pragma unroll
+    for (int step = 0; step < BK / 8; ++step) {
+        mma(sums, a_at(SMALL, step), b_at(BIG, step), fresh ? step > 0 : 1);
+        mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
+    }
+#pragma unroll
+    for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
+    commit();
+}
+}  // namespace wgmma_ceiling
+
+extern "C" __global__ void __launch_bounds__(128 * CONVKIT_CEILING_WARPGROUPS, 1) wgmma_products_ceiling(float* __restrict__ out, int iters)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_ceiling;
+    extern __shared__ __align__(128) float smem[];  // at the window's start: 1,024-byte aligned, as the swizzle needs
+    for (int i = threadIdx.x; i < STAGE; i += blockDim.x) smem[i] = 0.0f;
+    fence_to_async_proxy();
+    __syncthreads();
+    const int row0 = (threadIdx.x / 128) % 2 * 64;  // a third warpgroup multiplies the first's rows again
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
+    auto products = [&](float (&into)[ACC], bool fresh = true) {
+        fence_operands();
+        if (CONVKIT_CEILING_SWIZZLE)
+            swizzled_products(into, smem, smem + 2 * PLANE_A, row0, fresh);
+        else
+            k_tile_products<BN>(into, smem, smem + 2 * PLANE_A, row0, fresh);
+    };
+    auto add = [&](const float (&from)[ACC]) {
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) pin(acc[i] += from[i]);
+    };
+    if constexpr (BN == 256) {  // as the kernel at 256 pixels: the sums left to the tensor cores
+        for (int it = 0; it < iters; ++it) {
+            products(acc, false);
+            wait();
+        }
+    } else if constexpr (CONVKIT_WS_IN_FLIGHT == 2) {
+        float sums[ACC], other[ACC];
+        products(sums);
+        int it = 1;
+        for (; it + 1 < iters; it += 2) {
+            products(other);
+            wait<1>();
+            add(sums);
+            products(sums);
+            wait<1>();
+            add(other);
+        }
+        if (it < iters) {
+            products(other);
+            wait<1>();
+            add(sums);
+            wait();
+            add(other);
+        } else {
+            wait();
+            add(sums);
+        }
+    } else {
+        float sums[ACC];
+        for (int it = 0; it < iters; ++it) {
+            products(sums);
+            wait();
+            add(sums);
+        }
+    }
+    float total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = total;
+#endif
+}

@@ -15,7 +15,8 @@
 #   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
-#   wgmma_why : the wgmma kernel's products and staging timed apart, then Nsight Compute on one launch of each
+#   wgmma_why : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products and
+#               staging timed apart, then Nsight Compute on one launch of each
 #               setting and of the mma.sync kernel (logs/wgmma_parts.log, logs/wgmma_ncu.log);
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
@@ -116,6 +117,8 @@ wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tool
 }
 wgmma_why() {  # what sets the wgmma kernel's pace: its main loop's halves timed apart (logs/wgmma_parts.log), then
   # Nsight Compute on one launch of each setting and of the mma.sync kernel (logs/wgmma_ncu.log)
+  echo "=== the products' ceiling, nothing staged (\$SECONDS s)"
+  timeout 120 python3 scripts/wgmma_probe.py --ceiling > \$logs/wgmma_ceiling.log 2>&1; tail -n 12 \$logs/wgmma_ceiling.log
   echo "=== the wgmma kernel's products and staging timed apart (\$SECONDS s)"
   timeout 240 python3 scripts/wgmma_probe.py --parts > \$logs/wgmma_parts.log 2>&1; tail -n 16 \$logs/wgmma_parts.log
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"

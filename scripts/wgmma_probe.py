@@ -7,19 +7,24 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
     PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
 from convkit.families.tf32x3.wgmma import (
+    BLOCK_M,
+    TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
     WgmmaGemmLaunch,
@@ -160,6 +165,71 @@ def parts(p: ConvProblem, rng: Any) -> None:
         )
 
 
+@dataclass(frozen=True)
+class CeilingLaunch(KernelLaunch):
+    """``wgmma_products_ceiling`` (kernels/wgmma_tf32x3.cu): a block a GPU's SM, ``warpgroups`` of 128 threads each
+    running ``iters`` K-tiles of 12 products on a stage of zeros, ``n`` pixels wide, ``in_flight`` K-tiles at a time,
+    in the kernels' unswizzled layout or (``swizzle``) CUTLASS's 128-byte swizzle."""
+
+    n: int = 128
+    in_flight: int = 1
+    swizzle: bool = False
+    warpgroups: int = 2
+
+    kind: ClassVar[str] = "wgmma_products_ceiling"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: Any) -> str:
+        return "wgmma_products_ceiling"
+
+    def options(self, problem: Any) -> tuple[str, ...]:
+        return (
+            f"-DCONVKIT_WG_N={self.n}",
+            "-DCONVKIT_STAGED=0",
+            f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}",
+            f"-DCONVKIT_CEILING_SWIZZLE={int(self.swizzle)}",
+            f"-DCONVKIT_CEILING_WARPGROUPS={self.warpgroups}",
+        )
+
+    def grid(self, problem: Any) -> tuple[int, ...]:
+        import cupy
+
+        return (cupy.cuda.Device().attributes["MultiProcessorCount"],)
+
+    def block(self, problem: Any) -> tuple[int, ...]:
+        return (128 * self.warpgroups,)
+
+    def shared_bytes(self, problem: Any) -> int:
+        return (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
+
+    def tflops(self, ms: float, iters: int) -> float:
+        """The TF32 rate (TFLOP/s) of ``iters`` K-tiles a warpgroup in ``ms``: 12 products of 64 x n x 8 each."""
+        flops = 2 * 64 * self.n * 8 * 12 * iters * self.warpgroups * self.grid(None)[0]
+        return flops / (ms * 1e-3) / 1e12
+
+
+CEILINGS = (
+    CeilingLaunch(), CeilingLaunch(swizzle=True), CeilingLaunch(in_flight=2), CeilingLaunch(in_flight=2, swizzle=True),
+    CeilingLaunch(warpgroups=3), CeilingLaunch(warpgroups=3, swizzle=True), CeilingLaunch(256),
+    CeilingLaunch(256, swizzle=True), CeilingLaunch(256, warpgroups=3),
+)  # fmt: skip
+
+
+def ceiling(iters: int = 4096) -> None:
+    """Each :data:`CEILINGS` setting timed: the TF32 rate of the kernels' products with nothing else to do, and the
+    3xTF32 rate (a third of it) it leaves the kernels' main loop at best."""
+    import cupy
+
+    out = cupy.empty(384 * 1024, dtype=cupy.float32)
+    for spec in CEILINGS:
+        ms = median_us(lambda spec=spec: launch_kernel(spec, None, (out, cupy.int32(iters)))) / 1e3
+        rate = spec.tflops(ms, iters)
+        layout = "128B swizzle" if spec.swizzle else "no swizzle"
+        print(f"products' ceiling n={spec.n} in flight {spec.in_flight} {layout:12s} {spec.warpgroups} warpgroups: "
+              f"{rate:6.1f} TF32 TFLOP/s, {rate / 3:6.1f} 3xTF32")  # fmt: skip
+
+
 def profiled(p: ConvProblem, rng: Any) -> None:
     """One launch of each wgmma setting and of the mma.sync kernel on ``p``, for Nsight Compute to profile (each
     built by a call before, whose launch ``ncu``'s kernel filter and launch count skip: see the chain ``wgmma_why``
@@ -195,6 +265,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled(TIMED[0], cupy.random.default_rng(7))
+    elif "--ceiling" in sys.argv[1:]:
+        ceiling()
     elif "--parts" in sys.argv[1:]:  # the main loop's halves timed apart, on the large timed layers
         import cupy
 
