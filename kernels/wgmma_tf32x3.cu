@@ -3,9 +3,10 @@
 // big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
 // FP32) on the instruction that replaced mma.sync there. CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation
 // past SM80 is Blackwell's), so this one is convkit's own: a first version, the 3xTF32 family's igemm_wgmma_tf32x3
-// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py. At the end of the file, a
-// second, warp-specialised kernel (implicit_gemm_wgmma_ws_tf32x3: a producer warpgroup staging ahead of two
-// consumers, mbarriers between them), not yet a tuning candidate.
+// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py. Further on, two
+// warp-specialised kernels (a producer warpgroup staging ahead of two consumers, mbarriers between them): one gathering
+// and splitting the inputs as this one does (implicit_gemm_wgmma_ws_tf32x3), one copying them split ahead, channels
+// last (implicit_gemm_wgmma_ws_nhwc_tf32x3); and the products' ceiling, the pace of their tensor cores alone.
 //
 // The GEMM: D[M][pixels] = A[M][K] . B[K][pixels], K = C R S; A the weights split ahead into a big and a small
 // plane (split_weights_tf32x3 in implicit_gemm_tf32x3.cu: [M][KP], rows padded to whole float4s), B the input's
@@ -516,51 +517,40 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 }
 }  // namespace wgmma_ws
 
-extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
-implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
-                              const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
-                              int M, int P, int Q, int pad, int stride)
+namespace wgmma_ws {
+// The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
+// each "empty": the consumers' threads) and made visible to every thread and to the copy engines.
+__device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned long long* empty)
 {
-#if defined(CONVKIT_WGMMA_BODY)
-    using namespace wgmma_ws;
-    extern __shared__ __align__(128) float smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
-    unsigned long long* empty = full + WS_STAGES;
-    const int tiles = (C * RS + BK - 1) / BK;
-    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
-    const int tid = threadIdx.x, warpgroup = tid / 128;
-    const long long pixel0 = (long long)blockIdx.x * WIDTH;
-    const int m0 = blockIdx.y * BM;
-    if (tid == 0) {
+    if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, PRODUCERS + 1);  // each producer thread, and the bulk copy's arrival
+            barrier_init(full + s, PRODUCERS + 1);
             barrier_init(empty + s, CONSUMERS);
         }
     }
     barriers_ready();
+}
 
-    if (warpgroup == 0) {  // the producer
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
-        ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
-        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
-        for (int tile = 0; tile < tiles; ++tile) {
-            const int s = tile % WS_STAGES;
-            if (CONVKIT_WG_PART != 1) inputs.gather();  // its loads in flight while the consumers may read the stage
-            if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);  // the stage's last K-tile done
-            float* stage = smem + s * STAGE_WS;
-            if (tid == 0) {
-                arrive_expecting(full + s, WEIGHT_BYTES);
-                bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
-            }
-            if (CONVKIT_WG_PART != 1) inputs.store(stage + 2 * PLANE_A);
-            fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
-            arrive(full + s);
-        }
-        return;
+// The weights' K-tile `tile` into stage `s` by one bulk copy (thread 0 of the producer), counted in bytes on its
+// "full" barrier, once its "empty" barrier says the consumers are done with the stage's last K-tile.
+__device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int s,
+                                                        unsigned long long* full, unsigned long long* empty)
+{
+    if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);
+    if (threadIdx.x == 0) {
+        arrive_expecting(full + s, WEIGHT_BYTES);
+        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
     }
+}
 
+// A consumer warpgroup (`group` 0 or 1: 64 rows of the block's 128 filters) over every K-tile: waits for each stage,
+// issues its 12 products (staged: summed apart, then added in FP32), frees the stage once they are done; then stores
+// its rows. Both warp-specialised kernels' consumers.
+__device__ __forceinline__ void consume(const float* smem, unsigned long long* full, unsigned long long* empty,
+                                        int tiles, int group, float* out, const float* bias, int M,
+                                        long long pixel0, long long pixels, long long PQ)
+{
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
-    const int group = warpgroup - 1;  // a consumer: 64 rows of the block's 128 filters
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -575,6 +565,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         wait_phase(full + s, (tile / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
+        fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered before the tensor cores read
         fence_operands();
         k_tile_products<WIDTH>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
     };
@@ -611,18 +602,166 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             add(tile, partial);
         }
     }
+    store_tile<WIDTH>(acc, out, bias, blockIdx.y * BM + group * 64, M, pixel0, pixels, PQ, threadIdx.x % 128);
+}
+}  // namespace wgmma_ws
 
-    store_tile<WIDTH>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, tid % 128);
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
+                              const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
+                              int M, int P, int Q, int pad, int stride)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_ws;
+    extern __shared__ __align__(128) float smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
+    unsigned long long* empty = full + WS_STAGES;
+    const int tiles = (C * RS + BK - 1) / BK;
+    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
+    const int tid = threadIdx.x;
+    const long long pixel0 = (long long)blockIdx.x * WIDTH;
+    init_barriers(full, empty);
+
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
+        ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
+        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
+        for (int tile = 0; tile < tiles; ++tile) {
+            const int s = tile % WS_STAGES;
+            if (CONVKIT_WG_PART != 1) inputs.gather();  // its loads in flight while the consumers may read the stage
+            float* stage = smem + s * STAGE_WS;
+            acquire_and_copy_weights(stage, weights, tile, s, full, empty);
+            if (CONVKIT_WG_PART != 1) inputs.store(stage + 2 * PLANE_A);
+            fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
+            arrive(full + s);
+        }
+        return;
+    }
+    consume(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
 #endif
 }
 
-// The weights split ahead for implicit_gemm_wgmma_ws_tf32x3, once per call, each K-tile of each block of 128
-// filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
-extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled, int M,
-                                                      int K)
+// ---------------------------------------------------------------------------------------------
+// The warp-specialised kernel on inputs split ahead, implicit_gemm_wgmma_ws_nhwc_tf32x3: its producer neither gathers
+// nor splits. split_input_nhwc_tf32x3 writes the input's big and small planes once per call, channels last ([N][H][W]
+// [CP], CP = C rounded up to 32, zeros past C); a K-tile is then 32 channels at one filter tap (K-tile t: channel
+// block t / RS, tap t % RS; the weights split to match, split_weights_nhwc_tiled_tf32x3), and a pixel's row of it is
+// 128 contiguous bytes of each plane: the producer's thread of each pixel copies them by eight 16-byte cp.async a
+// plane (zeros where the tap falls outside the image), which arrive on the stage's "full" barrier as they land. So a
+// K-tile costs a producer thread some twenty instructions, where gathering and splitting cost some 600, which set the
+// pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone on the H200).
+namespace wgmma_ws {
+constexpr int CHANNELS = BK;  // a K-tile's channels
+
+// 16 bytes from global to shared memory, cached in L1 on the way (an image's values serve every tap of a block's
+// pixels), zeros where not valid.
+__device__ __forceinline__ void copy16_cached(float* to, const float* from, bool valid)
 {
-    using namespace wgmma_tf32x3;
-    const int tiles = (K + BK - 1) / BK;
+#if defined(CONVKIT_EMULATED_WGMMA)
+    for (int i = 0; i < 4; ++i) to[i] = valid ? from[i] : 0.0f;
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
+                 "r"(valid ? 16 : 0) : "memory");
+#endif
+}
+
+// An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
+__device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_arrive(bar, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+}  // namespace wgmma_ws
+
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float* __restrict__ tiled,
+                                   const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H,
+                                   int W, int M, int P, int Q, int pad, int stride)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_ws;
+    extern __shared__ __align__(128) float smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
+    unsigned long long* empty = full + WS_STAGES;
+    const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
+    const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
+    const int tid = threadIdx.x;
+    const long long pixel0 = (long long)blockIdx.x * WIDTH;
+    init_barriers(full, empty);
+
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, this thread's pixel's row by cp.async
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();
+        const long long pixel = pixel0 + tid, plane = (long long)N * H * W * CP;
+        const bool pixel_ok = pixel < pixels;
+        const int n = pixel_ok ? (int)(pixel / PQ) : 0, pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
+        const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
+        const float* image = planes + (long long)n * H * W * CP;
+        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
+        int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
+        for (int tile = 0; tile < tiles; ++tile) {
+            const int st = tile % WS_STAGES;
+            float* stage = smem + st * STAGE_WS;
+            acquire_and_copy_weights(stage, weights, tile, st, full, empty);
+            if (CONVKIT_WG_PART != 1) {
+                const int ih = ih0 + r, iw = iw0 + s;
+                const bool inside = pixel_ok && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+                const float* from = image + (inside ? ((long long)ih * W + iw) * CP + c0 : 0);
+                float* to = stage + 2 * PLANE_A + tid * 4;  // row `tid`, k-group g at g x WIDTH rows on
+#pragma unroll
+                for (int g = 0; g < KGROUPS; ++g) {
+                    copy16_cached(to + g * WIDTH * 4, from + g * 4, inside);
+                    copy16_cached(to + PLANE_B_WS + g * WIDTH * 4, from + plane + g * 4, inside);
+                }
+            }
+            arrive_on_copies(full + st);
+            if (++s == S) {
+                s = 0;
+                if (++r == R) r = 0, c0 += CHANNELS;
+            }
+        }
+        copies_wait();  // every copy landed before the thread leaves
+        return;
+    }
+    consume(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
+#endif
+}
+
+// The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
+// small plane `plane` floats after the big one), zeros past C. A block of 32 x 8 threads turns a tile of 32 channels by
+// 32 pixels through shared memory, so that it reads x and writes the planes in whole lines.
+extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, float* __restrict__ planes, int N,
+                                                   int C, int HW)
+{
+    __shared__ float tile[32][33];
+    const int CP = (C + 31) / 32 * 32, n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+    const long long plane = (long long)N * HW * CP;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int c = c0 + i, p = p0 + threadIdx.x;
+        tile[i][threadIdx.x] = c < C && p < HW ? x[((long long)n * C + c) * HW + p] : 0.0f;
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int p = p0 + i;
+        if (p >= HW) continue;
+        float big, small;
+        tf32::split_ahead(tile[threadIdx.x][i], big, small);
+        const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
+        planes[at] = big;
+        planes[plane + at] = small;
+    }
+}
+
+// The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of 128 filters
+// as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
+// `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile `tile`, or -1 for a zero.
+namespace wgmma_ws {
+template <typename Source>
+__device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
+                                                    int tiles, Source source)
+{
     const long long lines = (long long)((M + BM - 1) / BM) * tiles * KGROUPS * BM;  // of 4 floats, per plane
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += (long long)gridDim.x * blockDim.x) {
         const int row = (int)(i % BM), kgroup = (int)(i / BM % KGROUPS);
@@ -631,14 +770,38 @@ extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ 
         float big[4], small[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            const int k = tile * BK + kgroup * 4 + j;
+            const long long at = m < M ? source(m, tile, kgroup * 4 + j) : -1;
             big[j] = small[j] = 0.0f;
-            if (m < M && k < K) tf32::split_ahead(w[(long long)m * K + k], big[j], small[j]);
+            if (at >= 0) tf32::split_ahead(w[at], big[j], small[j]);
         }
         float* chunk = tiled + tile_of * (2 * PLANE_A) + (kgroup * BM + row) * 4;
         *reinterpret_cast<float4*>(chunk) = make_float4(big[0], big[1], big[2], big[3]);
         *reinterpret_cast<float4*>(chunk + PLANE_A) = make_float4(small[0], small[1], small[2], small[3]);
     }
+}
+}  // namespace wgmma_ws
+
+// For implicit_gemm_wgmma_ws_tf32x3: K-tile t holds k = 32 t .. 32 t + 31 of w's rows (MCRS, K = C R S).
+extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled, int M,
+                                                      int K)
+{
+    using namespace wgmma_ws;
+    wgmma_ws::split_weights_tiled(w, tiled, M, (K + BK - 1) / BK, [=](int m, int tile, int k) -> long long {
+        k += tile * BK;
+        return k < K ? (long long)m * K + k : -1;
+    });
+}
+
+// For implicit_gemm_wgmma_ws_nhwc_tf32x3: K-tile t holds channels 32 (t / RS) .. + 31 at tap t % RS.
+extern "C" __global__ void split_weights_nhwc_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled,
+                                                           int M, int C)
+{
+    using namespace wgmma_ws;
+    const int tiles = (C + CHANNELS - 1) / CHANNELS * RS;
+    wgmma_ws::split_weights_tiled(w, tiled, M, tiles, [=](int m, int tile, int k) -> long long {
+        const int c = tile / RS * CHANNELS + k, tap = tile % RS;
+        return c < C ? ((long long)m * C + c) * RS + tap : -1;
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        return f"warp-specialised, {spec.in_flight} in flight"
+        return f"warp-specialised, {spec.in_flight} in flight{', inputs split ahead' if spec.inputs else ''}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -116,7 +116,7 @@ def speed(p: ConvProblem, rng: Any) -> None:
     for name, run in calls(x, w, bias, p):
         wg = median_us(lambda run=run: run(out))
         err = reference.relative_error(run(out), ref)
-        print(f"    {name:32s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split included), error {err:.1e}")
+        print(f"    {name:58s} {wg:8.1f} us {tflop / wg * 1e6:6.1f} TFLOP/s (the split included), error {err:.1e}")
 
 
 class _Part:
@@ -160,7 +160,7 @@ def parts(p: ConvProblem, rng: Any) -> None:
             run = wgmma_call(x, w, bias, p, part_of(spec, part))
             times.append(median_us(lambda run=run: run(out)))
         print(
-            f"{p.label} {launch_text(spec):30s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
+            f"{p.label} {launch_text(spec):50s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
             f"products alone {times[1]:8.1f} us ({tflop / times[1] * 1e6:5.1f}), staging alone {times[2]:8.1f} us"
         )
 

@@ -148,7 +148,9 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     assert "compute_75" in reason
 
 
-CALL_WS = "implicit_gemm_wgmma_ws_tf32x3(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
+def ws_call(kernel: str) -> str:
+    """The driver's call of a warp-specialised kernel: inputs, weights, the bias after them, out and nine sizes."""
+    return f"{kernel}(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
 
 
 @pytest.mark.parametrize(
@@ -157,25 +159,48 @@ CALL_WS = "implicit_gemm_wgmma_ws_tf32x3(x, w, w + ints[9], out, " + ", ".join(f
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=lambda spec: f"in_flight{spec.in_flight}")
+@pytest.mark.parametrize(
+    "launch", wgmma.WS_SETTINGS, ids=lambda spec: f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}"
+)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
-    """The weights split into the tiled layout (split_weights_tiled_tf32x3), then the producer and consumer
-    warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the second: 11)."""
+    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs split ahead
+    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3), then the producer
+    and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
+    second: 11; split ahead, 4 and 18)."""
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)
     bias = rng.standard_normal(problem.m).astype(np.float32)
-    k = problem.c * problem.r * problem.s
-    tiled = run_launch(build_dir, wgmma.SplitTiledLaunch(), problem, "split_weights_tiled_tf32x3(w, out, ints[0], "
-                       "ints[1])", (x[:1], w), wgmma.tiled_elements(problem), (problem.m, k))  # fmt: skip
-    planes = tiled.reshape(-1, -(-k // 32), 2, 8, 128, 4)  # block, tile, plane, k-group, row, 4
-    weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, planes.shape[1] * 32)[:, : problem.m, :k]
-    assert np.array_equal(weights, split_planes(w)[:, :, :k]), "the tiled planes hold another split"
+    k, tiles = problem.c * problem.r * problem.s, wgmma.k_tiles(problem, launch.channels_last)
+    split = wgmma.SplitTiledNhwcLaunch() if launch.channels_last else wgmma.SplitTiledLaunch()
+    tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
+                       wgmma.tiled_elements(problem, launch.channels_last),
+                       (problem.m, problem.c if launch.channels_last else k))  # fmt: skip
+    planes = tiled.reshape(-1, tiles, 2, 8, 128, 4)  # block, tile, plane, k-group, row, 4
+    weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)[:, : problem.m]
+    expected_weights = split_planes(w)[:, :, :k]
+    if launch.channels_last:  # K-tile t: channels 32 (t / RS) .. + 31 at tap t % RS
+        cp, rs = tiles // (problem.r * problem.s) * 32, problem.r * problem.s
+        by_tap = weights.reshape(2, problem.m, cp // 32, rs, 32).transpose(0, 1, 2, 4, 3).reshape(2, problem.m, cp, rs)
+        assert not by_tap[:, :, problem.c :].any(), "weights past C"
+        weights = by_tap[:, :, : problem.c].reshape(2, problem.m, k)
+    assert np.array_equal(weights[:, :, :k], expected_weights), "the tiled planes hold another split"
+    inputs = x
+    if launch.channels_last:
+        split_input = wgmma.SplitInputNhwcLaunch()
+        inputs = run_launch(build_dir, split_input, problem, "split_input_nhwc_tf32x3(x, out, ints[0], ints[1], "
+                            "ints[2])", (x, w), 2 * wgmma.input_plane_elements(problem),
+                            (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
+        nhwc = inputs.reshape(2, problem.n, problem.h, problem.w, -1)
+        assert not nhwc[..., problem.c :].any(), "inputs past C"
+        assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3),
+                              split_planes(x.reshape(1, -1))[:, 0, : x.size].reshape(2, *x.shape))  # fmt: skip
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, tiled.size)  # fmt: skip
-    out = run_launch(build_dir, launch, problem, CALL_WS, (x, operand), out_floats, ints)
+    out = run_launch(build_dir, launch, problem, ws_call(launch.kernel_name(problem)), (inputs, operand), out_floats,
+                     ints)  # fmt: skip
     out = out.reshape(problem.output_shape)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,

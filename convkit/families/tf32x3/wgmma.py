@@ -8,7 +8,10 @@ on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the 
 
 :class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after
 the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of
-two consumer warpgroups, each stage's turn kept by mbarriers. :func:`conv2d_wgmma_tf32x3` runs either launch (each
+two consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
+``implicit_gemm_wgmma_ws_nhwc_tf32x3`` instead, on the input split once per call into channels-last planes
+(:class:`SplitInputNhwcLaunch`) and the weights tiled to match (:class:`SplitTiledNhwcLaunch`), so that its producer
+copies rather than gathers. :func:`conv2d_wgmma_tf32x3` runs either launch (each
 splits the weights as its kernel reads them); both are tuning candidates of the variant (:func:`wgmma_candidates`,
 read back by :func:`launch_from_params`).
 """
@@ -96,10 +99,11 @@ class WgmmaGemmLaunch(KernelLaunch):
         """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.split_elements`)."""
         return regions_bytes([split_elements(problem)])
 
-    def split(self, problem: ConvProblem, w: Any, workspace: Any) -> Any:
-        """Enqueue the split of ``w`` into ``workspace`` (allocated where None) and return the kernel's operand."""
+    def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
+        """Enqueue the split of ``w`` into ``workspace`` (allocated where None); the kernel's input and weight
+        operands (``x`` as it is)."""
         (planes,) = float32_regions(workspace, [split_elements(problem)])
-        return split_weights(problem, w, planes)
+        return x, split_weights(problem, w, planes)
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
@@ -123,11 +127,24 @@ class WgmmaGemmLaunch(KernelLaunch):
 WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
 
 
-def tiled_elements(problem: ConvProblem) -> int:
-    """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of 128 filters and K-tile of 32,
-    both planes as they lie in a stage."""
-    k = problem.c * problem.r * problem.s
-    return math.ceil(problem.m / BLOCK_M) * math.ceil(k / TILE_K) * 2 * BLOCK_M * TILE_K
+def k_tiles(problem: ConvProblem, channels_last: bool = False) -> int:
+    """The warp-specialised kernels' K-tiles of 32: over K = C R S, or (``channels_last``, inputs split ahead) 32
+    channels at one tap, C rounded up to 32."""
+    if channels_last:
+        return math.ceil(problem.c / TILE_K) * problem.r * problem.s
+    return math.ceil(problem.c * problem.r * problem.s / TILE_K)
+
+
+def tiled_elements(problem: ConvProblem, channels_last: bool = False) -> int:
+    """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of 128 filters and K-tile of 32
+    (:func:`k_tiles`), both planes as they lie in a stage."""
+    return math.ceil(problem.m / BLOCK_M) * k_tiles(problem, channels_last) * 2 * BLOCK_M * TILE_K
+
+
+def input_plane_elements(problem: ConvProblem) -> int:
+    """Floats of one of the input's two planes split ahead channels last (``split_input_nhwc_tf32x3``):
+    N H W CP, CP = C rounded up to 32."""
+    return problem.n * problem.h * problem.w * math.ceil(problem.c / TILE_K) * TILE_K
 
 
 @dataclass(frozen=True)
@@ -149,6 +166,54 @@ class SplitTiledLaunch(ElementwiseLaunch):
 
 
 @dataclass(frozen=True)
+class SplitTiledNhwcLaunch(SplitTiledLaunch):
+    """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
+    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs)."""
+
+    kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
+    kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
+
+    def elements(self, problem: ConvProblem) -> int:
+        return tiled_elements(problem, channels_last=True) // 8
+
+
+@dataclass(frozen=True)
+class SplitInputNhwcLaunch(KernelLaunch):
+    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts, channels last
+    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels."""
+
+    kind: ClassVar[str] = "tf32x3_split_input_nhwc"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "split_input_nhwc_tf32x3"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return filter_macros(problem)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (32, 8)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the batch or the channels where the grid cannot hold them."""
+        if problem.n > 65535 or math.ceil(problem.c / 32) > 65535:
+            raise ValueError(f"n={problem.n} or c={problem.c} is past the input split's grid (65535 each)")
+
+
+#: Where the warp-specialised kernel's inputs come from: gathered and split by its producer (None, the knob left out
+#: of the recorded params as launches recorded before it were), or split ahead once per call into channels-last planes
+#: that the producer copies by cp.async.
+WS_INPUTS = (None, "split ahead")
+
+
+@dataclass(frozen=True)
 class WgmmaWsLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles
     (the weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer
@@ -156,17 +221,25 @@ class WgmmaWsLaunch(KernelLaunch):
     ``schedule`` has one value: the knob that tells its recorded params from :class:`WgmmaGemmLaunch`'s.
     ``in_flight``: the K-tiles of products a consumer keeps running, 1 (each waited for before the next is issued) or
     2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
-    ``setmaxnreg``)."""
+    ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
+    (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
+    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
+    inputs: str | None = None
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
     arch: ClassVar[str | None] = "sm_90a"
 
+    @property
+    def channels_last(self) -> bool:
+        """Whether the inputs are split ahead, channels last."""
+        return self.inputs == "split ahead"
+
     def kernel_name(self, problem: ConvProblem) -> str:
-        return "implicit_gemm_wgmma_ws_tf32x3"
+        return "implicit_gemm_wgmma_ws_nhwc_tf32x3" if self.channels_last else "implicit_gemm_wgmma_ws_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}")
@@ -182,18 +255,30 @@ class WgmmaWsLaunch(KernelLaunch):
         """The stages (both operands' two planes, 32 floats a row) and each stage's two mbarriers."""
         return WS_STAGES * (2 * BLOCK_M + 2 * WS_WIDTH) * TILE_K * 4 + 2 * WS_STAGES * 8
 
-    def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their tiled planes (:func:`tiled_elements`)."""
-        return regions_bytes([tiled_elements(problem)])
+    def _regions(self, problem: ConvProblem) -> list[int]:
+        tiled = tiled_elements(problem, self.channels_last)
+        return [tiled, 2 * input_plane_elements(problem)] if self.channels_last else [tiled]
 
-    def split(self, problem: ConvProblem, w: Any, workspace: Any) -> Any:
-        """Enqueue the split of ``w`` into its tiled planes in ``workspace`` (allocated where None) and return them."""
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs split ahead, the
+        input's two planes (:func:`input_plane_elements`)."""
+        return regions_bytes(self._regions(problem))
+
+    def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
+        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
+        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands."""
         import cupy
 
-        (tiled,) = float32_regions(workspace, [tiled_elements(problem)])
-        k = problem.c * problem.r * problem.s
-        launch_kernel(SplitTiledLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(k)))
-        return tiled
+        regions = float32_regions(workspace, self._regions(problem))
+        if not self.channels_last:
+            k = problem.c * problem.r * problem.s
+            launch_kernel(SplitTiledLaunch(), problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
+            return x, regions[0]
+        tiled, planes = regions
+        launch_kernel(SplitTiledNhwcLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
+        sizes = (problem.n, problem.c, problem.h * problem.w)
+        launch_kernel(SplitInputNhwcLaunch(), problem, (x, planes, *(cupy.int32(v) for v in sizes)))
+        return planes, tiled
 
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
@@ -205,7 +290,11 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
             raise ValueError(f"in_flight must be 1 or 2, got {self.in_flight!r}")
+        if self.inputs not in WS_INPUTS:
+            raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         check_problem(problem)
+        if self.channels_last:
+            SplitInputNhwcLaunch().can_implement(problem)
 
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -228,7 +317,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
-WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2))
+WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead"))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
@@ -252,7 +342,7 @@ def conv2d_wgmma_tf32x3(
     on Hopper's wgmma: FP32 accuracy (within 1e-5 of float64) from TF32 tensor cores. Arguments and result as
     :func:`convkit.families.fp32.launch.conv2d_implicit_gemm`'s; ``launch`` is either kernel's (default
     :class:`WgmmaGemmLaunch`'s defaults); ``workspace`` (uint8, the launch's ``workspace_bytes``) holds the weights
-    split as that kernel reads them, allocated here where None."""
+    (and where the launch says so, the inputs) split as that kernel reads them, allocated here where None."""
     import cupy
 
     problem = check_conv_args(x, w, pad=pad, stride=stride)
@@ -262,11 +352,11 @@ def conv2d_wgmma_tf32x3(
     spec.can_implement(problem)  # before anything is allocated or launched
     epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
-    weights = spec.split(problem, w, workspace)
-    # both kernels take the same arguments
+    inputs, weights = spec.operands(problem, x, w, workspace)
+    # every kernel takes the same arguments
     sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
              problem.stride)  # fmt: skip
-    launch_kernel(spec, problem, (x, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    launch_kernel(spec, problem, (inputs, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
     return out
 
 
