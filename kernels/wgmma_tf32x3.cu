@@ -58,8 +58,8 @@
 #define CONVKIT_WS_IN_FLIGHT 1
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, half of its main loop (the output then wrong): 0 the
-#define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone
-#endif
+#define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
+#endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole
 
 namespace wgmma_tf32x3 {
 constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
@@ -537,7 +537,9 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
                                                         unsigned long long* full, unsigned long long* empty)
 {
     if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);
-    if (threadIdx.x == 0) {
+    if (CONVKIT_WG_PART == 3 && tile >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
+        if (threadIdx.x == 0) arrive(full + s);
+    } else if (threadIdx.x == 0) {
         arrive_expecting(full + s, WEIGHT_BYTES);
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
     }
@@ -806,7 +808,7 @@ extern "C" __global__ void split_weights_nhwc_tiled_tf32x3(const float* __restri
 
 // ---------------------------------------------------------------------------------------------
 // The products' ceiling, wgmma_products_ceiling (scripts/wgmma_probe.py --ceiling; records nothing): each warpgroup
-// of a block runs `iters` K-tiles of the kernels' 12 products on one stage of zeros in shared memory, each summed
+// of a block runs `iters` K-tiles of the kernels' 12 products on one stage of shared memory, each summed
 // apart and added in FP32 as the kernels do, with nothing else to wait for: no staging, no barrier. What the tensor
 // cores give the kernels' main loop at best, per setting: CONVKIT_WG_N (at 256 the sums left to the tensor cores,
 // as the kernel does), CONVKIT_WS_IN_FLIGHT (1: each K-tile waited
@@ -863,7 +865,12 @@ extern "C" __global__ void __launch_bounds__(128 * CONVKIT_CEILING_WARPGROUPS, 1
 #if defined(CONVKIT_WGMMA_BODY)
     using namespace wgmma_ceiling;
     extern __shared__ __align__(128) float smem[];  // at the window's start: 1,024-byte aligned, as the swizzle needs
-    for (int i = threadIdx.x; i < STAGE; i += blockDim.x) smem[i] = 0.0f;
+    // operands as the kernels meet them, not zeros (the tensor cores' power, and so their clock, depends on the bits
+    // they toggle): TF32 values in [1, 2) of hashed mantissas, signs mixed
+    for (int i = threadIdx.x; i < STAGE; i += blockDim.x) {
+        const unsigned hash = (unsigned)(i + 1) * 2654435761u ^ (unsigned)(blockIdx.x + 1) * 40503u;
+        smem[i] = __uint_as_float(0x3f800000u | (hash >> 9 & 0x7fe000u) | (hash << 31));
+    }
     fence_to_async_proxy();
     __syncthreads();
     const int row0 = (threadIdx.x / 128) % 2 * 64;  // a third warpgroup multiplies the first's rows again

@@ -15,8 +15,9 @@
 #   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
-#   wgmma_why : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products and
-#               staging timed apart, then Nsight Compute on one launch of each
+#   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
+#               and staging timed apart (logs/wgmma_parts.log);
+#   wgmma_why : wgmma_parts, then Nsight Compute on one launch of each
 #               setting and of the mma.sync kernel (logs/wgmma_parts.log, logs/wgmma_ncu.log);
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
 #           carry .whl_cutlass too, installed for this chain alone so that the suite does not build CUTLASS).
@@ -115,14 +116,20 @@ wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tool
   timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1
   tail -n 16 \$logs/wgmma.log
 }
-wgmma_why() {  # what sets the wgmma kernel's pace: its main loop's halves timed apart (logs/wgmma_parts.log), then
-  # Nsight Compute on one launch of each setting and of the mma.sync kernel (logs/wgmma_ncu.log)
+wgmma_why() {  # what sets the wgmma kernel's pace: wgmma_parts, then Nsight Compute on one launch of each setting
+  # and of the mma.sync kernel (logs/wgmma_ncu.log)
+  wgmma_parts
+  ncu_wgmma
+}
+wgmma_parts() {  # the products' ceiling (logs/wgmma_ceiling.log), the main loop's halves timed apart (wgmma_parts.log)
   echo "=== the products' ceiling, nothing staged (\$SECONDS s)"
   timeout 120 python3 scripts/wgmma_probe.py --ceiling > \$logs/wgmma_ceiling.log 2>&1; tail -n 12 \$logs/wgmma_ceiling.log
   echo "=== the wgmma kernel's products and staging timed apart (\$SECONDS s)"
   timeout 240 python3 scripts/wgmma_probe.py --parts > \$logs/wgmma_parts.log 2>&1; tail -n 16 \$logs/wgmma_parts.log
+}
+ncu_wgmma() {
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
-  timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_(ws_)?)?tf32x3\$' --section SpeedOfLight \
+  timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_(ws_(nhwc_)?)?)?tf32x3\$' --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section InstructionStats --section LaunchStats --section Occupancy \
     python3 scripts/wgmma_probe.py --profile > \$logs/wgmma_ncu.log 2>&1

@@ -121,8 +121,8 @@ def speed(p: ConvProblem, rng: Any) -> None:
 
 class _Part:
     """A launch built with ``CONVKIT_WG_PART`` = ``part`` (a field of the dataclass it is mixed into): 1 the products
-    alone (no input gathered or split), 2 the staging alone (no product); its output is wrong, its time is the
-    experiment."""
+    alone (no input gathered or split), 2 the staging alone (no product), 3 (warp-specialised) the weights copied for
+    the first stages alone; its output is wrong, its time is the experiment."""
 
     part: int
 
@@ -148,20 +148,24 @@ def part_of(spec: WgmmaLaunch, part: int) -> WgmmaLaunch:
 
 def parts(p: ConvProblem, rng: Any) -> None:
     """The main loop's time on ``p`` whole, the products alone and the staging alone (the weights' copies, the
-    inputs gathered, split and stored), per setting of either kernel: which half sets the pace."""
+    inputs gathered, split and stored), per setting of either kernel: which half sets the pace; for the
+    warp-specialised kernel also without the weights' traffic after the first stages (what it costs)."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     tflop = p.flops / 1e12
-    for spec in (*WGMMA_SETTINGS, *WS_SETTINGS):
+    for spec in (WGMMA_SETTINGS[0], *WS_SETTINGS):  # the first kernel's candidate; its other settings no faster
         times = []
-        for part in (0, 1, 2):
+        ws = isinstance(spec, WgmmaWsLaunch)
+        for part in (0, 1, 2, 3) if ws else (0, 1, 2):
             run = wgmma_call(x, w, bias, p, part_of(spec, part))
             times.append(median_us(lambda run=run: run(out)))
+        no_weights = f", no weights after the first stages {times[3]:8.1f} us" if ws else ""
         print(
             f"{p.label} {launch_text(spec):50s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
             f"products alone {times[1]:8.1f} us ({tflop / times[1] * 1e6:5.1f}), staging alone {times[2]:8.1f} us"
+            f"{no_weights}"
         )
 
 
