@@ -85,6 +85,21 @@ __device__ __forceinline__ unsigned long long descriptor(const float* at, int ro
          | ((unsigned long long)(SBO_BYTES >> 4) << 32);
 }
 
+// The same for a plane in the 128-byte swizzle (CUTLASS's SW128 K-major): each row's 32 floats in one 128-byte line,
+// its 16-byte chunk j at j ^ (row % 8), 8-row atoms 1,024 bytes apart (SBO; LBO unused, 1), a k-step 32 bytes on
+// within the line; the plane 1,024-byte aligned (the swizzle is of address bits).
+__device__ __forceinline__ unsigned long long swizzled_descriptor(const float* at)
+{
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
+    return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+// Where row `row`'s k-group `kgroup` (4 floats) lies in a swizzled plane (floats from its start).
+__device__ __forceinline__ int swizzled_line(int row, int kgroup) { return row * BK + (kgroup ^ (row % 8)) * 4; }
+
+// An operand plane's layout: the canonical one without swizzle ([k-group][row][4 floats]), or the 128-byte swizzle.
+enum class Layout { INTERLEAVED, SWIZZLED };
+
 // D (64 x N, this thread's N / 2 floats) += A . B over k = 8 (A 64 x 8, B 8 x N, tf32, from shared memory);
 // accumulate 0: D = A . B.
 __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
@@ -179,17 +194,21 @@ __device__ __forceinline__ void wait()
 // The small products of every k-step first, then big * big: the tensor cores truncate as they add, and a small
 // product added to a sum of big ones loses up to an ulp of that sum; summed apart first, the small ones lose bits of
 // a sum 2^-11 as large. A model of truncating sums (scripts/truncating_sums_model.py) puts the staged error at
-// K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved).
-template <int Width, int Accumulators>
+// K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved). A and B each in its `Layout`.
+template <int Width, Layout LayoutA = Layout::INTERLEAVED, Layout LayoutB = Layout::INTERLEAVED, int Accumulators>
 __device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], const float* a_planes,
                                                 const float* b_planes, int row0, bool fresh)
 {
     constexpr int BIG = 0, SMALL = 1;  // the planes of each operand
     auto a_at = [&](int plane, int step) {  // the 64 rows of A, two k-groups from `step`
-        return descriptor(a_planes + plane * BM * BK + 2 * step * BM * 4 + row0 * 4, BM);
+        const float* at = a_planes + plane * BM * BK;
+        if constexpr (LayoutA == Layout::SWIZZLED) return swizzled_descriptor(at + row0 * BK + 8 * step);
+        else return descriptor(at + 2 * step * BM * 4 + row0 * 4, BM);
     };
     auto b_at = [&](int plane, int step) {
-        return descriptor(b_planes + plane * Width * BK + 2 * step * Width * 4, Width);
+        const float* at = b_planes + plane * Width * BK;
+        if constexpr (LayoutB == Layout::SWIZZLED) return swizzled_descriptor(at + 8 * step);
+        else return descriptor(at + 2 * step * Width * 4, Width);
     };
 #pragma unroll
     for (int step = 0; step < BK / 8; ++step) {
@@ -547,7 +566,8 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
 
 // A consumer warpgroup (`group` 0 or 1: 64 rows of the block's 128 filters) over every K-tile: waits for each stage,
 // issues its 12 products (staged: summed apart, then added in FP32), frees the stage once they are done; then stores
-// its rows. Both warp-specialised kernels' consumers.
+// its rows. Both warp-specialised kernels' consumers, the inputs' planes in `LayoutB`.
+template <Layout LayoutB>
 __device__ __forceinline__ void consume(const float* smem, unsigned long long* full, unsigned long long* empty,
                                         int tiles, int group, float* out, const float* bias, int M,
                                         long long pixel0, long long pixels, long long PQ)
@@ -569,7 +589,7 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
         const float* stage = smem + s * STAGE_WS;
         fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered before the tensor cores read
         fence_operands();
-        k_tile_products<WIDTH>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
+        k_tile_products<WIDTH, Layout::INTERLEAVED, LayoutB>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
     };
     float partial[64];
     if constexpr (IN_FLIGHT == 2) {
@@ -639,7 +659,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         }
         return;
     }
-    consume(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
+    consume<Layout::INTERLEAVED>(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
 #endif
 }
 
@@ -648,10 +668,11 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // nor splits. split_input_nhwc_tf32x3 writes the input's big and small planes once per call, channels last ([N][H][W]
 // [CP], CP = C rounded up to 32, zeros past C); a K-tile is then 32 channels at one filter tap (K-tile t: channel
 // block t / RS, tap t % RS; the weights split to match, split_weights_nhwc_tiled_tf32x3), and a pixel's row of it is
-// 128 contiguous bytes of each plane: the producer's thread of each pixel copies them by eight 16-byte cp.async a
-// plane (zeros where the tap falls outside the image), which arrive on the stage's "full" barrier as they land. So a
-// K-tile costs a producer thread some twenty instructions, where gathering and splitting cost some 600, which set the
-// pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone on the H200).
+// 128 contiguous bytes of each plane, which the producer copies by 16-byte cp.async (zeros where the tap falls outside
+// the image) into the stage's input planes, laid out in the 128-byte swizzle; the copies arrive on the stage's "full"
+// barrier as they land. So a K-tile costs a producer thread some hundred instructions, where gathering and splitting
+// cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
+// on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
 namespace wgmma_ws {
 constexpr int CHANNELS = BK;  // a K-tile's channels
 
@@ -689,18 +710,30 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
     const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
+    if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
     const long long pixel0 = (long long)blockIdx.x * WIDTH;
     init_barriers(full, empty);
 
-    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, this thread's pixel's row by cp.async
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();
-        const long long pixel = pixel0 + tid, plane = (long long)N * H * W * CP;
-        const bool pixel_ok = pixel < pixels;
-        const int n = pixel_ok ? (int)(pixel / PQ) : 0, pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
-        const int ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
-        const float* image = planes + (long long)n * H * W * CP;
+        // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
+        // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
+        constexpr int CHUNKS = CHANNELS / 4, PIXEL_STEP = PRODUCERS / CHUNKS, PIXELS = WIDTH / PIXEL_STEP;
+        const int chunk = tid % CHUNKS;
+        const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
+        int ih0[PIXELS], iw0[PIXELS];  // each pixel's window corner (ih0 far outside where the pixel is past the end)
+        int row0[PIXELS];              // its image's start, at this thread's chunk
+#pragma unroll
+        for (int i = 0; i < PIXELS; ++i) {
+            const long long pixel = pixel0 + tid / CHUNKS + i * PIXEL_STEP;
+            const bool ok = pixel < pixels;
+            const int n = ok ? (int)(pixel / PQ) : 0, pq = ok ? (int)(pixel - (long long)n * PQ) : 0;
+            ih0[i] = ok ? (pq / Q) * stride - pad : -(1 << 30);
+            iw0[i] = (pq % Q) * stride - pad;
+            row0[i] = n * H * W * CP + chunk * 4;
+        }
         const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
         int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
         for (int tile = 0; tile < tiles; ++tile) {
@@ -708,14 +741,14 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
             float* stage = smem + st * STAGE_WS;
             acquire_and_copy_weights(stage, weights, tile, st, full, empty);
             if (CONVKIT_WG_PART != 1) {
-                const int ih = ih0 + r, iw = iw0 + s;
-                const bool inside = pixel_ok && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-                const float* from = image + (inside ? ((long long)ih * W + iw) * CP + c0 : 0);
-                float* to = stage + 2 * PLANE_A + tid * 4;  // row `tid`, k-group g at g x WIDTH rows on
 #pragma unroll
-                for (int g = 0; g < KGROUPS; ++g) {
-                    copy16_cached(to + g * WIDTH * 4, from + g * 4, inside);
-                    copy16_cached(to + PLANE_B_WS + g * WIDTH * 4, from + plane + g * 4, inside);
+                for (int i = 0; i < PIXELS; ++i) {
+                    const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
+                    const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+                    const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
+                    float* to = stage + 2 * PLANE_A + swizzled_line(p, chunk);
+                    copy16_cached(to, from, inside);
+                    copy16_cached(to + PLANE_B_WS, from + plane, inside);
                 }
             }
             arrive_on_copies(full + st);
@@ -727,7 +760,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
         copies_wait();  // every copy landed before the thread leaves
         return;
     }
-    consume(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
+    consume<Layout::SWIZZLED>(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
 #endif
 }
 
@@ -835,29 +868,6 @@ __device__ __forceinline__ void pin(float& v)
 #endif
 }
 
-// K-major, 128-byte swizzle: 8-row atoms of 1,024 bytes (SBO), a k-step 32 bytes on within the row (LBO unused: 1).
-__device__ __forceinline__ unsigned long long swizzled_descriptor(const float* at)
-{
-    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
-    return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
-}
-
-template <int Accumulators>
-__device__ __forceinline__ void swizzled_products(float (&sums)[Accumulators], const float* a_planes,
-                                                  const float* b_planes, int row0, bool fresh)
-{
-    constexpr int BIG = 0, SMALL = 1;
-    auto a_at = [&](int plane, int step) { return swizzled_descriptor(a_planes + plane * PLANE_A + row0 * BK + 8 * step); };
-    auto b_at = [&](int plane, int step) { return swizzled_descriptor(b_planes + plane * PLANE_B + 8 * step); };
-#pragma unroll
-    for (int step = 0; step < BK / 8; ++step) {
-        mma(sums, a_at(SMALL, step), b_at(BIG, step), fresh ? step > 0 : 1);
-        mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
-    }
-#pragma unroll
-    for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
-    commit();
-}
 }  // namespace wgmma_ceiling
 
 extern "C" __global__ void __launch_bounds__(128 * CONVKIT_CEILING_WARPGROUPS, 1) wgmma_products_ceiling(float* __restrict__ out, int iters)
@@ -879,10 +889,8 @@ extern "C" __global__ void __launch_bounds__(128 * CONVKIT_CEILING_WARPGROUPS, 1
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
     auto products = [&](float (&into)[ACC], bool fresh = true) {
         fence_operands();
-        if (CONVKIT_CEILING_SWIZZLE)
-            swizzled_products(into, smem, smem + 2 * PLANE_A, row0, fresh);
-        else
-            k_tile_products<BN>(into, smem, smem + 2 * PLANE_A, row0, fresh);
+        constexpr Layout layout = CONVKIT_CEILING_SWIZZLE ? Layout::SWIZZLED : Layout::INTERLEAVED;
+        k_tile_products<BN, layout, layout>(into, smem, smem + 2 * PLANE_A, row0, fresh);
     };
     auto add = [&](const float (&from)[ACC]) {
 #pragma unroll

@@ -123,6 +123,12 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert wgmma.WS_SETTINGS[1].options(p)[-1] == "-DCONVKIT_WS_IN_FLIGHT=2"
     assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
     assert "in_flight must be" in wgmma.WgmmaWsLaunch(in_flight=3).not_supported_reasons(p)[0]
+    assert "inputs must be" in wgmma.WgmmaWsLaunch(inputs="gathered").not_supported_reasons(p)[0]
+    split_ahead = wgmma.WgmmaWsLaunch(inputs="split ahead")
+    assert WGMMA_VARIANT.launch_from(split_ahead.to_params()) == split_ahead
+    assert not split_ahead.not_supported_reasons(p)
+    wide = ConvProblem.same(700, 3, 224, 224, 8, 3)  # x and out under 2^31 elements, its planes of 32 channels not
+    assert "the input split ahead holds" in split_ahead.not_supported_reasons(wide)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
 

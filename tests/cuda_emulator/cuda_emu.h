@@ -306,6 +306,13 @@ inline void ldmatrix_x4(unsigned (&r)[4], const float* row)
 }  // namespace emu
 #define CONVKIT_EMULATED_LDMATRIX_X4 emu::ldmatrix_x4
 
+// A kernel's own stop on a broken assumption.
+[[noreturn]] inline void __trap()
+{
+    std::fprintf(stderr, "the kernel trapped\n");
+    std::exit(7);
+}
+
 // A generic pointer into the block's dynamic shared memory as a shared-window address: its byte offset.
 inline size_t __cvta_generic_to_shared(const void* p)
 {
@@ -314,20 +321,26 @@ inline size_t __cvta_generic_to_shared(const void* p)
 
 // wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 with both operands in shared memory (K-major, no swizzle:
 // element (row, k) at start + (row / 8) SBO + (row % 8) 16 + (k / 4) LBO + (k % 4) 4 bytes, the descriptor's
-// fields each stored >> 4), D 64 x N in the warpgroup's registers: thread 32 w + 4 g + q holds, for each
+// fields each stored >> 4; or the 128-byte swizzle: at start + (row / 8) SBO + (row % 8) 128 + 4 k, address bits 4-6
+// XORed with bits 7-9), D 64 x N in the warpgroup's registers: thread 32 w + 4 g + q holds, for each
 // 8 columns j, D[16 w + g][8 j + 2 q + e] in d[4 j + e] and D[16 w + g + 8][...] in d[4 j + 2 + e]. Operands are
 // read as TF32 (the top 19 bits), the sum formed in double and rounded once (the GPU tests check the tensor
 // core's own rounding); accumulate 0 overwrites D.
 namespace emu {
 inline float wgmma_operand(unsigned long long desc, int row, int k)
 {
-    if (desc >> 62) {
-        std::fprintf(stderr, "wgmma: only descriptors without swizzle are emulated\n");
+    const unsigned mode = unsigned(desc >> 62);
+    if (mode > 1) {
+        std::fprintf(stderr, "wgmma: only descriptors without swizzle or with the 128-byte one are emulated\n");
         std::exit(6);
     }
     const size_t start = size_t(desc & 0x3FFF) << 4, lbo = size_t((desc >> 16) & 0x3FFF) << 4;
     const size_t sbo = size_t((desc >> 32) & 0x3FFF) << 4;
-    const size_t byte = start + (row / 8) * sbo + (row % 8) * 16 + (k / 4) * lbo + (k % 4) * 4;
+    size_t byte = start + (row / 8) * sbo + (row % 8) * 16 + (k / 4) * lbo + (k % 4) * 4;
+    if (mode == 1) {  // 128-byte swizzle: rows of 128 bytes, the 16-byte chunk (address bits 4-6) XORed with bits 7-9
+        byte = start + (row / 8) * sbo + (row % 8) * 128 + k * 4;
+        byte ^= ((byte >> 7) & 7) << 4;
+    }
     if (byte + 4 > smem_bytes) {
         std::fprintf(stderr, "wgmma: an operand reads shared memory at byte %zu, past the block's %zu\n", byte,
                      smem_bytes);

@@ -295,6 +295,9 @@ class WgmmaWsLaunch(KernelLaunch):
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
+            if (size := 2 * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
+                raise ValueError(f"the input split ahead holds {size} elements (its channels rounded up to 32, two "
+                                 f"planes); the kernel indexes them under 2^31")  # fmt: skip
 
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
