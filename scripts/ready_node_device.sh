@@ -9,6 +9,7 @@
 #   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
 #   probe  : scripts/host_probe.py, where the host time of a call goes (into the log);
 #   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
+#   wgmma_tests : the GPU tests of the 3xTF32 kernels and of the op (logs/wgmma_tests/), no sanitizer;
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
@@ -145,6 +146,10 @@ first_probe() {  # where the first forward goes, layer by layer, patched and not
 }
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
+}
+wgmma_tests() {  # the GPU tests of the 3xTF32 kernels and of the op that tunes and runs them, no sanitizer
+  OUT=\$logs/wgmma_tests WORKERS=8 SANITIZE=0 PYTHONPATH= TESTS="tests/test_wgmma_tf32x3_gpu.py tests/test_tf32x3_gpu.py \
+    tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py" bash scripts/gpu_suite.sh
 }
 soak() {
   while [ ! -f $job/table.done ]; do sleep 5; done  # it runs every implementation the table names

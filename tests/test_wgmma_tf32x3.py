@@ -116,7 +116,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma.wgmma_candidates(p)
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch()]
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), wgmma.WgmmaWsLaunch(inputs="split ahead")]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
     assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]
@@ -154,6 +154,11 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     assert "compute_75" in reason
 
 
+def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
+    """A warp-specialised setting as a test id: its K-tiles in flight and where its inputs come from."""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}"
+
+
 def ws_call(kernel: str) -> str:
     """The driver's call of a warp-specialised kernel: inputs, weights, the bias after them, out and nine sizes."""
     return f"{kernel}(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
@@ -165,9 +170,7 @@ def ws_call(kernel: str) -> str:
      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
-@pytest.mark.parametrize(
-    "launch", wgmma.WS_SETTINGS, ids=lambda spec: f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}"
-)
+@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs split ahead
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3), then the producer

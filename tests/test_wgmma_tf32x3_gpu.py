@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
 from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, K_GROWTH_CHANNELS, hard_inputs, k_growth_inputs
+from test_wgmma_tf32x3 import ws_id
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -17,6 +18,7 @@ from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
 from convkit.families.registry import Kernels
 from convkit.families.tf32x3.wgmma import (
+    WS_SETTINGS,
     WgmmaGemmLaunch,
     conv2d_wgmma_tf32x3,
     conv2d_wgmma_ws_tf32x3,
@@ -66,15 +68,16 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("problem", _random_problems(12, seed=19), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
-def test_the_warp_specialised_kernel_matches_float64(problem):
-    """On random shapes, strides and paddings, a bias added, the output poisoned with NaN first."""
+@pytest.mark.parametrize("launch", WS_SETTINGS, ids=ws_id)
+def test_the_warp_specialised_kernel_matches_float64(problem, launch):
+    """Each setting on random shapes, strides and paddings, a bias added, the output poisoned with NaN first."""
     import cupy
 
     rng = cupy.random.default_rng(23)
     x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
     bias = rng.standard_normal(problem.m, dtype=cupy.float32)
     out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
-    conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, stride=problem.stride, out=out, bias=bias)
+    conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, stride=problem.stride, out=out, bias=bias, launch=launch)
     ref = reference.bias_add(reference.conv2d(x, w, pad=problem.pad, stride=problem.stride), bias)
     assert reference.relative_error(out, ref) < reference.DIRECT_TOLERANCE
 
