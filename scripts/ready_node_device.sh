@@ -128,6 +128,10 @@ wgmma_parts() {  # the products' ceiling (logs/wgmma_ceiling.log), the main loop
   echo "=== the wgmma kernel's products and staging timed apart (\$SECONDS s)"
   timeout 240 python3 scripts/wgmma_probe.py --parts > \$logs/wgmma_parts.log 2>&1; tail -n 16 \$logs/wgmma_parts.log
 }
+wgmma_layers() {  # the warp-specialised kernels on the 3xTF32 chapter's layers of at least 20 GFLOP (logs/wgmma_layers.log)
+  echo "=== the 3xTF32 chapter's large layers (\$SECONDS s)"
+  timeout 500 python3 scripts/wgmma_probe.py --layers > \$logs/wgmma_layers.log 2>&1; tail -n 3 \$logs/wgmma_layers.log
+}
 ncu_wgmma() {
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
   timeout 400 ncu --kernel-name regex:'^implicit_gemm_(wgmma_(ws_(nhwc_)?)?)?tf32x3\$' --section SpeedOfLight \

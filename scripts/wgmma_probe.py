@@ -8,6 +8,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers  # the 3xTF32 chapter's layers of at least 20 GFLOP
 """
 
 from __future__ import annotations
@@ -248,6 +249,48 @@ def profiled(p: ConvProblem, rng: Any) -> None:
     cupy.cuda.runtime.deviceSynchronize()
 
 
+def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
+    """The 3xTF32 chapter's layers of at least ``min_gflop`` GFLOP, as its recorded H100 sweep names them (the
+    layers alone: the numbers beside them are that run's)."""
+    import csv
+    from pathlib import Path
+
+    rows = csv.DictReader(Path("results/nvidia-h100-80gb-hbm3/tf32x3.csv").open())
+    sizes = ("N", "C", "H", "W", "M", "R", "S")
+    keys = {tuple(int(row[k]) for k in (*sizes, "pad", "stride")) for row in rows}
+    problems = [ConvProblem(*key[:7], pad=key[7], stride=key[8]) for key in sorted(keys)]
+    return [p for p in problems if p.flops >= min_gflop * 1e9]
+
+
+def layer_rates(p: ConvProblem, rng: Any, check: bool) -> dict[str, float]:
+    """TFLOP/s on ``p`` of the split-ahead warp-specialised kernel, the gathered one and the mma.sync kernel's
+    default launch, printed with (``check``) the split-ahead output's error against float64."""
+    import cupy
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    runs = {"split ahead": wgmma_call(x, w, bias, p, WgmmaWsLaunch(inputs="split ahead")),
+            "gathered": wgmma_call(x, w, bias, p, WgmmaWsLaunch()),
+            "mma.sync": lambda out: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out)}  # fmt: skip
+    rates = {name: p.flops / median_us(lambda run=run: run(out)) / 1e6 for name, run in runs.items()}
+    err = f", split ahead error {reference.relative_error(runs['split ahead'](out), expected(x, w, bias, p)):.1e}"
+    line = ", ".join(f"{name} {rate:6.1f}" for name, rate in rates.items())
+    print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}{err if check else ''}")
+    return rates
+
+
+def layers() -> None:
+    """:func:`layer_rates` on :func:`chapter_layers`, every fifth layer checked; the medians last."""
+    import statistics
+
+    import cupy
+
+    rng = cupy.random.default_rng(11)
+    rates = [layer_rates(p, rng, check=i % 5 == 0) for i, p in enumerate(chapter_layers())]
+    medians = ", ".join(f"{name} {statistics.median(r[name] for r in rates):.1f}" for name in rates[0])
+    print(f"median TFLOP/s over {len(rates)} layers of at least 20 GFLOP: {medians}")
+
+
 def main(speeds: bool = True, small: bool = False) -> None:
     """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
     import cupy
@@ -269,6 +312,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled(TIMED[0], cupy.random.default_rng(7))
+    elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP
+        layers()
     elif "--ceiling" in sys.argv[1:]:
         ceiling()
     elif "--parts" in sys.argv[1:]:  # the main loop's halves timed apart, on the large timed layers
