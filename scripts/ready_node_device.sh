@@ -18,6 +18,7 @@
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
+#   ncu_nhwc : Nsight Compute's every section on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log);
 #   wgmma_why : wgmma_parts, then Nsight Compute on one launch of each
 #               setting and of the mma.sync kernel (logs/wgmma_parts.log, logs/wgmma_ncu.log);
 #   knobs : scripts/tf32x3_probe.py, the 3xTF32 kernel's candidates beside CUTLASS's tiles (into logs/knobs.log;
@@ -131,6 +132,12 @@ wgmma_parts() {  # the products' ceiling (logs/wgmma_ceiling.log), the main loop
 wgmma_layers() {  # the warp-specialised kernels on the 3xTF32 chapter's layers of at least 20 GFLOP (logs/wgmma_layers.log)
   echo "=== the 3xTF32 chapter's large layers (\$SECONDS s)"
   timeout 500 python3 scripts/wgmma_probe.py --layers > \$logs/wgmma_layers.log 2>&1; tail -n 3 \$logs/wgmma_layers.log
+}
+ncu_nhwc() {  # every section of Nsight Compute on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log)
+  echo "=== the split-ahead kernel profiled whole (\$SECONDS s)"
+  timeout 300 ncu --kernel-name regex:'^implicit_gemm_wgmma_ws_nhwc_tf32x3\$' --launch-count 1 --set full \
+    --print-details all python3 scripts/wgmma_probe.py --profile > \$logs/wgmma_ncu_nhwc.log 2>&1
+  echo "ncu exit \$?"
 }
 ncu_wgmma() {
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"
