@@ -757,7 +757,8 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                 if (++r == R) r = 0, c0 += CHANNELS;
             }
         }
-        copies_wait();  // every copy landed before the thread leaves
+        copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
+        copies_wait();
         return;
     }
     consume<Layout::SWIZZLED>(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
