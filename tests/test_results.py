@@ -197,6 +197,30 @@ def test_a_problem_whose_launch_changed_is_measured_again_whole(tmp_path):
     assert sweep(store, [P1, P2], cases, measure, remeasure_changed=True) == 0
 
 
+def test_a_problem_lacking_a_case_is_measured_again_whole(tmp_path):
+    """remeasure_changed: P1 holds one of its two cases (a kernel added since, or a run cut short within it), so its
+    row goes and both cases are measured in this run; P2, whole, is not touched."""
+    old = ResultStore.open(tmp_path, "exp", {"run": "old"})
+    old.append(make_row(P1, CASES[0], status="ok"))
+    for case in CASES:
+        old.append(make_row(P2, case, status="ok"))
+    calls = []
+
+    def measure(problem, todo):
+        calls.append((problem.label, len(todo)))
+        for case in todo:
+            yield make_row(problem, case, status="ok")
+
+    store = ResultStore.open(tmp_path, "exp", {"run": "new"})
+    assert sweep(store, [P1, P2], lambda p: CASES, measure, remeasure_changed=True) == 2
+    assert calls == [(P1.label, 2)]
+    runs = json.loads(store.json_path.read_text())["runs"]
+    by_problem = {(r["label"], r["run_id"]) for r in store.rows()}
+    assert {runs[run]["run"] for label, run in by_problem if label == P1.label} == {"new"}
+    assert {runs[run]["run"] for label, run in by_problem if label == P2.label} == {"old"}
+    assert sweep(store, [P1, P2], lambda p: CASES, measure, remeasure_changed=True) == 0
+
+
 def test_drop_removes_rows_and_the_provenance_left_without_rows(tmp_path):
     first = ResultStore.open(tmp_path, "exp", {"run": "first"})
     first.append(make_row(P1, CASES[0], status="ok"))

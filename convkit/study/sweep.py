@@ -68,8 +68,9 @@ def sweep(
 
     ``remeasure_changed`` (for experiments with one launch per implementation and variant): a problem
     whose rows hold a case's implementation and variant with other ``params`` than the case has now (a
-    launch tuned again, a changed plan) is measured again whole: its rows are dropped first, so that
-    every implementation of it still comes from one run, and no variant has two rows.
+    launch tuned again, a changed plan), or lack a case it has now (a kernel or a peer added since, a run cut
+    short within it), is measured again whole: its rows are dropped first, so that every implementation of it
+    still comes from one run, and no variant has two rows.
 
     Inside :func:`measuring_on`, the problems go in chunks to the GPUs of its :class:`Sharder`; this process stays
     the one writer.
@@ -96,7 +97,8 @@ def pending(
     remeasure_changed: bool = False,
 ) -> list[Work]:
     """Each problem with the cases of it ``store`` does not hold yet, in order (none where every case is held); a
-    problem whose launch changed is dropped from the store first with ``remeasure_changed`` (see :func:`sweep`)."""
+    problem whose launch changed, or that lacks some of its cases, is dropped from the store first with
+    ``remeasure_changed`` (see :func:`sweep`)."""
     done = store.done_keys()
     recorded: dict[tuple[str, ...], set[str]] = {}  # (label, pad, stride, impl, variant) -> the params it ran
     for key in done if remeasure_changed else ():
@@ -104,12 +106,15 @@ def pending(
     work = []
     for problem in problems:
         keys = {case_key(problem, c): c for c in cases(problem)}
-        if remeasure_changed and any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys):
+        held = sum(key in done for key in keys)
+        changed = any(recorded.get(key[:-1], {key[-1]}) != {key[-1]} for key in keys)
+        if remeasure_changed and (changed or 0 < held < len(keys)):
             where = (problem.label, str(problem.pad), str(problem.stride))
             store.drop(lambda row, at=where: (row["label"], row["pad"], row["stride"]) == at)
             done = {key for key in done if key[:3] != where}
             if progress:
-                progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: a launch changed, measured again")
+                why = "a launch changed" if changed else f"{len(keys) - held} of its cases new"
+                progress(f"{problem.label} pad={problem.pad} stride={problem.stride}: {why}, measured again whole")
         if todo := [case for key, case in keys.items() if key not in done]:
             work.append((problem, todo))
     return work
