@@ -57,6 +57,9 @@
 #ifndef CONVKIT_WS_IN_FLIGHT  // the warp-specialised kernel's K-tiles of products a consumer keeps running: 1 or 2
 #define CONVKIT_WS_IN_FLIGHT 1
 #endif
+#ifndef CONVKIT_WS_PERSISTENT  // the split-ahead kernel: 1 a block an SM, looping over the output tiles
+#define CONVKIT_WS_PERSISTENT 0
+#endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, half of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
 #endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole
@@ -453,8 +456,9 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
-// gets: the producer, which needs few, gives its share up (56 + 2 x 224 = 3 x 168). ptxas allocates each side's
-// code within its count where the kernel's launch bounds fix the threads (__launch_bounds__ below).
+// gets: the producer, which needs few, gives its share up (the gathering kernel 56 + 2 x 224 = 3 x 168; the
+// split-ahead one, whose producer keeps its pixels' corners over a loop of output tiles, 64 + 2 x 216 < 3 x 168).
+// ptxas allocates each side's code within its count where the kernel's launch bounds fix the threads.
 template <bool Raise, int Count>
 __device__ __forceinline__ void set_register_limit()
 {
@@ -551,12 +555,13 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 }
 
 // The weights' K-tile `tile` into stage `s` by one bulk copy (thread 0 of the producer), counted in bytes on its
-// "full" barrier, once its "empty" barrier says the consumers are done with the stage's last K-tile.
-__device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int s,
-                                                        unsigned long long* full, unsigned long long* empty)
+// "full" barrier, once its "empty" barrier says the consumers are done with the stage's last K-tile. `turn`: the
+// block's K-tiles staged before this one (over every output tile it has computed), which the barriers' phases count.
+__device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
+                                                        int s, unsigned long long* full, unsigned long long* empty)
 {
-    if (tile >= WS_STAGES) wait_phase(empty + s, (tile / WS_STAGES + 1) & 1);
-    if (CONVKIT_WG_PART == 3 && tile >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
+    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+    if (CONVKIT_WG_PART == 3 && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (threadIdx.x == 0) arrive(full + s);
     } else if (threadIdx.x == 0) {
         arrive_expecting(full + s, WEIGHT_BYTES);
@@ -564,27 +569,27 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
     }
 }
 
-// A consumer warpgroup (`group` 0 or 1: 64 rows of the block's 128 filters) over every K-tile: waits for each stage,
-// issues its 12 products (staged: summed apart, then added in FP32), frees the stage once they are done; then stores
-// its rows. Both warp-specialised kernels' consumers, the inputs' planes in `LayoutB`.
+// A consumer warpgroup (`group` 0 or 1: 64 rows of the output tile's 128 filters, from filter m0) over the tile's
+// K-tiles: waits for each stage, issues its 12 products (staged: summed apart, then added in FP32), frees the stage
+// once they are done; then stores its rows. `turn0`: the block's K-tiles before this output tile's (the barriers'
+// phases count them). Both warp-specialised kernels' consumers, the inputs' planes in `LayoutB`.
 template <Layout LayoutB>
 __device__ __forceinline__ void consume(const float* smem, unsigned long long* full, unsigned long long* empty,
-                                        int tiles, int group, float* out, const float* bias, int M,
+                                        int tiles, int turn0, int group, float* out, const float* bias, int M, int m0,
                                         long long pixel0, long long pixels, long long PQ)
 {
-    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     auto add = [&](int tile, const float (&sums)[64]) {  // K-tile `tile`'s products are done: free its stage, add
-        arrive(empty + tile % WS_STAGES);
+        arrive(empty + (turn0 + tile) % WS_STAGES);
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += sums[i];
     };
     // K-tile `tile`'s 12 products into `sums`, summed apart from zero, issued once its stage is full.
     auto issue = [&](int tile, float (&sums)[64]) {
-        const int s = tile % WS_STAGES;
-        wait_phase(full + s, (tile / WS_STAGES) & 1);
+        const int turn = turn0 + tile, s = turn % WS_STAGES;
+        wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
         fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered before the tensor cores read
@@ -624,7 +629,7 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
             add(tile, partial);
         }
     }
-    store_tile<WIDTH>(acc, out, bias, blockIdx.y * BM + group * 64, M, pixel0, pixels, PQ, threadIdx.x % 128);
+    store_tile<WIDTH>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, threadIdx.x % 128);
 }
 }  // namespace wgmma_ws
 
@@ -652,14 +657,16 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             const int s = tile % WS_STAGES;
             if (CONVKIT_WG_PART != 1) inputs.gather();  // its loads in flight while the consumers may read the stage
             float* stage = smem + s * STAGE_WS;
-            acquire_and_copy_weights(stage, weights, tile, s, full, empty);
+            acquire_and_copy_weights(stage, weights, tile, tile, s, full, empty);
             if (CONVKIT_WG_PART != 1) inputs.store(stage + 2 * PLANE_A);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);
         }
         return;
     }
-    consume<Layout::INTERLEAVED>(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
+    consume<Layout::INTERLEAVED>(smem, full, empty, tiles, 0, tid / 128 - 1, out, bias, M, blockIdx.y * BM, pixel0,
+                                 pixels, PQ);
 #endif
 }
 
@@ -712,56 +719,69 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
-    const int tid = threadIdx.x;
-    const long long pixel0 = (long long)blockIdx.x * WIDTH;
+    const int tid = threadIdx.x, m_blocks = (M + BM - 1) / BM;
+    // The output tiles (128 filters by 128 pixels), the m-blocks of one pixel block together (they read the same
+    // inputs): one a block, or with CONVKIT_WS_PERSISTENT a block an SM taking every gridDim.x-th tile, its producer
+    // staging the next tile's first K-tiles while its consumers store the last one's.
+    const long long output_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks;
+    const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
+    const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 64>();
         // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
         // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
         constexpr int CHUNKS = CHANNELS / 4, PIXEL_STEP = PRODUCERS / CHUNKS, PIXELS = WIDTH / PIXEL_STEP;
         const int chunk = tid % CHUNKS;
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
-        int ih0[PIXELS], iw0[PIXELS];  // each pixel's window corner (ih0 far outside where the pixel is past the end)
-        int row0[PIXELS];              // its image's start, at this thread's chunk
+        int turn = 0;                      // K-tiles staged so far
+        for (long long t = first; t < output_tiles; t += step) {
+            const long long pixel0 = t / m_blocks * WIDTH;
+            int ih0[PIXELS], iw0[PIXELS];  // each pixel's window corner (ih0 far outside where it is past the end)
+            int row0[PIXELS];              // its image's start, at this thread's chunk
 #pragma unroll
-        for (int i = 0; i < PIXELS; ++i) {
-            const long long pixel = pixel0 + tid / CHUNKS + i * PIXEL_STEP;
-            const bool ok = pixel < pixels;
-            const int n = ok ? (int)(pixel / PQ) : 0, pq = ok ? (int)(pixel - (long long)n * PQ) : 0;
-            ih0[i] = ok ? (pq / Q) * stride - pad : -(1 << 30);
-            iw0[i] = (pq % Q) * stride - pad;
-            row0[i] = n * H * W * CP + chunk * 4;
-        }
-        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
-        int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
-        for (int tile = 0; tile < tiles; ++tile) {
-            const int st = tile % WS_STAGES;
-            float* stage = smem + st * STAGE_WS;
-            acquire_and_copy_weights(stage, weights, tile, st, full, empty);
-            if (CONVKIT_WG_PART != 1) {
-#pragma unroll
-                for (int i = 0; i < PIXELS; ++i) {
-                    const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
-                    const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-                    const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
-                    float* to = stage + 2 * PLANE_A + swizzled_line(p, chunk);
-                    copy16_cached(to, from, inside);
-                    copy16_cached(to + PLANE_B_WS, from + plane, inside);
-                }
+            for (int i = 0; i < PIXELS; ++i) {
+                const long long pixel = pixel0 + tid / CHUNKS + i * PIXEL_STEP;
+                const bool ok = pixel < pixels;
+                const int n = ok ? (int)(pixel / PQ) : 0, pq = ok ? (int)(pixel - (long long)n * PQ) : 0;
+                ih0[i] = ok ? (pq / Q) * stride - pad : -(1 << 30);
+                iw0[i] = (pq % Q) * stride - pad;
+                row0[i] = n * H * W * CP + chunk * 4;
             }
-            arrive_on_copies(full + st);
-            if (++s == S) {
-                s = 0;
-                if (++r == R) r = 0, c0 += CHANNELS;
+            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A);
+            int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
+            for (int tile = 0; tile < tiles; ++tile, ++turn) {
+                const int st = turn % WS_STAGES;
+                float* stage = smem + st * STAGE_WS;
+                acquire_and_copy_weights(stage, weights, tile, turn, st, full, empty);
+                if (CONVKIT_WG_PART != 1) {
+#pragma unroll
+                    for (int i = 0; i < PIXELS; ++i) {
+                        const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
+                        const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+                        const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
+                        float* to = stage + 2 * PLANE_A + swizzled_line(p, chunk);
+                        copy16_cached(to, from, inside);
+                        copy16_cached(to + PLANE_B_WS, from + plane, inside);
+                    }
+                }
+                arrive_on_copies(full + st);
+                if (++s == S) {
+                    s = 0;
+                    if (++r == R) r = 0, c0 += CHANNELS;
+                }
             }
         }
         copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
         copies_wait();
         return;
     }
-    consume<Layout::SWIZZLED>(smem, full, empty, tiles, tid / 128 - 1, out, bias, M, pixel0, pixels, PQ);
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
+    int turn0 = 0;
+    for (long long t = first; t < output_tiles; t += step, turn0 += tiles)
+        consume<Layout::SWIZZLED>(smem, full, empty, tiles, turn0, tid / 128 - 1, out, bias, M,
+                                  (int)(t % m_blocks) * BM, t / m_blocks * WIDTH, pixels, PQ);
 #endif
 }
 

@@ -124,6 +124,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
     assert "in_flight must be" in wgmma.WgmmaWsLaunch(in_flight=3).not_supported_reasons(p)[0]
     assert "inputs must be" in wgmma.WgmmaWsLaunch(inputs="gathered").not_supported_reasons(p)[0]
+    assert "persistent must be" in wgmma.WgmmaWsLaunch(persistent=True).not_supported_reasons(p)[0]
+    persistent = wgmma.WgmmaWsLaunch(inputs="split ahead", persistent=True)
+    assert WGMMA_VARIANT.launch_from(persistent.to_params()) == persistent
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 132)
+    assert persistent.options(p)[-1] == "-DCONVKIT_WS_PERSISTENT=1" and persistent.grid(p) == (4,)  # 2 x 2 tiles
     split_ahead = wgmma.WgmmaWsLaunch(inputs="split ahead")
     assert WGMMA_VARIANT.launch_from(split_ahead.to_params()) == split_ahead
     assert not split_ahead.not_supported_reasons(p)
@@ -155,8 +160,8 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
-    """A warp-specialised setting as a test id: its K-tiles in flight and where its inputs come from."""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}"
+    """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent."""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{'-persistent' if spec.persistent else ''}"
 
 
 def ws_call(kernel: str) -> str:
@@ -171,11 +176,13 @@ def ws_call(kernel: str) -> str:
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
-def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
+def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs split ahead
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3), then the producer
     and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
-    second: 11; split ahead, 4 and 18)."""
+    second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
+    (the second problem's four), its barriers' phases carried from one to the next."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import build_target
+from convkit.core.gpu import build_target, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
@@ -223,11 +223,13 @@ class WgmmaWsLaunch(KernelLaunch):
     2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
-    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``)."""
+    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``). ``persistent`` (split ahead alone; None: not): a block an SM, each
+    looping over the output tiles, its producer staging the next tile as its consumers store the last."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
     inputs: str | None = None
+    persistent: bool | None = None
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -242,11 +244,14 @@ class WgmmaWsLaunch(KernelLaunch):
         return "implicit_gemm_wgmma_ws_nhwc_tf32x3" if self.channels_last else "implicit_gemm_wgmma_ws_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}")
+        persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
+        return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent)
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        pixels = problem.n * problem.out_h * problem.out_w
-        return (math.ceil(pixels / WS_WIDTH), math.ceil(problem.m / BLOCK_M))
+        pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
+        if self.persistent:
+            return (min(pixel_blocks * math.ceil(problem.m / BLOCK_M), sm_count()),)
+        return (pixel_blocks, math.ceil(problem.m / BLOCK_M))
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return (WS_THREADS,)
@@ -292,6 +297,8 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"in_flight must be 1 or 2, got {self.in_flight!r}")
         if self.inputs not in WS_INPUTS:
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
+        if self.persistent not in (None, True) or (self.persistent and not self.channels_last):
+            raise ValueError(f"persistent must be None, or True with inputs='split ahead', got {self.persistent!r}")
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -323,7 +330,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
-               WgmmaWsLaunch(in_flight=2, inputs="split ahead"))  # fmt: skip
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
+               WgmmaWsLaunch(inputs="split ahead", persistent=True))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
