@@ -80,11 +80,16 @@ constexpr int STAGES = CONVKIT_STAGES;
 static_assert(STAGES == 2 || (STAGES == 3 && !CONVKIT_STAGED && BN == 128),
               "three stages keep two K-tiles' products in flight: unstaged sums, 128 pixels (192 KiB)");
 
+__device__ __forceinline__ unsigned shared_address(const void* at)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(at));
+}
+
 // A wgmma shared-memory matrix descriptor of a plane of `rows` rows: start address, leading byte offset (one
 // k-group to the next: rows x 16 bytes) and stride byte offset (each >> 4), no swizzle (mode 0, base offset 0).
 __device__ __forceinline__ unsigned long long descriptor(const float* at, int rows)
 {
-    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
+    const unsigned address = shared_address(at);
     return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)((rows * 16) >> 4) << 16)
          | ((unsigned long long)(SBO_BYTES >> 4) << 32);
 }
@@ -94,7 +99,7 @@ __device__ __forceinline__ unsigned long long descriptor(const float* at, int ro
 // within the line; the plane 1,024-byte aligned (the swizzle is of address bits).
 __device__ __forceinline__ unsigned long long swizzled_descriptor(const float* at)
 {
-    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(at));
+    const unsigned address = shared_address(at);
     return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
@@ -232,14 +237,20 @@ __device__ __forceinline__ void fence_to_async_proxy()
 #endif
 }
 
-// 16 bytes from global to shared memory, asynchronously (zeros where not valid).
+// 16 bytes from global to shared memory, asynchronously (zeros where not valid): past L1, or (`Cached`) kept in L1 on
+// the way, where other copies of the block read the same values (the split-ahead inputs, at every tap).
+template <bool Cached = false>
 __device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
 {
 #if defined(CONVKIT_EMULATED_WGMMA)
     for (int i = 0; i < 4; ++i) to[i] = valid ? from[i] : 0.0f;
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(from), "r"(valid ? 16 : 0));
+    if constexpr (Cached)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
+                     "r"(valid ? 16 : 0) : "memory");
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
+                     "r"(valid ? 16 : 0));
 #endif
 }
 
@@ -471,11 +482,6 @@ __device__ __forceinline__ void set_register_limit()
 #endif
 }
 
-__device__ __forceinline__ unsigned shared_address(const void* at)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(at));
-}
-
 __device__ __forceinline__ void barrier_init(unsigned long long* bar, int count)
 {
 #if defined(CONVKIT_EMULATED_WGMMA)
@@ -539,9 +545,7 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
                  ::"r"(shared_address(to)), "l"(from), "r"(bytes), "r"(shared_address(bar)) : "memory");
 #endif
 }
-}  // namespace wgmma_ws
 
-namespace wgmma_ws {
 // The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
 // each "empty": the consumers' threads) and made visible to every thread and to the copy engines.
 __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned long long* empty)
@@ -684,18 +688,6 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 namespace wgmma_ws {
 constexpr int CHANNELS = BK;  // a K-tile's channels
 
-// 16 bytes from global to shared memory, cached in L1 on the way (an image's values serve every tap of a block's
-// pixels), zeros where not valid.
-__device__ __forceinline__ void copy16_cached(float* to, const float* from, bool valid)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    for (int i = 0; i < 4; ++i) to[i] = valid ? from[i] : 0.0f;
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
-                 "r"(valid ? 16 : 0) : "memory");
-#endif
-}
-
 // An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
 __device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
 {
@@ -763,8 +755,8 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
                         const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A + swizzled_line(p, chunk);
-                        copy16_cached(to, from, inside);
-                        copy16_cached(to + PLANE_B_WS, from + plane, inside);
+                        copy16<true>(to, from, inside);
+                        copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
                 }
                 arrive_on_copies(full + st);

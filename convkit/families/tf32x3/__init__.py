@@ -57,7 +57,7 @@ WINOGRAD_VARIANT = Variant(
 
 def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaLaunch) -> None:
     wgmma.conv2d_wgmma_tf32x3(a.x, a.w, pad=p.pad, stride=p.stride, launch=spec, out=a.out, bias=a.bias,
-                       workspace=a.workspace)  # fmt: skip
+                              workspace=a.workspace)  # fmt: skip
 
 
 WGMMA_VARIANT = Variant(

@@ -289,8 +289,8 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule`` or ``in_flight`` where the kernel has no such
-        setting."""
+        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs`` or ``persistent`` where
+        the kernel has no such setting, and the input split ahead where it is past the kernel's 32-bit indices."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
