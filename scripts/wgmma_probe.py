@@ -48,7 +48,8 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        return f"warp-specialised, {spec.in_flight} in flight{', inputs split ahead' if spec.inputs else ''}"
+        persistent = ", persistent" if spec.persistent else ""
+        return f"warp-specialised, {spec.in_flight} in flight{', inputs split ahead' if spec.inputs else ''}{persistent}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -263,13 +264,14 @@ def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
 
 
 def layer_rates(p: ConvProblem, rng: Any, check: bool) -> dict[str, float]:
-    """TFLOP/s on ``p`` of the split-ahead warp-specialised kernel, the gathered one and the mma.sync kernel's
-    default launch, printed with (``check``) the split-ahead output's error against float64."""
+    """TFLOP/s on ``p`` of the split-ahead warp-specialised kernel (one block per tile, and persistent), the gathered
+    one and the mma.sync kernel's default launch, printed with (``check``) the split-ahead output's error against float64."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     runs = {"split ahead": wgmma_call(x, w, bias, p, WgmmaWsLaunch(inputs="split ahead")),
+            "persistent": wgmma_call(x, w, bias, p, WgmmaWsLaunch(inputs="split ahead", persistent=True)),
             "gathered": wgmma_call(x, w, bias, p, WgmmaWsLaunch()),
             "mma.sync": lambda out: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out)}  # fmt: skip
     rates = {name: p.flops / median_us(lambda run=run: run(out)) / 1e6 for name, run in runs.items()}
