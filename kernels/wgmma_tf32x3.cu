@@ -61,9 +61,14 @@
 #ifndef CONVKIT_WS_PERSISTENT  // the split-ahead kernel: 1 a block an SM, looping over the output tiles
 #define CONVKIT_WS_PERSISTENT 0
 #endif
-#ifndef CONVKIT_WG_PART  // either kernel's timing experiment, half of its main loop (the output then wrong): 0 the
+#ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
-#endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole
+#endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole;
+// the split-ahead kernel's: 4 whole but for the consumers' proxy fence; 5 neither inputs nor (after the first
+// stages) weights copied, the barriers alone; 6 as 5 without the proxy fence
+#define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_WG_PART == 5 || CONVKIT_WG_PART == 6)
+#define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_WG_PART == 5 || CONVKIT_WG_PART == 6)
+#define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
 
 namespace wgmma_tf32x3 {
 constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
@@ -406,7 +411,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
     auto stage = [&](int tile) {  // K-tile `tile` into its stage: the weights' copies, the inputs gathered and split
         float* to = smem + (tile % STAGES) * STAGE;
         stage_weights(to, tile);
-        if (CONVKIT_WG_PART != 1) {
+        if (!CONVKIT_PART_NO_INPUTS) {
             inputs.gather();
             inputs.store(to + 2 * PLANE_A);
         }
@@ -566,7 +571,7 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
                                                         int s, unsigned long long* full, unsigned long long* empty)
 {
     if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
-    if (CONVKIT_WG_PART == 3 && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
+    if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (threadIdx.x == 0) arrive(full + s);
     } else if (threadIdx.x == 0) {
         arrive_expecting(full + s, WEIGHT_BYTES);
@@ -597,7 +602,8 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
         wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
-        fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered before the tensor cores read
+        if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
+                                                             // before the tensor cores read them
         fence_operands();
         k_tile_products<WIDTH, Layout::INTERLEAVED, LayoutB>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
     };
@@ -660,10 +666,10 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
         for (int tile = 0; tile < tiles; ++tile) {
             const int s = tile % WS_STAGES;
-            if (CONVKIT_WG_PART != 1) inputs.gather();  // its loads in flight while the consumers may read the stage
+            if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers may read the stage
             float* stage = smem + s * STAGE_WS;
             acquire_and_copy_weights(stage, weights, tile, tile, s, full, empty);
-            if (CONVKIT_WG_PART != 1) inputs.store(stage + 2 * PLANE_A);
+            if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);
         }
@@ -748,7 +754,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                 const int st = turn % WS_STAGES;
                 float* stage = smem + st * STAGE_WS;
                 acquire_and_copy_weights(stage, weights, tile, turn, st, full, empty);
-                if (CONVKIT_WG_PART != 1) {
+                if (!CONVKIT_PART_NO_INPUTS) {
 #pragma unroll
                     for (int i = 0; i < PIXELS; ++i) {
                         const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;

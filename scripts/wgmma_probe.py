@@ -48,8 +48,8 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        persistent = ", persistent" if spec.persistent else ""
-        return f"warp-specialised, {spec.in_flight} in flight{', inputs split ahead' if spec.inputs else ''}{persistent}"
+        split = ", inputs split ahead" if spec.inputs else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -122,9 +122,8 @@ def speed(p: ConvProblem, rng: Any) -> None:
 
 
 class _Part:
-    """A launch built with ``CONVKIT_WG_PART`` = ``part`` (a field of the dataclass it is mixed into): 1 the products
-    alone (no input gathered or split), 2 the staging alone (no product), 3 (warp-specialised) the weights copied for
-    the first stages alone; its output is wrong, its time is the experiment."""
+    """A launch built with ``CONVKIT_WG_PART`` = ``part`` (a field of the dataclass it is mixed into; what each
+    leaves out, :data:`PART_NAMES`); its output is wrong, its time is the experiment."""
 
     part: int
 
@@ -148,27 +147,37 @@ def part_of(spec: WgmmaLaunch, part: int) -> WgmmaLaunch:
     return kind(**{f.name: getattr(spec, f.name) for f in fields(spec)}, part=part)
 
 
+PART_NAMES = (
+    "whole",
+    "products alone",
+    "staging alone",
+    "no weights after the first stages",
+    "no proxy fence",
+    "barriers alone",
+    "barriers alone, no fence",
+)  # the parts CONVKIT_WG_PART 0-6 time (the kernel's text)
+
+
 def parts(p: ConvProblem, rng: Any) -> None:
     """The main loop's time on ``p`` whole, the products alone and the staging alone (the weights' copies, the
     inputs gathered, split and stored), per setting of either kernel: which half sets the pace; for the
-    warp-specialised kernel also without the weights' traffic after the first stages (what it costs)."""
+    warp-specialised kernel also without the weights' traffic after the first stages (what it costs), and for the
+    split-ahead one without the consumers' proxy fence and with no copies at all (the barriers' cost)."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     tflop = p.flops / 1e12
     for spec in (WGMMA_SETTINGS[0], *WS_SETTINGS):  # the first kernel's candidate; its other settings no faster
-        times = []
         ws = isinstance(spec, WgmmaWsLaunch)
-        for part in (0, 1, 2, 3) if ws else (0, 1, 2):
+        count = 7 if ws and spec.inputs else 4 if ws else 3
+        times = []
+        for part in range(count):
             run = wgmma_call(x, w, bias, p, part_of(spec, part))
             times.append(median_us(lambda run=run: run(out)))
-        no_weights = f", no weights after the first stages {times[3]:8.1f} us" if ws else ""
-        print(
-            f"{p.label} {launch_text(spec):50s} whole {times[0]:8.1f} us ({tflop / times[0] * 1e6:5.1f} TFLOP/s), "
-            f"products alone {times[1]:8.1f} us ({tflop / times[1] * 1e6:5.1f}), staging alone {times[2]:8.1f} us"
-            f"{no_weights}"
-        )
+        named = zip(PART_NAMES, times, strict=False)
+        line = ", ".join(f"{name} {t:7.1f} us ({tflop / t * 1e6:5.1f})" for name, t in named)
+        print(f"{p.label} {launch_text(spec)}: {line}")
 
 
 @dataclass(frozen=True)
@@ -265,7 +274,8 @@ def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
 
 def layer_rates(p: ConvProblem, rng: Any, check: bool) -> dict[str, float]:
     """TFLOP/s on ``p`` of the split-ahead warp-specialised kernel (one block per tile, and persistent), the gathered
-    one and the mma.sync kernel's default launch, printed with (``check``) the split-ahead output's error against float64."""
+    one and the mma.sync kernel's default launch, printed with (``check``) the split-ahead output's error against
+    float64."""
     import cupy
 
     x, w, bias = inputs(p, rng)
