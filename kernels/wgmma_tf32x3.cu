@@ -65,9 +65,10 @@
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
 #endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole;
 // the split-ahead kernel's: 4 whole but for the consumers' proxy fence; 5 neither inputs nor (after the first
-// stages) weights copied, the barriers alone; 6 as 5 without the proxy fence
-#define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_WG_PART == 5 || CONVKIT_WG_PART == 6)
-#define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_WG_PART == 5 || CONVKIT_WG_PART == 6)
+// stages) weights copied, the barriers alone; 6 as 5 without the proxy fence; 7 as 5 with the inputs' planes read
+// unswizzled, 8 with both operands' read swizzled; 9 as 5 with the consumers never waiting for a stage
+#define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_WG_PART >= 5)
+#define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_WG_PART >= 5)
 #define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
 
 namespace wgmma_tf32x3 {
@@ -583,7 +584,7 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
 // K-tiles: waits for each stage, issues its 12 products (staged: summed apart, then added in FP32), frees the stage
 // once they are done; then stores its rows. `turn0`: the block's K-tiles before this output tile's (the barriers'
 // phases count them). Both warp-specialised kernels' consumers, the inputs' planes in `LayoutB`.
-template <Layout LayoutB>
+template <Layout LayoutA, Layout LayoutB>
 __device__ __forceinline__ void consume(const float* smem, unsigned long long* full, unsigned long long* empty,
                                         int tiles, int turn0, int group, float* out, const float* bias, int M, int m0,
                                         long long pixel0, long long pixels, long long PQ)
@@ -599,13 +600,13 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
     // K-tile `tile`'s 12 products into `sums`, summed apart from zero, issued once its stage is full.
     auto issue = [&](int tile, float (&sums)[64]) {
         const int turn = turn0 + tile, s = turn % WS_STAGES;
-        wait_phase(full + s, (turn / WS_STAGES) & 1);
+        if (CONVKIT_WG_PART != 9) wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
-        k_tile_products<WIDTH, Layout::INTERLEAVED, LayoutB>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
+        k_tile_products<WIDTH, LayoutA, LayoutB>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
     };
     float partial[64];
     if constexpr (IN_FLIGHT == 2) {
@@ -676,7 +677,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
-    consume<Layout::INTERLEAVED>(smem, full, empty, tiles, 0, tid / 128 - 1, out, bias, M, blockIdx.y * BM, pixel0,
+    consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, 0, tid / 128 - 1, out, bias, M, blockIdx.y * BM, pixel0,
                                  pixels, PQ);
 #endif
 }
@@ -779,7 +780,8 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
     int turn0 = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles)
-        consume<Layout::SWIZZLED>(smem, full, empty, tiles, turn0, tid / 128 - 1, out, bias, M,
+        consume<CONVKIT_WG_PART == 8 ? Layout::SWIZZLED : Layout::INTERLEAVED,
+                CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED>(smem, full, empty, tiles, turn0, tid / 128 - 1, out, bias, M,
                                   (int)(t % m_blocks) * BM, t / m_blocks * WIDTH, pixels, PQ);
 #endif
 }
@@ -867,7 +869,8 @@ extern "C" __global__ void split_weights_nhwc_tiled_tf32x3(const float* __restri
 // as the kernel does), CONVKIT_WS_IN_FLIGHT (1: each K-tile waited
 // for before the next is issued; 2: the next issued first) and CONVKIT_CEILING_SWIZZLE (0: the kernels' layout, no
 // swizzle, a k-step's two k-groups ROWS x 16 bytes apart; 1: the 128-byte swizzle CUTLASS's Hopper kernels use, a
-// row's 32 floats in one 128-byte line, 16-byte chunks XORed with the row's index in its 8-row atom) and
+// row's 32 floats in one 128-byte line, 16-byte chunks XORed with the row's index in its 8-row atom; 2: B alone
+// swizzled, as the split-ahead kernel reads its operands) and
 // CONVKIT_CEILING_WARPGROUPS (2, or 3: a third multiplying the first's rows again, one K-tile in flight).
 #ifndef CONVKIT_CEILING_SWIZZLE
 #define CONVKIT_CEILING_SWIZZLE 0
@@ -909,8 +912,9 @@ extern "C" __global__ void __launch_bounds__(128 * CONVKIT_CEILING_WARPGROUPS, 1
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
     auto products = [&](float (&into)[ACC], bool fresh = true) {
         fence_operands();
-        constexpr Layout layout = CONVKIT_CEILING_SWIZZLE ? Layout::SWIZZLED : Layout::INTERLEAVED;
-        k_tile_products<BN, layout, layout>(into, smem, smem + 2 * PLANE_A, row0, fresh);
+        constexpr Layout a = CONVKIT_CEILING_SWIZZLE == 1 ? Layout::SWIZZLED : Layout::INTERLEAVED;
+        constexpr Layout b = CONVKIT_CEILING_SWIZZLE ? Layout::SWIZZLED : Layout::INTERLEAVED;
+        k_tile_products<BN, a, b>(into, smem, smem + 2 * PLANE_A, row0, fresh);
     };
     auto add = [&](const float (&from)[ACC]) {
 #pragma unroll

@@ -155,7 +155,10 @@ PART_NAMES = (
     "no proxy fence",
     "barriers alone",
     "barriers alone, no fence",
-)  # the parts CONVKIT_WG_PART 0-6 time (the kernel's text)
+    "barriers alone, B unswizzled",
+    "barriers alone, A swizzled",
+    "barriers alone, no waits for a stage",
+)  # the parts CONVKIT_WG_PART 0-9 time (the kernel's text)
 
 
 def parts(p: ConvProblem, rng: Any) -> None:
@@ -170,7 +173,7 @@ def parts(p: ConvProblem, rng: Any) -> None:
     tflop = p.flops / 1e12
     for spec in (WGMMA_SETTINGS[0], *WS_SETTINGS):  # the first kernel's candidate; its other settings no faster
         ws = isinstance(spec, WgmmaWsLaunch)
-        count = 7 if ws and spec.inputs else 4 if ws else 3
+        count = len(PART_NAMES) if ws and spec.inputs else 4 if ws else 3
         times = []
         for part in range(count):
             run = wgmma_call(x, w, bias, p, part_of(spec, part))
@@ -184,11 +187,11 @@ def parts(p: ConvProblem, rng: Any) -> None:
 class CeilingLaunch(KernelLaunch):
     """``wgmma_products_ceiling`` (kernels/wgmma_tf32x3.cu): a block a GPU's SM, ``warpgroups`` of 128 threads each
     running ``iters`` K-tiles of 12 products on a stage of zeros, ``n`` pixels wide, ``in_flight`` K-tiles at a time,
-    in the kernels' unswizzled layout or (``swizzle``) CUTLASS's 128-byte swizzle."""
+    in the kernels' unswizzled layout or (``swizzle`` 1) CUTLASS's 128-byte swizzle, or (2) B alone in it."""
 
     n: int = 128
     in_flight: int = 1
-    swizzle: bool = False
+    swizzle: int = 0
     warpgroups: int = 2
 
     kind: ClassVar[str] = "wgmma_products_ceiling"
@@ -203,7 +206,7 @@ class CeilingLaunch(KernelLaunch):
             f"-DCONVKIT_WG_N={self.n}",
             "-DCONVKIT_STAGED=0",
             f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}",
-            f"-DCONVKIT_CEILING_SWIZZLE={int(self.swizzle)}",
+            f"-DCONVKIT_CEILING_SWIZZLE={self.swizzle}",
             f"-DCONVKIT_CEILING_WARPGROUPS={self.warpgroups}",
         )
 
@@ -227,7 +230,8 @@ class CeilingLaunch(KernelLaunch):
 CEILINGS = (
     CeilingLaunch(), CeilingLaunch(swizzle=True), CeilingLaunch(in_flight=2), CeilingLaunch(in_flight=2, swizzle=True),
     CeilingLaunch(warpgroups=3), CeilingLaunch(warpgroups=3, swizzle=True), CeilingLaunch(256),
-    CeilingLaunch(256, swizzle=True), CeilingLaunch(256, warpgroups=3),
+    CeilingLaunch(256, swizzle=True), CeilingLaunch(256, warpgroups=3), CeilingLaunch(swizzle=2),
+    CeilingLaunch(in_flight=2, swizzle=2),
 )  # fmt: skip
 
 
@@ -240,7 +244,7 @@ def ceiling(iters: int = 4096) -> None:
     for spec in CEILINGS:
         ms = median_us(lambda spec=spec: launch_kernel(spec, None, (out, cupy.int32(iters)))) / 1e3
         rate = spec.tflops(ms, iters)
-        layout = "128B swizzle" if spec.swizzle else "no swizzle"
+        layout = ("no swizzle", "128B swizzle", "B swizzled")[spec.swizzle]
         print(f"products' ceiling n={spec.n} in flight {spec.in_flight} {layout:12s} {spec.warpgroups} warpgroups: "
               f"{rate:6.1f} TF32 TFLOP/s, {rate / 3:6.1f} 3xTF32")  # fmt: skip
 
