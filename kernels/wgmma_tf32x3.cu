@@ -66,7 +66,7 @@
 #endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole;
 // the split-ahead kernel's: 4 whole but for the consumers' proxy fence; 5 neither inputs nor (after the first
 // stages) weights copied, the barriers alone; 6 as 5 without the proxy fence; 7 as 5 with the inputs' planes read
-// unswizzled, 8 with both operands' read swizzled; 9 as 5 with the consumers never waiting for a stage
+// unswizzled, 8 with both operands' read swizzled
 #define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_WG_PART >= 5)
 #define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_WG_PART >= 5)
 #define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
@@ -600,7 +600,7 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
     // K-tile `tile`'s 12 products into `sums`, summed apart from zero, issued once its stage is full.
     auto issue = [&](int tile, float (&sums)[64]) {
         const int turn = turn0 + tile, s = turn % WS_STAGES;
-        if (CONVKIT_WG_PART != 9) wait_phase(full + s, (turn / WS_STAGES) & 1);
+        wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
