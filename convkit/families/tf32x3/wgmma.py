@@ -331,7 +331,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
-               WgmmaWsLaunch(inputs="split ahead", persistent=True))  # fmt: skip
+               WgmmaWsLaunch(inputs="split ahead", persistent=True),
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
