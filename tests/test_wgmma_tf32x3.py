@@ -116,7 +116,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma.wgmma_candidates(p)
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), wgmma.WgmmaWsLaunch(inputs="split ahead")]
+    split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
     assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]
