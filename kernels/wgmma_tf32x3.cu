@@ -61,6 +61,9 @@
 #ifndef CONVKIT_WS_PERSISTENT  // the split-ahead kernel: 1 a block an SM, looping over the output tiles
 #define CONVKIT_WS_PERSISTENT 0
 #endif
+#ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
+#define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
+#endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
 #endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole;
@@ -210,15 +213,16 @@ __device__ __forceinline__ void wait()
 // product added to a sum of big ones loses up to an ulp of that sum; summed apart first, the small ones lose bits of
 // a sum 2^-11 as large. A model of truncating sums (scripts/truncating_sums_model.py) puts the staged error at
 // K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved). A and B each in its `Layout`.
-template <int Width, Layout LayoutA = Layout::INTERLEAVED, Layout LayoutB = Layout::INTERLEAVED, int Accumulators>
+template <int Width, Layout LayoutA = Layout::INTERLEAVED, Layout LayoutB = Layout::INTERLEAVED, int RowsA = BM,
+          int Accumulators>
 __device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], const float* a_planes,
                                                 const float* b_planes, int row0, bool fresh)
 {
     constexpr int BIG = 0, SMALL = 1;  // the planes of each operand
     auto a_at = [&](int plane, int step) {  // the 64 rows of A, two k-groups from `step`
-        const float* at = a_planes + plane * BM * BK;
+        const float* at = a_planes + plane * RowsA * BK;
         if constexpr (LayoutA == Layout::SWIZZLED) return swizzled_descriptor(at + row0 * BK + 8 * step);
-        else return descriptor(at + 2 * step * BM * 4 + row0 * 4, BM);
+        else return descriptor(at + 2 * step * RowsA * 4 + row0 * 4, RowsA);
     };
     auto b_at = [&](int plane, int step) {
         const float* at = b_planes + plane * Width * BK;
@@ -466,9 +470,17 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg).
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
-constexpr int WIDTH = 128, PLANE_B_WS = WIDTH * BK, STAGE_WS = 2 * PLANE_A + 2 * PLANE_B_WS;
-constexpr int WS_STAGES = 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
-constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A * 4;  // a K-tile's two weight planes, as they lie in a stage
+constexpr int FILTERS = CONVKIT_WS_FILTERS;
+static_assert(FILTERS == 128 || FILTERS == 64, "a block's filters: 128, or 64");
+constexpr bool SPLIT_K = FILTERS == 64;  // each consumer every other K-tile of the block's 64 filters
+constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
+constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
+constexpr int WS_STAGES = SPLIT_K ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
+constexpr int RELEASERS = SPLIT_K ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
+constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight planes, as they lie in a stage
+// Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
+// the second consumer's sums, 64 x 128 floats, for the first to add.
+constexpr int BARRIER_FLOATS = 32;
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 
@@ -559,7 +571,11 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
             barrier_init(full + s, PRODUCERS + 1);
-            barrier_init(empty + s, CONSUMERS);
+            barrier_init(empty + s, RELEASERS);
+        }
+        if (SPLIT_K) {  // after the "empty" ones: the second consumer's sums written, then read by the first
+            barrier_init(empty + WS_STAGES, 128);
+            barrier_init(empty + WS_STAGES + 1, 128);
         }
     }
     barriers_ready();
@@ -576,37 +592,64 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         if (threadIdx.x == 0) arrive(full + s);
     } else if (threadIdx.x == 0) {
         arrive_expecting(full + s, WEIGHT_BYTES);
-        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A), WEIGHT_BYTES, full + s);
+        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
 }
 
-// A consumer warpgroup (`group` 0 or 1: 64 rows of the output tile's 128 filters, from filter m0) over the tile's
-// K-tiles: waits for each stage, issues its 12 products (staged: summed apart, then added in FP32), frees the stage
-// once they are done; then stores its rows. `turn0`: the block's K-tiles before this output tile's (the barriers'
-// phases count them). Both warp-specialised kernels' consumers, the inputs' planes in `LayoutB`.
-template <Layout LayoutA, Layout LayoutB>
-__device__ __forceinline__ void consume(const float* smem, unsigned long long* full, unsigned long long* empty,
-                                        int tiles, int turn0, int group, float* out, const float* bias, int M, int m0,
-                                        long long pixel0, long long pixels, long long PQ)
+// With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
+// read and added by the first, which stores the tile; two barriers after the "empty" ones order the turns. `round`:
+// the block's output tiles before this one. Whether this thread stores the tile.
+__device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums, unsigned long long* empty,
+                                                   int group, int round)
 {
+    if constexpr (!SPLIT_K) return true;
+    unsigned long long *written = empty + WS_STAGES, *read = written + 1;
+    const int lane = threadIdx.x % 128;  // a float of each row of `sums` a thread: a warp's 32 in a line
+    if (group == 1) {
+        if (round > 0) wait_phase(read, (round - 1) & 1);  // the first consumer has the last tile's sums
+#pragma unroll
+        for (int i = 0; i < 64; ++i) sums[i * 128 + lane] = acc[i];
+        arrive(written);
+        return false;
+    }
+    wait_phase(written, round & 1);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += sums[i * 128 + lane];
+    arrive(read);
+    return true;
+}
+
+// A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
+// (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
+// filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
+// other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums). `turn0`:
+// the block's K-tiles before this output tile's (the barriers' phases count them), `round` its output tiles before
+// this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`.
+template <Layout LayoutA, Layout LayoutB>
+__device__ __forceinline__ void consume(float* smem, unsigned long long* full, unsigned long long* empty, int tiles,
+                                        int turn0, int round, int group, float* out, const float* bias, int M,
+                                        int m0, long long pixel0, long long pixels, long long PQ)
+{
+    const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = SPLIT_K ? 0 : group * 64;
+    const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    auto add = [&](int tile, const float (&sums)[64]) {  // K-tile `tile`'s products are done: free its stage, add
-        arrive(empty + (turn0 + tile) % WS_STAGES);
+    auto add = [&](int j, const float (&sums)[64]) {  // its j-th K-tile's products are done: free its stage, add
+        arrive(empty + (turn0 + first + j * step) % WS_STAGES);
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += sums[i];
     };
-    // K-tile `tile`'s 12 products into `sums`, summed apart from zero, issued once its stage is full.
-    auto issue = [&](int tile, float (&sums)[64]) {
-        const int turn = turn0 + tile, s = turn % WS_STAGES;
+    // Its j-th K-tile's 12 products into `sums`, summed apart from zero, issued once its stage is full.
+    auto issue = [&](int j, float (&sums)[64]) {
+        const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
         wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         const float* stage = smem + s * STAGE_WS;
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
-        k_tile_products<WIDTH, LayoutA, LayoutB>(sums, stage, stage + 2 * PLANE_A, group * 64, true);
+        k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true);
     };
     float partial[64];
     if constexpr (IN_FLIGHT == 2) {
@@ -614,34 +657,37 @@ __device__ __forceinline__ void consume(const float* smem, unsigned long long* f
         // local memory, which the tensor cores cannot write as they run): a K-tile's products issued, then the
         // K-tile before's waited for and added as they run. Every wait leaves exactly the newest group running.
         float other[64];
-        issue(0, partial);
-        int tile = 1;
-        for (; tile + 1 < tiles; tile += 2) {
-            issue(tile, other);
-            wait<1>();
-            add(tile - 1, partial);
-            issue(tile + 1, partial);
-            wait<1>();
-            add(tile, other);
-        }
-        if (tile < tiles) {
-            issue(tile, other);
-            wait<1>();
-            add(tile - 1, partial);
-            wait();
-            add(tile, other);
-        } else {
-            wait();
-            add(tile - 1, partial);
+        if (count > 0) {
+            issue(0, partial);
+            int j = 1;
+            for (; j + 1 < count; j += 2) {
+                issue(j, other);
+                wait<1>();
+                add(j - 1, partial);
+                issue(j + 1, partial);
+                wait<1>();
+                add(j, other);
+            }
+            if (j < count) {
+                issue(j, other);
+                wait<1>();
+                add(j - 1, partial);
+                wait();
+                add(j, other);
+            } else {
+                wait();
+                add(j - 1, partial);
+            }
         }
     } else {
-        for (int tile = 0; tile < tiles; ++tile) {
-            issue(tile, partial);
+        for (int j = 0; j < count; ++j) {
+            issue(j, partial);
             wait();
-            add(tile, partial);
+            add(j, partial);
         }
     }
-    store_tile<WIDTH>(acc, out, bias, m0 + group * 64, M, pixel0, pixels, PQ, threadIdx.x % 128);
+    if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round))
+        store_tile<WIDTH>(acc, out, bias, m0 + row0, M, pixel0, pixels, PQ, threadIdx.x % 128);
 }
 }  // namespace wgmma_ws
 
@@ -655,6 +701,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
+    if constexpr (SPLIT_K) __trap();  // it runs 128 filters a block alone: a module built for 64 never launches it
     const int tiles = (C * RS + BK - 1) / BK;
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
@@ -664,21 +711,21 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
-        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A);
+        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A_WS);
         for (int tile = 0; tile < tiles; ++tile) {
             const int s = tile % WS_STAGES;
             if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers may read the stage
             float* stage = smem + s * STAGE_WS;
             acquire_and_copy_weights(stage, weights, tile, tile, s, full, empty);
-            if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A);
+            if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);
         }
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
-    consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, 0, tid / 128 - 1, out, bias, M, blockIdx.y * BM, pixel0,
-                                 pixels, PQ);
+    consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, 0, 0, tid / 128 - 1, out, bias, M,
+                                                      blockIdx.y * FILTERS, pixel0, pixels, PQ);
 #endif
 }
 
@@ -719,8 +766,8 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
-    const int tid = threadIdx.x, m_blocks = (M + BM - 1) / BM;
-    // The output tiles (128 filters by 128 pixels), the m-blocks of one pixel block together (they read the same
+    const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
+    // The output tiles (FILTERS filters by 128 pixels), the m-blocks of one pixel block together (they read the same
     // inputs): one a block, or with CONVKIT_WS_PERSISTENT a block an SM taking every gridDim.x-th tile, its producer
     // staging the next tile's first K-tiles while its consumers store the last one's.
     const long long output_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks;
@@ -749,7 +796,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                 iw0[i] = (pq % Q) * stride - pad;
                 row0[i] = n * H * W * CP + chunk * 4;
             }
-            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A);
+            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
             int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int st = turn % WS_STAGES;
@@ -761,7 +808,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                         const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
                         const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
-                        float* to = stage + 2 * PLANE_A + swizzled_line(p, chunk);
+                        float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
                         copy16<true>(to, from, inside);
                         copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
@@ -778,11 +825,12 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
-    int turn0 = 0;
-    for (long long t = first; t < output_tiles; t += step, turn0 += tiles)
+    int turn0 = 0, round = 0;
+    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
         consume<CONVKIT_WG_PART == 8 ? Layout::SWIZZLED : Layout::INTERLEAVED,
-                CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED>(smem, full, empty, tiles, turn0, tid / 128 - 1, out, bias, M,
-                                  (int)(t % m_blocks) * BM, t / m_blocks * WIDTH, pixels, PQ);
+                CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED>(
+            smem, full, empty, tiles, turn0, round, tid / 128 - 1, out, bias, M, (int)(t % m_blocks) * FILTERS,
+            t / m_blocks * WIDTH, pixels, PQ);
 #endif
 }
 
@@ -811,19 +859,19 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
     }
 }
 
-// The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of 128 filters
-// as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
+// The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of FILTERS
+// filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
 // `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile `tile`, or -1 for a zero.
 namespace wgmma_ws {
 template <typename Source>
 __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
                                                     int tiles, Source source)
 {
-    const long long lines = (long long)((M + BM - 1) / BM) * tiles * KGROUPS * BM;  // of 4 floats, per plane
+    const long long lines = (long long)((M + FILTERS - 1) / FILTERS) * tiles * KGROUPS * FILTERS;  // of 4 floats
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += (long long)gridDim.x * blockDim.x) {
-        const int row = (int)(i % BM), kgroup = (int)(i / BM % KGROUPS);
-        const long long tile_of = i / (BM * KGROUPS);  // block * tiles + tile
-        const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * BM + row;
+        const int row = (int)(i % FILTERS), kgroup = (int)(i / FILTERS % KGROUPS);
+        const long long tile_of = i / (FILTERS * KGROUPS);  // block * tiles + tile
+        const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * FILTERS + row;
         float big[4], small[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -831,9 +879,9 @@ __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w,
             big[j] = small[j] = 0.0f;
             if (at >= 0) tf32::split_ahead(w[at], big[j], small[j]);
         }
-        float* chunk = tiled + tile_of * (2 * PLANE_A) + (kgroup * BM + row) * 4;
+        float* chunk = tiled + tile_of * (2 * PLANE_A_WS) + (kgroup * FILTERS + row) * 4;
         *reinterpret_cast<float4*>(chunk) = make_float4(big[0], big[1], big[2], big[3]);
-        *reinterpret_cast<float4*>(chunk + PLANE_A) = make_float4(small[0], small[1], small[2], small[3]);
+        *reinterpret_cast<float4*>(chunk + PLANE_A_WS) = make_float4(small[0], small[1], small[2], small[3]);
     }
 }
 }  // namespace wgmma_ws

@@ -16,6 +16,7 @@
 #   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
+#   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
 #   ncu_nhwc : Nsight Compute's every section on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log);
@@ -132,6 +133,15 @@ wgmma_parts() {  # the products' ceiling (logs/wgmma_ceiling.log), the main loop
 wgmma_layers() {  # the warp-specialised kernels on the 3xTF32 chapter's layers of at least 20 GFLOP (logs/wgmma_layers.log)
   echo "=== the 3xTF32 chapter's large layers (\$SECONDS s)"
   timeout 500 python3 scripts/wgmma_probe.py --layers > \$logs/wgmma_layers.log 2>&1; tail -n 3 \$logs/wgmma_layers.log
+}
+wgmma_narrow() {  # the split-ahead kernel at 64 filters a block: checked and timed (logs/wgmma_narrow.log), then
+  # racecheck and memcheck on the small shapes
+  echo "=== 64 filters a block (\$SECONDS s)"
+  timeout 140 python3 scripts/wgmma_probe.py --narrow > \$logs/wgmma_narrow.log 2>&1; tail -n 4 \$logs/wgmma_narrow.log
+  for tool in racecheck memcheck; do
+    timeout 55 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --narrow --check \
+      > \$logs/wgmma_narrow_\$tool.log 2>&1; echo "\$tool exit \$?"
+  done
 }
 ncu_nhwc() {  # every section of Nsight Compute on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log)
   echo "=== the split-ahead kernel profiled whole (\$SECONDS s)"

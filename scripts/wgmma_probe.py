@@ -49,7 +49,8 @@ TIMED = (
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = ", inputs split ahead" if spec.inputs else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}"
+        narrow = f", {spec.filters} filters a block" if spec.filters else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -81,20 +82,23 @@ def inputs(p: ConvProblem, rng: Any) -> tuple[Any, Any, Any]:
     return tuple(rng.standard_normal(shape, dtype=cupy.float32) for shape in shapes)
 
 
-def calls(x: Any, w: Any, bias: Any, p: ConvProblem) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(name, a call into ``out``) of each wgmma kernel in each setting it builds: the first, then the
-    warp-specialised one (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`), the weights' split included."""
-    settings = (*WGMMA_SETTINGS, *WS_SETTINGS)
+def calls(
+    x: Any, w: Any, bias: Any, p: ConvProblem, settings: tuple[WgmmaLaunch, ...] = (*WGMMA_SETTINGS, *WS_SETTINGS)
+) -> list[tuple[str, Callable[[Any], Any]]]:
+    """(name, a call into ``out``) of each wgmma kernel in each setting it builds (or of ``settings``): the first,
+    then the warp-specialised one (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`), the weights' split
+    included."""
     return [(f"wgmma {launch_text(spec)}", wgmma_call(x, w, bias, p, spec)) for spec in settings]
 
 
-def check(p: ConvProblem, rng: Any) -> None:
-    """The wgmma kernel's output of ``p`` in each setting it builds against float64, poisoned with NaN first."""
+def check(p: ConvProblem, rng: Any, settings: tuple[WgmmaLaunch, ...] = (*WGMMA_SETTINGS, *WS_SETTINGS)) -> None:
+    """The wgmma kernel's output of ``p`` in each setting it builds (or of ``settings``) against float64, poisoned
+    with NaN first."""
     import cupy
 
     x, w, bias = inputs(p, rng)
     ref = expected(x, w, bias, p)
-    for name, call in calls(x, w, bias, p):
+    for name, call in calls(x, w, bias, p, settings):
         out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
         call(out)
         err = reference.relative_error(out, ref)
@@ -310,6 +314,41 @@ def layers() -> None:
     print(f"median TFLOP/s over {len(rates)} layers of at least 20 GFLOP: {medians}; the best of them {best:.1f}")
 
 
+#: The split-ahead kernel's persistent setting with two K-tiles in flight, at 64 filters a block and at 128.
+NARROW = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
+WIDE = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+
+
+def narrow(check_only: bool) -> None:
+    """The split-ahead kernel at 64 filters a block (:data:`NARROW`) against float64 on the irregular shapes (the
+    four smallest where ``check_only``, under compute-sanitizer) and on a 1x1 layer of one K-tile (the second
+    consumer adding nothing); then timed beside :data:`WIDE` and the gathered kernel on the 3xTF32 chapter's layers
+    of at least 20 GFLOP whose filters leave a block of 128 at most half full, the medians last."""
+    import statistics
+
+    import cupy
+
+    rng = cupy.random.default_rng(5)
+    print("=== 64 filters a block against float64 (relative error, norm-wise; bar 1e-5)")
+    for p in (*(CHECKED[:4] if check_only else CHECKED), ConvProblem.same(2, 16, 6, 6, 70, 1)):
+        check(p, rng, (NARROW,))
+    if check_only:
+        return
+    print("=== TFLOP/s, the splits included")
+    rates = []
+    for i, p in enumerate(q for q in chapter_layers() if 0 < q.m % 128 <= 64):
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        runs = {"64 filters": wgmma_call(x, w, bias, p, NARROW), "128 filters": wgmma_call(x, w, bias, p, WIDE),
+                "gathered": wgmma_call(x, w, bias, p, WgmmaWsLaunch())}  # fmt: skip
+        rates.append({name: p.flops / median_us(lambda run=run, out=out: run(out)) / 1e6 for name, run in runs.items()})
+        err = reference.relative_error(runs["64 filters"](out), expected(x, w, bias, p)) if i % 3 == 0 else None
+        line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
+        print(f"{p.label} pad={p.pad} stride={p.stride}: {line}" + (f"; error {err:.1e}" if err is not None else ""))
+    medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates):.1f}" for name in rates[0])
+    print(f"median TFLOP/s over {len(rates)} layers: {medians}")
+
+
 def main(speeds: bool = True, small: bool = False) -> None:
     """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
     import cupy
@@ -333,6 +372,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP
         layers()
+    elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
+        narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:
         ceiling()
     elif "--parts" in sys.argv[1:]:  # the main loop's halves timed apart, on the large timed layers

@@ -16,7 +16,7 @@ from test_shipped_kernels_emulated import run_launch
 from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.families.tf32x3 import wgmma
+from convkit.families.tf32x3 import wgmma, wgmma_operands
 from convkit.families.tf32x3.rounding import round_tf32
 from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS
 
@@ -162,7 +162,8 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent."""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{'-persistent' if spec.persistent else ''}"
+    persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}"
 
 
 def ws_call(kernel: str) -> str:
@@ -173,7 +174,7 @@ def ws_call(kernel: str) -> str:
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1)],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
@@ -182,18 +183,22 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3), then the producer
     and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
     second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
-    (the second problem's four), its barriers' phases carried from one to the next."""
+    (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
+    filters a block the consumers take alternate K-tiles: an odd count (the first and fourth problems), and one
+    alone, the second consumer adding nothing (the last)."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)
     bias = rng.standard_normal(problem.m).astype(np.float32)
-    k, tiles = problem.c * problem.r * problem.s, wgmma.k_tiles(problem, launch.channels_last)
-    split = wgmma.SplitTiledNhwcLaunch() if launch.channels_last else wgmma.SplitTiledLaunch()
+    k, tiles = problem.c * problem.r * problem.s, wgmma_operands.k_tiles(problem, launch.channels_last)
+    filters = launch.block_filters
+    split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters) if launch.channels_last
+             else wgmma_operands.SplitTiledLaunch())  # fmt: skip
     tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
-                       wgmma.tiled_elements(problem, launch.channels_last),
+                       wgmma_operands.tiled_elements(problem, launch.channels_last, filters),
                        (problem.m, problem.c if launch.channels_last else k))  # fmt: skip
-    planes = tiled.reshape(-1, tiles, 2, 8, 128, 4)  # block, tile, plane, k-group, row, 4
+    planes = tiled.reshape(-1, tiles, 2, 8, filters, 4)  # block, tile, plane, k-group, row, 4
     weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)[:, : problem.m]
     expected_weights = split_planes(w)[:, :, :k]
     if launch.channels_last:  # K-tile t: channels 32 (t / RS) .. + 31 at tap t % RS
@@ -204,9 +209,9 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     assert np.array_equal(weights[:, :, :k], expected_weights), "the tiled planes hold another split"
     inputs = x
     if launch.channels_last:
-        split_input = wgmma.SplitInputNhwcLaunch()
+        split_input = wgmma_operands.SplitInputNhwcLaunch()
         inputs = run_launch(build_dir, split_input, problem, "split_input_nhwc_tf32x3(x, out, ints[0], ints[1], "
-                            "ints[2])", (x, w), 2 * wgmma.input_plane_elements(problem),
+                            "ints[2])", (x, w), 2 * wgmma_operands.input_plane_elements(problem),
                             (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
         nhwc = inputs.reshape(2, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"

@@ -26,24 +26,31 @@ from typing import Any, ClassVar
 from convkit.core.gpu import build_target, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
-from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
+from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
 from convkit.families.tf32x3.launch import split_elements, split_weights
+from convkit.families.tf32x3.wgmma_operands import (
+    BLOCK_M,
+    NARROW_FILTERS,
+    NARROW_STAGES,
+    TILE_K,
+    WIDTHS,
+    WS_STAGES,
+    WS_THREADS,
+    WS_WIDTH,
+    SplitInputNhwcLaunch,
+    SplitTiledLaunch,
+    SplitTiledNhwcLaunch,
+    filter_macros,
+    filters_macro,
+    input_plane_elements,
+    tiled_elements,
+)
 
-#: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
-BLOCK_M, TILE_K = 128, 32
-#: The wgmma's N: the block's pixels.
-WIDTHS = (128, 256)
 #: The GPU the kernel runs on (built as sm_90a: wgmma is Hopper's alone).
 HOPPER = "sm_90"
-
-
-def filter_macros(problem: ConvProblem) -> tuple[str, ...]:
-    """The filter's size as every kernel of ``kernels/wgmma_tf32x3.cu`` is built with it (one module a filter
-    size serves the weights' split and the kernel alike)."""
-    return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}")
 
 
 def check_problem(problem: ConvProblem) -> None:
@@ -122,91 +129,6 @@ class WgmmaGemmLaunch(KernelLaunch):
         check_problem(problem)
 
 
-#: The warp-specialised kernel's shared-memory stages, threads (a producer warpgroup, two consumers) and pixels a
-#: block.
-WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
-
-
-def k_tiles(problem: ConvProblem, channels_last: bool = False) -> int:
-    """The warp-specialised kernels' K-tiles of 32: over K = C R S, or (``channels_last``, inputs split ahead) 32
-    channels at one tap, C rounded up to 32."""
-    if channels_last:
-        return math.ceil(problem.c / TILE_K) * problem.r * problem.s
-    return math.ceil(problem.c * problem.r * problem.s / TILE_K)
-
-
-def tiled_elements(problem: ConvProblem, channels_last: bool = False) -> int:
-    """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of 128 filters and K-tile of 32
-    (:func:`k_tiles`), both planes as they lie in a stage."""
-    return math.ceil(problem.m / BLOCK_M) * k_tiles(problem, channels_last) * 2 * BLOCK_M * TILE_K
-
-
-def input_plane_elements(problem: ConvProblem) -> int:
-    """Floats of one of the input's two planes split ahead channels last (``split_input_nhwc_tf32x3``):
-    N H W CP, CP = C rounded up to 32."""
-    return problem.n * problem.h * problem.w * math.ceil(problem.c / TILE_K) * TILE_K
-
-
-@dataclass(frozen=True)
-class SplitTiledLaunch(ElementwiseLaunch):
-    """``split_weights_tiled_tf32x3``: the weights' big and small TF32 parts in :class:`WgmmaWsLaunch`'s layout,
-    one thread a 16-byte line of each plane; built with that kernel's macros, so one module holds both."""
-
-    kind: ClassVar[str] = "tf32x3_split_tiled"
-    source: ClassVar[str] = "wgmma_tf32x3"
-    kernel: ClassVar[str] = "split_weights_tiled_tf32x3"
-    arch: ClassVar[str | None] = "sm_90a"
-    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
-
-    def elements(self, problem: ConvProblem) -> int:
-        return tiled_elements(problem) // 8
-
-    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
-        return filter_macros(problem) if problem is not None else ()
-
-
-@dataclass(frozen=True)
-class SplitTiledNhwcLaunch(SplitTiledLaunch):
-    """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
-    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs)."""
-
-    kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
-    kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
-
-    def elements(self, problem: ConvProblem) -> int:
-        return tiled_elements(problem, channels_last=True) // 8
-
-
-@dataclass(frozen=True)
-class SplitInputNhwcLaunch(KernelLaunch):
-    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts, channels last
-    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels."""
-
-    kind: ClassVar[str] = "tf32x3_split_input_nhwc"
-    source: ClassVar[str] = "wgmma_tf32x3"
-    arch: ClassVar[str | None] = "sm_90a"
-
-    def kernel_name(self, problem: ConvProblem) -> str:
-        return "split_input_nhwc_tf32x3"
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return filter_macros(problem)
-
-    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (32, 8)
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming the batch or the channels where the grid cannot hold them."""
-        if problem.n > 65535 or math.ceil(problem.c / 32) > 65535:
-            raise ValueError(f"n={problem.n} or c={problem.c} is past the input split's grid (65535 each)")
-
-
 #: Where the warp-specialised kernel's inputs come from: gathered and split by its producer (None, the knob left out
 #: of the recorded params as launches recorded before it were), or split ahead once per call into channels-last planes
 #: that the producer copies by cp.async.
@@ -224,12 +146,20 @@ class WgmmaWsLaunch(KernelLaunch):
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``). ``persistent`` (split ahead alone; None: not): a block an SM, each
-    looping over the output tiles, its producer staging the next tile as its consumers store the last."""
+    looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
+    (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
+    consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
     inputs: str | None = None
     persistent: bool | None = None
+    filters: int | None = None
+
+    @property
+    def block_filters(self) -> int:
+        """The filters a block computes."""
+        return self.filters or BLOCK_M
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -245,23 +175,28 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
-        return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent)
+        return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
+                *filters_macro(self.block_filters))  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
+        m_blocks = math.ceil(problem.m / self.block_filters)
         if self.persistent:
-            return (min(pixel_blocks * math.ceil(problem.m / BLOCK_M), sm_count()),)
-        return (pixel_blocks, math.ceil(problem.m / BLOCK_M))
+            return (min(pixel_blocks * m_blocks, sm_count()),)
+        return (pixel_blocks, m_blocks)
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return (WS_THREADS,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The stages (both operands' two planes, 32 floats a row) and each stage's two mbarriers."""
-        return WS_STAGES * (2 * BLOCK_M + 2 * WS_WIDTH) * TILE_K * 4 + 2 * WS_STAGES * 8
+        """The stages (both operands' two planes, 32 floats a row), 128 bytes of mbarriers, and at 64 filters the
+        second consumer's sums (64 x 128 floats) for the first to add."""
+        narrow = self.block_filters == NARROW_FILTERS
+        stages = (NARROW_STAGES if narrow else WS_STAGES) * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
+        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else 0)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
-        tiled = tiled_elements(problem, self.channels_last)
+        tiled = tiled_elements(problem, self.channels_last, self.block_filters)
         return [tiled, 2 * input_plane_elements(problem)] if self.channels_last else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
@@ -280,7 +215,8 @@ class WgmmaWsLaunch(KernelLaunch):
             launch_kernel(SplitTiledLaunch(), problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
-        launch_kernel(SplitTiledNhwcLaunch(), problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
+        split = SplitTiledNhwcLaunch(filters=self.block_filters)
+        launch_kernel(split, problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
         sizes = (problem.n, problem.c, problem.h * problem.w)
         launch_kernel(SplitInputNhwcLaunch(), problem, (x, planes, *(cupy.int32(v) for v in sizes)))
         return planes, tiled
@@ -289,8 +225,9 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs`` or ``persistent`` where
-        the kernel has no such setting, and the input split ahead where it is past the kernel's 32-bit indices."""
+        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent`` or
+        ``filters`` where the kernel has no such setting, and the input split ahead where it is past the kernel's
+        32-bit indices."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -299,6 +236,8 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         if self.persistent not in (None, True) or (self.persistent and not self.channels_last):
             raise ValueError(f"persistent must be None, or True with inputs='split ahead', got {self.persistent!r}")
+        if self.filters not in (None, NARROW_FILTERS) or (self.filters and not self.channels_last):
+            raise ValueError(f"filters must be None, or 64 with inputs='split ahead', got {self.filters!r}")
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -338,7 +277,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
                WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True))  # fmt: skip
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True),
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=NARROW_FILTERS))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:

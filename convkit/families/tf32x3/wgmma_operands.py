@@ -1,0 +1,121 @@
+"""The operands of ``kernels/wgmma_tf32x3.cu``'s warp-specialised kernels as they read them, and the launches that
+split them once per call: the weights tiled in blocks of filters by K-tiles (:class:`SplitTiledLaunch`, and for the
+split-ahead kernel :class:`SplitTiledNhwcLaunch`), the input channels last (:class:`SplitInputNhwcLaunch`); with the
+block and tile sizes they share with :mod:`convkit.families.tf32x3.wgmma`, whose launches run them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
+
+#: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
+BLOCK_M, TILE_K = 128, 32
+#: The wgmma's N: the block's pixels.
+WIDTHS = (128, 256)
+
+
+def filter_macros(problem: ConvProblem) -> tuple[str, ...]:
+    """The filter's size as every kernel of ``kernels/wgmma_tf32x3.cu`` is built with it (one module a filter
+    size serves the weights' split and the kernel alike)."""
+    return (f"-DCONVKIT_R={problem.r}", f"-DCONVKIT_S={problem.s}")
+
+
+#: The warp-specialised kernel's shared-memory stages, threads (a producer warpgroup, two consumers) and pixels a
+#: block; the split-ahead one's filters a block besides 128, its stages then (smaller, so more of them).
+WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
+NARROW_FILTERS, NARROW_STAGES = 64, 4
+
+
+def k_tiles(problem: ConvProblem, channels_last: bool = False) -> int:
+    """The warp-specialised kernels' K-tiles of 32: over K = C R S, or (``channels_last``, inputs split ahead) 32
+    channels at one tap, C rounded up to 32."""
+    if channels_last:
+        return math.ceil(problem.c / TILE_K) * problem.r * problem.s
+    return math.ceil(problem.c * problem.r * problem.s / TILE_K)
+
+
+def tiled_elements(problem: ConvProblem, channels_last: bool = False, filters: int = BLOCK_M) -> int:
+    """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of ``filters`` filters and K-tile
+    of 32 (:func:`k_tiles`), both planes as they lie in a stage."""
+    return math.ceil(problem.m / filters) * k_tiles(problem, channels_last) * 2 * filters * TILE_K
+
+
+def input_plane_elements(problem: ConvProblem) -> int:
+    """Floats of one of the input's two planes split ahead channels last (``split_input_nhwc_tf32x3``):
+    N H W CP, CP = C rounded up to 32."""
+    return problem.n * problem.h * problem.w * math.ceil(problem.c / TILE_K) * TILE_K
+
+
+@dataclass(frozen=True)
+class SplitTiledLaunch(ElementwiseLaunch):
+    """``split_weights_tiled_tf32x3``: the weights' big and small TF32 parts in :class:`WgmmaWsLaunch`'s layout,
+    one thread a 16-byte line of each plane; built with that kernel's macros, so one module holds both."""
+
+    kind: ClassVar[str] = "tf32x3_split_tiled"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    kernel: ClassVar[str] = "split_weights_tiled_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+    max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+    def elements(self, problem: ConvProblem) -> int:
+        return tiled_elements(problem) // 8
+
+    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
+        return filter_macros(problem) if problem is not None else ()
+
+
+@dataclass(frozen=True)
+class SplitTiledNhwcLaunch(SplitTiledLaunch):
+    """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
+    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs), in blocks of ``filters`` filters."""
+
+    filters: int = BLOCK_M
+
+    kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
+    kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
+
+    def elements(self, problem: ConvProblem) -> int:
+        return tiled_elements(problem, True, self.filters) // 8
+
+    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
+        return (*super().options(problem), *filters_macro(self.filters))
+
+
+def filters_macro(filters: int) -> tuple[str, ...]:
+    """The split-ahead kernel's macro for ``filters`` a block (none at 128, its default)."""
+    return () if filters == BLOCK_M else (f"-DCONVKIT_WS_FILTERS={filters}",)
+
+
+@dataclass(frozen=True)
+class SplitInputNhwcLaunch(KernelLaunch):
+    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts, channels last
+    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels."""
+
+    kind: ClassVar[str] = "tf32x3_split_input_nhwc"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "split_input_nhwc_tf32x3"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return filter_macros(problem)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (32, 8)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming the batch or the channels where the grid cannot hold them."""
+        if problem.n > 65535 or math.ceil(problem.c / 32) > 65535:
+            raise ValueError(f"n={problem.n} or c={problem.c} is past the input split's grid (65535 each)")
