@@ -118,6 +118,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     candidates = wgmma.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]
+    narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
+    assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1] == narrow  # at most 64 filters
+    assert WGMMA_VARIANT.launch_from(narrow.to_params()) == narrow
+    assert "filters must be" in wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)[0]
+    assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
     assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]

@@ -260,17 +260,18 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: those of :data:`WGMMA_SETTINGS` that keep FP32 accuracy (staged sums), and
     the warp-specialised kernel (staged too) on its inputs gathered, and split ahead in its persistent setting with
-    two K-tiles in flight. On the H100 the gathered one is faster than the staged first kernel on four of the five
-    layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1 one, and 3% slower on a small 5x5 one. On the H200,
-    over the 3xTF32 chapter's 110 layers of at least 20 GFLOP, the split-ahead persistent setting with two K-tiles in
-    flight has the highest median of the four split-ahead settings (86.5 TFLOP/s; one K-tile in flight, a block a
-    tile: 80.9) and is the fastest on 93 of them; the gathered one on 7, 1x1 layers where the input's split costs as
-    much as the products (``scripts/wgmma_probe.py --layers``)."""
-    return [
-        *(spec for spec in WGMMA_SETTINGS if spec.staged),
-        WgmmaWsLaunch(),
-        WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True),
-    ]
+    two K-tiles in flight, at 64 filters a block too where the layer has at most 64. On the H100 the gathered one is
+    faster than the staged first kernel on four of the five layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1
+    one, and 3% slower on a small 5x5 one. On the H200, over the 3xTF32 chapter's 110 layers of at least 20 GFLOP,
+    the split-ahead persistent setting with two K-tiles in flight has the highest median of the four split-ahead
+    settings (86.5 TFLOP/s; one K-tile in flight, a block a tile: 80.9) and is the fastest on 93 of them; the
+    gathered one on 7, 1x1 layers where the input's split costs as much as the products. At 64 filters a block it is
+    6-18% faster on the twelve layers of 64 filters (42-63 TFLOP/s against 39-53: the input's staging then sets the
+    pace) and 19-24% slower on those of 192 or 320 (``scripts/wgmma_probe.py --layers``, ``--narrow``)."""
+    split_ahead = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+    narrow = [WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=NARROW_FILTERS)]
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), split_ahead,
+            *(narrow if problem.m <= NARROW_FILTERS else [])]  # fmt: skip
 
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
