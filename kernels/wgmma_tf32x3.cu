@@ -70,9 +70,11 @@
 #endif                     // 3 (warp-specialised) the weights copied for the first stages alone, the rest whole;
 // the split-ahead kernel's: 4 whole but for the consumers' proxy fence; 5 neither inputs nor (after the first
 // stages) weights copied, the barriers alone; 6 as 5 without the proxy fence; 7 as 5 with the inputs' planes read
-// unswizzled, 8 with both operands' read swizzled
-#define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_WG_PART >= 5)
-#define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_WG_PART >= 5)
+// unswizzled, 8 with both operands' read swizzled; 9 whole (and right), each K-tile's descriptors its planes' first
+// moved on by constants (moved()) rather than each built afresh
+#define CONVKIT_PART_BARRIERS_ALONE (CONVKIT_WG_PART >= 5 && CONVKIT_WG_PART <= 8)
+#define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_PART_BARRIERS_ALONE)
+#define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_PART_BARRIERS_ALONE)
 #define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
 
 namespace wgmma_tf32x3 {
@@ -111,6 +113,14 @@ __device__ __forceinline__ unsigned long long swizzled_descriptor(const float* a
 {
     const unsigned address = shared_address(at);
     return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+// `desc` moved `floats` on in shared memory (a multiple of 4): the start address field, bits 0-13 in 16-byte units,
+// gains floats / 4 without a carry out of it (a block's shared memory lies under 2^18 bytes), the high word as it was.
+// One add where a descriptor built afresh costs a conversion, a mask and two logic operations (CONVKIT_WG_PART 9).
+__device__ __forceinline__ unsigned long long moved(unsigned long long desc, int floats)
+{
+    return (desc & ~0xFFFFFFFFull) | ((unsigned)desc + (unsigned)(floats / 4));
 }
 
 // Where row `row`'s k-group `kgroup` (4 floats) lies in a swizzled plane (floats from its start).
@@ -220,12 +230,18 @@ __device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], con
                                                 const float* b_planes, int row0, bool fresh)
 {
     constexpr int BIG = 0, SMALL = 1;  // the planes of each operand
+    constexpr bool SWIZZLED_A = LayoutA == Layout::SWIZZLED, SWIZZLED_B = LayoutB == Layout::SWIZZLED;
+    const unsigned long long a0 = SWIZZLED_A ? swizzled_descriptor(a_planes + row0 * BK)
+                                             : descriptor(a_planes + row0 * 4, RowsA);
+    const unsigned long long b0 = SWIZZLED_B ? swizzled_descriptor(b_planes) : descriptor(b_planes, Width);
     auto a_at = [&](int plane, int step) {  // the 64 rows of A, two k-groups from `step`
+        if (CONVKIT_WG_PART == 9) return moved(a0, plane * RowsA * BK + (SWIZZLED_A ? 8 * step : 2 * step * RowsA * 4));
         const float* at = a_planes + plane * RowsA * BK;
         if constexpr (LayoutA == Layout::SWIZZLED) return swizzled_descriptor(at + row0 * BK + 8 * step);
         else return descriptor(at + 2 * step * RowsA * 4 + row0 * 4, RowsA);
     };
     auto b_at = [&](int plane, int step) {
+        if (CONVKIT_WG_PART == 9) return moved(b0, plane * Width * BK + (SWIZZLED_B ? 8 * step : 2 * step * Width * 4));
         const float* at = b_planes + plane * Width * BK;
         if constexpr (LayoutB == Layout::SWIZZLED) return swizzled_descriptor(at + 8 * step);
         else return descriptor(at + 2 * step * Width * 4, Width);
