@@ -58,15 +58,24 @@ check_commit() {
   fi
 }
 
-# Open job $job on this machine, once: the carried wheels installed, the checkout paths given copied into it (a
+# Open job $job on this machine, once (where it is open already, a call that asked for another commit or chains is
+# told so: it collects the open job): the carried wheels installed, the checkout paths given copied into it (a
 # later device call's fresh copy of the working tree replaces the checkout, never what the job writes), $job/results
 # made, and this GPU's results folder name in $gpu and $job/gpu. Fails (status 1) where the job is already open.
 new_job() {
-  [ -d "$job" ] && return 1
+  local asked="CONVKIT_COMMIT=${CONVKIT_COMMIT:-} CHAINS=${CHAINS:-}"
+  if [ -d "$job" ]; then  # a warm machine keeps its job: say so where this call asked for another
+    if [ "$(cat "$job/asked" 2>/dev/null)" != "$asked" ]; then
+      echo "this machine holds a job asked as '$(cat "$job/asked" 2>/dev/null)' ($([ -f "$job/done" ] && echo done ||
+        echo running)), not '$asked': collecting that one; begin the command with rm -rf $job to start afresh"
+    fi
+    return 1
+  fi
   check_commit || exit 4
   install_wheels || exit 1
   gpu=$(this_gpu)
   mkdir -p "$job/results"
   cp -r "$@" "$job/"
   echo "$gpu" > "$job/gpu"
+  echo "$asked" > "$job/asked"
 }
