@@ -25,6 +25,8 @@ from convkit.cuda.timing import CudaEventClock, benchmark
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
+    SPLIT_AHEAD,
+    SPLIT_AHEAD_NARROW,
     TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
@@ -280,74 +282,60 @@ def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
     return [p for p in problems if p.flops >= min_gflop * 1e9]
 
 
-def layer_rates(p: ConvProblem, rng: Any, check: bool) -> dict[str, float]:
-    """TFLOP/s on ``p`` of the split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a
-    block a tile or persistent), the gathered one and the mma.sync kernel's default launch, printed with (``check``)
-    the first split-ahead setting's error against float64."""
-    import cupy
-
-    x, w, bias = inputs(p, rng)
-    out = cupy.empty(p.output_shape, dtype=cupy.float32)
-    split = [spec for spec in WS_SETTINGS if spec.inputs]
-    runs = {
-        **{launch_text(spec).removeprefix("warp-specialised, "): wgmma_call(x, w, bias, p, spec) for spec in split},
-        "gathered": wgmma_call(x, w, bias, p, WgmmaWsLaunch()),
-        "mma.sync": lambda out: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out),
-    }
-    rates = {name: p.flops / median_us(lambda run=run: run(out)) / 1e6 for name, run in runs.items()}
-    first = runs[next(iter(runs))]
-    err = f"; error {reference.relative_error(first(out), expected(x, w, bias, p)):.1e}"
-    line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates.items())
-    print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}{err if check else ''}")
-    return rates
-
-
-def layers() -> None:
-    """:func:`layer_rates` on :func:`chapter_layers`, every fifth layer checked; the medians last."""
+def rates_table(
+    problems: list[ConvProblem], settings: dict[str, WgmmaLaunch], mma_sync: bool, check_every: int
+) -> None:
+    """TFLOP/s on each of ``problems`` of each of ``settings`` (by name), and (``mma_sync``) the mma.sync 3xTF32
+    kernel's default launch, every ``check_every``-th problem's first setting checked against float64; the medians
+    last, and the median of each problem's best."""
     import statistics
 
     import cupy
 
     rng = cupy.random.default_rng(11)
-    rates = [layer_rates(p, rng, check=i % 5 == 0) for i, p in enumerate(chapter_layers())]
+    rates = []
+    for i, p in enumerate(problems):
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        runs = {name: wgmma_call(x, w, bias, p, spec) for name, spec in settings.items()}
+        if mma_sync:
+            runs["mma.sync"] = lambda out, x=x, w=w, p=p: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out)
+        rates.append({name: p.flops / median_us(lambda run=run, out=out: run(out)) / 1e6 for name, run in runs.items()})
+        line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
+        if i % check_every == 0:
+            first = runs[next(iter(settings))]
+            line += f"; error {reference.relative_error(first(out), expected(x, w, bias, p)):.1e}"
+        print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}")
     medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates):.1f}" for name in rates[0])
     best = statistics.median(max(r.values()) for r in rates)
-    print(f"median TFLOP/s over {len(rates)} layers of at least 20 GFLOP: {medians}; the best of them {best:.1f}")
+    print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {best:.1f}")
 
 
-#: The split-ahead kernel's persistent setting with two K-tiles in flight, at 64 filters a block and at 128.
-NARROW = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
-WIDE = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+def layers() -> None:
+    """The split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a block a tile or
+    persistent, 128 or 64 filters a block), the gathered one and the mma.sync kernel's default launch on
+    :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
+    rates_table(chapter_layers(), {**split, "gathered": WgmmaWsLaunch()}, mma_sync=True, check_every=5)
 
 
 def narrow(check_only: bool) -> None:
-    """The split-ahead kernel at 64 filters a block (:data:`NARROW`) against float64 on the irregular shapes (the
-    four smallest where ``check_only``, under compute-sanitizer) and on a 1x1 layer of one K-tile (the second
-    consumer adding nothing); then timed beside :data:`WIDE` and the gathered kernel on the 3xTF32 chapter's layers
-    of at least 20 GFLOP whose filters leave a block of 128 at most half full, the medians last."""
-    import statistics
-
+    """The split-ahead kernel at 64 filters a block (``SPLIT_AHEAD_NARROW``) against float64 on the irregular shapes
+    (the four smallest where ``check_only``, under compute-sanitizer) and on a 1x1 layer of one K-tile (the second
+    consumer adding nothing); then timed beside ``SPLIT_AHEAD`` (128) and the gathered kernel on the 3xTF32
+    chapter's layers of at least 20 GFLOP whose filters leave a block of 128 at most half full (:func:`rates_table`,
+    every third layer checked)."""
     import cupy
 
     rng = cupy.random.default_rng(5)
     print("=== 64 filters a block against float64 (relative error, norm-wise; bar 1e-5)")
     for p in (*(CHECKED[:4] if check_only else CHECKED), ConvProblem.same(2, 16, 6, 6, 70, 1)):
-        check(p, rng, (NARROW,))
+        check(p, rng, (SPLIT_AHEAD_NARROW,))
     if check_only:
         return
     print("=== TFLOP/s, the splits included")
-    rates = []
-    for i, p in enumerate(q for q in chapter_layers() if 0 < q.m % 128 <= 64):
-        x, w, bias = inputs(p, rng)
-        out = cupy.empty(p.output_shape, dtype=cupy.float32)
-        runs = {"64 filters": wgmma_call(x, w, bias, p, NARROW), "128 filters": wgmma_call(x, w, bias, p, WIDE),
-                "gathered": wgmma_call(x, w, bias, p, WgmmaWsLaunch())}  # fmt: skip
-        rates.append({name: p.flops / median_us(lambda run=run, out=out: run(out)) / 1e6 for name, run in runs.items()})
-        err = reference.relative_error(runs["64 filters"](out), expected(x, w, bias, p)) if i % 3 == 0 else None
-        line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
-        print(f"{p.label} pad={p.pad} stride={p.stride}: {line}" + (f"; error {err:.1e}" if err is not None else ""))
-    medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates):.1f}" for name in rates[0])
-    print(f"median TFLOP/s over {len(rates)} layers: {medians}")
+    settings = {"64 filters": SPLIT_AHEAD_NARROW, "128 filters": SPLIT_AHEAD, "gathered": WgmmaWsLaunch()}
+    rates_table([q for q in chapter_layers() if 0 < q.m % 128 <= 64], settings, mma_sync=False, check_every=3)
 
 
 def main(speeds: bool = True, small: bool = False) -> None:

@@ -18,6 +18,7 @@ read back by :func:`launch_from_params`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -257,6 +258,11 @@ WGMMA_SETTINGS = (WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLau
 WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 
 
+#: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
+SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
+
+
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: those of :data:`WGMMA_SETTINGS` that keep FP32 accuracy (staged sums), and
     the warp-specialised kernel (staged too) on its inputs gathered, and split ahead in its persistent setting with
@@ -268,18 +274,14 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     gathered one on 7, 1x1 layers where the input's split costs as much as the products. At 64 filters a block it is
     6-18% faster on the twelve layers of 64 filters (42-63 TFLOP/s against 39-53: the input's staging then sets the
     pace) and 19-24% slower on those of 192 or 320 (``scripts/wgmma_probe.py --layers``, ``--narrow``)."""
-    split_ahead = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
-    narrow = [WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=NARROW_FILTERS)]
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), split_ahead,
-            *(narrow if problem.m <= NARROW_FILTERS else [])]  # fmt: skip
+    narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
 
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
-               WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True),
-               WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=NARROW_FILTERS))  # fmt: skip
+               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
