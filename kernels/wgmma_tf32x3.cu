@@ -581,8 +581,13 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 #endif
 }
 
+// With SPLIT_K, the two barriers after the stages' "empty" ones: the second consumer's sums written, then read by
+// the first (add_consumers_sums).
+__device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + WS_STAGES; }
+
 // The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
-// each "empty": the consumers' threads) and made visible to every thread and to the copy engines.
+// each "empty": the RELEASERS that multiplied the stage; with SPLIT_K the sums' two) and made visible to every thread
+// and to the copy engines.
 __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned long long* empty)
 {
     if (threadIdx.x == 0) {
@@ -590,9 +595,9 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
             barrier_init(full + s, PRODUCERS + 1);
             barrier_init(empty + s, RELEASERS);
         }
-        if (SPLIT_K) {  // after the "empty" ones: the second consumer's sums written, then read by the first
-            barrier_init(empty + WS_STAGES, 128);
-            barrier_init(empty + WS_STAGES + 1, 128);
+        if (SPLIT_K) {
+            barrier_init(sums_barriers(empty), 128);
+            barrier_init(sums_barriers(empty) + 1, 128);
         }
     }
     barriers_ready();
@@ -614,13 +619,13 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
 }
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
-// read and added by the first, which stores the tile; two barriers after the "empty" ones order the turns. `round`:
+// read and added by the first, which stores the tile; sums_barriers order the turns. `round`:
 // the block's output tiles before this one. Whether this thread stores the tile.
 __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums, unsigned long long* empty,
                                                    int group, int round)
 {
     if constexpr (!SPLIT_K) return true;
-    unsigned long long *written = empty + WS_STAGES, *read = written + 1;
+    unsigned long long *written = sums_barriers(empty), *read = written + 1;
     const int lane = threadIdx.x % 128;  // a float of each row of `sums` a thread: a warp's 32 in a line
     if (group == 1) {
         if (round > 0) wait_phase(read, (round - 1) & 1);  // the first consumer has the last tile's sums
