@@ -17,6 +17,7 @@
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
+#   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
 #   ncu_nhwc : Nsight Compute's every section on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log);
@@ -148,6 +149,17 @@ ncu_nhwc() {  # every section of Nsight Compute on one launch of the split-ahead
   timeout 300 ncu --kernel-name regex:'^implicit_gemm_wgmma_ws_nhwc_tf32x3\$' --launch-count 1 --set full \
     --print-details all python3 scripts/wgmma_probe.py --profile > \$logs/wgmma_ncu_nhwc.log 2>&1
   echo "ncu exit \$?"
+}
+wgmma_floor() {  # Nsight Compute's every section and its per-instruction stall samples on the split-ahead kernel
+  # whole, its barriers alone and its descriptors moved on, and on the products' ceiling (logs/wgmma_floor*)
+  echo "=== the split-ahead kernel's floor profiled (\$SECONDS s)"
+  timeout 300 ncu --clock-control none --kernel-name regex:'^(implicit_gemm_wgmma_ws_nhwc_tf32x3|wgmma_products_ceiling)\$' \
+    --set full --import-source no -f -o \$logs/wgmma_floor python3 scripts/wgmma_probe.py --profile-floor \
+    > \$logs/wgmma_floor_run.log 2>&1
+  echo "ncu exit \$?"
+  ncu -i \$logs/wgmma_floor.ncu-rep --print-details all > \$logs/wgmma_floor.log 2>&1
+  ncu -i \$logs/wgmma_floor.ncu-rep --page source --csv --print-source sass > \$logs/wgmma_floor_sass.csv 2>&1
+  grep -E "wgmma|Duration|Throughput|Pipe|Shared|Issue Slots|Stall|Bank" \$logs/wgmma_floor.log | head -n 80
 }
 ncu_wgmma() {
   echo "=== the 3xTF32 kernels profiled (\$SECONDS s)"

@@ -6,6 +6,7 @@ kernel at its default launch, both timed as the study times (CUDA events after w
 weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from the repository root:
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
     PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
+    PYTHONPATH=$PWD ncu --set full ... python3 scripts/wgmma_probe.py --profile-floor  # the split-ahead kernel
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers  # the 3xTF32 chapter's layers of at least 20 GFLOP
@@ -269,6 +270,21 @@ def profiled(p: ConvProblem, rng: Any) -> None:
     cupy.cuda.runtime.deviceSynchronize()
 
 
+def profiled_floor(p: ConvProblem, rng: Any) -> None:
+    """For Nsight Compute, one launch each of the split-ahead kernel's tuning setting (:data:`SPLIT_AHEAD`) on ``p``
+    whole, with the barriers alone (part 5) and with its descriptors moved on (part 9), and of the products' ceiling
+    in the same schedule (two K-tiles in flight, B swizzled): where the kernel's time goes beyond the ceiling's."""
+    import cupy
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    for part in (0, 5, 9):
+        wgmma_call(x, w, bias, p, part_of(SPLIT_AHEAD, part))(out)
+    launch_kernel(CeilingLaunch(in_flight=2, swizzle=2), None, (cupy.empty(384 * 1024, dtype=cupy.float32),
+                                                               cupy.int32(512)))  # fmt: skip
+    cupy.cuda.runtime.deviceSynchronize()
+
+
 def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
     """The 3xTF32 chapter's layers of at least ``min_gflop`` GFLOP, as its recorded H100 sweep names them (the
     layers alone: the numbers beside them are that run's)."""
@@ -359,6 +375,10 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled(TIMED[0], cupy.random.default_rng(7))
+    elif "--profile-floor" in sys.argv[1:]:  # the split-ahead kernel whole, parts 5 and 9, and the ceiling, under ncu
+        import cupy
+
+        profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP
         layers()
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
