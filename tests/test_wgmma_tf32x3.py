@@ -48,10 +48,15 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("emulated_wgmma")
 
 
+#: Outputs of fewer pixels an image than a thread's step from one stored pair to the next (7): the epilogue's walk
+#: over images wraps more than once a step (one pixel an image; six, over two blocks of 128 pixels).
+SMALL_IMAGES = (ConvProblem(5, 8, 3, 3, 9, 3, 3, pad=0), ConvProblem(23, 8, 2, 3, 9, 1, 1, pad=0))
+
+
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7)],
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7), *SMALL_IMAGES],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", WGMMA_SETTINGS,
@@ -166,9 +171,11 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
-    """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent."""
+    """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
+    filters a block, its K-tiles' parts."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}"
+    halves = f"-{spec.subtiles}parts" if spec.subtiles else ""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{halves}"
 
 
 def ws_call(kernel: str) -> str:
@@ -179,7 +186,7 @@ def ws_call(kernel: str) -> str:
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1)],
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1), *SMALL_IMAGES],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
