@@ -834,16 +834,17 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 64>();
-        // Eight threads to a pixel's row, one 16-byte chunk each of both planes (a warp's copy reads four whole
-        // 128-byte lines and, the inputs' planes swizzled, writes 512 bytes without a bank conflict); in two parts,
-        // four threads to each plane's four chunks of a part, a warp's four rows two from each half of their 8-row
-        // swizzle atom (slots 0, 1, 2, 3 are rows 0, 1, 4, 5), whose parts then lie in other banks. A thread's pixels
+        // Eight threads to a pixel's row, one 16-byte chunk each of both planes: a warp's copy reads four whole
+        // 128-byte lines and, the inputs' planes swizzled, each eight threads' stores (a shared-memory wavefront of
+        // 16-byte stores) fill one 128-byte line without a bank conflict. In two parts, each eight threads copy one
+        // plane's four chunks of the part for two rows four apart, whose chunks the swizzle puts in the line's two
+        // halves (rows 0-3 of an 8-row atom in one, 4-7 in the other): again no conflict. A thread's pixels
         // PIXEL_STEP apart.
         constexpr int LINE = CHANNELS / 4, PIXEL_STEP = PRODUCERS / LINE, PIXELS = WIDTH / PIXEL_STEP;
-        const int copied_plane = SUBTILES == 1 ? 0 : tid % LINE / 4;  // in parts: the plane this thread copies
-        const int chunk = SUBTILES == 1 ? tid % LINE : tid % 4;       // its chunk (in parts: of the part)
-        const int slot = tid / LINE;                                  // its row's slot, 0-15, among the pass's
-        const int row = SUBTILES == 1 ? slot : (slot & 9) | (slot & 2) << 1 | (slot & 4) >> 1;
+        const int copied_plane = SUBTILES == 1 ? 0 : tid / 8 % 2;  // in parts: the plane this thread copies
+        const int chunk = SUBTILES == 1 ? tid % LINE : tid % 4;    // its chunk (in parts: of the part)
+        const int pair = tid / 16;                                 // in parts: its rows' pair, 0-7, in the pass
+        const int row = SUBTILES == 1 ? tid / LINE : (pair & 3) | (pair & 4) << 1 | (tid / 4 % 2) << 2;
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {

@@ -378,9 +378,7 @@ def halves(check_only: bool) -> None:
     if check_only:
         return
     print("=== TFLOP/s, the splits included")
-    settings = {"whole K-tiles": SPLIT_AHEAD, "two parts": two_parts,
-                "two parts, 1 in flight": dataclasses.replace(two_parts, in_flight=1)}  # fmt: skip
-    rates_table(chapter_layers(), settings, mma_sync=False, check_every=5)
+    rates_table(chapter_layers(), {"whole K-tiles": SPLIT_AHEAD, "two parts": two_parts}, mma_sync=False, check_every=5)
 
 
 def main(speeds: bool = True, small: bool = False) -> None:
