@@ -30,8 +30,7 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block), CONVKIT_WS_SUBTILES (the split-ahead kernel: each K-tile's stage in 1 or 2 parts, each with its own
-// barriers); CONVKIT_WG_PART, for scripts/wgmma_probe.py alone, times a part of
+// block); CONVKIT_WG_PART, for scripts/wgmma_probe.py alone, times a part of
 // the main loop (the products, the staging, or all but the weights' traffic). Dynamic shared memory: stages x
 // (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in three or at 256). Built for sm_90a only
 // (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
@@ -65,9 +64,6 @@
 #endif
 #ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
 #define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
-#endif
-#ifndef CONVKIT_WS_SUBTILES  // the split-ahead kernel: each K-tile staged, multiplied and freed in 1 or 2 parts
-#define CONVKIT_WS_SUBTILES 1
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -222,17 +218,16 @@ __device__ __forceinline__ void wait()
 
 // A K-tile's 12 products on one warpgroup's 64 rows (from row `row0` of the block's A), issued as one group: A's
 // big and small planes (BM rows each) at `a_planes`, B's (Width rows each) at `b_planes`, 32 floats a row. `fresh`:
-// the K-tile summed apart from zero (staged), not onto `sums`. Both wgmma kernels issue them so; or (`Steps` < 4)
-// the 3 x `Steps` products of k-steps `step0` on, a part of the K-tile.
+// the K-tile summed apart from zero (staged), not onto `sums`. Both wgmma kernels issue them so.
 //
 // The small products of every k-step first, then big * big: the tensor cores truncate as they add, and a small
 // product added to a sum of big ones loses up to an ulp of that sum; summed apart first, the small ones lose bits of
 // a sum 2^-11 as large. A model of truncating sums (scripts/truncating_sums_model.py) puts the staged error at
 // K = 2,304 at 3.3e-7 interleaved, 2.1e-7 this way (the H100: 2.9e-7 interleaved). A and B each in its `Layout`.
 template <int Width, Layout LayoutA = Layout::INTERLEAVED, Layout LayoutB = Layout::INTERLEAVED, int RowsA = BM,
-          int Steps = BK / 8, int Accumulators>
+          int Accumulators>
 __device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], const float* a_planes,
-                                                const float* b_planes, int row0, bool fresh, int step0 = 0)
+                                                const float* b_planes, int row0, bool fresh)
 {
     constexpr int BIG = 0, SMALL = 1;  // the planes of each operand
     constexpr bool SWIZZLED_A = LayoutA == Layout::SWIZZLED, SWIZZLED_B = LayoutB == Layout::SWIZZLED;
@@ -252,12 +247,12 @@ __device__ __forceinline__ void k_tile_products(float (&sums)[Accumulators], con
         else return descriptor(at + 2 * step * Width * 4, Width);
     };
 #pragma unroll
-    for (int i = 0; i < Steps; ++i) {
-        mma(sums, a_at(SMALL, step0 + i), b_at(BIG, step0 + i), fresh ? i > 0 : 1);
-        mma(sums, a_at(BIG, step0 + i), b_at(SMALL, step0 + i), 1);
+    for (int step = 0; step < BK / 8; ++step) {
+        mma(sums, a_at(SMALL, step), b_at(BIG, step), fresh ? step > 0 : 1);
+        mma(sums, a_at(BIG, step), b_at(SMALL, step), 1);
     }
 #pragma unroll
-    for (int i = 0; i < Steps; ++i) mma(sums, a_at(BIG, step0 + i), b_at(BIG, step0 + i), 1);
+    for (int step = 0; step < BK / 8; ++step) mma(sums, a_at(BIG, step), b_at(BIG, step), 1);
     commit();
 }
 
@@ -507,18 +502,13 @@ constexpr bool SPLIT_K = FILTERS == 64;  // each consumer every other K-tile of 
 constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
 constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
 constexpr int WS_STAGES = SPLIT_K ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
-constexpr int RELEASERS = SPLIT_K ? 128 : CONSUMERS;  // the threads that multiply a stage's part, then free it
+constexpr int RELEASERS = SPLIT_K ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
 constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight planes, as they lie in a stage
-// A stage in SUBTILES parts of BK / SUBTILES k each (its 16-byte k-groups 0-3 and 4-7 at 2), each with its own "full"
-// and "empty" barrier: the pipeline's unit. A consumer with two units in flight then holds a K-tile's worth of shared
-// memory, not two, and the producer stages ahead into the rest (with one part, one stage of three: the copies' latency
-// then showed as the consumers' waits for "full", 18% of their stall samples on the H200, the tensor pipe 73% busy).
-constexpr int SUBTILES = CONVKIT_WS_SUBTILES, SLOTS = WS_STAGES * SUBTILES, STEPS = BK / 8 / SUBTILES;
-static_assert(SUBTILES == 1 || SUBTILES == 2, "a stage's parts: 1 or 2");
-// Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 256 bytes; with SPLIT_K then
+// (A stage in two parts of 16 k, each with its barriers, so that two K-tiles in flight hold one stage and the producer
+// stages further ahead, was measured slower: 0.78-0.99x on the 3xTF32 chapter's 110 large layers, H200, 2026-11-28.)
+// Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
 // the second consumer's sums, 64 x 128 floats, for the first to add.
-constexpr int BARRIER_FLOATS = 64;
-static_assert(2 * SLOTS + 2 <= BARRIER_FLOATS / 2, "the barriers fit their 256 bytes");
+constexpr int BARRIER_FLOATS = 32;
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 
@@ -604,17 +594,17 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 
 // With SPLIT_K, the two barriers after the stages' "empty" ones: the second consumer's sums written, then read by
 // the first (add_consumers_sums).
-__device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + SLOTS; }
+__device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + WS_STAGES; }
 
-// The stages' barriers, a pair a part (slot), initialised by thread 0 (each "full": the producer's threads and the
-// bulk copy's arrival; each "empty": the RELEASERS that multiplied the part; with SPLIT_K the sums' two) and made
-// visible to every thread and to the copy engines.
+// The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
+// each "empty": the RELEASERS that multiplied the stage; with SPLIT_K the sums' two) and made visible to every thread
+// and to the copy engines.
 __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned long long* empty)
 {
     if (threadIdx.x == 0) {
-        for (int q = 0; q < SLOTS; ++q) {
-            barrier_init(full + q, PRODUCERS + 1);
-            barrier_init(empty + q, RELEASERS);
+        for (int s = 0; s < WS_STAGES; ++s) {
+            barrier_init(full + s, PRODUCERS + 1);
+            barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
             barrier_init(sums_barriers(empty), 128);
@@ -624,29 +614,18 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
     barriers_ready();
 }
 
-// Part `part` of the weights' K-tile `tile` into its stage by bulk copy (thread 0 of the producer; the whole K-tile
-// in one copy, or a part of each plane in one each), counted in bytes on the part's "full" barrier, once its "empty"
-// barrier says the consumers are done with the part's last turn. `unit`: the block's parts staged before this one
-// (over every output tile it has computed), which the barriers' phases count; its slot, unit % SLOTS.
-__device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int unit,
-                                                        int part, unsigned long long* full, unsigned long long* empty)
+// The weights' K-tile `tile` into stage `s` by one bulk copy (thread 0 of the producer), counted in bytes on its
+// "full" barrier, once its "empty" barrier says the consumers are done with the stage's last K-tile. `turn`: the
+// block's K-tiles staged before this one (over every output tile it has computed), which the barriers' phases count.
+__device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
+                                                        int s, unsigned long long* full, unsigned long long* empty)
 {
-    const int q = unit % SLOTS;
-    if (unit >= SLOTS) wait_phase(empty + q, (unit / SLOTS + 1) & 1);
-    if (CONVKIT_PART_NO_WEIGHTS && unit >= SLOTS) {  // what the weights' traffic costs: none after the first stages
-        if (threadIdx.x == 0) arrive(full + q);
+    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+    if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
+        if (threadIdx.x == 0) arrive(full + s);
     } else if (threadIdx.x == 0) {
-        const float* from = weights + (long long)tile * (2 * PLANE_A_WS);
-        arrive_expecting(full + q, WEIGHT_BYTES / SUBTILES);
-        if constexpr (SUBTILES == 1) {
-            bulk_copy(stage, from, WEIGHT_BYTES, full + q);
-        } else {
-            constexpr int PART_A = PLANE_A_WS / SUBTILES;  // a plane's k-groups of one part: contiguous
-            for (int plane = 0; plane < 2; ++plane) {
-                const int at = plane * PLANE_A_WS + part * PART_A;
-                bulk_copy(stage + at, from + at, PART_A * 4, full + q);
-            }
-        }
+        arrive_expecting(full + s, WEIGHT_BYTES);
+        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
 }
 
@@ -685,27 +664,25 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
                                         int m0, long long pixel0, long long pixels, long long PQ)
 {
     const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = SPLIT_K ? 0 : group * 64;
-    const int units = tiles * SUBTILES, unit0 = turn0 * SUBTILES;  // the tile's parts of K-tiles, and those before
-    const int count = (units - first + step - 1) / step;  // this consumer's parts (with SPLIT_K possibly none)
+    const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    auto add = [&](int j, const float (&sums)[64]) {  // its j-th part's products are done: free it, add
-        arrive(empty + (unit0 + first + j * step) % SLOTS);
+    auto add = [&](int j, const float (&sums)[64]) {  // its j-th K-tile's products are done: free its stage, add
+        arrive(empty + (turn0 + first + j * step) % WS_STAGES);
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += sums[i];
     };
-    // Its j-th part's products into `sums`, summed apart from zero, issued once the part is full.
+    // Its j-th K-tile's 12 products into `sums`, summed apart from zero, issued once its stage is full.
     auto issue = [&](int j, float (&sums)[64]) {
-        const int unit = unit0 + first + j * step, q = unit % SLOTS;
-        wait_phase(full + q, (unit / SLOTS) & 1);
+        const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
+        wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
-        const float* stage = smem + q / SUBTILES * STAGE_WS;
+        const float* stage = smem + s * STAGE_WS;
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
-        k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS, STEPS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true,
-                                                                q % SUBTILES * STEPS);
+        k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true);
     };
     float partial[64];
     if constexpr (IN_FLIGHT == 2) {
@@ -756,9 +733,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     using namespace wgmma_ws;
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
-    unsigned long long* empty = full + SLOTS;
-    if constexpr (SPLIT_K || SUBTILES > 1) __trap();  // 128 filters a block, whole K-tiles: a module built
-                                                      // otherwise never launches it
+    unsigned long long* empty = full + WS_STAGES;
+    if constexpr (SPLIT_K) __trap();  // it runs 128 filters a block alone: a module built for 64 never launches it
     const int tiles = (C * RS + BK - 1) / BK;
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
@@ -773,7 +749,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             const int s = tile % WS_STAGES;
             if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers may read the stage
             float* stage = smem + s * STAGE_WS;
-            acquire_and_copy_weights(stage, weights, tile, tile, 0, full, empty);
+            acquire_and_copy_weights(stage, weights, tile, tile, s, full, empty);
             if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
             fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
             arrive(full + s);
@@ -819,7 +795,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     using namespace wgmma_ws;
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
-    unsigned long long* empty = full + SLOTS;
+    unsigned long long* empty = full + WS_STAGES;
     const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
@@ -834,17 +810,10 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 64>();
-        // Eight threads to a pixel's row, one 16-byte chunk each of both planes: a warp's copy reads four whole
-        // 128-byte lines and, the inputs' planes swizzled, each eight threads' stores (a shared-memory wavefront of
-        // 16-byte stores) fill one 128-byte line without a bank conflict. In two parts, each eight threads copy one
-        // plane's four chunks of the part for two rows four apart, whose chunks the swizzle puts in the line's two
-        // halves (rows 0-3 of an 8-row atom in one, 4-7 in the other): again no conflict. A thread's pixels
-        // PIXEL_STEP apart.
-        constexpr int LINE = CHANNELS / 4, PIXEL_STEP = PRODUCERS / LINE, PIXELS = WIDTH / PIXEL_STEP;
-        const int copied_plane = SUBTILES == 1 ? 0 : tid / 8 % 2;  // in parts: the plane this thread copies
-        const int chunk = SUBTILES == 1 ? tid % LINE : tid % 4;    // its chunk (in parts: of the part)
-        const int pair = tid / 16;                                 // in parts: its rows' pair, 0-7, in the pass
-        const int row = SUBTILES == 1 ? tid / LINE : (pair & 3) | (pair & 4) << 1 | (tid / 4 % 2) << 2;
+        // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
+        // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
+        constexpr int CHUNKS = CHANNELS / 4, PIXEL_STEP = PRODUCERS / CHUNKS, PIXELS = WIDTH / PIXEL_STEP;
+        const int chunk = tid % CHUNKS;
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
@@ -853,36 +822,31 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
             int row0[PIXELS];              // its image's start, at this thread's chunk
 #pragma unroll
             for (int i = 0; i < PIXELS; ++i) {
-                const long long pixel = pixel0 + row + i * PIXEL_STEP;
+                const long long pixel = pixel0 + tid / CHUNKS + i * PIXEL_STEP;
                 const bool ok = pixel < pixels;
                 const int n = ok ? (int)(pixel / PQ) : 0, pq = ok ? (int)(pixel - (long long)n * PQ) : 0;
                 ih0[i] = ok ? (pq / Q) * stride - pad : -(1 << 30);
                 iw0[i] = (pq % Q) * stride - pad;
-                row0[i] = n * H * W * CP + copied_plane * plane + chunk * 4;
+                row0[i] = n * H * W * CP + chunk * 4;
             }
             const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
             int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
-                float* stage = smem + turn % WS_STAGES * STAGE_WS;
+                const int st = turn % WS_STAGES;
+                float* stage = smem + st * STAGE_WS;
+                acquire_and_copy_weights(stage, weights, tile, turn, st, full, empty);
+                if (!CONVKIT_PART_NO_INPUTS) {
 #pragma unroll
-                for (int part = 0; part < SUBTILES; ++part) {
-                    const int unit = turn * SUBTILES + part;
-                    acquire_and_copy_weights(stage, weights, tile, unit, part, full, empty);
-                    if (!CONVKIT_PART_NO_INPUTS) {
-#pragma unroll
-                        for (int i = 0; i < PIXELS; ++i) {
-                            const int ih = ih0[i] + r, iw = iw0[i] + s, p = row + i * PIXEL_STEP;
-                            const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-                            const int offset = part * (CHANNELS / SUBTILES) + (inside ? (ih * W + iw) * CP + c0 : 0);
-                            const float* from = planes + row0[i] + offset;
-                            float* to = stage + 2 * PLANE_A_WS + copied_plane * PLANE_B_WS
-                                      + swizzled_line(p, part * (LINE / SUBTILES) + chunk);
-                            copy16<true>(to, from, inside);
-                            if constexpr (SUBTILES == 1) copy16<true>(to + PLANE_B_WS, from + plane, inside);
-                        }
+                    for (int i = 0; i < PIXELS; ++i) {
+                        const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
+                        const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+                        const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
+                        float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
+                        copy16<true>(to, from, inside);
+                        copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
-                    arrive_on_copies(full + unit % SLOTS);
                 }
+                arrive_on_copies(full + st);
                 if (++s == S) {
                     s = 0;
                     if (++r == R) r = 0, c0 += CHANNELS;

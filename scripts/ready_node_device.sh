@@ -17,7 +17,6 @@
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
-#   wgmma_halves : the split-ahead kernel's K-tiles in two parts, checked, timed, under the four sanitizers;
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -143,15 +142,6 @@ wgmma_narrow() {  # the split-ahead kernel at 64 filters a block: checked and ti
   for tool in racecheck memcheck; do
     timeout 55 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --narrow --check \
       > \$logs/wgmma_narrow_\$tool.log 2>&1; echo "\$tool exit \$?"
-  done
-}
-wgmma_halves() {  # the split-ahead kernel's K-tiles in two parts: checked, timed on the chapter's large layers
-  # (logs/wgmma_halves.log), then under compute-sanitizer's four tools on the small shapes
-  echo "=== K-tiles in two parts (\$SECONDS s)"
-  timeout 300 python3 scripts/wgmma_probe.py --halves > \$logs/wgmma_halves.log 2>&1; tail -n 3 \$logs/wgmma_halves.log
-  for tool in memcheck racecheck initcheck synccheck; do
-    timeout 60 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --halves --check \
-      > \$logs/wgmma_halves_\$tool.log 2>&1; echo "\$tool exit \$?"
   done
 }
 ncu_nhwc() {  # every section of Nsight Compute on one launch of the split-ahead kernel (logs/wgmma_ncu_nhwc.log)

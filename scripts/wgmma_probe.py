@@ -7,7 +7,6 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py [--check [--small]]    # --check: the irregular shapes alone
     PYTHONPATH=$PWD ncu --section ... python3 scripts/wgmma_probe.py --profile  # one launch each, profiled
     PYTHONPATH=$PWD ncu --set full ... python3 scripts/wgmma_probe.py --profile-floor  # the split-ahead kernel
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --halves [--check]  # K-tiles in two parts, checked and timed
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers  # the 3xTF32 chapter's layers of at least 20 GFLOP
@@ -15,7 +14,6 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -55,11 +53,7 @@ def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = ", inputs split ahead" if spec.inputs else ""
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
-        halves = ", K-tiles in halves" if spec.subtiles else ""
-        return (
-            f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}"
-            f"{narrow}{halves}"
-        )
+        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -278,8 +272,7 @@ def profiled(p: ConvProblem, rng: Any) -> None:
 
 def profiled_floor(p: ConvProblem, rng: Any) -> None:
     """For Nsight Compute, one launch each of the split-ahead kernel's tuning setting (:data:`SPLIT_AHEAD`) on ``p``
-    whole, with the barriers alone (part 5), with its descriptors moved on (part 9) and with its K-tiles in two
-    parts, and of the products' ceiling
+    whole, with the barriers alone (part 5) and with its descriptors moved on (part 9), and of the products' ceiling
     in the same schedule (two K-tiles in flight, B swizzled): where the kernel's time goes beyond the ceiling's."""
     import cupy
 
@@ -287,7 +280,6 @@ def profiled_floor(p: ConvProblem, rng: Any) -> None:
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     for part in (0, 5, 9):
         wgmma_call(x, w, bias, p, part_of(SPLIT_AHEAD, part))(out)
-    wgmma_call(x, w, bias, p, dataclasses.replace(SPLIT_AHEAD, subtiles=2))(out)  # its K-tiles in two parts
     launch_kernel(CeilingLaunch(in_flight=2, swizzle=2), None, (cupy.empty(384 * 1024, dtype=cupy.float32),
                                                                cupy.int32(512)))  # fmt: skip
     cupy.cuda.runtime.deviceSynchronize()
@@ -362,25 +354,6 @@ def narrow(check_only: bool) -> None:
     rates_table([q for q in chapter_layers() if 0 < q.m % 128 <= 64], settings, mma_sync=False, check_every=3)
 
 
-def halves(check_only: bool) -> None:
-    """The split-ahead kernel with each K-tile in two parts (``subtiles=2``), at 128 and 64 filters, against float64
-    on the irregular shapes (the four smallest where ``check_only``, under compute-sanitizer) and on small images
-    (fewer pixels than a thread's step between stored pairs); then timed beside :data:`SPLIT_AHEAD` on the 3xTF32
-    chapter's layers of at least 20 GFLOP (:func:`rates_table`, every fifth layer checked)."""
-    import cupy
-
-    two_parts = dataclasses.replace(SPLIT_AHEAD, subtiles=2)
-    rng = cupy.random.default_rng(5)
-    print("=== K-tiles in two parts against float64 (relative error, norm-wise; bar 1e-5)")
-    small_images = (ConvProblem(5, 8, 3, 3, 9, 3, 3, pad=0), ConvProblem(23, 8, 2, 3, 9, 1, 1, pad=0))
-    for p in (*(CHECKED[:4] if check_only else CHECKED), *small_images):
-        check(p, rng, (two_parts, dataclasses.replace(SPLIT_AHEAD_NARROW, subtiles=2)))
-    if check_only:
-        return
-    print("=== TFLOP/s, the splits included")
-    rates_table(chapter_layers(), {"whole K-tiles": SPLIT_AHEAD, "two parts": two_parts}, mma_sync=False, check_every=5)
-
-
 def main(speeds: bool = True, small: bool = False) -> None:
     """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
     import cupy
@@ -408,8 +381,6 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP
         layers()
-    elif "--halves" in sys.argv[1:]:  # K-tiles in two parts: checked (--check: small shapes alone), then timed
-        halves(check_only="--check" in sys.argv[1:])
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:

@@ -172,10 +172,9 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
-    filters a block, its K-tiles' parts."""
+    filters a block."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
-    halves = f"-{spec.subtiles}parts" if spec.subtiles else ""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{halves}"
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}"
 
 
 def ws_call(kernel: str) -> str:

@@ -149,16 +149,13 @@ class WgmmaWsLaunch(KernelLaunch):
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``). ``persistent`` (split ahead alone; None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
     (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
-    consumer multiplying every other K-tile on all 64, their sums then added. ``subtiles`` (split ahead alone; None:
-    1): 2, each K-tile staged, multiplied and freed in two halves of 16, each with its barriers, so that the K-tiles a
-    consumer keeps in flight hold half the shared memory and the producer stages further ahead."""
+    consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
     inputs: str | None = None
     persistent: bool | None = None
     filters: int | None = None
-    subtiles: int | None = None
 
     @property
     def block_filters(self) -> int:
@@ -179,9 +176,8 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
-        subtiles = (f"-DCONVKIT_WS_SUBTILES={self.subtiles}",) if self.subtiles else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters), *subtiles)  # fmt: skip
+                *filters_macro(self.block_filters))  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
@@ -194,11 +190,11 @@ class WgmmaWsLaunch(KernelLaunch):
         return (WS_THREADS,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The stages (both operands' two planes, 32 floats a row), 256 bytes of mbarriers, and at 64 filters the
+        """The stages (both operands' two planes, 32 floats a row), 128 bytes of mbarriers, and at 64 filters the
         second consumer's sums (64 x 128 floats) for the first to add."""
         narrow = self.block_filters == NARROW_FILTERS
         stages = (NARROW_STAGES if narrow else WS_STAGES) * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
-        return stages + 256 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else 0)
+        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else 0)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
@@ -230,9 +226,9 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters`` or ``subtiles`` where the kernel has no such setting, and the input split ahead where it is past
-        the kernel's 32-bit indices."""
+        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent`` or
+        ``filters`` where the kernel has no such setting, and the input split ahead where it is past the kernel's
+        32-bit indices."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -243,8 +239,6 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"persistent must be None, or True with inputs='split ahead', got {self.persistent!r}")
         if self.filters not in (None, NARROW_FILTERS) or (self.filters and not self.channels_last):
             raise ValueError(f"filters must be None, or 64 with inputs='split ahead', got {self.filters!r}")
-        if self.subtiles not in (None, 2) or (self.subtiles and not self.channels_last):
-            raise ValueError(f"subtiles must be None, or 2 with inputs='split ahead', got {self.subtiles!r}")
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -287,9 +281,7 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
-               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW,
-               dataclasses.replace(SPLIT_AHEAD, subtiles=2),
-               dataclasses.replace(SPLIT_AHEAD_NARROW, subtiles=2))  # fmt: skip
+               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
