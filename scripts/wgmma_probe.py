@@ -9,7 +9,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD ncu --set full ... python3 scripts/wgmma_probe.py --profile-floor  # the split-ahead kernel
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers  # the 3xTF32 chapter's layers of at least 20 GFLOP
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
 """
 
 from __future__ import annotations
@@ -327,6 +327,13 @@ def rates_table(
     print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {best:.1f}")
 
 
+def tuned_layers() -> None:
+    """The split-ahead kernel's two tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
+    :data:`SPLIT_AHEAD_NARROW`, at 64) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    rates_table(chapter_layers(), {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}, mma_sync=False,
+                check_every=5)  # fmt: skip
+
+
 def layers() -> None:
     """The split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a block a tile or
     persistent, 128 or 64 filters a block), the gathered one and the mma.sync kernel's default launch on
@@ -379,8 +386,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
-    elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP
-        layers()
+    elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
+        tuned_layers() if "--tuned" in sys.argv[1:] else layers()
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:
