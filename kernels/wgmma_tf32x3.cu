@@ -370,20 +370,24 @@ struct ColumnGather {
 //
 // A thread's pixels are walked in order, its image and pixel in it stepped on from the first (by 1, or 7 to the next
 // pair), not divided out each: a 64-bit division per value made this epilogue some 3,600 instructions a warp, the
-// tensor cores idle meanwhile. 32-bit throughout: out (pixels x M) lies under 2^31 elements.
+// tensor cores idle meanwhile. 32-bit throughout: out (pixels x M) lies under 2^31 elements; the pixel within its
+// image unsigned, so that a step past the last of an image of nearly 2^31 does not overflow.
 template <int Width>
 __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float* out, const float* bias, int row0,
                                            int M, long long pixel0, long long pixels, long long PQ, int thread)
 {
-    const int lane = thread % 32, warp = thread / 32, pq_count = (int)PQ, end = (int)pixels;
-    const int first = (int)pixel0 + 2 * (lane % 4);
-    const int first_image = first / pq_count, first_pq = first - first_image * pq_count;
+    const int lane = thread % 32, warp = thread / 32;
+    const unsigned pq_count = (unsigned)PQ;
+    const int first = (int)pixel0 + 2 * (lane % 4), left = (int)pixels - first;  // its pixels past `first`: < left
+    const int first_image = first / (int)pq_count;
+    const unsigned first_pq = (unsigned)(first - first_image * (int)pq_count);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int m = row0 + warp * 16 + lane / 4 + 8 * half;
         if (m >= M) continue;
         const float add = bias != nullptr ? bias[m] : 0.0f;
-        int image = first_image, pq = first_pq;
+        int image = first_image;
+        unsigned pq = first_pq;
 #pragma unroll
         for (int j = 0; j < Width / 8; ++j) {
 #pragma unroll
@@ -392,8 +396,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float*
                     pq += e == 1 ? 1 : 7;
                     while (pq >= pq_count) pq -= pq_count, ++image;
                 }
-                if (first + 8 * j + e < end)
-                    out[(image * M + m) * pq_count + pq] = acc[4 * j + 2 * half + e] + add;
+                if (8 * j + e < left) out[(image * M + m) * (int)pq_count + (int)pq] = acc[4 * j + 2 * half + e] + add;
             }
         }
     }
