@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
 from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, K_GROWTH_CHANNELS, hard_inputs, k_growth_inputs
-from test_wgmma_tf32x3 import ws_id
+from test_wgmma_tf32x3 import SMALL_IMAGES, ws_id
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -37,7 +37,8 @@ def _hopper():
         pytest.skip(reasons[0])
 
 
-@pytest.mark.parametrize("problem", _random_problems(24, seed=17), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+@pytest.mark.parametrize("problem", [*_random_problems(24, seed=17), *SMALL_IMAGES],
+                         ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
 def test_every_candidate_matches_float64(problem):
     todo = [Case("convkit", family.WGMMA, params_text(k.to_params())) for k in wgmma_candidates(problem)]
     rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=4, timing=CHECK_ONLY))
@@ -67,7 +68,8 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
     return out | {WS: reference.relative_error(warp_specialised, ref), "fp32": reference.relative_error(simt, ref)}
 
 
-@pytest.mark.parametrize("problem", _random_problems(12, seed=19), ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")
+@pytest.mark.parametrize("problem", [*_random_problems(12, seed=19), *SMALL_IMAGES],
+                         ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
 @pytest.mark.parametrize("launch", WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64(problem, launch):
     """Each setting on random shapes, strides and paddings, a bias added, the output poisoned with NaN first."""
