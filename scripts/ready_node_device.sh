@@ -17,7 +17,7 @@
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
-#   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers, racecheck;
+#   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -136,12 +136,10 @@ wgmma_layers() {  # the warp-specialised kernels on the 3xTF32 chapter's layers 
   echo "=== the 3xTF32 chapter's large layers (\$SECONDS s)"
   timeout 500 python3 scripts/wgmma_probe.py --layers > \$logs/wgmma_layers.log 2>&1; tail -n 3 \$logs/wgmma_layers.log
 }
-wgmma_tuned() {  # the split-ahead kernel's two candidates on the chapter's large layers (logs/wgmma_tuned.log), then
-  # racecheck on the 64-filter setting's small shapes
+wgmma_tuned() {  # the split-ahead kernel's two candidates on the chapter's large layers (logs/wgmma_tuned.log;
+  # wgmma_narrow sanitizes the 64-filter one)
   echo "=== the split-ahead candidates on the chapter's large layers (\$SECONDS s)"
   timeout 200 python3 scripts/wgmma_probe.py --layers --tuned > \$logs/wgmma_tuned.log 2>&1; tail -n 1 \$logs/wgmma_tuned.log
-  timeout 55 compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/wgmma_probe.py --narrow --check \
-    > \$logs/wgmma_tuned_racecheck.log 2>&1; echo "racecheck exit \$?"
 }
 wgmma_narrow() {  # the split-ahead kernel at 64 filters a block: checked and timed (logs/wgmma_narrow.log), then
   # racecheck and memcheck on the small shapes

@@ -268,12 +268,12 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     the warp-specialised kernel (staged too) on its inputs gathered, and split ahead in its persistent setting with
     two K-tiles in flight, at 64 filters a block too where the layer has at most 64. On the H100 the gathered one is
     faster than the staged first kernel on four of the five layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1
-    one, and 3% slower on a small 5x5 one. On the H200, over the 3xTF32 chapter's 110 layers of at least 20 GFLOP,
-    the split-ahead persistent setting with two K-tiles in flight has the highest median of the four split-ahead
-    settings (86.5 TFLOP/s; one K-tile in flight, a block a tile: 80.9) and is the fastest on 93 of them; the
-    gathered one on 7, 1x1 layers where the input's split costs as much as the products. At 64 filters a block it is
-    6-18% faster on the twelve layers of 64 filters (42-63 TFLOP/s against 39-53: the input's staging then sets the
-    pace) and 19-24% slower on those of 192 or 320 (``scripts/wgmma_probe.py --layers``, ``--narrow``)."""
+    one, and 3% slower on a small 5x5 one. On the H200, over the 3xTF32 chapter's 110 layers of at least 20 GFLOP
+    (2026-11-28, the epilogue's division gone), the split-ahead persistent setting with two K-tiles in flight has the
+    highest median of the split-ahead settings (92.7 TFLOP/s; one K-tile in flight, a block a tile: 86.3) and is the
+    fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products.
+    At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
+    and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
 
