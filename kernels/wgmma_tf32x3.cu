@@ -791,13 +791,21 @@ __device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
 }
 }  // namespace wgmma_ws
 
-extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
-implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float* __restrict__ tiled,
-                                   const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H,
-                                   int W, int M, int P, int Q, int pad, int stride)
+namespace wgmma_ws {
+// Independent GEMMs of one shape, run by one launch (Winograd's transformed points): GEMM b's input planes, tiled
+// weights and output lie b x the step on from the first's. One GEMM: count 1, steps 0.
+struct Batch {
+    int count;
+    long long planes_step, tiled_step, out_step;
+};
+
+// The split-ahead kernel's body over `batch` GEMMs of one shape: the output tiles of every GEMM of the batch, one a
+// block (grid: pixel blocks, m-blocks, GEMMs) or with CONVKIT_WS_PERSISTENT every gridDim.x-th of them a block.
+__device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ planes, const float* __restrict__ tiled,
+                                                 const float* __restrict__ bias, float* __restrict__ out, int N,
+                                                 int C, int H, int W, int M, int P, int Q, int pad, int stride,
+                                                 Batch batch)
 {
-#if defined(CONVKIT_WGMMA_BODY)
-    using namespace wgmma_ws;
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
@@ -806,11 +814,19 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
     // The output tiles (FILTERS filters by 128 pixels), the m-blocks of one pixel block together (they read the same
-    // inputs): one a block, or with CONVKIT_WS_PERSISTENT a block an SM taking every gridDim.x-th tile, its producer
-    // staging the next tile's first K-tiles while its consumers store the last one's.
-    const long long output_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks;
-    const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
+    // inputs), GEMM by GEMM of the batch: one a block, or with CONVKIT_WS_PERSISTENT a block an SM taking every
+    // gridDim.x-th tile, its producer staging the next tile's first K-tiles while its consumers store the last one's.
+    const long long gemm_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks, output_tiles = gemm_tiles * batch.count;
+    const long long first = CONVKIT_WS_PERSISTENT
+                                ? blockIdx.x
+                                : ((long long)blockIdx.z * gridDim.x + blockIdx.x) * m_blocks + blockIdx.y;
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
+    // Output tile t as GEMM `gemm` of the batch and the tile `within` it.
+    auto locate = [&](long long t, long long& within) {
+        const long long gemm = batch.count > 1 ? t / gemm_tiles : 0;
+        within = t - gemm * gemm_tiles;
+        return gemm;
+    };
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
@@ -822,7 +838,9 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
-            const long long pixel0 = t / m_blocks * WIDTH;
+            long long within;
+            const long long gemm = locate(t, within), pixel0 = within / m_blocks * WIDTH;
+            const float* gemm_planes = planes + gemm * batch.planes_step;
             int ih0[PIXELS], iw0[PIXELS];  // each pixel's window corner (ih0 far outside where it is past the end)
             int row0[PIXELS];              // its image's start, at this thread's chunk
 #pragma unroll
@@ -834,7 +852,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                 iw0[i] = (pq % Q) * stride - pad;
                 row0[i] = n * H * W * CP + chunk * 4;
             }
-            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
+            const float* weights = tiled + gemm * batch.tiled_step + within % m_blocks * tiles * (2 * PLANE_A_WS);
             int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int st = turn % WS_STAGES;
@@ -845,7 +863,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                     for (int i = 0; i < PIXELS; ++i) {
                         const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-                        const float* from = planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
+                        const float* from = gemm_planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
                         copy16<true>(to, from, inside);
                         copy16<true>(to + PLANE_B_WS, from + plane, inside);
@@ -864,11 +882,42 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
     int turn0 = 0, round = 0;
-    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
+    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
+        long long within;
+        const long long gemm = locate(t, within);
         consume<CONVKIT_WG_PART == 8 ? Layout::SWIZZLED : Layout::INTERLEAVED,
                 CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED>(
-            smem, full, empty, tiles, turn0, round, tid / 128 - 1, out, bias, M, (int)(t % m_blocks) * FILTERS,
-            t / m_blocks * WIDTH, pixels, PQ);
+            smem, full, empty, tiles, turn0, round, tid / 128 - 1, out + gemm * batch.out_step, bias, M,
+            (int)(within % m_blocks) * FILTERS, within / m_blocks * WIDTH, pixels, PQ);
+    }
+}
+}  // namespace wgmma_ws
+
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float* __restrict__ tiled,
+                                   const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H,
+                                   int W, int M, int P, int Q, int pad, int stride)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    wgmma_ws::split_ahead_gemm(planes, tiled, bias, out, N, C, H, W, M, P, Q, pad, stride, {1, 0, 0, 0});
+#endif
+}
+
+// Winograd's products on the split-ahead kernel (convkit.families.tf32x3.wgmma.WgmmaWinogradLaunch): one GEMM a
+// transformed point, Mo[xi] (M x t_pad) = V[xi] (M x C) . U[xi] (C x t_pad), each a 1x1 convolution of one image
+// of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
+// kernel's input planes (channels last, split: [2][t_pad][CP]) and V[xi] as its tiled weights; the products go to
+// Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it.
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ mo,
+                               int M, int C, int t_pad, int points)
+{
+#if defined(CONVKIT_WGMMA_BODY)
+    using namespace wgmma_ws;
+    const long long CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS;
+    const long long v_step = (long long)(M + FILTERS - 1) / FILTERS * (CP / CHANNELS) * (2 * PLANE_A_WS);
+    split_ahead_gemm(u, v, nullptr, mo, 1, C, 1, t_pad, M, 1, t_pad, 0, 1,
+                     {points, 2 * t_pad * CP, v_step, (long long)M * t_pad});
 #endif
 }
 

@@ -14,7 +14,7 @@
 // own: the error is a transform method's, judged by the looser bar like cuDNN's Winograd and FFT.
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
 
-#include "tf32_split.cuh"  // tf32::split_ahead: V split for the 3xTF32 products (winograd_transforms)
+#include "tf32_split.cuh"  // tf32::split_ahead: V (and for wgmma U) split for the 3xTF32 products
 
 #ifndef CONVKIT_WG_M
 #define CONVKIT_WG_M 2
@@ -99,9 +99,22 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
     right(gg, G, out);
 }
 
-// V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with `split` (the 3xTF32 products,
-// implicit_gemm_tf32x3.cu's PRESPLIT) the big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of
-// CP = C rounded up to whole float4s, zero-padded (i = m * CP + c).
+// How winograd_transforms lays V and U out for the products (the `layout` argument): for the FP32 implicit GEMM and
+// the 3xTF32 one (PLAIN: V[xi][m][c], U[xi][c][t]); for the 3xTF32 one reading V split ahead (FILTERS_SPLIT: the
+// big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s,
+// zero-padded; U as PLAIN); for the split-ahead wgmma kernel (WGMMA, wgmma_tf32x3.cu's winograd_products_wgmma_tf32x3:
+// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes).
+enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2 };
+
+// The split-ahead wgmma kernel's operands as winograd_transforms writes them (wgmma_tf32x3.cu's wgmma_ws): blocks of
+// 128 filters, K-tiles of 32 channels, each K-tile's big plane then its small one, [k-group of 4][row][4] each.
+namespace wgmma_layout {
+constexpr int FILTERS = 128, CHANNELS = 32, PLANE = FILTERS * CHANNELS;
+__host__ __device__ constexpr int padded_channels(int C) { return (C + CHANNELS - 1) / CHANNELS * CHANNELS; }
+}  // namespace wgmma_layout
+
+// V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with FILTERS_SPLIT, i = m * CP + c and the big and
+// small planes (see TransformLayout).
 __device__ __forceinline__ void filter_item(const float* __restrict__ w, float* __restrict__ v, int M_filters, int C,
                                             bool split, int i)
 {
@@ -126,15 +139,41 @@ __device__ __forceinline__ void filter_item(const float* __restrict__ w, float* 
         }
 }
 
-// U[xi][c][t] = (BT d BT^T)[xi] for the a x a input tile d of channel c under output tile t (zero outside the
-// input); t in [T, t_pad) is written as 0.
-__device__ __forceinline__ void input_item(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
-                                           int pad, int tiles_h, int tiles_w, int T, int t_pad, int t, int c)
+// With WGMMA: item i is the i-th float of a point's tiled weights ([m-block][K-tile][plane][k-group][row][4], big
+// plane only: its small part lies PLANE floats on), so that consecutive threads write consecutive floats of each
+// point; zeros past M and C.
+__device__ __forceinline__ void filter_item_tiled(const float* __restrict__ w, float* __restrict__ v, int M_filters,
+                                                  int C, long long i)
+{
+    using namespace wg;
+    using namespace wgmma_layout;
+    const int j = (int)(i % 4), row = (int)(i / 4 % FILTERS), kgroup = (int)(i / (4 * FILTERS) % (CHANNELS / 4));
+    const long long block_tile = i / PLANE, tiles = padded_channels(C) / CHANNELS;  // m-block * tiles + K-tile
+    const int m = (int)(block_tile / tiles) * FILTERS + row, c = (int)(block_tile % tiles) * CHANNELS + 4 * kgroup + j;
+    float out[A][A] = {};
+    if (m < M_filters && c < C) filter_tile(w, (long long)m * C + c, out);
+    const long long at = block_tile * 2 * PLANE + i % PLANE;
+    const long long point = (long long)(M_filters + FILTERS - 1) / FILTERS * tiles * 2 * PLANE;
+#pragma unroll
+    for (int a = 0; a < A; ++a)
+#pragma unroll
+        for (int b = 0; b < A; ++b) {
+            float big, small;
+            tf32::split_ahead(out[a][b], big, small);
+            v[(a * A + b) * point + at] = big;
+            v[(a * A + b) * point + at + PLANE] = small;
+        }
+}
+
+// (BT d BT^T) for the a x a input tile d of channel c under output tile t (zero outside the input, and for t >= T or
+// c >= C).
+__device__ __forceinline__ void input_tile(const float* __restrict__ x, int C, int H, int W, int pad, int tiles_h,
+                                           int tiles_w, int T, int t, int c, float (&out)[wg::A][wg::A])
 {
     using namespace wg;
     constexpr float BT[A][A] = WG_BT;
     float d[A][A];
-    if (t < T) {
+    if (t < T && c < C) {
         const int per_image = tiles_h * tiles_w;
         const int n = t / per_image, rest = t - n * per_image;
         const int h0 = (rest / tiles_w) * M - pad, w0 = (rest % tiles_w) * M - pad;
@@ -152,31 +191,58 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 #pragma unroll
             for (int b = 0; b < A; ++b) d[a][b] = 0.0f;
     }
-    float bd[A][A], out[A][A];
+    float bd[A][A];
     left(BT, d, bd);
     right(bd, BT, out);
+}
+
+// U[xi][c][t] (t in [T, t_pad) written as 0); with WGMMA, U[xi] as two channels-last planes, big then small
+// ([2][t_pad][CP], zeros past C and T), c fastest over the items so that a warp writes whole lines.
+__device__ __forceinline__ void input_item(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
+                                           int pad, int tiles_h, int tiles_w, int T, int t_pad, bool wgmma, long long j)
+{
+    using namespace wg;
+    const int CP = wgmma ? wgmma_layout::padded_channels(C) : C;
+    const int c = wgmma ? (int)(j % CP) : (int)(j / t_pad), t = wgmma ? (int)(j / CP) : (int)(j - (long long)c * t_pad);
+    float out[A][A];
+    input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t, c, out);
+    const long long plane = (long long)t_pad * CP;
 #pragma unroll
     for (int a = 0; a < A; ++a)
 #pragma unroll
-        for (int b = 0; b < A; ++b) u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+        for (int b = 0; b < A; ++b) {
+            if (wgmma) {
+                float big, small;
+                tf32::split_ahead(out[a][b], big, small);
+                u[(a * A + b) * 2 * plane + j] = big;
+                u[(a * A + b) * 2 * plane + plane + j] = small;
+            } else {
+                u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+            }
+        }
 }
 
 // Both transforms in one launch (a launch fewer for the op's host to issue): the first `filters` items are the
-// filter transform's (filter_item: M * C, or M * CP split; 0 on a pass of images after the first, V being made),
-// the next C * t_pad the input transform's (input_item, t fastest: coalesced along the tiles). Grid-stride.
+// filter transform's (filter_item: M * C, or M * CP split; with WGMMA filter_item_tiled, a point's tiled weights'
+// big planes; 0 on a pass of images after the first, V being made), the next the input transform's (input_item:
+// C * t_pad, t fastest, coalesced along the tiles; with WGMMA CP * t_pad, c fastest). Grid-stride. `layout`: a
+// TransformLayout.
 extern "C" __global__ void winograd_transforms(
     const float* __restrict__ w, float* __restrict__ v, const float* __restrict__ x, float* __restrict__ u,
-    int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, int filters, int split)
+    int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
+    int layout)
 {
-    const long long inputs = (long long)C * t_pad, items = filters + inputs;
+    const bool wgmma = layout == WGMMA;
+    const long long inputs = (long long)(wgmma ? wgmma_layout::padded_channels(C) : C) * t_pad, items = filters + inputs;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < items;
          i += (long long)gridDim.x * blockDim.x) {
         if (i < filters) {
-            filter_item(w, v, M_filters, C, split != 0, (int)i);
+            if (wgmma)
+                filter_item_tiled(w, v, M_filters, C, i);
+            else
+                filter_item(w, v, M_filters, C, layout == FILTERS_SPLIT, (int)i);
         } else {
-            const long long j = i - filters;
-            const int c = (int)(j / t_pad);
-            input_item(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, (int)(j - (long long)c * t_pad), c);
+            input_item(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, wgmma, i - filters);
         }
     }
 }

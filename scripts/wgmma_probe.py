@@ -10,6 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small]]  # Winograd's products on wgmma
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
-from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights
+from convkit.families.fp32.winograd import _TransformLaunch, conv2d_winograd, winograd_default
+from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     SPLIT_AHEAD,
@@ -36,6 +38,7 @@ from convkit.families.tf32x3.wgmma import (
     WgmmaWsLaunch,
     conv2d_wgmma_tf32x3,
 )
+from convkit.families.tf32x3.wgmma_winograd import winograd_wgmma_candidates
 
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
@@ -298,12 +301,27 @@ def chapter_layers(min_gflop: float = 20.0) -> list[ConvProblem]:
     return [p for p in problems if p.flops >= min_gflop * 1e9]
 
 
-def rates_table(
-    problems: list[ConvProblem], settings: dict[str, WgmmaLaunch], mma_sync: bool, check_every: int
-) -> None:
-    """TFLOP/s on each of ``problems`` of each of ``settings`` (by name), and (``mma_sync``) the mma.sync 3xTF32
-    kernel's default launch, every ``check_every``-th problem's first setting checked against float64; the medians
-    last, and the median of each problem's best."""
+#: A problem's runs by name, each a call into ``out``, from its inputs: ``runs(p, x, w, bias)``.
+Runs = Callable[[ConvProblem, Any, Any, Any], dict[str, Callable[[Any], Any]]]
+
+
+def wgmma_runs(settings: dict[str, WgmmaLaunch], mma_sync: bool) -> Runs:
+    """``settings`` (by name) through the family's launcher, and (``mma_sync``) the mma.sync 3xTF32 kernel's default
+    launch."""
+
+    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+        out = {name: wgmma_call(x, w, bias, p, spec) for name, spec in settings.items()}
+        if mma_sync:
+            out["mma.sync"] = lambda y: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=y)
+        return out
+
+    return runs
+
+
+def rates_table(problems: list[ConvProblem], runs: Runs, check_every: int, checked: int = 1, bar: float = 1e-5) -> None:
+    """TFLOP/s (of the direct method's FLOPs) on each of ``problems`` of each of ``runs``, every ``check_every``-th
+    problem's first ``checked`` runs checked against float64 (a bias added; "WRONG" past ``bar``); the medians last,
+    and the median of each problem's best."""
     import statistics
 
     import cupy
@@ -313,16 +331,18 @@ def rates_table(
     for i, p in enumerate(problems):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
-        runs = {name: wgmma_call(x, w, bias, p, spec) for name, spec in settings.items()}
-        if mma_sync:
-            runs["mma.sync"] = lambda out, x=x, w=w, p=p: conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride, out=out)
-        rates.append({name: p.flops / median_us(lambda run=run, out=out: run(out)) / 1e6 for name, run in runs.items()})
+        named = runs(p, x, w, bias)
+        rates.append({name: p.flops / median_us(lambda r=run, y=out: r(y)) / 1e6 for name, run in named.items()})
         line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
         if i % check_every == 0:
-            first = runs[next(iter(settings))]
-            line += f"; error {reference.relative_error(first(out), expected(x, w, bias, p)):.1e}"
+            ref = expected(x, w, bias, p)
+            for name in list(named)[:checked]:
+                out.fill(cupy.nan)
+                err = reference.relative_error(named[name](out), ref)
+                line += f"; {name} error {err:.1e}{'  WRONG' if not err < bar else ''}"
         print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}")
-    medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates):.1f}" for name in rates[0])
+    names = dict.fromkeys(name for r in rates for name in r)  # runs a problem lacks (a tile) left out of its median
+    medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates if name in r):.1f}" for name in names)
     best = statistics.median(max(r.values()) for r in rates)
     print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {best:.1f}")
 
@@ -330,8 +350,7 @@ def rates_table(
 def tuned_layers() -> None:
     """The split-ahead kernel's two tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
     :data:`SPLIT_AHEAD_NARROW`, at 64) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
-    rates_table(chapter_layers(), {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}, mma_sync=False,
-                check_every=5)  # fmt: skip
+    rates_table(chapter_layers(), wgmma_runs({"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}, False), 5)
 
 
 def layers() -> None:
@@ -339,7 +358,7 @@ def layers() -> None:
     persistent, 128 or 64 filters a block), the gathered one and the mma.sync kernel's default launch on
     :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
     split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
-    rates_table(chapter_layers(), {**split, "gathered": WgmmaWsLaunch()}, mma_sync=True, check_every=5)
+    rates_table(chapter_layers(), wgmma_runs({**split, "gathered": WgmmaWsLaunch()}, True), 5)
 
 
 def narrow(check_only: bool) -> None:
@@ -358,7 +377,123 @@ def narrow(check_only: bool) -> None:
         return
     print("=== TFLOP/s, the splits included")
     settings = {"64 filters": SPLIT_AHEAD_NARROW, "128 filters": SPLIT_AHEAD, "gathered": WgmmaWsLaunch()}
-    rates_table([q for q in chapter_layers() if 0 < q.m % 128 <= 64], settings, mma_sync=False, check_every=3)
+    rates_table([q for q in chapter_layers() if 0 < q.m % 128 <= 64], wgmma_runs(settings, False), 3)
+
+
+#: Winograd's irregular shapes: odd sizes, batches, padding and none, 5x5, more channels than a K-tile, more filters
+#: than a block, and more tiles than a block's 128 pixels.
+WINOGRAD_CHECKED = (
+    ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3), ConvProblem(2, 19, 31, 33, 70, 5, 5),
+    ConvProblem.same(1, 256, 14, 14, 256, 3), ConvProblem.same(3, 40, 20, 19, 130, 5), ConvProblem(1, 8, 6, 6, 4, 3, 3),
+)  # fmt: skip
+
+
+def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+    """Winograd with its products on wgmma at each tile it builds for ``p``, then beside it: the split-ahead direct
+    kernel (:data:`SPLIT_AHEAD`), FP32 Winograd and Winograd on the mma.sync 3xTF32 GEMM at their default launches,
+    and cuDNN's fastest forward algorithm in FMA math (no bias), each with its workspace allocated once."""
+    import cupy
+
+    from convkit.libs.cudnn import FORWARD_ALGORITHMS, CudnnConvolution
+
+    def winograd(spec: Any) -> Callable[[Any], Any]:
+        workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
+        return lambda y: conv2d_winograd(x, w, pad=p.pad, launch=spec, out=y, bias=bias, workspace=workspace)
+
+    out = {f"F({spec.m}) wgmma": winograd(spec) for spec in winograd_wgmma_candidates(p)}
+    out["direct split ahead"] = wgmma_call(x, w, bias, p, SPLIT_AHEAD)
+    out["FP32 Winograd"] = winograd(winograd_default(p))
+    out["mma.sync Winograd"] = winograd(winograd_launch(p))
+    conv = CudnnConvolution(p)
+    algorithms = [a for a in FORWARD_ALGORITHMS if conv.workspace(a).status == "ok"]
+    y = cupy.empty(p.output_shape, dtype=cupy.float32)
+    fastest = min(algorithms, key=lambda a: median_us(lambda: conv.forward(a, x, w, y)))
+    out[f"cuDNN ({fastest})"] = lambda y: conv.forward(fastest, x, w, y)
+    return out
+
+
+def winograd_launches_apart(p: ConvProblem, spec: Any, x: Any, w: Any, out: Any) -> dict[str, float]:
+    """Microseconds of each of ``spec``'s launches on ``p`` (one pass of every image): the transforms (the filters'
+    and the inputs'), the inputs' alone, the products, the output transform; and the whole call."""
+    import cupy
+
+    v, u, prod = (cupy.empty(n, dtype=cupy.float32) for n in spec.workspace_elements(p))
+    th, tw, t, t_pad = spec.tiles(p)
+    i32 = cupy.int32
+
+    def transforms(filters: int) -> None:
+        launch_kernel(_TransformLaunch("winograd_transforms", spec, filters > 0), p,
+                      (w, v, x, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
+                       i32(t_pad), cupy.int64(filters), i32(spec.transform_layout())))  # fmt: skip
+
+    def output() -> None:
+        launch_kernel(_TransformLaunch("winograd_output", spec), p,
+                      (prod, out, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
+                       cupy.uint64(0)))  # fmt: skip
+
+    return {
+        "transforms": median_us(lambda: transforms(spec.transform_items(p)[0])),
+        "inputs' transform": median_us(lambda: transforms(0)),
+        "products": median_us(lambda: spec.enqueue_products(p, u, v, prod)),
+        "output": median_us(output),
+        "whole": median_us(lambda: conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)),
+    }
+
+
+def winograd_parts(p: ConvProblem, rng: Any) -> None:
+    """Winograd on wgmma's launches on ``p`` timed apart, each tile (:func:`winograd_launches_apart`), against the
+    direct split-ahead kernel."""
+    import cupy
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    direct = median_us(lambda: wgmma_call(x, w, bias, p, SPLIT_AHEAD)(out))
+    print(f"{p.label}: direct split ahead {direct:8.1f} us")
+    for spec in winograd_wgmma_candidates(p):
+        if spec.images_per_pass(p) < p.n:
+            print(f"    F({spec.m}): in passes of {spec.images_per_pass(p)} images; not timed apart")
+            continue
+        times = winograd_launches_apart(p, spec, x, w, out)
+        gflop = 2 * spec.alpha(p) ** 2 * p.m * p.c * spec.tiles(p)[3] / 1e9
+        parts = ", ".join(f"{name} {us:.1f}" for name, us in times.items() if name != "whole")
+        print(f"    F({spec.m}) wgmma: whole {times['whole']:8.1f} us ({direct / times['whole']:.2f}x direct); {parts} "
+              f"us; the products {gflop / times['products'] * 1e-3:.1f} TFLOP/s of their own")  # fmt: skip
+
+
+def winograd(check_only: bool, small: bool = False) -> None:
+    """Winograd with its products on the split-ahead wgmma kernel (:class:`WgmmaWinogradLaunch`), each tile, against
+    float64 on :data:`WINOGRAD_CHECKED` (``small``: its first three and its last) beside FP32 Winograd's error at the
+    same tile (the bar both are held to: the transform methods', 1e-3); unless ``check_only``, its launches timed
+    apart on two layers and then every tile on the 3xTF32 chapter's stride-1 3x3 and 5x5 layers of at least 20 GFLOP
+    (:func:`rates_table`, beside the direct kernel, FP32 Winograd, Winograd on mma.sync and cuDNN's fastest; every
+    fourth layer's Winograd runs checked)."""
+    import cupy
+
+    from convkit.core.reference import TRANSFORM_TOLERANCE
+    from convkit.families.fp32.winograd import WinogradLaunch
+
+    rng = cupy.random.default_rng(3)
+    print("=== Winograd on wgmma against float64 (relative error, norm-wise; FP32 Winograd's at the same tile beside)")
+    for p in (*WINOGRAD_CHECKED[:3], WINOGRAD_CHECKED[-1]) if small else WINOGRAD_CHECKED:
+        x, w, bias = inputs(p, rng)
+        ref = expected(x, w, bias, p)
+        for spec in winograd_wgmma_candidates(p):
+            errors = []
+            for launch in (spec, WinogradLaunch(spec.m)):
+                out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+                conv2d_winograd(x, w, pad=p.pad, launch=launch, out=out, bias=bias)
+                errors.append((reference.relative_error(out, ref), int(cupy.isnan(out).sum())))
+            (err, nan), (fp32, _) = errors
+            verdict = "" if err < TRANSFORM_TOLERANCE and not nan else "  WRONG"
+            print(f"{p.label} pad={p.pad} F({spec.m}): error {err:.2e} (FP32 Winograd {fp32:.2e}), {nan} NaN{verdict}")
+    if check_only:
+        return
+    print("=== Winograd on wgmma's launches timed apart")
+    for p in (TIMED[0], TIMED[2]):
+        winograd_parts(p, rng)
+    print("=== TFLOP/s (the direct method's FLOPs: Winograd's effective rate), the transforms and splits included")
+    layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5)]
+    rates_table(layers, winograd_runs, 4, checked=len(winograd_wgmma_candidates(layers[0])), bar=TRANSFORM_TOLERANCE)
 
 
 def main(speeds: bool = True, small: bool = False) -> None:
@@ -388,6 +523,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
+    elif "--winograd" in sys.argv[1:]:  # Winograd's products on wgmma: checked (--check: alone), then timed
+        winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:])
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:

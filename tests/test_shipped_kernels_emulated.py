@@ -136,43 +136,78 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
         assert err < DIRECT_TOLERANCE, f"{launch} on {problem.key}: relative error {err:.2e}"
 
 
-@pytest.mark.parametrize("problem", [ConvProblem(2, 5, 11, 9, 6, 3, 3, pad=1), ConvProblem(1, 3, 9, 10, 4, 5, 5, pad=2),
-                                     ConvProblem(1, 4, 8, 8, 3, 3, 3)], ids=lambda p: p.key)  # fmt: skip
-@pytest.mark.parametrize("kind", ["fp32", "tf32x3", "tf32x3, filters split"])
+#: Winograd's launches the emulated test runs, by the products' kernel.
+WINOGRAD_KINDS = ("fp32", "tf32x3", "tf32x3, filters split", "tf32x3 on wgmma")
+
+
+#: Its problems: padding and none, 5x5, and (for the products' kernels) more channels than a K-tile and more filters
+#: than a block, over more tiles than a block of pixels.
+WINOGRAD_PROBLEMS = (
+    ConvProblem(2, 5, 11, 9, 6, 3, 3, pad=1),
+    ConvProblem(1, 3, 9, 10, 4, 5, 5, pad=2),
+    ConvProblem(1, 4, 8, 8, 3, 3, 3),
+    ConvProblem(6, 40, 20, 19, 130, 3, 3, pad=1),
+)
+
+
+@pytest.mark.parametrize("problem", WINOGRAD_PROBLEMS, ids=lambda p: p.key)
+@pytest.mark.parametrize("kind", WINOGRAD_KINDS)
 def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypatch):
     """Winograd's three launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
-    input transforms in one, the batched GEMM of the transformed points (the FP32 implicit GEMM, or the 3xTF32 one),
-    the output transform; within the transform methods' bar of float64."""
-    from convkit.families.fp32.winograd import WinogradLaunch, _TransformLaunch
+    input transforms in one, the batched GEMM of the transformed points (the FP32 implicit GEMM, the 3xTF32 one, or
+    the split-ahead wgmma kernel, persistent over every point's tiles on a GPU of two SMs), the output transform;
+    within the transform methods' bar of float64."""
+    from convkit.families.fp32.winograd import FILTERS_SPLIT, PLAIN, WGMMA_OPERANDS, WinogradLaunch, _TransformLaunch
+    from convkit.families.tf32x3 import wgmma_winograd
     from convkit.families.tf32x3.launch import TensorCoreWinogradLaunch
 
     monkeypatch.setattr("convkit.families.tf32x3.launch.has_tf32_tensor_cores", lambda: True)
+    monkeypatch.setattr(wgmma_winograd, "check_problem", lambda problem: None)  # Hopper's: not the CPU's
+    monkeypatch.setattr(wgmma_winograd, "sm_count", lambda: 2)
     p = problem
     m = 4 if p.r == 3 else 2
     spec = {"fp32": WinogradLaunch(m, "64x64"), "tf32x3": TensorCoreWinogradLaunch(m, "64x64"),
-            "tf32x3, filters split": TensorCoreWinogradLaunch(m, "64x64", weights="split")}[kind]  # fmt: skip
+            "tf32x3, filters split": TensorCoreWinogradLaunch(m, "64x64", weights="split"),
+            "tf32x3 on wgmma": wgmma_winograd.WgmmaWinogradLaunch(m)}[kind]  # fmt: skip
     spec.can_implement(p)
     th, tw, t, t_pad = spec.tiles(p)
-    points = spec.alpha(p) ** 2
+    points, layout = spec.alpha(p) ** 2, spec.transform_layout()
     rng = np.random.default_rng()
     x = rng.standard_normal(p.input_shape, dtype=np.float32)
     w = rng.standard_normal(p.filter_shape, dtype=np.float32)
     none = np.zeros(1, np.float32)
-    # both transforms in one launch: V (split into its TF32 parts, rows padded, where the products read it so) and U
+    # both transforms in one launch: V (split into its TF32 parts where the products read it so) and U (split too,
+    # channels last, for the wgmma kernel)
     filters, inputs = spec.transform_items(p)
-    assert inputs == p.c * t_pad  # a thread per channel and padded tile
+    cp = -(-p.c // 32) * 32
+    assert inputs == (cp if layout == WGMMA_OPERANDS else p.c) * t_pad  # a thread per channel and padded tile
     vu = run_launch(build_dir, _TransformLaunch("winograd_transforms", spec), p,
                     f"winograd_transforms(w,out,x,out+{spec.filter_elements(p)},{_ints(11)})", (x, w),
-                    spec.filter_elements(p) + points * p.c * t_pad,
-                    (p.m, p.c, p.h, p.w, p.pad, th, tw, t, t_pad, filters, int(spec.splits_filters())))  # fmt: skip
+                    spec.filter_elements(p) + spec.input_elements(p),
+                    (p.m, p.c, p.h, p.w, p.pad, th, tw, t, t_pad, filters, layout))  # fmt: skip
     v, u = vu[: spec.filter_elements(p)], vu[spec.filter_elements(p) :]
-    if spec.splits_filters():  # the big parts' planes, then the small parts', rows padded to whole float4s
-        assert not np.isnan(v).any() and not v.reshape(2, points, p.m, -1)[:, :, :, p.c :].any()
-    gemm, gp = spec.gemm_launch(p), spec.gemm_problem(p)
-    strides = (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
-    no_bias = ",(const float*)nullptr" if gemm.stores_bias else ""
-    prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)}{no_bias})", (u, v),
-                      points * p.m * t_pad, gemm_args(gemm, gp, strides))  # fmt: skip
+    assert not np.isnan(vu).any(), "a float of V or U the transforms never wrote"
+    if layout == FILTERS_SPLIT:  # the big parts' planes, then the small parts', rows padded to whole float4s
+        assert not v.reshape(2, points, p.m, -1)[:, :, :, p.c :].any()
+    if layout == WGMMA_OPERANDS:
+        tiles = cp // 32  # V: [point][m-block][K-tile][plane][k-group][row][4]; U: [point][plane][t][CP]
+        tiled = v.reshape(points, -1, tiles, 2, 8, 128, 4).transpose(0, 3, 1, 5, 2, 4, 6).reshape(points, 2, -1, cp)
+        assert not tiled[:, :, p.m :].any() and not tiled[:, :, :, p.c :].any(), "V past M or C"
+        planes = u.reshape(points, 2, t_pad, cp)
+        assert not planes[..., p.c :].any() and not planes[:, :, t:].any(), "U past C or T"
+        big = tiled[:, 0, : p.m, : p.c]
+        assert (big.view(np.uint32) & 0x1FFF == 0).all(), "V's big parts hold more than TF32"
+        products = spec.products_launch(p)
+        gp = spec.gemm_problem(p)
+        prod = run_launch(build_dir, products, gp, f"{products.kernel_name(gp)}(x,w,out,{_ints(4)})", (u, v),
+                          points * p.m * t_pad, (p.m, p.c, t_pad, points))  # fmt: skip
+    else:
+        gemm, gp = spec.gemm_launch(p), spec.gemm_problem(p)
+        strides = (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
+        no_bias = ",(const float*)nullptr" if gemm.stores_bias else ""
+        prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)}{no_bias})", (u, v),
+                          points * p.m * t_pad, gemm_args(gemm, gp, strides))  # fmt: skip
+    assert layout in (PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS)
     y = run_launch(build_dir, _TransformLaunch("winograd_output", spec), p,
                    f"winograd_output(x,out,{_ints(7)},(const float*)nullptr)",
                    (prod, none), math.prod(p.output_shape), (p.m, p.out_h, p.out_w, th, tw, t, t_pad))  # fmt: skip

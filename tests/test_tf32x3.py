@@ -105,7 +105,8 @@ def test_winograd_in_tf32x3_is_fp32_winograd_with_its_products_on_the_3xtf32_gem
     tuned = [c.to_params() for c in launch.winograd_launch_candidates(p)]
     assert tuned == fp32_candidates + [c | {"weights": "split"} for c in fp32_candidates]
     split = launch.TensorCoreWinogradLaunch(4, "64x64", weights="split")  # the filters split by their transform
-    assert split.splits_filters() and not spec.splits_filters() and split.filter_row(p) == 64
+    assert split.transform_layout() == winograd.FILTERS_SPLIT and spec.transform_layout() == winograd.PLAIN
+    assert split.filter_row(p) == 64
     assert split.gemm_launch(p).weights == "presplit" and split.gemm_launch(p).weight_elements(p) == 0
     assert split.workspace_elements(p)[0] == 2 * spec.workspace_elements(p)[0]  # C = 64: no padding
     odd = ConvProblem.same(1, 7, 9, 9, 5, 3)

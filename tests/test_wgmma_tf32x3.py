@@ -239,3 +239,47 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
                                               stride=problem.stride), bias.astype(np.float64))  # fmt: skip
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeypatch):
+    """Winograd with its products on the split-ahead kernel: the transforms write both operands split as that kernel
+    reads them (a point's tiled weights and its two channels-last input planes), one persistent launch runs every
+    point's product, the variant reads its launches back and declines off Hopper naming the GPU."""
+    from convkit.core.reference import TRANSFORM_TOLERANCE
+    from convkit.families import tf32x3 as family
+    from convkit.families.fp32.winograd import WGMMA_OPERANDS
+    from convkit.families.tf32x3 import wgmma_winograd
+
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    monkeypatch.setattr(wgmma_winograd, "sm_count", lambda: 132)
+    p = ConvProblem.same(16, 200, 56, 56, 130, 3)  # C past a K-tile's 32, M past a block's 128
+    spec = wgmma_winograd.WgmmaWinogradLaunch(4)
+    assert spec.to_params() == {"m": 4} and wgmma_winograd.WgmmaWinogradLaunch.from_params({"m": 4}) == spec
+    t_pad = spec.tiles(p)[3]
+    assert t_pad == 16 * 14 * 14 and spec.gemm_problem(p) == ConvProblem(1, 200, 1, t_pad, 130, 1, 1)
+    assert spec.transform_layout() == WGMMA_OPERANDS
+    # V: 36 points x 2 blocks of 128 filters x 7 K-tiles x both planes of 128 x 32; U: 36 x 2 planes of t_pad x 224
+    assert spec.workspace_elements(p) == (36 * 2 * 7 * 2 * 128 * 32, 36 * 2 * t_pad * 224, 36 * 130 * t_pad)
+    assert spec.transform_items(p) == (2 * 7 * 128 * 32, t_pad * 224) and spec.transform_items(p, False)[0] == 0
+    products = spec.products_launch(p)
+    assert products.kernel_name(p) == "winograd_products_wgmma_tf32x3" and products.arch == "sm_90a"
+    gemm = spec.gemm_problem(p)
+    assert products.options(gemm) == ("-DCONVKIT_R=1", "-DCONVKIT_S=1", "-DCONVKIT_WS_IN_FLIGHT=2",
+                                      "-DCONVKIT_WS_PERSISTENT=1")  # fmt: skip
+    assert products.grid(gemm) == (132,) and products.block(gemm) == (384,)
+    assert products.output_tiles(gemm) == 36 * 25 * 2  # 3,136 pixels: 25 blocks of 128
+    assert products.shared_bytes(gemm) == wgmma.SPLIT_AHEAD.shared_bytes(gemm)
+    assert not spec.not_supported_reasons(p)
+    assert [c.m for c in wgmma_winograd.winograd_wgmma_candidates(p)] == [2, 4, 6]
+    assert [c.m for c in wgmma_winograd.winograd_wgmma_candidates(ConvProblem.same(2, 8, 9, 9, 8, 5))] == [2, 4]
+    variant = family.WINOGRAD_WGMMA_VARIANT
+    assert variant.tolerance == TRANSFORM_TOLERANCE and variant.precision == "tf32x3"
+    assert variant.launch_of({"m": 6}) == wgmma_winograd.WgmmaWinogradLaunch(6) and variant.default(p) == spec
+    assert variant.not_supported_reasons(ConvProblem(1, 8, 9, 9, 8, 3, 3, pad=1, stride=2))  # stride 1 only
+    with pytest.raises(ValueError, match="no knob 'gemm_tile'"):
+        variant.launch_of({"m": 4, "gemm_tile": "64x64"})
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (8, 0))
+    (reason,) = variant.not_supported_reasons(p)
+    assert "compute capability 9.0" in reason and "sm_80" in reason

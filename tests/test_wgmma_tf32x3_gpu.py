@@ -1,7 +1,8 @@
 """The 3xTF32 implicit GEMM on Hopper's wgmma on the GPU: every tuning candidate against float64 on random shapes
 (a bias added), and the warp-specialised kernel; their error beside the FP32 SIMT kernel's as K grows, and the
 accuracy experiment's hard inputs (a wide dynamic range, TF32's rounding ties, all positive, and values near the
-bottom of FP32's range, where the small part is subnormal). Skipped on any GPU but compute capability 9.0."""
+bottom of FP32's range, where the small part is subnormal); Winograd with its products on wgmma at every tile, and on
+the hard inputs. Skipped on any GPU but compute capability 9.0."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from convkit.core import reference
 from convkit.core.problem import ConvProblem
 from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
+from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.families.registry import Kernels
 from convkit.families.tf32x3.wgmma import (
     WS_SETTINGS,
@@ -24,6 +26,7 @@ from convkit.families.tf32x3.wgmma import (
     conv2d_wgmma_ws_tf32x3,
     wgmma_candidates,
 )
+from convkit.families.tf32x3.wgmma_winograd import WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text
 
 # the warp-specialised kernel waits on mbarriers, so a wrong phase hangs it: each test in a process of its own
@@ -101,6 +104,32 @@ def test_hard_inputs(inputs):
     err = _errors(HARD_LAYER, *hard_inputs(inputs))
     print(f"{inputs}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
+
+
+@pytest.mark.parametrize("problem", [p for p in _random_problems(40, seed=19) if p.stride == 1 and p.r == p.s
+                                     and p.r in (3, 5)][:10], ids=lambda p: f"{p.label}-p{p.pad}")  # fmt: skip
+def test_every_winograd_candidate_matches_float64(problem):
+    """Winograd with its products on wgmma at every tile (its candidates) within the transform methods' bar of
+    float64, a bias added by the output transform."""
+    todo = [Case("convkit", family.WINOGRAD_WGMMA, params_text(k.to_params()))
+            for k in winograd_wgmma_candidates(problem)]  # fmt: skip
+    rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=6, timing=CHECK_ONLY))
+    failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]
+    assert rows and not failed, failed
+
+
+@pytest.mark.parametrize("inputs", HARD_INPUTS)
+def test_winograd_on_hard_inputs_stays_within_fp32_winograds_error(inputs):
+    """The hard inputs through F(4x4, 3x3) with its products on wgmma: FP32 Winograd's error at the same tile, within
+    1.5x (both transforms the same; the products split into TF32 parts), and under the transform methods' bar."""
+    import cupy
+
+    x, w = (cupy.asarray(a) for a in hard_inputs(inputs))
+    ref = reference.conv2d(x, w, pad=HARD_LAYER.pad)
+    err = {name: reference.relative_error(conv2d_winograd(x, w, pad=HARD_LAYER.pad, launch=spec), ref)
+           for name, spec in (("wgmma", WgmmaWinogradLaunch(4)), ("fp32", WinogradLaunch(4)))}  # fmt: skip
+    print(f"{inputs}: {err}")
+    assert err["wgmma"] < reference.TRANSFORM_TOLERANCE and err["wgmma"] <= 1.5 * err["fp32"], err
 
 
 def test_argument_errors_before_launch():

@@ -31,6 +31,10 @@ from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 #: The tiles (m, r) the kernels are built for: F(2x2, 3x3), F(4x4, 3x3), F(6x6, 3x3), F(2x2, 5x5) and
 #: F(4x4, 5x5). The larger the tile, the fewer the products and the larger the transforms' rounding.
 TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5))
+#: How ``winograd_transforms`` lays V and U out for the products (``kernels/winograd.cu``'s TransformLayout): plain
+#: (the implicit GEMMs), the filters split into TF32 planes (the 3xTF32 GEMM reading them presplit), or both split into
+#: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma.WgmmaWinogradLaunch`).
+PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS = 0, 1, 2
 #: The finite interpolation points, in the order tiles take them.
 POINTS: tuple[Fraction, ...] = tuple(Fraction(p) for p in (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)))
 
@@ -157,7 +161,18 @@ class WinogradLaunch(KernelLaunch):
             need = self.pass_bytes(dataclasses.replace(p, n=1))
             raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
                              f"{self.workspace_limit} every algorithm is allowed (cuDNN's too)")  # fmt: skip
-        self.gemm_launch(p).can_implement(self.gemm_problem(p))
+        self.check_products(dataclasses.replace(p, n=self.pass_images(p)))
+
+    def check_products(self, problem: ConvProblem) -> None:
+        """Raise ValueError naming what the products' kernel cannot run on one pass of ``problem``'s images."""
+        self.gemm_launch(problem).can_implement(self.gemm_problem(problem))
+
+    def enqueue_products(self, problem: ConvProblem, u: Any, v: Any, prod: Any) -> None:
+        """Enqueue the a*a products of one pass of images (``problem``): ``prod[xi] = v[xi] . u[xi]``, as one
+        batched GEMM of :attr:`gemm_kind`."""
+        t_pad = self.tiles(problem)[3]
+        strides = (problem.c * t_pad, problem.m * self.filter_row(problem), problem.m * t_pad)
+        gemm(self.gemm_launch(problem), self.gemm_problem(problem), u, v, prod, strides)
 
     def images_per_pass(self, problem: ConvProblem) -> int:
         """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
@@ -188,10 +203,14 @@ class WinogradLaunch(KernelLaunch):
         return True
 
     def workspace_elements(self, problem: ConvProblem) -> tuple[int, int, int]:
-        """float32 elements of V (:meth:`filter_elements`), U (points x C x t_pad) and the products (points x M x
-        t_pad)."""
+        """float32 elements of V (:meth:`filter_elements`), U (:meth:`input_elements`) and the products (points x M
+        x t_pad)."""
         points, t_pad = self.alpha(problem) ** 2, self.tiles(problem)[3]
-        return self.filter_elements(problem), points * problem.c * t_pad, points * problem.m * t_pad
+        return self.filter_elements(problem), self.input_elements(problem), points * problem.m * t_pad
+
+    def input_elements(self, problem: ConvProblem) -> int:
+        """The transformed inputs U: points x C x t_pad."""
+        return self.alpha(problem) ** 2 * problem.c * self.tiles(problem)[3]
 
     def filter_row(self, problem: ConvProblem) -> int:
         """Floats of a transformed filter's row in V (V[xi][m] holds C of them)."""
@@ -201,9 +220,9 @@ class WinogradLaunch(KernelLaunch):
         """The transformed filters V: points x M x :meth:`filter_row`."""
         return self.alpha(problem) ** 2 * problem.m * self.filter_row(problem)
 
-    def splits_filters(self) -> bool:
-        """Whether the filter transform writes V split into its TF32 parts (the 3xTF32 products' planes)."""
-        return False
+    def transform_layout(self) -> int:
+        """How the transforms lay V and U out for the products: :data:`PLAIN` here."""
+        return PLAIN
 
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """(filter items, input items) of ``winograd_transforms`` on one pass of ``problem``'s images: a thread each
@@ -293,10 +312,8 @@ def conv2d_winograd(
         filters, _ = spec.transform_items(p, with_filters=first == 0)
         launch_kernel(_TransformLaunch("winograd_transforms", spec, first == 0), p,
                       (w, v, xs, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
-                       i32(t_pad), i32(filters), i32(spec.splits_filters())))  # fmt: skip
-        gemm(
-            spec.gemm_launch(p), spec.gemm_problem(p), u, v, prod, (p.c * t_pad, p.m * spec.filter_row(p), p.m * t_pad)
-        )
+                       i32(t_pad), cupy.int64(filters), i32(spec.transform_layout())))  # fmt: skip
+        spec.enqueue_products(p, u, v, prod)
         launch_kernel(_TransformLaunch("winograd_output", spec), p,
                (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
                 epilogue))  # fmt: skip

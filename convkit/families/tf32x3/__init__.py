@@ -6,7 +6,9 @@ methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and 
 ``winograd_tf32x3`` is FP32 Winograd (``kernels/winograd.cu``) with its batched products on that kernel, held to
 the transform methods' bar as FP32 Winograd is. Below compute capability 8.0 (the T4) their launches decline and
 the FP32 SIMT kernels serve. ``igemm_wgmma_tf32x3`` is the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA
-(``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`), on compute capability 9.0 alone.
+(``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`), on compute capability 9.0 alone;
+``winograd_wgmma_tf32x3`` is FP32 Winograd with its products on that GEMM's split-ahead kernel, both operands split by
+the transforms (:mod:`convkit.families.tf32x3.wgmma_winograd`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.fp32 import winograd_supports
 from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
-from convkit.families.tf32x3 import launch, wgmma
+from convkit.families.tf32x3 import launch, wgmma, wgmma_winograd
 
 IGEMM, WINOGRAD, WGMMA = "igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3"
+WINOGRAD_WGMMA = "winograd_wgmma_tf32x3"
 
 
 def _run_igemm(a: ConvArgs, p: ConvProblem, spec: launch.TensorCoreGemmLaunch) -> None:
@@ -68,13 +71,24 @@ WGMMA_VARIANT = Variant(
     launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,
 )
-VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT)
+WINOGRAD_WGMMA_VARIANT = Variant(
+    WINOGRAD_WGMMA,
+    _run_winograd,
+    default=wgmma_winograd.winograd_wgmma_default,
+    candidates=wgmma_winograd.winograd_wgmma_candidates,
+    launch_from=wgmma_winograd.WgmmaWinogradLaunch.from_params,
+    tolerance=TRANSFORM_TOLERANCE,
+    applies_to=winograd_supports,
+    precision=launch.INPUT_PRECISION,
+)
+VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT, WINOGRAD_WGMMA_VARIANT)
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {
     "igemm_tf32x3": "3xTF32 implicit GEMM",
     "winograd_tf32x3": "3xTF32 Winograd",
     "igemm_wgmma_tf32x3": "3xTF32 implicit GEMM on wgmma",
+    "winograd_wgmma_tf32x3": "3xTF32 Winograd on wgmma",
 }
 
 

@@ -26,7 +26,13 @@ from convkit.families.fp32.launch import (
     default_knobs,
     tile_shape,
 )
-from convkit.families.fp32.winograd import WinogradLaunch, winograd_candidates, winograd_default
+from convkit.families.fp32.winograd import (
+    FILTERS_SPLIT,
+    PLAIN,
+    WinogradLaunch,
+    winograd_candidates,
+    winograd_default,
+)
 
 #: The kernel's slice depth (BK): two m16n8k8 steps.
 SLICE_K = 16
@@ -195,8 +201,9 @@ class TensorCoreWinogradLaunch(WinogradLaunch):
         """The transformed filters: points x M x :meth:`filter_row`, twice where split."""
         return (2 if self.weights == "split" else 1) * super().filter_elements(problem)
 
-    def splits_filters(self) -> bool:
-        return self.weights == "split"
+    def transform_layout(self) -> int:
+        """:data:`~convkit.families.fp32.winograd.FILTERS_SPLIT` where the filters are split, else plain."""
+        return FILTERS_SPLIT if self.weights == "split" else PLAIN
 
     def can_implement(self, problem: ConvProblem) -> None:
         """FP32 Winograd's checks, and ``weights`` one of None and "split"."""

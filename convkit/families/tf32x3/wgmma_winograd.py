@@ -1,0 +1,119 @@
+"""Winograd's F(m x m, r x r) with its a*a products on Hopper's wgmma in 3xTF32 (the 3xTF32 family's
+``winograd_wgmma_tf32x3``): :class:`WgmmaWinogradLaunch`, whose transforms (``kernels/winograd.cu``) write both
+operands split as the split-ahead kernel of :mod:`convkit.families.tf32x3.wgmma` reads them, and
+:class:`WinogradProductsLaunch`, that kernel over every transformed point's GEMM in one persistent launch
+(``winograd_products_wgmma_tf32x3`` in ``kernels/wgmma_tf32x3.cu``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.cuda.launch import KernelLaunch
+from convkit.cuda.launch import launch as launch_kernel
+from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
+from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WinogradLaunch
+from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
+from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
+
+
+@dataclass(frozen=True)
+class WinogradProductsLaunch(KernelLaunch):
+    """``winograd_products_wgmma_tf32x3``: the ``points`` GEMMs of one pass of Winograd's transformed points, each a
+    1x1 convolution ``problem`` (:meth:`~convkit.families.fp32.winograd.WinogradLaunch.gemm_problem`: C channels, 1 x
+    t_pad pixels, M filters) on the split-ahead kernel in its tuning setting (:data:`SPLIT_AHEAD`: persistent over
+    every point's output tiles, two K-tiles in flight, 128 filters a block)."""
+
+    points: int
+
+    kind: ClassVar[str] = "tf32x3_winograd_products_wgmma"
+    source: ClassVar[str] = "wgmma_tf32x3"
+    arch: ClassVar[str | None] = "sm_90a"
+
+    def kernel_name(self, problem: ConvProblem) -> str:
+        return "winograd_products_wgmma_tf32x3"
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return SPLIT_AHEAD.options(problem)
+
+    def output_tiles(self, problem: ConvProblem) -> int:
+        """Output tiles of every point's product together (128 filters by 128 pixels each)."""
+        pixels = problem.n * problem.out_h * problem.out_w
+        return self.points * math.ceil(pixels / WS_WIDTH) * math.ceil(problem.m / BLOCK_M)
+
+    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (min(self.output_tiles(problem), sm_count()),)
+
+    def block(self, problem: ConvProblem) -> tuple[int, ...]:
+        return (WS_THREADS,)
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        return SPLIT_AHEAD.shared_bytes(problem)
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """As :func:`check_problem` (Hopper; each point's operands under 2^31 floats), on a 1x1 ``problem``."""
+        if problem.r != 1 or problem.s != 1 or problem.n != 1 or problem.h != 1:
+            raise ValueError(f"the products are 1x1 GEMMs of one row of pixels, got {problem.label}")
+        check_problem(problem)
+        if (size := 2 * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"a point's transformed inputs split hold {size} elements; the kernel indexes under 2^31")
+
+
+@dataclass(frozen=True)
+class WgmmaWinogradLaunch(WinogradLaunch):
+    """Winograd's F(m x m, r x r) (:class:`~convkit.families.fp32.winograd.WinogradLaunch`: its tile and passes of
+    images) with the a*a products on Hopper's wgmma in 3xTF32: the transforms write both operands split, as the
+    split-ahead kernel reads them (the filters tiled, the inputs channels last: ``winograd_transforms`` with
+    :data:`~convkit.families.fp32.winograd.WGMMA_OPERANDS`), so that no pass splits them apart, and one persistent
+    launch (:class:`WinogradProductsLaunch`) runs every point's GEMM. The transforms, and so the error, stay FP32
+    Winograd's. Its one knob is the tile ``m``."""
+
+    kind: ClassVar[str] = "tf32x3_winograd_wgmma"
+    knobs: ClassVar[tuple[str, ...]] = ("m",)
+
+    def products_launch(self, problem: ConvProblem) -> WinogradProductsLaunch:
+        """The products' launch on one pass of ``problem``'s images."""
+        return WinogradProductsLaunch(self.alpha(problem) ** 2)
+
+    def filter_elements(self, problem: ConvProblem) -> int:
+        """The transformed filters split and tiled: points x :func:`tiled_elements` of a point's GEMM."""
+        return self.alpha(problem) ** 2 * tiled_elements(self.gemm_problem(problem), True)
+
+    def input_elements(self, problem: ConvProblem) -> int:
+        """The transformed inputs split, channels last: points x two planes of t_pad x C rounded up to 32."""
+        return self.alpha(problem) ** 2 * 2 * input_plane_elements(self.gemm_problem(problem))
+
+    def transform_layout(self) -> int:
+        return WGMMA_OPERANDS
+
+    def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
+        """A thread per float of a point's tiled big plane (:meth:`filter_elements`'s half, padding included; none
+        after the first pass) and per padded channel and tile."""
+        gemm = self.gemm_problem(problem)
+        return (tiled_elements(gemm, True) // 2 if with_filters else 0), input_plane_elements(gemm)
+
+    def check_products(self, problem: ConvProblem) -> None:
+        """The products' launch on one pass of images: Hopper, each point's operands within its indices."""
+        self.products_launch(problem).can_implement(self.gemm_problem(problem))
+
+    def enqueue_products(self, problem: ConvProblem, u: Any, v: Any, prod: Any) -> None:
+        import cupy
+
+        gemm = self.gemm_problem(problem)
+        sizes = (problem.m, problem.c, self.tiles(problem)[3], self.alpha(problem) ** 2)
+        launch_kernel(self.products_launch(problem), gemm, (u, v, prod, *(cupy.int32(s) for s in sizes)))
+
+
+def winograd_wgmma_default(problem: ConvProblem) -> WgmmaWinogradLaunch:
+    """FP32 Winograd's rule (:func:`~convkit.families.fp32.winograd.winograd_default`): F(4x4, 3x3) for 3x3 filters,
+    F(2x2, 5x5) for 5x5."""
+    return WgmmaWinogradLaunch(4 if problem.r == 3 else 2)
+
+
+def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]:
+    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma."""
+    return [spec for m, r in TILES if r == problem.r and (spec := WgmmaWinogradLaunch(m)).images_per_pass(problem) >= 1]
