@@ -18,7 +18,8 @@
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
-#   winograd_wgmma : Winograd with its products on the split-ahead kernel, checked, timed, under the four sanitizers;
+#   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
+#            and timed on half the chapter's large layers, on the other half, under the four sanitizers;
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -142,13 +143,20 @@ wgmma_tuned() {  # the split-ahead kernel's two candidates on the chapter's larg
   echo "=== the split-ahead candidates on the chapter's large layers (\$SECONDS s)"
   timeout 200 python3 scripts/wgmma_probe.py --layers --tuned > \$logs/wgmma_tuned.log 2>&1; tail -n 1 \$logs/wgmma_tuned.log
 }
-winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed apart, every tile on the chapter's
-  # stride-1 3x3 and 5x5 large layers beside the direct kernel and cuDNN (logs/winograd_wgmma.log); then the four
-  # sanitizers on the small shapes (logs/winograd_wgmma_<tool>.log)
+winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed apart, every tile on half the chapter's
+  # stride-1 3x3 and 5x5 large layers beside the direct kernel and cuDNN (logs/winograd_wgmma.log)
   echo "=== Winograd on wgmma (\$SECONDS s)"
-  timeout 420 python3 scripts/wgmma_probe.py --winograd > \$logs/winograd_wgmma.log 2>&1; tail -n 2 \$logs/winograd_wgmma.log
+  timeout 380 python3 scripts/wgmma_probe.py --winograd --part=1/2 > \$logs/winograd_wgmma.log 2>&1
+  tail -n 2 \$logs/winograd_wgmma.log
+}
+winograd_rest() {  # the other half of those layers (logs/winograd_wgmma_rest.log)
+  echo "=== Winograd on wgmma, the other layers (\$SECONDS s)"
+  timeout 380 python3 scripts/wgmma_probe.py --winograd --timed --part=2/2 > \$logs/winograd_wgmma_rest.log 2>&1
+  tail -n 2 \$logs/winograd_wgmma_rest.log
+}
+winograd_sanitize() {  # Winograd on wgmma's small shapes under the four sanitizers (logs/winograd_wgmma_<tool>.log)
   for tool in memcheck racecheck initcheck synccheck; do
-    timeout 60 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --winograd --check \
+    timeout 45 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --winograd --check \
       --small > \$logs/winograd_wgmma_\$tool.log 2>&1; echo "\$tool exit \$?"
   done
 }

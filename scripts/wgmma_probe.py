@@ -10,7 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small]]  # Winograd's products on wgmma
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
 """
 
 from __future__ import annotations
@@ -460,19 +460,39 @@ def winograd_parts(p: ConvProblem, rng: Any) -> None:
               f"us; the products {gflop / times['products'] * 1e-3:.1f} TFLOP/s of their own")  # fmt: skip
 
 
-def winograd(check_only: bool, small: bool = False) -> None:
+def winograd(check_only: bool, small: bool = False, timed_only: bool = False, part: tuple[int, int] = (1, 1)) -> None:
     """Winograd with its products on the split-ahead wgmma kernel (:class:`WgmmaWinogradLaunch`), each tile, against
     float64 on :data:`WINOGRAD_CHECKED` (``small``: its first three and its last) beside FP32 Winograd's error at the
     same tile (the bar both are held to: the transform methods', 1e-3); unless ``check_only``, its launches timed
     apart on two layers and then every tile on the 3xTF32 chapter's stride-1 3x3 and 5x5 layers of at least 20 GFLOP
     (:func:`rates_table`, beside the direct kernel, FP32 Winograd, Winograd on mma.sync and cuDNN's fastest; every
-    fourth layer's Winograd runs checked)."""
+    fourth layer's Winograd runs checked). ``timed_only``: the last alone; ``part`` (k, n): the k-th of every n layers
+    alone (a device call's share)."""
+    import cupy
+
+    from convkit.core.reference import TRANSFORM_TOLERANCE
+
+    rng = cupy.random.default_rng(3)
+    if not timed_only:
+        winograd_checks(small, rng)
+    if check_only:
+        return
+    if not timed_only:
+        print("=== Winograd on wgmma's launches timed apart")
+        for p in (TIMED[0], TIMED[2]):
+            winograd_parts(p, rng)
+    print("=== TFLOP/s (the direct method's FLOPs: Winograd's effective rate), the transforms and splits included")
+    layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5)][part[0] - 1 :: part[1]]
+    rates_table(layers, winograd_runs, 4, checked=len(winograd_wgmma_candidates(layers[0])), bar=TRANSFORM_TOLERANCE)
+
+
+def winograd_checks(small: bool, rng: Any) -> None:
+    """:func:`winograd`'s checks against float64."""
     import cupy
 
     from convkit.core.reference import TRANSFORM_TOLERANCE
     from convkit.families.fp32.winograd import WinogradLaunch
 
-    rng = cupy.random.default_rng(3)
     print("=== Winograd on wgmma against float64 (relative error, norm-wise; FP32 Winograd's at the same tile beside)")
     for p in (*WINOGRAD_CHECKED[:3], WINOGRAD_CHECKED[-1]) if small else WINOGRAD_CHECKED:
         x, w, bias = inputs(p, rng)
@@ -486,14 +506,6 @@ def winograd(check_only: bool, small: bool = False) -> None:
             (err, nan), (fp32, _) = errors
             verdict = "" if err < TRANSFORM_TOLERANCE and not nan else "  WRONG"
             print(f"{p.label} pad={p.pad} F({spec.m}): error {err:.2e} (FP32 Winograd {fp32:.2e}), {nan} NaN{verdict}")
-    if check_only:
-        return
-    print("=== Winograd on wgmma's launches timed apart")
-    for p in (TIMED[0], TIMED[2]):
-        winograd_parts(p, rng)
-    print("=== TFLOP/s (the direct method's FLOPs: Winograd's effective rate), the transforms and splits included")
-    layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5)]
-    rates_table(layers, winograd_runs, 4, checked=len(winograd_wgmma_candidates(layers[0])), bar=TRANSFORM_TOLERANCE)
 
 
 def main(speeds: bool = True, small: bool = False) -> None:
@@ -524,7 +536,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
     elif "--winograd" in sys.argv[1:]:  # Winograd's products on wgmma: checked (--check: alone), then timed
-        winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:])
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")  # k/n
+        winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:],
+                 timed_only="--timed" in sys.argv[1:], part=tuple(map(int, share.split("/"))))  # fmt: skip
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:
