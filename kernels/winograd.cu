@@ -196,53 +196,97 @@ __device__ __forceinline__ void input_tile(const float* __restrict__ x, int C, i
     right(bd, BT, out);
 }
 
-// U[xi][c][t] (t in [T, t_pad) written as 0); with WGMMA, U[xi] as two channels-last planes, big then small
-// ([2][t_pad][CP], zeros past C and T), c fastest over the items so that a warp writes whole lines.
+// U[xi][c][t] = (BT d BT^T)[xi] for channel c under output tile t (t in [T, t_pad) written as 0).
 __device__ __forceinline__ void input_item(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
-                                           int pad, int tiles_h, int tiles_w, int T, int t_pad, bool wgmma, long long j)
+                                           int pad, int tiles_h, int tiles_w, int T, int t_pad, int t, int c)
 {
     using namespace wg;
-    const int CP = wgmma ? wgmma_layout::padded_channels(C) : C;
-    const int c = wgmma ? (int)(j % CP) : (int)(j / t_pad), t = wgmma ? (int)(j / CP) : (int)(j - (long long)c * t_pad);
     float out[A][A];
     input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t, c, out);
-    const long long plane = (long long)t_pad * CP;
 #pragma unroll
     for (int a = 0; a < A; ++a)
 #pragma unroll
-        for (int b = 0; b < A; ++b) {
-            if (wgmma) {
+        for (int b = 0; b < A; ++b) u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+}
+
+// With WGMMA, a block of 256 threads turns 32 tiles by 8 channels of U into the split-ahead kernel's input planes
+// (U[xi] as [2][t_pad][CP], big then small, zeros past C and T), through shared memory: each thread transforms the
+// tile of its lane under the channel of its warp (so that a warp's loads run along neighbouring tiles of one
+// channel), then writes 36 of the tile's values split, 8 channels of a tile to 32 contiguous bytes of each plane.
+// (A thread a channel and tile, channels fastest, wrote whole lines but read 32 planes a load: 2.5x slower.)
+namespace wgmma_layout {
+constexpr int TILES = 32, CHANNEL_STEP = 8, THREADS = TILES * CHANNEL_STEP;
+}  // namespace wgmma_layout
+
+__device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
+                                            int pad, int tiles_h, int tiles_w, int T, int t_pad, long long block)
+{
+    using namespace wg;
+    using namespace wgmma_layout;
+    // CHUNK points through shared memory at a time, [point][tile][channel] (+1: a warp's stores, 32 tiles, free of
+    // bank conflicts); dynamic, so that the other layouts' launches hold none (WgmmaWinogradLaunch gives its size)
+    constexpr int CHUNK = POINTS < 36 ? POINTS : 36;
+    extern __shared__ float staged[];
+    auto values = reinterpret_cast<float (*)[TILES][CHANNEL_STEP + 1]>(staged);
+    const int CP = padded_channels(C), channel_blocks = CP / CHANNEL_STEP;
+    const int t0 = (int)(block / channel_blocks) * TILES, c0 = (int)(block % channel_blocks) * CHANNEL_STEP;
+    const int lane = threadIdx.x % TILES, warp = threadIdx.x / TILES;
+    float out[A][A];
+    input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t0 + lane, c0 + warp, out);
+    const long long plane = (long long)t_pad * CP;
+    const int c = threadIdx.x % CHANNEL_STEP, tile = threadIdx.x / CHANNEL_STEP;
+    float* to = u + (long long)(t0 + tile) * CP + c0 + c;
+#pragma unroll
+    for (int first = 0; first < POINTS; first += CHUNK) {
+        __syncthreads();  // the values before are written out
+#pragma unroll
+        for (int point = first; point < first + CHUNK && point < POINTS; ++point)
+            values[point - first][lane][warp] = out[point / A][point % A];
+        __syncthreads();
+        if (t0 + tile < t_pad) {
+#pragma unroll
+            for (int point = first; point < first + CHUNK && point < POINTS; ++point) {
                 float big, small;
-                tf32::split_ahead(out[a][b], big, small);
-                u[(a * A + b) * 2 * plane + j] = big;
-                u[(a * A + b) * 2 * plane + plane + j] = small;
-            } else {
-                u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
+                tf32::split_ahead(values[point - first][tile][c], big, small);
+                to[point * 2 * plane] = big;
+                to[point * 2 * plane + plane] = small;
             }
         }
+    }
 }
 
 // Both transforms in one launch (a launch fewer for the op's host to issue): the first `filters` items are the
 // filter transform's (filter_item: M * C, or M * CP split; with WGMMA filter_item_tiled, a point's tiled weights'
-// big planes; 0 on a pass of images after the first, V being made), the next the input transform's (input_item:
-// C * t_pad, t fastest, coalesced along the tiles; with WGMMA CP * t_pad, c fastest). Grid-stride. `layout`: a
-// TransformLayout.
+// big planes; 0 on a pass of images after the first, V being made), the rest the input transform's (input_item:
+// C * t_pad, t fastest, coalesced along the tiles; with WGMMA input_block, a block's 256 items each, over CP x t_pad
+// rounded up to 32 tiles). Grid-stride (with WGMMA by whole blocks of 256 threads). `layout`: a TransformLayout.
 extern "C" __global__ void winograd_transforms(
     const float* __restrict__ w, float* __restrict__ v, const float* __restrict__ x, float* __restrict__ u,
     int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
     int layout)
 {
-    const bool wgmma = layout == WGMMA;
-    const long long inputs = (long long)(wgmma ? wgmma_layout::padded_channels(C) : C) * t_pad, items = filters + inputs;
+    if (layout == WGMMA) {
+        using namespace wgmma_layout;
+        if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it
+        const long long filter_blocks = filters / THREADS;  // a multiple of 4,096 items (a K-tile's plane)
+        const long long blocks = filter_blocks + (long long)(t_pad + TILES - 1) / TILES * padded_channels(C) / CHANNEL_STEP;
+        for (long long b = blockIdx.x; b < blocks; b += gridDim.x) {  // whole blocks: a barrier per input block
+            if (b < filter_blocks)
+                filter_item_tiled(w, v, M_filters, C, b * THREADS + threadIdx.x);
+            else
+                input_block(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, b - filter_blocks);
+        }
+        return;
+    }
+    const long long inputs = (long long)C * t_pad, items = filters + inputs;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < items;
          i += (long long)gridDim.x * blockDim.x) {
         if (i < filters) {
-            if (wgmma)
-                filter_item_tiled(w, v, M_filters, C, i);
-            else
-                filter_item(w, v, M_filters, C, layout == FILTERS_SPLIT, (int)i);
+            filter_item(w, v, M_filters, C, layout == FILTERS_SPLIT, (int)i);
         } else {
-            input_item(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, wgmma, i - filters);
+            const long long j = i - filters;
+            const int c = (int)(j / t_pad);
+            input_item(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, (int)(j - (long long)c * t_pad), c);
         }
     }
 }

@@ -224,6 +224,10 @@ class WinogradLaunch(KernelLaunch):
         """How the transforms lay V and U out for the products: :data:`PLAIN` here."""
         return PLAIN
 
+    def transform_shared_bytes(self, problem: ConvProblem) -> int:
+        """Dynamic shared memory of a ``winograd_transforms`` block: none here."""
+        return 0
+
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """(filter items, input items) of ``winograd_transforms`` on one pass of ``problem``'s images: a thread each
         per filter and channel (of :meth:`filter_row`; none on a pass after the first: V is made), and per channel
@@ -262,7 +266,7 @@ class _TransformLaunch(KernelLaunch):
         return (self.spec.threads,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        return 0
+        return self.spec.transform_shared_bytes(problem) if self.kernel == "winograd_transforms" else 0
 
     def can_implement(self, problem: ConvProblem) -> None:
         self.spec.can_implement(problem)

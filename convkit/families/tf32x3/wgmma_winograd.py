@@ -20,6 +20,9 @@ from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WinogradLaunch
 from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
+#: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 32 tiles by 8 channels.
+INPUT_TILES, INPUT_CHANNELS = 32, 8
+
 
 @dataclass(frozen=True)
 class WinogradProductsLaunch(KernelLaunch):
@@ -90,11 +93,25 @@ class WgmmaWinogradLaunch(WinogradLaunch):
     def transform_layout(self) -> int:
         return WGMMA_OPERANDS
 
+    def transform_shared_bytes(self, problem: ConvProblem) -> int:
+        """The input transform's values on their way to the channels-last planes: up to 36 points of 32 tiles by 8
+        channels (each row padded by one), as ``input_block`` in ``kernels/winograd.cu`` lays them out."""
+        return min(self.alpha(problem) ** 2, 36) * INPUT_TILES * (INPUT_CHANNELS + 1) * 4
+
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """A thread per float of a point's tiled big plane (:meth:`filter_elements`'s half, padding included; none
-        after the first pass) and per padded channel and tile."""
+        after the first pass) and per padded channel and tile, the tiles rounded up to ``input_block``'s 32."""
         gemm = self.gemm_problem(problem)
-        return (tiled_elements(gemm, True) // 2 if with_filters else 0), input_plane_elements(gemm)
+        tiles = math.ceil(self.tiles(problem)[3] / INPUT_TILES) * INPUT_TILES
+        return (tiled_elements(gemm, True) // 2 if with_filters else 0), tiles * math.ceil(problem.c / 32) * 32
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """FP32 Winograd's checks and the products' (:meth:`check_products`); ``threads`` 256, the input transform's
+        blocks."""
+        if self.threads != INPUT_TILES * INPUT_CHANNELS:
+            raise ValueError(f"threads must be {INPUT_TILES * INPUT_CHANNELS} (the input transform's blocks), got "
+                             f"{self.threads!r}")  # fmt: skip
+        super().can_implement(problem)
 
     def check_products(self, problem: ConvProblem) -> None:
         """The products' launch on one pass of images: Hopper, each point's operands within its indices."""
