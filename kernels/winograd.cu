@@ -103,14 +103,13 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
 // the 3xTF32 one (PLAIN: V[xi][m][c], U[xi][c][t]); for the 3xTF32 one reading V split ahead (FILTERS_SPLIT: the
 // big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s,
 // zero-padded; U as PLAIN); for the split-ahead wgmma kernel (WGMMA, wgmma_tf32x3.cu's winograd_products_wgmma_tf32x3:
-// V[xi] split into that kernel's tiled weights in blocks of 128 filters, U[xi] split into its channels-last input
-// planes; WGMMA_NARROW the same, the weights in blocks of 64 filters).
-enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2, WGMMA_NARROW = 3 };
+// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes).
+enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2 };
 
 // The split-ahead wgmma kernel's operands as winograd_transforms writes them (wgmma_tf32x3.cu's wgmma_ws): blocks of
-// 128 (or 64) filters, K-tiles of 32 channels, each K-tile's big plane then its small one, [k-group of 4][row][4] each.
+// 128 filters, K-tiles of 32 channels, each K-tile's big plane then its small one, [k-group of 4][row][4] each.
 namespace wgmma_layout {
-constexpr int CHANNELS = 32;
+constexpr int FILTERS = 128, CHANNELS = 32, PLANE = FILTERS * CHANNELS;
 __host__ __device__ constexpr int padded_channels(int C) { return (C + CHANNELS - 1) / CHANNELS * CHANNELS; }
 }  // namespace wgmma_layout
 
@@ -141,14 +140,13 @@ __device__ __forceinline__ void filter_item(const float* __restrict__ w, float* 
 }
 
 // With WGMMA: item i is the i-th float of a point's tiled weights ([m-block][K-tile][plane][k-group][row][4], big
-// plane only: its small part lies PLANE floats on), blocks of FILTERS filters (128, or 64 with WGMMA_NARROW), so that
-// consecutive threads write consecutive floats of each point; zeros past M and C.
+// plane only: its small part lies PLANE floats on), so that consecutive threads write consecutive floats of each
+// point; zeros past M and C.
 __device__ __forceinline__ void filter_item_tiled(const float* __restrict__ w, float* __restrict__ v, int M_filters,
-                                                  int C, int FILTERS, long long i)
+                                                  int C, long long i)
 {
     using namespace wg;
     using namespace wgmma_layout;
-    const int PLANE = FILTERS * CHANNELS;
     const int j = (int)(i % 4), row = (int)(i / 4 % FILTERS), kgroup = (int)(i / (4 * FILTERS) % (CHANNELS / 4));
     const long long block_tile = i / PLANE, tiles = padded_channels(C) / CHANNELS;  // m-block * tiles + K-tile
     const int m = (int)(block_tile / tiles) * FILTERS + row, c = (int)(block_tile % tiles) * CHANNELS + 4 * kgroup + j;
@@ -267,14 +265,14 @@ extern "C" __global__ void winograd_transforms(
     int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
     int layout)
 {
-    if (layout == WGMMA || layout == WGMMA_NARROW) {
+    if (layout == WGMMA) {
         using namespace wgmma_layout;
         if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it
-        const long long filter_blocks = filters / THREADS;  // a multiple of 2,048 items (a K-tile's plane)
+        const long long filter_blocks = filters / THREADS;  // a multiple of 4,096 items (a K-tile's plane)
         const long long blocks = filter_blocks + (long long)(t_pad + TILES - 1) / TILES * padded_channels(C) / CHANNEL_STEP;
         for (long long b = blockIdx.x; b < blocks; b += gridDim.x) {  // whole blocks: a barrier per input block
             if (b < filter_blocks)
-                filter_item_tiled(w, v, M_filters, C, layout == WGMMA ? 128 : 64, b * THREADS + threadIdx.x);
+                filter_item_tiled(w, v, M_filters, C, b * THREADS + threadIdx.x);
             else
                 input_block(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, b - filter_blocks);
         }

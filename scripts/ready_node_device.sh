@@ -20,7 +20,6 @@
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
 #   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
 #            and timed on half the chapter's large layers, on the other half, under the four sanitizers;
-#   winograd_narrow : every Winograd setting on the large layers of at most 64 filters; the wgmma GPU tests;
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -154,14 +153,6 @@ winograd_rest() {  # the other half of those layers (logs/winograd_wgmma_rest.lo
   echo "=== Winograd on wgmma, the other layers (\$SECONDS s)"
   timeout 380 python3 scripts/wgmma_probe.py --winograd --timed --part=2/2 > \$logs/winograd_wgmma_rest.log 2>&1
   tail -n 2 \$logs/winograd_wgmma_rest.log
-}
-winograd_narrow() {  # every Winograd setting on the large layers of at most 64 filters (logs/winograd_narrow.log), and
-  # the wgmma GPU tests, Winograd's among them (logs/winograd_tests.log)
-  echo "=== Winograd on wgmma, the layers of at most 64 filters (\$SECONDS s)"
-  timeout 200 python3 scripts/wgmma_probe.py --winograd --timed --most=64 > \$logs/winograd_narrow.log 2>&1
-  tail -n 1 \$logs/winograd_narrow.log
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_wgmma_tf32x3_gpu.py > \$logs/winograd_tests.log 2>&1
-  tail -n 1 \$logs/winograd_tests.log
 }
 winograd_sanitize() {  # Winograd on wgmma's small shapes under the four sanitizers (logs/winograd_wgmma_<tool>.log)
   for tool in memcheck racecheck initcheck synccheck; do

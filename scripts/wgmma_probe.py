@@ -10,7 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n] [--most=M]
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
 """
 
 from __future__ import annotations
@@ -400,8 +400,7 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
         workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
         return lambda y: conv2d_winograd(x, w, pad=p.pad, launch=spec, out=y, bias=bias, workspace=workspace)
 
-    out = {f"F({spec.m}) wgmma{', 64 filters' if spec.filters else ''}": winograd(spec)
-           for spec in winograd_wgmma_candidates(p)}  # fmt: skip
+    out = {f"F({spec.m}) wgmma": winograd(spec) for spec in winograd_wgmma_candidates(p)}
     out["direct split ahead"] = wgmma_call(x, w, bias, p, SPLIT_AHEAD)
     for name, spec in (("FP32 Winograd", winograd_default(p)), ("mma.sync Winograd", winograd_launch(p))):
         if not spec.not_supported_reasons(p):  # (their default tile's workspace may not hold one image)
@@ -463,16 +462,14 @@ def winograd_parts(p: ConvProblem, rng: Any) -> None:
               f"us; the products {gflop / times['products'] * 1e3:.1f} TFLOP/s of their own")  # fmt: skip
 
 
-def winograd(
-    check_only: bool, small: bool = False, timed_only: bool = False, part: tuple[int, int] = (1, 1), most: int = 0
-) -> None:
+def winograd(check_only: bool, small: bool = False, timed_only: bool = False, part: tuple[int, int] = (1, 1)) -> None:
     """Winograd with its products on the split-ahead wgmma kernel (:class:`WgmmaWinogradLaunch`), each tile, against
     float64 on :data:`WINOGRAD_CHECKED` (``small``: its first three and its last) beside FP32 Winograd's error at the
     same tile (the bar both are held to: the transform methods', 1e-3); unless ``check_only``, its launches timed
     apart on two layers and then every tile on the 3xTF32 chapter's stride-1 3x3 and 5x5 layers of at least 20 GFLOP
     (:func:`rates_table`, beside the direct kernel, FP32 Winograd, Winograd on mma.sync and cuDNN's fastest; every
     fourth layer's Winograd runs checked). ``timed_only``: the last alone; ``part`` (k, n): the k-th of every n layers
-    alone (a device call's share); ``most``: the layers of at most that many filters alone."""
+    alone (a device call's share)."""
     import cupy
 
     from convkit.core.reference import TRANSFORM_TOLERANCE
@@ -487,8 +484,7 @@ def winograd(
         for p in (TIMED[0], TIMED[2]):
             winograd_parts(p, rng)
     print("=== TFLOP/s (the direct method's FLOPs: Winograd's effective rate), the transforms and splits included")
-    layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5) and q.m <= (most or q.m)]
-    layers = layers[part[0] - 1 :: part[1]]
+    layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5)][part[0] - 1 :: part[1]]
     rates_table(layers, winograd_runs, 4, checked=len(winograd_wgmma_candidates(layers[0])), bar=TRANSFORM_TOLERANCE)
 
 
@@ -544,8 +540,7 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--winograd" in sys.argv[1:]:  # Winograd's products on wgmma: checked (--check: alone), then timed
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")  # k/n
         winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:],
-                 timed_only="--timed" in sys.argv[1:], part=tuple(map(int, share.split("/"))),
-                 most=int(next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--most=")), 0)))  # fmt: skip
+                 timed_only="--timed" in sys.argv[1:], part=tuple(map(int, share.split("/"))))  # fmt: skip
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:

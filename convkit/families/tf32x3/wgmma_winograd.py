@@ -16,16 +16,9 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
-from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WGMMA_OPERANDS_NARROW, WinogradLaunch
-from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_AHEAD_NARROW, WgmmaWsLaunch, check_problem
-from convkit.families.tf32x3.wgmma_operands import (
-    BLOCK_M,
-    NARROW_FILTERS,
-    WS_THREADS,
-    WS_WIDTH,
-    input_plane_elements,
-    tiled_elements,
-)
+from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WinogradLaunch
+from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
+from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 32 tiles by 8 channels.
 INPUT_TILES, INPUT_CHANNELS = 32, 8
@@ -36,16 +29,9 @@ class WinogradProductsLaunch(KernelLaunch):
     """``winograd_products_wgmma_tf32x3``: the ``points`` GEMMs of one pass of Winograd's transformed points, each a
     1x1 convolution ``problem`` (:meth:`~convkit.families.fp32.winograd.WinogradLaunch.gemm_problem`: C channels, 1 x
     t_pad pixels, M filters) on the split-ahead kernel in its tuning setting (:data:`SPLIT_AHEAD`: persistent over
-    every point's output tiles, two K-tiles in flight, 128 filters a block; or, ``filters`` 64,
-    :data:`SPLIT_AHEAD_NARROW`)."""
+    every point's output tiles, two K-tiles in flight, 128 filters a block)."""
 
     points: int
-    filters: int = BLOCK_M
-
-    @property
-    def setting(self) -> WgmmaWsLaunch:
-        """The split-ahead kernel's setting it runs in."""
-        return SPLIT_AHEAD_NARROW if self.filters == NARROW_FILTERS else SPLIT_AHEAD
 
     kind: ClassVar[str] = "tf32x3_winograd_products_wgmma"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -55,12 +41,12 @@ class WinogradProductsLaunch(KernelLaunch):
         return "winograd_products_wgmma_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return self.setting.options(problem)
+        return SPLIT_AHEAD.options(problem)
 
     def output_tiles(self, problem: ConvProblem) -> int:
-        """Output tiles of every point's product together (``filters`` filters by 128 pixels each)."""
+        """Output tiles of every point's product together (128 filters by 128 pixels each)."""
         pixels = problem.n * problem.out_h * problem.out_w
-        return self.points * math.ceil(pixels / WS_WIDTH) * math.ceil(problem.m / self.filters)
+        return self.points * math.ceil(pixels / WS_WIDTH) * math.ceil(problem.m / BLOCK_M)
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         return (min(self.output_tiles(problem), sm_count()),)
@@ -69,7 +55,7 @@ class WinogradProductsLaunch(KernelLaunch):
         return (WS_THREADS,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        return self.setting.shared_bytes(problem)
+        return SPLIT_AHEAD.shared_bytes(problem)
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem` (Hopper; each point's operands under 2^31 floats), on a 1x1 ``problem``."""
@@ -87,32 +73,25 @@ class WgmmaWinogradLaunch(WinogradLaunch):
     split-ahead kernel reads them (the filters tiled, the inputs channels last: ``winograd_transforms`` with
     :data:`~convkit.families.fp32.winograd.WGMMA_OPERANDS`), so that no pass splits them apart, and one persistent
     launch (:class:`WinogradProductsLaunch`) runs every point's GEMM. The transforms, and so the error, stay FP32
-    Winograd's. Its knobs: the tile ``m``, and ``filters`` (None: 128 a block; 64, for layers of at most 64)."""
-
-    filters: int | None = None
+    Winograd's. Its one knob is the tile ``m``."""
 
     kind: ClassVar[str] = "tf32x3_winograd_wgmma"
-    knobs: ClassVar[tuple[str, ...]] = ("m", "filters")
-
-    @property
-    def block_filters(self) -> int:
-        """The products' filters a block."""
-        return self.filters or BLOCK_M
+    knobs: ClassVar[tuple[str, ...]] = ("m",)
 
     def products_launch(self, problem: ConvProblem) -> WinogradProductsLaunch:
         """The products' launch on one pass of ``problem``'s images."""
-        return WinogradProductsLaunch(self.alpha(problem) ** 2, self.block_filters)
+        return WinogradProductsLaunch(self.alpha(problem) ** 2)
 
     def filter_elements(self, problem: ConvProblem) -> int:
         """The transformed filters split and tiled: points x :func:`tiled_elements` of a point's GEMM."""
-        return self.alpha(problem) ** 2 * tiled_elements(self.gemm_problem(problem), True, self.block_filters)
+        return self.alpha(problem) ** 2 * tiled_elements(self.gemm_problem(problem), True)
 
     def input_elements(self, problem: ConvProblem) -> int:
         """The transformed inputs split, channels last: points x two planes of t_pad x C rounded up to 32."""
         return self.alpha(problem) ** 2 * 2 * input_plane_elements(self.gemm_problem(problem))
 
     def transform_layout(self) -> int:
-        return WGMMA_OPERANDS_NARROW if self.block_filters == NARROW_FILTERS else WGMMA_OPERANDS
+        return WGMMA_OPERANDS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
         """The input transform's values on their way to the channels-last planes: up to 36 points of 32 tiles by 8
@@ -124,14 +103,11 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         after the first pass) and per padded channel and tile, the tiles rounded up to ``input_block``'s 32."""
         gemm = self.gemm_problem(problem)
         tiles = math.ceil(self.tiles(problem)[3] / INPUT_TILES) * INPUT_TILES
-        filters = tiled_elements(gemm, True, self.block_filters) // 2 if with_filters else 0
-        return filters, tiles * math.ceil(problem.c / 32) * 32
+        return (tiled_elements(gemm, True) // 2 if with_filters else 0), tiles * math.ceil(problem.c / 32) * 32
 
     def can_implement(self, problem: ConvProblem) -> None:
         """FP32 Winograd's checks and the products' (:meth:`check_products`); ``threads`` 256, the input transform's
         blocks."""
-        if self.filters not in (None, NARROW_FILTERS):
-            raise ValueError(f"filters must be None or {NARROW_FILTERS}, got {self.filters!r}")
         if self.threads != INPUT_TILES * INPUT_CHANNELS:
             raise ValueError(f"threads must be {INPUT_TILES * INPUT_CHANNELS} (the input transform's blocks), got "
                              f"{self.threads!r}")  # fmt: skip
@@ -156,8 +132,5 @@ def winograd_wgmma_default(problem: ConvProblem) -> WgmmaWinogradLaunch:
 
 
 def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]:
-    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma at 128 filters a
-    block, and where the layer has at most 64, at 64 too (as the direct kernel's candidates)."""
-    widths = (None, NARROW_FILTERS) if problem.m <= NARROW_FILTERS else (None,)
-    specs = [WgmmaWinogradLaunch(m, filters=f) for f in widths for m, r in TILES if r == problem.r]
-    return [spec for spec in specs if spec.images_per_pass(problem) >= 1]
+    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma."""
+    return [spec for m, r in TILES if r == problem.r and (spec := WgmmaWinogradLaunch(m)).images_per_pass(problem) >= 1]
