@@ -132,5 +132,8 @@ def winograd_wgmma_default(problem: ConvProblem) -> WgmmaWinogradLaunch:
 
 
 def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]:
-    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma."""
+    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma. (The products at 64
+    filters a block, the direct kernel's candidate where a layer has at most 64, were measured slower here: 0.93-0.99x
+    on the 3xTF32 chapter's 11 large layers of 64 filters or fewer, H200, 2026-11-28; their K-tiles are too few, two
+    at 64 channels, for the two consumers' halves to pay.)"""
     return [spec for m, r in TILES if r == problem.r and (spec := WgmmaWinogradLaunch(m)).images_per_pass(problem) >= 1]
