@@ -907,7 +907,10 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // transformed point, Mo[xi] (M x t_pad) = V[xi] (M x C) . U[xi] (C x t_pad), each a 1x1 convolution of one image
 // of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
 // kernel's input planes (channels last, split: [2][t_pad][CP]) and V[xi] as its tiled weights; the products go to
-// Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it.
+// Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it. Built at 128 filters a block
+// alone: at 64 its producer spilled (40 bytes stored, 116 loaded) and the products were slower than at 128 on every
+// large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
+#if CONVKIT_WS_FILTERS == 128
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
 winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ mo,
                                int M, int C, int t_pad, int points)
@@ -920,6 +923,7 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
                      {points, 2 * t_pad * CP, v_step, (long long)M * t_pad});
 #endif
 }
+#endif
 
 // The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
 // small plane `plane` floats after the big one), zeros past C. A block of 32 x 8 threads turns a tile of 32 channels by
