@@ -908,7 +908,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
 // kernel's input planes (channels last, split: [2][t_pad][CP]) and V[xi] as its tiled weights; the products go to
 // Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it. Built at 128 filters a block
-// alone: at 64 its producer spilled (40 bytes stored, 116 loaded) and the products were slower than at 128 on every
+// alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were slower than at 128 on every
 // large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
 #if CONVKIT_WS_FILTERS == 128
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
