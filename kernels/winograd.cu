@@ -4,8 +4,10 @@
 //   Y = AT [ (G g G^T) * (BT d BT^T) ] AT^T  for every m x m output tile, a = m + r - 1 input tile.
 //
 // Three launches: winograd_transforms (V = G g G^T per filter and channel, and U = BT d BT^T per channel
-// and tile, in one grid), the a*a products as one batched GEMM per transformed point (implicit_gemm.cu,
-// 1x1 view: V[xi] is M x C, U[xi] is C x T), and winograd_output (Y = AT M AT^T per filter and tile).
+// and tile, in one grid), the a*a products as one batched GEMM per transformed point (implicit_gemm.cu or
+// implicit_gemm_tf32x3.cu, 1x1 view: V[xi] is M x C, U[xi] is C x T; or on Hopper the split-ahead wgmma kernel,
+// wgmma_tf32x3.cu's winograd_products_wgmma_tf32x3, both operands split by the transforms: TransformLayout), and
+// winograd_output (Y = AT M AT^T per filter and tile).
 // Layouts: V[xi][m][c], U[xi][c][t] and Mo[xi][m][t] with t over N * tiles_h * tiles_w padded to a
 // multiple of 4 (t_pad: the GEMM's 16-byte copies); the padding columns of U are written as zeros.
 // Each thread holds one a x a tile in registers; the transforms are unrolled products with the

@@ -33,7 +33,7 @@ from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5))
 #: How ``winograd_transforms`` lays V and U out for the products (``kernels/winograd.cu``'s TransformLayout): plain
 #: (the implicit GEMMs), the filters split into TF32 planes (the 3xTF32 GEMM reading them presplit), or both split into
-#: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma.WgmmaWinogradLaunch`).
+#: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma_winograd.WgmmaWinogradLaunch`).
 PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS = 0, 1, 2
 #: The finite interpolation points, in the order tiles take them.
 POINTS: tuple[Fraction, ...] = tuple(Fraction(p) for p in (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)))
