@@ -15,7 +15,7 @@ from typing import Any
 
 from convkit.families.fp32 import IGEMM, WINOGRAD
 from convkit.families.tf32x3 import IGEMM as TF32X3
-from convkit.families.tf32x3 import WGMMA
+from convkit.families.tf32x3 import WGMMA, WINOGRAD_WGMMA
 from convkit.families.tf32x3 import WINOGRAD as WINOGRAD_TF32X3
 from convkit.libs import cutlass
 from convkit.papers.tf32x3.accuracy import ERROR_K, accuracy_medians
@@ -37,9 +37,10 @@ VARIANTS, FP32_VARIANTS = (TF32X3, WINOGRAD_TF32X3, IGEMM, WINOGRAD), (IGEMM, WI
 CUTLASS_NAMES = {name: f"CUTLASS {'3xTF32' if precision == 'tf32x3' else 'FP32'}, "
                        f"{name.rsplit('_', 1)[1].replace('x', ' x ')}"
                  for name, precision in cutlass.KERNELS}  # fmt: skip
-#: Every kernel of the chapter's sweep by its book name: the wgmma kernel too, which its tables leave out until a run
-#: records it beside the others (a profile takes every kernel the sweep runs).
-NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in (*VARIANTS, WGMMA)}, **CUTLASS_NAMES}
+#: Every kernel of the chapter's sweep by its book name: the wgmma kernels too (direct, and Winograd's products), which
+#: its tables leave out until a run records them beside the others (a profile takes every kernel the sweep runs).
+NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in (*VARIANTS, WGMMA, WINOGRAD_WGMMA)},
+         **CUTLASS_NAMES}  # fmt: skip
 #: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.
 LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
 #: The targets the chapter reports against (tensor cores at the ceiling): cuConv's share faster than the best FP32
