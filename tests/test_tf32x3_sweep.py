@@ -19,8 +19,9 @@ def test_it_tunes_its_kernel_and_sweeps_every_kernel_on_each_problem_in_one_run(
         (experiment, list(problems), [v.name for v in variants], kw)))  # fmt: skip
     chapter.measure(tmp_path, quick=True, progress=None)
     tunings, sweeps = calls[0::2], calls[1::2]
-    kernels = ["igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3", "fp32_igemm", "fp32_winograd"]
-    assert all(c[0] == "tf32x3_tuning" and c[3]["tune"] and c[2] == kernels[:3] for c in tunings)
+    kernels = ["igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3", "winograd_wgmma_tf32x3", "fp32_igemm",
+               "fp32_winograd"]  # fmt: skip
+    assert all(c[0] == "tf32x3_tuning" and c[3]["tune"] and c[2] == kernels[:4] for c in tunings)
     assert all(c[0] == "tf32x3" and c[2] == kernels and c[3]["remeasure_changed"] for c in sweeps)
     assert [p for c in sweeps for p in c[1]] == chapter.problems(quick=True)  # every problem once, in chunks
     assert [p.name for p in sweeps[0][3]["peers"]][:2] == ["sgemm", "cutlass_tf32x3_128x64"]
