@@ -3,7 +3,8 @@ implicit GEMM's edge launches (:func:`convkit.families.fp32.edges.gemm_edges`) o
 its shallowest and deepest pipeline (16-deep slices in dynamic shared memory), as first designed and with CUTLASS's
 warps, the weights split ahead and two slices a flush; and FP32 Winograd's edges with the products on it
 (:func:`~convkit.families.fp32.edges.winograd_edges`), the transformed filters split in the loop and ahead; where
-the GPU has TF32 tensor cores; then, on Hopper, every launch of the wgmma kernel on the implicit GEMM's edges.
+the GPU has TF32 tensor cores; then, on Hopper, every launch of the wgmma kernel on the implicit GEMM's edges, and
+Winograd's edges with its products on wgmma.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
 from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WS_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma_winograd import WgmmaWinogradLaunch
 
 
 def edge_check() -> None:
     """Every tile, split and depth 2 and 5 of the 3xTF32 kernel on the implicit GEMM's edge problems, as first
     designed and with every further knob set, then Winograd's tiles on it (nothing on a GPU without TF32 tensor
-    cores); raises AssertionError naming the launch that is wrong."""
+    cores); on Hopper the wgmma kernels' and Winograd's on them; raises AssertionError naming the launch that is
+    wrong."""
     if has_tf32_tensor_cores():
         gemm_edges(TensorCoreGemmLaunch, (2, 5))
         gemm_edges(TensorCoreGemmLaunch, (2, 5), warp="64x32", weights="split", flush=2)
@@ -27,6 +30,7 @@ def edge_check() -> None:
         winograd_edges(TensorCoreWinogradLaunch, weights="split")
     if not WgmmaGemmLaunch().not_supported_reasons(GEMM_EDGES[0]):  # Hopper
         wgmma_edges()
+        winograd_edges(WgmmaWinogradLaunch)
 
 
 def wgmma_edges() -> None:
