@@ -36,6 +36,7 @@
 // (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
 // CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
+#include "wgmma_operands.cuh"  // the layouts the operands are split ahead into
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(CONVKIT_EMULATED_WGMMA)
 #define CONVKIT_WGMMA_BODY 1
@@ -778,7 +779,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
 // on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
 namespace wgmma_ws {
-constexpr int CHANNELS = BK;  // a K-tile's channels
+constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
+static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
 
 // An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
 __device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
@@ -809,7 +811,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
-    const int CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS, tiles = CP / CHANNELS * RS;
+    const int CP = wgmma_operands::padded_channels(C), tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
@@ -917,7 +919,8 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
 {
 #if defined(CONVKIT_WGMMA_BODY)
     using namespace wgmma_ws;
-    const long long CP = (C + CHANNELS - 1) / CHANNELS * CHANNELS;
+    static_assert(FILTERS == wgmma_operands::WINOGRAD_FILTERS, "winograd.cu tiles the filters in blocks of 128");
+    const long long CP = wgmma_operands::padded_channels(C);
     const long long v_step = (long long)(M + FILTERS - 1) / FILTERS * (CP / CHANNELS) * (2 * PLANE_A_WS);
     split_ahead_gemm(u, v, nullptr, mo, 1, C, 1, t_pad, M, 1, t_pad, 0, 1,
                      {points, 2 * t_pad * CP, v_step, (long long)M * t_pad});
@@ -970,7 +973,7 @@ __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w,
             big[j] = small[j] = 0.0f;
             if (at >= 0) tf32::split_ahead(w[at], big[j], small[j]);
         }
-        float* chunk = tiled + tile_of * (2 * PLANE_A_WS) + (kgroup * FILTERS + row) * 4;
+        float* chunk = tiled + wgmma_operands::tiled_line(tile_of, kgroup, row, FILTERS);
         *reinterpret_cast<float4*>(chunk) = make_float4(big[0], big[1], big[2], big[3]);
         *reinterpret_cast<float4*>(chunk + PLANE_A_WS) = make_float4(small[0], small[1], small[2], small[3]);
     }

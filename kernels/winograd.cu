@@ -17,6 +17,7 @@
 // Compile-time knobs (-D): CONVKIT_WG_M and CONVKIT_WG_R, one of the tiles below.
 
 #include "tf32_split.cuh"  // tf32::split_ahead: V (and for wgmma U) split for the 3xTF32 products
+#include "wgmma_operands.cuh"  // the split-ahead wgmma kernel's layouts, which WGMMA writes
 
 #ifndef CONVKIT_WG_M
 #define CONVKIT_WG_M 2
@@ -108,12 +109,6 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
 // V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes).
 enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2 };
 
-// The split-ahead wgmma kernel's operands as winograd_transforms writes them (wgmma_tf32x3.cu's wgmma_ws): blocks of
-// 128 filters, K-tiles of 32 channels, each K-tile's big plane then its small one, [k-group of 4][row][4] each.
-namespace wgmma_layout {
-constexpr int FILTERS = 128, CHANNELS = 32, PLANE = FILTERS * CHANNELS;
-__host__ __device__ constexpr int padded_channels(int C) { return (C + CHANNELS - 1) / CHANNELS * CHANNELS; }
-}  // namespace wgmma_layout
 
 // V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with FILTERS_SPLIT, i = m * CP + c and the big and
 // small planes (see TransformLayout).
@@ -141,20 +136,20 @@ __device__ __forceinline__ void filter_item(const float* __restrict__ w, float* 
         }
 }
 
-// With WGMMA: item i is the i-th float of a point's tiled weights ([m-block][K-tile][plane][k-group][row][4], big
-// plane only: its small part lies PLANE floats on), so that consecutive threads write consecutive floats of each
-// point; zeros past M and C.
+// With WGMMA: item i is the i-th float of a point's tiled weights' big planes (wgmma_operands::tiled_line, blocks of
+// WINOGRAD_FILTERS filters), so that consecutive threads write consecutive floats of each point; zeros past M and C.
 __device__ __forceinline__ void filter_item_tiled(const float* __restrict__ w, float* __restrict__ v, int M_filters,
                                                   int C, long long i)
 {
     using namespace wg;
-    using namespace wgmma_layout;
+    using namespace wgmma_operands;
+    constexpr int FILTERS = WINOGRAD_FILTERS, PLANE = FILTERS * CHANNELS;
     const int j = (int)(i % 4), row = (int)(i / 4 % FILTERS), kgroup = (int)(i / (4 * FILTERS) % (CHANNELS / 4));
-    const long long block_tile = i / PLANE, tiles = padded_channels(C) / CHANNELS;  // m-block * tiles + K-tile
-    const int m = (int)(block_tile / tiles) * FILTERS + row, c = (int)(block_tile % tiles) * CHANNELS + 4 * kgroup + j;
+    const long long tile_of = i / PLANE, tiles = padded_channels(C) / CHANNELS;  // m-block * tiles + K-tile
+    const int m = (int)(tile_of / tiles) * FILTERS + row, c = (int)(tile_of % tiles) * CHANNELS + 4 * kgroup + j;
     float out[A][A] = {};
     if (m < M_filters && c < C) filter_tile(w, (long long)m * C + c, out);
-    const long long at = block_tile * 2 * PLANE + i % PLANE;
+    const long long at = tiled_line(tile_of, kgroup, row, FILTERS) + j;
     const long long point = (long long)(M_filters + FILTERS - 1) / FILTERS * tiles * 2 * PLANE;
 #pragma unroll
     for (int a = 0; a < A; ++a)
@@ -216,15 +211,16 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 // tile of its lane under the channel of its warp (so that a warp's loads run along neighbouring tiles of one
 // channel), then writes 36 of the tile's values split, 8 channels of a tile to 32 contiguous bytes of each plane.
 // (A thread a channel and tile, channels fastest, wrote whole lines but read 32 planes a load: 2.5x slower.)
-namespace wgmma_layout {
+namespace wgmma_inputs {
 constexpr int TILES = 32, CHANNEL_STEP = 8, THREADS = TILES * CHANNEL_STEP;
-}  // namespace wgmma_layout
+}  // namespace wgmma_inputs
 
 __device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
                                             int pad, int tiles_h, int tiles_w, int T, int t_pad, long long block)
 {
     using namespace wg;
-    using namespace wgmma_layout;
+    using namespace wgmma_inputs;
+    using wgmma_operands::padded_channels;
     // CHUNK points through shared memory at a time, [point][tile][channel] (+1: a warp's stores, 32 tiles, free of
     // bank conflicts); dynamic, so that the other layouts' launches hold none (WgmmaWinogradLaunch gives its size)
     constexpr int CHUNK = POINTS < 36 ? POINTS : 36;
@@ -268,7 +264,8 @@ extern "C" __global__ void winograd_transforms(
     int layout)
 {
     if (layout == WGMMA) {
-        using namespace wgmma_layout;
+        using namespace wgmma_inputs;
+        using wgmma_operands::padded_channels;
         if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it
         const long long filter_blocks = filters / THREADS;  // a multiple of 4,096 items (a K-tile's plane)
         const long long blocks = filter_blocks + (long long)(t_pad + TILES - 1) / TILES * padded_channels(C) / CHANNEL_STEP;

@@ -24,7 +24,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
-from convkit.families.fp32.winograd import _TransformLaunch, conv2d_winograd, winograd_default
+from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
@@ -420,24 +420,11 @@ def winograd_launches_apart(p: ConvProblem, spec: Any, x: Any, w: Any, out: Any)
     import cupy
 
     v, u, prod = (cupy.empty(n, dtype=cupy.float32) for n in spec.workspace_elements(p))
-    th, tw, t, t_pad = spec.tiles(p)
-    i32 = cupy.int32
-
-    def transforms(filters: int) -> None:
-        launch_kernel(_TransformLaunch("winograd_transforms", spec, filters > 0), p,
-                      (w, v, x, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
-                       i32(t_pad), cupy.int64(filters), i32(spec.transform_layout())))  # fmt: skip
-
-    def output() -> None:
-        launch_kernel(_TransformLaunch("winograd_output", spec), p,
-                      (prod, out, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
-                       cupy.uint64(0)))  # fmt: skip
-
     return {
-        "transforms": median_us(lambda: transforms(spec.transform_items(p)[0])),
-        "inputs' transform": median_us(lambda: transforms(0)),
+        "transforms": median_us(lambda: spec.enqueue_transforms(p, w, v, x, u, with_filters=True)),
+        "inputs' transform": median_us(lambda: spec.enqueue_transforms(p, w, v, x, u, with_filters=False)),
         "products": median_us(lambda: spec.enqueue_products(p, u, v, prod)),
-        "output": median_us(output),
+        "output": median_us(lambda: spec.enqueue_output(p, prod, out, cupy.uint64(0))),
         "whole": median_us(lambda: conv2d_winograd(x, w, pad=p.pad, launch=spec, out=out)),
     }
 

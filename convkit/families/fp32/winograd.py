@@ -167,12 +167,36 @@ class WinogradLaunch(KernelLaunch):
         """Raise ValueError naming what the products' kernel cannot run on one pass of ``problem``'s images."""
         self.gemm_launch(problem).can_implement(self.gemm_problem(problem))
 
+    def enqueue_transforms(self, problem: ConvProblem, w: Any, v: Any, x: Any, u: Any, with_filters: bool) -> None:
+        """Enqueue ``winograd_transforms`` on one pass of images (``problem``, ``x`` its images): U from ``x`` into
+        ``u``, and (``with_filters``: the first pass) V from ``w`` into ``v``, laid out as :meth:`transform_layout`
+        says."""
+        import cupy
+
+        p, i32 = problem, cupy.int32
+        th, tw, t, t_pad = self.tiles(p)
+        filters, _ = self.transform_items(p, with_filters)
+        launch_kernel(_TransformLaunch("winograd_transforms", self, with_filters), p,
+                      (w, v, x, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
+                       i32(t_pad), cupy.int64(filters), i32(self.transform_layout())))  # fmt: skip
+
     def enqueue_products(self, problem: ConvProblem, u: Any, v: Any, prod: Any) -> None:
         """Enqueue the a*a products of one pass of images (``problem``): ``prod[xi] = v[xi] . u[xi]``, as one
         batched GEMM of :attr:`gemm_kind`."""
         t_pad = self.tiles(problem)[3]
         strides = (problem.c * t_pad, problem.m * self.filter_row(problem), problem.m * t_pad)
         gemm(self.gemm_launch(problem), self.gemm_problem(problem), u, v, prod, strides)
+
+    def enqueue_output(self, problem: ConvProblem, prod: Any, y: Any, epilogue: Any) -> None:
+        """Enqueue ``winograd_output`` on one pass of images: ``y`` from the products ``prod``, adding ``epilogue``
+        (the bias as :func:`~convkit.cuda.operands.epilogue_bias` gives it)."""
+        import cupy
+
+        p, i32 = problem, cupy.int32
+        th, tw, t, t_pad = self.tiles(p)
+        launch_kernel(_TransformLaunch("winograd_output", self), p,
+                      (prod, y, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
+                       epilogue))  # fmt: skip
 
     def images_per_pass(self, problem: ConvProblem) -> int:
         """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
@@ -297,7 +321,6 @@ def conv2d_winograd(
     Returns:
         the output ``cupy.ndarray``, enqueued on the current stream. Its error is a transform method's.
     """
-    import cupy
 
     problem = check_conv_args(x, w, pad=pad, stride=1)
     spec = launch or WinogradLaunch()
@@ -308,19 +331,11 @@ def conv2d_winograd(
     out = output_for(out, problem)
     per_pass = spec.images_per_pass(problem)
     v, u, prod = float32_regions(workspace, spec.workspace_elements(dataclasses.replace(problem, n=per_pass)))
-    i32 = cupy.int32
     for first in range(0, problem.n, per_pass):  # images in passes that fit the workspace limit
         p = dataclasses.replace(problem, n=min(per_pass, problem.n - first))
-        xs, ys = x[first : first + p.n], out[first : first + p.n]
-        th, tw, t, t_pad = spec.tiles(p)
-        filters, _ = spec.transform_items(p, with_filters=first == 0)
-        launch_kernel(_TransformLaunch("winograd_transforms", spec, first == 0), p,
-                      (w, v, xs, u, i32(p.m), i32(p.c), i32(p.h), i32(p.w), i32(p.pad), i32(th), i32(tw), i32(t),
-                       i32(t_pad), cupy.int64(filters), i32(spec.transform_layout())))  # fmt: skip
+        spec.enqueue_transforms(p, w, v, x[first : first + p.n], u, with_filters=first == 0)
         spec.enqueue_products(p, u, v, prod)
-        launch_kernel(_TransformLaunch("winograd_output", spec), p,
-               (prod, ys, i32(p.m), i32(p.out_h), i32(p.out_w), i32(th), i32(tw), i32(t), i32(t_pad),
-                epilogue))  # fmt: skip
+        spec.enqueue_output(p, prod, out[first : first + p.n], epilogue)
     return out
 
 

@@ -1,7 +1,8 @@
 """The operands of ``kernels/wgmma_tf32x3.cu``'s warp-specialised kernels as they read them, and the launches that
 split them once per call: the weights tiled in blocks of filters by K-tiles (:class:`SplitTiledLaunch`, and for the
 split-ahead kernel :class:`SplitTiledNhwcLaunch`), the input channels last (:class:`SplitInputNhwcLaunch`); with the
-block and tile sizes they share with :mod:`convkit.families.tf32x3.wgmma`, whose launches run them.
+block and tile sizes they share with :mod:`convkit.families.tf32x3.wgmma`, whose launches run them. The kernels' one
+definition of these layouts is ``kernels/wgmma_operands.cuh`` (Winograd's transforms write them too).
 """
 
 from __future__ import annotations
