@@ -13,6 +13,8 @@ the transforms (:mod:`convkit.families.tf32x3.wgmma_winograd`).
 
 from __future__ import annotations
 
+import dataclasses
+
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
@@ -71,15 +73,13 @@ WGMMA_VARIANT = Variant(
     launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,
 )
-WINOGRAD_WGMMA_VARIANT = Variant(
-    WINOGRAD_WGMMA,
-    _run_winograd,
+# 3xTF32 Winograd whose products run on wgmma: the same run, bar and domain, its own launches
+WINOGRAD_WGMMA_VARIANT = dataclasses.replace(
+    WINOGRAD_VARIANT,
+    name=WINOGRAD_WGMMA,
     default=wgmma_winograd.winograd_wgmma_default,
     candidates=wgmma_winograd.winograd_wgmma_candidates,
     launch_from=wgmma_winograd.WgmmaWinogradLaunch.from_params,
-    tolerance=TRANSFORM_TOLERANCE,
-    applies_to=winograd_supports,
-    precision=launch.INPUT_PRECISION,
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT, WINOGRAD_WGMMA_VARIANT)
 
