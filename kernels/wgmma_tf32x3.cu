@@ -72,7 +72,8 @@
 // the split-ahead kernel's: 4 whole but for the consumers' proxy fence; 5 neither inputs nor (after the first
 // stages) weights copied, the barriers alone; 6 as 5 without the proxy fence; 7 as 5 with the inputs' planes read
 // unswizzled, 8 with both operands' read swizzled; 9 whole (and right), each K-tile's descriptors its planes' first
-// moved on by constants (moved()) rather than each built afresh
+// moved on by constants (moved()) rather than each built afresh; 10 whole but no output tile stored (what the stores
+// cost where a tile has few K-tiles: Winograd's products, 1x1 layers)
 #define CONVKIT_PART_BARRIERS_ALONE (CONVKIT_WG_PART >= 5 && CONVKIT_WG_PART <= 8)
 #define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_PART_BARRIERS_ALONE)
 #define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_PART_BARRIERS_ALONE)
@@ -725,7 +726,8 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
             add(j, partial);
         }
     }
-    if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round))
+    if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round) &&
+        (CONVKIT_WG_PART != 10 || M < 0))  // (part 10: never, yet the sums kept: M is not known at compile time)
         store_tile<WIDTH>(acc, out, bias, m0 + row0, M, pixel0, pixels, PQ, threadIdx.x % 128);
 }
 }  // namespace wgmma_ws

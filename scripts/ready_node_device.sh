@@ -20,6 +20,8 @@
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
 #   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
 #            and timed on half the chapter's large layers, on the other half, under the four sanitizers;
+#   winograd_diag : Winograd on wgmma's products launch timed in parts (logs/winograd_parts.log), then Nsight Compute's
+#            every section on one of its launches (logs/winograd_ncu.log, its SASS with stall samples beside);
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -159,6 +161,18 @@ winograd_sanitize() {  # Winograd on wgmma's small shapes under the four sanitiz
     timeout 45 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --winograd --check \
       --small > \$logs/winograd_wgmma_\$tool.log 2>&1; echo "\$tool exit \$?"
   done
+}
+winograd_diag() {  # what sets the pace of Winograd's products on wgmma: its parts, then Nsight Compute on one launch
+  echo "=== Winograd's products in parts (\$SECONDS s)"
+  timeout 200 python3 scripts/wgmma_probe.py --winograd-parts > \$logs/winograd_parts.log 2>&1
+  tail -n 12 \$logs/winograd_parts.log
+  echo "=== Winograd's products profiled (\$SECONDS s)"
+  timeout 200 ncu --kernel-name regex:'^winograd_products_wgmma_tf32x3\$' --launch-count 1 --set full \
+    --import-source no -f -o \$logs/winograd_ncu python3 scripts/wgmma_probe.py --winograd-profile \
+    > \$logs/winograd_ncu_run.log 2>&1
+  echo "ncu exit \$?"
+  ncu -i \$logs/winograd_ncu.ncu-rep --print-details all > \$logs/winograd_ncu.log 2>&1
+  ncu -i \$logs/winograd_ncu.ncu-rep --page source --csv --print-source sass > \$logs/winograd_ncu_sass.csv 2>&1
 }
 wgmma_narrow() {  # the split-ahead kernel at 64 filters a block: checked and timed (logs/wgmma_narrow.log), then
   # racecheck and memcheck on the small shapes

@@ -11,10 +11,13 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
+    PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -38,7 +41,11 @@ from convkit.families.tf32x3.wgmma import (
     WgmmaWsLaunch,
     conv2d_wgmma_tf32x3,
 )
-from convkit.families.tf32x3.wgmma_winograd import winograd_wgmma_candidates
+from convkit.families.tf32x3.wgmma_winograd import (
+    WgmmaWinogradLaunch,
+    WinogradProductsLaunch,
+    winograd_wgmma_candidates,
+)
 
 CHECKED = (
     ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 23, 29, 131, 3),
@@ -168,7 +175,8 @@ PART_NAMES = (
     "barriers alone, B unswizzled",
     "barriers alone, A swizzled",
     "whole, descriptors moved on",
-)  # the parts CONVKIT_WG_PART 0-9 time (the kernel's text)
+    "whole, no output stored",
+)  # the parts CONVKIT_WG_PART 0-10 time (the kernel's text)
 
 
 def parts(p: ConvProblem, rng: Any) -> None:
@@ -449,6 +457,62 @@ def winograd_parts(p: ConvProblem, rng: Any) -> None:
               f"us; the products {gflop / times['products'] * 1e3:.1f} TFLOP/s of their own")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PartProductsLaunch(_Part, WinogradProductsLaunch):
+    part: int = 0
+
+
+@dataclass(frozen=True)
+class PartWinogradLaunch(WgmmaWinogradLaunch):
+    """Winograd on wgmma with its products built to run ``part`` of their main loop alone (:data:`PART_NAMES`)."""
+
+    part: int = 0
+
+    def products_launch(self, problem: ConvProblem) -> WinogradProductsLaunch:
+        return PartProductsLaunch(self.alpha(problem) ** 2, part=self.part)
+
+
+WINOGRAD_PARTS = (0, 1, 2, 3, 10)  # whole, products alone, staging alone, weights' first stages alone, no store
+WINOGRAD_PART_LAYERS = (
+    TIMED[0], TIMED[2], ConvProblem.same(16, 64, 56, 56, 128, 3), ConvProblem.same(16, 256, 13, 13, 384, 3),
+    ConvProblem.same(16, 128, 112, 112, 128, 3),
+)  # fmt: skip
+
+
+def winograd_products_parts() -> None:
+    """The products launch of Winograd on wgmma (each tile built) timed whole and in parts
+    (:data:`WINOGRAD_PARTS`) on :data:`WINOGRAD_PART_LAYERS`, the transforms run first so that its operands are
+    real: what sets the pace of a GEMM of few K-tiles (8 at 256 channels, where the direct kernel's 3x3 has 72)."""
+    import cupy
+
+    rng = cupy.random.default_rng(5)
+    for p in WINOGRAD_PART_LAYERS:
+        x, w, _ = inputs(p, rng)
+        for spec in winograd_wgmma_candidates(p):
+            if spec.m == 2 or spec.images_per_pass(p) < p.n:
+                continue
+            v, u, prod = (cupy.empty(n, dtype=cupy.float32) for n in spec.workspace_elements(p))
+            spec.enqueue_transforms(p, w, v, x, u, with_filters=True)
+            gflop = 2 * spec.alpha(p) ** 2 * p.m * p.c * spec.tiles(p)[3] / 1e9
+            line = []
+            for part in WINOGRAD_PARTS:
+                run = functools.partial(PartWinogradLaunch(spec.m, part=part).enqueue_products, p, u, v, prod)
+                us = median_us(run)
+                line.append(f"{PART_NAMES[part]} {us:7.1f} us ({gflop / us * 1e3:5.1f})")
+            tiles = spec.products_launch(p).output_tiles(spec.gemm_problem(p))
+            print(f"{p.label} F({spec.m}) products, {tiles} output tiles of {-(-p.c // TILE_K)} K-tiles: "
+                  + ", ".join(line))  # fmt: skip
+
+
+def winograd_profiled(p: ConvProblem) -> None:
+    """One call of Winograd on wgmma at F(4x4, 3x3) on ``p``, for Nsight Compute to profile its products launch."""
+    import cupy
+
+    x, w, _ = inputs(p, cupy.random.default_rng(5))
+    conv2d_winograd(x, w, pad=p.pad, launch=WgmmaWinogradLaunch(4))
+    cupy.cuda.runtime.deviceSynchronize()
+
+
 def winograd(check_only: bool, small: bool = False, timed_only: bool = False, part: tuple[int, int] = (1, 1)) -> None:
     """Winograd with its products on the split-ahead wgmma kernel (:class:`WgmmaWinogradLaunch`), each tile, against
     float64 on :data:`WINOGRAD_CHECKED` (``small``: its first three and its last) beside FP32 Winograd's error at the
@@ -524,6 +588,10 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
+    elif "--winograd-parts" in sys.argv[1:]:
+        winograd_products_parts()
+    elif "--winograd-profile" in sys.argv[1:]:
+        winograd_profiled(TIMED[0])
     elif "--winograd" in sys.argv[1:]:  # Winograd's products on wgmma: checked (--check: alone), then timed
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")  # k/n
         winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:],
