@@ -370,16 +370,45 @@ struct ColumnGather {
 // (wgmma m64nN f32): warp w of the group holds rows 16 w + lane / 4 and + 8; each 8 columns j a pair at
 // 8 j + 2 (lane % 4): acc[4 j], [4 j + 1] on the first row, [4 j + 2], [4 j + 3] on the second.
 //
-// A thread's pixels are walked in order, its image and pixel in it stepped on from the first (by 1, or 7 to the next
+// Where the tile lies whole in one image (every tile of Winograd's products, whose N is 1, and most of a convolution's)
+// a row's columns lie together: each row's address is made once and its pairs stored as float2 where the image's
+// pixels are even in number (each warp's store then fills whole 32-byte sectors), as floats where not. A tile over an
+// image's end walks its pixels in order, its image and pixel in it stepped on from the first (by 1, or 7 to the next
 // pair), not divided out each: a 64-bit division per value made this epilogue some 3,600 instructions a warp, the
-// tensor cores idle meanwhile. 32-bit throughout: out (pixels x M) lies under 2^31 elements; the pixel within its
-// image unsigned, so that a step past the last of an image of nearly 2^31 does not overflow.
+// tensor cores idle meanwhile; the stepping alone still cost some 22 instructions a value, which on a GEMM of 8
+// K-tiles (Winograd's products at 256 channels) was a quarter of the kernel's time (H200, 2026-11-28). 32-bit
+// throughout: out (pixels x M) lies under 2^31 elements; the pixel within its image unsigned, so that a step past the
+// last of an image of nearly 2^31 does not overflow.
 template <int Width>
 __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float* out, const float* bias, int row0,
                                            int M, long long pixel0, long long pixels, long long PQ, int thread)
 {
     const int lane = thread % 32, warp = thread / 32;
     const unsigned pq_count = (unsigned)PQ;
+    const int tile_image = (int)pixel0 / (int)pq_count;
+    const unsigned tile_pq = (unsigned)((int)pixel0 - tile_image * (int)pq_count);
+    if (tile_pq + Width <= pq_count) {  // the whole tile in one image (so within `pixels` too)
+        // each pair's address a multiple of 8 bytes (an out at an odd float, a view's, takes the floats): a float2
+        const bool pairs = pq_count % 2 == 0 && reinterpret_cast<unsigned long long>(out) % 8 == 0;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int m = row0 + warp * 16 + lane / 4 + 8 * half;
+            if (m >= M) continue;
+            const float add = bias != nullptr ? bias[m] : 0.0f;
+            float* row = out + (tile_image * M + m) * (int)pq_count + (int)tile_pq + 2 * (lane % 4);
+#pragma unroll
+            for (int j = 0; j < Width / 8; ++j) {
+                const float first = acc[4 * j + 2 * half] + add, second = acc[4 * j + 2 * half + 1] + add;
+                if (pairs) {
+                    *reinterpret_cast<float2*>(row + 8 * j) = make_float2(first, second);
+                } else {
+                    row[8 * j] = first;
+                    row[8 * j + 1] = second;
+                }
+            }
+        }
+        return;
+    }
     const int first = (int)pixel0 + 2 * (lane % 4), left = (int)pixels - first;  // its pixels past `first`: < left
     const int first_image = first / (int)pq_count;
     const unsigned first_pq = (unsigned)(first - first_image * (int)pq_count);
@@ -847,14 +876,26 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
             const float* gemm_planes = planes + gemm * batch.planes_step;
             int ih0[PIXELS], iw0[PIXELS];  // each pixel's window corner (ih0 far outside where it is past the end)
             int row0[PIXELS];              // its image's start, at this thread's chunk
+            // The first pixel's image, row and column divided out (32-bit: the pixels lie under 2^31), the others
+            // stepped on from it: 64-bit divisions per pixel made this some 700 instructions a warp a tile, between
+            // one tile's K-tiles and the next's, which a GEMM of few K-tiles waited for (Winograd's products).
+            unsigned pixel = (unsigned)pixel0 + tid / CHUNKS;
+            int n = (int)(pixel / (unsigned)PQ);
+            const int pq = (int)(pixel - n * (unsigned)PQ);
+            int oh = pq / Q, ow = pq - oh * Q;
 #pragma unroll
             for (int i = 0; i < PIXELS; ++i) {
-                const long long pixel = pixel0 + tid / CHUNKS + i * PIXEL_STEP;
-                const bool ok = pixel < pixels;
-                const int n = ok ? (int)(pixel / PQ) : 0, pq = ok ? (int)(pixel - (long long)n * PQ) : 0;
-                ih0[i] = ok ? (pq / Q) * stride - pad : -(1 << 30);
-                iw0[i] = (pq % Q) * stride - pad;
-                row0[i] = n * H * W * CP + chunk * 4;
+                if (i > 0) {
+                    pixel += PIXEL_STEP, ow += PIXEL_STEP;
+                    while (ow >= Q) {
+                        ow -= Q;
+                        if (++oh == P) oh = 0, ++n;
+                    }
+                }
+                const bool ok = pixel < (unsigned long long)pixels;
+                ih0[i] = ok ? oh * stride - pad : -(1 << 30);
+                iw0[i] = ow * stride - pad;
+                row0[i] = (ok ? n * H * W * CP : 0) + chunk * 4;
             }
             const float* weights = tiled + gemm * batch.tiled_step + within % m_blocks * tiles * (2 * PLANE_A_WS);
             int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel

@@ -16,6 +16,7 @@
 #   first_probe : scripts/first_call_probe.py, the first forward split layer by layer (into logs/first_call.log);
 #   overhead, repeat : the host cost of every layer, whole again; the repeated sample (networks and host cost) again;
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
+#   wgmma_sanitize : the wgmma kernels' small shapes under the four sanitizers (logs/wgmma_<tool>.log), not timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
 #   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
@@ -116,12 +117,15 @@ knobs() {  # printed into its own log; nothing recorded
   PYTHONPATH=/tmp/site_cutlass:\$PYTHONPATH timeout 480 python3 scripts/tf32x3_probe.py > \$logs/knobs.log 2>&1
   tail -n 3 \$logs/knobs.log
 }
-wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tools, then timed (into logs/wgmma.log)
-  echo "=== the wgmma 3xTF32 kernel (\$SECONDS s)"
+wgmma_sanitize() {  # the wgmma kernels' small shapes under compute-sanitizer's four tools (logs/wgmma_<tool>.log)
   for tool in memcheck racecheck initcheck synccheck; do
     timeout 240 compute-sanitizer --tool \$tool --error-exitcode 9 python3 scripts/wgmma_probe.py --check --small \
       > \$logs/wgmma_\$tool.log 2>&1; echo "\$tool exit \$?"
   done
+}
+wgmma() {  # the first wgmma kernel checked, under compute-sanitizer's four tools, then timed (into logs/wgmma.log)
+  echo "=== the wgmma 3xTF32 kernel (\$SECONDS s)"
+  wgmma_sanitize
   timeout 300 python3 scripts/wgmma_probe.py > \$logs/wgmma.log 2>&1
   tail -n 16 \$logs/wgmma.log
 }

@@ -51,12 +51,17 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: Outputs of fewer pixels an image than a thread's step from one stored pair to the next (7): the epilogue's walk
 #: over images wraps more than once a step (one pixel an image; six, over two blocks of 128 pixels).
 SMALL_IMAGES = (ConvProblem(5, 8, 3, 3, 9, 3, 3, pad=0), ConvProblem(23, 8, 2, 3, 9, 1, 1, pad=0))
+#: Images of an even count of pixels (192), over 128 a block: a tile whole in one image from its start and one from
+#: its middle, stored as pairs, and one over an image's end; rows narrower (12) than the producer's step from one of
+#: its pixels to the next (16).
+EVEN_IMAGES = ConvProblem.same(2, 8, 16, 12, 8, 3)
 
 
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7), *SMALL_IMAGES],
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 6, 9, 9, 8, 7), *SMALL_IMAGES,
+     EVEN_IMAGES],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", WGMMA_SETTINGS,
@@ -185,7 +190,8 @@ def ws_call(kernel: str) -> str:
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1), *SMALL_IMAGES],
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1), *SMALL_IMAGES,
+     EVEN_IMAGES],
     ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
 )  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
