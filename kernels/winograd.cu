@@ -206,13 +206,17 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
         for (int b = 0; b < A; ++b) u[((long long)(a * A + b) * C + c) * t_pad + t] = out[a][b];
 }
 
-// With WGMMA, a block of 256 threads turns 32 tiles by 8 channels of U into the split-ahead kernel's input planes
+// With WGMMA, a block of 256 threads turns 8 tiles by 32 channels of U into the split-ahead kernel's input planes
 // (U[xi] as [2][t_pad][CP], big then small, zeros past C and T), through shared memory: each thread transforms the
-// tile of its lane under the channel of its warp (so that a warp's loads run along neighbouring tiles of one
-// channel), then writes 36 of the tile's values split, 8 channels of a tile to 32 contiguous bytes of each plane.
-// (A thread a channel and tile, channels fastest, wrote whole lines but read 32 planes a load: 2.5x slower.)
+// tile of lane % 8 under channel 4 * warp + lane / 8 (a warp's loads run along 8 neighbouring tiles of 4 channels),
+// then the block writes each point's 8 tiles by 32 channels split, a float4 a thread: every store of a warp four whole
+// 128-byte lines of each plane. (32 tiles by 8 channels, a float a thread, wrote 32-byte pieces: four lines a store
+// for a quarter of the bytes; a thread a channel and tile, channels fastest, read 32 planes a load: 2.5x slower.)
 namespace wgmma_inputs {
-constexpr int TILES = 32, CHANNEL_STEP = 8, THREADS = TILES * CHANNEL_STEP;
+constexpr int TILES = 8, CHANNEL_STEP = 32, THREADS = TILES * CHANNEL_STEP;
+constexpr int ROW = CHANNEL_STEP + 4;  // a tile's channels in shared memory: +4 keeps the float4s aligned and a
+                                       // warp's scattered writes (8 tiles by 4 channels) on 32 banks
+constexpr int CHUNK = wg::POINTS <= 36 ? wg::POINTS : 32;  // points through shared memory at a time
 }  // namespace wgmma_inputs
 
 __device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
@@ -221,33 +225,43 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
     using namespace wg;
     using namespace wgmma_inputs;
     using wgmma_operands::padded_channels;
-    // CHUNK points through shared memory at a time, [point][tile][channel] (+1: a warp's stores, 32 tiles, free of
-    // bank conflicts); dynamic, so that the other layouts' launches hold none (WgmmaWinogradLaunch gives its size)
-    constexpr int CHUNK = POINTS < 36 ? POINTS : 36;
-    extern __shared__ float staged[];
-    auto values = reinterpret_cast<float (*)[TILES][CHANNEL_STEP + 1]>(staged);
+    // [point][tile][channel], dynamic, so that the other layouts' launches hold none (WgmmaWinogradLaunch gives its
+    // size)
+    extern __shared__ __align__(16) float staged[];
+    auto values = reinterpret_cast<float (*)[TILES][ROW]>(staged);
     const int CP = padded_channels(C), channel_blocks = CP / CHANNEL_STEP;
     const int t0 = (int)(block / channel_blocks) * TILES, c0 = (int)(block % channel_blocks) * CHANNEL_STEP;
-    const int lane = threadIdx.x % TILES, warp = threadIdx.x / TILES;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int my_tile = lane % TILES, my_channel = 4 * warp + lane / TILES;
     float out[A][A];
-    input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t0 + lane, c0 + warp, out);
+    input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t0 + my_tile, c0 + my_channel, out);
     const long long plane = (long long)t_pad * CP;
-    const int c = threadIdx.x % CHANNEL_STEP, tile = threadIdx.x / CHANNEL_STEP;
-    float* to = u + (long long)(t0 + tile) * CP + c0 + c;
+    // the writing side: a float4 of 4 channels (8 a tile's line), 8 tiles, 4 points a pass of the block
+    constexpr int QUADS = CHANNEL_STEP / 4, PER_POINT = TILES * QUADS, POINTS_A_PASS = THREADS / PER_POINT;
+    static_assert(CHUNK % POINTS_A_PASS == 0, "a chunk's points in whole passes: `to` steps on by passes");
+    const int quad = threadIdx.x % QUADS, tile = threadIdx.x / QUADS % TILES, point_of = threadIdx.x / PER_POINT;
+    const long long plane4 = plane / 4, pass4 = 2 * plane4 * POINTS_A_PASS;  // float4s to the next pass's point
+    float4* to = reinterpret_cast<float4*>(u + (long long)(t0 + tile) * CP + c0) + quad + point_of * 2 * plane4;
 #pragma unroll
     for (int first = 0; first < POINTS; first += CHUNK) {
         __syncthreads();  // the values before are written out
 #pragma unroll
         for (int point = first; point < first + CHUNK && point < POINTS; ++point)
-            values[point - first][lane][warp] = out[point / A][point % A];
+            values[point - first][my_tile][my_channel] = out[point / A][point % A];
         __syncthreads();
         if (t0 + tile < t_pad) {
-#pragma unroll
-            for (int point = first; point < first + CHUNK && point < POINTS; ++point) {
-                float big, small;
-                tf32::split_ahead(values[point - first][tile][c], big, small);
-                to[point * 2 * plane] = big;
-                to[point * 2 * plane + plane] = small;
+#pragma unroll 4
+            for (int pass = 0; pass < CHUNK; pass += POINTS_A_PASS, to += pass4) {
+                const int point = first + pass + point_of;
+                if (pass + point_of >= CHUNK || point >= POINTS) break;
+                const float4 v = reinterpret_cast<const float4*>(values[point - first][tile])[quad];
+                float4 big, small;
+                tf32::split_ahead(v.x, big.x, small.x);
+                tf32::split_ahead(v.y, big.y, small.y);
+                tf32::split_ahead(v.z, big.z, small.z);
+                tf32::split_ahead(v.w, big.w, small.w);
+                to[0] = big;
+                to[plane4] = small;
             }
         }
     }
@@ -257,7 +271,7 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
 // filter transform's (filter_item: M * C, or M * CP split; with WGMMA filter_item_tiled, a point's tiled weights'
 // big planes; 0 on a pass of images after the first, V being made), the rest the input transform's (input_item:
 // C * t_pad, t fastest, coalesced along the tiles; with WGMMA input_block, a block's 256 items each, over CP x t_pad
-// rounded up to 32 tiles). Grid-stride (with WGMMA by whole blocks of 256 threads). `layout`: a TransformLayout.
+// rounded up to 8 tiles). Grid-stride (with WGMMA by whole blocks of 256 threads). `layout`: a TransformLayout.
 extern "C" __global__ void winograd_transforms(
     const float* __restrict__ w, float* __restrict__ v, const float* __restrict__ x, float* __restrict__ u,
     int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
@@ -268,7 +282,8 @@ extern "C" __global__ void winograd_transforms(
         using wgmma_operands::padded_channels;
         if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it
         const long long filter_blocks = filters / THREADS;  // a multiple of 4,096 items (a K-tile's plane)
-        const long long blocks = filter_blocks + (long long)(t_pad + TILES - 1) / TILES * padded_channels(C) / CHANNEL_STEP;
+        const long long blocks =
+            filter_blocks + (long long)(t_pad + TILES - 1) / TILES * (padded_channels(C) / CHANNEL_STEP);
         for (long long b = blockIdx.x; b < blocks; b += gridDim.x) {  // whole blocks: a barrier per input block
             if (b < filter_blocks)
                 filter_item_tiled(w, v, M_filters, C, b * THREADS + threadIdx.x);
@@ -292,31 +307,50 @@ extern "C" __global__ void winograd_transforms(
 
 // y[n][m][.][.] = (AT Mo AT^T) over the products Mo[xi][m][t] of output tile t, clipped to P x Q.
 // grid: x over T, y = M (filters). bias[m] is added where given (convkit.conv2d's; null otherwise).
+// The block's tiles go out through shared memory (dynamic: WinogradLaunch.output_shared_bytes), row by row of each
+// tile, so that a warp's stores run along an output row: a thread a tile storing its own M floats of a row wrote
+// every sector of M-float strides, 4-6x the bytes between L1 and L2.
 extern "C" __global__ void winograd_output(
     const float* __restrict__ mo, float* __restrict__ y, int M_filters, int P, int Q, int tiles_h, int tiles_w,
     int T, int t_pad, const float* __restrict__ bias)
 {
     using namespace wg;
     constexpr float AT[M][A] = WG_AT;
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    extern __shared__ __align__(16) float rows[];  // [M][threads * M]
+    const int threads = blockDim.x, width = threads * M;  // a row of the block's tiles: M floats a tile
+    long long* tile_at = reinterpret_cast<long long*>(rows + M * width);  // where a tile's first float goes in y
+    int* tile_rows = reinterpret_cast<int*>(tile_at + threads);            // its rows and columns inside P x Q
+    int* tile_cols = tile_rows + threads;
+    const int t = blockIdx.x * threads + threadIdx.x;
     const int m = blockIdx.y;
-    if (t >= T) return;
-    float prod[A][A];
+    tile_rows[threadIdx.x] = 0;  // past T: nothing stored
+    if (t < T) {
+        float prod[A][A];
 #pragma unroll
-    for (int a = 0; a < A; ++a)
+        for (int a = 0; a < A; ++a)
 #pragma unroll
-        for (int b = 0; b < A; ++b) prod[a][b] = mo[((long long)(a * A + b) * M_filters + m) * t_pad + t];
-    float ap[M][A], out[M][M];
-    left(AT, prod, ap);
-    right(ap, AT, out);
-    const int per_image = tiles_h * tiles_w;
-    const int n = t / per_image, rest = t - n * per_image;
-    const int p0 = (rest / tiles_w) * M, q0 = (rest % tiles_w) * M;
-    float* plane = y + ((long long)n * M_filters + m) * P * Q;
-    const float b = bias ? __ldg(bias + m) : 0.0f;
+            for (int b = 0; b < A; ++b) prod[a][b] = mo[((long long)(a * A + b) * M_filters + m) * t_pad + t];
+        float ap[M][A], out[M][M];
+        left(AT, prod, ap);
+        right(ap, AT, out);
+        const float b = bias ? __ldg(bias + m) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+#pragma unroll
+            for (int j = 0; j < M; ++j) rows[i * width + threadIdx.x * M + j] = out[i][j] + b;
+        const int per_image = tiles_h * tiles_w;
+        const int n = t / per_image, rest = t - n * per_image;
+        const int p0 = (rest / tiles_w) * M, q0 = (rest % tiles_w) * M;
+        tile_at[threadIdx.x] = (((long long)n * M_filters + m) * P + p0) * Q + q0;
+        tile_rows[threadIdx.x] = min(M, P - p0);
+        tile_cols[threadIdx.x] = min(M, Q - q0);
+    }
+    __syncthreads();
 #pragma unroll
     for (int i = 0; i < M; ++i)
 #pragma unroll
-        for (int j = 0; j < M; ++j)
-            if (p0 + i < P && q0 + j < Q) plane[(p0 + i) * Q + q0 + j] = out[i][j] + b;
+        for (int k = threadIdx.x; k < width; k += threads) {  // M floats a thread, neighbours along the row
+            const int tile = k / M, j = k - tile * M;
+            if (i < tile_rows[tile] && j < tile_cols[tile]) y[tile_at[tile] + (long long)i * Q + j] = rows[i * width + k];
+        }
 }

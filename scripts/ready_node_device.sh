@@ -9,7 +9,7 @@
 #   netK   : the K-th third of the networks in every mode, into results/<gpu>/parts/K (after the cache is filled);
 #   probe  : scripts/host_probe.py, where the host time of a call goes (into the log);
 #   suite  : the GPU suite and compute-sanitizer (scripts/gpu_suite.sh);
-#   wgmma_tests : the GPU tests of the 3xTF32 kernels and of the op (logs/wgmma_tests/), no sanitizer;
+#   wgmma_tests : the GPU tests of the 3xTF32 kernels, the FP32 ones and the op (logs/wgmma_tests/), no sanitizer;
 #   soak   : the concurrency soak, recorded whole;
 #   first  : once the table is written, the first forwards after prebuild (FRESH), then with no shipped table
 #            (simulated in a copy of the tree of its own, scripts/ship_as_other_gpu.py);
@@ -22,7 +22,8 @@
 #   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
 #            and timed on half the chapter's large layers, on the other half, under the four sanitizers;
 #   winograd_diag : Winograd on wgmma's products launch timed in parts (logs/winograd_parts.log), then Nsight Compute's
-#            every section on one of its launches (logs/winograd_ncu.log, its SASS with stall samples beside);
+#            every section on one of each of its three launches (logs/winograd_ncu.log, SASS with stall samples beside);
+#   fp32_sanitize : the FP32 family's edge launches under the four sanitizers (logs/fp32_sanitize.log);
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -170,8 +171,8 @@ winograd_diag() {  # what sets the pace of Winograd's products on wgmma: its par
   echo "=== Winograd's products in parts (\$SECONDS s)"
   timeout 200 python3 scripts/wgmma_probe.py --winograd-parts > \$logs/winograd_parts.log 2>&1
   tail -n 12 \$logs/winograd_parts.log
-  echo "=== Winograd's products profiled (\$SECONDS s)"
-  timeout 200 ncu --kernel-name regex:'^winograd_products_wgmma_tf32x3\$' --launch-count 1 --set full \
+  echo "=== Winograd's three launches profiled (\$SECONDS s)"
+  timeout 200 ncu --kernel-name regex:'^winograd_(products_wgmma_tf32x3|transforms|output)\$' --launch-count 3 --set full \
     --import-source no -f -o \$logs/winograd_ncu python3 scripts/wgmma_probe.py --winograd-profile \
     > \$logs/winograd_ncu_run.log 2>&1
   echo "ncu exit \$?"
@@ -223,9 +224,15 @@ first_probe() {  # where the first forward goes, layer by layer, patched and not
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
 }
-wgmma_tests() {  # the GPU tests of the 3xTF32 kernels and of the op that tunes and runs them, no sanitizer
+wgmma_tests() {  # the GPU tests of the 3xTF32 kernels, of the FP32 ones whose Winograd transforms they share, and of
+  # the op that tunes and runs them, no sanitizer
   OUT=\$logs/wgmma_tests WORKERS=8 SANITIZE=0 PYTHONPATH= TESTS="tests/test_wgmma_tf32x3_gpu.py tests/test_tf32x3_gpu.py \
-    tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py" bash scripts/gpu_suite.sh
+    tests/test_fp32_gpu.py tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py" \
+    bash scripts/gpu_suite.sh
+}
+fp32_sanitize() {  # the FP32 family's edge launches (Winograd's transforms among them) under the four sanitizers
+  SANITIZE_TIMEOUT=200 bash scripts/sanitize.sh fp32 > \$logs/fp32_sanitize.log 2>&1; echo "fp32 sanitizers exit \$?"
+  grep -E "^==|exit|ERROR SUMMARY" \$logs/fp32_sanitize.log
 }
 soak() {
   while [ ! -f $job/table.done ]; do sleep 5; done  # it runs every implementation the table names

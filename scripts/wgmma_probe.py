@@ -505,7 +505,7 @@ def winograd_products_parts() -> None:
 
 
 def winograd_profiled(p: ConvProblem) -> None:
-    """One call of Winograd on wgmma at F(4x4, 3x3) on ``p``, for Nsight Compute to profile its products launch."""
+    """One call of Winograd on wgmma at F(4x4, 3x3) on ``p``, for Nsight Compute to profile its three launches."""
     import cupy
 
     x, w, _ = inputs(p, cupy.random.default_rng(5))

@@ -95,6 +95,8 @@ def test_heuristic_and_candidates_fill_the_gpu():
         (winograd.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 3, stride=2), "stride"),
         (winograd.WinogradLaunch(6), ConvProblem(1, 4, 8, 8, 4, 5, 5), "F(6, 5x5)"),
         (winograd.WinogradLaunch(2), ConvProblem(1, 4, 8, 8, 4, 3, 5), "F(2, 3x5)"),
+        # the output transform's tiles in shared memory: 512 of F(6x6) take 80 KiB
+        (winograd.WinogradLaunch(6, threads=512), ConvProblem(1, 4, 8, 8, 4, 3, 3), "threads=512"),
     ],
 )
 def test_launches_name_what_they_cannot_run(spec, problem, named):

@@ -180,8 +180,8 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     # channels last, for the wgmma kernel)
     filters, inputs = spec.transform_items(p)
     cp = -(-p.c // 32) * 32
-    # a thread per channel and padded tile (for the wgmma kernel in blocks of 32 tiles by 8 channels)
-    assert inputs == (cp * -(-t_pad // 32) * 32 if layout == WGMMA_OPERANDS else p.c * t_pad)
+    # a thread per channel and padded tile (for the wgmma kernel in blocks of 8 tiles by 32 channels)
+    assert inputs == (cp * -(-t_pad // 8) * 8 if layout == WGMMA_OPERANDS else p.c * t_pad)
     vu = run_launch(build_dir, _TransformLaunch("winograd_transforms", spec), p,
                     f"winograd_transforms(w,out,x,out+{spec.filter_elements(p)},{_ints(11)})", (x, w),
                     spec.filter_elements(p) + spec.input_elements(p),

@@ -35,6 +35,8 @@ TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5))
 #: (the implicit GEMMs), the filters split into TF32 planes (the 3xTF32 GEMM reading them presplit), or both split into
 #: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma_winograd.WgmmaWinogradLaunch`).
 PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS = 0, 1, 2
+#: The most shared memory a ``winograd_output`` block may take: what any GPU gives a block without asking.
+OUTPUT_SHARED_LIMIT = 48 * 1024
 #: The finite interpolation points, in the order tiles take them.
 POINTS: tuple[Fraction, ...] = tuple(Fraction(p) for p in (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)))
 
@@ -157,6 +159,9 @@ class WinogradLaunch(KernelLaunch):
             raise ValueError(f"no F({self.m}, {p.r}x{p.s}) kernel; convkit builds {TILES} (m, r)")
         if p.c > 65535 or p.m > 65535:
             raise ValueError("C and M must be at most 65535 (one grid row each)")
+        if (staged := self.output_shared_bytes()) > OUTPUT_SHARED_LIMIT:
+            raise ValueError(f"threads={self.threads} is too many for F({self.m}): the output transform's tiles "
+                             f"need {staged} bytes of shared memory, over {OUTPUT_SHARED_LIMIT}")  # fmt: skip
         if self.images_per_pass(p) < 1:
             need = self.pass_bytes(dataclasses.replace(p, n=1))
             raise ValueError(f"F({self.m}, {p.r}x{p.r}) needs {need} bytes of workspace for one image, over the "
@@ -252,6 +257,11 @@ class WinogradLaunch(KernelLaunch):
         """Dynamic shared memory of a ``winograd_transforms`` block: none here."""
         return 0
 
+    def output_shared_bytes(self) -> int:
+        """Dynamic shared memory of a ``winograd_output`` block: its tiles' m x m outputs on their way to the output's
+        rows, and where each tile goes (8 + 4 + 4 bytes)."""
+        return self.threads * (self.m * self.m * 4 + 16)
+
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """(filter items, input items) of ``winograd_transforms`` on one pass of ``problem``'s images: a thread each
         per filter and channel (of :meth:`filter_row`; none on a pass after the first: V is made), and per channel
@@ -290,7 +300,9 @@ class _TransformLaunch(KernelLaunch):
         return (self.spec.threads,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        return self.spec.transform_shared_bytes(problem) if self.kernel == "winograd_transforms" else 0
+        if self.kernel == "winograd_transforms":
+            return self.spec.transform_shared_bytes(problem)
+        return self.spec.output_shared_bytes()
 
     def can_implement(self, problem: ConvProblem) -> None:
         self.spec.can_implement(problem)

@@ -20,8 +20,9 @@ from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WinogradLaunch
 from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
-#: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 32 tiles by 8 channels.
-INPUT_TILES, INPUT_CHANNELS = 32, 8
+#: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
+#: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).
+INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,14 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         return WGMMA_OPERANDS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
-        """The input transform's values on their way to the channels-last planes: up to 36 points of 32 tiles by 8
-        channels (each row padded by one), as ``input_block`` in ``kernels/winograd.cu`` lays them out."""
-        return min(self.alpha(problem) ** 2, 36) * INPUT_TILES * (INPUT_CHANNELS + 1) * 4
+        """The input transform's values on their way to the channels-last planes: up to 36 points (32 of more) of 8
+        tiles by 32 channels (each tile's row padded), as ``input_block`` in ``kernels/winograd.cu`` lays them out."""
+        points = self.alpha(problem) ** 2
+        return (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD) * 4
 
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """A thread per float of a point's tiled big plane (:meth:`filter_elements`'s half, padding included; none
-        after the first pass) and per padded channel and tile, the tiles rounded up to ``input_block``'s 32."""
+        after the first pass) and per padded channel and tile, the tiles rounded up to ``input_block``'s 8."""
         gemm = self.gemm_problem(problem)
         tiles = math.ceil(self.tiles(problem)[3] / INPUT_TILES) * INPUT_TILES
         return (tiled_elements(gemm, True) // 2 if with_filters else 0), tiles * math.ceil(problem.c / 32) * 32
