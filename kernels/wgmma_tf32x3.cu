@@ -30,11 +30,11 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block); CONVKIT_WG_PART, for scripts/wgmma_probe.py alone, times a part of
-// the main loop (the products, the staging, or all but the weights' traffic). Dynamic shared memory: stages x
-// (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in three or at 256). Built for sm_90a only
-// (compute_90a PTX): elsewhere the kernel body is empty, but under tests/cuda_emulator, whose
-// CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
+// block), CONVKIT_WS_INPUTS_FP32 (Winograd's products: the inputs split in shared memory); CONVKIT_WG_PART, for
+// scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
+// traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
+// three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
+// tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
 #include "wgmma_operands.cuh"  // the layouts the operands are split ahead into
 
@@ -65,6 +65,9 @@
 #endif
 #ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
 #define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
+#endif
+#ifndef CONVKIT_WS_INPUTS_FP32  // Winograd's products: 1 the inputs one FP32 plane, split by the producer in shared
+#define CONVKIT_WS_INPUTS_FP32 0  // memory; 0 split ahead into two planes (as the direct kernel's always are)
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -544,6 +547,7 @@ constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight 
 // the second consumer's sums, 64 x 128 floats, for the first to add.
 constexpr int BARRIER_FLOATS = 32;
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
+constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
@@ -863,13 +867,39 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 64>();
+        // (splitting its inputs, 72: at 64 it spilled; 72 + 2 x 216 is the block's 3 x 168 whole)
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, INPUTS_FP32 ? 72 : 64>();
         // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
         // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
         constexpr int CHUNKS = CHANNELS / 4, PIXEL_STEP = PRODUCERS / CHUNKS, PIXELS = WIDTH / PIXEL_STEP;
         const int chunk = tid % CHUNKS;
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
+        // With INPUTS_FP32, once its copies have landed (all, or all but the newest group), K-tile `k`'s (this
+        // thread's own 16-byte chunks, so no other thread's copies are waited for) split in place into the big plane
+        // and the small one, made visible to the tensor cores' proxy, and its stage's "full" barrier arrived on.
+        auto split_and_give = [&](int k, bool last) {
+            if (last)
+                copies_wait<0>();
+            else
+                copies_wait<1>();
+            const int st = k % WS_STAGES;
+            float* inputs = smem + st * STAGE_WS + 2 * PLANE_A_WS;
+#pragma unroll
+            for (int i = 0; i < PIXELS; ++i) {
+                float4* big = reinterpret_cast<float4*>(inputs + swizzled_line(tid / CHUNKS + i * PIXEL_STEP, chunk));
+                const float4 v = *big;
+                float4 b, small;
+                tf32::split_ahead(v.x, b.x, small.x);
+                tf32::split_ahead(v.y, b.y, small.y);
+                tf32::split_ahead(v.z, b.z, small.z);
+                tf32::split_ahead(v.w, b.w, small.w);
+                *big = b;
+                *reinterpret_cast<float4*>(reinterpret_cast<float*>(big) + PLANE_B_WS) = small;
+            }
+            fence_to_async_proxy();
+            arrive(full + st);
+        };
         for (long long t = first; t < output_tiles; t += step) {
             long long within;
             const long long gemm = locate(t, within), pixel0 = within / m_blocks * WIDTH;
@@ -910,19 +940,28 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
                         const float* from = gemm_planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
-                        copy16<true>(to, from, inside);
-                        copy16<true>(to + PLANE_B_WS, from + plane, inside);
+                        copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values, split in place later
+                        if (!INPUTS_FP32) copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
                 }
-                arrive_on_copies(full + st);
+                if constexpr (INPUTS_FP32) {  // this K-tile's copies in flight, the one before's split and given over
+                    copies_commit();
+                    if (turn > 0) split_and_give(turn - 1, false);
+                } else {
+                    arrive_on_copies(full + st);
+                }
                 if (++s == S) {
                     s = 0;
                     if (++r == R) r = 0, c0 += CHANNELS;
                 }
             }
         }
-        copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
-        copies_wait();
+        if constexpr (INPUTS_FP32) {
+            if (turn > 0) split_and_give(turn - 1, true);  // the last K-tile
+        } else {
+            copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
+            copies_wait();
+        }
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
@@ -943,7 +982,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                                    const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H,
                                    int W, int M, int P, int Q, int pad, int stride)
 {
-#if defined(CONVKIT_WGMMA_BODY)
+#if defined(CONVKIT_WGMMA_BODY) && !CONVKIT_WS_INPUTS_FP32  // its planes split ahead (split_input_nhwc_tf32x3)
     wgmma_ws::split_ahead_gemm(planes, tiled, bias, out, N, C, H, W, M, P, Q, pad, stride, {1, 0, 0, 0});
 #endif
 }
@@ -951,7 +990,9 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // Winograd's products on the split-ahead kernel (convkit.families.tf32x3.wgmma.WgmmaWinogradLaunch): one GEMM a
 // transformed point, Mo[xi] (M x t_pad) = V[xi] (M x C) . U[xi] (C x t_pad), each a 1x1 convolution of one image
 // of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
-// kernel's input planes (channels last, split: [2][t_pad][CP]) and V[xi] as its tiled weights; the products go to
+// kernel's input planes (channels last, split: [2][t_pad][CP]; with CONVKIT_WS_INPUTS_FP32 one FP32 plane, [t_pad][CP],
+// which the producer splits in shared memory: half the bytes written by the transform and read here) and V[xi] as its
+// tiled weights; the products go to
 // Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it. Built at 128 filters a block
 // alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were slower than at 128 on every
 // large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
@@ -966,7 +1007,7 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
     const long long CP = wgmma_operands::padded_channels(C);
     const long long v_step = (long long)(M + FILTERS - 1) / FILTERS * (CP / CHANNELS) * (2 * PLANE_A_WS);
     split_ahead_gemm(u, v, nullptr, mo, 1, C, 1, t_pad, M, 1, t_pad, 0, 1,
-                     {points, 2 * t_pad * CP, v_step, (long long)M * t_pad});
+                     {points, (INPUTS_FP32 ? 1 : 2) * t_pad * CP, v_step, (long long)M * t_pad});
 #endif
 }
 #endif

@@ -106,8 +106,9 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
 // the 3xTF32 one (PLAIN: V[xi][m][c], U[xi][c][t]); for the 3xTF32 one reading V split ahead (FILTERS_SPLIT: the
 // big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s,
 // zero-padded; U as PLAIN); for the split-ahead wgmma kernel (WGMMA, wgmma_tf32x3.cu's winograd_products_wgmma_tf32x3:
-// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes).
-enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2 };
+// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes; WGMMA_FP32: V as
+// WGMMA, U[xi] one channels-last FP32 plane, which that kernel built with CONVKIT_WS_INPUTS_FP32 splits as it stages).
+enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2, WGMMA_FP32 = 3 };
 
 
 // V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with FILTERS_SPLIT, i = m * CP + c and the big and
@@ -207,7 +208,8 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 }
 
 // With WGMMA, a block of 256 threads turns 8 tiles by 32 channels of U into the split-ahead kernel's input planes
-// (U[xi] as [2][t_pad][CP], big then small, zeros past C and T), through shared memory: each thread transforms the
+// (U[xi] as [2][t_pad][CP], big then small, zeros past C and T; with WGMMA_FP32, not `split`, one FP32 plane
+// [t_pad][CP]), through shared memory: each thread transforms the
 // tile of lane % 8 under channel 4 * warp + lane / 8 (a warp's loads run along 8 neighbouring tiles of 4 channels),
 // then the block writes each point's 8 tiles by 32 channels split, a float4 a thread: every store of a warp four whole
 // 128-byte lines of each plane. (32 tiles by 8 channels, a float a thread, wrote 32-byte pieces: four lines a store
@@ -220,7 +222,8 @@ constexpr int CHUNK = wg::POINTS <= 36 ? wg::POINTS : 32;  // points through sha
 }  // namespace wgmma_inputs
 
 __device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
-                                            int pad, int tiles_h, int tiles_w, int T, int t_pad, long long block)
+                                            int pad, int tiles_h, int tiles_w, int T, int t_pad, long long block,
+                                            bool split)
 {
     using namespace wg;
     using namespace wgmma_inputs;
@@ -240,8 +243,9 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
     constexpr int QUADS = CHANNEL_STEP / 4, PER_POINT = TILES * QUADS, POINTS_A_PASS = THREADS / PER_POINT;
     static_assert(CHUNK % POINTS_A_PASS == 0, "a chunk's points in whole passes: `to` steps on by passes");
     const int quad = threadIdx.x % QUADS, tile = threadIdx.x / QUADS % TILES, point_of = threadIdx.x / PER_POINT;
-    const long long plane4 = plane / 4, pass4 = 2 * plane4 * POINTS_A_PASS;  // float4s to the next pass's point
-    float4* to = reinterpret_cast<float4*>(u + (long long)(t0 + tile) * CP + c0) + quad + point_of * 2 * plane4;
+    const int planes = split ? 2 : 1;  // a point's planes
+    const long long plane4 = plane / 4, pass4 = planes * plane4 * POINTS_A_PASS;  // float4s to the next pass's point
+    float4* to = reinterpret_cast<float4*>(u + (long long)(t0 + tile) * CP + c0) + quad + point_of * planes * plane4;
 #pragma unroll
     for (int first = 0; first < POINTS; first += CHUNK) {
         __syncthreads();  // the values before are written out
@@ -255,6 +259,10 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
                 const int point = first + pass + point_of;
                 if (pass + point_of >= CHUNK || point >= POINTS) break;
                 const float4 v = reinterpret_cast<const float4*>(values[point - first][tile])[quad];
+                if (!split) {
+                    to[0] = v;
+                    continue;
+                }
                 float4 big, small;
                 tf32::split_ahead(v.x, big.x, small.x);
                 tf32::split_ahead(v.y, big.y, small.y);
@@ -277,7 +285,7 @@ extern "C" __global__ void winograd_transforms(
     int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
     int layout)
 {
-    if (layout == WGMMA) {
+    if (layout == WGMMA || layout == WGMMA_FP32) {
         using namespace wgmma_inputs;
         using wgmma_operands::padded_channels;
         if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it
@@ -288,7 +296,7 @@ extern "C" __global__ void winograd_transforms(
             if (b < filter_blocks)
                 filter_item_tiled(w, v, M_filters, C, b * THREADS + threadIdx.x);
             else
-                input_block(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, b - filter_blocks);
+                input_block(x, u, C, H, W, pad, tiles_h, tiles_w, T, t_pad, b - filter_blocks, layout == WGMMA);
         }
         return;
     }
@@ -351,6 +359,7 @@ extern "C" __global__ void winograd_output(
 #pragma unroll
         for (int k = threadIdx.x; k < width; k += threads) {  // M floats a thread, neighbours along the row
             const int tile = k / M, j = k - tile * M;
-            if (i < tile_rows[tile] && j < tile_cols[tile]) y[tile_at[tile] + (long long)i * Q + j] = rows[i * width + k];
+            if (i < tile_rows[tile] && j < tile_cols[tile])
+                y[tile_at[tile] + (long long)i * Q + j] = rows[i * width + k];
         }
 }

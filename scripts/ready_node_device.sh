@@ -19,8 +19,9 @@
 #   wgmma_sanitize : the wgmma kernels' small shapes under the four sanitizers (logs/wgmma_<tool>.log), not timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
-#   winograd_wgmma, winograd_rest, winograd_sanitize : Winograd with its products on the split-ahead kernel, checked
-#            and timed on half the chapter's large layers, on the other half, under the four sanitizers;
+#   winograd_wgmma, winograd_rest, winograd_last, winograd_sanitize : Winograd with its products on the split-ahead
+#            kernel, checked and timed on a third of the chapter's large layers, on the second, on the last, under the
+#            four sanitizers;
 #   winograd_diag : Winograd on wgmma's products launch timed in parts (logs/winograd_parts.log), then Nsight Compute's
 #            every section on one of each of its three launches (logs/winograd_ncu.log, SASS with stall samples beside);
 #   fp32_sanitize : the FP32 family's edge launches under the four sanitizers (logs/fp32_sanitize.log);
@@ -150,16 +151,21 @@ wgmma_tuned() {  # the split-ahead kernel's two candidates on the chapter's larg
   echo "=== the split-ahead candidates on the chapter's large layers (\$SECONDS s)"
   timeout 200 python3 scripts/wgmma_probe.py --layers --tuned > \$logs/wgmma_tuned.log 2>&1; tail -n 1 \$logs/wgmma_tuned.log
 }
-winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed apart, every tile on half the chapter's
-  # stride-1 3x3 and 5x5 large layers beside the direct kernel and cuDNN (logs/winograd_wgmma.log)
+winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed apart, every launch on a third of the
+  # chapter's stride-1 3x3 and 5x5 large layers beside the direct kernel and cuDNN (logs/winograd_wgmma.log)
   echo "=== Winograd on wgmma (\$SECONDS s)"
-  timeout 380 python3 scripts/wgmma_probe.py --winograd --part=1/2 > \$logs/winograd_wgmma.log 2>&1
+  timeout 500 python3 scripts/wgmma_probe.py --winograd --part=1/3 > \$logs/winograd_wgmma.log 2>&1
   tail -n 2 \$logs/winograd_wgmma.log
 }
-winograd_rest() {  # the other half of those layers (logs/winograd_wgmma_rest.log)
-  echo "=== Winograd on wgmma, the other layers (\$SECONDS s)"
-  timeout 380 python3 scripts/wgmma_probe.py --winograd --timed --part=2/2 > \$logs/winograd_wgmma_rest.log 2>&1
+winograd_rest() {  # the second third of those layers (logs/winograd_wgmma_rest.log)
+  echo "=== Winograd on wgmma, the second third of the layers (\$SECONDS s)"
+  timeout 500 python3 scripts/wgmma_probe.py --winograd --timed --part=2/3 > \$logs/winograd_wgmma_rest.log 2>&1
   tail -n 2 \$logs/winograd_wgmma_rest.log
+}
+winograd_last() {  # the last third (logs/winograd_wgmma_last.log)
+  echo "=== Winograd on wgmma, the last third of the layers (\$SECONDS s)"
+  timeout 500 python3 scripts/wgmma_probe.py --winograd --timed --part=3/3 > \$logs/winograd_wgmma_last.log 2>&1
+  tail -n 2 \$logs/winograd_wgmma_last.log
 }
 winograd_sanitize() {  # Winograd on wgmma's small shapes under the four sanitizers (logs/winograd_wgmma_<tool>.log)
   for tool in memcheck racecheck initcheck synccheck; do

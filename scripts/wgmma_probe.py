@@ -408,7 +408,7 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
         workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
         return lambda y: conv2d_winograd(x, w, pad=p.pad, launch=spec, out=y, bias=bias, workspace=workspace)
 
-    out = {f"F({spec.m}) wgmma": winograd(spec) for spec in winograd_wgmma_candidates(p)}
+    out = {winograd_name(spec): winograd(spec) for spec in winograd_wgmma_candidates(p)}
     out["direct split ahead"] = wgmma_call(x, w, bias, p, SPLIT_AHEAD)
     for name, spec in (("FP32 Winograd", winograd_default(p)), ("mma.sync Winograd", winograd_launch(p))):
         if not spec.not_supported_reasons(p):  # (their default tile's workspace may not hold one image)
@@ -420,6 +420,11 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
     print(f"{p.label}: cuDNN's fastest forward algorithm {fastest}")
     out["cuDNN fastest"] = lambda y: conv.forward(fastest, x, w, y)
     return out
+
+
+def winograd_name(spec: WgmmaWinogradLaunch) -> str:
+    """How the logs name a Winograd-on-wgmma launch: its tile, and where its inputs are split if not ahead."""
+    return f"F({spec.m}) wgmma" + (", inputs split staged" if spec.inputs == "fp32" else "")
 
 
 def winograd_launches_apart(p: ConvProblem, spec: Any, x: Any, w: Any, out: Any) -> dict[str, float]:
@@ -448,13 +453,13 @@ def winograd_parts(p: ConvProblem, rng: Any) -> None:
     print(f"{p.label}: direct split ahead {direct:8.1f} us")
     for spec in winograd_wgmma_candidates(p):
         if spec.images_per_pass(p) < p.n:
-            print(f"    F({spec.m}): in passes of {spec.images_per_pass(p)} images; not timed apart")
+            print(f"    {winograd_name(spec)}: in passes of {spec.images_per_pass(p)} images; not timed apart")
             continue
         times = winograd_launches_apart(p, spec, x, w, out)
         gflop = 2 * spec.alpha(p) ** 2 * p.m * p.c * spec.tiles(p)[3] / 1e9
         parts = ", ".join(f"{name} {us:.1f}" for name, us in times.items() if name != "whole")
-        print(f"    F({spec.m}) wgmma: whole {times['whole']:8.1f} us ({direct / times['whole']:.2f}x direct); {parts} "
-              f"us; the products {gflop / times['products'] * 1e3:.1f} TFLOP/s of their own")  # fmt: skip
+        print(f"    {winograd_name(spec)}: whole {times['whole']:8.1f} us ({direct / times['whole']:.2f}x direct); "
+              f"{parts} us; the products {gflop / times['products'] * 1e3:.1f} TFLOP/s of their own")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -469,7 +474,7 @@ class PartWinogradLaunch(WgmmaWinogradLaunch):
     part: int = 0
 
     def products_launch(self, problem: ConvProblem) -> WinogradProductsLaunch:
-        return PartProductsLaunch(self.alpha(problem) ** 2, part=self.part)
+        return PartProductsLaunch(self.alpha(problem) ** 2, self.inputs, part=self.part)
 
 
 WINOGRAD_PARTS = (0, 1, 2, 3, 10)  # whole, products alone, staging alone, weights' first stages alone, no store
@@ -496,11 +501,12 @@ def winograd_products_parts() -> None:
             gflop = 2 * spec.alpha(p) ** 2 * p.m * p.c * spec.tiles(p)[3] / 1e9
             line = []
             for part in WINOGRAD_PARTS:
-                run = functools.partial(PartWinogradLaunch(spec.m, part=part).enqueue_products, p, u, v, prod)
+                parted = PartWinogradLaunch(spec.m, inputs=spec.inputs, part=part)
+                run = functools.partial(parted.enqueue_products, p, u, v, prod)
                 us = median_us(run)
                 line.append(f"{PART_NAMES[part]} {us:7.1f} us ({gflop / us * 1e3:5.1f})")
             tiles = spec.products_launch(p).output_tiles(spec.gemm_problem(p))
-            print(f"{p.label} F({spec.m}) products, {tiles} output tiles of {-(-p.c // TILE_K)} K-tiles: "
+            print(f"{p.label} {winograd_name(spec)} products, {tiles} output tiles of {-(-p.c // TILE_K)} K-tiles: "
                   + ", ".join(line))  # fmt: skip
 
 
@@ -558,7 +564,8 @@ def winograd_checks(small: bool, rng: Any) -> None:
                 errors.append((reference.relative_error(out, ref), int(cupy.isnan(out).sum())))
             (err, nan), (fp32, _) = errors
             verdict = "" if err < TRANSFORM_TOLERANCE and not nan else "  WRONG"
-            print(f"{p.label} pad={p.pad} F({spec.m}): error {err:.2e} (FP32 Winograd {fp32:.2e}), {nan} NaN{verdict}")
+            print(f"{p.label} pad={p.pad} {winograd_name(spec)}: error {err:.2e} (FP32 Winograd {fp32:.2e}), {nan} NaN"
+                  f"{verdict}")  # fmt: skip
 
 
 def main(speeds: bool = True, small: bool = False) -> None:

@@ -137,7 +137,7 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
 
 
 #: Winograd's launches the emulated test runs, by the products' kernel.
-WINOGRAD_KINDS = ("fp32", "tf32x3", "tf32x3, filters split", "tf32x3 on wgmma")
+WINOGRAD_KINDS = ("fp32", "tf32x3", "tf32x3, filters split", "tf32x3 on wgmma", "tf32x3 on wgmma, inputs in FP32")
 
 
 #: Its problems: padding and none, 5x5, and (for the products' kernels) more channels than a K-tile and more filters
@@ -157,7 +157,14 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     input transforms in one, the batched GEMM of the transformed points (the FP32 implicit GEMM, the 3xTF32 one, or
     the split-ahead wgmma kernel, persistent over every point's tiles on a GPU of two SMs), the output transform;
     within the transform methods' bar of float64."""
-    from convkit.families.fp32.winograd import FILTERS_SPLIT, PLAIN, WGMMA_OPERANDS, WinogradLaunch, _TransformLaunch
+    from convkit.families.fp32.winograd import (
+        FILTERS_SPLIT,
+        PLAIN,
+        WGMMA_FP32_INPUTS,
+        WGMMA_OPERANDS,
+        WinogradLaunch,
+        _TransformLaunch,
+    )
     from convkit.families.tf32x3 import wgmma_winograd
     from convkit.families.tf32x3.launch import TensorCoreWinogradLaunch
 
@@ -168,7 +175,8 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     m = 4 if p.r == 3 else 2
     spec = {"fp32": WinogradLaunch(m, "64x64"), "tf32x3": TensorCoreWinogradLaunch(m, "64x64"),
             "tf32x3, filters split": TensorCoreWinogradLaunch(m, "64x64", weights="split"),
-            "tf32x3 on wgmma": wgmma_winograd.WgmmaWinogradLaunch(m)}[kind]  # fmt: skip
+            "tf32x3 on wgmma": wgmma_winograd.WgmmaWinogradLaunch(m),
+            "tf32x3 on wgmma, inputs in FP32": wgmma_winograd.WgmmaWinogradLaunch(m, inputs="fp32")}[kind]  # fmt: skip
     spec.can_implement(p)
     th, tw, t, t_pad = spec.tiles(p)
     points, layout = spec.alpha(p) ** 2, spec.transform_layout()
@@ -181,7 +189,8 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     filters, inputs = spec.transform_items(p)
     cp = -(-p.c // 32) * 32
     # a thread per channel and padded tile (for the wgmma kernel in blocks of 8 tiles by 32 channels)
-    assert inputs == (cp * -(-t_pad // 8) * 8 if layout == WGMMA_OPERANDS else p.c * t_pad)
+    on_wgmma = layout in (WGMMA_OPERANDS, WGMMA_FP32_INPUTS)
+    assert inputs == (cp * -(-t_pad // 8) * 8 if on_wgmma else p.c * t_pad)
     vu = run_launch(build_dir, _TransformLaunch("winograd_transforms", spec), p,
                     f"winograd_transforms(w,out,x,out+{spec.filter_elements(p)},{_ints(11)})", (x, w),
                     spec.filter_elements(p) + spec.input_elements(p),
@@ -190,11 +199,11 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     assert not np.isnan(vu).any(), "a float of V or U the transforms never wrote"
     if layout == FILTERS_SPLIT:  # the big parts' planes, then the small parts', rows padded to whole float4s
         assert not v.reshape(2, points, p.m, -1)[:, :, :, p.c :].any()
-    if layout == WGMMA_OPERANDS:
+    if on_wgmma:
         tiles = cp // 32  # V: [point][m-block][K-tile][plane][k-group][row][4]; U: [point][plane][t][CP]
         tiled = v.reshape(points, -1, tiles, 2, 8, 128, 4).transpose(0, 3, 1, 5, 2, 4, 6).reshape(points, 2, -1, cp)
         assert not tiled[:, :, p.m :].any() and not tiled[:, :, :, p.c :].any(), "V past M or C"
-        planes = u.reshape(points, 2, t_pad, cp)
+        planes = u.reshape(points, 1 if layout == WGMMA_FP32_INPUTS else 2, t_pad, cp)
         assert not planes[..., p.c :].any() and not planes[:, :, t:].any(), "U past C or T"
         big = tiled[:, 0, : p.m, : p.c]
         assert (big.view(np.uint32) & 0x1FFF == 0).all(), "V's big parts hold more than TF32"
@@ -208,7 +217,7 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
         no_bias = ",(const float*)nullptr" if gemm.stores_bias else ""
         prod = run_launch(build_dir, gemm, gp, f"{gemm.kernel_name(gp)}(x,w,out,{_ints(14)}{no_bias})", (u, v),
                           points * p.m * t_pad, gemm_args(gemm, gp, strides))  # fmt: skip
-    assert layout in (PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS)
+    assert layout in (PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS, WGMMA_FP32_INPUTS)
     y = run_launch(build_dir, _TransformLaunch("winograd_output", spec), p,
                    f"winograd_output(x,out,{_ints(7)},(const float*)nullptr)",
                    (prod, none), math.prod(p.output_shape), (p.m, p.out_h, p.out_w, th, tw, t, t_pad))  # fmt: skip

@@ -253,7 +253,7 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     point's product, the variant reads its launches back and declines off Hopper naming the GPU."""
     from convkit.core.reference import TRANSFORM_TOLERANCE
     from convkit.families import tf32x3 as family
-    from convkit.families.fp32.winograd import WGMMA_OPERANDS
+    from convkit.families.fp32.winograd import WGMMA_FP32_INPUTS, WGMMA_OPERANDS
     from convkit.families.tf32x3 import wgmma_winograd
 
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
@@ -262,7 +262,8 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     monkeypatch.setattr(wgmma_winograd, "sm_count", lambda: 132)
     p = ConvProblem.same(16, 200, 56, 56, 130, 3)  # C past a K-tile's 32, M past a block's 128
     spec = wgmma_winograd.WgmmaWinogradLaunch(4)
-    assert spec.to_params() == {"m": 4} and wgmma_winograd.WgmmaWinogradLaunch.from_params({"m": 4}) == spec
+    assert spec.to_params() == {"m": 4, "inputs": "split"}
+    assert wgmma_winograd.WgmmaWinogradLaunch.from_params({"m": 4}) == spec  # a row from before the knob
     t_pad = spec.tiles(p)[3]
     assert t_pad == 16 * 14 * 14 and spec.gemm_problem(p) == ConvProblem(1, 200, 1, t_pad, 130, 1, 1)
     assert spec.transform_layout() == WGMMA_OPERANDS
@@ -278,8 +279,18 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     assert products.output_tiles(gemm) == 36 * 25 * 2  # 3,136 pixels: 25 blocks of 128
     assert products.shared_bytes(gemm) == wgmma.SPLIT_AHEAD.shared_bytes(gemm)
     assert not spec.not_supported_reasons(p)
-    assert [c.m for c in wgmma_winograd.winograd_wgmma_candidates(p)] == [2, 4, 6]
-    assert [c.m for c in wgmma_winograd.winograd_wgmma_candidates(ConvProblem.same(2, 8, 9, 9, 8, 5))] == [2, 4]
+    # the inputs one FP32 plane, split by the products' producer: half U, the products built to split them
+    staged = wgmma_winograd.WgmmaWinogradLaunch(4, inputs="fp32")
+    assert staged.transform_layout() == WGMMA_FP32_INPUTS and staged.to_params() == {"m": 4, "inputs": "fp32"}
+    assert staged.workspace_elements(p) == (36 * 2 * 7 * 2 * 128 * 32, 36 * t_pad * 224, 36 * 130 * t_pad)
+    assert staged.transform_items(p) == spec.transform_items(p)
+    assert staged.products_launch(p).options(gemm) == (*products.options(gemm), "-DCONVKIT_WS_INPUTS_FP32=1")
+    assert not staged.not_supported_reasons(p)
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        wgmma_winograd.WgmmaWinogradLaunch(4, inputs="tf32").can_implement(p)
+    candidates = wgmma_winograd.winograd_wgmma_candidates(p)
+    assert [(c.m, c.inputs) for c in candidates] == [(m, i) for m in (2, 4, 6) for i in ("split", "fp32")]
+    assert {c.m for c in wgmma_winograd.winograd_wgmma_candidates(ConvProblem.same(2, 8, 9, 9, 8, 5))} == {2, 4}
     variant = family.WINOGRAD_WGMMA_VARIANT
     assert variant.tolerance == TRANSFORM_TOLERANCE and variant.precision == "tf32x3"
     assert variant.launch_of({"m": 6}) == wgmma_winograd.WgmmaWinogradLaunch(6) and variant.default(p) == spec

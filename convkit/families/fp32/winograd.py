@@ -33,8 +33,9 @@ from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 TILES: tuple[tuple[int, int], ...] = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5))
 #: How ``winograd_transforms`` lays V and U out for the products (``kernels/winograd.cu``'s TransformLayout): plain
 #: (the implicit GEMMs), the filters split into TF32 planes (the 3xTF32 GEMM reading them presplit), or both split into
-#: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma_winograd.WgmmaWinogradLaunch`).
-PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS = 0, 1, 2
+#: the split-ahead wgmma kernel's operands (:class:`convkit.families.tf32x3.wgmma_winograd.WgmmaWinogradLaunch`), or its
+#: filters split and its inputs one FP32 plane (which that kernel splits as it stages them).
+PLAIN, FILTERS_SPLIT, WGMMA_OPERANDS, WGMMA_FP32_INPUTS = 0, 1, 2, 3
 #: The most shared memory a ``winograd_output`` block may take: what any GPU gives a block without asking.
 OUTPUT_SHARED_LIMIT = 48 * 1024
 #: The finite interpolation points, in the order tiles take them.

@@ -16,13 +16,17 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
-from convkit.families.fp32.winograd import TILES, WGMMA_OPERANDS, WinogradLaunch
+from convkit.families.fp32.winograd import TILES, WGMMA_FP32_INPUTS, WGMMA_OPERANDS, WinogradLaunch
 from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
 #: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).
 INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
+#: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`): split ahead by the input
+#: transform into a big plane and a small one, or written once in FP32 and split by the products' producer warps in
+#: shared memory as they stage each K-tile (half the bytes written by the transform and read by the products).
+INPUTS = ("split", "fp32")
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,10 @@ class WinogradProductsLaunch(KernelLaunch):
     """``winograd_products_wgmma_tf32x3``: the ``points`` GEMMs of one pass of Winograd's transformed points, each a
     1x1 convolution ``problem`` (:meth:`~convkit.families.fp32.winograd.WinogradLaunch.gemm_problem`: C channels, 1 x
     t_pad pixels, M filters) on the split-ahead kernel in its tuning setting (:data:`SPLIT_AHEAD`: persistent over
-    every point's output tiles, two K-tiles in flight, 128 filters a block)."""
+    every point's output tiles, two K-tiles in flight, 128 filters a block); ``inputs`` one of :data:`INPUTS`."""
 
     points: int
+    inputs: str = "split"
 
     kind: ClassVar[str] = "tf32x3_winograd_products_wgmma"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -42,7 +47,11 @@ class WinogradProductsLaunch(KernelLaunch):
         return "winograd_products_wgmma_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return SPLIT_AHEAD.options(problem)
+        return SPLIT_AHEAD.options(problem) + (("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "fp32" else ())
+
+    def input_planes(self) -> int:
+        """A point's planes of transformed inputs: big and small, or one of FP32."""
+        return 2 if self.inputs == "split" else 1
 
     def output_tiles(self, problem: ConvProblem) -> int:
         """Output tiles of every point's product together (128 filters by 128 pixels each)."""
@@ -62,9 +71,11 @@ class WinogradProductsLaunch(KernelLaunch):
         """As :func:`check_problem` (Hopper; each point's operands under 2^31 floats), on a 1x1 ``problem``."""
         if problem.r != 1 or problem.s != 1 or problem.n != 1 or problem.h != 1:
             raise ValueError(f"the products are 1x1 GEMMs of one row of pixels, got {problem.label}")
+        if self.inputs not in INPUTS:
+            raise ValueError(f"inputs must be one of {INPUTS}, got {self.inputs!r}")
         check_problem(problem)
-        if (size := 2 * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
-            raise ValueError(f"a point's transformed inputs split hold {size} elements; the kernel indexes under 2^31")
+        if (size := self.input_planes() * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"a point's transformed inputs hold {size} elements; the kernel indexes under 2^31")
 
 
 @dataclass(frozen=True)
@@ -74,25 +85,30 @@ class WgmmaWinogradLaunch(WinogradLaunch):
     split-ahead kernel reads them (the filters tiled, the inputs channels last: ``winograd_transforms`` with
     :data:`~convkit.families.fp32.winograd.WGMMA_OPERANDS`), so that no pass splits them apart, and one persistent
     launch (:class:`WinogradProductsLaunch`) runs every point's GEMM. The transforms, and so the error, stay FP32
-    Winograd's. Its one knob is the tile ``m``."""
+    Winograd's. Its knobs: the tile ``m``, and ``inputs`` (:data:`INPUTS`: the inputs split by their transform, or
+    by the products as they stage them)."""
+
+    inputs: str = "split"
 
     kind: ClassVar[str] = "tf32x3_winograd_wgmma"
-    knobs: ClassVar[tuple[str, ...]] = ("m",)
+    knobs: ClassVar[tuple[str, ...]] = ("m", "inputs")
 
     def products_launch(self, problem: ConvProblem) -> WinogradProductsLaunch:
         """The products' launch on one pass of ``problem``'s images."""
-        return WinogradProductsLaunch(self.alpha(problem) ** 2)
+        return WinogradProductsLaunch(self.alpha(problem) ** 2, self.inputs)
 
     def filter_elements(self, problem: ConvProblem) -> int:
         """The transformed filters split and tiled: points x :func:`tiled_elements` of a point's GEMM."""
         return self.alpha(problem) ** 2 * tiled_elements(self.gemm_problem(problem), True)
 
     def input_elements(self, problem: ConvProblem) -> int:
-        """The transformed inputs split, channels last: points x two planes of t_pad x C rounded up to 32."""
-        return self.alpha(problem) ** 2 * 2 * input_plane_elements(self.gemm_problem(problem))
+        """The transformed inputs, channels last: points x planes (two split, one FP32) of t_pad x C rounded up to
+        32."""
+        planes = self.products_launch(problem).input_planes()
+        return self.alpha(problem) ** 2 * planes * input_plane_elements(self.gemm_problem(problem))
 
     def transform_layout(self) -> int:
-        return WGMMA_OPERANDS
+        return WGMMA_OPERANDS if self.inputs == "split" else WGMMA_FP32_INPUTS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
         """The input transform's values on their way to the channels-last planes: up to 36 points (32 of more) of 8
@@ -134,8 +150,9 @@ def winograd_wgmma_default(problem: ConvProblem) -> WgmmaWinogradLaunch:
 
 
 def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]:
-    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma. (The products at 64
-    filters a block, the direct kernel's candidate where a layer has at most 64, were measured slower here: 0.93-0.99x
-    on the 3xTF32 chapter's 11 large layers of 64 filters or fewer, H200, 2026-11-28; their K-tiles are too few, two
-    at 64 channels, for the two consumers' halves to pay.)"""
-    return [spec for m, r in TILES if r == problem.r and (spec := WgmmaWinogradLaunch(m)).images_per_pass(problem) >= 1]
+    """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma, its inputs split by
+    either side (:data:`INPUTS`). (The products at 64 filters a block, the direct kernel's candidate where a layer has
+    at most 64, were measured slower here: 0.93-0.99x on the 3xTF32 chapter's 11 large layers of 64 filters or fewer,
+    H200, 2026-11-28; their K-tiles are too few, two at 64 channels, for the two consumers' halves to pay.)"""
+    specs = [WgmmaWinogradLaunch(m, inputs=inputs) for m, r in TILES if r == problem.r for inputs in INPUTS]
+    return [spec for spec in specs if spec.images_per_pass(problem) >= 1]
