@@ -813,6 +813,9 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // barrier as they land. So a K-tile costs a producer thread some hundred instructions, where gathering and splitting
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
 // on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
+// With CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to stage): the producer
+// copies a pixel's 128 bytes into the big plane's place, then, once they have landed, splits them there and into the
+// small plane's, before it arrives on the "full" barrier itself.
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
@@ -982,7 +985,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
                                    const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H,
                                    int W, int M, int P, int Q, int pad, int stride)
 {
-#if defined(CONVKIT_WGMMA_BODY) && !CONVKIT_WS_INPUTS_FP32  // its planes split ahead (split_input_nhwc_tf32x3)
+#if defined(CONVKIT_WGMMA_BODY)
     wgmma_ws::split_ahead_gemm(planes, tiled, bias, out, N, C, H, W, M, P, Q, pad, stride, {1, 0, 0, 0});
 #endif
 }
@@ -1014,7 +1017,8 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
 
 // The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
 // small plane `plane` floats after the big one), zeros past C. A block of 32 x 8 threads turns a tile of 32 channels by
-// 32 pixels through shared memory, so that it reads x and writes the planes in whole lines.
+// 32 pixels through shared memory, so that it reads x and writes the planes in whole lines. With
+// CONVKIT_WS_INPUTS_FP32, one plane in FP32, which the split-ahead kernel built so splits as it stages it.
 extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, float* __restrict__ planes, int N,
                                                    int C, int HW)
 {
@@ -1029,9 +1033,13 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
     for (int i = threadIdx.y; i < 32; i += 8) {
         const int p = p0 + i;
         if (p >= HW) continue;
+        const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
+        if (CONVKIT_WS_INPUTS_FP32) {  // one plane in FP32, split as it is staged
+            planes[at] = tile[threadIdx.x][i];
+            continue;
+        }
         float big, small;
         tf32::split_ahead(tile[threadIdx.x][i], big, small);
-        const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
         planes[at] = big;
         planes[plane + at] = small;
     }

@@ -33,6 +33,8 @@ from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
+    SPLIT_STAGED,
+    SPLIT_STAGED_NARROW,
     TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
@@ -61,7 +63,7 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        split = ", inputs split ahead" if spec.inputs else ""
+        split = {None: "", "split ahead": ", inputs split ahead", "channels last": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
         return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
@@ -356,9 +358,12 @@ def rates_table(problems: list[ConvProblem], runs: Runs, check_every: int, check
 
 
 def tuned_layers() -> None:
-    """The split-ahead kernel's two tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
-    :data:`SPLIT_AHEAD_NARROW`, at 64) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
-    rates_table(chapter_layers(), wgmma_runs({"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}, False), 5)
+    """The split-ahead kernel's tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
+    :data:`SPLIT_AHEAD_NARROW`, at 64, and each with its inputs split as staged, :data:`SPLIT_STAGED`) on
+    :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    settings = {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW, "128 filters, split staged": SPLIT_STAGED,
+                "64 filters, split staged": SPLIT_STAGED_NARROW}  # fmt: skip
+    rates_table(chapter_layers(), wgmma_runs(settings, False), 5)
 
 
 def layers() -> None:
@@ -410,6 +415,7 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
 
     out = {winograd_name(spec): winograd(spec) for spec in winograd_wgmma_candidates(p)}
     out["direct split ahead"] = wgmma_call(x, w, bias, p, SPLIT_AHEAD)
+    out["direct split staged"] = wgmma_call(x, w, bias, p, SPLIT_STAGED)
     for name, spec in (("FP32 Winograd", winograd_default(p)), ("mma.sync Winograd", winograd_launch(p))):
         if not spec.not_supported_reasons(p):  # (their default tile's workspace may not hold one image)
             out[name] = winograd(spec)

@@ -114,15 +114,17 @@ def test_sass_says_which_tool_is_missing(monkeypatch):
                                    ("-DCONVKIT_WS_IN_FLIGHT=2", "-DCONVKIT_WS_PERSISTENT=1",
                                     "-DCONVKIT_WS_FILTERS=64"),
                                    ("-DCONVKIT_WS_IN_FLIGHT=2", "-DCONVKIT_WS_PERSISTENT=1",
-                                    "-DCONVKIT_WS_INPUTS_FP32=1")])  # fmt: skip
+                                    "-DCONVKIT_WS_INPUTS_FP32=1"),
+                                   ("-DCONVKIT_WS_IN_FLIGHT=2", "-DCONVKIT_WS_PERSISTENT=1",
+                                    "-DCONVKIT_WS_FILTERS=64", "-DCONVKIT_WS_INPUTS_FP32=1")])  # fmt: skip
 def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, knobs):
     """Its body is Hopper's alone (wgmma needs sm_90a; elsewhere it is empty): built there, it holds its 64 to 128
     accumulators a thread (twice 64 where each K-tile is summed apart), and none of them spills; nor do the
     warp-specialised kernels of the same source (inputs gathered, or split ahead), their consumers' 128 (192 with two
     K-tiles in flight, in registers the producer gives up) under the 168 registers of 384 threads, Winograd's
-    products on the split-ahead one among them (built at 128 filters a block alone; with their inputs split as they
-    are staged, the direct split-ahead kernel built empty); nor the products' ceiling (scripts/wgmma_probe.py
-    --ceiling). ptxas serialises no wgmma of any."""
+    products on the split-ahead one among them (built at 128 filters a block alone), the inputs split ahead or as
+    they are staged; nor the products' ceiling (scripts/wgmma_probe.py --ceiling). ptxas serialises no wgmma of
+    any."""
     options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}", *knobs)
     built = {k.kernel: k for k in ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)}
     winograd = () if "-DCONVKIT_WS_FILTERS=64" in knobs else ("winograd_products_wgmma_tf32x3",)  # (128 alone)
@@ -130,8 +132,7 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
                           "implicit_gemm_wgmma_ws_nhwc_tf32x3", "split_weights_nhwc_tiled_tf32x3",
                           "split_input_nhwc_tf32x3", "wgmma_products_ceiling", *winograd}  # fmt: skip
     assert built["implicit_gemm_wgmma_tf32x3"].registers > 128
-    direct = () if "-DCONVKIT_WS_INPUTS_FP32=1" in knobs else ("implicit_gemm_wgmma_ws_nhwc_tf32x3",)
-    for ws in ("implicit_gemm_wgmma_ws_tf32x3", *direct, *winograd):
+    for ws in ("implicit_gemm_wgmma_ws_tf32x3", "implicit_gemm_wgmma_ws_nhwc_tf32x3", *winograd):
         assert 128 < built[ws].registers <= 168
     assert all(k.spill_store_bytes == k.spill_load_bytes == 0 for k in built.values()), built
     assert not any(k.wgmma_serialized for k in built.values()), built

@@ -16,6 +16,7 @@ from test_shipped_kernels_emulated import run_launch
 from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
+from convkit.cuda.operands import regions_bytes
 from convkit.families.tf32x3 import wgmma, wgmma_operands
 from convkit.families.tf32x3.rounding import round_tf32
 from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS
@@ -117,6 +118,8 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
 
 
 def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
+    import dataclasses
+
     """The staged setting and the warp-specialised kernel are tuned; a recorded launch of either reads back as
     itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it."""
     from convkit.families.tf32x3 import WGMMA_VARIANT, wgmma
@@ -127,9 +130,18 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]
+    staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="channels last", persistent=True)  # split as staged
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead, staged]
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
-    assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1] == narrow  # at most 64 filters
+    narrow_staged = dataclasses.replace(narrow, inputs="channels last")
+    assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-2:] == [narrow, narrow_staged]  # <= 64
+    # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
+    assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
+    assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")
+    tiled = wgmma_operands.tiled_elements(p, True)
+    one, two = (regions_bytes([tiled, n * wgmma_operands.input_plane_elements(p)]) for n in (1, 2))
+    assert (staged.workspace_bytes(p), split_ahead.workspace_bytes(p)) == (one, two)
+    assert WGMMA_VARIANT.launch_from(staged.to_params()) == staged
     assert WGMMA_VARIANT.launch_from(narrow.to_params()) == narrow
     assert "filters must be" in wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)[0]
     assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
@@ -149,7 +161,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert WGMMA_VARIANT.launch_from(split_ahead.to_params()) == split_ahead
     assert not split_ahead.not_supported_reasons(p)
     wide = ConvProblem.same(700, 3, 224, 224, 8, 3)  # x and out under 2^31 elements, its planes of 32 channels not
-    assert "the input split ahead holds" in split_ahead.not_supported_reasons(wide)[0]
+    assert "the input channels last holds" in split_ahead.not_supported_reasons(wide)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
 
@@ -196,8 +208,9 @@ def ws_call(kernel: str) -> str:
 )  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
-    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs split ahead
-    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3), then the producer
+    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
+    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
+    in FP32 that the producer splits as it stages it), then the producer
     and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
     second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
     (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
@@ -225,15 +238,16 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
         weights = by_tap[:, :, : problem.c].reshape(2, problem.m, k)
     assert np.array_equal(weights[:, :, :k], expected_weights), "the tiled planes hold another split"
     inputs = x
-    if launch.channels_last:
-        split_input = wgmma_operands.SplitInputNhwcLaunch()
+    if launch.channels_last:  # split ahead into two planes, or (split as staged) one in FP32
+        planes = launch.input_planes
+        split_input = wgmma_operands.SplitInputNhwcLaunch(split=planes == 2)
         inputs = run_launch(build_dir, split_input, problem, "split_input_nhwc_tf32x3(x, out, ints[0], ints[1], "
-                            "ints[2])", (x, w), 2 * wgmma_operands.input_plane_elements(problem),
+                            "ints[2])", (x, w), planes * wgmma_operands.input_plane_elements(problem),
                             (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
-        nhwc = inputs.reshape(2, problem.n, problem.h, problem.w, -1)
+        nhwc = inputs.reshape(planes, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"
-        assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3),
-                              split_planes(x.reshape(1, -1))[:, 0, : x.size].reshape(2, *x.shape))  # fmt: skip
+        expected = split_planes(x.reshape(1, -1))[:, 0, : x.size].reshape(2, *x.shape) if planes == 2 else x[None]
+        assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,

@@ -131,9 +131,10 @@ class WgmmaGemmLaunch(KernelLaunch):
 
 
 #: Where the warp-specialised kernel's inputs come from: gathered and split by its producer (None, the knob left out
-#: of the recorded params as launches recorded before it were), or split ahead once per call into channels-last planes
-#: that the producer copies by cp.async.
-WS_INPUTS = (None, "split ahead")
+#: of the recorded params as launches recorded before it were), split ahead once per call into channels-last planes
+#: that the producer copies by cp.async, or made channels last once per call in FP32, one plane (half the bytes to
+#: write and to stage), which the producer copies and then splits in shared memory (``CONVKIT_WS_INPUTS_FP32``).
+WS_INPUTS = (None, "split ahead", "channels last")
 
 
 @dataclass(frozen=True)
@@ -146,9 +147,10 @@ class WgmmaWsLaunch(KernelLaunch):
     2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
-    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``). ``persistent`` (split ahead alone; None: not): a block an SM, each
+    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"channels last"`` in FP32, copied and then split by the producer
+    (the same kernel built so). ``persistent`` (channels last alone; None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
-    (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
+    (channels last alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
     consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
@@ -168,16 +170,22 @@ class WgmmaWsLaunch(KernelLaunch):
 
     @property
     def channels_last(self) -> bool:
-        """Whether the inputs are split ahead, channels last."""
-        return self.inputs == "split ahead"
+        """Whether the inputs are made channels last ahead (split, or in FP32)."""
+        return self.inputs in ("split ahead", "channels last")
+
+    @property
+    def input_planes(self) -> int:
+        """The channels-last input's planes: big and small split ahead, else one in FP32."""
+        return 2 if self.inputs == "split ahead" else 1
 
     def kernel_name(self, problem: ConvProblem) -> str:
         return "implicit_gemm_wgmma_ws_nhwc_tf32x3" if self.channels_last else "implicit_gemm_wgmma_ws_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
+        fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "channels last" else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters))  # fmt: skip
+                *filters_macro(self.block_filters), *fp32)  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
@@ -198,11 +206,11 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def _regions(self, problem: ConvProblem) -> list[int]:
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
-        return [tiled, 2 * input_plane_elements(problem)] if self.channels_last else [tiled]
+        return [tiled, self.input_planes * input_plane_elements(problem)] if self.channels_last else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs split ahead, the
-        input's two planes (:func:`input_plane_elements`)."""
+        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
+        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32)."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
@@ -219,7 +227,8 @@ class WgmmaWsLaunch(KernelLaunch):
         split = SplitTiledNhwcLaunch(filters=self.block_filters)
         launch_kernel(split, problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
         sizes = (problem.n, problem.c, problem.h * problem.w)
-        launch_kernel(SplitInputNhwcLaunch(), problem, (x, planes, *(cupy.int32(v) for v in sizes)))
+        split_input = SplitInputNhwcLaunch(split=self.input_planes == 2)
+        launch_kernel(split_input, problem, (x, planes, *(cupy.int32(v) for v in sizes)))
         return planes, tiled
 
     def adds_bias(self, problem: ConvProblem) -> bool:
@@ -236,15 +245,15 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.inputs not in WS_INPUTS:
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         if self.persistent not in (None, True) or (self.persistent and not self.channels_last):
-            raise ValueError(f"persistent must be None, or True with inputs='split ahead', got {self.persistent!r}")
+            raise ValueError(f"persistent must be None, or True with the inputs channels last, got {self.persistent!r}")
         if self.filters not in (None, NARROW_FILTERS) or (self.filters and not self.channels_last):
-            raise ValueError(f"filters must be None, or 64 with inputs='split ahead', got {self.filters!r}")
+            raise ValueError(f"filters must be None, or 64 with the inputs channels last, got {self.filters!r}")
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
-            if (size := 2 * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
-                raise ValueError(f"the input split ahead holds {size} elements (its channels rounded up to 32, two "
-                                 f"planes); the kernel indexes them under 2^31")  # fmt: skip
+            if (size := self.input_planes * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
+                raise ValueError(f"the input channels last holds {size} elements (its channels rounded up to 32, "
+                                 f"{self.input_planes} planes); the kernel indexes them under 2^31")  # fmt: skip
 
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -261,6 +270,9 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 #: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
+#: The same with the inputs channels last in FP32, split by the producer as it stages them (half their bytes).
+SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="channels last")
+SPLIT_STAGED_NARROW = dataclasses.replace(SPLIT_STAGED, filters=NARROW_FILTERS)
 
 
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
@@ -273,15 +285,17 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     highest median of the split-ahead settings (92.7 TFLOP/s; one K-tile in flight, a block a tile: 86.3) and is the
     fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products.
     At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
-    and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``)."""
-    narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
+    and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
+    Each split-ahead candidate also with its inputs split as they are staged (:data:`SPLIT_STAGED`)."""
+    narrow = [SPLIT_AHEAD_NARROW, SPLIT_STAGED_NARROW] if problem.m <= NARROW_FILTERS else []
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, SPLIT_STAGED, *narrow]
 
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
-               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW)  # fmt: skip
+               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED,
+               SPLIT_STAGED_NARROW)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:

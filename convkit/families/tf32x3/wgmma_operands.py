@@ -95,7 +95,10 @@ def filters_macro(filters: int) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class SplitInputNhwcLaunch(KernelLaunch):
     """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts, channels last
-    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels."""
+    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels; not
+    ``split``, the input in FP32, one such plane."""
+
+    split: bool = True
 
     kind: ClassVar[str] = "tf32x3_split_input_nhwc"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -105,7 +108,7 @@ class SplitInputNhwcLaunch(KernelLaunch):
         return "split_input_nhwc_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return filter_macros(problem)
+        return (*filter_macros(problem), *(() if self.split else ("-DCONVKIT_WS_INPUTS_FP32=1",)))
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)

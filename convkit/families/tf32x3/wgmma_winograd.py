@@ -17,7 +17,7 @@ from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
 from convkit.families.fp32.winograd import TILES, WGMMA_FP32_INPUTS, WGMMA_OPERANDS, WinogradLaunch
-from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, check_problem
+from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_STAGED, check_problem
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
@@ -47,7 +47,7 @@ class WinogradProductsLaunch(KernelLaunch):
         return "winograd_products_wgmma_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return SPLIT_AHEAD.options(problem) + (("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "fp32" else ())
+        return (SPLIT_AHEAD if self.inputs == "split" else SPLIT_STAGED).options(problem)
 
     def input_planes(self) -> int:
         """A point's planes of transformed inputs: big and small, or one of FP32."""
