@@ -3,8 +3,9 @@ default launch and each tuning candidate on sample problems (680), planned on th
 kernel, grid, block, shared bytes, compile options and argument layout its runner enqueues), against the plans
 recorded before the launches were reworked (tests/fixtures/, written by that script from the code at 10cd7f3; written
 again since only where a launch was meant to change: Winograd's two transforms became one launch, the 3xTF32
-implicit GEMM takes the op's bias as its last argument, null here, and Winograd's transforms take their count of filter
-items as a 64-bit integer; every other plan as it was).
+implicit GEMM takes the op's bias as its last argument, null here, Winograd's transforms take their count of filter
+items as a 64-bit integer, and its output transform takes dynamic shared memory, its tiles' rows on their way out;
+every other plan as it was).
 Choices shipped since (the networks' layers, papers/summary/network_layers.py) are planned too, and compared with
 nothing."""
 
