@@ -356,12 +356,16 @@ extern "C" __global__ void winograd_output(
         tile_cols[threadIdx.x] = min(M, Q - q0);
     }
     __syncthreads();
+    // A thread's M columns k of the block's rows (neighbours along a row), each looked up once, then stored down the
+    // M rows: a warp's store runs along an output row.
 #pragma unroll
-    for (int i = 0; i < M; ++i)
+    for (int column = 0; column < M; ++column) {
+        const int k = threadIdx.x + column * threads, tile = k / M, j = k - tile * M;
+        if (j >= tile_cols[tile]) continue;
+        const int stored_rows = tile_rows[tile];
+        float* to = y + tile_at[tile] + j;
 #pragma unroll
-        for (int k = threadIdx.x; k < width; k += threads) {  // M floats a thread, neighbours along the row
-            const int tile = k / M, j = k - tile * M;
-            if (i < tile_rows[tile] && j < tile_cols[tile])
-                y[tile_at[tile] + (long long)i * Q + j] = rows[i * width + k];
-        }
+        for (int i = 0; i < M; ++i)
+            if (i < stored_rows) to[(long long)i * Q] = rows[i * width + k];
+    }
 }
