@@ -106,9 +106,10 @@ __device__ __forceinline__ void filter_tile(const float* __restrict__ w, long lo
 // the 3xTF32 one (PLAIN: V[xi][m][c], U[xi][c][t]); for the 3xTF32 one reading V split ahead (FILTERS_SPLIT: the
 // big parts' planes Vb[xi][m][c] then the small parts' Vs[xi][m][c], rows of CP = C rounded up to whole float4s,
 // zero-padded; U as PLAIN); for the split-ahead wgmma kernel (WGMMA, wgmma_tf32x3.cu's winograd_products_wgmma_tf32x3:
-// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes; WGMMA_FP32: V as
-// WGMMA, U[xi] one channels-last FP32 plane, which that kernel built with CONVKIT_WS_INPUTS_FP32 splits as it stages).
-enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2, WGMMA_FP32 = 3 };
+// V[xi] split into that kernel's tiled weights, U[xi] split into its channels-last input planes; WGMMA_FP32_INPUTS:
+// V as WGMMA, U[xi] one channels-last FP32 plane, which that kernel built with CONVKIT_WS_INPUTS_FP32 splits as it
+// stages it).
+enum TransformLayout { PLAIN = 0, FILTERS_SPLIT = 1, WGMMA = 2, WGMMA_FP32_INPUTS = 3 };
 
 
 // V[xi][m][c] = (G g G^T)[xi] for g = w[m][c] (i = m * C + c); with FILTERS_SPLIT, i = m * CP + c and the big and
@@ -208,7 +209,7 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 }
 
 // With WGMMA, a block of 256 threads turns 8 tiles by 32 channels of U into the split-ahead kernel's input planes
-// (U[xi] as [2][t_pad][CP], big then small, zeros past C and T; with WGMMA_FP32, not `split`, one FP32 plane
+// (U[xi] as [2][t_pad][CP], big then small, zeros past C and T; with WGMMA_FP32_INPUTS, not `split`, one FP32 plane
 // [t_pad][CP]), through shared memory: each thread transforms the
 // tile of lane % 8 under channel 4 * warp + lane / 8 (a warp's loads run along 8 neighbouring tiles of 4 channels),
 // then the block writes each point's 8 tiles by 32 channels split, a float4 a thread: every store of a warp four whole
@@ -286,7 +287,7 @@ extern "C" __global__ void winograd_transforms(
     int M_filters, int C, int H, int W, int pad, int tiles_h, int tiles_w, int T, int t_pad, long long filters,
     int layout)
 {
-    if (layout == WGMMA || layout == WGMMA_FP32) {
+    if (layout == WGMMA || layout == WGMMA_FP32_INPUTS) {
         using namespace wgmma_inputs;
         using wgmma_operands::padded_channels;
         if (blockDim.x != THREADS) __trap();  // the input blocks' shape: the launch gives it

@@ -63,7 +63,7 @@ TIMED = (
 
 def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
-        split = {None: "", "split ahead": ", inputs split ahead", "channels last": ", inputs split staged"}[spec.inputs]
+        split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
         return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
@@ -430,7 +430,7 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
 
 def winograd_name(spec: WgmmaWinogradLaunch) -> str:
     """How the logs name a Winograd-on-wgmma launch: its tile, and where its inputs are split if not ahead."""
-    return f"F({spec.m}) wgmma" + (", inputs split staged" if spec.inputs == "fp32" else "")
+    return f"F({spec.m}) wgmma" + (", inputs split staged" if spec.inputs == "split staged" else "")
 
 
 def winograd_launches_apart(p: ConvProblem, spec: Any, x: Any, w: Any, out: Any) -> dict[str, float]:

@@ -137,7 +137,7 @@ def test_the_implicit_gemm_kernels_match_float64_on_the_cpu(build_dir, problem, 
 
 
 #: Winograd's launches the emulated test runs, by the products' kernel.
-WINOGRAD_KINDS = ("fp32", "tf32x3", "tf32x3, filters split", "tf32x3 on wgmma", "tf32x3 on wgmma, inputs in FP32")
+WINOGRAD_KINDS = ("fp32", "tf32x3", "tf32x3, filters split", "tf32x3 on wgmma", "tf32x3 on wgmma, split staged")
 
 
 #: Its problems: padding and none, 5x5, and (for the products' kernels) more channels than a K-tile and more filters
@@ -176,7 +176,8 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     spec = {"fp32": WinogradLaunch(m, "64x64"), "tf32x3": TensorCoreWinogradLaunch(m, "64x64"),
             "tf32x3, filters split": TensorCoreWinogradLaunch(m, "64x64", weights="split"),
             "tf32x3 on wgmma": wgmma_winograd.WgmmaWinogradLaunch(m),
-            "tf32x3 on wgmma, inputs in FP32": wgmma_winograd.WgmmaWinogradLaunch(m, inputs="fp32")}[kind]  # fmt: skip
+            "tf32x3 on wgmma, split staged": wgmma_winograd.WgmmaWinogradLaunch(m, inputs="split staged"),
+            }[kind]  # fmt: skip
     spec.can_implement(p)
     th, tw, t, t_pad = spec.tiles(p)
     points, layout = spec.alpha(p) ** 2, spec.transform_layout()

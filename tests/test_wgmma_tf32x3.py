@@ -130,10 +130,10 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
-    staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="channels last", persistent=True)  # split as staged
+    staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split staged", persistent=True)  # split as staged
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead, staged]
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
-    narrow_staged = dataclasses.replace(narrow, inputs="channels last")
+    narrow_staged = dataclasses.replace(narrow, inputs="split staged")
     assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-2:] == [narrow, narrow_staged]  # <= 64
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
@@ -276,7 +276,7 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     monkeypatch.setattr(wgmma_winograd, "sm_count", lambda: 132)
     p = ConvProblem.same(16, 200, 56, 56, 130, 3)  # C past a K-tile's 32, M past a block's 128
     spec = wgmma_winograd.WgmmaWinogradLaunch(4)
-    assert spec.to_params() == {"m": 4, "inputs": "split"}
+    assert spec.to_params() == {"m": 4, "inputs": "split ahead"}
     assert wgmma_winograd.WgmmaWinogradLaunch.from_params({"m": 4}) == spec  # a row from before the knob
     t_pad = spec.tiles(p)[3]
     assert t_pad == 16 * 14 * 14 and spec.gemm_problem(p) == ConvProblem(1, 200, 1, t_pad, 130, 1, 1)
@@ -294,16 +294,16 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     assert products.shared_bytes(gemm) == wgmma.SPLIT_AHEAD.shared_bytes(gemm)
     assert not spec.not_supported_reasons(p)
     # the inputs one FP32 plane, split by the products' producer: half U, the products built to split them
-    staged = wgmma_winograd.WgmmaWinogradLaunch(4, inputs="fp32")
-    assert staged.transform_layout() == WGMMA_FP32_INPUTS and staged.to_params() == {"m": 4, "inputs": "fp32"}
+    staged = wgmma_winograd.WgmmaWinogradLaunch(4, inputs="split staged")
+    assert staged.transform_layout() == WGMMA_FP32_INPUTS and staged.to_params() == {"m": 4, "inputs": "split staged"}
     assert staged.workspace_elements(p) == (36 * 2 * 7 * 2 * 128 * 32, 36 * t_pad * 224, 36 * 130 * t_pad)
     assert staged.transform_items(p) == spec.transform_items(p)
     assert staged.products_launch(p).options(gemm) == (*products.options(gemm), "-DCONVKIT_WS_INPUTS_FP32=1")
     assert not staged.not_supported_reasons(p)
     with pytest.raises(ValueError, match="inputs must be one of"):
-        wgmma_winograd.WgmmaWinogradLaunch(4, inputs="tf32").can_implement(p)
+        wgmma_winograd.WgmmaWinogradLaunch(4, inputs="split").can_implement(p)
     candidates = wgmma_winograd.winograd_wgmma_candidates(p)
-    assert [(c.m, c.inputs) for c in candidates] == [(m, i) for m in (2, 4, 6) for i in ("split", "fp32")]
+    assert [(c.m, c.inputs) for c in candidates] == [(m, i) for m in (2, 4, 6) for i in ("split ahead", "split staged")]
     assert {c.m for c in wgmma_winograd.winograd_wgmma_candidates(ConvProblem.same(2, 8, 9, 9, 8, 5))} == {2, 4}
     variant = family.WINOGRAD_WGMMA_VARIANT
     assert variant.tolerance == TRANSFORM_TOLERANCE and variant.precision == "tf32x3"

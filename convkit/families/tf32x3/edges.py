@@ -31,7 +31,7 @@ def edge_check() -> None:
     if not WgmmaGemmLaunch().not_supported_reasons(GEMM_EDGES[0]):  # Hopper
         wgmma_edges()
         winograd_edges(WgmmaWinogradLaunch)
-        winograd_edges(WgmmaWinogradLaunch, inputs="fp32")  # the inputs split by the products as they stage them
+        winograd_edges(WgmmaWinogradLaunch, inputs="split staged")  # the inputs split by the products' staging
 
 
 def wgmma_edges() -> None:

@@ -134,7 +134,7 @@ class WgmmaGemmLaunch(KernelLaunch):
 #: of the recorded params as launches recorded before it were), split ahead once per call into channels-last planes
 #: that the producer copies by cp.async, or made channels last once per call in FP32, one plane (half the bytes to
 #: write and to stage), which the producer copies and then splits in shared memory (``CONVKIT_WS_INPUTS_FP32``).
-WS_INPUTS = (None, "split ahead", "channels last")
+WS_INPUTS = (None, "split ahead", "split staged")
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,8 @@ class WgmmaWsLaunch(KernelLaunch):
     2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
-    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"channels last"`` in FP32, copied and then split by the producer
-    (the same kernel built so). ``persistent`` (channels last alone; None: not): a block an SM, each
+    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"split staged"``, channels last in FP32, copied and then split by
+    the producer (the same kernel built so). ``persistent`` (channels last alone; None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
     (channels last alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
     consumer multiplying every other K-tile on all 64, their sums then added."""
@@ -171,7 +171,7 @@ class WgmmaWsLaunch(KernelLaunch):
     @property
     def channels_last(self) -> bool:
         """Whether the inputs are made channels last ahead (split, or in FP32)."""
-        return self.inputs in ("split ahead", "channels last")
+        return self.inputs in ("split ahead", "split staged")
 
     @property
     def input_planes(self) -> int:
@@ -183,7 +183,7 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
-        fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "channels last" else ()
+        fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32)  # fmt: skip
 
@@ -271,7 +271,7 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: The same with the inputs channels last in FP32, split by the producer as it stages them (half their bytes).
-SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="channels last")
+SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
 SPLIT_STAGED_NARROW = dataclasses.replace(SPLIT_STAGED, filters=NARROW_FILTERS)
 
 

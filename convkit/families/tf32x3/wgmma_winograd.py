@@ -26,7 +26,7 @@ INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
 #: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`): split ahead by the input
 #: transform into a big plane and a small one, or written once in FP32 and split by the products' producer warps in
 #: shared memory as they stage each K-tile (half the bytes written by the transform and read by the products).
-INPUTS = ("split", "fp32")
+INPUTS = ("split ahead", "split staged")
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class WinogradProductsLaunch(KernelLaunch):
     every point's output tiles, two K-tiles in flight, 128 filters a block); ``inputs`` one of :data:`INPUTS`."""
 
     points: int
-    inputs: str = "split"
+    inputs: str = "split ahead"
 
     kind: ClassVar[str] = "tf32x3_winograd_products_wgmma"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -47,11 +47,11 @@ class WinogradProductsLaunch(KernelLaunch):
         return "winograd_products_wgmma_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (SPLIT_AHEAD if self.inputs == "split" else SPLIT_STAGED).options(problem)
+        return (SPLIT_AHEAD if self.inputs == "split ahead" else SPLIT_STAGED).options(problem)
 
     def input_planes(self) -> int:
         """A point's planes of transformed inputs: big and small, or one of FP32."""
-        return 2 if self.inputs == "split" else 1
+        return 2 if self.inputs == "split ahead" else 1
 
     def output_tiles(self, problem: ConvProblem) -> int:
         """Output tiles of every point's product together (128 filters by 128 pixels each)."""
@@ -88,7 +88,7 @@ class WgmmaWinogradLaunch(WinogradLaunch):
     Winograd's. Its knobs: the tile ``m``, and ``inputs`` (:data:`INPUTS`: the inputs split by their transform, or
     by the products as they stage them)."""
 
-    inputs: str = "split"
+    inputs: str = "split ahead"
 
     kind: ClassVar[str] = "tf32x3_winograd_wgmma"
     knobs: ClassVar[tuple[str, ...]] = ("m", "inputs")
@@ -108,7 +108,7 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         return self.alpha(problem) ** 2 * planes * input_plane_elements(self.gemm_problem(problem))
 
     def transform_layout(self) -> int:
-        return WGMMA_OPERANDS if self.inputs == "split" else WGMMA_FP32_INPUTS
+        return WGMMA_OPERANDS if self.inputs == "split ahead" else WGMMA_FP32_INPUTS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
         """The input transform's values on their way to the channels-last planes: up to 36 points (32 of more) of 8
