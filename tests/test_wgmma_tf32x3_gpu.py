@@ -132,6 +132,30 @@ def test_winograd_on_hard_inputs_stays_within_fp32_winograds_error(inputs):
     assert err["wgmma"] < reference.TRANSFORM_TOLERANCE and err["wgmma"] <= 1.5 * err["fp32"], err
 
 
+@pytest.mark.parametrize("problem", [ConvProblem.same(3, 37, 13, 11, 131, 3), ConvProblem.same(2, 70, 9, 10, 64, 1),
+                                     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
+                         ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
+def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
+    """The same split of the same FP32 values, by the producer as it stages them rather than by a pass ahead, and the
+    same products in the same order: the direct kernel's outputs (128 and 64 filters a block) and Winograd's (3x3,
+    stride 1) equal bit for bit."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, SPLIT_STAGED_NARROW
+
+    rng = cupy.random.default_rng(29)
+    x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
+    kw = {"pad": problem.pad, "stride": problem.stride}
+    for ahead, staged in ((SPLIT_AHEAD, SPLIT_STAGED), (SPLIT_AHEAD_NARROW, SPLIT_STAGED_NARROW)):
+        same = conv2d_wgmma_ws_tf32x3(x, w, launch=ahead, **kw) == conv2d_wgmma_ws_tf32x3(x, w, launch=staged, **kw)
+        assert bool(same.all()), (ahead.block_filters, int((~same).sum()))
+    if problem.stride == 1 and problem.r == 3:
+        ahead, staged = (conv2d_winograd(x, w, pad=problem.pad, launch=WgmmaWinogradLaunch(4, inputs=inputs))
+                         for inputs in ("split ahead", "split staged"))  # fmt: skip
+        same = ahead == staged
+        assert bool(same.all()), int((~same).sum())
+
+
 def test_argument_errors_before_launch():
     import cupy
 
