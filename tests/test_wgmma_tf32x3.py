@@ -199,28 +199,18 @@ def ws_call(kernel: str) -> str:
     return f"{kernel}(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
 
 
-@pytest.mark.parametrize(
-    "problem",
-    [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
-     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1), *SMALL_IMAGES,
-     EVEN_IMAGES],
-    ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
-)  # fmt: skip
-@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
-def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
-    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
-    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
-    in FP32 that the producer splits as it stages it), then the producer
-    and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
-    second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
-    (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
-    filters a block the consumers take alternate K-tiles: an odd count (the first and fourth problems), and one
-    alone, the second consumer adding nothing (the last)."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+def ws_inputs(problem: ConvProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random x, w and bias for ``problem``, the same for the same problem."""
     rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
     w = rng.standard_normal(problem.filter_shape).astype(np.float32)
-    bias = rng.standard_normal(problem.m).astype(np.float32)
+    return x, w, rng.standard_normal(problem.m).astype(np.float32)
+
+
+def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
+               bias: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
+    them split (each checked against the split's rule on the way), poisoned with NaN before the launch."""
     k, tiles = problem.c * problem.r * problem.s, wgmma_operands.k_tiles(problem, launch.channels_last)
     filters = launch.block_filters
     split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters) if launch.channels_last
@@ -254,11 +244,46 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
             problem.stride, tiled.size)  # fmt: skip
     out = run_launch(build_dir, launch, problem, ws_call(launch.kernel_name(problem)), (inputs, operand), out_floats,
                      ints)  # fmt: skip
-    out = out.reshape(problem.output_shape)
+    return out.reshape(problem.output_shape)
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
+     ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), ConvProblem.same(1, 16, 6, 6, 70, 1), *SMALL_IMAGES,
+     EVEN_IMAGES],
+    ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}",
+)  # fmt: skip
+@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
+def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
+    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
+    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
+    in FP32 that the producer splits as it stages it), then the producer
+    and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
+    second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
+    (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
+    filters a block the consumers take alternate K-tiles: an odd count (the first and fourth problems), and one
+    alone, the second consumer adding nothing (the last)."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    x, w, bias = ws_inputs(problem)
+    out = emulate_ws(build_dir, launch, problem, x, w, bias)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
                                               stride=problem.stride), bias.astype(np.float64))  # fmt: skip
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+@pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(1, 16, 6, 6, 70, 1)],
+                         ids=lambda p: p.label)  # fmt: skip
+def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build_dir, problem, monkeypatch):
+    """The same split of the same values, by the producer as it stages them or by a pass ahead, and the same products
+    in the same order: the outputs equal bit for bit, at 128 filters a block and at 64."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    x, w, bias = ws_inputs(problem)
+    pairs = ((wgmma.SPLIT_AHEAD, wgmma.SPLIT_STAGED), (wgmma.SPLIT_AHEAD_NARROW, wgmma.SPLIT_STAGED_NARROW))
+    for ahead, staged in pairs:
+        outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (ahead, staged)]
+        assert np.array_equal(*outputs), f"{ahead.block_filters} filters a block"
 
 
 def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeypatch):
