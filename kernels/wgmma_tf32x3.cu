@@ -30,7 +30,7 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block), CONVKIT_WS_INPUTS_FP32 (Winograd's products: the inputs split in shared memory); CONVKIT_WG_PART, for
+// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -66,8 +66,8 @@
 #ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
 #define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
 #endif
-#ifndef CONVKIT_WS_INPUTS_FP32  // Winograd's products: 1 the inputs one FP32 plane, split by the producer in shared
-#define CONVKIT_WS_INPUTS_FP32 0  // memory; 0 split ahead into two planes (as the direct kernel's always are)
+#ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
+#define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the producer as it stages them; 0 split ahead into two planes
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -995,10 +995,9 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
 // kernel's input planes (channels last, split: [2][t_pad][CP]; with CONVKIT_WS_INPUTS_FP32 one FP32 plane, [t_pad][CP],
 // which the producer splits in shared memory: half the bytes written by the transform and read here) and V[xi] as its
-// tiled weights; the products go to
-// Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds it. Built at 128 filters a block
-// alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were slower than at 128 on every
-// large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
+// tiled weights; the products go to Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds
+// it. Built at 128 filters a block alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were
+// slower than at 128 on every large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
 #if CONVKIT_WS_FILTERS == 128
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
 winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ mo,
