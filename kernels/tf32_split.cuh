@@ -28,4 +28,13 @@ __device__ __forceinline__ void split_ahead(float a, float& big, float& small)
     big = __uint_as_float(b);
     small = __uint_as_float(s);
 }
+
+// Four values split ahead at once (a 16-byte line of operands).
+__device__ __forceinline__ void split_ahead(float4 a, float4& big, float4& small)
+{
+    split_ahead(a.x, big.x, small.x);
+    split_ahead(a.y, big.y, small.y);
+    split_ahead(a.z, big.z, small.z);
+    split_ahead(a.w, big.w, small.w);
+}
 }  // namespace tf32

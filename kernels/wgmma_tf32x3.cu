@@ -890,15 +890,9 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
             float* inputs = smem + st * STAGE_WS + 2 * PLANE_A_WS;
 #pragma unroll
             for (int i = 0; i < PIXELS; ++i) {
-                float4* big = reinterpret_cast<float4*>(inputs + swizzled_line(tid / CHUNKS + i * PIXEL_STEP, chunk));
-                const float4 v = *big;
-                float4 b, small;
-                tf32::split_ahead(v.x, b.x, small.x);
-                tf32::split_ahead(v.y, b.y, small.y);
-                tf32::split_ahead(v.z, b.z, small.z);
-                tf32::split_ahead(v.w, b.w, small.w);
-                *big = b;
-                *reinterpret_cast<float4*>(reinterpret_cast<float*>(big) + PLANE_B_WS) = small;
+                float* line = inputs + swizzled_line(tid / CHUNKS + i * PIXEL_STEP, chunk);
+                float4* big = reinterpret_cast<float4*>(line);
+                tf32::split_ahead(*big, *big, *reinterpret_cast<float4*>(line + PLANE_B_WS));  // the value read first
             }
             fence_to_async_proxy();
             arrive(full + st);

@@ -259,19 +259,12 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
 #pragma unroll 4
             for (int pass = 0; pass < CHUNK; pass += POINTS_A_PASS, to += pass4) {
                 const int point = first + pass + point_of;
-                if (pass + point_of >= CHUNK || point >= POINTS) break;
+                if (point >= POINTS) break;  // (the last chunk's last pass: its points past the last)
                 const float4 v = reinterpret_cast<const float4*>(values[point - first][tile])[quad];
-                if (!split) {
+                if (split)
+                    tf32::split_ahead(v, to[0], to[plane4]);
+                else
                     to[0] = v;
-                    continue;
-                }
-                float4 big, small;
-                tf32::split_ahead(v.x, big.x, small.x);
-                tf32::split_ahead(v.y, big.y, small.y);
-                tf32::split_ahead(v.z, big.z, small.z);
-                tf32::split_ahead(v.w, big.w, small.w);
-                to[0] = big;
-                to[plane4] = small;
             }
         }
     }

@@ -58,6 +58,14 @@ SMALL_IMAGES = (ConvProblem(5, 8, 3, 3, 9, 3, 3, pad=0), ConvProblem(23, 8, 2, 3
 EVEN_IMAGES = ConvProblem.same(2, 8, 16, 12, 8, 3)
 
 
+def ws_inputs(problem: ConvProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random x, w and bias for ``problem``, the same for the same problem (either wgmma kernel's tests)."""
+    rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    w = rng.standard_normal(problem.filter_shape).astype(np.float32)
+    return x, w, rng.standard_normal(problem.m).astype(np.float32)
+
+
 @pytest.mark.parametrize(
     "problem",
     [ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(2, 64, 5, 5, 20, 1),
@@ -68,10 +76,7 @@ EVEN_IMAGES = ConvProblem.same(2, 8, 16, 12, 8, 3)
 @pytest.mark.parametrize("launch", WGMMA_SETTINGS,
                          ids=lambda spec: "-".join(f"{k}{int(v)}" for k, v in spec.to_params().items()))  # fmt: skip
 def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch):
-    rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
-    x = rng.standard_normal(problem.input_shape).astype(np.float32)
-    w = rng.standard_normal(problem.filter_shape).astype(np.float32)
-    bias = rng.standard_normal(problem.m).astype(np.float32)
+    x, w, bias = ws_inputs(problem)
     planes = split_planes(w)
     operand = np.concatenate([planes.ravel(), bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
@@ -197,14 +202,6 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
 def ws_call(kernel: str) -> str:
     """The driver's call of a warp-specialised kernel: inputs, weights, the bias after them, out and nine sizes."""
     return f"{kernel}(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
-
-
-def ws_inputs(problem: ConvProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random x, w and bias for ``problem``, the same for the same problem."""
-    rng = np.random.default_rng(abs(hash(problem.key)) % 2**32)
-    x = rng.standard_normal(problem.input_shape).astype(np.float32)
-    w = rng.standard_normal(problem.filter_shape).astype(np.float32)
-    return x, w, rng.standard_normal(problem.m).astype(np.float32)
 
 
 def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,

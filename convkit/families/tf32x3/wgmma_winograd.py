@@ -17,16 +17,18 @@ from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
 from convkit.families.fp32.winograd import TILES, WGMMA_FP32_INPUTS, WGMMA_OPERANDS, WinogradLaunch
-from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_STAGED, check_problem
+from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_STAGED, WgmmaWsLaunch, check_problem
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH, input_plane_elements, tiled_elements
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
 #: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).
 INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
-#: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`): split ahead by the input
-#: transform into a big plane and a small one, or written once in FP32 and split by the products' producer warps in
-#: shared memory as they stage each K-tile (half the bytes written by the transform and read by the products).
-INPUTS = ("split ahead", "split staged")
+#: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`), as the direct kernel's
+#: (:data:`~convkit.families.tf32x3.wgmma.WS_INPUTS`): split ahead by the input transform into a big plane and a small
+#: one, or written once in FP32 and split by the products' producer warps in shared memory as they stage each K-tile
+#: (half the bytes written by the transform and read by the products).
+SETTINGS = {"split ahead": SPLIT_AHEAD, "split staged": SPLIT_STAGED}
+INPUTS = tuple(SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,16 @@ class WinogradProductsLaunch(KernelLaunch):
     def kernel_name(self, problem: ConvProblem) -> str:
         return "winograd_products_wgmma_tf32x3"
 
+    def setting(self) -> WgmmaWsLaunch:
+        """The split-ahead kernel's setting it runs (:data:`SETTINGS`)."""
+        return SETTINGS[self.inputs]
+
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (SPLIT_AHEAD if self.inputs == "split ahead" else SPLIT_STAGED).options(problem)
+        return self.setting().options(problem)
 
     def input_planes(self) -> int:
         """A point's planes of transformed inputs: big and small, or one of FP32."""
-        return 2 if self.inputs == "split ahead" else 1
+        return self.setting().input_planes
 
     def output_tiles(self, problem: ConvProblem) -> int:
         """Output tiles of every point's product together (128 filters by 128 pixels each)."""
@@ -125,7 +131,9 @@ class WgmmaWinogradLaunch(WinogradLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """FP32 Winograd's checks and the products' (:meth:`check_products`); ``threads`` 256, the input transform's
-        blocks."""
+        blocks; ``inputs`` one of :data:`INPUTS` (first: the workspace's size depends on it)."""
+        if self.inputs not in INPUTS:
+            raise ValueError(f"inputs must be one of {INPUTS}, got {self.inputs!r}")
         if self.threads != INPUT_TILES * INPUT_CHANNELS:
             raise ValueError(f"threads must be {INPUT_TILES * INPUT_CHANNELS} (the input transform's blocks), got "
                              f"{self.threads!r}")  # fmt: skip
