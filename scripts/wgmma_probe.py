@@ -33,8 +33,6 @@ from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
-    SPLIT_STAGED,
-    SPLIT_STAGED_NARROW,
     TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
@@ -359,10 +357,8 @@ def rates_table(problems: list[ConvProblem], runs: Runs, check_every: int, check
 
 def tuned_layers() -> None:
     """The split-ahead kernel's tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
-    :data:`SPLIT_AHEAD_NARROW`, at 64, and each with its inputs split as staged, :data:`SPLIT_STAGED`) on
-    :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
-    settings = {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW, "128 filters, split staged": SPLIT_STAGED,
-                "64 filters, split staged": SPLIT_STAGED_NARROW}  # fmt: skip
+    :data:`SPLIT_AHEAD_NARROW`, at 64) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    settings = {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}
     rates_table(chapter_layers(), wgmma_runs(settings, False), 5)
 
 
@@ -415,7 +411,6 @@ def winograd_runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callab
 
     out = {winograd_name(spec): winograd(spec) for spec in winograd_wgmma_candidates(p)}
     out["direct split ahead"] = wgmma_call(x, w, bias, p, SPLIT_AHEAD)
-    out["direct split staged"] = wgmma_call(x, w, bias, p, SPLIT_STAGED)
     for name, spec in (("FP32 Winograd", winograd_default(p)), ("mma.sync Winograd", winograd_launch(p))):
         if not spec.not_supported_reasons(p):  # (their default tile's workspace may not hold one image)
             out[name] = winograd(spec)

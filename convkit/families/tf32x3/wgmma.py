@@ -270,9 +270,12 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 #: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
-#: The same with the inputs channels last in FP32, split by the producer as it stages them (half their bytes).
+#: The same with the inputs channels last in FP32, split by the producer as it stages them (half their bytes): the
+#: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method: on
+#: the H200 it was slower than :data:`SPLIT_AHEAD` on each of the 3xTF32 chapter's 97 stride-1 3x3 and 5x5 layers of
+#: at least 20 GFLOP (0.74x at the median, 0.85x at best, 2026-11-28): the producer's split in shared memory costs the
+#: products more than the input's split pass ahead costs the whole.
 SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
-SPLIT_STAGED_NARROW = dataclasses.replace(SPLIT_STAGED, filters=NARROW_FILTERS)
 
 
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
@@ -286,16 +289,15 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products.
     At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
     and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
-    Each split-ahead candidate also with its inputs split as they are staged (:data:`SPLIT_STAGED`)."""
-    narrow = [SPLIT_AHEAD_NARROW, SPLIT_STAGED_NARROW] if problem.m <= NARROW_FILTERS else []
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, SPLIT_STAGED, *narrow]
+    (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every layer timed: not a candidate.)"""
+    narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
 
 
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
-               WgmmaWsLaunch(in_flight=2, inputs="split ahead"),
-               WgmmaWsLaunch(inputs="split ahead", persistent=True), SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED,
-               SPLIT_STAGED_NARROW)  # fmt: skip
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
