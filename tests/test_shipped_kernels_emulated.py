@@ -156,7 +156,25 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     """Winograd's three launches in turn, as ``conv2d_winograd`` runs them on one pass of images: the filter and
     input transforms in one, the batched GEMM of the transformed points (the FP32 implicit GEMM, the 3xTF32 one, or
     the split-ahead wgmma kernel, persistent over every point's tiles on a GPU of two SMs), the output transform;
-    within the transform methods' bar of float64."""
+    within the transform methods' bar of float64. At F(4x4, 3x3) and F(2x2, 5x5)."""
+    emulate_winograd(build_dir, problem, kind, 4 if problem.r == 3 else 2, monkeypatch)
+
+
+#: The other tiles on wgmma, each on a problem of its filter (an image of 6, and 40 channels of a block's 32 padded).
+OTHER_TILES = ((WINOGRAD_PROBLEMS[0], 2), (WINOGRAD_PROBLEMS[3], 6), (WINOGRAD_PROBLEMS[0], 6),
+               (WINOGRAD_PROBLEMS[1], 4))  # fmt: skip
+
+
+@pytest.mark.parametrize(("problem", "m"), OTHER_TILES, ids=lambda v: getattr(v, "key", f"F({v})"))
+@pytest.mark.parametrize("kind", WINOGRAD_KINDS[3:])
+def test_winograd_on_wgmma_at_every_tile_on_the_cpu(build_dir, problem, m, kind, monkeypatch):
+    """The same on wgmma at the filters' other tiles, F(2x2, 3x3), F(6x6, 3x3) and F(4x4, 5x5): the input transform's
+    block stages windows of each size (those of 8 x 8 past the 48 KiB a block gets without asking)."""
+    emulate_winograd(build_dir, problem, kind, m, monkeypatch)
+
+
+def emulate_winograd(build_dir: Path, problem: ConvProblem, kind: str, m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Winograd of ``kind`` (:data:`WINOGRAD_KINDS`) at F(m x m) on ``problem``, emulated, against float64."""
     from convkit.families.fp32.winograd import (
         FILTERS_SPLIT,
         PLAIN,
@@ -172,7 +190,6 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     monkeypatch.setattr(wgmma_winograd, "check_problem", lambda problem: None)  # Hopper's: not the CPU's
     monkeypatch.setattr(wgmma_winograd, "sm_count", lambda: 2)
     p = problem
-    m = 4 if p.r == 3 else 2
     spec = {"fp32": WinogradLaunch(m, "64x64"), "tf32x3": TensorCoreWinogradLaunch(m, "64x64"),
             "tf32x3, filters split": TensorCoreWinogradLaunch(m, "64x64", weights="split"),
             "tf32x3 on wgmma": wgmma_winograd.WgmmaWinogradLaunch(m),

@@ -22,6 +22,7 @@ from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
 #: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).
+#: (Its input windows go through the same memory first: :meth:`WgmmaWinogradLaunch.transform_shared_bytes`.)
 INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
 #: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`), as the direct kernel's
 #: (:data:`~convkit.families.tf32x3.wgmma.WS_INPUTS`): split ahead by the input transform into a big plane and a small
@@ -117,10 +118,15 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         return WGMMA_OPERANDS if self.inputs == "split ahead" else WGMMA_FP32_INPUTS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
-        """The input transform's values on their way to the channels-last planes: up to 36 points (32 of more) of 8
-        tiles by 32 channels (each tile's row padded), as ``input_block`` in ``kernels/winograd.cu`` lays them out."""
+        """The larger of what the input transform's block stages in shared memory, as ``input_block`` in
+        ``kernels/winograd.cu`` lays them out: first its input windows (8 tiles by 32 channels of a x a values, a
+        tile's window padded to a multiple of 4 floats with an odd quotient, a channel's windows by one float), then
+        its values on their way to the channels-last planes (up to 36 points, 32 of more, each tile's row padded)."""
         points = self.alpha(problem) ** 2
-        return (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD) * 4
+        window = -(-points // 4) * 4 + (4 if -(-points // 4) % 2 == 0 else 0)
+        windows = INPUT_CHANNELS * (INPUT_TILES * window + 1)
+        values = (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD)
+        return max(windows, values) * 4
 
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """A thread per float of a point's tiled big plane (:meth:`filter_elements`'s half, padding included; none
@@ -159,8 +165,13 @@ def winograd_wgmma_default(problem: ConvProblem) -> WgmmaWinogradLaunch:
 
 def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]:
     """Every built F(m, r) for the filter whose workspace fits one image, its products on wgmma, its inputs split by
-    either side (:data:`INPUTS`). (The products at 64 filters a block, the direct kernel's candidate where a layer has
-    at most 64, were measured slower here: 0.93-0.99x on the 3xTF32 chapter's 11 large layers of 64 filters or fewer,
-    H200, 2026-11-28; their K-tiles are too few, two at 64 channels, for the two consumers' halves to pay.)"""
+    either side (:data:`INPUTS`): each side is the faster on some layers. On the H200, over the 3xTF32 chapter's 92
+    layers Winograd on wgmma runs, the inputs split as staged (8528def) were faster than split ahead (c42b9ff, two
+    sessions apart, the untouched columns within 1.3%) by more than 5% on 42, where the transforms dominate (few
+    channels, large images: the transform writes half the bytes), slower by more than 5% on 19, where the products
+    do (512 channels: the producer's split costs them 15-35%), and within 5% on 31. (The products at 64 filters a
+    block, the direct kernel's candidate where a layer has at most 64, were measured slower here: 0.93-0.99x on the
+    3xTF32 chapter's 11 large layers of 64 filters or fewer, H200, 2026-11-28; their K-tiles are too few, two at 64
+    channels, for the two consumers' halves to pay.)"""
     specs = [WgmmaWinogradLaunch(m, inputs=inputs) for m, r in TILES if r == problem.r for inputs in INPUTS]
     return [spec for spec in specs if spec.images_per_pass(problem) >= 1]
