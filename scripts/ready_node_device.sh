@@ -174,11 +174,12 @@ winograd_sanitize() {  # Winograd on wgmma's small shapes under the four sanitiz
   done
 }
 winograd_diag() {  # what sets the pace of Winograd's products on wgmma: its parts, then Nsight Compute on one launch
+  # of each of its three kernels, the inputs split ahead and then as staged (the report's first three, then three)
   echo "=== Winograd's products in parts (\$SECONDS s)"
   timeout 200 python3 scripts/wgmma_probe.py --winograd-parts > \$logs/winograd_parts.log 2>&1
   tail -n 12 \$logs/winograd_parts.log
   echo "=== Winograd's three launches profiled (\$SECONDS s)"
-  timeout 200 ncu --kernel-name regex:'^winograd_(products_wgmma_tf32x3|transforms|output)\$' --launch-count 3 --set full \
+  timeout 200 ncu --kernel-name regex:'^winograd_(products_wgmma_tf32x3|transforms|output)\$' --launch-count 6 --set full \
     --import-source no -f -o \$logs/winograd_ncu python3 scripts/wgmma_probe.py --winograd-profile \
     > \$logs/winograd_ncu_run.log 2>&1
   echo "ncu exit \$?"

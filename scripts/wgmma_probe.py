@@ -512,11 +512,13 @@ def winograd_products_parts() -> None:
 
 
 def winograd_profiled(p: ConvProblem) -> None:
-    """One call of Winograd on wgmma at F(4x4, 3x3) on ``p``, for Nsight Compute to profile its three launches."""
+    """A call of Winograd on wgmma at F(4x4, 3x3) on ``p`` with its inputs split ahead, then one with them split as
+    staged, for Nsight Compute to profile their three launches each (in that order)."""
     import cupy
 
     x, w, _ = inputs(p, cupy.random.default_rng(5))
-    conv2d_winograd(x, w, pad=p.pad, launch=WgmmaWinogradLaunch(4))
+    for inputs_split in ("split ahead", "split staged"):
+        conv2d_winograd(x, w, pad=p.pad, launch=WgmmaWinogradLaunch(4, inputs=inputs_split))
     cupy.cuda.runtime.deviceSynchronize()
 
 
