@@ -19,13 +19,14 @@ start_job() {
   echo "started the job on $(cat "$1/gpu")"
 }
 
-# Wait up to WAIT seconds (default 560) for job $1 to finish, then copy what it recorded so far to $OUT: the files
+# Wait up to WAIT seconds (default 520: a call's 600 less the job's start and the copy back; the wait is this, so a
+# device command needs no loop of its own) for job $1 to finish, then copy what it recorded so far to $OUT: the files
 # of results/<gpu>/ matching the patterns after $1, as one archive (a device call brings back only so many files),
 # results.tgz, its log as job.log, and a file done once it finished.
 collect_job() {
   local job=$1
   shift
-  for _ in $(seq $(( ${WAIT:-560} / 10 ))); do
+  for _ in $(seq $(( ${WAIT:-520} / 10 ))); do
     [ -f "$job/done" ] && break
     sleep 10
   done

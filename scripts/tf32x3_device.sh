@@ -3,7 +3,7 @@
 # minutes) on a machine held across several: the TF32 ceilings the ceilings store lacks, the accuracy experiment,
 # the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
 # resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
-# Each call waits up to WAIT seconds (default 560) and copies what is recorded so far to $OUT:
+# Each call waits up to WAIT seconds (default 520) and copies what is recorded so far to $OUT:
 #   CONVKIT_COMMIT=<the commit, literally> bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
 # working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
