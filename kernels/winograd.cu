@@ -219,9 +219,10 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 // (U[xi] as [2][t_pad][CP], big then small, zeros past C and T; with WGMMA_FP32_INPUTS, not `split`, one FP32 plane
 // [t_pad][CP]), through shared memory: the block loads its tiles' input windows (below), each thread transforms the
 // tile of lane % 8 under channel 4 * warp + lane / 8, then the block writes each point's 8 tiles by 32 channels
-// split, a float4 a thread: every store of a warp four whole 128-byte lines of each plane. (32 tiles by 8 channels, a float a thread, wrote 32-byte pieces: four lines a store
-// for a quarter of the bytes, 111.2 us against 92.3 now on 56-16-3-256-256 at F(4x4, 3x3), H200, 2026-11-28; before
-// it, a thread a channel and tile, channels fastest, read 32 planes a load: 2.5x slower than 32 by 8.)
+// split, a float4 a thread: every store of a warp four whole 128-byte lines of each plane. (32 tiles by 8 channels, a
+// float a thread, wrote 32-byte pieces: four lines a store for a quarter of the bytes, 111.2 us against 92.3 now on
+// 56-16-3-256-256 at F(4x4, 3x3), H200, 2026-11-28; before it, a thread a channel and tile, channels fastest, read 32
+// planes a load: 2.5x slower than 32 by 8.)
 namespace wgmma_inputs {
 constexpr int TILES = 8, CHANNEL_STEP = 32, THREADS = TILES * CHANNEL_STEP;
 constexpr int ROW = CHANNEL_STEP + 4;  // a tile's channels in shared memory: +4 keeps the float4s aligned and a
@@ -267,7 +268,8 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
     __syncthreads();
     const int item = threadIdx.x % ROW_ITEMS, group = threadIdx.x / ROW_ITEMS, col = item % A;
     const int top = tile_top[item / A], left = tile_left[item / A] + col;
-    const long long channel = (long long)H * W, corner = tile_image[item / A] + c0 * channel + (long long)top * W + left;
+    const long long channel = (long long)H * W;
+    const long long corner = tile_image[item / A] + c0 * channel + (long long)top * W + left;
     float* column = staged + item / A * WINDOW + col;  // this thread's column of its tile's windows
     if (group < GROUPS) {
 #pragma unroll 4
