@@ -160,7 +160,7 @@ def test_winograd_matches_float64_on_the_cpu(build_dir, problem, kind, monkeypat
     emulate_winograd(build_dir, problem, kind, 4 if problem.r == 3 else 2, monkeypatch)
 
 
-#: The other tiles on wgmma, each on a problem of its filter (an image of 6, and 40 channels of a block's 32 padded).
+#: The other tiles on wgmma, each on a problem of its filter (among them six images of 40 channels: a block's 32 and 8).
 OTHER_TILES = ((WINOGRAD_PROBLEMS[0], 2), (WINOGRAD_PROBLEMS[3], 6), (WINOGRAD_PROBLEMS[0], 6),
                (WINOGRAD_PROBLEMS[1], 4))  # fmt: skip
 
