@@ -29,17 +29,20 @@ __device__ __forceinline__ void split_ahead(float a, float& big, float& small)
     small = __uint_as_float(s);
 }
 
-// Four values split ahead at once (a 16-byte line of operands). Split into registers, then stored whole: written
-// through the references a component at a time, the two planes (which may alias, for all the compiler knows) went
-// out as eight 4-byte stores, which halved the input transform's speed.
-__device__ __forceinline__ void split_ahead(float4 a, float4& big, float4& small)
+// The inputs' split for the wgmma kernels that read them split ahead or split as staged: the big part is the value
+// itself, of which the tensor core reads the top 19 bits (it truncates to TF32), and the small part a - that
+// truncation, exact in FP32 (the 13 bits the tensor core drops), which it truncates in turn: within 2^-20 of a, where
+// big rounded to nearest keeps 2^-21. So the big part needs no store of its own: a value copied as it stands is it,
+// and a producer splitting its inputs as it stages them writes the small plane alone.
+__device__ __forceinline__ float small_of_truncated(float a)
 {
-    float4 b, s;
-    split_ahead(a.x, b.x, s.x);
-    split_ahead(a.y, b.y, s.y);
-    split_ahead(a.z, b.z, s.z);
-    split_ahead(a.w, b.w, s.w);
-    big = b;
-    small = s;
+    return a - __uint_as_float(__float_as_uint(a) & 0xffffe000u);
+}
+
+// Four at once (a 16-byte line of operands).
+__device__ __forceinline__ float4 small_of_truncated(float4 a)
+{
+    return make_float4(small_of_truncated(a.x), small_of_truncated(a.y), small_of_truncated(a.z),
+                       small_of_truncated(a.w));
 }
 }  // namespace tf32

@@ -813,9 +813,10 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // barrier as they land. So a K-tile costs a producer thread some hundred instructions, where gathering and splitting
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
 // on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
-// With CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to stage): the producer
-// copies a pixel's 128 bytes into the big plane's place, then, once they have landed, splits them there and into the
-// small plane's, before it arrives on the "full" barrier itself.
+// The inputs' big parts are their values as they stand (tf32::small_of_truncated: the tensor core reads a value's top
+// 19 bits), so with CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to
+// stage): the producer copies a pixel's 128 bytes into the big plane's place, then, once they have landed, writes
+// their small parts into the small plane's, before it arrives on the "full" barrier itself.
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
@@ -870,7 +871,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
-        // (splitting its inputs, 72: at 64 it spilled; 72 + 2 x 216 is the block's 3 x 168 whole)
+        // (splitting its inputs, 72: at 64 Winograd's products spilled 8 bytes; 72 + 2 x 216 is the block's 3 x 168)
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, INPUTS_FP32 ? 72 : 64>();
         // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
         // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
@@ -879,8 +880,8 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
         // With INPUTS_FP32, once its copies have landed (all, or all but the newest group), K-tile `k`'s (this
-        // thread's own 16-byte chunks, so no other thread's copies are waited for) split in place into the big plane
-        // and the small one, made visible to the tensor cores' proxy, and its stage's "full" barrier arrived on.
+        // thread's own 16-byte chunks, so no other thread's copies are waited for) small parts written beside them,
+        // made visible to the tensor cores' proxy, and its stage's "full" barrier arrived on.
         auto split_and_give = [&](int k, bool last) {
             if (last)
                 copies_wait<0>();
@@ -890,9 +891,10 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
             float* inputs = smem + st * STAGE_WS + 2 * PLANE_A_WS;
 #pragma unroll
             for (int i = 0; i < PIXELS; ++i) {
+                // the values copied are their big parts (tf32::small_of_truncated): the small plane's written alone
                 float* line = inputs + swizzled_line(tid / CHUNKS + i * PIXEL_STEP, chunk);
-                float4* big = reinterpret_cast<float4*>(line);
-                tf32::split_ahead(*big, *big, *reinterpret_cast<float4*>(line + PLANE_B_WS));  // the value read first
+                *reinterpret_cast<float4*>(line + PLANE_B_WS) =
+                    tf32::small_of_truncated(*reinterpret_cast<const float4*>(line));
             }
             fence_to_async_proxy();
             arrive(full + st);
@@ -937,7 +939,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
                         const float* from = gemm_planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
-                        copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values, split in place later
+                        copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values, their small parts later
                         if (!INPUTS_FP32) copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
                 }
@@ -1009,7 +1011,8 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
 #endif
 
 // The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
-// small plane `plane` floats after the big one), zeros past C. A block of 32 x 8 threads turns a tile of 32 channels by
+// small plane `plane` floats after the big one; its values and their small parts, tf32::small_of_truncated), zeros
+// past C. A block of 32 x 8 threads turns a tile of 32 channels by
 // 32 pixels through shared memory, so that it reads x and writes the planes in whole lines. With
 // CONVKIT_WS_INPUTS_FP32, one plane in FP32, which the split-ahead kernel built so splits as it stages it.
 extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, float* __restrict__ planes, int N,
@@ -1031,10 +1034,8 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
             planes[at] = tile[threadIdx.x][i];
             continue;
         }
-        float big, small;
-        tf32::split_ahead(tile[threadIdx.x][i], big, small);
-        planes[at] = big;
-        planes[plane + at] = small;
+        planes[at] = tile[threadIdx.x][i];  // the big part (tf32::small_of_truncated)
+        planes[plane + at] = tf32::small_of_truncated(tile[threadIdx.x][i]);
     }
 }
 

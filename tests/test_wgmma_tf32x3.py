@@ -44,6 +44,13 @@ def split_planes(w: np.ndarray) -> np.ndarray:
     return planes
 
 
+def truncated_planes(x: np.ndarray) -> np.ndarray:
+    """The inputs' planes as split_input_nhwc_tf32x3 splits them (kernels/tf32_split.cuh's small_of_truncated): the
+    values themselves, whose top 19 bits the tensor core reads, and what that truncation drops (exact in FP32)."""
+    kept = (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.stack([x, x - kept])
+
+
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("emulated_wgmma")
@@ -90,6 +97,16 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch)
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
                                               stride=problem.stride), bias.astype(np.float64))  # fmt: skip
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+def test_the_inputs_planes_are_the_truncated_split():
+    """The inputs' planes (truncated_planes): the values as they stand, and small parts that the values' TF32
+    truncations complete exactly: 1 + 2^-11 keeps 1 and leaves 2^-11, where rounding to nearest would keep 1 + 2^-10."""
+    x = np.array([1.0, 1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.1], dtype=np.float32)
+    big, small = truncated_planes(x)
+    assert (big == x).all()
+    kept = (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    assert (kept + small == x).all() and small[1] == np.float32(2.0**-11) and small[2] == -np.float32(2.0**-11)
 
 
 def test_the_split_planes_are_split_weights_rule():
@@ -233,7 +250,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
                             (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
         nhwc = inputs.reshape(planes, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"
-        expected = split_planes(x.reshape(1, -1))[:, 0, : x.size].reshape(2, *x.shape) if planes == 2 else x[None]
+        expected = truncated_planes(x) if planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
