@@ -1030,12 +1030,8 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
         const int p = p0 + i;
         if (p >= HW) continue;
         const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
-        if (CONVKIT_WS_INPUTS_FP32) {  // one plane in FP32, split as it is staged
-            planes[at] = tile[threadIdx.x][i];
-            continue;
-        }
-        planes[at] = tile[threadIdx.x][i];  // the big part (tf32::small_of_truncated)
-        planes[plane + at] = tf32::small_of_truncated(tile[threadIdx.x][i]);
+        planes[at] = tile[threadIdx.x][i];  // split: the big part (tf32::small_of_truncated)
+        if (!CONVKIT_WS_INPUTS_FP32) planes[plane + at] = tf32::small_of_truncated(tile[threadIdx.x][i]);
     }
 }
 

@@ -233,7 +233,7 @@ constexpr int CHUNK = wg::POINTS <= 36 ? wg::POINTS : 32;  // points through sha
 // tiles; a thread reading its own window, a warp's load took 4-5 sectors of each of 4 channels for 32 floats) and
 // then read by the threads that transform them. A tile's window takes a multiple of 4 floats with an odd quotient and
 // a channel's windows 1 past a multiple of 32, so a warp's 8 tiles by 4 channels read theirs from 32 banks.
-constexpr int WINDOW = (wg::POINTS + 3) / 4 % 2 ? (wg::POINTS + 3) / 4 * 4 : (wg::POINTS + 3) / 4 * 4 + 4;
+constexpr int WINDOW_QUADS = (wg::POINTS + 3) / 4, WINDOW = 4 * (WINDOW_QUADS % 2 ? WINDOW_QUADS : WINDOW_QUADS + 1);
 constexpr int CHANNEL_WINDOWS = TILES * WINDOW + 1;
 // A thread loads one column of one tile's windows (`ROW_ITEMS` threads a row of the block's tiles), GROUPS rows at
 // once (the threads past GROUPS * ROW_ITEMS idle while the windows load).

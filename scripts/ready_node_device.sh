@@ -37,8 +37,8 @@
 # the parts that came back).
 #   CONVKIT_COMMIT=<the commit, literally> EXPECT_GPU=nvidia-h100-80gb-hbm3 bash scripts/ready_node_device.sh
 # (carry .whl; the call waits for the job up to WAIT seconds, default 520, then collects: give the device call a
-# timeout above it and no wait loop of its own; call again to collect; EXPECT_GPU: start nothing on a node of other GPUs; CHAINS="0:record first
-# overhead;..." runs those chains alone, e.g. on one GPU when a node does not come, or CHAINS="0:wgmma" or "0:knobs"
+# timeout above it and no wait loop of its own; call again to collect; EXPECT_GPU: start nothing on a node of other
+# GPUs; CHAINS="0:record first overhead;..." runs those chains alone, e.g. on one GPU when a node does not come, or CHAINS="0:wgmma" or "0:knobs"
 # for the 3xTF32 kernels' checks and timings alone)
 # Unpack $OUT/results.tgz here from the repository root; logs in results/<gpu>/logs/.
 # A machine is given back 30 s after a call ends, which a reply can take longer than to come back: then the next call

@@ -42,6 +42,7 @@ from convkit.families.tf32x3.wgmma import (
     conv2d_wgmma_tf32x3,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
+    INPUTS,
     WgmmaWinogradLaunch,
     WinogradProductsLaunch,
     winograd_wgmma_candidates,
@@ -517,7 +518,7 @@ def winograd_profiled(p: ConvProblem) -> None:
     import cupy
 
     x, w, _ = inputs(p, cupy.random.default_rng(5))
-    for inputs_split in ("split ahead", "split staged"):
+    for inputs_split in INPUTS:
         conv2d_winograd(x, w, pad=p.pad, launch=WgmmaWinogradLaunch(4, inputs=inputs_split))
     cupy.cuda.runtime.deviceSynchronize()
 

@@ -26,7 +26,7 @@ from convkit.families.tf32x3.wgmma import (
     conv2d_wgmma_ws_tf32x3,
     wgmma_candidates,
 )
-from convkit.families.tf32x3.wgmma_winograd import WgmmaWinogradLaunch, winograd_wgmma_candidates
+from convkit.families.tf32x3.wgmma_winograd import INPUTS, WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text
 
 # the warp-specialised kernel waits on mbarriers, so a wrong phase hangs it: each test in a process of its own
@@ -151,7 +151,7 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
     assert bool(same.all()), int((~same).sum())
     if problem.stride == 1 and problem.r == 3:
         ahead, staged = (conv2d_winograd(x, w, pad=problem.pad, launch=WgmmaWinogradLaunch(4, inputs=inputs))
-                         for inputs in ("split ahead", "split staged"))  # fmt: skip
+                         for inputs in INPUTS)  # fmt: skip
         same = ahead == staged
         assert bool(same.all()), int((~same).sum())
 

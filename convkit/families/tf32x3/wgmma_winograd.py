@@ -123,7 +123,8 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         tile's window padded to a multiple of 4 floats with an odd quotient, a channel's windows by one float), then
         its values on their way to the channels-last planes (up to 36 points, 32 of more, each tile's row padded)."""
         points = self.alpha(problem) ** 2
-        window = -(-points // 4) * 4 + (4 if -(-points // 4) % 2 == 0 else 0)
+        quads = -(-points // 4)
+        window = 4 * (quads if quads % 2 else quads + 1)
         windows = INPUT_CHANNELS * (INPUT_TILES * window + 1)
         values = (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD)
         return max(windows, values) * 4
