@@ -238,6 +238,10 @@ constexpr int CHANNEL_WINDOWS = TILES * WINDOW + 1;
 // A thread loads one column of one tile's windows (`ROW_ITEMS` threads a row of the block's tiles), GROUPS rows at
 // once (the threads past GROUPS * ROW_ITEMS idle while the windows load).
 constexpr int ROW_ITEMS = TILES * wg::A, GROUPS = THREADS / ROW_ITEMS, ROWS = CHANNEL_STEP * wg::A;
+constexpr int LOADS = (ROWS + GROUPS - 1) / GROUPS;  // a loading thread's values at most
+// Of them in flight at once (a batch's loads all issued before its stores): 16 keeps the same registers as the
+// transform needs at A = 6 and 8 (64 and 128), 6 at A = 4 (56; 8 took 96)
+constexpr int BATCH = wg::A <= 4 ? 6 : 16;
 }  // namespace wgmma_inputs
 
 __device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
@@ -272,11 +276,25 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
     const long long corner = tile_image[item / A] + c0 * channel + (long long)top * W + left;
     float* column = staged + item / A * WINDOW + col;  // this thread's column of its tile's windows
     if (group < GROUPS) {
-#pragma unroll 4
-        for (int r = group; r < ROWS; r += GROUPS) {
-            const int c = r / A, row = r % A;
-            const bool inside = c0 + c < C && (unsigned)(top + row) < (unsigned)H && (unsigned)left < (unsigned)W;
-            column[c * CHANNEL_WINDOWS + row * A] = inside ? x[corner + c * channel + row * W] : 0.0f;
+        // Batches of loads (each in flight whole) and a loop over them not unrolled: a loop storing each value as it
+        // came kept 4 loads in flight a thread where the windows read a thread at a time had all A * A, and the
+        // transform ran 2.3x slower (133.0 against 57.9 us, 56-16-3-256-256 at F(4x4, 3x3), inputs split staged,
+        // H200, 2026-11-29); unrolled, the compiler issued every load at once and held every address (240 registers).
+#pragma unroll 1
+        for (int first = 0; first < LOADS; first += BATCH) {
+            float loaded[BATCH];
+#pragma unroll
+            for (int i = 0; i < BATCH; ++i) {
+                const int r = group + (first + i) * GROUPS, c = r / A, row = r % A;
+                const bool inside = r < ROWS && c0 + c < C && (unsigned)(top + row) < (unsigned)H &&
+                                    (unsigned)left < (unsigned)W;
+                loaded[i] = inside ? x[corner + c * channel + row * W] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < BATCH; ++i) {
+                const int r = group + (first + i) * GROUPS;
+                if (r < ROWS) column[r / A * CHANNEL_WINDOWS + r % A * A] = loaded[i];
+            }
         }
     }
     __syncthreads();

@@ -22,6 +22,7 @@
 #   winograd_wgmma, winograd_rest, winograd_last, winograd_sanitize : Winograd with its products on the split-ahead
 #            kernel, checked and timed on a third of the chapter's large layers, on the second, on the last, under the
 #            four sanitizers;
+#   winograd_apart : Winograd on wgmma checked on small problems and its launches timed apart (logs/winograd_apart.log);
 #   winograd_diag : Winograd on wgmma's products launch timed in parts (logs/winograd_parts.log), then Nsight Compute's
 #            every section on one of each of its three launches (logs/winograd_ncu.log, SASS with stall samples beside);
 #   fp32_sanitize : the FP32 family's edge launches under the four sanitizers (logs/fp32_sanitize.log);
@@ -157,6 +158,12 @@ winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed 
   echo "=== Winograd on wgmma (\$SECONDS s)"
   timeout 500 python3 scripts/wgmma_probe.py --winograd --part=1/3 > \$logs/winograd_wgmma.log 2>&1
   tail -n 2 \$logs/winograd_wgmma.log
+}
+winograd_apart() {  # Winograd on wgmma checked on the small problems, its launches timed apart on two layers
+  # (logs/winograd_apart.log): a kernel change's first look
+  echo "=== Winograd on wgmma's launches apart (\$SECONDS s)"
+  timeout 200 python3 scripts/wgmma_probe.py --winograd --small --apart > \$logs/winograd_apart.log 2>&1
+  tail -n 16 \$logs/winograd_apart.log
 }
 winograd_rest() {  # the second third of those layers (logs/winograd_wgmma_rest.log)
   echo "=== Winograd on wgmma, the second third of the layers (\$SECONDS s)"

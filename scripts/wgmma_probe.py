@@ -327,10 +327,16 @@ def wgmma_runs(settings: dict[str, WgmmaLaunch], mma_sync: bool) -> Runs:
     return runs
 
 
-def rates_table(problems: list[ConvProblem], runs: Runs, check_every: int, checked: int = 1, bar: float = 1e-5) -> None:
+def rates_table(
+    problems: list[ConvProblem],
+    runs: Runs,
+    check_every: int,
+    checked: Callable[[ConvProblem], int] = lambda p: 1,
+    bar: float = 1e-5,
+) -> None:
     """TFLOP/s (of the direct method's FLOPs) on each of ``problems`` of each of ``runs``, every ``check_every``-th
-    problem's first ``checked`` runs checked against float64 (a bias added; "WRONG" past ``bar``); the medians last,
-    and the median of each problem's best."""
+    problem's first ``checked(problem)`` runs checked against float64 (a bias added; "WRONG" past ``bar``); the
+    medians last, and the median of each problem's best."""
     import statistics
 
     import cupy
@@ -345,9 +351,10 @@ def rates_table(problems: list[ConvProblem], runs: Runs, check_every: int, check
         line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
         if i % check_every == 0:
             ref = expected(x, w, bias, p)
-            for name in list(named)[:checked]:
+            for name in list(named)[: checked(p)]:
                 out.fill(cupy.nan)
-                err = reference.relative_error(named[name](out), ref)
+                named[name](out)
+                err = reference.relative_error(out, ref)
                 line += f"; {name} error {err:.1e}{'  WRONG' if not err < bar else ''}"
         print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}")
     names = dict.fromkeys(name for r in rates for name in r)  # runs a problem lacks (a tile) left out of its median
@@ -523,14 +530,20 @@ def winograd_profiled(p: ConvProblem) -> None:
     cupy.cuda.runtime.deviceSynchronize()
 
 
-def winograd(check_only: bool, small: bool = False, timed_only: bool = False, part: tuple[int, int] = (1, 1)) -> None:
+def winograd(
+    check_only: bool,
+    small: bool = False,
+    timed_only: bool = False,
+    part: tuple[int, int] = (1, 1),
+    apart_only: bool = False,
+) -> None:
     """Winograd with its products on the split-ahead wgmma kernel (:class:`WgmmaWinogradLaunch`), each tile, against
     float64 on :data:`WINOGRAD_CHECKED` (``small``: its first three and its last) beside FP32 Winograd's error at the
     same tile (the bar both are held to: the transform methods', 1e-3); unless ``check_only``, its launches timed
     apart on two layers and then every tile on the 3xTF32 chapter's stride-1 3x3 and 5x5 layers of at least 20 GFLOP
     (:func:`rates_table`, beside the direct kernel, FP32 Winograd, Winograd on mma.sync and cuDNN's fastest; every
     fourth layer's Winograd runs checked). ``timed_only``: the last alone; ``part`` (k, n): the k-th of every n layers
-    alone (a device call's share)."""
+    alone (a device call's share); ``apart_only``: the checks and the launches timed apart, not the layers."""
     import cupy
 
     from convkit.core.reference import TRANSFORM_TOLERANCE
@@ -544,9 +557,11 @@ def winograd(check_only: bool, small: bool = False, timed_only: bool = False, pa
         print("=== Winograd on wgmma's launches timed apart")
         for p in (TIMED[0], TIMED[2]):
             winograd_parts(p, rng)
+    if apart_only:
+        return
     print("=== TFLOP/s (the direct method's FLOPs: Winograd's effective rate), the transforms and splits included")
     layers = [q for q in chapter_layers() if q.stride == 1 and q.r == q.s and q.r in (3, 5)][part[0] - 1 :: part[1]]
-    rates_table(layers, winograd_runs, 4, checked=len(winograd_wgmma_candidates(layers[0])), bar=TRANSFORM_TOLERANCE)
+    rates_table(layers, winograd_runs, 4, checked=lambda p: len(winograd_wgmma_candidates(p)), bar=TRANSFORM_TOLERANCE)
 
 
 def winograd_checks(small: bool, rng: Any) -> None:
@@ -606,7 +621,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--winograd" in sys.argv[1:]:  # Winograd's products on wgmma: checked (--check: alone), then timed
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")  # k/n
         winograd(check_only="--check" in sys.argv[1:], small="--small" in sys.argv[1:],
-                 timed_only="--timed" in sys.argv[1:], part=tuple(map(int, share.split("/"))))  # fmt: skip
+                 timed_only="--timed" in sys.argv[1:], part=tuple(map(int, share.split("/"))),
+                 apart_only="--apart" in sys.argv[1:])  # fmt: skip
     elif "--narrow" in sys.argv[1:]:  # 64 filters a block: checked (--check: small shapes alone), then timed
         narrow(check_only="--check" in sys.argv[1:])
     elif "--ceiling" in sys.argv[1:]:
