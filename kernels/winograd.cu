@@ -217,31 +217,21 @@ __device__ __forceinline__ void input_item(const float* __restrict__ x, float* _
 
 // With WGMMA, a block of 256 threads turns 8 tiles by 32 channels of U into the split-ahead kernel's input planes
 // (U[xi] as [2][t_pad][CP], big then small, zeros past C and T; with WGMMA_FP32_INPUTS, not `split`, one FP32 plane
-// [t_pad][CP]), through shared memory: the block loads its tiles' input windows (below), each thread transforms the
-// tile of lane % 8 under channel 4 * warp + lane / 8, then the block writes each point's 8 tiles by 32 channels
-// split, a float4 a thread: every store of a warp four whole 128-byte lines of each plane. (32 tiles by 8 channels, a
-// float a thread, wrote 32-byte pieces: four lines a store for a quarter of the bytes, 111.2 us against 92.3 now on
-// 56-16-3-256-256 at F(4x4, 3x3), H200, 2026-11-28; before it, a thread a channel and tile, channels fastest, read 32
-// planes a load: 2.5x slower than 32 by 8.)
+// [t_pad][CP]), through shared memory: each thread transforms the tile of lane % 8 under channel 4 * warp + lane / 8
+// (a warp's loads run along 8 neighbouring tiles of 4 channels), then the block writes each point's 8 tiles by 32
+// channels split, a float4 a thread: every store of a warp four whole 128-byte lines of each plane. (32 tiles by 8
+// channels, a float a thread, wrote 32-byte pieces: four lines a store for a quarter of the bytes, 111.2 us against
+// 92.3 now on 56-16-3-256-256 at F(4x4, 3x3), H200, 2026-11-28; before it, a thread a channel and tile, channels
+// fastest, read 32 planes a load: 2.5x slower than 32 by 8.) Each thread reads its own a x a window: Nsight Compute
+// calls those loads uncoalesced (a warp's load takes 4-5 sectors of each of 4 channels for 32 floats), but the
+// neighbouring windows overlap in L1 and every load of the window is in flight at once. Loading the block's windows
+// along the input's rows into shared memory first was slower: 95.0 against 57.9 us (inputs split staged) and 108.9
+// against 92.3 (split ahead) on 56-16-3-256-256 at F(4x4, 3x3), H200, 2026-11-29.
 namespace wgmma_inputs {
 constexpr int TILES = 8, CHANNEL_STEP = 32, THREADS = TILES * CHANNEL_STEP;
 constexpr int ROW = CHANNEL_STEP + 4;  // a tile's channels in shared memory: +4 keeps the float4s aligned and a
                                        // warp's scattered writes (8 tiles by 4 channels) on 32 banks
 constexpr int CHUNK = wg::POINTS <= 36 ? wg::POINTS : 32;  // points through shared memory at a time
-// The block's input windows (A x A values of each tile and channel) go through the same shared memory first (the
-// launch gives the larger of the two), loaded along the input's rows (a warp's lanes on neighbouring columns of its
-// tiles; a thread reading its own window, a warp's load took 4-5 sectors of each of 4 channels for 32 floats) and
-// then read by the threads that transform them. A tile's window takes a multiple of 4 floats with an odd quotient and
-// a channel's windows 1 past a multiple of 32, so a warp's 8 tiles by 4 channels read theirs from 32 banks.
-constexpr int WINDOW_QUADS = (wg::POINTS + 3) / 4, WINDOW = 4 * (WINDOW_QUADS % 2 ? WINDOW_QUADS : WINDOW_QUADS + 1);
-constexpr int CHANNEL_WINDOWS = TILES * WINDOW + 1;
-// A thread loads one column of one tile's windows (`ROW_ITEMS` threads a row of the block's tiles), GROUPS rows at
-// once (the threads past GROUPS * ROW_ITEMS idle while the windows load).
-constexpr int ROW_ITEMS = TILES * wg::A, GROUPS = THREADS / ROW_ITEMS, ROWS = CHANNEL_STEP * wg::A;
-constexpr int LOADS = (ROWS + GROUPS - 1) / GROUPS;  // a loading thread's values at most
-// Of them in flight at once (a batch's loads all issued before its stores): 16 keeps the same registers as the
-// transform needs at A = 6 and 8 (64 and 128), 6 at A = 4 (56; 8 took 96)
-constexpr int BATCH = wg::A <= 4 ? 6 : 16;
 }  // namespace wgmma_inputs
 
 __device__ __forceinline__ void input_block(const float* __restrict__ x, float* __restrict__ u, int C, int H, int W,
@@ -259,52 +249,8 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
     const int t0 = (int)(block / channel_blocks) * TILES, c0 = (int)(block % channel_blocks) * CHANNEL_STEP;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int my_tile = lane % TILES, my_channel = 4 * warp + lane / TILES;
-    // Each tile's image and top-left corner, found once (a tile past T lies wholly outside: its window reads zeros).
-    __shared__ long long tile_image[TILES];
-    __shared__ int tile_top[TILES], tile_left[TILES];
-    __syncthreads();  // the block before has written its values out of `staged` (and read these)
-    if (threadIdx.x < TILES) {
-        const int t = t0 + threadIdx.x, per_image = tiles_h * tiles_w, n = t / per_image, rest = t - n * per_image;
-        tile_image[threadIdx.x] = (long long)n * C * H * W;
-        tile_top[threadIdx.x] = t < T ? (rest / tiles_w) * M - pad : -(1 << 20);
-        tile_left[threadIdx.x] = (rest % tiles_w) * M - pad;
-    }
-    __syncthreads();
-    const int item = threadIdx.x % ROW_ITEMS, group = threadIdx.x / ROW_ITEMS, col = item % A;
-    const int top = tile_top[item / A], left = tile_left[item / A] + col;
-    const long long channel = (long long)H * W;
-    const long long corner = tile_image[item / A] + c0 * channel + (long long)top * W + left;
-    float* column = staged + item / A * WINDOW + col;  // this thread's column of its tile's windows
-    if (group < GROUPS) {
-        // Batches of loads (each in flight whole) and a loop over them not unrolled: a loop storing each value as it
-        // came kept 4 loads in flight a thread where the windows read a thread at a time had all A * A, and the
-        // transform ran 2.3x slower (133.0 against 57.9 us, 56-16-3-256-256 at F(4x4, 3x3), inputs split staged,
-        // H200, 2026-11-29); unrolled, the compiler issued every load at once and held every address (240 registers).
-#pragma unroll 1
-        for (int first = 0; first < LOADS; first += BATCH) {
-            float loaded[BATCH];
-#pragma unroll
-            for (int i = 0; i < BATCH; ++i) {
-                const int r = group + (first + i) * GROUPS, c = r / A, row = r % A;
-                const bool inside = r < ROWS && c0 + c < C && (unsigned)(top + row) < (unsigned)H &&
-                                    (unsigned)left < (unsigned)W;
-                loaded[i] = inside ? x[corner + c * channel + row * W] : 0.0f;
-            }
-#pragma unroll
-            for (int i = 0; i < BATCH; ++i) {
-                const int r = group + (first + i) * GROUPS;
-                if (r < ROWS) column[r / A * CHANNEL_WINDOWS + r % A * A] = loaded[i];
-            }
-        }
-    }
-    __syncthreads();
-    float d[A][A], out[A][A];
-    const float* window = staged + my_channel * CHANNEL_WINDOWS + my_tile * WINDOW;
-#pragma unroll
-    for (int a = 0; a < A; ++a)
-#pragma unroll
-        for (int b = 0; b < A; ++b) d[a][b] = window[a * A + b];
-    input_transform(d, out);
+    float out[A][A];
+    input_tile(x, C, H, W, pad, tiles_h, tiles_w, T, t0 + my_tile, c0 + my_channel, out);
     const long long plane = (long long)t_pad * CP;
     // the writing side: a float4 of 4 channels (8 a tile's line), 8 tiles, 4 points a pass of the block
     constexpr int QUADS = CHANNEL_STEP / 4, PER_POINT = TILES * QUADS, POINTS_A_PASS = THREADS / PER_POINT;

@@ -22,7 +22,6 @@ from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
 #: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).
-#: (Its input windows go through the same memory first: :meth:`WgmmaWinogradLaunch.transform_shared_bytes`.)
 INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
 #: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`), as the direct kernel's
 #: (:data:`~convkit.families.tf32x3.wgmma.WS_INPUTS`): split ahead by the input transform into a big plane and a small
@@ -118,16 +117,10 @@ class WgmmaWinogradLaunch(WinogradLaunch):
         return WGMMA_OPERANDS if self.inputs == "split ahead" else WGMMA_FP32_INPUTS
 
     def transform_shared_bytes(self, problem: ConvProblem) -> int:
-        """The larger of what the input transform's block stages in shared memory, as ``input_block`` in
-        ``kernels/winograd.cu`` lays them out: first its input windows (8 tiles by 32 channels of a x a values, a
-        tile's window padded to a multiple of 4 floats with an odd quotient, a channel's windows by one float), then
-        its values on their way to the channels-last planes (up to 36 points, 32 of more, each tile's row padded)."""
+        """The input transform's values on their way to the channels-last planes: up to 36 points (32 of more) of 8
+        tiles by 32 channels (each tile's row padded), as ``input_block`` in ``kernels/winograd.cu`` lays them out."""
         points = self.alpha(problem) ** 2
-        quads = -(-points // 4)
-        window = 4 * (quads if quads % 2 else quads + 1)
-        windows = INPUT_CHANNELS * (INPUT_TILES * window + 1)
-        values = (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD)
-        return max(windows, values) * 4
+        return (points if points <= 36 else 32) * INPUT_TILES * (INPUT_CHANNELS + INPUT_ROW_PAD) * 4
 
     def transform_items(self, problem: ConvProblem, with_filters: bool = True) -> tuple[int, int]:
         """A thread per float of a point's tiled big plane (:meth:`filter_elements`'s half, padding included; none
