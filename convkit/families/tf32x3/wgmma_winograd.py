@@ -163,9 +163,10 @@ def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]
     layers Winograd on wgmma runs, the inputs split as staged (8528def) were faster than split ahead (c42b9ff, two
     sessions apart, the untouched columns within 1.3%) by more than 5% on 42, where the transforms dominate (few
     channels, large images: the transform writes half the bytes), slower by more than 5% on 19, where the products
-    do (512 channels: the producer's split costs them 15-35%), and within 5% on 31. (The products at 64 filters a
-    block, the direct kernel's candidate where a layer has at most 64, were measured slower here: 0.93-0.99x on the
-    3xTF32 chapter's 11 large layers of 64 filters or fewer, H200, 2026-11-28; their K-tiles are too few, two at 64
-    channels, for the two consumers' halves to pay.)"""
+    do (512 channels: the producer's split costs them 15-35%), and within 5% on 31. In one run of both (70e6443,
+    the inputs split by truncation), over 22 layers of the chapter's last third: staged faster by more than 5% on 9,
+    slower on 6, within 5% on 7. (The products at 64 filters a block, the direct kernel's candidate where a layer has
+    at most 64, were measured slower here: 0.93-0.99x on the 3xTF32 chapter's 11 large layers of 64 filters or fewer,
+    H200, 2026-11-28; their K-tiles are too few, two at 64 channels, for the two consumers' halves to pay.)"""
     specs = [WgmmaWinogradLaunch(m, inputs=inputs) for m, r in TILES if r == problem.r for inputs in INPUTS]
     return [spec for spec in specs if spec.images_per_pass(problem) >= 1]
