@@ -67,7 +67,7 @@
 #define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
-#define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the producer as it stages them; 0 split ahead into two planes
+#define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -545,10 +545,11 @@ constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight 
 // stages further ahead, was measured slower: 0.78-0.99x on the 3xTF32 chapter's 110 large layers, H200, 2026-11-28.)
 // Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
 // the second consumer's sums, 64 x 128 floats, for the first to add.
-constexpr int BARRIER_FLOATS = 32;
+constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two and with INPUTS_FP32 split
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
+static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -634,6 +635,13 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 // the first (add_consumers_sums).
 __device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + WS_STAGES; }
 
+// With INPUTS_FP32, after those: each stage's "split" barrier, on which the consumers arrive once they have written
+// its small plane (split_inputs).
+__device__ __forceinline__ unsigned long long* split_barriers(unsigned long long* empty)
+{
+    return empty + WS_STAGES + 2;
+}
+
 // The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
 // each "empty": the RELEASERS that multiplied the stage; with SPLIT_K the sums' two) and made visible to every thread
 // and to the copy engines.
@@ -648,6 +656,8 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
             barrier_init(sums_barriers(empty), 128);
             barrier_init(sums_barriers(empty) + 1, 128);
         }
+        if (INPUTS_FP32)
+            for (int s = 0; s < WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, CONSUMERS);
     }
     barriers_ready();
 }
@@ -690,15 +700,36 @@ __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums
     return true;
 }
 
+// With INPUTS_FP32, a full stage's inputs split by the consumers together: the producer copied their values into the
+// big plane's place (the big parts as they stand, tf32::small_of_truncated), and each of the 256 consumer threads
+// writes the small parts of 4 float4s of them (the small plane in the same swizzled layout, PLANE_B_WS floats on),
+// then every consumer waits for the others' on the stage's "split" barrier (`parity`: its phase, the "full" one's).
+// (The producer splitting each K-tile once its copies had landed gave a stage to the consumers one K-tile later than
+// its copies did, so that the stages ahead of the tensor cores were two, not three, and took the products launch
+// 15-35% longer than the inputs split ahead on the 3xTF32 chapter's large layers, H200, 2026-11-29.)
+__device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* split, unsigned parity)
+{
+    constexpr int QUADS = PLANE_B_WS / 4 / CONSUMERS;
+    float4* values = reinterpret_cast<float4*>(inputs);
+    const int thread = threadIdx.x - PRODUCERS;
+#pragma unroll
+    for (int i = 0; i < QUADS; ++i)
+        values[PLANE_B_WS / 4 + thread + i * CONSUMERS] = tf32::small_of_truncated(values[thread + i * CONSUMERS]);
+    fence_to_async_proxy();  // the small parts (generic writes) before the tensor cores read them
+    arrive(split);
+    wait_phase(split, parity);
+}
+
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
 // (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
 // filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
 // other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums). `turn0`:
 // the block's K-tiles before this output tile's (the barriers' phases count them), `round` its output tiles before
-// this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`. (A persistent
+// this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`; with `Split`
+// (the split-ahead kernel built with INPUTS_FP32) each stage's inputs split by them first (split_inputs). (A persistent
 // block's tiles as one pass, each tile's store overlapping the next tile's first products, was measured a tie once the
 // store had no division: 0.93-1.07x, median 0.97x, on the chapter's 110 large layers, H200, 2026-11-28.)
-template <Layout LayoutA, Layout LayoutB>
+template <Layout LayoutA, Layout LayoutB, bool Split = false>
 __device__ __forceinline__ void consume(float* smem, unsigned long long* full, unsigned long long* empty, int tiles,
                                         int turn0, int round, int group, float* out, const float* bias, int M,
                                         int m0, long long pixel0, long long pixels, long long PQ)
@@ -718,7 +749,8 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
         const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
         wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
-        const float* stage = smem + s * STAGE_WS;
+        float* stage = smem + s * STAGE_WS;
+        if constexpr (Split) split_inputs(stage + 2 * PLANE_A_WS, split_barriers(empty) + s, (turn / WS_STAGES) & 1);
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
@@ -815,8 +847,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
 // The inputs' big parts are their values as they stand (tf32::small_of_truncated: the tensor core reads a value's top
 // 19 bits), so with CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to
-// stage): the producer copies a pixel's 128 bytes into the big plane's place, then, once they have landed, writes
-// their small parts into the small plane's, before it arrives on the "full" barrier itself.
+// stage): the producer copies a pixel's 128 bytes into the big plane's place, and the consumers write their small
+// parts into the small plane's once the stage is full (split_inputs).
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
@@ -871,34 +903,13 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the pixels' rows by cp.async
-        // (splitting its inputs, 72: at 64 Winograd's products spilled 8 bytes; 72 + 2 x 216 is the block's 3 x 168)
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, INPUTS_FP32 ? 72 : 64>();
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 64>();
         // Eight threads to a pixel's row, one 16-byte chunk each (a warp's copy reads four whole 128-byte lines and,
         // the inputs' planes swizzled, writes 512 bytes without a bank conflict); a thread's pixels PIXEL_STEP apart.
         constexpr int CHUNKS = CHANNELS / 4, PIXEL_STEP = PRODUCERS / CHUNKS, PIXELS = WIDTH / PIXEL_STEP;
         const int chunk = tid % CHUNKS;
         const int plane = N * H * W * CP;  // both planes under 2^31 floats (the launch checks)
         int turn = 0;                      // K-tiles staged so far
-        // With INPUTS_FP32, once its copies have landed (all, or all but the newest group), K-tile `k`'s (this
-        // thread's own 16-byte chunks, so no other thread's copies are waited for) small parts written beside them,
-        // made visible to the tensor cores' proxy, and its stage's "full" barrier arrived on.
-        auto split_and_give = [&](int k, bool last) {
-            if (last)
-                copies_wait<0>();
-            else
-                copies_wait<1>();
-            const int st = k % WS_STAGES;
-            float* inputs = smem + st * STAGE_WS + 2 * PLANE_A_WS;
-#pragma unroll
-            for (int i = 0; i < PIXELS; ++i) {
-                // the values copied are their big parts (tf32::small_of_truncated): the small plane's written alone
-                float* line = inputs + swizzled_line(tid / CHUNKS + i * PIXEL_STEP, chunk);
-                *reinterpret_cast<float4*>(line + PLANE_B_WS) =
-                    tf32::small_of_truncated(*reinterpret_cast<const float4*>(line));
-            }
-            fence_to_async_proxy();
-            arrive(full + st);
-        };
         for (long long t = first; t < output_tiles; t += step) {
             long long within;
             const long long gemm = locate(t, within), pixel0 = within / m_blocks * WIDTH;
@@ -939,28 +950,19 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
                         const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
                         const float* from = gemm_planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
-                        copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values, their small parts later
+                        copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values (split by the consumers)
                         if (!INPUTS_FP32) copy16<true>(to + PLANE_B_WS, from + plane, inside);
                     }
                 }
-                if constexpr (INPUTS_FP32) {  // this K-tile's copies in flight, the one before's split and given over
-                    copies_commit();
-                    if (turn > 0) split_and_give(turn - 1, false);
-                } else {
-                    arrive_on_copies(full + st);
-                }
+                arrive_on_copies(full + st);
                 if (++s == S) {
                     s = 0;
                     if (++r == R) r = 0, c0 += CHANNELS;
                 }
             }
         }
-        if constexpr (INPUTS_FP32) {
-            if (turn > 0) split_and_give(turn - 1, true);  // the last K-tile
-        } else {
-            copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
-            copies_wait();
-        }
+        copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
+        copies_wait();
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
@@ -969,7 +971,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
         long long within;
         const long long gemm = locate(t, within);
         consume<CONVKIT_WG_PART == 8 ? Layout::SWIZZLED : Layout::INTERLEAVED,
-                CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED>(
+                CONVKIT_WG_PART == 7 ? Layout::INTERLEAVED : Layout::SWIZZLED, INPUTS_FP32>(
             smem, full, empty, tiles, turn0, round, tid / 128 - 1, out + gemm * batch.out_step, bias, M,
             (int)(within % m_blocks) * FILTERS, within / m_blocks * WIDTH, pixels, PQ);
     }
@@ -990,7 +992,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // transformed point, Mo[xi] (M x t_pad) = V[xi] (M x C) . U[xi] (C x t_pad), each a 1x1 convolution of one image
 // of 1 x t_pad pixels (the module built with CONVKIT_R=1, CONVKIT_S=1). winograd_transforms writes U[xi] as this
 // kernel's input planes (channels last, split: [2][t_pad][CP]; with CONVKIT_WS_INPUTS_FP32 one FP32 plane, [t_pad][CP],
-// which the producer splits in shared memory: half the bytes written by the transform and read here) and V[xi] as its
+// which the consumers split in shared memory: half the bytes written by the transform and read here) and V[xi] as its
 // tiled weights; the products go to Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds
 // it. Built at 128 filters a block alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were
 // slower than at 128 on every large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).

@@ -6,6 +6,7 @@ out a K-major matrix without swizzle; scripts/wgmma_probe.py checks the same on 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert WGMMA_VARIANT.launch_from(narrow.to_params()) == narrow
     assert "filters must be" in wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)[0]
     assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
+    assert "filters must be" in dataclasses.replace(staged, filters=64).not_supported_reasons(p)[0]  # (128 alone)
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
     assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]
@@ -267,7 +269,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
-    in FP32 that the producer splits as it stages it), then the producer
+    in FP32 that the consumers split once it is staged), then the producer
     and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
     second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
     (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
@@ -285,7 +287,7 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
 @pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(1, 16, 6, 6, 70, 1)],
                          ids=lambda p: p.label)  # fmt: skip
 def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build_dir, problem, monkeypatch):
-    """The same split of the same values, by the producer as it stages them or by a pass ahead, and the same products
+    """The same split of the same values, by the consumers once staged or by a pass ahead, and the same products
     in the same order: the outputs equal bit for bit (the setting Winograd's products run)."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)

@@ -133,7 +133,7 @@ class WgmmaGemmLaunch(KernelLaunch):
 #: Where the warp-specialised kernel's inputs come from: gathered and split by its producer (None, the knob left out
 #: of the recorded params as launches recorded before it were), split ahead once per call into channels-last planes
 #: that the producer copies by cp.async, or made channels last once per call in FP32, one plane (half the bytes to
-#: write and to stage), which the producer copies and then splits in shared memory (``CONVKIT_WS_INPUTS_FP32``).
+#: write and to stage), which the producer copies and the consumers split in shared memory (``CONVKIT_WS_INPUTS_FP32``).
 WS_INPUTS = (None, "split ahead", "split staged")
 
 
@@ -148,10 +148,10 @@ class WgmmaWsLaunch(KernelLaunch):
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"split staged"``, channels last in FP32, copied and then split by
-    the producer (the same kernel built so). ``persistent`` (channels last alone; None: not): a block an SM, each
-    looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
-    (channels last alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
-    consumer multiplying every other K-tile on all 64, their sums then added."""
+    the consumers in shared memory (the same kernel built so). ``persistent`` (channels last alone; None: not): a
+    block an SM, each looping over the output tiles, its producer staging the next tile as its consumers store the
+    last. ``filters`` (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64
+    past 128, each consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -246,8 +246,9 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         if self.persistent not in (None, True) or (self.persistent and not self.channels_last):
             raise ValueError(f"persistent must be None, or True with the inputs channels last, got {self.persistent!r}")
-        if self.filters not in (None, NARROW_FILTERS) or (self.filters and not self.channels_last):
-            raise ValueError(f"filters must be None, or 64 with the inputs channels last, got {self.filters!r}")
+        if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs != "split ahead"):
+            # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
+            raise ValueError(f"filters must be None, or 64 with the inputs split ahead, got {self.filters!r}")
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -270,11 +271,11 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 #: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
-#: The same with the inputs channels last in FP32, split by the producer as it stages them (half their bytes): the
+#: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method: on
 #: the H200 it was slower than :data:`SPLIT_AHEAD` on each of the 3xTF32 chapter's 97 stride-1 3x3 and 5x5 layers of
-#: at least 20 GFLOP (0.74x at the median, 0.85x at best, 2026-11-28): the producer's split in shared memory costs the
-#: products more than the input's split pass ahead costs the whole.
+#: at least 20 GFLOP (0.74x at the median, 0.85x at best, 2026-11-28, the producer splitting each K-tile once its
+#: copies had landed: now the consumers split a full stage, not yet timed).
 SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
 
 

@@ -25,7 +25,7 @@ from convkit.families.tf32x3.wgmma_operands import BLOCK_M, WS_THREADS, WS_WIDTH
 INPUT_TILES, INPUT_CHANNELS, INPUT_ROW_PAD = 8, 32, 4
 #: How the transformed inputs reach the products (:attr:`WgmmaWinogradLaunch.inputs`), as the direct kernel's
 #: (:data:`~convkit.families.tf32x3.wgmma.WS_INPUTS`): split ahead by the input transform into a big plane and a small
-#: one, or written once in FP32 and split by the products' producer warps in shared memory as they stage each K-tile
+#: one, or written once in FP32 and split in shared memory by the products' consumer warps once a K-tile is staged
 #: (half the bytes written by the transform and read by the products).
 SETTINGS = {"split ahead": SPLIT_AHEAD, "split staged": SPLIT_STAGED}
 INPUTS = tuple(SETTINGS)
@@ -163,10 +163,11 @@ def winograd_wgmma_candidates(problem: ConvProblem) -> list[WgmmaWinogradLaunch]
     layers Winograd on wgmma runs, the inputs split as staged (8528def) were faster than split ahead (c42b9ff, two
     sessions apart, the untouched columns within 1.3%) by more than 5% on 42, where the transforms dominate (few
     channels, large images: the transform writes half the bytes), slower by more than 5% on 19, where the products
-    do (512 channels: the producer's split costs them 15-35%), and within 5% on 31. In one run of both (70e6443,
-    the inputs split by truncation), over 22 layers of the chapter's last third: staged faster by more than 5% on 9,
-    slower on 6, within 5% on 7. (The products at 64 filters a block, the direct kernel's candidate where a layer has
-    at most 64, were measured slower here: 0.93-0.99x on the 3xTF32 chapter's 11 large layers of 64 filters or fewer,
+    do (512 channels: the producer's split, as it was then, cost them 15-35%), and within 5% on 31. In one run of
+    both (70e6443, the inputs split by truncation, still by the producer), over 22 layers of the chapter's last
+    third: staged faster by more than 5% on 9, slower on 6, within 5% on 7. Now the consumers split a full stage (not
+    yet timed). (The products at 64 filters a block, the direct kernel's candidate where a layer has at most 64, were
+    measured slower here: 0.93-0.99x on the 3xTF32 chapter's 11 large layers of 64 filters or fewer,
     H200, 2026-11-28; their K-tiles are too few, two at 64 channels, for the two consumers' halves to pay.)"""
     specs = [WgmmaWinogradLaunch(m, inputs=inputs) for m, r in TILES if r == problem.r for inputs in INPUTS]
     return [spec for spec in specs if spec.images_per_pass(problem) >= 1]
