@@ -18,7 +18,8 @@
 #   wgmma : scripts/wgmma_probe.py, the first wgmma kernel under compute-sanitizer's four tools, then timed;
 #   wgmma_sanitize : the wgmma kernels' small shapes under the four sanitizers (logs/wgmma_<tool>.log), not timed;
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
-#   wgmma_tuned : the split-ahead kernel's two tuning candidates timed on the chapter's large layers;
+#   wgmma_tuned : the split-ahead kernel's two tuning candidates and its inputs split as staged, timed on the
+#            chapter's large layers;
 #   winograd_wgmma, winograd_rest, winograd_last, winograd_sanitize : Winograd with its products on the split-ahead
 #            kernel, checked and timed on a third of the chapter's large layers, on the second, on the last, under the
 #            four sanitizers;
@@ -148,8 +149,8 @@ wgmma_layers() {  # the warp-specialised kernels on the 3xTF32 chapter's layers 
   echo "=== the 3xTF32 chapter's large layers (\$SECONDS s)"
   timeout 500 python3 scripts/wgmma_probe.py --layers > \$logs/wgmma_layers.log 2>&1; tail -n 3 \$logs/wgmma_layers.log
 }
-wgmma_tuned() {  # the split-ahead kernel's two candidates (128 or 64 filters a block) on
-  # the chapter's large layers (logs/wgmma_tuned.log; wgmma_narrow sanitizes the 64-filter one)
+wgmma_tuned() {  # the split-ahead kernel's two candidates (128 or 64 filters a block) and its inputs split as staged
+  # on the chapter's large layers (logs/wgmma_tuned.log; wgmma_narrow sanitizes the 64-filter one)
   echo "=== the split-ahead candidates on the chapter's large layers (\$SECONDS s)"
   timeout 480 python3 scripts/wgmma_probe.py --layers --tuned > \$logs/wgmma_tuned.log 2>&1; tail -n 1 \$logs/wgmma_tuned.log
 }

@@ -33,6 +33,7 @@ from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
+    SPLIT_STAGED,
     TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
@@ -365,8 +366,9 @@ def rates_table(
 
 def tuned_layers() -> None:
     """The split-ahead kernel's tuning candidates (:data:`SPLIT_AHEAD`, at 128 filters, and
-    :data:`SPLIT_AHEAD_NARROW`, at 64) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
-    settings = {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW}
+    :data:`SPLIT_AHEAD_NARROW`, at 64) and its inputs split as staged (:data:`SPLIT_STAGED`: a candidate again if it
+    wins) on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    settings = {"128 filters": SPLIT_AHEAD, "64 filters": SPLIT_AHEAD_NARROW, "split staged": SPLIT_STAGED}
     rates_table(chapter_layers(), wgmma_runs(settings, False), 5)
 
 
