@@ -4,16 +4,19 @@ inputs' split, or the direct split-ahead kernel), and the inputs split as staged
 Prints; records nothing.
 
     python3 scripts/winograd_logs.py results/<gpu>/logs/winograd_wgmma*.log [--against OLDER.log ...]
+        [--before OLDER.log ...]
 
 ``--against``: the split-ahead rows taken from those logs instead (an older commit's, where this one's are not to be
-compared), each layer's columns otherwise from the first logs.
+compared), each layer's columns otherwise from the first logs. ``--before``: each family's best per layer against
+those logs' (an older commit's run) on the layers both hold, the median ratio and the medians; the columns no change
+touched (cuDNN, FP32 Winograd) show the run-to-run drift between the two.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import statistics
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,7 +79,38 @@ def main(paths: list[str], older: list[str]) -> None:
               f"within on {len(ratios) - faster - slower}; median ratio {statistics.median(ratios):.2f}")  # fmt: skip
 
 
+#: The families :func:`compare` sets side by side: each one's best column per layer.
+FAMILIES: dict[str, Callable[[str], bool]] = {
+    "Winograd on wgmma, inputs split ahead": lambda c: winograd(c) and not staged(c),
+    "Winograd on wgmma, inputs split staged": lambda c: winograd(c) and staged(c),
+    "the Hopper family": lambda c: winograd(c) or c == "direct split ahead",
+    "direct split ahead": lambda c: c == "direct split ahead",
+    "FP32 Winograd": lambda c: c == "FP32 Winograd",
+    "mma.sync Winograd": lambda c: c == "mma.sync Winograd",
+    "cuDNN fastest": lambda c: c == "cuDNN fastest",
+}
+
+
+def compare(paths: list[str], before: list[str]) -> None:
+    """Each of :data:`FAMILIES`' best per layer in ``paths`` against ``before`` on the layers both hold."""
+    now, then = layer_rates(paths), layer_rates(before)
+    common = [name for name in now if name in then]
+    print(f"against the older logs, {len(common)} layers in both (median of the ratios; the medians now and then)")
+    for family, keep in FAMILIES.items():
+        pairs = [(best(now[name], keep), best(then[name], keep)) for name in common]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        if pairs:
+            ratio = statistics.median(a / b for a, b in pairs)
+            now_median, then_median = (statistics.median(side) for side in zip(*pairs, strict=True))
+            print(f"  {family:40s} {ratio:5.3f}x over {len(pairs):3d}: {now_median:6.1f} against {then_median:6.1f}")
+
+
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    cut = args.index("--against") if "--against" in args else len(args)
-    main(args[:cut], args[cut + 1 :])
+    parser = argparse.ArgumentParser(description="The Winograd-on-wgmma probe's layer logs read together.")
+    parser.add_argument("logs", nargs="+")
+    parser.add_argument("--against", nargs="+", default=[], help="split-ahead rows from these logs instead")
+    parser.add_argument("--before", nargs="+", default=[], help="each family against these (older) logs")
+    args = parser.parse_args()
+    main(args.logs, args.against)
+    if args.before:
+        compare(args.logs, args.before)
