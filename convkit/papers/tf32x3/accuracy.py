@@ -76,19 +76,21 @@ def cases(problem: ConvProblem) -> list[Case]:
     return out
 
 
-def make_inputs(problem: ConvProblem, inputs: str, seed: int) -> tuple[Any, Any]:
-    """``x`` and ``w`` (CuPy, float32) of one kind of :data:`INPUTS`."""
-    import cupy
+def make_inputs(problem: ConvProblem, inputs: str, seed: int, xp: Any = None) -> tuple[Any, Any]:
+    """``x`` and ``w`` (float32) of one kind of :data:`INPUTS`, as arrays of ``xp`` (CuPy unless given: NumPy
+    for the CPU models)."""
+    if xp is None:
+        import cupy as xp
 
-    rng = cupy.random.default_rng(seed)
-    x = rng.standard_normal(problem.input_shape, dtype=cupy.float32)
-    w = rng.standard_normal(problem.filter_shape, dtype=cupy.float32)
+    rng = xp.random.default_rng(seed)
+    x = rng.standard_normal(problem.input_shape, dtype=xp.float32)
+    w = rng.standard_normal(problem.filter_shape, dtype=xp.float32)
     if inputs == "rounding ties":
-        x, w = (((a.view(cupy.uint32) & ~cupy.uint32(0x1FFF)) | cupy.uint32(0x1000)).view(cupy.float32) for a in (x, w))
+        x, w = (((a.view(xp.uint32) & ~xp.uint32(0x1FFF)) | xp.uint32(0x1000)).view(xp.float32) for a in (x, w))
     elif inputs == "wide range":
-        x, w = (a * cupy.exp2(rng.integers(-16, 17, a.shape)).astype(cupy.float32) for a in (x, w))
+        x, w = (a * xp.exp2(rng.integers(-16, 17, a.shape)).astype(xp.float32) for a in (x, w))
     elif inputs == "all positive":
-        x, w = cupy.abs(x), cupy.abs(w)
+        x, w = xp.abs(x), xp.abs(w)
     return x, w
 
 
