@@ -19,6 +19,11 @@
 //   instruction's latency) for `iters` rounds on fixed fragments of a and b. With a * b a power of two, every
 //   sum is exact: each output is MMA_CHAINS * 4 * iters * 8 * a * b. FLOPs = 2 * 16 * 8 * 8 * MMA_CHAINS * iters
 //   per warp. Compute capability 8.0 and later (a T4 build traps: the measurement declines before launching).
+// int8_mma_peak: the INT8 tensor-core rate of mma.sync.m16n8k32 (s8 by s8 into s32; the products of an FP32 GEMM
+//   emulated on INT8, the Ozaki scheme's), as tf32_mma_peak: MMA_CHAINS accumulator tiles a warp on fixed fragments,
+//   `a` and `b` four bytes each from the host (every byte 1, so each output gains 32 a product and every sum is exact:
+//   the thread's total is MMA_CHAINS * 4 * 32 * iters). OPs = 2 * 16 * 8 * 32 * MMA_CHAINS * iters per warp.
+//   Compute capability 8.0 and later.
 
 #define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
 
@@ -96,6 +101,31 @@ extern "C" __global__ void tf32_mma_peak(float* __restrict__ out, float a, float
         }
     }
     float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+#else
+    __trap();
+#endif
+}
+
+extern "C" __global__ void int8_mma_peak(int* __restrict__ out, unsigned a, unsigned b, int iters)
+{
+#if __CUDA_ARCH__ >= 800
+    int acc[MMA_CHAINS][4];
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int k = 0; k < MMA_CHAINS; ++k) {
+            asm volatile(
+                "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
+                "{%0,%1,%2,%3};\n"
+                : "+r"(acc[k][0]), "+r"(acc[k][1]), "+r"(acc[k][2]), "+r"(acc[k][3])
+                : "r"(a), "r"(b));
+        }
+    }
+    int sum = 0;
 #pragma unroll
     for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
     out[blockIdx.x * blockDim.x + threadIdx.x] = sum;

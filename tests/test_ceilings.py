@@ -98,7 +98,7 @@ def test_paper_declares_the_chapter():
 
 def test_quick_measurements_are_a_subset():
     full, quick = [name for name, _ in measurements()], [name for name, _ in measurements(quick=True)]
-    assert set(quick) < set(full) and len(full) == 8 + len(CHASE_FOOTPRINTS)
+    assert set(quick) < set(full) and len(full) == 9 + len(CHASE_FOOTPRINTS)
     assert full[:3] == ["properties", "sm_clock_measured", "launch_floor"]
 
 
@@ -125,8 +125,10 @@ def test_the_tensor_core_ceilings_join_the_summary_where_recorded():
     rows = [("sm_count", 132), ("sm_clock_measured", 1755), ("fp32_lanes_per_sm", 128), ("copy_bandwidth", 3000),
             ("sgemm", 51.7), ("fp32_fma_peak", 60), ("l2_cache", 50 << 20)]  # fmt: skip
     frame = pd.DataFrame([{"measurement": m, "metric": m, "value": v, "status": "ok", "params": "{}"} for m, v in rows])
-    assert "tf32_gemm_tflops" not in ceilings_summary(frame)  # older ceilings files lack them
+    assert {"tf32_gemm_tflops", "int8_mma_peak_tops"}.isdisjoint(ceilings_summary(frame))  # older files lack them
+    tensor_cores = (("tf32_gemm", 410.0), ("tf32_mma_peak", 330.0), ("int8_mma_peak", 1300.0))
     more = pd.DataFrame([{"measurement": m, "metric": m, "value": v, "status": "ok", "params": "{}"}
-                         for m, v in (("tf32_gemm", 410.0), ("tf32_mma_peak", 330.0))])  # fmt: skip
+                         for m, v in tensor_cores])  # fmt: skip
     summary = ceilings_summary(pd.concat([frame, more]))
     assert summary["tf32_gemm_tflops"] == 410.0 and summary["tf32_mma_peak_tflops"] == 330.0
+    assert summary["int8_mma_peak_tops"] == 1300.0

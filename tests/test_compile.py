@@ -46,7 +46,7 @@ def test_parse_spills_shared_memory_and_several_kernels():
 def test_kernel_names_are_found_in_sources():
     assert nvrtc.kernel_names(nvrtc.kernel_source("direct").read_text()) == ["conv2d_direct"]
     ceilings = set(nvrtc.kernel_names(nvrtc.kernel_source("ceilings").read_text()))
-    assert ceilings == {"fma_peak", "pointer_chase", "clock_rate", "launch_floor", "tf32_mma_peak"}
+    assert ceilings == {"fma_peak", "pointer_chase", "clock_rate", "launch_floor", "tf32_mma_peak", "int8_mma_peak"}
 
 
 @needs_nvcc

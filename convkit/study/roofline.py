@@ -76,6 +76,8 @@ def ceilings_summary(frame: Any) -> dict[str, float]:
     for metric in ("tf32_gemm", "tf32_mma_peak"):  # the tensor-core ceilings, where recorded
         if not math.isnan(rate := value(metric)):
             out[f"{metric}_tflops"] = rate
+    if not math.isnan(rate := value("int8_mma_peak")):
+        out["int8_mma_peak_tops"] = rate
     out["fp32_theoretical_tflops"] = out["sm_count"] * out["fp32_lanes_per_sm"] * 2 * out["sm_clock_mhz"] / 1e6
     out["ridge_flops_per_byte"] = out["sgemm_tflops"] * 1e3 / out["copy_gbps"]
     return out

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from convkit.core.gpu import has_tf32_tensor_cores
-from convkit.papers.ceilings.measure import fma_peak, launch_floor, load_latency, sm_clock_under_load, tf32_mma_peak
+from convkit.papers.ceilings.measure import (
+    fma_peak,
+    int8_mma_peak,
+    launch_floor,
+    load_latency,
+    sm_clock_under_load,
+    tf32_mma_peak,
+)
 
 
 def edge_check() -> None:
-    """Launch the FMA, pointer-chase, clock and empty kernels, and the TF32 mma.sync kernel where the GPU has TF32
-    tensor cores, once each with small sizes; each measurement raises RuntimeError where its check fails."""
+    """Launch the FMA, pointer-chase, clock and empty kernels, and the TF32 and INT8 mma.sync kernels where the GPU
+    has TF32 tensor cores, once each with small sizes; each measurement raises RuntimeError where its check fails."""
     import cupy
 
     fma_peak(iters=4, blocks_per_sm=1)
@@ -17,4 +24,5 @@ def edge_check() -> None:
     launch_floor(threads=32)
     if has_tf32_tensor_cores():
         tf32_mma_peak(iters=4, blocks_per_sm=1)
+        int8_mma_peak(iters=4, blocks_per_sm=1)
     cupy.cuda.runtime.deviceSynchronize()

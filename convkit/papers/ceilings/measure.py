@@ -2,7 +2,8 @@
 
 Measured, not looked up: device-to-device copy bandwidth (bytes read plus written), the FP32
 FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the TF32 tensor-core rate of an own
-mma.sync kernel and of cuBLAS GEMM in TF32 (the rates the 3xTF32 kernels divide by three), the SM
+mma.sync kernel and of cuBLAS GEMM in TF32 (the rates the 3xTF32 kernels divide by three), the INT8 rate of an own
+mma.sync kernel (the products of FP32 emulated on INT8, the Ozaki scheme's), the SM
 clock under load, the event time of an empty kernel (the least any timed kernel costs), and the
 global-memory load latency in cycles by pointer chasing over footprints from L1-sized to far beyond L2 (Chang 2022's
 latency-hiding model starts from that number). Every measurement is
@@ -37,8 +38,9 @@ KEY_COLUMNS = ("measurement", "metric")
 
 #: FMA_CHAINS and the inner unroll of fma_peak in kernels/ceilings.cu.
 FMA_CHAINS, FMA_UNROLL = 8, 16
-#: MMA_CHAINS of tf32_mma_peak, and the FLOPs of one mma.sync.m16n8k8 (16 x 8 outputs, 8 products each).
-MMA_CHAINS, MMA_FLOPS = 8, 2 * 16 * 8 * 8
+#: MMA_CHAINS of tf32_mma_peak and int8_mma_peak, and the FLOPs of one mma.sync.m16n8k8 (16 x 8 outputs, 8
+#: products each) and the operations of one mma.sync.m16n8k32 (32 products each).
+MMA_CHAINS, MMA_FLOPS, INT8_MMA_OPS = 8, 2 * 16 * 8 * 8, 2 * 16 * 8 * 32
 #: Pointer-chase footprints, bytes: L1-resident up to well past any current L2.
 CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 #: Distance between consecutive chain entries: one 128-byte cache line... times two, so that
@@ -222,6 +224,34 @@ def tf32_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8)
                 note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k8 TF32 tiles a warp")  # fmt: skip
 
 
+def int8_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
+    """INT8 tensor-core rate of ``mma.sync.m16n8k32`` (``kernels/ceilings.cu``: int8_mma_peak), checked exactly:
+    the rate an FP32 product emulated on INT8 (the Ozaki scheme) divides by its number of INT8 products."""
+    from convkit.core.gpu import has_tf32_tensor_cores
+
+    cupy = require_cupy()
+    if not has_tf32_tensor_cores():  # m16n8k32 came with the TF32 tensor cores (compute capability 8.0)
+        raise RuntimeError("this GPU (or CONVKIT_PTX_ARCH) has no mma.sync.m16n8k32 for INT8")
+    blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
+    out = cupy.full(blocks * threads, -1, dtype=cupy.int32)
+    ones = 0x01010101  # four INT8 ones: each product of a k-step of 32 sums to 32
+    kernel = load_kernel("ceilings", "int8_mma_peak")
+
+    def run() -> None:
+        kernel((blocks,), (threads,), (out, cupy.uint32(ones), cupy.uint32(ones), cupy.int32(iters)))
+
+    run()
+    expected = MMA_CHAINS * 4 * 32 * iters
+    wrong = int(cupy.count_nonzero(out != expected))
+    if wrong:
+        raise RuntimeError(f"int8_mma_peak left {wrong} of {out.size} threads' sums off the exact {expected}")
+    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
+    ops = INT8_MMA_OPS * MMA_CHAINS * iters * blocks * threads // 32
+    return _row("int8_mma_peak", ops / (timing.median_ms * 1e9), "TOP/s", timing=timing, rel_err=0.0,
+                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
+                note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k32 INT8 tiles a warp")  # fmt: skip
+
+
 def tf32_gemm(n: int = 8192) -> dict[str, Any]:
     """cuBLAS GEMM n^3 in TF32 through PyTorch (``allow_tf32``), its error against float64 recorded: the tensor
     cores' rate for a library GEMM, which 3xTF32 divides by three."""
@@ -296,6 +326,7 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     yield "sgemm", lambda: sgemm(4096 if quick else 8192)
     yield "tf32_gemm", lambda: tf32_gemm(4096 if quick else 8192)
     yield "tf32_mma_peak", lambda: tf32_mma_peak(iters=1024 if quick else 4096)
+    yield "int8_mma_peak", lambda: int8_mma_peak(iters=1024 if quick else 4096)
     for footprint in CHASE_FOOTPRINTS[:: 2 if quick else 1]:
         yield (
             f"load_latency:{footprint}",
