@@ -60,3 +60,36 @@ def test_argument_errors():
         ozaki.scaled_operands(w, x, ozaki.MODULI[:4], "nearest")
     with pytest.raises(ValueError, match="1x1"):
         ozaki.model_error(ConvProblem.same(1, 4, 8, 8, 4, 3), "normal", 7)
+
+
+def test_tensor_bound_share_counts_the_1x1_layers_past_their_memory_time():
+    import pandas as pd
+
+    big, small = ConvProblem.same(1, 2048, 64, 64, 2048, 1), ConvProblem.same(1, 16, 64, 64, 16, 1)
+    table = pd.DataFrame({"problem": [big, small, ConvProblem.same(1, 64, 8, 8, 64, 3)]})
+    ceilings = {"copy_gbps": 3000.0, "tf32_mma_peak_tflops": 300.0}
+    assert ozaki.tensor_bound_share(table, ceilings, 3, "tf32_mma_peak_tflops") == 50.0  # the 3x3 one not counted
+    assert math.isnan(ozaki.tensor_bound_share(table, ceilings, 8, "int8_mma_peak_tops"))
+
+
+def test_model_lines_say_what_is_measured(monkeypatch):
+    import pandas as pd
+
+    model = pd.DataFrame({"label": "x", "C": 256, "inputs": "normal", "n": [7, 8], "error": [3e-6, 2e-5]})
+    errors = pd.DataFrame({"FP32 implicit GEMM (ours), recorded": [1e-7, math.nan]})
+    table = pd.DataFrame({"problem": [ConvProblem.same(1, 2048, 64, 64, 2048, 1)]})
+    lines = ozaki.model_lines(model, errors, table, {"copy_gbps": 3000.0, "tf32_mma_peak_tflops": 300.0})
+    assert "3.0e-06, within" in lines[0] and "2.0e-05, over" in lines[1] and "1.0e-07" in lines[2]
+    assert "On 100% of this run's 1 1x1 layers" in lines[3] and "not among this run's ceilings" in lines[4]
+    more = ozaki.model_lines(model, errors, table, {"copy_gbps": 3000.0, "int8_mma_peak_tops": 1200.0})
+    assert not any("three TF32 products" in line for line in more) and "on 100% of them" in more[3]
+
+
+def test_model_table_without_recorded_errors():
+    import pandas as pd
+
+    model = pd.DataFrame([{"label": p.label, "C": p.c, "inputs": "normal", "n": 7, "error": 1e-7}
+                          for p in ozaki.PROBLEMS])  # fmt: skip
+    table = ozaki.model_table(model, pd.DataFrame())
+    assert list(table.index.names) == ["K", "inputs"] and table.iloc[:, 0].tolist() == [1e-7] * 3
+    assert table.iloc[:, 1:].isna().all().all()

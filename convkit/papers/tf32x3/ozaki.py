@@ -154,3 +154,65 @@ def recorded_errors(results: Path) -> Any:
     rows = rows[ours & (rows["status"] == "ok")]
     rows = rows.assign(inputs=rows["params"].map(lambda p: json.loads(p)["inputs"]), error=rows["rel_err"])
     return rows[columns].reset_index(drop=True)
+
+
+def model_table(model: Any, accuracy: Any) -> Any:
+    """Per 1x1 problem of :data:`PROBLEMS` (rows: K = C, kind of input), the error of the ``model``
+    (:func:`model_errors`) with each number of moduli beside the errors the accuracy experiment recorded
+    (``accuracy``, its rows) for our 3xTF32 and FP32 implicit GEMMs on the same problem and kind of input (other
+    values of it), as numbers."""
+    from convkit.papers.tf32x3.accuracy import ERROR_NAMES, accuracy_frame
+
+    table = model.pivot_table(index=["C", "inputs"], columns="n", values="error", sort=False)
+    table.columns = [f"INT8, {n} products (model)" for n in table.columns]
+    recorded = accuracy_frame(accuracy)
+    c_of = {p.label: p.c for p in PROBLEMS}
+    for variant in ("igemm_tf32x3", "fp32_igemm"):
+        name = ERROR_NAMES[("convkit", variant)]
+        rows = recorded[recorded["label"].isin(c_of) & (recorded["method"] == name)]
+        errors = {(c_of[r.label], r.inputs): r.rel_err for r in rows.itertuples()}
+        table[f"{name}, recorded"] = [errors.get(key, math.nan) for key in table.index]
+    return table.rename_axis(index=["K", "inputs"])
+
+
+def tensor_bound_share(table: Any, ceilings: dict[str, float], products: float, rate_key: str) -> float:
+    """The share (%) of the 1x1 problems of ``table`` (the chapter's problem table: a ``problem`` column) whose
+    ``products`` tensor-core products at the measured rate ``ceilings[rate_key]`` (TFLOP/s or TOP/s) take longer than
+    their fewest bytes at the measured copy bandwidth: the layers where fewer tensor-core operations could pay."""
+    rate = ceilings.get(rate_key, math.nan)
+    ones = [p for p in table["problem"] if (p.r, p.s) == (1, 1)]
+    if not ones or rate != rate:
+        return math.nan
+    bound = [products * p.flops / (rate * 1e12) > p.min_bytes / (ceilings["copy_gbps"] * 1e9) for p in ones]
+    return 100.0 * sum(bound) / len(bound)
+
+
+def model_lines(model: Any, errors: Any, table: Any, ceilings: dict[str, float]) -> list[str]:
+    """The chapter's sentences on the model: its largest error with each number of moduli against the direct bar and
+    the FP32 kernel's recorded errors (``errors``, :func:`model_table`), and on how many of the run's 1x1 layers
+    (``table``) the tensor cores, not the memory, bound 3xTF32 and an eight-product INT8 scheme (measured ceilings)."""
+    from convkit.core.reference import DIRECT_TOLERANCE
+
+    lines = []
+    for n, worst in model.groupby("n")["error"].max().items():
+        verdict = "within" if worst <= DIRECT_TOLERANCE else "over"
+        lines.append(f"With {n} INT8 products the model's largest error on these problems is {worst:.1e}, {verdict} "
+                     f"the direct-method bar ({DIRECT_TOLERANCE:.0e}).")  # fmt: skip
+    fp32 = [c for c in errors.columns if c.startswith("FP32")]
+    if fp32 and errors[fp32[0]].notna().any():
+        lines.append(f"Our FP32 implicit GEMM's largest recorded error on them is {errors[fp32[0]].max():.1e}.")
+    ones = sum((p.r, p.s) == (1, 1) for p in table["problem"])
+    tf32 = tensor_bound_share(table, ceilings, 3, "tf32_mma_peak_tflops")
+    if tf32 == tf32:
+        lines.append(f"On {tf32:.0f}% of this run's {ones} 1x1 layers, three TF32 products at the measured mma.sync "
+                     "rate take longer than moving the layer's fewest bytes at the measured copy bandwidth: only on "
+                     "such layers can fewer tensor-core operations pay.")  # fmt: skip
+    int8 = tensor_bound_share(table, ceilings, 8, "int8_mma_peak_tops")
+    if int8 == int8:
+        lines.append(f"Eight INT8 products at the measured INT8 mma.sync rate take longer than those bytes on "
+                     f"{int8:.0f}% of them.")  # fmt: skip
+    else:
+        lines.append("The INT8 tensor-core rate is not among this run's ceilings.")
+    lines.append("The study has no INT8 kernel: the model bounds the error, not the time, and the scheme would add "
+                 "a pass over the input for its scaling and a reconstruction in FP64 for every output.")  # fmt: skip
+    return lines
