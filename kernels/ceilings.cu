@@ -24,6 +24,15 @@
 //   `a` and `b` four bytes each from the host (every byte 1, so each output gains 32 a product and every sum is exact:
 //   the thread's total is MMA_CHAINS * 4 * 32 * iters). OPs = 2 * 16 * 8 * 32 * MMA_CHAINS * iters per warp.
 //   Compute capability 8.0 and later.
+// tf32_wgmma_peak, int8_wgmma_peak: the same two rates on Hopper's own instruction (wgmma, sm_90a: what its TF32 and
+//   INT8 GEMMs issue), m64n256k8 on TF32 into FP32 and m64n256k32 on INT8 into 32-bit integers. WGMMA_WARPGROUPS
+//   warpgroups a block, a block an SM, each issuing WGMMA_BATCH products a group on its 64 x 256 accumulator tile,
+//   one group left running as the next is issued, `iters` groups; both operands from shared memory (A 64 rows, B 256,
+//   32 bytes each: k = 8 TF32 values or 32 INT8 ones), every element `a` or `b` (TF32: their product a power of two;
+//   INT8: four ones a word), so every sum is exact: each of a thread's 128 outputs is iters * WGMMA_BATCH * k * a * b.
+//   FLOPs (OPs) = 2 * 64 * 256 * k * WGMMA_BATCH * iters a warpgroup. Built for sm_90a alone (elsewhere they trap).
+
+#include "wgmma.cuh"
 
 #define FMA_CHAINS 8  // independent chains per thread: 8 > FMA latency (4) x issue rate (1/clk per scheduler lane)
 
@@ -132,4 +141,50 @@ extern "C" __global__ void int8_mma_peak(int* __restrict__ out, unsigned a, unsi
 #else
     __trap();
 #endif
+}
+
+#define WGMMA_WARPGROUPS 2  // warpgroups a block (a block an SM), each on its own accumulators
+#define WGMMA_BATCH 8       // products a group
+
+// Both wgmma ceilings: `Acc` float (TF32) or int (INT8); `word` every 32-bit word of both operands.
+template <typename Acc>
+__device__ __forceinline__ void wgmma_peak(Acc* __restrict__ out, unsigned word, int iters)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ __align__(128) unsigned a[64 * 8], b[256 * 8];  // 32 bytes a row
+    for (int i = threadIdx.x; i < 64 * 8; i += blockDim.x) a[i] = word;
+    for (int i = threadIdx.x; i < 256 * 8; i += blockDim.x) b[i] = word;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the stores, before the tensor cores read
+    __syncthreads();
+    const unsigned long long da = wgmma::descriptor(a, 64), db = wgmma::descriptor(b, 256);
+    Acc acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0;
+    for (int i = 0; i < iters; ++i) {
+        wgmma::fence_operands();
+#pragma unroll
+        for (int j = 0; j < WGMMA_BATCH; ++j) wgmma::mma(acc, da, db, 1);
+        wgmma::commit();
+        wgmma::wait<1>();
+    }
+    wgmma::wait<0>();
+    Acc sum = 0;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sum += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+#else
+    __trap();
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1)
+tf32_wgmma_peak(float* __restrict__ out, float ab, int iters)
+{
+    wgmma_peak(out, __float_as_uint(ab) & 0xffffe000u, iters);
+}
+
+extern "C" __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1)
+int8_wgmma_peak(int* __restrict__ out, unsigned bytes, int iters)
+{
+    wgmma_peak(out, bytes, iters);
 }

@@ -36,6 +36,7 @@
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
 // tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
 #include "tf32_split.cuh"
+#include "wgmma.cuh"           // the instruction: descriptors, products, fences and groups
 #include "wgmma_operands.cuh"  // the layouts the operands are split ahead into
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(CONVKIT_EMULATED_WGMMA)
@@ -83,6 +84,7 @@
 #define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
 
 namespace wgmma_tf32x3 {
+using namespace wgmma;
 constexpr int R = CONVKIT_R, S = CONVKIT_S, RS = R * S;
 constexpr int BM = 128, BN = CONVKIT_WG_N, BK = 32, THREADS = 256;
 constexpr int KGROUPS = BK / 4;                        // 16-byte lines per row of a K-tile
@@ -90,136 +92,17 @@ constexpr int PLANE_A = BM * BK, PLANE_B = BN * BK;    // floats of one operand 
 constexpr int STAGE = 2 * PLANE_A + 2 * PLANE_B;       // A big, A small, B big, B small
 constexpr int ACC = BN / 2;                            // accumulators a thread: 64 x BN over 128 threads
 constexpr int COLUMN_STEP = THREADS / BN;              // threads staging one column of B
-constexpr unsigned SBO_BYTES = 8 * 16;                 // one 8-row core matrix to the next
 static_assert(BN == 128 || BN == 256, "CONVKIT_WG_N is 128 or 256");
 static_assert(!(BN == 256 && CONVKIT_STAGED), "a staged 256-wide tile holds more accumulators than registers");
 constexpr int STAGES = CONVKIT_STAGES;
 static_assert(STAGES == 2 || (STAGES == 3 && !CONVKIT_STAGED && BN == 128),
               "three stages keep two K-tiles' products in flight: unstaged sums, 128 pixels (192 KiB)");
 
-__device__ __forceinline__ unsigned shared_address(const void* at)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(at));
-}
-
-// A wgmma shared-memory matrix descriptor of a plane of `rows` rows: start address, leading byte offset (one
-// k-group to the next: rows x 16 bytes) and stride byte offset (each >> 4), no swizzle (mode 0, base offset 0).
-__device__ __forceinline__ unsigned long long descriptor(const float* at, int rows)
-{
-    const unsigned address = shared_address(at);
-    return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)((rows * 16) >> 4) << 16)
-         | ((unsigned long long)(SBO_BYTES >> 4) << 32);
-}
-
-// The same for a plane in the 128-byte swizzle (CUTLASS's SW128 K-major): each row's 32 floats in one 128-byte line,
-// its 16-byte chunk j at j ^ (row % 8), 8-row atoms 1,024 bytes apart (SBO; LBO unused, 1), a k-step 32 bytes on
-// within the line; the plane 1,024-byte aligned (the swizzle is of address bits).
-__device__ __forceinline__ unsigned long long swizzled_descriptor(const float* at)
-{
-    const unsigned address = shared_address(at);
-    return (unsigned long long)((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
-}
-
-// `desc` moved `floats` on in shared memory (a multiple of 4): the start address field, bits 0-13 in 16-byte units,
-// gains floats / 4 without a carry out of it (a block's shared memory lies under 2^18 bytes), the high word as it was.
-// One add where a descriptor built afresh costs a conversion, a mask and two logic operations (CONVKIT_WG_PART 9).
-__device__ __forceinline__ unsigned long long moved(unsigned long long desc, int floats)
-{
-    return (desc & ~0xFFFFFFFFull) | ((unsigned)desc + (unsigned)(floats / 4));
-}
-
 // Where row `row`'s k-group `kgroup` (4 floats) lies in a swizzled plane (floats from its start).
 __device__ __forceinline__ int swizzled_line(int row, int kgroup) { return row * BK + (kgroup ^ (row % 8)) * 4; }
 
 // An operand plane's layout: the canonical one without swizzle ([k-group][row][4 floats]), or the 128-byte swizzle.
 enum class Layout { INTERLEAVED, SWIZZLED };
-
-// D (64 x N, this thread's N / 2 floats) += A . B over k = 8 (A 64 x 8, B 8 x N, tf32, from shared memory);
-// accumulate 0: D = A . B.
-__device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(a), "l"(b), "r"(accumulate));
-#endif
-}
-
-__device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(a), "l"(b), "r"(accumulate));
-#endif
-}
-
-__device__ __forceinline__ void fence_operands()
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-
-// The products issued so far, as one group; then (wait) until every group is done.
-__device__ __forceinline__ void commit()
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-
-template <int Pending = 0>  // groups that may still run
-__device__ __forceinline__ void wait()
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
-#endif
-}
 
 // A K-tile's 12 products on one warpgroup's 64 rows (from row `row0` of the block's A), issued as one group: A's
 // big and small planes (BM rows each) at `a_planes`, B's (Width rows each) at `b_planes`, 32 floats a row. `fresh`:

@@ -132,3 +132,14 @@ def test_the_tensor_core_ceilings_join_the_summary_where_recorded():
     summary = ceilings_summary(pd.concat([frame, more]))
     assert summary["tf32_gemm_tflops"] == 410.0 and summary["tf32_mma_peak_tflops"] == 330.0
     assert summary["int8_mma_peak_tops"] == 1300.0
+
+
+def test_the_wgmma_ceilings_are_measured_on_hopper_alone(monkeypatch):
+    from convkit.papers.ceilings import measure
+
+    monkeypatch.setattr(measure, "build_target", lambda: "sm_90")
+    names = [name for name, _ in measure.measurements()]
+    assert names.index("tf32_wgmma_peak") == names.index("int8_mma_peak") + 1 and "int8_wgmma_peak" in names
+    for elsewhere in ("sm_80", "compute_75", "no GPU"):
+        monkeypatch.setattr(measure, "build_target", lambda e=elsewhere: e)
+        assert not any("wgmma" in name for name, _ in measure.measurements())

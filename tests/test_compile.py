@@ -46,7 +46,16 @@ def test_parse_spills_shared_memory_and_several_kernels():
 def test_kernel_names_are_found_in_sources():
     assert nvrtc.kernel_names(nvrtc.kernel_source("direct").read_text()) == ["conv2d_direct"]
     ceilings = set(nvrtc.kernel_names(nvrtc.kernel_source("ceilings").read_text()))
-    assert ceilings == {"fma_peak", "pointer_chase", "clock_rate", "launch_floor", "tf32_mma_peak", "int8_mma_peak"}
+    assert ceilings == {
+        "fma_peak",
+        "pointer_chase",
+        "clock_rate",
+        "launch_floor",
+        "tf32_mma_peak",
+        "int8_mma_peak",
+        "tf32_wgmma_peak",
+        "int8_wgmma_peak",
+    }
 
 
 @needs_nvcc
@@ -134,6 +143,16 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
         assert 128 < built[ws].registers <= 168
     assert all(k.spill_store_bytes == k.spill_load_bytes == 0 for k in built.values()), built
     assert not any(k.wgmma_serialized for k in built.values()), built
+
+
+@needs_nvcc
+def test_the_wgmma_ceilings_are_built_for_sm_90a_without_spills():
+    """The ceilings' TF32 and INT8 wgmma kernels hold their 128 accumulators a thread, spill none, and ptxas
+    serialises none of their products (a serialised wgmma would measure the fallback, not the peak)."""
+    built = {k.kernel: k for k in ck.ptxas_report("ceilings", "sm_90a")}
+    for kernel in ("tf32_wgmma_peak", "int8_wgmma_peak"):
+        assert 128 < built[kernel].registers <= 255 and built[kernel].spill_store_bytes == 0, built[kernel]
+        assert not built[kernel].wgmma_serialized, built[kernel]
 
 
 def test_a_serialised_wgmma_is_read_from_ptxas_log():

@@ -80,7 +80,8 @@ def test_model_lines_say_what_is_measured(monkeypatch):
     table = pd.DataFrame({"problem": [ConvProblem.same(1, 2048, 64, 64, 2048, 1)]})
     lines = ozaki.model_lines(model, errors, table, {"copy_gbps": 3000.0, "tf32_mma_peak_tflops": 300.0})
     assert "3.0e-06, within" in lines[0] and "2.0e-05, over" in lines[1] and "1.0e-07" in lines[2]
-    assert "On 100% of this run's 1 1x1 layers" in lines[3] and "not among this run's ceilings" in lines[4]
+    assert "On 100% of this run's 1 1x1 layers" in lines[3] and "mma.sync" in lines[3]
+    assert "not among this run's ceilings" in lines[4]
     more = ozaki.model_lines(model, errors, table, {"copy_gbps": 3000.0, "int8_mma_peak_tops": 1200.0})
     assert not any("three TF32 products" in line for line in more) and "on 100% of them" in more[3]
 
@@ -93,3 +94,14 @@ def test_model_table_without_recorded_errors():
     table = ozaki.model_table(model, pd.DataFrame())
     assert list(table.index.names) == ["K", "inputs"] and table.iloc[:, 0].tolist() == [1e-7] * 3
     assert table.iloc[:, 1:].isna().all().all()
+
+
+def test_model_lines_take_hopper_s_instruction_where_measured():
+    import pandas as pd
+
+    model = pd.DataFrame({"label": "x", "C": 256, "inputs": "normal", "n": [8], "error": [2e-7]})
+    table = pd.DataFrame({"problem": [ConvProblem.same(1, 2048, 64, 64, 2048, 1)]})
+    ceilings = {"copy_gbps": 3000.0, "tf32_mma_peak_tflops": 300.0, "tf32_wgmma_peak_tflops": 450.0,
+                "int8_mma_peak_tops": 600.0, "int8_wgmma_peak_tops": 1800.0}  # fmt: skip
+    lines = ozaki.model_lines(model, pd.DataFrame(), table, ceilings)
+    assert "measured wgmma rate" in lines[1] and "INT8 wgmma rate" in lines[2]

@@ -123,3 +123,12 @@ def test_the_profile_is_two_tables_time_and_resources_with_the_tensor_core_kerne
     assert set(ours.index.get_level_values("implementation")) == {"3xTF32 implicit GEMM", "CUTLASS 3xTF32, 128 x 128"}
     mine = ours.xs("3xTF32 implicit GEMM", level="implementation")["registers a thread"]
     assert mine.between(190, 255).all()  # the recorded profile: 197 to 213
+
+
+def test_the_ceilings_table_adds_hopper_s_own_instruction_where_measured():
+    from convkit.papers.tf32x3.results import ceilings_table
+
+    ceilings = {"fma_tflops": 60.0, "sgemm_tflops": 51.0, "tf32_gemm_tflops": 376.0, "tf32_mma_peak_tflops": 321.0}
+    assert len(ceilings_table(ceilings)) == 5
+    table = ceilings_table(ceilings | {"tf32_wgmma_peak_tflops": 480.0})
+    assert table.loc["3xTF32 bound (wgmma peak / 3)", "TFLOP/s"] == 160.0 and len(table) == 7

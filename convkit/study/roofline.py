@@ -73,11 +73,12 @@ def ceilings_summary(frame: Any) -> dict[str, float]:
     }
     if not math.isnan(launch := value("launch_floor")):  # older ceilings files lack it
         out["launch_us"] = launch
-    for metric in ("tf32_gemm", "tf32_mma_peak"):  # the tensor-core ceilings, where recorded
+    for metric in ("tf32_gemm", "tf32_mma_peak", "tf32_wgmma_peak"):  # the tensor-core ceilings, where recorded
         if not math.isnan(rate := value(metric)):
             out[f"{metric}_tflops"] = rate
-    if not math.isnan(rate := value("int8_mma_peak")):
-        out["int8_mma_peak_tops"] = rate
+    for metric in ("int8_mma_peak", "int8_wgmma_peak"):
+        if not math.isnan(rate := value(metric)):
+            out[f"{metric}_tops"] = rate
     out["fp32_theoretical_tflops"] = out["sm_count"] * out["fp32_lanes_per_sm"] * 2 * out["sm_clock_mhz"] / 1e6
     out["ridge_flops_per_byte"] = out["sgemm_tflops"] * 1e3 / out["copy_gbps"]
     return out

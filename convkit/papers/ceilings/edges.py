@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from convkit.core.gpu import has_tf32_tensor_cores
+from convkit.core.gpu import build_target, has_tf32_tensor_cores
 from convkit.papers.ceilings.measure import (
+    WGMMA_TARGETS,
     fma_peak,
     int8_mma_peak,
     launch_floor,
     load_latency,
     sm_clock_under_load,
     tf32_mma_peak,
+    wgmma_peak,
 )
 
 
 def edge_check() -> None:
-    """Launch the FMA, pointer-chase, clock and empty kernels, and the TF32 and INT8 mma.sync kernels where the GPU
-    has TF32 tensor cores, once each with small sizes; each measurement raises RuntimeError where its check fails."""
+    """Launch the FMA, pointer-chase, clock and empty kernels, the TF32 and INT8 mma.sync kernels where the GPU has
+    TF32 tensor cores and the wgmma ones on Hopper, once each with small sizes; each measurement raises RuntimeError
+    where its check fails."""
     import cupy
 
     fma_peak(iters=4, blocks_per_sm=1)
@@ -25,4 +28,7 @@ def edge_check() -> None:
     if has_tf32_tensor_cores():
         tf32_mma_peak(iters=4, blocks_per_sm=1)
         int8_mma_peak(iters=4, blocks_per_sm=1)
+    if build_target() in WGMMA_TARGETS:
+        wgmma_peak("tf32", iters=4)
+        wgmma_peak("int8", iters=4)
     cupy.cuda.runtime.deviceSynchronize()

@@ -3,7 +3,8 @@
 Measured, not looked up: device-to-device copy bandwidth (bytes read plus written), the FP32
 FMA rate of an own kernel and of cuBLAS SGEMM with TF32 off, the TF32 tensor-core rate of an own
 mma.sync kernel and of cuBLAS GEMM in TF32 (the rates the 3xTF32 kernels divide by three), the INT8 rate of an own
-mma.sync kernel (the products of FP32 emulated on INT8, the Ozaki scheme's), the SM
+mma.sync kernel (the products of FP32 emulated on INT8, the Ozaki scheme's), on Hopper the TF32 and INT8 rates of
+its own instruction (wgmma), the SM
 clock under load, the event time of an empty kernel (the least any timed kernel costs), and the
 global-memory load latency in cycles by pointer chasing over footprints from L1-sized to far beyond L2 (Chang 2022's
 latency-hiding model starts from that number). Every measurement is
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from convkit.bench.rows import error_text, timing_columns
-from convkit.core.gpu import FP32_LANES_PER_SM, require_cupy
+from convkit.core.gpu import FP32_LANES_PER_SM, build_target, require_cupy
 from convkit.core.reference import relative_error
 from convkit.cuda.nvrtc import load_kernel
 from convkit.cuda.timing import Timing, benchmark
@@ -41,6 +42,10 @@ FMA_CHAINS, FMA_UNROLL = 8, 16
 #: MMA_CHAINS of tf32_mma_peak and int8_mma_peak, and the FLOPs of one mma.sync.m16n8k8 (16 x 8 outputs, 8
 #: products each) and the operations of one mma.sync.m16n8k32 (32 products each).
 MMA_CHAINS, MMA_FLOPS, INT8_MMA_OPS = 8, 2 * 16 * 8 * 8, 2 * 16 * 8 * 32
+#: WGMMA_WARPGROUPS and WGMMA_BATCH of the wgmma ceilings, and each one's k (a product is 64 x 256 x k).
+WGMMA_WARPGROUPS, WGMMA_BATCH, WGMMA_K = 2, 8, {"tf32": 8, "int8": 32}
+#: The GPUs (as convkit builds for them) with Hopper's warpgroup MMA.
+WGMMA_TARGETS = ("sm_90",)
 #: Pointer-chase footprints, bytes: L1-resident up to well past any current L2.
 CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 #: Distance between consecutive chain entries: one 128-byte cache line... times two, so that
@@ -252,6 +257,40 @@ def int8_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8)
                 note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k32 INT8 tiles a warp")  # fmt: skip
 
 
+def wgmma_peak(precision: str, iters: int = 4096) -> dict[str, Any]:
+    """Hopper's dense tensor-core rate on its own instruction (``kernels/ceilings.cu``: tf32_wgmma_peak and
+    int8_wgmma_peak), ``precision`` "tf32" or "int8", checked exactly: the rate its TF32 (and 3xTF32, a third of it)
+    and INT8 GEMMs can reach."""
+    cupy = require_cupy()
+    if (here := build_target()) not in WGMMA_TARGETS:
+        raise RuntimeError(f"wgmma is Hopper's (sm_90a); this build targets {here}")
+    blocks, threads = cupy.cuda.Device().attributes["MultiProcessorCount"], 128 * WGMMA_WARPGROUPS
+    k = WGMMA_K[precision]
+    if precision == "tf32":
+        out = cupy.full(blocks * threads, math.nan, dtype=cupy.float32)
+        ab = 2.0**-4  # every element: each product ab^2, a power of two, so every sum is exact
+        args, per_output = (cupy.float32(ab),), iters * WGMMA_BATCH * k * ab * ab
+    else:
+        out = cupy.full(blocks * threads, -1, dtype=cupy.int32)
+        args, per_output = (cupy.uint32(0x01010101),), iters * WGMMA_BATCH * k  # four INT8 ones a word
+    kernel = load_kernel("ceilings", f"{precision}_wgmma_peak", arch="sm_90a")
+
+    def run() -> None:
+        kernel((blocks,), (threads,), (out, *args, cupy.int32(iters)))
+
+    run()
+    wrong = int(cupy.count_nonzero(out != out.dtype.type(128 * per_output)))
+    if wrong:
+        raise RuntimeError(f"{precision}_wgmma_peak left {wrong} of {out.size} threads' sums off the exact ones")
+    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
+    ops = 2 * 64 * 256 * k * WGMMA_BATCH * iters * blocks * WGMMA_WARPGROUPS
+    unit, shape = ("TFLOP/s", "m64n256k8 TF32") if precision == "tf32" else ("TOP/s", "m64n256k32 INT8")
+    return _row(f"{precision}_wgmma_peak", ops / (timing.median_ms * 1e9), unit, timing=timing, rel_err=0.0,
+                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
+                note=f"own kernel, {WGMMA_WARPGROUPS} warpgroups an SM, groups of {WGMMA_BATCH} wgmma {shape}, "
+                f"operands in shared memory")  # fmt: skip
+
+
 def tf32_gemm(n: int = 8192) -> dict[str, Any]:
     """cuBLAS GEMM n^3 in TF32 through PyTorch (``allow_tf32``), its error against float64 recorded: the tensor
     cores' rate for a library GEMM, which 3xTF32 divides by three."""
@@ -327,6 +366,9 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     yield "tf32_gemm", lambda: tf32_gemm(4096 if quick else 8192)
     yield "tf32_mma_peak", lambda: tf32_mma_peak(iters=1024 if quick else 4096)
     yield "int8_mma_peak", lambda: int8_mma_peak(iters=1024 if quick else 4096)
+    if build_target() in WGMMA_TARGETS:  # Hopper's own instruction, where there is one
+        for precision in WGMMA_K:
+            yield f"{precision}_wgmma_peak", lambda p=precision: wgmma_peak(p, iters=1024 if quick else 4096)
     for footprint in CHASE_FOOTPRINTS[:: 2 if quick else 1]:
         yield (
             f"load_latency:{footprint}",

@@ -29,6 +29,7 @@ NAMES = {
     "copy_bandwidth": "copy bandwidth (device to device)", "fp32_fma_peak": "FP32 FMA, own kernel",
     "sgemm": "FP32 SGEMM (cuBLAS), TF32 off", "tf32_gemm": "TF32 GEMM (cuBLAS)",
     "tf32_mma_peak": "TF32 mma.sync, own kernel", "int8_mma_peak": "INT8 mma.sync, own kernel",
+    "tf32_wgmma_peak": "TF32 wgmma, own kernel", "int8_wgmma_peak": "INT8 wgmma, own kernel",
     "load_latency": "load latency",
 }  # fmt: skip
 #: How each ceiling was taken, in a table cell's length (the recorded notes say more).
@@ -37,6 +38,8 @@ METHODS = {
     "fp32_fma_peak": "own kernel, 8 FMA chains a thread", "sgemm": "cuBLAS via cupy.matmul, TF32 off",
     "launch_floor": "empty kernel, one block an SM", "tf32_gemm": "cuBLAS via torch.matmul, TF32",
     "tf32_mma_peak": "own kernel, 8 m16n8k8 tiles a warp", "int8_mma_peak": "own kernel, 8 m16n8k32 tiles a warp",
+    "tf32_wgmma_peak": "own kernel, 2 warpgroups an SM, m64n256k8",
+    "int8_wgmma_peak": "own kernel, 2 warpgroups an SM, m64n256k32",
 }  # fmt: skip
 SOURCES = {"CUDA programming guide, by compute capability": "CUDA guide, by compute capability"}
 
@@ -173,7 +176,7 @@ def _settings(params: str, metric: str) -> str:
         return f"n = {knobs['n']}"
     if metric == "sm_clock_measured":
         return f"one thread spinning {knobs['spin_ms']:g} ms"
-    if metric in ("fp32_fma_peak", "tf32_mma_peak", "int8_mma_peak"):
+    if metric in ("fp32_fma_peak", "tf32_mma_peak", "int8_mma_peak", "tf32_wgmma_peak", "int8_wgmma_peak"):
         return f"{knobs['blocks']} x {knobs['threads']} threads, {knobs['iters']} iterations"
     if metric == "launch_floor":
         return f"{knobs['blocks']} blocks x {knobs['threads']} threads"

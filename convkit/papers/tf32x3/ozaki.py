@@ -202,17 +202,23 @@ def model_lines(model: Any, errors: Any, table: Any, ceilings: dict[str, float])
     if fp32 and errors[fp32[0]].notna().any():
         lines.append(f"Our FP32 implicit GEMM's largest recorded error on them is {errors[fp32[0]].max():.1e}.")
     ones = sum((p.r, p.s) == (1, 1) for p in table["problem"])
-    tf32 = tensor_bound_share(table, ceilings, 3, "tf32_mma_peak_tflops")
+    # Hopper's own instruction where the run measured it (the rate its kernels can reach), else mma.sync's.
+    instruction = "wgmma" if "tf32_wgmma_peak_tflops" in ceilings else "mma.sync"
+    tf32_key, int8_key = (
+        f"tf32_{instruction.split('.')[0]}_peak_tflops",
+        f"int8_{instruction.split('.')[0]}_peak_tops",
+    )
+    tf32 = tensor_bound_share(table, ceilings, 3, tf32_key)
     if tf32 == tf32:
-        lines.append(f"On {tf32:.0f}% of this run's {ones} 1x1 layers, three TF32 products at the measured mma.sync "
-                     "rate take longer than moving the layer's fewest bytes at the measured copy bandwidth: only on "
-                     "such layers can fewer tensor-core operations pay.")  # fmt: skip
-    int8 = tensor_bound_share(table, ceilings, 8, "int8_mma_peak_tops")
+        lines.append(f"On {tf32:.0f}% of this run's {ones} 1x1 layers, three TF32 products at the measured "
+                     f"{instruction} rate take longer than moving the layer's fewest bytes at the measured copy "
+                     "bandwidth: only on such layers can fewer tensor-core operations pay.")  # fmt: skip
+    int8 = tensor_bound_share(table, ceilings, 8, int8_key)
     if int8 == int8:
-        lines.append(f"Eight INT8 products at the measured INT8 mma.sync rate take longer than those bytes on "
+        lines.append(f"Eight INT8 products at the measured INT8 {instruction} rate take longer than those bytes on "
                      f"{int8:.0f}% of them.")  # fmt: skip
     else:
-        lines.append("The INT8 tensor-core rate is not among this run's ceilings.")
+        lines.append(f"The INT8 {instruction} rate is not among this run's ceilings.")
     lines.append("The study has no INT8 kernel: the model bounds the error, not the time, and the scheme would add "
                  "a pass over the input for its scaling and a reconstruction in FP64 for every output.")  # fmt: skip
     return lines
