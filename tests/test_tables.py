@@ -22,3 +22,24 @@ def test_cutlass_is_compared_apart_from_the_best_library():
     assert row["speedup_igemm_tf32x3"] == 1.1
     (plain,) = tables.problem_rows(frame[frame["impl"] != "cutlass"], ["igemm_tf32x3"])
     assert "best_cutlass" not in plain  # no column where CUTLASS did not run
+
+
+def test_pytorch_in_tf32_is_a_reference_line_never_the_best_library(tmp_path):
+    """Recorded beside the FP32 cases (``pytorch_tf32_us``), but neither "the best library" nor a case the shipped
+    table can choose: it is not FP32."""
+    from convkit.study import shipping
+    from convkit.study.results import ResultStore
+
+    p = ConvProblem.same(2, 64, 14, 14, 32, 3)
+    times = {("convkit", "igemm_tf32x3"): 0.100, ("cudnn", "IMPLICIT_GEMM"): 0.120,
+             ("pytorch", "cudnn.benchmark"): 0.110, ("pytorch_tf32", "cudnn.benchmark.tf32"): 0.030}  # fmt: skip
+    rows = [make_row(p, Case(impl, variant), status="ok") | {"time_ms_median": ms}
+            for (impl, variant), ms in times.items()]  # fmt: skip
+    (row,) = tables.problem_rows(pd.DataFrame(rows), ["igemm_tf32x3"])
+    assert row["best_lib"] == "cudnn.benchmark" and row["pytorch_us"] == 110.0 and row["pytorch_tf32_us"] == 30.0
+    assert tables.library_name("cudnn.benchmark.tf32") == "PyTorch in TF32 (not FP32)"
+    store = ResultStore(tmp_path, "sweep", {"test": True})
+    for r in rows:
+        store.append(r)
+    sources = shipping.Sources(sweeps={"chapter": "sweep"})
+    assert "pytorch_tf32" not in set(shipping.recorded_candidates(tmp_path, sources)["impl"])

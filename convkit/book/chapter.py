@@ -329,7 +329,7 @@ def across_gpus(name: str) -> Any:
     import pandas as pd
 
     from convkit.core.problem import ConvProblem
-    from convkit.study.tables import timed
+    from convkit.study.tables import REFERENCES, timed
 
     columns = []
     for gpu, found in recorded_gpus(name):
@@ -337,7 +337,7 @@ def across_gpus(name: str) -> Any:
         ok = ok[~ok["params"].astype(str).str.contains('"steps":"conv"', regex=False)]  # a layer's conv alone
         ok = ok.assign(problem=[ConvProblem.from_row(row).name for _, row in ok.iterrows()])
         mine = ok[ok["impl"] == "convkit"].groupby("problem")["us"].min()
-        theirs = ok[ok["impl"] != "convkit"].groupby("problem")["us"].min()
+        theirs = ok[~ok["impl"].isin(("convkit", *REFERENCES))].groupby("problem")["us"].min()
         columns.append(pd.DataFrame({f"{gpu}: ours (us)": mine, f"{gpu}: best library (us)": theirs,
                                      f"{gpu}: speed-up": theirs / mine}))  # fmt: skip
     if len(columns) < 2:

@@ -121,12 +121,12 @@ def prepare_case(problem: ConvProblem, case: Case, kernels: Kernels, x: Any, w: 
     the op's first-use tuner take."""
 
     def prepare() -> Any:
-        if case.impl == "pytorch":
+        from convkit.libs import pytorch
+
+        if case.impl in ("pytorch", pytorch.TF32_IMPL):  # the latter: PyTorch's default TF32, a reference line
             import cupy
 
-            from convkit.libs import pytorch
-
-            autotuned = pytorch.autotuned_conv2d(problem, x, w)
+            autotuned = pytorch.autotuned_conv2d(problem, x, w, tf32=case.impl == pytorch.TF32_IMPL)
             # PyTorch allocates its output: the checked run copies it into the poisoned one
             return (lambda: autotuned()), (lambda: cupy.copyto(y, autotuned()))
         if case.impl == "cudnn":

@@ -21,7 +21,7 @@ from convkit.core.shipped import shipped, shipped_path
 from convkit.op.dispatch import Choice, path_of, shipped_choices, table_key, write_table
 from convkit.study.results import load_results
 from convkit.study.roofline import recorded_ceilings
-from convkit.study.tables import OWN_PEERS, fastest_per, problem_keys, timed
+from convkit.study.tables import OWN_PEERS, REFERENCES, fastest_per, problem_keys, timed
 from convkit.study.tuning import tuned_knobs
 
 #: The candidates' columns.
@@ -68,7 +68,8 @@ def counted_us(candidates: Any, floors: Mapping[str, float]) -> Any:
 
 def recorded_candidates(directory: Path, sources: Sources) -> Any:
     """Every checked and timed row of the ``sources``' sweeps in ``directory`` that ``convkit.conv2d`` can run (not
-    the peers of their own, :data:`convkit.study.tables.OWN_PEERS`), with its source and problem key (a pandas
+    the peers of their own, :data:`convkit.study.tables.OWN_PEERS`, nor the reference lines,
+    :data:`~convkit.study.tables.REFERENCES`), with its source and problem key (a pandas
     DataFrame; empty where nothing is recorded)."""
     import pandas as pd
 
@@ -77,7 +78,7 @@ def recorded_candidates(directory: Path, sources: Sources) -> Any:
         if not (Path(directory) / f"{experiment}.csv").is_file():
             continue
         frame = timed(load_results(Path(directory), experiment)[0])
-        frame = frame[~frame["impl"].isin(OWN_PEERS)]
+        frame = frame[~frame["impl"].isin((*OWN_PEERS, *REFERENCES))]
         if not frame.empty:
             frames.append(frame.assign(paper=name, key=problem_keys(frame)))
     if not frames:

@@ -8,6 +8,8 @@ column-naming rule:
 - ``pytorch_us``: PyTorch's autotuned cuDNN;
 - ``best_lib``, ``best_lib_us``: the fastest correct library case of any kind (cuDNN, PyTorch, peers), CUTLASS
   apart: it is a peer of its own (``best_cutlass``, ``best_cutlass_us``, where it ran), not "the best library";
+- ``<reference>_us``: a reference line's time where the run recorded it (:data:`REFERENCES`: PyTorch in TF32), never
+  in "the best library";
 - ``floor_us``: the roofline floor (:func:`convkit.study.roofline.floor_us`), where ceilings are given;
 - ``speedup_<variant>``: the best library's time over the variant's (above 1: convkit is faster);
   ``cudnn_speedup_<variant>``: the same against the best cuDNN algorithm alone;
@@ -30,6 +32,7 @@ from convkit.study.roofline import floor_us
 #: The libraries' implementations in words, by results variant: each cuDNN algorithm, PyTorch's autotuned cuDNN,
 #: cuBLAS's SGEMM (the book's one name for each).
 LIBRARY_NAMES: dict[str, str] = {"cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
+                                 "cudnn.benchmark.tf32": "PyTorch in TF32 (not FP32)",
                                  "ndimage.correlate": "cupyx.ndimage", "nppi_filter": "NVIDIA NPP",
                                  "cvcuda_conv2d": "CV-CUDA",
                                  **{a: f"cuDNN {words}" for a, words in ALGORITHM_WORDS.items()}}  # fmt: skip
@@ -55,6 +58,9 @@ CONVKIT = "convkit"
 #: Libraries compared as peers of their own, never counted in "the best library" (CUTLASS runs NHWC, its layout
 #: transforms untimed: not what a caller of an NCHW library gets).
 OWN_PEERS = ("cutlass",)
+#: Reference lines in a reduced precision (PyTorch's default TF32 convolution, impl ``pytorch_tf32``): recorded beside
+#: the FP32 ones as the speed a caller gives up for FP32's accuracy, never "the best library" nor a case the op runs.
+REFERENCES = ("pytorch_tf32",)
 
 
 def timed(frame: Any) -> Any:
@@ -103,13 +109,16 @@ def problem_row(group: Any, variants: Sequence[str], ceilings: dict[str, float] 
     """One problem's numbers (see the module doc) from its :func:`timed` rows."""
     problem = ConvProblem.from_row(group.iloc[0])
     mine = group[group["impl"] == CONVKIT]
-    library = group[~group["impl"].isin((CONVKIT, *OWN_PEERS))]
+    library = group[~group["impl"].isin((CONVKIT, *OWN_PEERS, *REFERENCES))]
     row: dict[str, Any] = {"label": group["label"].iloc[0], "problem": problem}
     for peer in OWN_PEERS:
         if (group["impl"] == peer).any():
             row[f"best_{peer}"], row[f"best_{peer}_us"] = fastest(group[group["impl"] == peer])
     row["best_cudnn"], row["best_cudnn_us"] = fastest(library[library["impl"] == "cudnn"])
     row["pytorch_us"] = fastest(library[library["impl"] == "pytorch"])[1]
+    for reference in REFERENCES:
+        if (group["impl"] == reference).any():
+            row[f"{reference}_us"] = fastest(group[group["impl"] == reference])[1]
     row["best_lib"], row["best_lib_us"] = fastest(library)
     floor = floor_us(problem, ceilings) if ceilings is not None else math.nan
     if ceilings is not None:

@@ -6,11 +6,10 @@ from convkit.core.gpu import build_target, has_tf32_tensor_cores
 from convkit.papers.ceilings.measure import (
     WGMMA_TARGETS,
     fma_peak,
-    int8_mma_peak,
     launch_floor,
     load_latency,
+    mma_peak,
     sm_clock_under_load,
-    tf32_mma_peak,
     wgmma_peak,
 )
 
@@ -26,8 +25,8 @@ def edge_check() -> None:
     sm_clock_under_load(spin_ms=1)
     launch_floor(threads=32)
     if has_tf32_tensor_cores():
-        tf32_mma_peak(iters=4, blocks_per_sm=1)
-        int8_mma_peak(iters=4, blocks_per_sm=1)
+        mma_peak("tf32", iters=4, blocks_per_sm=1)
+        mma_peak("int8", iters=4, blocks_per_sm=1)
     if build_target() in WGMMA_TARGETS:
         wgmma_peak("tf32", iters=4)
         wgmma_peak("int8", iters=4)

@@ -202,59 +202,49 @@ def sgemm(n: int = 8192) -> dict[str, Any]:
                 rel_err=err, note="cuBLAS via cupy.matmul, CUPY_TF32=0")  # fmt: skip
 
 
-def tf32_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
-    """TF32 tensor-core rate of ``mma.sync.m16n8k8`` (``kernels/ceilings.cu``: tf32_mma_peak), checked exactly."""
+def _exact_rate(metric: str, kernel: Any, grid: tuple[int, int], out: Any, args: tuple, per_thread: float, ops: float,
+                unit: str, note: str, params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """A tensor-core ceiling's row: ``kernel`` run once on ``grid`` (blocks, threads) with ``(out, *args)``, every
+    thread's sum checked against its exact value ``per_thread``, then timed; ``ops`` a run."""
+    cupy = require_cupy()
+
+    def run() -> None:
+        kernel((grid[0],), (grid[1],), (out, *args))
+
+    run()
+    if wrong := int(cupy.count_nonzero(out != out.dtype.type(per_thread))):
+        raise RuntimeError(f"{metric} left {wrong} of {out.size} threads' sums off the exact {per_thread:g}")
+    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
+    return _row(metric, ops / (timing.median_ms * 1e9), unit, timing=timing, rel_err=0.0, note=note,
+                params=params | {"blocks": grid[0], "threads": grid[1]})  # fmt: skip
+
+
+def _operands(cupy: Any, precision: str, size: int) -> tuple[Any, Any, float]:
+    """A ceiling's output (NaN or -1: poisoned), the 32-bit word every operand element is made of, and each
+    product's value: TF32 2^-4 (each product a power of two, so every sum is exact), INT8 four ones a word."""
+    if precision == "tf32":
+        return cupy.full(size, math.nan, dtype=cupy.float32), cupy.float32(2.0**-4), 2.0**-8
+    return cupy.full(size, -1, dtype=cupy.int32), cupy.uint32(0x01010101), 1
+
+
+def mma_peak(precision: str, iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
+    """The ``precision`` ("tf32" or "int8") tensor-core rate of ``mma.sync`` (``kernels/ceilings.cu``: tf32_mma_peak,
+    m16n8k8, the 3xTF32 kernels' instruction; int8_mma_peak, m16n8k32, the products of an FP32 GEMM emulated on INT8,
+    the Ozaki scheme's), checked exactly."""
     from convkit.core.gpu import has_tf32_tensor_cores
 
     cupy = require_cupy()
-    if not has_tf32_tensor_cores():
-        raise RuntimeError("this GPU (or CONVKIT_PTX_ARCH) has no TF32 tensor cores")
+    if not has_tf32_tensor_cores():  # both shapes came with compute capability 8.0
+        raise RuntimeError(f"this GPU (or CONVKIT_PTX_ARCH) has no {precision.upper()} mma.sync")
     blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
-    out = cupy.full(blocks * threads, math.nan, dtype=cupy.float32)
-    a = b = 2.0**-4  # a * b a power of two: every partial sum exact in FP32
-    kernel = load_kernel("ceilings", "tf32_mma_peak")
-
-    def run() -> None:
-        kernel((blocks,), (threads,), (out, cupy.float32(a), cupy.float32(b), cupy.int32(iters)))
-
-    run()
-    expected = MMA_CHAINS * 4 * iters * 8 * a * b
-    err = relative_error(out, cupy.full(out.shape, expected, dtype=cupy.float64))
-    if err != 0:
-        raise RuntimeError(f"tf32_mma_peak left {err:.2e} off the exact sums")
-    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
-    flops = MMA_FLOPS * MMA_CHAINS * iters * blocks * threads // 32
-    return _row("tf32_mma_peak", flops / (timing.median_ms * 1e9), "TFLOP/s", timing=timing, rel_err=err,
-                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
-                note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k8 TF32 tiles a warp")  # fmt: skip
-
-
-def int8_mma_peak(iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
-    """INT8 tensor-core rate of ``mma.sync.m16n8k32`` (``kernels/ceilings.cu``: int8_mma_peak), checked exactly:
-    the rate an FP32 product emulated on INT8 (the Ozaki scheme) divides by its number of INT8 products."""
-    from convkit.core.gpu import has_tf32_tensor_cores
-
-    cupy = require_cupy()
-    if not has_tf32_tensor_cores():  # m16n8k32 came with the TF32 tensor cores (compute capability 8.0)
-        raise RuntimeError("this GPU (or CONVKIT_PTX_ARCH) has no mma.sync.m16n8k32 for INT8")
-    blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
-    out = cupy.full(blocks * threads, -1, dtype=cupy.int32)
-    ones = 0x01010101  # four INT8 ones: each product of a k-step of 32 sums to 32
-    kernel = load_kernel("ceilings", "int8_mma_peak")
-
-    def run() -> None:
-        kernel((blocks,), (threads,), (out, cupy.uint32(ones), cupy.uint32(ones), cupy.int32(iters)))
-
-    run()
-    expected = MMA_CHAINS * 4 * 32 * iters
-    wrong = int(cupy.count_nonzero(out != expected))
-    if wrong:
-        raise RuntimeError(f"int8_mma_peak left {wrong} of {out.size} threads' sums off the exact {expected}")
-    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
-    ops = INT8_MMA_OPS * MMA_CHAINS * iters * blocks * threads // 32
-    return _row("int8_mma_peak", ops / (timing.median_ms * 1e9), "TOP/s", timing=timing, rel_err=0.0,
-                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
-                note=f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k32 INT8 tiles a warp")  # fmt: skip
+    out, word, product = _operands(cupy, precision, blocks * threads)
+    k, ops = (8, MMA_FLOPS) if precision == "tf32" else (32, INT8_MMA_OPS)
+    return _exact_rate(
+        f"{precision}_mma_peak", load_kernel("ceilings", f"{precision}_mma_peak"), (blocks, threads), out,
+        (word, word, cupy.int32(iters)), MMA_CHAINS * 4 * iters * k * product,
+        ops * MMA_CHAINS * iters * blocks * threads // 32, "TFLOP/s" if precision == "tf32" else "TOP/s",
+        f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k{k} {precision.upper()} tiles a warp", {"iters": iters},
+    )  # fmt: skip
 
 
 def wgmma_peak(precision: str, iters: int = 4096) -> dict[str, Any]:
@@ -266,29 +256,16 @@ def wgmma_peak(precision: str, iters: int = 4096) -> dict[str, Any]:
         raise RuntimeError(f"wgmma is Hopper's (sm_90a); this build targets {here}")
     blocks, threads = cupy.cuda.Device().attributes["MultiProcessorCount"], 128 * WGMMA_WARPGROUPS
     k = WGMMA_K[precision]
-    if precision == "tf32":
-        out = cupy.full(blocks * threads, math.nan, dtype=cupy.float32)
-        ab = 2.0**-4  # every element: each product ab^2, a power of two, so every sum is exact
-        args, per_output = (cupy.float32(ab),), iters * WGMMA_BATCH * k * ab * ab
-    else:
-        out = cupy.full(blocks * threads, -1, dtype=cupy.int32)
-        args, per_output = (cupy.uint32(0x01010101),), iters * WGMMA_BATCH * k  # four INT8 ones a word
-    kernel = load_kernel("ceilings", f"{precision}_wgmma_peak", arch="sm_90a")
-
-    def run() -> None:
-        kernel((blocks,), (threads,), (out, *args, cupy.int32(iters)))
-
-    run()
-    wrong = int(cupy.count_nonzero(out != out.dtype.type(128 * per_output)))
-    if wrong:
-        raise RuntimeError(f"{precision}_wgmma_peak left {wrong} of {out.size} threads' sums off the exact ones")
-    timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
-    ops = 2 * 64 * 256 * k * WGMMA_BATCH * iters * blocks * WGMMA_WARPGROUPS
-    unit, shape = ("TFLOP/s", "m64n256k8 TF32") if precision == "tf32" else ("TOP/s", "m64n256k32 INT8")
-    return _row(f"{precision}_wgmma_peak", ops / (timing.median_ms * 1e9), unit, timing=timing, rel_err=0.0,
-                params={"iters": iters, "threads": threads, "blocks": int(blocks)},
-                note=f"own kernel, {WGMMA_WARPGROUPS} warpgroups an SM, groups of {WGMMA_BATCH} wgmma {shape}, "
-                f"operands in shared memory")  # fmt: skip
+    out, word, product = _operands(cupy, precision, blocks * threads)
+    shape = f"m64n256k{k} {precision.upper()}"
+    return _exact_rate(
+        f"{precision}_wgmma_peak", load_kernel("ceilings", f"{precision}_wgmma_peak", arch="sm_90a"),
+        (blocks, threads), out, (word, cupy.int32(iters)), 128 * iters * WGMMA_BATCH * k * product,
+        2 * 64 * 256 * k * WGMMA_BATCH * iters * blocks * WGMMA_WARPGROUPS,
+        "TFLOP/s" if precision == "tf32" else "TOP/s",
+        f"own kernel, {WGMMA_WARPGROUPS} warpgroups an SM, groups of {WGMMA_BATCH} wgmma {shape}, operands in "
+        "shared memory", {"iters": iters},
+    )  # fmt: skip
 
 
 def tf32_gemm(n: int = 8192) -> dict[str, Any]:
@@ -364,8 +341,8 @@ def measurements(quick: bool = False) -> Iterator[tuple[str, Callable[[], list[d
     yield "fp32_fma_peak", lambda: fma_peak(iters=512 if quick else 2048)
     yield "sgemm", lambda: sgemm(4096 if quick else 8192)
     yield "tf32_gemm", lambda: tf32_gemm(4096 if quick else 8192)
-    yield "tf32_mma_peak", lambda: tf32_mma_peak(iters=1024 if quick else 4096)
-    yield "int8_mma_peak", lambda: int8_mma_peak(iters=1024 if quick else 4096)
+    for precision in ("tf32", "int8"):
+        yield f"{precision}_mma_peak", lambda p=precision: mma_peak(p, iters=1024 if quick else 4096)
     if build_target() in WGMMA_TARGETS:  # Hopper's own instruction, where there is one
         for precision in WGMMA_K:
             yield f"{precision}_wgmma_peak", lambda p=precision: wgmma_peak(p, iters=1024 if quick else 4096)

@@ -29,6 +29,7 @@ from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.tf32x3 import claims, profiled, results
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
+from convkit.study.tables import REFERENCES as REFERENCE_IMPLS
 from convkit.study.tuning import knob_table
 
 EXPERIMENT, TUNING, REPEAT_EXPERIMENT = results.SWEEP, results.TUNING, results.REPEAT
@@ -36,8 +37,9 @@ EXPERIMENT, TUNING, REPEAT_EXPERIMENT = results.SWEEP, results.TUNING, results.R
 FP32_TUNING = "fp32_tuning"
 #: Every kernel of the sweep: the 3xTF32 family's and the FP32 chapter's, so each problem compares them in one run.
 VARIANTS = (*tf32x3.VARIANTS, *fp32.VARIANTS)
-#: The library peers beside cuDNN and PyTorch: cuBLAS SGEMM (1x1) and CUTLASS.
-PEERS = (*fp32.PEERS, *cutlass.PEERS)
+#: The library peers beside cuDNN and PyTorch: cuBLAS SGEMM (1x1) and CUTLASS; then PyTorch in TF32, a reference
+#: line recorded in the same run (never "the best library": convkit.study.tables.REFERENCES).
+PEERS = (*fp32.PEERS, *cutlass.PEERS, *tf32x3.REFERENCES)
 #: The sweep's timing: the FP32 chapter's (many problems, 20+ cases each).
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 #: Problems tuned and then swept together: an interrupted session leaves whole chunks behind.
@@ -110,14 +112,15 @@ def best_and_worst(directory: Path) -> list[tuple[str, ConvProblem]]:
 
 
 def profiled_peers(directory: Path) -> tuple[Any, ...]:
-    """The peers the profile takes: every peer but CUTLASS's, and of CUTLASS's :data:`PROFILED_PEERS` and the
-    fastest 3xTF32 tile of each profiled layer in the sweep recorded in ``directory``
+    """The peers the profile takes: every peer but CUTLASS's and the reference lines, and of CUTLASS's
+    :data:`PROFILED_PEERS` and the fastest 3xTF32 tile of each profiled layer in the sweep recorded in ``directory``
     (:func:`profiled.fastest_cutlass_tiles`)."""
     from convkit.study.results import load_results
 
     recorded = (Path(directory) / f"{EXPERIMENT}.csv").is_file()
     fastest = profiled.fastest_cutlass_tiles(load_results(directory, EXPERIMENT)[0]) if recorded else {}
-    return tuple(p for p in PEERS if p.impl != cutlass.IMPL or p.name in {*PROFILED_PEERS, *fastest.values()})
+    wanted = (p for p in PEERS if p.impl not in REFERENCE_IMPLS)  # PyTorch's kernels are cuDNN's
+    return tuple(p for p in wanted if p.impl != cutlass.IMPL or p.name in {*PROFILED_PEERS, *fastest.values()})
 
 
 def profiled_cases(directory: Path) -> Iterator[ProfiledCase]:

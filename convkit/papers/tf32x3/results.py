@@ -31,15 +31,16 @@ SWEEP, REPEAT, TUNING, ACCURACY, PROFILE = (
     "tf32x3_kernels",
 )
 #: Our kernels: all are what the op chooses among; the FP32 two are where the study stood before. 3xTF32 Winograd
-#: (FP32 Winograd's transforms, its products on the 3xTF32 GEMM) counts where a run recorded it.
-VARIANTS, FP32_VARIANTS = (TF32X3, WINOGRAD_TF32X3, IGEMM, WINOGRAD), (IGEMM, WINOGRAD)
+#: (FP32 Winograd's transforms, its products on the 3xTF32 GEMM) and the two on Hopper's wgmma (direct, and Winograd
+#: with its products there) count where a run recorded them.
+VARIANTS = (TF32X3, WINOGRAD_TF32X3, WGMMA, WINOGRAD_WGMMA, IGEMM, WINOGRAD)
+FP32_VARIANTS = (IGEMM, WINOGRAD)
 #: CUTLASS's kernels as the book names them: "CUTLASS 3xTF32, 128 x 64".
 CUTLASS_NAMES = {name: f"CUTLASS {'3xTF32' if precision == 'tf32x3' else 'FP32'}, "
                        f"{name.rsplit('_', 1)[1].replace('x', ' x ')}"
                  for name, precision in cutlass.KERNELS}  # fmt: skip
-#: Every kernel of the chapter's sweep by its book name: the wgmma kernels too (direct, and Winograd's products), which
-#: its tables leave out until a run records them beside the others (a profile takes every kernel the sweep runs).
-NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in (*VARIANTS, WGMMA, WINOGRAD_WGMMA)},
+#: Every kernel of the chapter's sweep by its book name (a profile takes every kernel the sweep runs).
+NAMES = {**tables.LIBRARY_NAMES, **{v: tables.KERNEL_WORDS[v] for v in VARIANTS},
          **CUTLASS_NAMES}  # fmt: skip
 #: Layers this large (GFLOP, direct method) are "large" for throughput, and count in the geometric mean.
 LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
@@ -203,7 +204,8 @@ def standing(t: dict[str, Any]) -> Any:
 
 def ladder(t: dict[str, Any]) -> Any:
     """Median rate on cuConv's layers of at least :data:`LARGE_GFLOP` (all measured in this chapter's run), each
-    against the FP32 SGEMM ceiling and the 3xTF32 bound (a third of the TF32 mma.sync peak)."""
+    against the FP32 SGEMM ceiling and the 3xTF32 bound (a third of the TF32 mma.sync peak); the kernels on Hopper's
+    wgmma and PyTorch in TF32 (a reference line) where the run recorded them."""
     import pandas as pd
 
     large = t["cuconv"][t["cuconv"]["gflop"] >= LARGE_GFLOP]
@@ -217,6 +219,9 @@ def ladder(t: dict[str, Any]) -> Any:
         ("3xTF32 implicit GEMM (ours)", f"{TF32X3}_us"),
         ("3xTF32 Winograd (ours, effective)", f"{WINOGRAD_TF32X3}_us"),
         ("CUTLASS 3xTF32 (NHWC)", "cutlass_tf32x3_us"),
+        ("3xTF32 implicit GEMM on wgmma (ours)", f"{WGMMA}_us"),
+        ("3xTF32 Winograd on wgmma (ours, effective)", f"{WINOGRAD_WGMMA}_us"),
+        ("PyTorch in TF32 (reference, not FP32)", "pytorch_tf32_us"),
     )
     rows = []
     for step, column in (s for s in steps if s[1] in large):  # a kernel the run did not record has no step
