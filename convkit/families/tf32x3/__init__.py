@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from convkit.core.gpu import sm_count
+from convkit.core.gpu import has_tf32_tensor_cores, sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.cuda.operands import ConvArgs
@@ -95,8 +95,8 @@ def _run_pytorch_tf32(a: ConvArgs, p: ConvProblem, spec: None = None) -> None:
 #: to no bar (a NaN output still fails); the tables never count it as a library (convkit.study.tables.REFERENCES),
 #: and no family lists it, so the op never runs it.
 REFERENCES: tuple[Variant, ...] = (
-    Variant(pytorch.TF32_VARIANT, _run_pytorch_tf32, tolerance=math.inf, applies_to=lambda p: pytorch.available(),
-            impl=pytorch.TF32_IMPL, precision="tf32"),
+    Variant(pytorch.TF32_VARIANT, _run_pytorch_tf32, tolerance=math.inf, impl=pytorch.TF32_IMPL, precision="tf32",
+            applies_to=lambda p: pytorch.available() and has_tf32_tensor_cores()),  # (a T4 would run FP32 again)
 )  # fmt: skip
 
 #: Each variant's method in words: the book's one name for it.
