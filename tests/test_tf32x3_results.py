@@ -132,3 +132,32 @@ def test_the_ceilings_table_adds_hopper_s_own_instruction_where_measured():
     assert len(ceilings_table(ceilings)) == 5
     table = ceilings_table(ceilings | {"tf32_wgmma_peak_tflops": 480.0})
     assert table.loc["3xTF32 bound (wgmma peak / 3)", "TFLOP/s"] == 160.0 and len(table) == 7
+
+
+def test_the_hopper_family_and_the_tf32_line_join_the_targets_and_ladder_once_recorded(tmp_path):
+    """A run that records the wgmma kernels (here: the recorded run with the mma.sync kernel's rows copied as the
+    wgmma kernel's at half the time, and as Winograd on wgmma's) and PyTorch in TF32: the direct target takes the
+    faster direct kernel, the Hopper family gets its row, 3xTF32 Winograd its accuracy row, the ladder its steps;
+    the TF32 line never becomes the best library."""
+    import shutil
+
+    import pandas as pd
+
+    for name in RECORDED.iterdir():
+        if name.suffix in (".csv", ".json"):
+            shutil.copy(name, tmp_path / name.name)
+    sweep = pd.read_csv(RECORDED / "tf32x3.csv")
+    mine = sweep[sweep["variant"] == results.TF32X3]
+    faster = mine.assign(variant=results.WGMMA, time_ms_median=mine["time_ms_median"] / 2)
+    winograd = mine.assign(variant=results.WINOGRAD_WGMMA, rel_err=2e-6)
+    tf32 = mine.assign(impl="pytorch_tf32", variant="cudnn.benchmark.tf32", time_ms_median=mine["time_ms_median"] / 10)
+    pd.concat([sweep, faster, winograd, tf32]).to_csv(tmp_path / "tf32x3.csv", index=False)
+    t = _tables(tmp_path)
+    targets = results.targets(t)
+    direct = targets.loc["direct 3xTF32 kernels, median on layers >= 20 GFLOP", "with 3xTF32"]
+    assert direct.startswith("89.0 TFLOP/s")  # twice the recorded 44.5
+    assert targets.loc["Hopper family (wgmma), median on layers >= 20 GFLOP", "reached"] == "no"
+    assert targets.loc["3xTF32 Winograd runs: wrong results; largest error", "with 3xTF32"].endswith("2.0e-06")
+    steps = results.ladder(t).index
+    assert "3xTF32 implicit GEMM on wgmma (ours)" in steps and "PyTorch in TF32 (reference, not FP32)" in steps
+    assert (t["table"]["best_lib"] != "cudnn.benchmark.tf32").all() and t["table"]["pytorch_tf32_us"].notna().all()
