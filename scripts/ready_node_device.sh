@@ -20,6 +20,8 @@
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates and its inputs split as staged, timed on the
 #            chapter's large layers;
+#   wgmma_ones, wgmma_ones_rest : the family's candidates, the inputs split as staged and the mma.sync kernel on the
+#            chapter's 1x1 layers beside cuBLAS SGEMM, the first half and the second (logs/wgmma_ones*.log);
 #   winograd_wgmma, winograd_rest, winograd_last, winograd_sanitize : Winograd with its products on the split-ahead
 #            kernel, checked and timed on a third of the chapter's large layers, on the second, on the last, under the
 #            four sanitizers;
@@ -153,6 +155,15 @@ wgmma_tuned() {  # the split-ahead kernel's two candidates (128 or 64 filters a 
   # on the chapter's large layers (logs/wgmma_tuned.log; wgmma_narrow sanitizes the 64-filter one)
   echo "=== the split-ahead candidates on the chapter's large layers (\$SECONDS s)"
   timeout 480 python3 scripts/wgmma_probe.py --layers --tuned > \$logs/wgmma_tuned.log 2>&1; tail -n 1 \$logs/wgmma_tuned.log
+}
+wgmma_ones() {  # the chapter's 1x1 layers, the first half: our candidates beside cuBLAS SGEMM (logs/wgmma_ones.log)
+  echo "=== the 1x1 layers beside cuBLAS SGEMM, first half (\$SECONDS s)"
+  timeout 480 python3 scripts/wgmma_probe.py --ones --part=1/2 > \$logs/wgmma_ones.log 2>&1; tail -n 2 \$logs/wgmma_ones.log
+}
+wgmma_ones_rest() {  # the second half (logs/wgmma_ones_rest.log)
+  echo "=== the 1x1 layers beside cuBLAS SGEMM, second half (\$SECONDS s)"
+  timeout 480 python3 scripts/wgmma_probe.py --ones --part=2/2 > \$logs/wgmma_ones_rest.log 2>&1
+  tail -n 2 \$logs/wgmma_ones_rest.log
 }
 winograd_wgmma() {  # Winograd's products on wgmma: checked, its launches timed apart, every launch on a third of the
   # chapter's stride-1 3x3 and 5x5 large layers beside the direct kernel and cuDNN (logs/winograd_wgmma.log)

@@ -10,6 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n]  # its 1x1 layers, beside cuBLAS SGEMM
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
     PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
@@ -334,10 +335,12 @@ def rates_table(
     check_every: int,
     checked: Callable[[ConvProblem], int] = lambda p: 1,
     bar: float = 1e-5,
+    against: str = "",
 ) -> None:
     """TFLOP/s (of the direct method's FLOPs) on each of ``problems`` of each of ``runs``, every ``check_every``-th
     problem's first ``checked(problem)`` runs checked against float64 (a bias added; "WRONG" past ``bar``); the
-    medians last, and the median of each problem's best."""
+    medians last, and the median of each problem's best; with ``against`` (a run's name, last in each problem's runs
+    and not among "the best"), the median of the best over it and on how many problems the best is faster."""
     import statistics
 
     import cupy
@@ -360,8 +363,12 @@ def rates_table(
         print(f"{p.label} pad={p.pad} stride={p.stride} ({p.flops / 1e9:.0f} GFLOP): {line}")
     names = dict.fromkeys(name for r in rates for name in r)  # runs a problem lacks (a tile) left out of its median
     medians = "; ".join(f"{name} {statistics.median(r[name] for r in rates if name in r):.1f}" for name in names)
-    best = statistics.median(max(r.values()) for r in rates)
-    print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {best:.1f}")
+    ours = [max(rate for name, rate in r.items() if name != against) for r in rates]
+    print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {statistics.median(ours):.1f}")
+    if against:
+        over = [best / r[against] for best, r in zip(ours, rates, strict=True)]
+        print(f"the best over {against}: median {statistics.median(over):.2f}x, faster on "
+              f"{sum(o > 1 for o in over)} of {len(over)}")  # fmt: skip
 
 
 def tuned_layers() -> None:
@@ -378,6 +385,25 @@ def layers() -> None:
     :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
     split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
     rates_table(chapter_layers(), wgmma_runs({**split, "gathered": WgmmaWsLaunch()}, True), 5)
+
+
+def ones(part: tuple[int, int] = (1, 1)) -> None:
+    """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
+    family's tuning candidates there, the inputs split as staged (:data:`SPLIT_STAGED`, split by the consumers: a
+    candidate if it wins) and the mma.sync kernel, beside cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the
+    wgmma runs checked on every tenth layer (:func:`rates_table`): the chapter's 1x1 target is the best's median over
+    SGEMM."""
+    from convkit.families.tf32x3.wgmma import wgmma_candidates
+    from convkit.libs import cublas
+
+    problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
+
+    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+        named = {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
+        out = wgmma_runs(named, True)(p, x, w, bias)
+        return out | {"cuBLAS SGEMM": lambda y: cublas.conv1x1(x, w, y)}  # (the unchecked runs add no bias)
+
+    rates_table(problems, runs, 10, checked=lambda p: len(wgmma_candidates(p)) + 1, against="cuBLAS SGEMM")
 
 
 def narrow(check_only: bool) -> None:
@@ -616,6 +642,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
+    elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        ones(tuple(map(int, share.split("/"))))
     elif "--winograd-parts" in sys.argv[1:]:
         winograd_products_parts()
     elif "--winograd-profile" in sys.argv[1:]:
