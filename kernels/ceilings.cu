@@ -92,27 +92,33 @@ extern "C" __global__ void launch_floor(int* __restrict__ ran)
 
 #define MMA_CHAINS 8  // independent m16n8k8 accumulators per warp
 
+// Both mma.sync ceilings: MMA_CHAINS accumulator tiles of 4 `Acc` a thread, `product(tile)` issuing one instruction
+// on a tile, `iters` rounds; each thread's sum of its tiles stored.
+template <typename Acc, typename Product>
+__device__ __forceinline__ void mma_peak(Acc* __restrict__ out, int iters, Product product)
+{
+    Acc acc[MMA_CHAINS][4];
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int k = 0; k < MMA_CHAINS; ++k) product(acc[k]);
+    }
+    Acc sum = 0;
+#pragma unroll
+    for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
 extern "C" __global__ void tf32_mma_peak(float* __restrict__ out, float a, float b, int iters)
 {
 #if __CUDA_ARCH__ >= 800
     const unsigned fa = __float_as_uint(a) & 0xffffe000u, fb = __float_as_uint(b) & 0xffffe000u;
-    float acc[MMA_CHAINS][4];
-#pragma unroll
-    for (int k = 0; k < MMA_CHAINS; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0.0f;
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int k = 0; k < MMA_CHAINS; ++k) {
-            asm volatile(
-                "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
-                "{%0,%1,%2,%3};\n"
-                : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
-                : "r"(fa), "r"(fb));
-        }
-    }
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
-    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    mma_peak(out, iters, [&](float (&d)[4]) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(fa), "r"(fb));
+    });
 #else
     __trap();
 #endif
@@ -121,23 +127,11 @@ extern "C" __global__ void tf32_mma_peak(float* __restrict__ out, float a, float
 extern "C" __global__ void int8_mma_peak(int* __restrict__ out, unsigned a, unsigned b, int iters)
 {
 #if __CUDA_ARCH__ >= 800
-    int acc[MMA_CHAINS][4];
-#pragma unroll
-    for (int k = 0; k < MMA_CHAINS; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0;
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int k = 0; k < MMA_CHAINS; ++k) {
-            asm volatile(
-                "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
-                "{%0,%1,%2,%3};\n"
-                : "+r"(acc[k][0]), "+r"(acc[k][1]), "+r"(acc[k][2]), "+r"(acc[k][3])
-                : "r"(a), "r"(b));
-        }
-    }
-    int sum = 0;
-#pragma unroll
-    for (int k = 0; k < MMA_CHAINS; ++k) sum += (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
-    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    mma_peak(out, iters, [&](int (&d)[4]) {
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]) : "r"(a), "r"(b));
+    });
 #else
     __trap();
 #endif
