@@ -190,13 +190,15 @@ __device__ __forceinline__ void copies_wait()
 // The tap it gathers next and its offset in the image from the window's corner (c H W + r W + s) are decoded once
 // and then stepped: by one within a k-group, over the other threads' k-groups between two of its own (SKIP =
 // SKIP_C RS + SKIP_R S + SKIP_S), so that a K-tile's last step lands on its first tap of the next K-tile. No
-// division and no multiplication in the loop.
+// division and no multiplication in the loop. A 1x1 filter has one tap: k is the channel, HW floats apart, and
+// whether the pixel's tap lies inside the image is known once; a K-tile's loads then need no stepping, and no
+// channel check but in a last, partial K-tile (RS == 1: the 1x1 layers, which wait on this producer the most).
 template <int Width, int Step>
 struct ColumnGather {
     static constexpr int GROUPS = KGROUPS / Step;  // k-groups of a K-tile this thread stages
     static constexpr int SKIP = 4 * (Step - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
     int column, kgroup0, C, H, W, HW, ih0, iw0, tap_c, tap_r, tap_s, offset;
-    bool pixel_ok;
+    bool pixel_ok, in_image;  // in_image: (RS == 1) the pixel's one tap lies in the image
     const float* corner;  // dereferenced only inside the image
     float gathered[GROUPS][4];
 
@@ -212,29 +214,48 @@ struct ColumnGather {
         tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
         offset = tap_c * HW + tap_r * W + tap_s;
         corner = x + (long long)n * C * HW + (long long)ih0 * W + iw0;
+        if constexpr (RS == 1) in_image = pixel_ok && (unsigned)ih0 < (unsigned)H && (unsigned)iw0 < (unsigned)W;
     }
 
     __device__ __forceinline__ void gather()  // this thread's k-groups of the next K-tile, into registers
     {
+        if constexpr (RS == 1) {  // channels tap_c + 4 Step i + j, the K-tile's 32 from tap_c - 4 kgroup0
+            const int left = C - tap_c;  // channels from this thread's first to C
+            const float* at = corner + offset;
+            if (in_image && left - 4 * kgroup0 >= BK) {  // every K-tile but a last: no check
 #pragma unroll
-        for (int i = 0; i < GROUPS; ++i) {
+                for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
-                                    (unsigned)(iw0 + tap_s) < (unsigned)W;  // k < K exactly where c < C
-                gathered[i][j] = inside ? __ldg(corner + offset) : 0.0f;
-                ++offset;
-                if (++tap_s == S) {
-                    tap_s = 0, offset += W - S;
-                    if (++tap_r == R) tap_r = 0, ++tap_c, offset += HW - R * W;
-                }
+                    for (int j = 0; j < 4; ++j, at += HW) gathered[i][j] = __ldg(at);
+            } else {
+#pragma unroll
+                for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j, at += HW)
+                        gathered[i][j] = in_image && 4 * Step * i + j < left ? __ldg(at) : 0.0f;
             }
-            if (SKIP) {  // each part carries at most once
-                tap_s += SKIP_S, offset += SKIP_S;
-                if (tap_s >= S) tap_s -= S, ++tap_r, offset += W - S;
-                tap_r += SKIP_R, offset += SKIP_R * W;
-                if (tap_r >= R) tap_r -= R, ++tap_c, offset += HW - R * W;
-                tap_c += SKIP_C, offset += SKIP_C * HW;
+            tap_c += BK, offset += BK * HW;
+        } else {
+#pragma unroll
+            for (int i = 0; i < GROUPS; ++i) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
+                                        (unsigned)(iw0 + tap_s) < (unsigned)W;  // k < K exactly where c < C
+                    gathered[i][j] = inside ? __ldg(corner + offset) : 0.0f;
+                    ++offset;
+                    if (++tap_s == S) {
+                        tap_s = 0, offset += W - S;
+                        if (++tap_r == R) tap_r = 0, ++tap_c, offset += HW - R * W;
+                    }
+                }
+                if (SKIP) {  // each part carries at most once
+                    tap_s += SKIP_S, offset += SKIP_S;
+                    if (tap_s >= S) tap_s -= S, ++tap_r, offset += W - S;
+                    tap_r += SKIP_R, offset += SKIP_R * W;
+                    if (tap_r >= R) tap_r -= R, ++tap_c, offset += HW - R * W;
+                    tap_c += SKIP_C, offset += SKIP_C * HW;
+                }
             }
         }
     }
@@ -727,7 +748,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // the image) into the stage's input planes, laid out in the 128-byte swizzle; the copies arrive on the stage's "full"
 // barrier as they land. So a K-tile costs a producer thread some hundred instructions, where gathering and splitting
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
-// on the H200). The stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
+// on the H200; on a 1x1 filter its gathering is now a load and an add a value, ColumnGather's one-tap path). The
+// stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
 // The inputs' big parts are their values as they stand (tf32::small_of_truncated: the tensor core reads a value's top
 // 19 bits), so with CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to
 // stage): the producer copies a pixel's 128 bytes into the big plane's place, and the consumers write their small

@@ -64,11 +64,14 @@ SMALL_IMAGES = (ConvProblem(5, 8, 3, 3, 9, 3, 3, pad=0), ConvProblem(23, 8, 2, 3
 #: its middle, stored as pairs, and one over an image's end; rows narrower (12) than the producer's step from one of
 #: its pixels to the next (16).
 EVEN_IMAGES = ConvProblem.same(2, 8, 16, 12, 8, 3)
+#: A 1x1 filter padded and strided: the gathered inputs' one-tap path (pixels whose tap lies outside the image, a
+#: last K-tile of 5 channels, a block of 84 pixels of 128).
+ONE_TAP = ConvProblem(2, 37, 9, 11, 70, 1, 1, pad=1, stride=2)
 #: Both wgmma kernels' emulated problems (each kernel adds one of its own after the fourth): odd sizes, more channels
-#: than a K-tile and filters than a block, a 1x1, a strided 5x5, then the images above.
+#: than a K-tile and filters than a block, a 1x1, a strided 5x5, then the images above and a padded, strided 1x1.
 EMULATED = (ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 37, 9, 11, 131, 3),
             ConvProblem.same(2, 64, 5, 5, 20, 1), ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2), *SMALL_IMAGES,
-            EVEN_IMAGES)  # fmt: skip
+            EVEN_IMAGES, ONE_TAP)  # fmt: skip
 
 
 def problem_id(p: ConvProblem) -> str:

@@ -287,7 +287,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     one, and 3% slower on a small 5x5 one. On the H200, over the 3xTF32 chapter's 110 layers of at least 20 GFLOP
     (2026-11-28, the epilogue's division gone), the split-ahead persistent setting with two K-tiles in flight has the
     highest median of the split-ahead settings (92.7 TFLOP/s; one K-tile in flight, a block a tile: 86.3) and is the
-    fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products.
+    fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products
+    (its gathering on a 1x1 filter since made a load and an add a value: not yet timed, ``wgmma_probe.py --ones``).
     At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
     and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
     (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every layer timed: not a candidate.)"""
