@@ -4,7 +4,8 @@
 # the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
 # resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
 # Each call waits up to WAIT seconds (default 520) and copies what is recorded so far to $OUT:
-#   CONVKIT_COMMIT=<the commit, literally> bash scripts/tf32x3_device.sh        # carry .whl (nvidia-cutlass)
+#   CONVKIT_COMMIT=<the commit, literally> [GPUS=4] bash scripts/tf32x3_device.sh   # carry .whl (nvidia-cutlass;
+#   with GPUS > 1, a node's kind, the Dask wheels too: scripts/node_device.sh lists them)
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
 # working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
 # waits. The job's log is $OUT/job.log; a file $OUT/done says it finished.
@@ -28,8 +29,8 @@ measure.run(measure.open_store('\$dir', provenance.collect()), progress=print)"
 echo "=== accuracy"
 timeout ${ACCURACY_SECONDS:-300} python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('\$dir')"
 echo "accuracy exit \$?"
-echo "=== sweep"
-python3 -c "from convkit.papers import tf32x3; tf32x3.measure('\$dir')" 2>&1 | grep -v "^  "
+echo "=== sweep (on ${GPUS:-1} GPU(s))"
+python3 -m convkit sweep tf32x3 --directory \$dir --gpus ${GPUS:-1} 2>&1 | grep -v "^  "
 echo "sweep exit \${PIPESTATUS[0]}"
 echo "=== repeat"
 python3 -c "from convkit.papers import tf32x3; tf32x3.measure_repeat('\$dir')" | tail -n 3
