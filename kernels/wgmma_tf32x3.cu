@@ -434,7 +434,8 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // it, issues its 64 rows' 12 products (staged: summed apart, then added in FP32), waits for them and arrives on the
 // stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
-// their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg).
+// their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
+// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's.
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
@@ -712,30 +713,41 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
     if constexpr (SPLIT_K) __trap();  // it runs 128 filters a block alone: a module built for 64 never launches it
-    const int tiles = (C * RS + BK - 1) / BK;
+    const int tiles = (C * RS + BK - 1) / BK, m_blocks = (M + FILTERS - 1) / FILTERS;
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
-    const long long pixel0 = (long long)blockIdx.x * WIDTH;
+    // The output tiles (128 filters by 128 pixels), the m-blocks of one pixel block together (they read the same
+    // inputs): one a block, or with CONVKIT_WS_PERSISTENT a block an SM taking every gridDim.x-th tile, its producer
+    // gathering the next tile's first K-tiles while its consumers store the last one's.
+    const long long output_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks;
+    const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
+    const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
     init_barriers(full, empty);
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
-        ColumnGather<WIDTH, 1> inputs(x, tid, pixel0, pixels, PQ, Q, C, H, W, pad, stride);
-        const float* weights = tiled + (long long)blockIdx.y * tiles * (2 * PLANE_A_WS);
-        for (int tile = 0; tile < tiles; ++tile) {
-            const int s = tile % WS_STAGES;
-            if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers may read the stage
-            float* stage = smem + s * STAGE_WS;
-            acquire_and_copy_weights(stage, weights, tile, tile, s, full, empty);
-            if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
-            fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
-            arrive(full + s);
+        int turn = 0;  // K-tiles staged so far
+        for (long long t = first; t < output_tiles; t += step) {
+            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride);
+            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
+            for (int tile = 0; tile < tiles; ++tile, ++turn) {
+                const int s = turn % WS_STAGES;
+                if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
+                float* stage = smem + s * STAGE_WS;
+                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
+                if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
+                fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
+                arrive(full + s);
+            }
         }
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
-    consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, 0, 0, tid / 128 - 1, out, bias, M,
-                                                      blockIdx.y * FILTERS, pixel0, pixels, PQ);
+    int turn0 = 0, round = 0;
+    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
+        consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, turn0, round, tid / 128 - 1, out,
+                                                          bias, M, (int)(t % m_blocks) * FILTERS, t / m_blocks * WIDTH,
+                                                          pixels, PQ);
 #endif
 }
 

@@ -32,6 +32,7 @@ from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
+    GATHERED_PERSISTENT,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
     SPLIT_STAGED,
@@ -389,21 +390,21 @@ def layers() -> None:
 
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
-    family's tuning candidates there, the inputs split as staged (:data:`SPLIT_STAGED`, split by the consumers: a
-    candidate if it wins) and the mma.sync kernel, beside cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the
-    wgmma runs checked on every tenth layer (:func:`rates_table`): the chapter's 1x1 target is the best's median over
-    SGEMM."""
+    family's tuning candidates there, the inputs split as staged (:data:`SPLIT_STAGED`, split by the consumers) and
+    the gathering kernel persistent (:data:`GATHERED_PERSISTENT`), each a candidate if it wins, and the mma.sync
+    kernel, beside cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
+    (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
-        named = {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
+        named = {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, GATHERED_PERSISTENT)}
         out = wgmma_runs(named, True)(p, x, w, bias)
         return out | {"cuBLAS SGEMM": lambda y: cublas.conv1x1(x, w, y)}  # (the unchecked runs add no bias)
 
-    rates_table(problems, runs, 10, checked=lambda p: len(wgmma_candidates(p)) + 1, against="cuBLAS SGEMM")
+    rates_table(problems, runs, 10, checked=lambda p: len(wgmma_candidates(p)) + 2, against="cuBLAS SGEMM")
 
 
 def narrow(check_only: bool) -> None:

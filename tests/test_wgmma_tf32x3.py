@@ -179,7 +179,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
     assert "in_flight must be" in wgmma.WgmmaWsLaunch(in_flight=3).not_supported_reasons(p)[0]
     assert "inputs must be" in wgmma.WgmmaWsLaunch(inputs="gathered").not_supported_reasons(p)[0]
-    assert "persistent must be" in wgmma.WgmmaWsLaunch(persistent=True).not_supported_reasons(p)[0]
+    assert "persistent must be" in wgmma.WgmmaWsLaunch(persistent=False).not_supported_reasons(p)[0]
+    assert not wgmma.GATHERED_PERSISTENT.not_supported_reasons(p)  # the gathering kernel persistent too
     persistent = wgmma.WgmmaWsLaunch(inputs="split ahead", persistent=True)
     assert WGMMA_VARIANT.launch_from(persistent.to_params()) == persistent
     monkeypatch.setattr(wgmma, "sm_count", lambda: 132)

@@ -148,10 +148,10 @@ class WgmmaWsLaunch(KernelLaunch):
     ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
     (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"split staged"``, channels last in FP32, copied and then split by
-    the consumers in shared memory (the same kernel built so). ``persistent`` (channels last alone; None: not): a
-    block an SM, each looping over the output tiles, its producer staging the next tile as its consumers store the
-    last. ``filters`` (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64
-    past 128, each consumer multiplying every other K-tile on all 64, their sums then added."""
+    the consumers in shared memory (the same kernel built so). ``persistent`` (None: not): a block an SM, each
+    looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
+    (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
+    consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -244,8 +244,8 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"in_flight must be 1 or 2, got {self.in_flight!r}")
         if self.inputs not in WS_INPUTS:
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
-        if self.persistent not in (None, True) or (self.persistent and not self.channels_last):
-            raise ValueError(f"persistent must be None, or True with the inputs channels last, got {self.persistent!r}")
+        if self.persistent not in (None, True):
+            raise ValueError(f"persistent must be None or True, got {self.persistent!r}")
         if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs != "split ahead"):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
             raise ValueError(f"filters must be None, or 64 with the inputs split ahead, got {self.filters!r}")
@@ -296,8 +296,11 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
 
 
+#: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
+#: consumers store the last one's (the 1x1 layers' few K-tiles a tile). Not yet timed: not a tuning candidate.
+GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
-WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), WgmmaWsLaunch(inputs="split ahead"),
+WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED)  # fmt: skip
 

@@ -50,11 +50,9 @@ LARGE_GFLOP, COUNTED_GFLOP = 20.0, 1.0
 #: layers, 1x1 layers over cuBLAS SGEMM, the memory-transactions chapter's multi-channel geometric mean, and the
 #: share of the problems both ran where ours beats CUTLASS's fastest 3xTF32 tile (%).
 TARGET_SHARE, TARGET_GEOMEAN, TARGET_TFLOPS, TARGET_1X1, TARGET_SUITES, TARGET_CUTLASS = 75.0, 1.3, 80.0, 1.2, 1.5, 80.0
-#: The Hopper family's (its two kernels on wgmma, best per layer) median TFLOP/s on the large layers aimed at.
-TARGET_HOPPER = 120.0
-#: Our direct 3xTF32 kernels (mma.sync and wgmma: the best per problem, ``direct_us``) and the Hopper family's two
-#: (``hopper_us``), each where a run recorded it.
-DIRECT, HOPPER = (TF32X3, WGMMA), (WGMMA, WINOGRAD_WGMMA)
+#: Our direct 3xTF32 kernels (mma.sync and wgmma: ``direct_us``, the best per problem) and the Hopper family's two
+#: (``hopper_us``), where a run recorded them; the latter's median TFLOP/s on the large layers aimed at.
+DIRECT, HOPPER, TARGET_HOPPER = (TF32X3, WGMMA), (WGMMA, WINOGRAD_WGMMA), 120.0
 
 
 def _cutlass(frame: Any, precision: str) -> Any:
@@ -253,33 +251,6 @@ def ladder(t: dict[str, Any]) -> Any:
                      "share of SGEMM": rate / ceilings["sgemm_tflops"],
                      "share of the 3xTF32 bound": rate / bound})  # fmt: skip
     return pd.DataFrame(rows).set_index("step")
-
-
-def hopper_method(t: dict[str, Any]) -> list[str]:
-    """The method of the kernels on Hopper's wgmma, as paragraphs, where this run recorded them (else none)."""
-    sweep = t["sweep"]
-    if not len(sweep) or not (sweep["variant"].isin(HOPPER) & (sweep["status"] == "ok")).any():
-        return []
-    return [
-        "On Hopper the family adds two kernels on the GPU's own tensor-core instruction, wgmma: a warpgroup of 128 "
-        "threads issues a 64 x N x 8 TF32 product with both operands in shared memory and goes on while it runs. "
-        "The weights are split once per call into their big and small parts, tiled as a stage holds them. Three "
-        "products per 8-deep step, and each 32-deep K-tile's sum started from zero and added in FP32, as the "
-        "mma.sync kernel does per 16-deep slice.",
-        "One producer warpgroup stages K-tiles into three shared-memory stages (the weights by one bulk copy each, "
-        "counted on a barrier), and two consumer warpgroups multiply 64 filters each by 128 output positions, "
-        "handing each stage back through a second barrier. The inputs reach a stage three ways, one per tuning "
-        "candidate: gathered from NCHW and split by the producer (big rounded to nearest, as in the mma.sync "
-        "kernel); split ahead by a pass that writes them channels last with their small parts; or written channels "
-        "last in FP32 and split in shared memory by the consumers once the stage is full. Split ahead or as "
-        "staged, an input's big part is its value as it stands (the tensor core reads a TF32 operand's top 19 "
-        "bits) and its small part what those bits leave out. A persistent block per SM walks the output tiles; "
-        "a block of 64 filters, its consumers taking alternate K-tiles, serves layers of at most 64.",
-        "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
-        "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
-        "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
-        "they need compute capability 9.0, and the op runs them only there.",
-    ]
 
 
 def ceilings_table(ceilings: dict[str, float]) -> Any:
