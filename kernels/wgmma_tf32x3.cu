@@ -1,9 +1,11 @@
 // 3xTF32 implicit GEMM convolution on Hopper's warpgroup MMA (wgmma, sm_90a): FP32 accuracy from TF32 tensor
 // cores, as implicit_gemm_tf32x3.cu (CUTLASS's fast-FP32 split, include/cutlass/gemm/warp/mma_tensor_op_fast_f32.h:
 // big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
-// FP32) on the instruction that replaced mma.sync there. CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation
-// past SM80 is Blackwell's), so this one is convkit's own: a first version, the 3xTF32 family's igemm_wgmma_tf32x3
-// (convkit/families/tf32x3/wgmma.py), checked and timed apart by scripts/wgmma_probe.py. Further on, two
+// FP32) on the instruction that replaced mma.sync there; the inputs' big part is the value itself, which the tensor
+// core truncates to TF32 as it reads it, and their small part what truncation leaves out (tf32::small_of_truncated).
+// CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation past SM80 is Blackwell's), so this one is convkit's own:
+// a first version, the 3xTF32 family's igemm_wgmma_tf32x3 (convkit/families/tf32x3/wgmma.py), checked and timed
+// apart by scripts/wgmma_probe.py. Further on, two
 // warp-specialised kernels (a producer warpgroup staging ahead of two consumers, mbarriers between them): one gathering
 // and splitting the inputs as this one does (implicit_gemm_wgmma_ws_tf32x3), one copying them split ahead, channels
 // last (implicit_gemm_wgmma_ws_nhwc_tf32x3); and the products' ceiling, the pace of their tensor cores alone.
@@ -260,16 +262,16 @@ struct ColumnGather {
         }
     }
 
-    __device__ __forceinline__ void store(float* b_planes) const  // the big plane, then the small one
+    // The big plane, then the small one, split as the inputs split ahead are (tf32::small_of_truncated: the big part
+    // the value as it stands, of which the tensor core reads the top 19 bits; the small part what those leave out).
+    __device__ __forceinline__ void store(float* b_planes) const
     {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            unsigned big[4], small[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) tf32::split(gathered[i][j], big[j], small[j]);
+            const float4 values = make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]);
             const int line = ((kgroup0 + Step * i) * Width + column) * 4;
-            *reinterpret_cast<uint4*>(b_planes + line) = make_uint4(big[0], big[1], big[2], big[3]);
-            *reinterpret_cast<uint4*>(b_planes + Width * BK + line) = make_uint4(small[0], small[1], small[2], small[3]);
+            *reinterpret_cast<float4*>(b_planes + line) = values;
+            *reinterpret_cast<float4*>(b_planes + Width * BK + line) = tf32::small_of_truncated(values);
         }
     }
 };

@@ -299,6 +299,18 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
     assert np.array_equal(*outputs)
 
 
+@pytest.mark.parametrize("problem", [ONE_TAP, ConvProblem.same(1, 16, 6, 6, 70, 1)], ids=lambda p: p.label)
+def test_the_gathered_and_split_ahead_kernels_agree_bit_for_bit_on_a_1x1_on_the_cpu(build_dir, problem, monkeypatch):
+    """On a 1x1 filter both take the channels in the same K-tiles, split them by the same rule (the value, and what
+    the tensor core's truncation leaves out) and issue the same products in the same order: the gathering kernel
+    (persistent, two K-tiles in flight) and the split-ahead one give the same bits."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    x, w, bias = ws_inputs(problem)
+    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.GATHERED_PERSISTENT,
+                                                                                 wgmma.SPLIT_AHEAD)]  # fmt: skip
+    assert np.array_equal(*outputs)
+
+
 def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeypatch):
     """Winograd with its products on the split-ahead kernel: the transforms write both operands split as that kernel
     reads them (a point's tiled weights and its two channels-last input planes), one persistent launch runs every
