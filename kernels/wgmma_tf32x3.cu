@@ -208,10 +208,10 @@ struct ColumnGather {
                             int C_, int H_, int W_, int pad, int stride)
         : column(thread % Width), kgroup0(thread / Width), C(C_), H(H_), W(W_), HW(H_ * W_)
     {
-        const long long pixel = pixel0 + column;
-        pixel_ok = pixel < pixels;
-        const int n = pixel_ok ? (int)(pixel / PQ) : 0;
-        const int pq = pixel_ok ? (int)(pixel - (long long)n * PQ) : 0;
+        pixel_ok = pixel0 + column < pixels;
+        const unsigned pixel = (unsigned)(pixel0 + column), pq_count = (unsigned)PQ;  // the pixels lie under 2^31:
+        const int n = pixel_ok ? (int)(pixel / pq_count) : 0;  // a 32-bit division (a persistent block's per tile)
+        const int pq = pixel_ok ? (int)(pixel - n * pq_count) : 0;
         ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
         tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
         offset = tap_c * HW + tap_r * W + tap_s;
