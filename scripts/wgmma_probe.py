@@ -382,10 +382,12 @@ def tuned_layers() -> None:
 
 def layers() -> None:
     """The split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a block a tile or
-    persistent, 128 or 64 filters a block), the gathered one and the mma.sync kernel's default launch on
+    persistent, 128 or 64 filters a block), the gathered one (a block a tile, and persistent) and the mma.sync
+    kernel's default launch on
     :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
     split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
-    rates_table(chapter_layers(), wgmma_runs({**split, "gathered": WgmmaWsLaunch()}, True), 5)
+    gathered = {"gathered": WgmmaWsLaunch(), "gathered, persistent": GATHERED_PERSISTENT}
+    rates_table(chapter_layers(), wgmma_runs({**split, **gathered}, True), 5)
 
 
 def ones(part: tuple[int, int] = (1, 1)) -> None:
