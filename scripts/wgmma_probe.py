@@ -383,8 +383,7 @@ def tuned_layers() -> None:
 def layers() -> None:
     """The split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a block a tile or
     persistent, 128 or 64 filters a block), the gathered one (a block a tile, and persistent) and the mma.sync
-    kernel's default launch on
-    :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
+    kernel's default launch on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
     split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
     gathered = {"gathered": WgmmaWsLaunch(), "gathered, persistent": GATHERED_PERSISTENT}
     rates_table(chapter_layers(), wgmma_runs({**split, **gathered}, True), 5)
