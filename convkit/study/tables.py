@@ -27,12 +27,13 @@ from typing import Any
 from convkit.core.problem import ConvProblem
 from convkit.families import FAMILIES
 from convkit.libs.cudnn import ALGORITHM_WORDS
+from convkit.libs.pytorch import TF32_IMPL, TF32_VARIANT
 from convkit.study.roofline import floor_us
 
 #: The libraries' implementations in words, by results variant: each cuDNN algorithm, PyTorch's autotuned cuDNN,
 #: cuBLAS's SGEMM (the book's one name for each).
 LIBRARY_NAMES: dict[str, str] = {"cudnn.benchmark": "PyTorch (cuDNN autotuned)", "sgemm": "cuBLAS SGEMM",
-                                 "cudnn.benchmark.tf32": "PyTorch in TF32 (not FP32)",
+                                 TF32_VARIANT: "PyTorch in TF32 (not FP32)",
                                  "ndimage.correlate": "cupyx.ndimage", "nppi_filter": "NVIDIA NPP",
                                  "cvcuda_conv2d": "CV-CUDA",
                                  **{a: f"cuDNN {words}" for a, words in ALGORITHM_WORDS.items()}}  # fmt: skip
@@ -60,7 +61,7 @@ CONVKIT = "convkit"
 OWN_PEERS = ("cutlass",)
 #: Reference lines in a reduced precision (PyTorch's default TF32 convolution, impl ``pytorch_tf32``): recorded beside
 #: the FP32 ones as the speed a caller gives up for FP32's accuracy, never "the best library" nor a case the op runs.
-REFERENCES = ("pytorch_tf32",)
+REFERENCES = (TF32_IMPL,)
 
 
 def timed(frame: Any) -> Any:
