@@ -251,11 +251,11 @@ first_probe() {  # where the first forward goes, layer by layer, patched and not
 suite() {
   OUT=\$logs WORKERS=8 PYTHONPATH= bash scripts/gpu_suite.sh
 }
-wgmma_tests() {  # the GPU tests of the 3xTF32 kernels, of the FP32 ones whose Winograd transforms they share, and of
-  # the op that tunes and runs them, no sanitizer
+wgmma_tests() {  # the GPU tests of the 3xTF32 kernels, of the FP32 ones whose Winograd transforms they share, of
+  # the op that tunes and runs them, and of the ceilings (the tensor cores' four rates among them), no sanitizer
   OUT=\$logs/wgmma_tests WORKERS=8 SANITIZE=0 PYTHONPATH= TESTS="tests/test_wgmma_tf32x3_gpu.py tests/test_tf32x3_gpu.py \
-    tests/test_fp32_gpu.py tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py" \
-    bash scripts/gpu_suite.sh
+    tests/test_fp32_gpu.py tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py \
+    tests/test_timing_gpu.py" bash scripts/gpu_suite.sh
 }
 fp32_sanitize() {  # the FP32 family's edge launches (Winograd's transforms among them) under the four sanitizers
   SANITIZE_TIMEOUT=200 bash scripts/sanitize.sh fp32 > \$logs/fp32_sanitize.log 2>&1; echo "fp32 sanitizers exit \$?"
