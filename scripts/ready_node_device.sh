@@ -29,6 +29,7 @@
 #   winograd_diag : Winograd on wgmma's products launch timed in parts (logs/winograd_parts.log), then Nsight Compute's
 #            every section on one of each of its three launches (logs/winograd_ncu.log, SASS with stall samples beside);
 #   fp32_sanitize : the FP32 family's edge launches under the four sanitizers (logs/fp32_sanitize.log);
+#   ceilings_sanitize : the ceilings' own kernels under the four sanitizers (logs/ceilings_sanitize.log);
 #   wgmma_floor : Nsight Compute on the split-ahead kernel whole, its barriers alone, descriptors moved, the ceiling;
 #   wgmma_parts : the products' ceiling with nothing staged (logs/wgmma_ceiling.log), the wgmma kernel's products
 #               and staging timed apart (logs/wgmma_parts.log);
@@ -256,6 +257,10 @@ wgmma_tests() {  # the GPU tests of the 3xTF32 kernels, of the FP32 ones whose W
   OUT=\$logs/wgmma_tests WORKERS=8 SANITIZE=0 PYTHONPATH= TESTS="tests/test_wgmma_tf32x3_gpu.py tests/test_tf32x3_gpu.py \
     tests/test_fp32_gpu.py tests/test_op_gpu.py tests/test_concurrency_gpu.py tests/test_variants_gpu.py \
     tests/test_timing_gpu.py" bash scripts/gpu_suite.sh
+}
+ceilings_sanitize() {  # the ceilings' own kernels (the INT8 and wgmma rates among them) under the four sanitizers
+  SANITIZE_TIMEOUT=120 bash scripts/sanitize.sh ceilings > \$logs/ceilings_sanitize.log 2>&1; echo "ceilings sanitizers exit \$?"
+  grep -E "^==|exit|ERROR SUMMARY" \$logs/ceilings_sanitize.log
 }
 fp32_sanitize() {  # the FP32 family's edge launches (Winograd's transforms among them) under the four sanitizers
   SANITIZE_TIMEOUT=200 bash scripts/sanitize.sh fp32 > \$logs/fp32_sanitize.log 2>&1; echo "fp32 sanitizers exit \$?"
