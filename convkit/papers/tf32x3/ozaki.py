@@ -203,11 +203,8 @@ def model_lines(model: Any, errors: Any, table: Any, ceilings: dict[str, float])
         lines.append(f"Our FP32 implicit GEMM's largest recorded error on them is {errors[fp32[0]].max():.1e}.")
     ones = sum((p.r, p.s) == (1, 1) for p in table["problem"])
     # Hopper's own instruction where the run measured it (the rate its kernels can reach), else mma.sync's.
-    instruction = "wgmma" if "tf32_wgmma_peak_tflops" in ceilings else "mma.sync"
-    tf32_key, int8_key = (
-        f"tf32_{instruction.split('.')[0]}_peak_tflops",
-        f"int8_{instruction.split('.')[0]}_peak_tops",
-    )
+    instruction, key = ("wgmma", "wgmma") if "tf32_wgmma_peak_tflops" in ceilings else ("mma.sync", "mma")
+    tf32_key, int8_key = f"tf32_{key}_peak_tflops", f"int8_{key}_peak_tops"
     tf32 = tensor_bound_share(table, ceilings, 3, tf32_key)
     if tf32 == tf32:
         lines.append(f"On {tf32:.0f}% of this run's {ones} 1x1 layers, three TF32 products at the measured "
