@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from convkit.core.reference import DIRECT_TOLERANCE
-from convkit.papers.tf32x3 import ozaki
+from convkit.papers.tf32x3 import ozaki, results
 
 
 def main() -> None:
@@ -21,19 +21,14 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=Path("results/nvidia-h100-80gb-hbm3"))
     args = parser.parse_args()
     model = ozaki.model_errors(tuple(args.moduli), args.scaling)
-    table = model.pivot_table(index=["C", "inputs"], columns="n", values="error")
-    recorded = ozaki.recorded_errors(args.results)
-    if len(recorded):
-        by_kernel = recorded.pivot_table(index=["label", "inputs"], columns="variant", values="error")
-        c_of = {p.label: p.c for p in ozaki.PROBLEMS}
-        by_kernel = by_kernel.rename(index=c_of, level="label").rename_axis(index={"label": "C"})
-        table = table.join(by_kernel)
+    table = ozaki.model_table(model, results.load(args.results)["accuracy"])
     print(table.to_string(float_format=lambda v: f"{v:.1e}"))
     print(f"\nworst over the problems and inputs (the direct bar {DIRECT_TOLERANCE:.0e}); n INT8 GEMMs a product")
+    fp32 = next((c for c in table.columns if c.startswith("FP32")), None)
     for n, worst in model.groupby("n")["error"].max().items():
         line = f"n={n}: {worst:.1e}"
-        if "fp32_igemm" in table:
-            within = int((table[n] <= table["fp32_igemm"]).sum())
+        if fp32 is not None and table[fp32].notna().any():
+            within = int((table[f"INT8, {n} products (model)"] <= table[fp32]).sum())
             line += f", at or under our FP32 implicit GEMM's recorded error on {within} of {len(table)}"
         print(line)
 

@@ -20,8 +20,9 @@
 #   wgmma_narrow : the split-ahead kernel at 64 filters a block, checked, timed, raced and memchecked;
 #   wgmma_tuned : the split-ahead kernel's two tuning candidates and its inputs split as staged, timed on the
 #            chapter's large layers;
-#   wgmma_ones, wgmma_ones_rest : the family's candidates, the inputs split as staged and the mma.sync kernel on the
-#            chapter's 1x1 layers beside cuBLAS SGEMM, the first half and the second (logs/wgmma_ones*.log);
+#   wgmma_ones, wgmma_ones_rest : the family's candidates, the inputs split as staged, the gathering kernel persistent
+#            and the mma.sync kernel on the chapter's 1x1 layers beside cuBLAS SGEMM, the first half and the second
+#            (logs/wgmma_ones*.log);
 #   winograd_wgmma, winograd_rest, winograd_last, winograd_sanitize : Winograd with its products on the split-ahead
 #            kernel, checked and timed on a third of the chapter's large layers, on the second, on the last, under the
 #            four sanitizers;

@@ -14,9 +14,8 @@ the transforms (:mod:`convkit.families.tf32x3.wgmma_winograd`).
 from __future__ import annotations
 
 import dataclasses
-import math
 
-from convkit.core.gpu import has_tf32_tensor_cores, sm_count
+from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import TRANSFORM_TOLERANCE
 from convkit.cuda.operands import ConvArgs
@@ -25,7 +24,6 @@ from convkit.families.fp32 import winograd_supports
 from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
 from convkit.families.tf32x3 import launch, wgmma, wgmma_winograd
-from convkit.libs import pytorch
 
 IGEMM, WINOGRAD, WGMMA = "igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3"
 WINOGRAD_WGMMA = "winograd_wgmma_tf32x3"
@@ -85,19 +83,6 @@ WINOGRAD_WGMMA_VARIANT = dataclasses.replace(
 )
 VARIANTS: tuple[Variant, ...] = (IGEMM_VARIANT, WINOGRAD_VARIANT, WGMMA_VARIANT, WINOGRAD_WGMMA_VARIANT)
 
-
-def _run_pytorch_tf32(a: ConvArgs, p: ConvProblem, spec: None = None) -> None:
-    a.out[...] = pytorch.autotuned_conv2d(p, a.x, a.w, tf32=True)()
-
-
-#: Reference lines the 3xTF32 chapter records beside its kernels and peers, not FP32: PyTorch's autotuned cuDNN in
-#: TF32 (its default for convolutions), the speed a caller gives up for FP32's accuracy. Its error is recorded, held
-#: to no bar (a NaN output still fails); the tables never count it as a library (convkit.study.tables.REFERENCES),
-#: and no family lists it, so the op never runs it.
-REFERENCES: tuple[Variant, ...] = (
-    Variant(pytorch.TF32_VARIANT, _run_pytorch_tf32, tolerance=math.inf, impl=pytorch.TF32_IMPL, precision="tf32",
-            applies_to=lambda p: pytorch.available() and has_tf32_tensor_cores()),  # (a T4 would run FP32 again)
-)  # fmt: skip
 
 #: Each variant's method in words: the book's one name for it.
 WORDS = {

@@ -46,6 +46,11 @@ MMA_CHAINS, MMA_FLOPS, INT8_MMA_OPS = 8, 2 * 16 * 8 * 8, 2 * 16 * 8 * 32
 WGMMA_WARPGROUPS, WGMMA_BATCH, WGMMA_K = 2, 8, {"tf32": 8, "int8": 32}
 #: The GPUs (as convkit builds for them) with Hopper's warpgroup MMA.
 WGMMA_TARGETS = ("sm_90",)
+#: The tensor-core ceilings' operands by precision: the output's dtype and poison, the 32-bit word every operand
+#: element is made of, the value of each product, the rate's unit. TF32 2^-4 (each product a power of two: every sum
+#: exact), INT8 four ones a word.
+TENSOR_OPERANDS = {"tf32": (np.float32, math.nan, np.float32(2.0**-4), 2.0**-8, "TFLOP/s"),
+                   "int8": (np.int32, -1, np.uint32(0x01010101), 1, "TOP/s")}  # fmt: skip
 #: Pointer-chase footprints, bytes: L1-resident up to well past any current L2.
 CHASE_FOOTPRINTS = tuple(2**k for k in range(14, 31, 2))  # 16 KiB .. 1 GiB
 #: Distance between consecutive chain entries: one 128-byte cache line... times two, so that
@@ -202,29 +207,24 @@ def sgemm(n: int = 8192) -> dict[str, Any]:
                 rel_err=err, note="cuBLAS via cupy.matmul, CUPY_TF32=0")  # fmt: skip
 
 
-def _exact_rate(metric: str, kernel: Any, grid: tuple[int, int], out: Any, args: tuple, per_thread: float, ops: float,
-                unit: str, note: str, params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """A tensor-core ceiling's row: ``kernel`` run once on ``grid`` (blocks, threads) with ``(out, *args)``, every
-    thread's sum checked against its exact value ``per_thread``, then timed; ``ops`` a run."""
+def _exact_rate(metric: str, kernel: Any, grid: tuple[int, int], args: tuple, *, precision: str, products: int,
+                ops: int, iters: int, note: str) -> dict[str, Any]:  # fmt: skip
+    """A tensor-core ceiling's row: ``kernel`` run on ``grid`` (blocks, threads) with ``(out, *args)``, ``out``
+    poisoned first, every thread's sum checked against its exact value (``products`` products of
+    :data:`TENSOR_OPERANDS`' value for ``precision``), then timed; ``ops`` a run."""
     cupy = require_cupy()
+    dtype, poison, _, product, unit = TENSOR_OPERANDS[precision]
+    out = cupy.full(grid[0] * grid[1], poison, dtype=dtype)
 
     def run() -> None:
         kernel((grid[0],), (grid[1],), (out, *args))
 
     run()
-    if wrong := int(cupy.count_nonzero(out != out.dtype.type(per_thread))):
-        raise RuntimeError(f"{metric} left {wrong} of {out.size} threads' sums off the exact {per_thread:g}")
+    if wrong := int(cupy.count_nonzero(out != dtype(products * product))):
+        raise RuntimeError(f"{metric} left {wrong} of {out.size} threads' sums off the exact {products * product:g}")
     timing = benchmark(run, warmup=3, min_reps=10, max_reps=50)
     return _row(metric, ops / (timing.median_ms * 1e9), unit, timing=timing, rel_err=0.0, note=note,
-                params=params | {"blocks": grid[0], "threads": grid[1]})  # fmt: skip
-
-
-def _operands(cupy: Any, precision: str, size: int) -> tuple[Any, Any, float]:
-    """A ceiling's output (NaN or -1: poisoned), the 32-bit word every operand element is made of, and each
-    product's value: TF32 2^-4 (each product a power of two, so every sum is exact), INT8 four ones a word."""
-    if precision == "tf32":
-        return cupy.full(size, math.nan, dtype=cupy.float32), cupy.float32(2.0**-4), 2.0**-8
-    return cupy.full(size, -1, dtype=cupy.int32), cupy.uint32(0x01010101), 1
+                params={"iters": iters, "blocks": grid[0], "threads": grid[1]})  # fmt: skip
 
 
 def mma_peak(precision: str, iters: int = 4096, threads: int = 256, blocks_per_sm: int = 8) -> dict[str, Any]:
@@ -237,14 +237,12 @@ def mma_peak(precision: str, iters: int = 4096, threads: int = 256, blocks_per_s
     if not has_tf32_tensor_cores():  # both shapes came with compute capability 8.0
         raise RuntimeError(f"this GPU (or CONVKIT_PTX_ARCH) has no {precision.upper()} mma.sync")
     blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
-    out, word, product = _operands(cupy, precision, blocks * threads)
+    word = TENSOR_OPERANDS[precision][2]
     k, ops = (8, MMA_FLOPS) if precision == "tf32" else (32, INT8_MMA_OPS)
-    return _exact_rate(
-        f"{precision}_mma_peak", load_kernel("ceilings", f"{precision}_mma_peak"), (blocks, threads), out,
-        (word, word, cupy.int32(iters)), MMA_CHAINS * 4 * iters * k * product,
-        ops * MMA_CHAINS * iters * blocks * threads // 32, "TFLOP/s" if precision == "tf32" else "TOP/s",
-        f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k{k} {precision.upper()} tiles a warp", {"iters": iters},
-    )  # fmt: skip
+    note = f"own kernel, {MMA_CHAINS} independent mma.sync.m16n8k{k} {precision.upper()} tiles a warp"
+    return _exact_rate(f"{precision}_mma_peak", load_kernel("ceilings", f"{precision}_mma_peak"), (blocks, threads),
+                       (word, word, cupy.int32(iters)), precision=precision, products=MMA_CHAINS * 4 * iters * k,
+                       ops=ops * MMA_CHAINS * iters * blocks * threads // 32, iters=iters, note=note)  # fmt: skip
 
 
 def wgmma_peak(precision: str, iters: int = 4096) -> dict[str, Any]:
@@ -256,16 +254,13 @@ def wgmma_peak(precision: str, iters: int = 4096) -> dict[str, Any]:
         raise RuntimeError(f"wgmma is Hopper's (sm_90a); this build targets {here}")
     blocks, threads = cupy.cuda.Device().attributes["MultiProcessorCount"], 128 * WGMMA_WARPGROUPS
     k = WGMMA_K[precision]
-    out, word, product = _operands(cupy, precision, blocks * threads)
-    shape = f"m64n256k{k} {precision.upper()}"
-    return _exact_rate(
-        f"{precision}_wgmma_peak", load_kernel("ceilings", f"{precision}_wgmma_peak", arch="sm_90a"),
-        (blocks, threads), out, (word, cupy.int32(iters)), 128 * iters * WGMMA_BATCH * k * product,
-        2 * 64 * 256 * k * WGMMA_BATCH * iters * blocks * WGMMA_WARPGROUPS,
-        "TFLOP/s" if precision == "tf32" else "TOP/s",
-        f"own kernel, {WGMMA_WARPGROUPS} warpgroups an SM, groups of {WGMMA_BATCH} wgmma {shape}, operands in "
-        "shared memory", {"iters": iters},
-    )  # fmt: skip
+    kernel = load_kernel("ceilings", f"{precision}_wgmma_peak", arch="sm_90a")
+    note = (f"own kernel, {WGMMA_WARPGROUPS} warpgroups an SM, groups of {WGMMA_BATCH} wgmma m64n256k{k} "
+            f"{precision.upper()}, operands in shared memory")  # fmt: skip
+    return _exact_rate(f"{precision}_wgmma_peak", kernel, (blocks, threads),
+                       (TENSOR_OPERANDS[precision][2], cupy.int32(iters)), precision=precision,
+                       products=128 * iters * WGMMA_BATCH * k, iters=iters, note=note,
+                       ops=2 * 64 * 256 * k * WGMMA_BATCH * iters * blocks * WGMMA_WARPGROUPS)  # fmt: skip
 
 
 def tf32_gemm(n: int = 8192) -> dict[str, Any]:

@@ -17,19 +17,21 @@ both kinds of the design).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.problem import ConvProblem
+from convkit.cuda.operands import ConvArgs
 from convkit.families import fp32, tf32x3
-from convkit.families.registry import Family, Kernels, KnobTable, first_of
-from convkit.libs import cutlass
+from convkit.families.registry import Family, Kernels, KnobTable, Variant, first_of
+from convkit.libs import cutlass, pytorch
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.tf32x3 import claims, profiled, results
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
-from convkit.study.tables import REFERENCES as REFERENCE_IMPLS
 from convkit.study.tuning import knob_table
 
 EXPERIMENT, TUNING, REPEAT_EXPERIMENT = results.SWEEP, results.TUNING, results.REPEAT
@@ -37,9 +39,19 @@ EXPERIMENT, TUNING, REPEAT_EXPERIMENT = results.SWEEP, results.TUNING, results.R
 FP32_TUNING = "fp32_tuning"
 #: Every kernel of the sweep: the 3xTF32 family's and the FP32 chapter's, so each problem compares them in one run.
 VARIANTS = (*tf32x3.VARIANTS, *fp32.VARIANTS)
-#: The library peers beside cuDNN and PyTorch: cuBLAS SGEMM (1x1) and CUTLASS; then PyTorch in TF32, a reference
-#: line recorded in the same run (never "the best library": convkit.study.tables.REFERENCES).
-PEERS = (*fp32.PEERS, *cutlass.PEERS, *tf32x3.REFERENCES)
+
+
+def _run_pytorch_tf32(a: ConvArgs, p: ConvProblem, spec: None = None) -> None:
+    a.out[...] = pytorch.autotuned_conv2d(p, a.x, a.w, tf32=True)()
+
+
+#: PyTorch's autotuned cuDNN in TF32 (its default for convolutions), recorded beside the kernels and peers as the
+#: speed a caller gives up for FP32's accuracy: its error recorded, held to no bar (a NaN output still fails), never
+#: "the best library" (convkit.study.tables.REFERENCES); where the GPU has TF32 tensor cores (a T4 would run FP32).
+TF32_LINE = Variant(pytorch.TF32_VARIANT, _run_pytorch_tf32, tolerance=math.inf, impl=pytorch.TF32_IMPL,
+                    precision="tf32", applies_to=lambda p: pytorch.available() and has_tf32_tensor_cores())  # fmt: skip
+#: The library peers beside cuDNN and PyTorch: cuBLAS SGEMM (1x1) and CUTLASS; then the TF32 line.
+PEERS = (*fp32.PEERS, *cutlass.PEERS, TF32_LINE)
 #: The sweep's timing: the FP32 chapter's (many problems, 20+ cases each).
 TIMING: dict[str, Any] = {"warmup": 2, "min_reps": 5, "max_reps": 200, "budget_ms": 20.0}
 #: Problems tuned and then swept together: an interrupted session leaves whole chunks behind.
@@ -112,14 +124,14 @@ def best_and_worst(directory: Path) -> list[tuple[str, ConvProblem]]:
 
 
 def profiled_peers(directory: Path) -> tuple[Any, ...]:
-    """The peers the profile takes: every peer but CUTLASS's and the reference lines, and of CUTLASS's
+    """The peers the profile takes: every peer but CUTLASS's and the TF32 line, and of CUTLASS's
     :data:`PROFILED_PEERS` and the fastest 3xTF32 tile of each profiled layer in the sweep recorded in ``directory``
     (:func:`profiled.fastest_cutlass_tiles`)."""
     from convkit.study.results import load_results
 
     recorded = (Path(directory) / f"{EXPERIMENT}.csv").is_file()
     fastest = profiled.fastest_cutlass_tiles(load_results(directory, EXPERIMENT)[0]) if recorded else {}
-    wanted = (p for p in PEERS if p.impl not in REFERENCE_IMPLS)  # PyTorch's kernels are cuDNN's
+    wanted = (p for p in PEERS if p is not TF32_LINE)  # PyTorch's kernels are cuDNN's
     return tuple(p for p in wanted if p.impl != cutlass.IMPL or p.name in {*PROFILED_PEERS, *fastest.values()})
 
 

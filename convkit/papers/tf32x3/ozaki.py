@@ -15,15 +15,13 @@ is set by how many bits the scaling leaves each operand, which the moduli's prod
 
 The model multiplies the residues exactly (float64 products of integers under 2^53) and rebuilds by Garner's
 mixed-radix digits (integers under 2^16), evaluated in float64 (a relative error of n * 2^-53, far below FP32's).
-Nothing here runs on a GPU or records a result: ``scripts/ozaki_int8_model.py`` prints the model's errors beside the
-recorded ones, and the 3xTF32 chapter tabulates them.
+Nothing here runs on a GPU or records a result: the 3xTF32 chapter tabulates the model's errors beside the recorded
+ones (:func:`model_table`), and ``scripts/ozaki_int8_model.py`` prints the same table for any number of moduli.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -140,34 +138,20 @@ def model_errors(moduli: tuple[int, ...] = (6, 7, 8, 9), scaling: str = "max") -
     return pd.DataFrame(rows)
 
 
-def recorded_errors(results: Path) -> Any:
-    """The errors the accuracy experiment recorded in ``results`` for our FP32 and 3xTF32 implicit GEMMs on
-    :data:`PROBLEMS`: label, inputs, variant, error (a DataFrame; empty where nothing is recorded)."""
-    import pandas as pd
-
-    path = results / "tf32x3_accuracy.csv"
-    columns = ["label", "inputs", "variant", "error"]
-    if not path.exists():
-        return pd.DataFrame(columns=columns)
-    rows = pd.read_csv(path)
-    ours = rows["label"].isin([p.label for p in PROBLEMS]) & (rows["R"] == 1) & (rows["impl"] == "convkit")
-    rows = rows[ours & (rows["status"] == "ok")]
-    rows = rows.assign(inputs=rows["params"].map(lambda p: json.loads(p)["inputs"]), error=rows["rel_err"])
-    return rows[columns].reset_index(drop=True)
-
-
 def model_table(model: Any, accuracy: Any) -> Any:
     """Per 1x1 problem of :data:`PROBLEMS` (rows: K = C, kind of input), the error of the ``model``
     (:func:`model_errors`) with each number of moduli beside the errors the accuracy experiment recorded
     (``accuracy``, its rows) for our 3xTF32 and FP32 implicit GEMMs on the same problem and kind of input (other
     values of it), as numbers."""
+    from convkit.families.fp32 import IGEMM
+    from convkit.families.tf32x3 import IGEMM as TF32X3
     from convkit.papers.tf32x3.accuracy import ERROR_NAMES, accuracy_frame
 
     table = model.pivot_table(index=["C", "inputs"], columns="n", values="error", sort=False)
     table.columns = [f"INT8, {n} products (model)" for n in table.columns]
     recorded = accuracy_frame(accuracy)
     c_of = {p.label: p.c for p in PROBLEMS}
-    for variant in ("igemm_tf32x3", "fp32_igemm"):
+    for variant in (TF32X3, IGEMM):
         name = ERROR_NAMES[("convkit", variant)]
         rows = recorded[recorded["label"].isin(c_of) & (recorded["method"] == name)]
         errors = {(c_of[r.label], r.inputs): r.rel_err for r in rows.itertuples()}
