@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import shutil
+from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 import pytest
 from findings_check import assert_findings_in_lines  # tests/findings_check.py
@@ -143,3 +145,54 @@ def test_the_wgmma_ceilings_are_measured_on_hopper_alone(monkeypatch):
     for elsewhere in ("sm_80", "compute_75", "no GPU"):
         monkeypatch.setattr(measure, "build_target", lambda e=elsewhere: e)
         assert not any("wgmma" in name for name, _ in measure.measurements())
+
+
+class _FakeCupy:
+    """NumPy standing in for CuPy where the tensor-core ceilings build their operands and check the sums."""
+
+    full, count_nonzero = staticmethod(np.full), staticmethod(np.count_nonzero)
+    int32, uint32, float32 = np.int32, np.uint32, np.float32
+
+    class cuda:  # CuPy's name
+        class Device:
+            attributes: ClassVar[dict[str, int]] = {"MultiProcessorCount": 2}
+
+
+@pytest.mark.parametrize("precision", ["tf32", "int8"])
+@pytest.mark.parametrize("instruction", ["mma", "wgmma"])
+def test_the_tensor_core_ceilings_check_the_exact_sums_and_count_the_operations(monkeypatch, precision, instruction):
+    """A kernel that sums as the real one does (each thread MMA_CHAINS x 4 outputs of k products a step for mma.sync,
+    128 outputs of WGMMA_BATCH products a group for wgmma) passes the check and gives ops over time in the unit of
+    its precision; one thread's sum off by a product fails it, naming the ceiling."""
+    from convkit.cuda.timing import Timing
+    from convkit.papers.ceilings import measure
+
+    k = {"mma": {"tf32": 8, "int8": 32}, "wgmma": measure.WGMMA_K}[instruction][precision]
+    launched = {}
+
+    def kernel(grid, block, args):
+        out, word, iters = args[0], args[1], int(args[-1])
+        product = float(word) ** 2 if precision == "tf32" else 1  # four INT8 ones a word: a product of two is 1
+        per_thread = (measure.MMA_CHAINS * 4 * iters if instruction == "mma" else 128 * iters * measure.WGMMA_BATCH) * k
+        out[...] = per_thread * product
+        out[0] += launched.get("off", 0) * product
+        launched["threads"] = grid[0] * block[0]
+
+    monkeypatch.setattr(measure, "require_cupy", lambda: _FakeCupy)
+    monkeypatch.setattr(measure, "load_kernel", lambda *args, **kwargs: kernel)
+    monkeypatch.setattr(measure, "benchmark", lambda run, **kwargs: (run(), Timing((2.0,)))[1])
+    monkeypatch.setattr(measure, "build_target", lambda: "sm_90")
+    monkeypatch.setattr("convkit.core.gpu.has_tf32_tensor_cores", lambda: True)
+    ceiling = (lambda: measure.mma_peak(precision, iters=4)) if instruction == "mma" else (
+        lambda: measure.wgmma_peak(precision, iters=4))  # fmt: skip
+    row = ceiling()
+    if instruction == "mma":  # 16 x 8 x k a product, per warp
+        per_run = 2 * 16 * 8 * k * measure.MMA_CHAINS * 4 * launched["threads"] // 32
+    else:  # 64 x 256 x k a product, per warpgroup of the 2 SMs' blocks
+        per_run = 2 * 64 * 256 * k * measure.WGMMA_BATCH * 4 * 2 * measure.WGMMA_WARPGROUPS
+    assert row["status"] == "ok" and row["metric"] == f"{precision}_{instruction}_peak"
+    assert row["value"] == pytest.approx(per_run / 2e9)
+    assert row["unit"] == ("TFLOP/s" if precision == "tf32" else "TOP/s")
+    launched["off"] = 1
+    with pytest.raises(RuntimeError, match=f"{precision}_{instruction}_peak left 1 of"):
+        ceiling()
