@@ -1,8 +1,7 @@
 // 3xTF32 implicit GEMM convolution on Hopper's warpgroup MMA (wgmma, sm_90a): FP32 accuracy from TF32 tensor
 // cores, as implicit_gemm_tf32x3.cu (CUTLASS's fast-FP32 split, include/cutlass/gemm/warp/mma_tensor_op_fast_f32.h:
 // big = a rounded to TF32, small = a - big; small*big + big*small + big*big, each K-tile summed apart and added in
-// FP32) on the instruction that replaced mma.sync there; the inputs' big part is the value itself, which the tensor
-// core truncates to TF32 as it reads it, and their small part what truncation leaves out (tf32::small_of_truncated).
+// FP32) on the instruction that replaced mma.sync there, weights and inputs split by that rule (tf32::split_ahead).
 // CUTLASS has no 3xTF32 kernel for sm90 (its FP32 emulation past SM80 is Blackwell's), so this one is convkit's own:
 // a first version, the 3xTF32 family's igemm_wgmma_tf32x3 (convkit/families/tf32x3/wgmma.py), checked and timed
 // apart by scripts/wgmma_probe.py. Further on, two
@@ -262,16 +261,16 @@ struct ColumnGather {
         }
     }
 
-    // The big plane, then the small one, split as the inputs split ahead are (tf32::small_of_truncated: the big part
-    // the value as it stands, of which the tensor core reads the top 19 bits; the small part what those leave out).
+    // The big plane, then the small one, split as the inputs split ahead are (tf32::split_ahead).
     __device__ __forceinline__ void store(float* b_planes) const
     {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
-            const float4 values = make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]);
+            float4 big, small;
+            tf32::split_ahead(make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]), big, small);
             const int line = ((kgroup0 + Step * i) * Width + column) * 4;
-            *reinterpret_cast<float4*>(b_planes + line) = values;
-            *reinterpret_cast<float4*>(b_planes + Width * BK + line) = tf32::small_of_truncated(values);
+            *reinterpret_cast<float4*>(b_planes + line) = big;
+            *reinterpret_cast<float4*>(b_planes + Width * BK + line) = small;
         }
     }
 };
@@ -608,8 +607,8 @@ __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums
 }
 
 // With INPUTS_FP32, a full stage's inputs split by the consumers together: the producer copied their values into the
-// big plane's place (the big parts as they stand, tf32::small_of_truncated), and each of the 256 consumer threads
-// writes the small parts of 4 float4s of them (the small plane in the same swizzled layout, PLANE_B_WS floats on),
+// big plane's place, and each of the 256 consumer threads splits 4 float4s of them (tf32::split_ahead): the big parts
+// in place, the small ones into the small plane (the same swizzled layout, PLANE_B_WS floats on),
 // then every consumer waits for the others' on the stage's "split" barrier (`parity`: its phase, the "full" one's).
 // (The producer splitting each K-tile once its copies had landed gave a stage to the consumers one K-tile later than
 // its copies did, so that the stages ahead of the tensor cores were two, not three, and took the products launch
@@ -620,9 +619,11 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
     float4* values = reinterpret_cast<float4*>(inputs);
     const int thread = threadIdx.x - PRODUCERS;
 #pragma unroll
-    for (int i = 0; i < QUADS; ++i)
-        values[PLANE_B_WS / 4 + thread + i * CONSUMERS] = tf32::small_of_truncated(values[thread + i * CONSUMERS]);
-    fence_to_async_proxy();  // the small parts (generic writes) before the tensor cores read them
+    for (int i = 0; i < QUADS; ++i) {
+        float4& value = values[thread + i * CONSUMERS];
+        tf32::split_ahead(value, value, values[PLANE_B_WS / 4 + thread + i * CONSUMERS]);
+    }
+    fence_to_async_proxy();  // both parts (generic writes) before the tensor cores read them
     arrive(split);
     wait_phase(split, parity);
 }
@@ -764,10 +765,9 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
 // on the H200; on a 1x1 filter its gathering is now a load and an add a value, ColumnGather's one-tap path). The
 // stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
-// The inputs' big parts are their values as they stand (tf32::small_of_truncated: the tensor core reads a value's top
-// 19 bits), so with CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to
-// stage): the producer copies a pixel's 128 bytes into the big plane's place, and the consumers write their small
-// parts into the small plane's once the stage is full (split_inputs).
+// With CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to stage): the
+// producer copies a pixel's 128 bytes into the big plane's place, and the consumers split them there once the stage
+// is full, the small parts into the small plane's place (split_inputs).
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
@@ -932,7 +932,7 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
 #endif
 
 // The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
-// small plane `plane` floats after the big one; its values and their small parts, tf32::small_of_truncated), zeros
+// small plane `plane` floats after the big one; tf32::split_ahead), zeros
 // past C. A block of 32 x 8 threads turns a tile of 32 channels by
 // 32 pixels through shared memory, so that it reads x and writes the planes in whole lines. With
 // CONVKIT_WS_INPUTS_FP32, one plane in FP32, which the split-ahead kernel built so splits as it stages it.
@@ -951,8 +951,12 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
         const int p = p0 + i;
         if (p >= HW) continue;
         const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
-        planes[at] = tile[threadIdx.x][i];  // split: the big part (tf32::small_of_truncated)
-        if (!CONVKIT_WS_INPUTS_FP32) planes[plane + at] = tf32::small_of_truncated(tile[threadIdx.x][i]);
+        const float value = tile[threadIdx.x][i];
+        if (CONVKIT_WS_INPUTS_FP32) {
+            planes[at] = value;  // split as staged (split_inputs)
+        } else {
+            tf32::split_ahead(value, planes[at], planes[plane + at]);
+        }
     }
 }
 

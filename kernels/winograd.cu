@@ -272,8 +272,11 @@ __device__ __forceinline__ void input_block(const float* __restrict__ x, float* 
                 const int point = first + pass + point_of;
                 if (point >= POINTS) break;  // (the last chunk's last pass: its points past the last)
                 const float4 v = reinterpret_cast<const float4*>(values[point - first][tile])[quad];
-                to[0] = v;  // split: the big part (tf32::small_of_truncated)
-                if (split) to[plane4] = tf32::small_of_truncated(v);
+                if (split) {
+                    tf32::split_ahead(v, to[0], to[plane4]);
+                } else {
+                    to[0] = v;  // split as staged (wgmma_tf32x3.cu's split_inputs)
+                }
             }
         }
     }

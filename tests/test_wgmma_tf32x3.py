@@ -45,11 +45,11 @@ def split_planes(w: np.ndarray) -> np.ndarray:
     return planes
 
 
-def truncated_planes(x: np.ndarray) -> np.ndarray:
-    """The inputs' planes as split_input_nhwc_tf32x3 splits them (kernels/tf32_split.cuh's small_of_truncated): the
-    values themselves, whose top 19 bits the tensor core reads, and what that truncation drops (exact in FP32)."""
-    kept = (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
-    return np.stack([x, x - kept])
+def input_planes(x: np.ndarray) -> np.ndarray:
+    """The inputs' planes as split_input_nhwc_tf32x3 splits them (kernels/tf32_split.cuh's split_ahead, the weights'
+    rule): big rounded to nearest TF32 (ties away), small = x - big, exact in FP32."""
+    big = round_tf32(x)
+    return np.stack([big, x - big])
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +103,10 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch)
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 
-def test_the_inputs_planes_are_the_truncated_split():
-    """The inputs' planes (truncated_planes): the values as they stand, and small parts that the values' TF32
-    truncations complete exactly: 1 + 2^-11 keeps 1 and leaves 2^-11, where rounding to nearest would keep 1 + 2^-10."""
-    x = np.array([1.0, 1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.1], dtype=np.float32)
-    big, small = truncated_planes(x)
-    assert (big == x).all()
-    kept = (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
-    assert (kept + small == x).all() and small[1] == np.float32(2.0**-11) and small[2] == -np.float32(2.0**-11)
+def test_the_inputs_planes_are_the_weights_split():
+    """The inputs' planes (input_planes) split as the weights' (split_planes): one rule for both operands."""
+    x = np.array([1.0, 1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.1, 0.0, 1e-35], dtype=np.float32)
+    assert np.array_equal(input_planes(x), split_planes(x[None])[:, 0, : x.size])
 
 
 def test_the_split_planes_are_split_weights_rule():
@@ -256,7 +252,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
                             (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
         nhwc = inputs.reshape(planes, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"
-        expected = truncated_planes(x) if planes == 2 else x[None]
+        expected = input_planes(x) if planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
@@ -301,9 +297,9 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
 
 @pytest.mark.parametrize("problem", [ONE_TAP, ConvProblem.same(1, 16, 6, 6, 70, 1)], ids=lambda p: p.label)
 def test_the_gathered_and_split_ahead_kernels_agree_bit_for_bit_on_a_1x1_on_the_cpu(build_dir, problem, monkeypatch):
-    """On a 1x1 filter both take the channels in the same K-tiles, split them by the same rule (the value, and what
-    the tensor core's truncation leaves out) and issue the same products in the same order: the gathering kernel
-    (persistent, two K-tiles in flight) and the split-ahead one give the same bits."""
+    """On a 1x1 filter both take the channels in the same K-tiles, split them by the same rule (tf32::split_ahead)
+    and issue the same products in the same order: the gathering kernel (persistent, two K-tiles in flight) and the
+    split-ahead one give the same bits."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
     outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.GATHERED_PERSISTENT,

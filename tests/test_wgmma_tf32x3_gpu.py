@@ -90,13 +90,13 @@ def test_the_warp_specialised_kernel_matches_float64(problem, launch):
 @pytest.mark.parametrize("channels", K_GROWTH_CHANNELS)
 def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
     """K = 9 C from 27 to 4608: every tuning candidate (the staged launches: the tensor cores' own sums over K
-    truncate, past the bar, see ``WGMMA_SETTINGS``) under the direct bar and, for K >= 256, no worse than 1.5x the
-    SIMT kernel's."""
+    truncate, past the bar, see ``WGMMA_SETTINGS``) under the direct bar and, for K >= 256, each no worse than 1.5x
+    the SIMT kernel's."""
     err = _errors(*k_growth_inputs(channels))
     print(f"K={9 * channels}: {err}")
     assert all(e < reference.DIRECT_TOLERANCE for e in err.values()), err
     if 9 * channels >= 256:
-        assert max(err[str(WgmmaGemmLaunch().to_params())], err[WS]) <= 1.5 * err["fp32"], err
+        assert max(e for key, e in err.items() if key != "fp32") <= 1.5 * err["fp32"], err
 
 
 @pytest.mark.parametrize("inputs", HARD_INPUTS)

@@ -94,9 +94,9 @@ def filters_macro(filters: int) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SplitInputNhwcLaunch(KernelLaunch):
-    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts (the values as they stand, whose top 19 bits
-    the tensor core reads, and what that truncation drops), channels last (:func:`input_plane_elements` floats each),
-    a block of 32 x 8 threads a tile of 32 channels by 32 pixels; not ``split``, the input in FP32, one such plane."""
+    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts (split as the weights are), channels last
+    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels; not
+    ``split``, the input in FP32, one such plane."""
 
     split: bool = True
 

@@ -24,10 +24,11 @@ def method(t: dict[str, Any]) -> list[str]:
         "handing each stage back through a second barrier. The inputs reach a stage three ways, one per tuning "
         "candidate: gathered from NCHW and split by the producer; split ahead by a pass that writes them channels "
         "last with their small parts; or written channels last in FP32 and split in shared memory by the consumers "
-        "once the stage is full. Each way, an input's big part is its value as it stands (the tensor core reads a "
-        "TF32 operand's top 19 bits) and its small part what those bits leave out. A persistent block per SM walks "
-        "the output tiles; a block of 64 filters, its consumers taking alternate K-tiles, serves layers of at most "
-        "64.",
+        "once the stage is full. Each way, inputs are split as the weights are, big rounded to nearest TF32 and "
+        "small the rest: the value itself as the big part, which the tensor core truncates, would save a rounding "
+        "but double the small part, and with it the small-by-small term that 3xTF32 leaves out. A persistent block "
+        "per SM walks the output tiles; a block of 64 filters, its consumers taking alternate K-tiles, serves "
+        "layers of at most 64.",
         "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
         "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
         "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
