@@ -157,6 +157,9 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]  # (split staged: Winograd's)
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
     assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
+    gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True)  # on a 1x1 filter alone
+    one_tap = wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
+    assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, split_ahead]
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
     assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")

@@ -275,7 +275,9 @@ SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method: on
 #: the H200 it was slower than :data:`SPLIT_AHEAD` on each of the 3xTF32 chapter's 97 stride-1 3x3 and 5x5 layers of
 #: at least 20 GFLOP (0.74x at the median, 0.85x at best, 2026-11-28, the producer splitting each K-tile once its
-#: copies had landed: now the consumers split a full stage, not yet timed).
+#: copies had landed); with the consumers splitting a full stage, a tie with it on a third of the chapter's 1x1 layers
+#: (median 1.02x; faster by over 3% on 58 of 117, slower on 35; H200, 2026-12-02), where neither is the fastest
+#: candidate (:data:`GATHERED_PERSISTENT` or the mma.sync kernel on 112 of them).
 SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
 
 
@@ -288,16 +290,21 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     (2026-11-28, the epilogue's division gone), the split-ahead persistent setting with two K-tiles in flight has the
     highest median of the split-ahead settings (92.7 TFLOP/s; one K-tile in flight, a block a tile: 86.3) and is the
     fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products
-    (its gathering on a 1x1 filter since made a load and an add a value: not yet timed, ``wgmma_probe.py --ones``).
+    (its gathering on a 1x1 filter since made a load and an add a value). On a 1x1 filter the gathering kernel
+    persistent too (:data:`GATHERED_PERSISTENT`).
     At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
     and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
     (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every layer timed: not a candidate.)"""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), SPLIT_AHEAD, *narrow]
+    one_tap = [GATHERED_PERSISTENT] if problem.r * problem.s == 1 else []
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *one_tap, SPLIT_AHEAD, *narrow]
 
 
 #: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
-#: consumers store the last one's (the 1x1 layers' few K-tiles a tile). Not yet timed: not a tuning candidate.
+#: consumers store the last one's (the 1x1 layers' few K-tiles a tile). A candidate on 1x1 layers: on a third of the
+#: 3xTF32 chapter's (117, every third), faster than the gathering kernel a block a tile on 96 and within 3% on 20
+#: (median 1.07x), the fastest wgmma launch on 70 and faster than the mma.sync kernel on 70 (median 1.15x); H200,
+#: 2026-12-02, ``scripts/wgmma_probe.py --ones --part=1/3``. Not timed on wider filters: not a candidate there.
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
