@@ -65,6 +65,9 @@
 #ifndef CONVKIT_FLUSH
 #define CONVKIT_FLUSH 1
 #endif
+#ifndef CONVKIT_COPIES_FIRST  // 1: the next slice's copies issued before the slice's products (scripts/tf32x3_issue.py)
+#define CONVKIT_COPIES_FIRST 0
+#endif
 
 namespace tf32x3 {
 constexpr int BM = CONVKIT_BM, BN = CONVKIT_BN, BK = 16, STAGES = CONVKIT_STAGES, VEC = CONVKIT_VEC;
@@ -205,46 +208,48 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
     const int warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // the fragment's row group and thread in group
     const int wm = (warp % WARPS_M) * WARP_M, wn = (warp / WARPS_M) * WARP_N;
-    // One slice's products added to part, in the tensor cores.
-    auto slice_products = [&](const float* As, Tiles& part) {
+    // One k-step's operands of a warp, split: the A fragments (ldmatrix where split ahead, else split here) and B's.
+    struct Fragments {
+        unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
+    };
+    auto fragments = [&](const float* As, int kk, Fragments& f) {
         const float* As_small = As + BM * SPLIT_STRIDE;  // PRESPLIT only
         const float* Bs = As + A_FLOATS;
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 8) {
-            unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
+        for (int i = 0; i < MT; ++i) {
+            if (PRESPLIT) {  // lane l: filter row l % 16 of the tile, k from 4 (l / 16)
+                const int at = (wm + i * 16 + lane % 16) * SPLIT_STRIDE + kk + 4 * (lane / 16);
+                ldmatrix_x4(f.a_big[i], As + at);
+                ldmatrix_x4(f.a_small[i], As_small + at);
+            } else {
 #pragma unroll
-            for (int i = 0; i < MT; ++i) {
-                if (PRESPLIT) {  // lane l: filter row l % 16 of the tile, k from 4 (l / 16)
-                    const int at = (wm + i * 16 + lane % 16) * SPLIT_STRIDE + kk + 4 * (lane / 16);
-                    ldmatrix_x4(a_big[i], As + at);
-                    ldmatrix_x4(a_small[i], As_small + at);
-                } else {
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) {  // (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
-                        const int m = wm + i * 16 + g + 8 * (v & 1), k = kk + t + 4 * (v >> 1);
-                        split(As[k * A_STRIDE + m], a_big[i][v], a_small[i][v]);
-                    }
+                for (int v = 0; v < 4; ++v) {  // (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
+                    const int m = wm + i * 16 + g + 8 * (v & 1), k = kk + t + 4 * (v >> 1);
+                    split(As[k * A_STRIDE + m], f.a_big[i][v], f.a_small[i][v]);
                 }
             }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float* b = Bs + (kk + t) * B_STRIDE + wn + j * 8 + g;
+            split(b[0], f.b_big[j][0], f.b_small[j][0]);             // (k t, column g)
+            split(b[4 * B_STRIDE], f.b_big[j][1], f.b_small[j][1]);  // (k t + 4, column g)
+        }
+    };
+    // A k-step's products added to part, in the tensor cores: the small products first, so the big one is added to
+    // sums of their own size.
+    auto products = [&](const Fragments& f, Tiles& part) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
-                const float* b = Bs + (kk + t) * B_STRIDE + wn + j * 8 + g;
-                split(b[0], b_big[j][0], b_small[j][0]);             // (k t, column g)
-                split(b[4 * B_STRIDE], b_big[j][1], b_small[j][1]);  // (k t + 4, column g)
+                mma(part[i][j], f.a_small[i], f.b_big[j]);
+                mma(part[i][j], f.a_big[i], f.b_small[j]);
             }
-            // the small products first, so the big one is added to sums of their own size
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) {
-                    mma(part[i][j], a_small[i], b_big[j]);
-                    mma(part[i][j], a_big[i], b_small[j]);
-                }
-#pragma unroll
-            for (int i = 0; i < MT; ++i)
-#pragma unroll
-                for (int j = 0; j < NT; ++j) mma(part[i][j], a_big[i], b_big[j]);
-        }
+            for (int j = 0; j < NT; ++j) mma(part[i][j], f.a_big[i], f.b_big[j]);
     };
     Tiles acc;
     zero(acc);
@@ -263,10 +268,25 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
             if (FLUSH > 1 && it == slices) break;  // the same for the whole block
             wait_stages<STAGES - 2>();  // slice `it` has landed (this thread's copies) ...
             __syncthreads();            // ... everyone's, and slice it - 1's stage is free again
+            const float* stage = smem + (it % STAGES) * STAGE_FLOATS;
             const int next = it + STAGES - 1;
-            if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
-            commit();  // an empty group past the end keeps the count wait_stages relies on
-            slice_products(smem + (it % STAGES) * STAGE_FLOATS, part);
+            // The slice's two k-steps with the next slice's copies issued between them, as CUTLASS's mainloop
+            // spreads its copies over its k-steps: the tensor cores run the first step's products while the warp
+            // addresses and issues the copies (issued first, they left the tensor cores idle for some 200
+            // instructions a slice; SASS of the 128x128 tile, 64x32 warps, sm_90).
+            Fragments f;
+            if (CONVKIT_COPIES_FIRST) {
+                if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
+                commit();
+            }
+            fragments(stage, 0, f);
+            products(f, part);
+            fragments(stage, 8, f);
+            if (!CONVKIT_COPIES_FIRST) {
+                if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
+                commit();  // an empty group past the end keeps the count wait_stages relies on
+            }
+            products(f, part);
         }
 #pragma unroll
         for (int i = 0; i < MT; ++i)
