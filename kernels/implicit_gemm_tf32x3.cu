@@ -273,7 +273,9 @@ extern "C" __global__ void __launch_bounds__(tf32x3::THREADS, tf32x3::MIN_BLOCKS
             // The slice's two k-steps with the next slice's copies issued between them, as CUTLASS's mainloop
             // spreads its copies over its k-steps: the tensor cores run the first step's products while the warp
             // addresses and issues the copies (issued first, they left the tensor cores idle for some 200
-            // instructions a slice; SASS of the 128x128 tile, 64x32 warps, sm_90).
+            // instructions a slice; SASS of the 128x128 tile, 64x32 warps, sm_90). On nine of the 3xTF32 chapter's
+            // large 3x3 layers (H200, scripts/tf32x3_issue.py): 1.14x at the 128x128 tile with 64x32 warps, 1.10x
+            // with 32x64, 1.00x at 64x128, whose two blocks an SM hide the copies already.
             Fragments f;
             if (CONVKIT_COPIES_FIRST) {
                 if (next < slices) load_slice(next % STAGES, k_begin + next * BK);
