@@ -35,9 +35,12 @@ echo "sweep exit \${PIPESTATUS[0]}"
 echo "=== repeat"
 python3 -c "from convkit.papers import tf32x3; tf32x3.measure_repeat('\$dir')" | tail -n 3
 echo "=== profile"
-if python3 -c "from convkit.papers import paper; paper('tf32x3')" 2>/dev/null && [ ! -f \$dir/tf32x3_kernels.csv ]; then
-  python3 -m convkit.cli profile tf32x3 --directory \$dir 2>&1 | tail -n 3
+# (profiled again whole once the sweep was measured again: the kernels a profile took may have changed since; a
+# profile cut short resumes)
+if [ ! -f \$dir/tf32x3_kernels.json ] || [ \$dir/tf32x3.json -nt \$dir/tf32x3_kernels.json ]; then
+  rm -f \$dir/tf32x3_kernels.csv \$dir/tf32x3_kernels.json
 fi
+python3 -m convkit.cli profile tf32x3 --directory \$dir 2>&1 | tail -n 3
 touch $job/done
 EOF
   start_job "$job"

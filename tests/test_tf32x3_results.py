@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from convkit.papers.tf32x3 import hopper, results
+from convkit.study import tables
 from convkit.study.checkout import results_dir
 from convkit.study.roofline import recorded_ceilings
 
@@ -123,6 +124,11 @@ def test_the_profile_is_two_tables_time_and_resources_with_the_tensor_core_kerne
     assert set(ours.index.get_level_values("implementation")) == {"3xTF32 implicit GEMM", "CUTLASS 3xTF32, 128 x 128"}
     mine = ours.xs("3xTF32 implicit GEMM", level="implementation")["registers a thread"]
     assert mine.between(190, 255).all()  # the recorded profile: 197 to 213
+    # the registers spilled, where the profile counted them (not the recorded one: no column of blanks)
+    assert "spilled MB" not in resources
+    ld, st = (m.replace(".", "_") for m in tables.LOCAL_MEMORY)
+    spilled = t["kernels"].assign(**{ld: 3e6, st: 1e6})
+    assert (profiled.profile_tables(spilled)[1]["spilled MB"] == 4.0).all()
 
 
 def test_the_ceilings_table_adds_hopper_s_own_instruction_where_measured():

@@ -290,11 +290,17 @@ def profile_table(kernels: Any, names: dict[str, str], pipe: str, pipe_instructi
     return pd.DataFrame(rows).set_index(["layer", "implementation"])
 
 
+#: Bytes a kernel moved to and from local memory, loads and stores (registers spilled, where ptxas ran out of them).
+LOCAL_MEMORY = ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")
+
+
 def profile_resources(kernels: Any, names: dict[str, str]) -> Any:
     """:func:`profile_table`'s rows, what each longest kernel holds: registers a thread, threads a block, warps active
-    (% of the SM's), shared-memory bank conflicts of loads and of stores."""
+    (% of the SM's), shared-memory bank conflicts of loads and of stores, and where the profile counted them
+    (:data:`LOCAL_MEMORY`) the megabytes of registers spilled to local memory and read back."""
     import pandas as pd
 
+    local = [m.replace(".", "_") for m in LOCAL_MEMORY]
     rows = []
     for config, implementation, k in _longest_kernels(kernels, names):
         rows.append({
@@ -304,4 +310,6 @@ def profile_resources(kernels: Any, names: dict[str, str]) -> Any:
             "bank conflicts (loads)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld_sum"),
             "bank conflicts (stores)": k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st_sum"),
         })  # fmt: skip
+        if all(c in k and not pd.isna(k[c]) for c in local):  # profiles recorded before the metric have none
+            rows[-1]["spilled MB"] = sum(float(k[c]) for c in local) / 1e6
     return pd.DataFrame(rows).set_index(["layer", "implementation"])

@@ -30,6 +30,7 @@ from convkit.families.registry import Family, Kernels, KnobTable, Variant, first
 from convkit.libs import cutlass, pytorch
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
 from convkit.papers.tf32x3 import claims, profiled, results
+from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
 from convkit.study.tuning import knob_table
@@ -103,7 +104,7 @@ PROFILE_METRICS: tuple[str, ...] = (
     "smsp__issue_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed_pipe_tensor_op_hmma.sum",
     "smsp__inst_executed.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-    *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS),
+    *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS), *tables.LOCAL_MEMORY,
 )  # fmt: skip
 
 
