@@ -1,6 +1,7 @@
-// The 3xTF32 split of an FP32 value into two TF32 operands, for implicit_gemm_tf32x3.cu and for the kernels that
-// write its weights split ahead (its split_weights_tf32x3, winograd.cu's winograd_transforms). Included
-// textually by convkit.cuda.nvrtc (NVRTC) and by nvcc from this directory.
+// The 3xTF32 split of an FP32 value into two TF32 operands, for implicit_gemm_tf32x3.cu, for the kernels that
+// write its weights split ahead (its split_weights_tf32x3, winograd.cu's winograd_transforms) and for every operand
+// of the wgmma kernels (wgmma_tf32x3.cu). Included textually by convkit.cuda.nvrtc (NVRTC) and by nvcc from this
+// directory.
 #pragma once
 
 namespace tf32 {
