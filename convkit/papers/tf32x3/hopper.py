@@ -33,4 +33,9 @@ def method(t: dict[str, Any]) -> list[str]:
         "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
         "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
         "they need compute capability 9.0, and the op runs them only there.",
+        "No other FP32-accurate convolution on wgmma was found in public sources. CUTLASS's public repository (as "
+        "of August 2026) has 3xTF32 kernels for the A100's mma.sync alone (its examples 27 to 29 and 33, the "
+        "convolution among them) and FP32 emulation on nine BF16 products for Blackwell (SM100); none for "
+        "Hopper's wgmma. NVIDIA's other FP32 emulation (cuBLAS's on BF16, cuTENSOR's on FP16) targets Blackwell "
+        "too, and a search of cuDNN's release notes found none.",
     ]
