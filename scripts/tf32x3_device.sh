@@ -4,8 +4,9 @@
 # the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
 # resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
 # Each call waits up to WAIT seconds (default 520) and copies what is recorded so far to $OUT:
-#   CONVKIT_COMMIT=<the commit, literally> [GPUS=4] bash scripts/tf32x3_device.sh   # carry .whl (nvidia-cutlass;
-#   with GPUS > 1, a node's kind, the Dask wheels too: scripts/node_device.sh lists them)
+#   CONVKIT_COMMIT=<the commit, literally> [GPUS=4] bash scripts/tf32x3_device.sh   # carry .whl and .whl_cutlass
+#   (the nvidia-cutlass wheel, for CUTLASS's peers: kept apart so that other device scripts' GPU suites do not build
+#   CUTLASS); with GPUS > 1, a node's kind, the Dask wheels too: scripts/node_device.sh lists them
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
 # working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
 # waits. The job's log is $OUT/job.log; a file $OUT/done says it finished.
@@ -15,6 +16,7 @@ mkdir -p "$OUT"
 job=/tmp/tf32x3_job
 source scripts/device_job.sh
 if new_job convkit kernels scripts pyproject.toml; then
+  [ -d .whl_cutlass ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl_cutlass/*.whl
   cp -r "results/$gpu" "$job/results/$gpu"
   cat > "$job/steps.sh" <<EOF
 set -uo pipefail
