@@ -13,7 +13,6 @@ cuobjdump: on the PATH, or CUOBJDUMP naming it (the nvidia-cuda-cuobjdump wheel 
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import re
 import shutil
@@ -22,38 +21,7 @@ import tempfile
 from pathlib import Path
 
 from convkit.core.problem import ConvProblem
-from convkit.cuda.ptxas import sass
-
-_LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
-_TARGET = re.compile(r"0x([0-9a-f]+)")
-
-
-#: --order's letters, by opcode.
-LETTERS = {"HMMA": "H", "LDSM": "m", "LDS": "s", "LDGSTS": "g", "FADD": "+", "BAR": "|"}
-
-
-def opcode(instruction: str) -> str:
-    """An instruction's opcode, its predicate and modifiers dropped."""
-    return instruction.split()[1 if instruction.startswith("@") else 0].split(".")[0]
-
-
-def loop_mix(text: str, function: str, marker: str) -> tuple[int, collections.Counter[str], str]:
-    """The innermost backward branch's body that holds ``marker`` instructions in ``function``: its length, its
-    opcodes and their order (:data:`LETTERS`)."""
-    body = text.split(f"Function : {function}", 1)[1].split("Function : ", 1)[0]
-    code = [(int(m.group(1), 16), m.group(2)) for line in body.splitlines() if (m := _LINE.match(line))]
-    loops = []
-    for end, (address, text_) in enumerate(code):
-        target = _TARGET.search(text_) if "BRA" in text_ else None
-        if target and int(target.group(1), 16) < address:
-            start = next(i for i, (a, _) in enumerate(code) if a == int(target.group(1), 16))
-            names = [opcode(t) for _, t in code[start : end + 1]]
-            ops = collections.Counter(names)
-            if ops[marker]:
-                loops.append((end + 1 - start, ops, "".join(LETTERS.get(n, ".") for n in names)))
-    if not loops:
-        raise SystemExit(f"no loop with {marker} in {function}")
-    return min(loops, key=lambda loop: loop[0])
+from convkit.cuda.ptxas import main_loop, sass
 
 
 def cutlass_sass(arch: str) -> str:
@@ -75,7 +43,7 @@ def cutlass_sass(arch: str) -> str:
 
 def report(name: str, text: str, function: str, marker: str, order: bool) -> None:
     """One kernel's main loop: its length per ``marker`` instruction, its mix and (``order``) its order."""
-    length, ops, letters = loop_mix(text, function, marker)
+    length, ops, letters = main_loop(text, function, marker)
     print(f"{name}: main loop {length} instructions, {ops[marker]} {marker}, {length / ops[marker]:.2f} per {marker}")
     for op, count in ops.most_common():
         print(f"  {op:10s} {count:5d}  {count / ops[marker]:.2f} per {marker}")

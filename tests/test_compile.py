@@ -107,6 +107,45 @@ def test_sass_names_the_tensor_core_instructions(monkeypatch):
     assert "Function : implicit_gemm_tf32x3" in text and "HMMA.1688.F32.TF32" in text
 
 
+@needs_nvcc
+def test_the_3xtf32_loop_issues_its_first_products_before_the_next_slice_s_copies():
+    """The mma.sync 3xTF32 kernel's main loop (128x128 tile, 64x32 warps, weights split ahead, sm_90): a slice's first
+    k-step of products (48 HMMA) is issued before the next slice's copies, which then run beside them
+    (kernels/implicit_gemm_tf32x3.cu); CONVKIT_COPIES_FIRST builds the order before, copies first."""
+    import os
+    import shutil
+
+    if not (os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")):
+        pytest.skip("cuobjdump is not on the PATH (nor named by CUOBJDUMP)")
+    options = ("-DCONVKIT_BM=128", "-DCONVKIT_BN=128", "-DCONVKIT_WARP_M=64", "-DCONVKIT_PRESPLIT=1",
+               "-DCONVKIT_STAGES=3")  # fmt: skip
+    for first, extra in ((False, ()), (True, ("-DCONVKIT_COPIES_FIRST=1",))):
+        text = ck.sass("implicit_gemm_tf32x3", "sm_90", options=(*options, *extra))
+        _, ops, order = ck.main_loop(text, "implicit_gemm_tf32x3", "HMMA")
+        assert ops["HMMA"] == 96 and ops["LDGSTS"] > 0
+        assert (order.index("g") < order.index("H")) == first, order
+        if not first:  # a k-step's 48 products before the first copy
+            assert order[: order.index("g")].count("H") == 48, order
+
+
+def test_main_loop_reads_the_innermost_loop_of_the_marker_s_instructions():
+    """A hand-written listing: two loops, the inner one holding the HMMAs; its length, mix and order."""
+    text = """
+        Function : k
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDGSTS.E [R2], desc[UR4][R4.64] ;
+        /*0020*/                   HMMA.1688.F32.TF32 R8, R12, R14, R8 ;
+        /*0030*/              @!P0 BRA 0x10 ;
+        /*0040*/                   FADD R8, R8, R9 ;
+        /*0050*/                   BRA 0x0 ;
+        /*0060*/                   EXIT ;
+        """
+    length, ops, order = ck.main_loop(text, "k", "HMMA")
+    assert (length, ops["HMMA"], ops["LDGSTS"], order) == (3, 1, 1, "gH.")
+    with pytest.raises(ValueError, match="no loop with FFMA"):
+        ck.main_loop(text, "k", "FFMA")
+
+
 def test_sass_says_which_tool_is_missing(monkeypatch):
     monkeypatch.delenv("CUOBJDUMP", raising=False)
     monkeypatch.setattr(ck.shutil, "which", lambda name: None)

@@ -4,10 +4,13 @@
 the resource usage of every kernel (registers, stack frame, spills, shared memory, and whether ptxas serialised its
 wgmma instructions). CI uses it to check
 that every kernel builds for the Colab T4 (sm_75) and the H100 (sm_90); the chapters use it as evidence.
+:func:`sass` disassembles a build, and :func:`main_loop` reads a kernel's main loop from it: its length, its mix of
+instructions and their order (scripts/sass_mix.py; a test holds the 3xTF32 kernel's order).
 """
 
 from __future__ import annotations
 
+import collections
 import re
 import shutil
 import subprocess
@@ -122,6 +125,37 @@ def sass(source: str, arch: str = "sm_90", *, options: tuple[str, ...] = ()) -> 
     if proc.returncode != 0:
         raise RuntimeError(f"cuobjdump failed on kernels/{source}.cu ({arch}):\n{proc.stderr}")
     return proc.stdout
+
+
+_SASS_LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
+_BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)")
+#: :func:`main_loop`'s letters for the instructions a main loop's order is read by (the rest: ".").
+LOOP_LETTERS = {"HMMA": "H", "LDSM": "m", "LDS": "s", "LDGSTS": "g", "FADD": "+", "BAR": "|"}
+
+
+def opcode(instruction: str) -> str:
+    """A SASS instruction's opcode, its predicate and modifiers dropped."""
+    return instruction.split()[1 if instruction.startswith("@") else 0].split(".")[0]
+
+
+def main_loop(text: str, function: str, marker: str) -> tuple[int, collections.Counter[str], str]:
+    """In :func:`sass`'s ``text``, the innermost loop (backward branch) of ``function`` that holds ``marker``
+    instructions (``HMMA``, ``FFMA``): its length, its opcodes and their order, a letter each
+    (:data:`LOOP_LETTERS`). Raises ValueError where no loop holds one."""
+    body = text.split(f"Function : {function}", 1)[1].split("Function : ", 1)[0]
+    code = [(int(m.group(1), 16), m.group(2)) for line in body.splitlines() if (m := _SASS_LINE.match(line))]
+    loops = []
+    for end, (address, instruction) in enumerate(code):
+        target = _BRANCH_TARGET.search(instruction) if "BRA" in instruction else None
+        if target and int(target.group(1), 16) < address:
+            start = next(i for i, (a, _) in enumerate(code) if a == int(target.group(1), 16))
+            names = [opcode(t) for _, t in code[start : end + 1]]
+            ops = collections.Counter(names)
+            if ops[marker]:
+                loops.append((end + 1 - start, ops, "".join(LOOP_LETTERS.get(n, ".") for n in names)))
+    if not loops:
+        raise ValueError(f"no loop with {marker} in {function}")
+    return min(loops, key=lambda loop: loop[0])
 
 
 def _cubin(source: str, arch: str, options: tuple[str, ...], folder: Path) -> tuple[Path, str]:
