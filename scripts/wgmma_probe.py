@@ -391,17 +391,17 @@ def layers() -> None:
 
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
-    family's tuning candidates there, the inputs split as staged (:data:`SPLIT_STAGED`, split by the consumers) and
-    the gathering kernel persistent (:data:`GATHERED_PERSISTENT`), each a candidate if it wins, and the mma.sync
-    kernel, beside cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
+    family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
+    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins) and the mma.sync kernel, beside
+    cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
 
-    def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:  # (GATHERED_PERSISTENT a candidate on 1x1 layers)
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, GATHERED_PERSISTENT)}
+    def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)

@@ -294,7 +294,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     persistent too (:data:`GATHERED_PERSISTENT`).
     At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
     and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
-    (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every layer timed: not a candidate.)"""
+    (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every large layer timed and tied on the 1x1 ones: not a
+    candidate.)"""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     one_tap = [GATHERED_PERSISTENT] if problem.r * problem.s == 1 else []
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *one_tap, SPLIT_AHEAD, *narrow]
