@@ -11,6 +11,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n]  # its 1x1 layers, beside cuBLAS SGEMM
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy  # where 16 small 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
     PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
@@ -411,6 +412,54 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     rates_table(problems, runs, 10, checked=lambda p: len(settings(p)), against="cuBLAS SGEMM")
 
 
+def ones_anatomy(count: int = 16) -> None:
+    """Where a small or middling 1x1 layer's time goes (``count`` of the chapter's stride-1 1x1 layers of 0.05-5
+    GFLOP, spread evenly by size), in microseconds (:func:`layer_anatomy`)."""
+    import cupy
+
+    from convkit.libs import cublas
+
+    problems = sorted((p for p in chapter_layers(0.0) if cublas.supports(p) and 0.05e9 <= p.flops <= 5e9),
+                      key=lambda p: p.flops)  # fmt: skip
+    rng = cupy.random.default_rng(5)
+    for i in range(count):
+        p = problems[round(i * (len(problems) - 1) / (count - 1))]
+        times = layer_anatomy(p, rng)
+        tiles = -(-p.n * p.out_h * p.out_w // 128) * -(-p.m // 128)
+        line = ", ".join(f"{name} {t:.1f}" for name, t in times.items())
+        print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {tiles} tiles, {-(-p.c // 32)} K-tiles): {line}")
+
+
+def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
+    """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
+    timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
+    then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
+    the gathering kernel a block a tile; the mma.sync kernel's default launch."""
+    import cupy
+
+    from convkit.libs import cublas
+
+    spec = GATHERED_PERSISTENT
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
+    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+    _, tiled = spec.operands(p, x, w, workspace)
+    empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
+    runs = {
+        "SGEMM": lambda: cublas.conv1x1(x, w, out),
+        "empty launch": lambda: empty((1,), (32,), ()),
+        "whole": functools.partial(wgmma_call(x, w, bias, p, spec), out),
+        "split alone": lambda: spec.operands(p, x, w, workspace),
+        "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
+        **{PART_NAMES[part]: functools.partial(wgmma_call(x, w, bias, p, part_of(spec, part)), out)
+           for part in (1, 2, 3, 10)},
+        "a block a tile": functools.partial(wgmma_call(x, w, bias, p, WgmmaWsLaunch()), out),
+        "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
+    }  # fmt: skip
+    return {name: median_us(run) for name, run in runs.items()}
+
+
 def narrow(check_only: bool) -> None:
     """The split-ahead kernel at 64 filters a block (``SPLIT_AHEAD_NARROW``) against float64 on the irregular shapes
     (the four smallest where ``check_only``, under compute-sanitizer) and on a 1x1 layer of one K-tile (the second
@@ -647,6 +696,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
+    elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes
+        ones_anatomy()
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         ones(tuple(map(int, share.split("/"))))
