@@ -31,7 +31,8 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
+// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_WEIGHTS_FP32 (the
+// gathering kernel: its weights copied as they lie and split as staged, no launch ahead); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -70,6 +71,9 @@
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
+#endif
+#ifndef CONVKIT_WS_WEIGHTS_FP32  // the gathering warp-specialised kernel: 1 its weights read as they lie (MCRS, FP32),
+#define CONVKIT_WS_WEIGHTS_FP32 0  // copied by its producer and split by its consumers once staged; 0 split ahead, tiled
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -167,6 +171,17 @@ __device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
     else
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
                      "r"(valid ? 16 : 0));
+#endif
+}
+
+// 4 bytes from global to shared memory, asynchronously and through L1 (a zero where not valid).
+__device__ __forceinline__ void copy4(float* to, const float* from, bool valid)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    *to = valid ? *from : 0.0f;
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(to)), "l"(from),
+                 "r"(valid ? 4 : 0) : "memory");
 #endif
 }
 
@@ -436,7 +451,10 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
-// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's.
+// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's. With CONVKIT_WS_WEIGHTS_FP32
+// its weights are w itself: the producer copies each K-tile's as they lie (FilterRow, cp.async, arriving on the
+// "full" barrier as they land) and each consumer splits its 64 rows of them once staged (split_weights), so that a
+// call is this one launch.
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
@@ -451,11 +469,16 @@ constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight 
 // stages further ahead, was measured slower: 0.78-0.99x on the 3xTF32 chapter's 110 large layers, H200, 2026-11-28.)
 // Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
 // the second consumer's sums, 64 x 128 floats, for the first to add.
-constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two and with INPUTS_FP32 split
+constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two, the splits' (INPUTS_FP32, WEIGHTS_FP32)
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
+constexpr bool WEIGHTS_FP32 = CONVKIT_WS_WEIGHTS_FP32;
+// Each stage's "full" barrier: every producer thread's arrival, and either the weights' bulk copy (its bytes) or, with
+// WEIGHTS_FP32, every producer thread's arrival once its weights' cp.async copies have landed.
+constexpr int FULL_ARRIVALS = WEIGHTS_FP32 ? 2 * PRODUCERS : PRODUCERS + 1;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
+static_assert(!(WEIGHTS_FP32 && (INPUTS_FP32 || SPLIT_K)), "weights split as staged: the gathering kernel's, 128 filters");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -501,6 +524,16 @@ __device__ __forceinline__ void arrive(unsigned long long* bar)
 #endif
 }
 
+// An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
+__device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_arrive(bar, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
 // An arrival that also says how many bytes the phase waits for (the bulk copy's).
 __device__ __forceinline__ void arrive_expecting(unsigned long long* bar, unsigned bytes)
 {
@@ -542,11 +575,14 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 __device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + WS_STAGES; }
 
 // With INPUTS_FP32, after those: each stage's "split" barrier, on which the consumers arrive once they have written
-// its small plane (split_inputs).
+// its small plane (split_inputs). With WEIGHTS_FP32 (never both), the same place holds each consumer's own, one a
+// stage: consumer `group`'s at split_barriers(empty) + group * WS_STAGES + stage (split_weights).
 __device__ __forceinline__ unsigned long long* split_barriers(unsigned long long* empty)
 {
     return empty + WS_STAGES + 2;
 }
+static_assert(2 * WS_STAGES + 2 + (WEIGHTS_FP32 ? 2 * WS_STAGES : INPUTS_FP32 ? WS_STAGES : 0) <= BARRIER_FLOATS / 2,
+              "the barriers fit their 128 bytes");
 
 // The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
 // each "empty": the RELEASERS that multiplied the stage; with SPLIT_K the sums' two) and made visible to every thread
@@ -555,7 +591,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, PRODUCERS + 1);
+            barrier_init(full + s, FULL_ARRIVALS);
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -564,6 +600,8 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
         }
         if (INPUTS_FP32)
             for (int s = 0; s < WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, CONSUMERS);
+        if (WEIGHTS_FP32)
+            for (int s = 0; s < 2 * WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, 128);
     }
     barriers_ready();
 }
@@ -628,6 +666,58 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
     wait_phase(split, parity);
 }
 
+// With WEIGHTS_FP32, a consumer's 64 rows of a full stage's weights split in place (tf32::split_ahead): the
+// producer copied them as they lie into the big plane's place; each of the warpgroup's 128 threads splits 4 of its
+// rows' 512 k-group lines, the big parts in place and the small ones into the small plane, then waits for the
+// warpgroup's others on its own "split" barrier of the stage (`parity`: its phase, the "full" one's). The two
+// consumers split apart, each its own rows (neither waits for the other), and a K-tile's split runs while the
+// tensor cores still work on the K-tile before (two in flight): so no launch ahead splits the weights.
+__device__ __forceinline__ void split_weights(float* a_planes, int row0, unsigned long long* split, unsigned parity)
+{
+    float4* lines = reinterpret_cast<float4*>(a_planes);
+    const int thread = threadIdx.x % 128;
+#pragma unroll
+    for (int i = 0; i < KGROUPS * 64 / 128; ++i) {  // line `at` of 64 a k-group: a warp's 32 rows one 512-byte run
+        const int at = thread + 128 * i, line = at / 64 * FILTERS + row0 + at % 64;
+        tf32::split_ahead(lines[line], lines[line], lines[PLANE_A_WS / 4 + line]);
+    }
+    fence_to_async_proxy();  // both parts (generic writes) before the tensor cores read them
+    arrive(split);
+    wait_phase(split, parity);
+}
+
+// The producer's row of a block's weights with WEIGHTS_FP32: thread `row`'s filter (m0 + row), each K-tile's 32
+// values of it copied as they lie in w (MCRS, rows of K = C R S) into a stage's big plane, [k-group][row][4], by
+// cp.async (kept in L1: a warp's 16-byte copies read half of each 32-byte sector, the next copy the other half), 16
+// bytes a k-group where K is a multiple of 4 and w 16-byte aligned, else 4 bytes a value; zeros past M and K.
+struct FilterRow {
+    const float* values;  // the filter's first value (dereferenced only for a filter below M)
+    int row, K;
+    bool filter_ok, lines;  // lines: 16-byte copies
+
+    __device__ FilterRow(const float* w, int m0, int row_, int M, int K_)
+        : values(w + (long long)(m0 + row_) * K_), row(row_), K(K_), filter_ok(m0 + row_ < M),
+          lines(K_ % 4 == 0 && reinterpret_cast<unsigned long long>(w) % 16 == 0)
+    {
+    }
+
+    __device__ __forceinline__ void copy(float* a_big, int tile) const
+    {
+        const int k0 = tile * BK;
+#pragma unroll
+        for (int g = 0; g < KGROUPS; ++g) {
+            float* to = a_big + (g * FILTERS + row) * 4;
+            const int k = k0 + 4 * g;
+            if (lines) {
+                copy16<true>(to, values + k, filter_ok && k < K);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) copy4(to + j, values + k + j, filter_ok && k + j < K);
+            }
+        }
+    }
+};
+
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
 // (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
 // filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
@@ -659,6 +749,8 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         float* stage = smem + s * STAGE_WS;
         if constexpr (Split) split_inputs(stage + 2 * PLANE_A_WS, split_barriers(empty) + s, (turn / WS_STAGES) & 1);
+        if constexpr (WEIGHTS_FP32)
+            split_weights(stage, row0, split_barriers(empty) + group * WS_STAGES + s, (turn / WS_STAGES) & 1);
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
@@ -727,21 +819,34 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
     init_barriers(full, empty);
 
-    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy (or copied as they lie), the inputs gathered,
+                            // split and stored
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
             ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride);
-            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
+            const int m0 = (int)(t % m_blocks) * FILTERS;
+            const float* weights = tiled + (WEIGHTS_FP32 ? 0 : m0 / FILTERS * tiles * (2 * PLANE_A_WS));
+            const FilterRow filter(tiled, m0, tid, M, C * RS);  // (with WEIGHTS_FP32)
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
-                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
+                if constexpr (WEIGHTS_FP32) {  // the stage free, then this thread's filter's K-tile copied
+                    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+                    if (!CONVKIT_PART_NO_WEIGHTS || turn < WS_STAGES) filter.copy(stage, tile);
+                    arrive_on_copies(full + s);
+                } else {
+                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
+                }
                 if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
             }
+        }
+        if constexpr (WEIGHTS_FP32) {
+            copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
+            copies_wait();
         }
         return;
     }
@@ -771,19 +876,6 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
-
-// An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
-__device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    emu::mbarrier_arrive(bar, 0);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(bar)) : "memory");
-#endif
-}
-}  // namespace wgmma_ws
-
-namespace wgmma_ws {
 // Independent GEMMs of one shape, run by one launch (Winograd's transformed points): GEMM b's input planes, tiled
 // weights and output lie b x the step on from the first's. One GEMM: count 1, steps 0.
 struct Batch {
@@ -803,6 +895,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     unsigned long long* empty = full + WS_STAGES;
     const int CP = wgmma_operands::padded_channels(C), tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
+    if constexpr (WEIGHTS_FP32) __trap();  // its weights are tiled: a module built so never launches it
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
     // The output tiles (FILTERS filters by 128 pixels), the m-blocks of one pixel block together (they read the same

@@ -33,6 +33,7 @@ from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
+    GATHERED_ONE_LAUNCH,
     GATHERED_PERSISTENT,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
@@ -68,7 +69,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
+        weights = ", weights split as staged" if spec.weights else ""
+        persistent = ", persistent" if spec.persistent else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{weights}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -393,7 +396,8 @@ def layers() -> None:
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
-    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins) and the mma.sync kernel, beside
+    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with its
+    weights split as staged (:data:`GATHERED_ONE_LAUNCH`, and a block a tile) and the mma.sync kernel, beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
@@ -402,7 +406,8 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
+        one_launch = (GATHERED_ONE_LAUNCH, WgmmaWsLaunch(weights="split staged"))
+        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *one_launch)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -434,7 +439,8 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
     then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
-    the gathering kernel a block a tile; the mma.sync kernel's default launch."""
+    the gathering kernel a block a tile; the same kernel with its weights split as staged (:data:`GATHERED_ONE_LAUNCH`:
+    one launch), whole and in parts 1 and 2, and a block a tile; the mma.sync kernel's default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -446,17 +452,24 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
     _, tiled = spec.operands(p, x, w, workspace)
     empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
+
+    def call(launch: WgmmaLaunch) -> Callable[[], Any]:
+        return functools.partial(wgmma_call(x, w, bias, p, launch), out)
+
+    one_launch = GATHERED_ONE_LAUNCH
     runs = {
         "SGEMM": lambda: cublas.conv1x1(x, w, out),
         "empty launch": lambda: empty((1,), (32,), ()),
-        "whole": functools.partial(wgmma_call(x, w, bias, p, spec), out),
+        "whole": call(spec),
         "split alone": lambda: spec.operands(p, x, w, workspace),
         "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
-        **{PART_NAMES[part]: functools.partial(wgmma_call(x, w, bias, p, part_of(spec, part)), out)
-           for part in (1, 2, 3, 10)},
-        "a block a tile": functools.partial(wgmma_call(x, w, bias, p, WgmmaWsLaunch()), out),
+        **{PART_NAMES[part]: call(part_of(spec, part)) for part in (1, 2, 3, 10)},
+        "a block a tile": call(WgmmaWsLaunch()),
+        "one launch": call(one_launch),
+        **{f"one launch, {PART_NAMES[part]}": call(part_of(one_launch, part)) for part in (1, 2)},
+        "one launch, a block a tile": call(WgmmaWsLaunch(weights="split staged")),
         "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
-    }  # fmt: skip
+    }
     return {name: median_us(run) for name, run in runs.items()}
 
 
