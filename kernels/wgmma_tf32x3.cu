@@ -32,7 +32,8 @@
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
 // block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_WEIGHTS_FP32 (the
-// gathering kernel: its weights copied as they lie and split as staged, no launch ahead); CONVKIT_WG_PART, for
+// gathering kernel: its weights copied as they lie and split as staged by its producer, no launch ahead);
+// CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -73,7 +74,7 @@
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
 #ifndef CONVKIT_WS_WEIGHTS_FP32  // the gathering warp-specialised kernel: 1 its weights read as they lie (MCRS, FP32),
-#define CONVKIT_WS_WEIGHTS_FP32 0  // copied by its producer and split by its consumers once staged; 0 split ahead, tiled
+#define CONVKIT_WS_WEIGHTS_FP32 0  // copied and split by its producer as it stages them; 0 split ahead, tiled
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -452,9 +453,8 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
 // CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's. With CONVKIT_WS_WEIGHTS_FP32
-// its weights are w itself: the producer copies each K-tile's as they lie (FilterRow, cp.async, arriving on the
-// "full" barrier as they land) and each consumer splits its 64 rows of them once staged (split_weights), so that a
-// call is this one launch.
+// its weights are w itself, which the producer copies and splits as it stages each K-tile (FilterLines): a call is
+// this one launch.
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
@@ -469,16 +469,15 @@ constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight 
 // stages further ahead, was measured slower: 0.78-0.99x on the 3xTF32 chapter's 110 large layers, H200, 2026-11-28.)
 // Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
 // the second consumer's sums, 64 x 128 floats, for the first to add.
-constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two, the splits' (INPUTS_FP32, WEIGHTS_FP32)
+constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two and with INPUTS_FP32 split
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 constexpr bool WEIGHTS_FP32 = CONVKIT_WS_WEIGHTS_FP32;
-// Each stage's "full" barrier: every producer thread's arrival, and either the weights' bulk copy (its bytes) or, with
-// WEIGHTS_FP32, every producer thread's arrival once its weights' cp.async copies have landed.
-constexpr int FULL_ARRIVALS = WEIGHTS_FP32 ? 2 * PRODUCERS : PRODUCERS + 1;
+// Each stage's "full" barrier: every producer thread's arrival, and but with WEIGHTS_FP32 the weights' bulk copy's.
+constexpr int FULL_ARRIVALS = WEIGHTS_FP32 ? PRODUCERS : PRODUCERS + 1;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
-static_assert(!(WEIGHTS_FP32 && (INPUTS_FP32 || SPLIT_K)), "weights split as staged: the gathering kernel's, 128 filters");
+static_assert(!WEIGHTS_FP32 || (!INPUTS_FP32 && !SPLIT_K), "weights split as staged: the gathering kernel's, 128 filters");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -575,14 +574,11 @@ __device__ __forceinline__ void bulk_copy(float* to, const float* from, unsigned
 __device__ __forceinline__ unsigned long long* sums_barriers(unsigned long long* empty) { return empty + WS_STAGES; }
 
 // With INPUTS_FP32, after those: each stage's "split" barrier, on which the consumers arrive once they have written
-// its small plane (split_inputs). With WEIGHTS_FP32 (never both), the same place holds each consumer's own, one a
-// stage: consumer `group`'s at split_barriers(empty) + group * WS_STAGES + stage (split_weights).
+// its small plane (split_inputs).
 __device__ __forceinline__ unsigned long long* split_barriers(unsigned long long* empty)
 {
     return empty + WS_STAGES + 2;
 }
-static_assert(2 * WS_STAGES + 2 + (WEIGHTS_FP32 ? 2 * WS_STAGES : INPUTS_FP32 ? WS_STAGES : 0) <= BARRIER_FLOATS / 2,
-              "the barriers fit their 128 bytes");
 
 // The stages' barriers, initialised by thread 0 (each "full": the producer's threads and the bulk copy's arrival;
 // each "empty": the RELEASERS that multiplied the stage; with SPLIT_K the sums' two) and made visible to every thread
@@ -600,8 +596,6 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
         }
         if (INPUTS_FP32)
             for (int s = 0; s < WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, CONSUMERS);
-        if (WEIGHTS_FP32)
-            for (int s = 0; s < 2 * WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, 128);
     }
     barriers_ready();
 }
@@ -666,54 +660,55 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
     wait_phase(split, parity);
 }
 
-// With WEIGHTS_FP32, a consumer's 64 rows of a full stage's weights split in place (tf32::split_ahead): the
-// producer copied them as they lie into the big plane's place; each of the warpgroup's 128 threads splits 4 of its
-// rows' 512 k-group lines, the big parts in place and the small ones into the small plane, then waits for the
-// warpgroup's others on its own "split" barrier of the stage (`parity`: its phase, the "full" one's). The two
-// consumers split apart, each its own rows (neither waits for the other), and a K-tile's split runs while the
-// tensor cores still work on the K-tile before (two in flight): so no launch ahead splits the weights.
-__device__ __forceinline__ void split_weights(float* a_planes, int row0, unsigned long long* split, unsigned parity)
-{
-    float4* lines = reinterpret_cast<float4*>(a_planes);
-    const int thread = threadIdx.x % 128;
-#pragma unroll
-    for (int i = 0; i < KGROUPS * 64 / 128; ++i) {  // line `at` of 64 a k-group: a warp's 32 rows one 512-byte run
-        const int at = thread + 128 * i, line = at / 64 * FILTERS + row0 + at % 64;
-        tf32::split_ahead(lines[line], lines[line], lines[PLANE_A_WS / 4 + line]);
-    }
-    fence_to_async_proxy();  // both parts (generic writes) before the tensor cores read them
-    arrive(split);
-    wait_phase(split, parity);
-}
+// With WEIGHTS_FP32, the producer's lines of a block's weights: each K-tile's 32 values of its 128 filters (from m0)
+// copied as they lie in w (MCRS, rows of K = C R S) into a stage's big plane, [k-group][row][4], by cp.async, then
+// split in place once landed (tf32::split_ahead; the small parts into the small plane), each thread its own 8 lines
+// (its copies are the ones it waits for): so no launch ahead splits the weights. Line i of thread t: filter
+// 32 (t / 32) + 8 i' + t % 8 (i' = i % 4), k-group 4 (i / 4) + t / 8 % 4, so that a warp's copy reads 64 whole bytes of
+// each of 8 filters and writes 8 filters' lines of one k-group side by side (no bank conflict). 16 bytes a line where
+// K is a multiple of 4 and w 16-byte aligned, else 4 a value; zeros past M and K. (Split by the consumers once
+// staged, each its own 64 rows behind a barrier of its own, the products ran 0.8x the split-ahead weights' speed on
+// the 3xTF32 chapter's 1x1 layers, median of 117: H200, 2026-12-02.)
+struct FilterLines {
+    static constexpr int LINES = FILTERS * KGROUPS / PRODUCERS;
+    const float* w;
+    int m0, M, K, thread;
+    bool lines;  // 16-byte copies
 
-// The producer's row of a block's weights with WEIGHTS_FP32: thread `row`'s filter (m0 + row), each K-tile's 32
-// values of it copied as they lie in w (MCRS, rows of K = C R S) into a stage's big plane, [k-group][row][4], by
-// cp.async (kept in L1: a warp's 16-byte copies read half of each 32-byte sector, the next copy the other half), 16
-// bytes a k-group where K is a multiple of 4 and w 16-byte aligned, else 4 bytes a value; zeros past M and K.
-struct FilterRow {
-    const float* values;  // the filter's first value (dereferenced only for a filter below M)
-    int row, K;
-    bool filter_ok, lines;  // lines: 16-byte copies
-
-    __device__ FilterRow(const float* w, int m0, int row_, int M, int K_)
-        : values(w + (long long)(m0 + row_) * K_), row(row_), K(K_), filter_ok(m0 + row_ < M),
-          lines(K_ % 4 == 0 && reinterpret_cast<unsigned long long>(w) % 16 == 0)
+    __device__ FilterLines(const float* w_, int m0_, int M_, int K_, int thread_)
+        : w(w_), m0(m0_), M(M_), K(K_), thread(thread_),
+          lines(K_ % 4 == 0 && reinterpret_cast<unsigned long long>(w_) % 16 == 0)
     {
     }
+    __device__ __forceinline__ int row(int i) const { return 32 * (thread / 32) + 8 * (i % 4) + thread % 8; }
+    __device__ __forceinline__ int kgroup(int i) const { return 4 * (i / 4) + thread / 8 % 4; }
 
     __device__ __forceinline__ void copy(float* a_big, int tile) const
     {
-        const int k0 = tile * BK;
 #pragma unroll
-        for (int g = 0; g < KGROUPS; ++g) {
-            float* to = a_big + (g * FILTERS + row) * 4;
-            const int k = k0 + 4 * g;
+        for (int i = 0; i < LINES; ++i) {
+            const int m = m0 + row(i), k = tile * BK + 4 * kgroup(i);
+            float* to = a_big + (kgroup(i) * FILTERS + row(i)) * 4;
+            const float* from = w + (long long)(m < M ? m : 0) * K + k;  // (read only where valid)
             if (lines) {
-                copy16<true>(to, values + k, filter_ok && k < K);
+                copy16<true>(to, from, m < M && k < K);
             } else {
 #pragma unroll
-                for (int j = 0; j < 4; ++j) copy4(to + j, values + k + j, filter_ok && k + j < K);
+                for (int j = 0; j < 4; ++j) copy4(to + j, from + j, m < M && k + j < K);
             }
+        }
+    }
+
+    // Once this thread's copies have landed: its lines split, the big parts in place.
+    __device__ __forceinline__ void split(float* a_planes) const
+    {
+        copies_commit();
+        copies_wait();
+        float4* at = reinterpret_cast<float4*>(a_planes);
+#pragma unroll 2  // (every line's loads hoisted at once spilled the producer's registers)
+        for (int i = 0; i < LINES; ++i) {
+            const int line = kgroup(i) * FILTERS + row(i);
+            tf32::split_ahead(at[line], at[line], at[PLANE_A_WS / 4 + line]);
         }
     }
 };
@@ -749,8 +744,6 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
         float* stage = smem + s * STAGE_WS;
         if constexpr (Split) split_inputs(stage + 2 * PLANE_A_WS, split_barriers(empty) + s, (turn / WS_STAGES) & 1);
-        if constexpr (WEIGHTS_FP32)
-            split_weights(stage, row0, split_barriers(empty) + group * WS_STAGES + s, (turn / WS_STAGES) & 1);
         if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
                                                              // before the tensor cores read them
         fence_operands();
@@ -797,6 +790,13 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
 }
 }  // namespace wgmma_ws
 
+namespace wgmma_ws {
+// The gathering kernel's registers a thread with two K-tiles in flight (set_register_limit): with WEIGHTS_FP32 its
+// producer holds a K-tile's gathered inputs as it copies the weights, and takes the split-ahead kernel's share.
+constexpr int PRODUCER_REGISTERS = WEIGHTS_FP32 ? 64 : 56, CONSUMER_REGISTERS = WEIGHTS_FP32 ? 216 : 224;
+static_assert(PRODUCER_REGISTERS + 2 * CONSUMER_REGISTERS <= 3 * 168, "a block's 65,536 registers");
+}  // namespace wgmma_ws
+
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
 implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
                               const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
@@ -821,36 +821,32 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy (or copied as they lie), the inputs gathered,
                             // split and stored
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, PRODUCER_REGISTERS>();  // its registers to the consumers
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
             ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride);
             const int m0 = (int)(t % m_blocks) * FILTERS;
             const float* weights = tiled + (WEIGHTS_FP32 ? 0 : m0 / FILTERS * tiles * (2 * PLANE_A_WS));
-            const FilterRow filter(tiled, m0, tid, M, C * RS);  // (with WEIGHTS_FP32)
+            const FilterLines filter(tiled, m0, M, C * RS, tid);  // (with WEIGHTS_FP32)
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
-                if constexpr (WEIGHTS_FP32) {  // the stage free, then this thread's filter's K-tile copied
+                if constexpr (WEIGHTS_FP32) {  // the stage free, then this thread's lines of the weights copied
                     if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
                     if (!CONVKIT_PART_NO_WEIGHTS || turn < WS_STAGES) filter.copy(stage, tile);
-                    arrive_on_copies(full + s);
                 } else {
                     acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
                 }
                 if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
+                if constexpr (WEIGHTS_FP32) filter.split(stage);  // (as the inputs' loads, landed by now or soon)
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
             }
         }
-        if constexpr (WEIGHTS_FP32) {
-            copies_commit();  // its copies as one group (they belong to none yet), landed before the thread leaves
-            copies_wait();
-        }
         return;
     }
-    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, CONSUMER_REGISTERS>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
         consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, turn0, round, tid / 128 - 1, out,
