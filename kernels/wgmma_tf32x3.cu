@@ -31,9 +31,7 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
 // kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_WEIGHTS_FP32 (the
-// gathering kernel: its weights copied as they lie and split as staged by its producer, no launch ahead);
-// CONVKIT_WG_PART, for
+// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -72,9 +70,6 @@
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
-#endif
-#ifndef CONVKIT_WS_WEIGHTS_FP32  // the gathering warp-specialised kernel: 1 its weights read as they lie (MCRS, FP32),
-#define CONVKIT_WS_WEIGHTS_FP32 0  // copied and split by its producer as it stages them; 0 split ahead, tiled
 #endif
 #ifndef CONVKIT_WG_PART  // either kernel's timing experiment, part of its main loop (the output then wrong): 0 the
 #define CONVKIT_WG_PART 0  // whole loop; 1 the products alone (no input gathered or split); 2 the staging alone;
@@ -172,17 +167,6 @@ __device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
     else
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
                      "r"(valid ? 16 : 0));
-#endif
-}
-
-// 4 bytes from global to shared memory, asynchronously and through L1 (a zero where not valid).
-__device__ __forceinline__ void copy4(float* to, const float* from, bool valid)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    *to = valid ? *from : 0.0f;
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(to)), "l"(from),
-                 "r"(valid ? 4 : 0) : "memory");
 #endif
 }
 
@@ -452,9 +436,14 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
-// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's. With CONVKIT_WS_WEIGHTS_FP32
-// its weights are w itself, which the producer copies and splits as it stages each K-tile (FilterLines): a call is
-// this one launch.
+// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's.
+// (The weights' split ahead costs a launch, some 3 us a call in the study's timing on the H200. Split in this kernel
+// instead, copied as they lie by the producer's cp.async and split once staged, it was slower on the 3xTF32 chapter's
+// 1x1 layers, where that launch weighs most: split by each consumer, its 64 rows behind a barrier of its own, the
+// persistent setting ran 0.80x the split-ahead weights' speed at the median of 117 layers (faster on 7); split by the
+// producer once its own copies had landed, 0.72x (faster on 3), and a block a tile 0.76x on 11 of the chapter's
+// layers of >= 20 GFLOP, the producer setting their pace. H200, 2026-12-02, scripts/wgmma_probe.py --ones and
+// --ones-anatomy; commits e52c577 and 32fe742, reverted.)
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
@@ -472,12 +461,8 @@ constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight 
 constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two and with INPUTS_FP32 split
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
-constexpr bool WEIGHTS_FP32 = CONVKIT_WS_WEIGHTS_FP32;
-// Each stage's "full" barrier: every producer thread's arrival, and but with WEIGHTS_FP32 the weights' bulk copy's.
-constexpr int FULL_ARRIVALS = WEIGHTS_FP32 ? PRODUCERS : PRODUCERS + 1;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
-static_assert(!WEIGHTS_FP32 || (!INPUTS_FP32 && !SPLIT_K), "weights split as staged: the gathering kernel's, 128 filters");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -520,16 +505,6 @@ __device__ __forceinline__ void arrive(unsigned long long* bar)
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(shared_address(bar))
                  : "memory");
-#endif
-}
-
-// An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
-__device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    emu::mbarrier_arrive(bar, 0);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(bar)) : "memory");
 #endif
 }
 
@@ -587,7 +562,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, FULL_ARRIVALS);
+            barrier_init(full + s, PRODUCERS + 1);
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -659,59 +634,6 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
     arrive(split);
     wait_phase(split, parity);
 }
-
-// With WEIGHTS_FP32, the producer's lines of a block's weights: each K-tile's 32 values of its 128 filters (from m0)
-// copied as they lie in w (MCRS, rows of K = C R S) into a stage's big plane, [k-group][row][4], by cp.async, then
-// split in place once landed (tf32::split_ahead; the small parts into the small plane), each thread its own 8 lines
-// (its copies are the ones it waits for): so no launch ahead splits the weights. Line i of thread t: filter
-// 32 (t / 32) + 8 i' + t % 8 (i' = i % 4), k-group 4 (i / 4) + t / 8 % 4, so that a warp's copy reads 64 whole bytes of
-// each of 8 filters and writes 8 filters' lines of one k-group side by side (no bank conflict). 16 bytes a line where
-// K is a multiple of 4 and w 16-byte aligned, else 4 a value; zeros past M and K. (Split by the consumers once
-// staged, each its own 64 rows behind a barrier of its own, the products ran 0.8x the split-ahead weights' speed on
-// the 3xTF32 chapter's 1x1 layers, median of 117: H200, 2026-12-02.)
-struct FilterLines {
-    static constexpr int LINES = FILTERS * KGROUPS / PRODUCERS;
-    const float* w;
-    int m0, M, K, thread;
-    bool lines;  // 16-byte copies
-
-    __device__ FilterLines(const float* w_, int m0_, int M_, int K_, int thread_)
-        : w(w_), m0(m0_), M(M_), K(K_), thread(thread_),
-          lines(K_ % 4 == 0 && reinterpret_cast<unsigned long long>(w_) % 16 == 0)
-    {
-    }
-    __device__ __forceinline__ int row(int i) const { return 32 * (thread / 32) + 8 * (i % 4) + thread % 8; }
-    __device__ __forceinline__ int kgroup(int i) const { return 4 * (i / 4) + thread / 8 % 4; }
-
-    __device__ __forceinline__ void copy(float* a_big, int tile) const
-    {
-#pragma unroll
-        for (int i = 0; i < LINES; ++i) {
-            const int m = m0 + row(i), k = tile * BK + 4 * kgroup(i);
-            float* to = a_big + (kgroup(i) * FILTERS + row(i)) * 4;
-            const float* from = w + (long long)(m < M ? m : 0) * K + k;  // (read only where valid)
-            if (lines) {
-                copy16<true>(to, from, m < M && k < K);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; ++j) copy4(to + j, from + j, m < M && k + j < K);
-            }
-        }
-    }
-
-    // Once this thread's copies have landed: its lines split, the big parts in place.
-    __device__ __forceinline__ void split(float* a_planes) const
-    {
-        copies_commit();
-        copies_wait();
-        float4* at = reinterpret_cast<float4*>(a_planes);
-#pragma unroll 2  // (every line's loads hoisted at once spilled the producer's registers)
-        for (int i = 0; i < LINES; ++i) {
-            const int line = kgroup(i) * FILTERS + row(i);
-            tf32::split_ahead(at[line], at[line], at[PLANE_A_WS / 4 + line]);
-        }
-    }
-};
 
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
 // (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
@@ -790,13 +712,6 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
 }
 }  // namespace wgmma_ws
 
-namespace wgmma_ws {
-// The gathering kernel's registers a thread with two K-tiles in flight (set_register_limit): with WEIGHTS_FP32 its
-// producer holds a K-tile's gathered inputs as it copies the weights, and takes the split-ahead kernel's share.
-constexpr int PRODUCER_REGISTERS = WEIGHTS_FP32 ? 64 : 56, CONSUMER_REGISTERS = WEIGHTS_FP32 ? 216 : 224;
-static_assert(PRODUCER_REGISTERS + 2 * CONSUMER_REGISTERS <= 3 * 168, "a block's 65,536 registers");
-}  // namespace wgmma_ws
-
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
 implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
                               const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
@@ -819,34 +734,25 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
     init_barriers(full, empty);
 
-    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy (or copied as they lie), the inputs gathered,
-                            // split and stored
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, PRODUCER_REGISTERS>();  // its registers to the consumers
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
             ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride);
-            const int m0 = (int)(t % m_blocks) * FILTERS;
-            const float* weights = tiled + (WEIGHTS_FP32 ? 0 : m0 / FILTERS * tiles * (2 * PLANE_A_WS));
-            const FilterLines filter(tiled, m0, M, C * RS, tid);  // (with WEIGHTS_FP32)
+            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
-                if constexpr (WEIGHTS_FP32) {  // the stage free, then this thread's lines of the weights copied
-                    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
-                    if (!CONVKIT_PART_NO_WEIGHTS || turn < WS_STAGES) filter.copy(stage, tile);
-                } else {
-                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
-                }
+                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
                 if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
-                if constexpr (WEIGHTS_FP32) filter.split(stage);  // (as the inputs' loads, landed by now or soon)
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
             }
         }
         return;
     }
-    if constexpr (IN_FLIGHT == 2) set_register_limit<true, CONSUMER_REGISTERS>();
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
         consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, turn0, round, tid / 128 - 1, out,
@@ -872,6 +778,19 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
+
+// An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
+__device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    emu::mbarrier_arrive(bar, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+}  // namespace wgmma_ws
+
+namespace wgmma_ws {
 // Independent GEMMs of one shape, run by one launch (Winograd's transformed points): GEMM b's input planes, tiled
 // weights and output lie b x the step on from the first's. One GEMM: count 1, steps 0.
 struct Batch {
@@ -891,7 +810,6 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     unsigned long long* empty = full + WS_STAGES;
     const int CP = wgmma_operands::padded_channels(C), tiles = CP / CHANNELS * RS;
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
-    if constexpr (WEIGHTS_FP32) __trap();  // its weights are tiled: a module built so never launches it
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
     // The output tiles (FILTERS filters by 128 pixels), the m-blocks of one pixel block together (they read the same

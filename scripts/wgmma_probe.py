@@ -11,7 +11,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n]  # its 1x1 layers, beside cuBLAS SGEMM
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy  # where 16 small 1x1 layers' time goes
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
     PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
@@ -33,7 +33,6 @@ from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
-    GATHERED_ONE_LAUNCH,
     GATHERED_PERSISTENT,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
@@ -69,9 +68,7 @@ def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
-        weights = ", weights split as staged" if spec.weights else ""
-        persistent = ", persistent" if spec.persistent else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{weights}"
+        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -396,8 +393,7 @@ def layers() -> None:
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
-    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with its
-    weights split as staged (:data:`GATHERED_ONE_LAUNCH`, and a block a tile) and the mma.sync kernel, beside
+    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins) and the mma.sync kernel, beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
@@ -406,8 +402,7 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        one_launch = (GATHERED_ONE_LAUNCH, WgmmaWsLaunch(weights="split staged"))
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *one_launch)}
+        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -417,18 +412,21 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     rates_table(problems, runs, 10, checked=lambda p: len(settings(p)), against="cuBLAS SGEMM")
 
 
-def ones_anatomy(count: int = 16) -> None:
+def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     """Where a small or middling 1x1 layer's time goes (``count`` of the chapter's stride-1 1x1 layers of 0.05-5
-    GFLOP, spread evenly by size), in microseconds (:func:`layer_anatomy`)."""
+    GFLOP, spread evenly by size; ``odd``: of any size, those whose images have an odd number of output pixels,
+    which the epilogue stores a float at a time), in microseconds (:func:`layer_anatomy`)."""
     import cupy
 
     from convkit.libs import cublas
 
-    problems = sorted((p for p in chapter_layers(0.0) if cublas.supports(p) and 0.05e9 <= p.flops <= 5e9),
-                      key=lambda p: p.flops)  # fmt: skip
+    def chosen(p: ConvProblem) -> bool:
+        return p.out_h * p.out_w % 2 == 1 if odd else 0.05e9 <= p.flops <= 5e9
+
+    problems = sorted((p for p in chapter_layers(0.0) if cublas.supports(p) and chosen(p)), key=lambda p: p.flops)
     rng = cupy.random.default_rng(5)
-    for i in range(count):
-        p = problems[round(i * (len(problems) - 1) / (count - 1))]
+    for i in range(min(count, len(problems))):
+        p = problems[round(i * (len(problems) - 1) / max(count - 1, 1))]
         times = layer_anatomy(p, rng)
         tiles = -(-p.n * p.out_h * p.out_w // 128) * -(-p.m // 128)
         line = ", ".join(f"{name} {t:.1f}" for name, t in times.items())
@@ -439,8 +437,7 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
     then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
-    the gathering kernel a block a tile; the same kernel with its weights split as staged (:data:`GATHERED_ONE_LAUNCH`:
-    one launch), whole and in parts 1 and 2, and a block a tile; the mma.sync kernel's default launch."""
+    the gathering kernel a block a tile; the mma.sync kernel's default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -456,7 +453,6 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     def call(launch: WgmmaLaunch) -> Callable[[], Any]:
         return functools.partial(wgmma_call(x, w, bias, p, launch), out)
 
-    one_launch = GATHERED_ONE_LAUNCH
     runs = {
         "SGEMM": lambda: cublas.conv1x1(x, w, out),
         "empty launch": lambda: empty((1,), (32,), ()),
@@ -465,9 +461,6 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
         "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
         **{PART_NAMES[part]: call(part_of(spec, part)) for part in (1, 2, 3, 10)},
         "a block a tile": call(WgmmaWsLaunch()),
-        "one launch": call(one_launch),
-        **{f"one launch, {PART_NAMES[part]}": call(part_of(one_launch, part)) for part in (1, 2)},
-        "one launch, a block a tile": call(WgmmaWsLaunch(weights="split staged")),
         "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
     }
     return {name: median_us(run) for name, run in runs.items()}
@@ -709,8 +702,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
-    elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes
-        ones_anatomy()
+    elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
+        ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         ones(tuple(map(int, share.split("/"))))

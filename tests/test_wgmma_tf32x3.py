@@ -144,8 +144,7 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
 
 def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     """The staged setting and the warp-specialised kernel are tuned; a recorded launch of either reads back as
-    itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it; the gathering kernel's
-    weights split as staged need no workspace and refuse any other inputs."""
+    itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it."""
     from convkit.families.tf32x3 import WGMMA_VARIANT, wgmma
 
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
@@ -192,14 +191,6 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert "the input channels last holds" in split_ahead.not_supported_reasons(wide)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
-    # the gathering kernel's weights split as staged: read as they lie, one launch, no workspace
-    one_launch = wgmma.GATHERED_ONE_LAUNCH
-    assert one_launch.to_params()["weights"] == "split staged" and one_launch.workspace_bytes(p) == 0
-    assert one_launch.options(p) == (*wgmma.GATHERED_PERSISTENT.options(p), "-DCONVKIT_WS_WEIGHTS_FP32=1")
-    assert WGMMA_VARIANT.launch_from(one_launch.to_params()) == one_launch and not one_launch.not_supported_reasons(p)
-    for wrong in (dataclasses.replace(split_ahead, weights="split staged"), wgmma.WgmmaWsLaunch(weights="split"),
-                  dataclasses.replace(wgmma.SPLIT_STAGED, weights="split staged")):  # fmt: skip
-        assert "weights must be" in wrong.not_supported_reasons(p)[0]
 
 
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])
@@ -225,10 +216,9 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
-    filters a block, its weights split as staged."""
+    filters a block."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
-    inputs = {None: "gather", "split ahead": "split", "split staged": "staged"}[spec.inputs]
-    return f"in_flight{spec.in_flight}-{inputs}{persistent}{narrow}{'-weights_staged' if spec.weights else ''}"
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}"
 
 
 def ws_call(kernel: str) -> str:
@@ -239,10 +229,7 @@ def ws_call(kernel: str) -> str:
 def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
                bias: np.ndarray) -> np.ndarray:  # fmt: skip
     """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
-    them split (each checked against the split's rule on the way; the weights as they lie where it splits them as
-    staged), poisoned with NaN before the launch."""
-    if launch.weights:
-        return run_ws(build_dir, launch, problem, x, w.ravel(), bias)
+    them split (each checked against the split's rule on the way), poisoned with NaN before the launch."""
     k, tiles = problem.c * problem.r * problem.s, wgmma_operands.k_tiles(problem, launch.channels_last)
     filters = launch.block_filters
     split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters) if launch.channels_last
@@ -270,16 +257,10 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         assert not nhwc[..., problem.c :].any(), "inputs past C"
         expected = input_planes(x) if planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
-    return run_ws(build_dir, launch, problem, inputs, tiled, bias)
-
-
-def run_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, inputs: np.ndarray,
-           weights: np.ndarray, bias: np.ndarray) -> np.ndarray:  # fmt: skip
-    """The warp-specialised kernel's output on its operands as ``launch`` reads them, under the emulator."""
-    operand = np.concatenate([weights, bias])
+    operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
-            problem.stride, weights.size)  # fmt: skip
+            problem.stride, tiled.size)  # fmt: skip
     out = run_launch(build_dir, launch, problem, ws_call(launch.kernel_name(problem)), (inputs, operand), out_floats,
                      ints)  # fmt: skip
     return out.reshape(problem.output_shape)
@@ -326,18 +307,6 @@ def test_the_gathered_and_split_ahead_kernels_agree_bit_for_bit_on_a_1x1_on_the_
     x, w, bias = ws_inputs(problem)
     outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.GATHERED_PERSISTENT,
                                                                                  wgmma.SPLIT_AHEAD)]  # fmt: skip
-    assert np.array_equal(*outputs)
-
-
-@pytest.mark.parametrize("problem", [ONE_TAP, ConvProblem.same(2, 37, 9, 11, 131, 3)], ids=lambda p: p.label)
-def test_weights_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build_dir, problem, monkeypatch):
-    """The gathering kernel's weights split by its consumers once staged or by the tiled split ahead: the same rule
-    on the same values, the same products in the same order, so the same bits (persistent, two K-tiles in flight;
-    the second problem 4-byte copies, K = 333, and a second block of 3 filters)."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    x, w, bias = ws_inputs(problem)
-    staged = wgmma.GATHERED_ONE_LAUNCH
-    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.GATHERED_PERSISTENT, staged)]
     assert np.array_equal(*outputs)
 
 

@@ -135,10 +135,6 @@ class WgmmaGemmLaunch(KernelLaunch):
 #: that the producer copies by cp.async, or made channels last once per call in FP32, one plane (half the bytes to
 #: write and to stage), which the producer copies and the consumers split in shared memory (``CONVKIT_WS_INPUTS_FP32``).
 WS_INPUTS = (None, "split ahead", "split staged")
-#: Where the gathering kernel's weights come from: split ahead once per call into its tiled planes by a launch of their
-#: own (None), or read as they lie, copied by its producer and split by its consumers once staged
-#: (``CONVKIT_WS_WEIGHTS_FP32``): a call is then the kernel's one launch, with no workspace.
-WS_WEIGHTS = (None, "split staged")
 
 
 @dataclass(frozen=True)
@@ -155,16 +151,13 @@ class WgmmaWsLaunch(KernelLaunch):
     the consumers in shared memory (the same kernel built so). ``persistent`` (None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
     (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
-    consumer multiplying every other K-tile on all 64, their sums then added. ``weights`` (:data:`WS_WEIGHTS`; the
-    inputs gathered alone): None, split ahead into tiled planes by a launch before the kernel's, or ``"split
-    staged"``, read as they lie and split by the consumers once staged (one launch a call)."""
+    consumer multiplying every other K-tile on all 64, their sums then added."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
     inputs: str | None = None
     persistent: bool | None = None
     filters: int | None = None
-    weights: str | None = None
 
     @property
     def block_filters(self) -> int:
@@ -191,9 +184,8 @@ class WgmmaWsLaunch(KernelLaunch):
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
-        weights = ("-DCONVKIT_WS_WEIGHTS_FP32=1",) if self.weights else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters), *fp32, *weights)  # fmt: skip
+                *filters_macro(self.block_filters), *fp32)  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
@@ -213,24 +205,18 @@ class WgmmaWsLaunch(KernelLaunch):
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else 0)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
-        if self.weights:  # (the inputs gathered): nothing ahead
-            return []
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
         return [tiled, self.input_planes * input_plane_elements(problem)] if self.channels_last else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their tiled planes (:func:`tiled_elements`; none where split as staged), and with
-        inputs channels last, the input's planes (:func:`input_plane_elements`; two split ahead, one in FP32)."""
+        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
+        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32)."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes (not where
-        split as staged), and with inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and
-        weight operands."""
+        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
+        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands."""
         import cupy
-
-        if self.weights:
-            return x, w
 
         regions = float32_regions(workspace, self._regions(problem))
         if not self.channels_last:
@@ -249,9 +235,9 @@ class WgmmaWsLaunch(KernelLaunch):
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters`` or ``weights`` where the kernel has no such setting, and the input split ahead where it is past
-        the kernel's 32-bit indices."""
+        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent`` or
+        ``filters`` where the kernel has no such setting, and the input split ahead where it is past the kernel's
+        32-bit indices."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -263,9 +249,6 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs != "split ahead"):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
             raise ValueError(f"filters must be None, or 64 with the inputs split ahead, got {self.filters!r}")
-        if self.weights not in WS_WEIGHTS or (self.weights and (self.inputs or self.filters)):
-            raise ValueError(f"weights must be None, or 'split staged' with the inputs gathered at 128 filters a "
-                             f"block, got {self.weights!r}")  # fmt: skip
         check_problem(problem)
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -324,13 +307,10 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 #: (median 1.07x), the fastest wgmma launch on 70 and faster than the mma.sync kernel on 70 (median 1.15x); H200,
 #: 2026-12-02, ``scripts/wgmma_probe.py --ones --part=1/3``. Not timed on wider filters: not a candidate there.
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
-#: The same, its weights split as staged (:data:`WS_WEIGHTS`): one launch a call, no workspace.
-GATHERED_ONE_LAUNCH = dataclasses.replace(GATHERED_PERSISTENT, weights="split staged")
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, WgmmaWsLaunch(weights="split staged"),
-               GATHERED_ONE_LAUNCH)  # fmt: skip
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
