@@ -340,6 +340,54 @@ __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float*
         }
     }
 }
+
+// A warp's 16 rows of a warpgroup's Width-pixel tile into out (NMPQ), the bias added, through `rows`, the warp's own
+// ROWS_STAGED x (Width + 8) floats of shared memory: each 8 rows written there from the accumulators' layout (as
+// store_tile reads it), then read back a row at a time, lane l taking pixels l, l + 32, ..., so that each store of the
+// warp writes 32 consecutive pixels of one row, 128 bytes, whatever the image's size. store_tile's pairs of an image
+// of an odd pixel count (7 x 7, 13 x 13, 27 x 27: 129 of the 3xTF32 chapter's 349 1x1 layers) go a float at a time
+// to addresses of both parities: ncu counted 7.9 million store sectors on a layer of 27 x 27 pixels against 2.9 on
+// one of 28 x 28 (72 and 77 MB of output), 142 us against 73 (H200, 2026-12-02). Each of its Width / 32 pixels'
+// places in out (image and position) is worked out once a tile, so that a tile over an image's end takes no other
+// path. The row pitch, Width + 8 floats, keeps both the writes (a half-warp's float2s over 4 rows) and the reads free
+// of bank conflicts; the warp's lanes meet (__syncwarp) before the writes, which overwrite the last rows' (or the last
+// tile's), and before the reads.
+constexpr int ROWS_STAGED = 8;
+
+template <int Width>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[Width / 2], float* out, const float* bias,
+                                                  int row0, int M, long long pixel0, long long pixels, long long PQ,
+                                                  int thread, float* rows)
+{
+    constexpr int PITCH = Width + 8, PER_LANE = Width / 32;
+    const int lane = thread % 32, warp = thread / 32;
+    const unsigned pq_count = (unsigned)PQ;
+    int at[PER_LANE];  // its pixels' places in out at filter 0 (image M PQ + pq: out lies under 2^31), -1 past the end
+#pragma unroll
+    for (int c = 0; c < PER_LANE; ++c) {
+        const unsigned pixel = (unsigned)pixel0 + lane + 32 * c, image = pixel / pq_count;  // (pixels under 2^31)
+        at[c] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
+                                                   : -1;
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        __syncwarp();  // the warp's reads of its last rows done
+#pragma unroll
+        for (int j = 0; j < Width / 8; ++j)
+            *reinterpret_cast<float2*>(rows + lane / 4 * PITCH + 8 * j + 2 * (lane % 4)) =
+                make_float2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < ROWS_STAGED; ++r) {
+            const int m = row0 + warp * 16 + 8 * half + r;
+            if (m >= M) break;  // (the same for the whole warp)
+            const float add = bias != nullptr ? bias[m] : 0.0f;
+#pragma unroll
+            for (int c = 0; c < PER_LANE; ++c)
+                if (at[c] >= 0) out[at[c] + m * (int)pq_count] = rows[r * PITCH + lane + 32 * c] + add;
+        }
+    }
+}
 }  // namespace wgmma_tf32x3
 
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -613,6 +661,14 @@ __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums
     return true;
 }
 
+// A consumer warp's rows for store_tile_staged (at 128 filters a block): past the stages and their barriers,
+// STAGED_ROWS_FLOATS a consumer warp (convkit.families.tf32x3.wgmma_operands.STAGED_ROWS_BYTES in all).
+constexpr int STAGED_ROWS_FLOATS = ROWS_STAGED * (WIDTH + 8);
+__device__ __forceinline__ float* staged_rows(float* smem)
+{
+    return smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS + (threadIdx.x - PRODUCERS) / 32 * STAGED_ROWS_FLOATS;
+}
+
 // With INPUTS_FP32, a full stage's inputs split by the consumers together: the producer copied their values into the
 // big plane's place, and each of the 256 consumer threads splits 4 float4s of them (tf32::split_ahead): the big parts
 // in place, the small ones into the small plane (the same swizzled layout, PLANE_B_WS floats on),
@@ -708,7 +764,11 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
     }
     if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round) &&
         (CONVKIT_WG_PART != 10 || M < 0))  // (part 10: never, yet the sums kept: M is not known at compile time)
-        store_tile<WIDTH>(acc, out, bias, m0 + row0, M, pixel0, pixels, PQ, threadIdx.x % 128);
+        if constexpr (SPLIT_K)  // (the first consumer's 64 rows; its sums' exchange holds the shared memory past the
+            store_tile<WIDTH>(acc, out, bias, m0 + row0, M, pixel0, pixels, PQ, threadIdx.x % 128);  // barriers)
+        else
+            store_tile_staged<WIDTH>(acc, out, bias, m0 + row0, M, pixel0, pixels, PQ, threadIdx.x % 128,
+                                     staged_rows(smem));
 }
 }  // namespace wgmma_ws
 

@@ -14,7 +14,8 @@
 // - wgmma.mma_async m64nNk8 on TF32 (CONVKIT_EMULATED_WGMMA) reads both operands from shared memory through
 //   their descriptors, so each thread computes its own part of the product, as soon as it is issued; cp.async
 //   and cp.async.bulk copy at once, and the fences, commits and waits have nothing to order. An mbarrier wait
-//   yields to the block's other threads until its phase completes.
+//   yields to the block's other threads until its phase completes; so does a lane at __syncwarp until its warp's
+//   other lanes arrive.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -206,6 +207,35 @@ inline void bulk_copy(void* to, const void* from, unsigned bytes, const void* ba
     mbarrier_settle(b);
 }
 }  // namespace emu
+
+// __syncwarp (the wgmma kernels' epilogue, a warp's rows through shared memory): the warp's 32 lanes meet, each
+// yielding to the block's other threads until all have arrived (every lane of the warp live). Each meeting completes
+// before a lane can arrive at the next, so a warp's count carries over from block to block.
+namespace emu {
+struct WarpMeeting {
+    int arrived = 0;
+    unsigned generation = 0;
+};
+inline WarpMeeting warp_meetings[32];  // by warp of the block
+}  // namespace emu
+
+inline void __syncwarp(unsigned = 0xffffffffu)
+{
+    emu::WarpMeeting& meeting = emu::warp_meetings[emu::current / 32];
+    const unsigned generation = meeting.generation;
+    if (++meeting.arrived == 32) {
+        meeting.arrived = 0, ++meeting.generation;
+        return;
+    }
+    for (long spins = 0; meeting.generation == generation; ++spins) {
+        if (spins > 100000) {
+            std::fprintf(stderr, "__syncwarp: a warp's lanes never all arrive\n");
+            std::exit(7);
+        }
+        (*emu::fibers)[emu::current].yielded = true;
+        swapcontext(&(*emu::fibers)[emu::current].context, &emu::scheduler);
+    }
+}
 
 // Warp shuffles (the lu2020 kernels): every thread of the block posts its value and waits, then reads its
 // source lane's and waits again, so that no value is overwritten before it is read. Correct where every warp

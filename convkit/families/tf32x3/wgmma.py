@@ -36,6 +36,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     NARROW_FILTERS,
     NARROW_STAGES,
+    STAGED_ROWS_BYTES,
     TILE_K,
     WIDTHS,
     WS_STAGES,
@@ -199,10 +200,11 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def shared_bytes(self, problem: ConvProblem) -> int:
         """The stages (both operands' two planes, 32 floats a row), 128 bytes of mbarriers, and at 64 filters the
-        second consumer's sums (64 x 128 floats) for the first to add."""
+        second consumer's sums (64 x 128 floats) for the first to add, at 128 the consumer warps' rows on their way
+        to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
         stages = (NARROW_STAGES if narrow else WS_STAGES) * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
-        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else 0)
+        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
