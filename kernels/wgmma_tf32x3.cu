@@ -344,15 +344,19 @@ __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float*
 // A warp's 16 rows of a warpgroup's Width-pixel tile into out (NMPQ), the bias added, through `rows`, the warp's own
 // ROWS_STAGED x (Width + 8) floats of shared memory: each 8 rows written there from the accumulators' layout (as
 // store_tile reads it), then read back a row at a time, lane l taking pixels l, l + 32, ..., so that each store of the
-// warp writes 32 consecutive pixels of one row, 128 bytes, whatever the image's size (or where an image's pixels are
-// a multiple of 4, 128 pixels as float4s, 512 bytes). store_tile's pairs of an image
-// of an odd pixel count (7 x 7, 13 x 13, 27 x 27: 129 of the 3xTF32 chapter's 349 1x1 layers) go a float at a time
-// to addresses of both parities: ncu counted 7.9 million store sectors on a layer of 27 x 27 pixels against 2.9 on
-// one of 28 x 28 (72 and 77 MB of output), 142 us against 73 (H200, 2026-12-02). Each of its Width / 32 pixels'
-// places in out (image and position) is worked out once a tile, so that a tile over an image's end takes no other
-// path. The row pitch, Width + 8 floats, keeps both the writes (a half-warp's float2s over 4 rows) and the reads free
-// of bank conflicts; the warp's lanes meet (__syncwarp) before the writes, which overwrite the last rows' (or the last
-// tile's), and before the reads.
+// warp writes 32 consecutive pixels of one row, 128 bytes, whatever the image's size. store_tile's pairs of an image of
+// an odd pixel count (7 x 7, 13 x 13, 27 x 27: 129 of the 3xTF32 chapter's 349 1x1 layers) go a float at a time to
+// addresses of both parities: ncu counted 7.9 million store sectors on a layer of 27 x 27 pixels against 2.9 on one of
+// 28 x 28 (72 and 77 MB of output), 142 us against 73 (H200, 2026-12-02); this way 2.75 and 2.41 million, 70 us and 69
+// (scripts/store_sectors.py), and over a third of those layers (117) the gathering kernel persistent ran 1.04x at the
+// median (1.09x on images of odd pixel counts, 1.03x on the others; 0.88-0.95x on a few of 54 x 54 or 224 x 224 pixels
+// and at most 64 filters, which the store all but makes up: scripts/wgmma_probe.py --ones). Each of its Width / 32
+// pixels' places in out (image and position) is worked out once a tile, so that a tile over an image's end takes no
+// other path. The row pitch, Width + 8 floats, keeps both the writes (a half-warp's float2s over 4 rows) and the reads
+// free of bank conflicts; the warp's lanes meet (__syncwarp) before the writes, which overwrite the last rows' (or the
+// last tile's), and before the reads. (Four consecutive pixels a lane as one float4, where an image's pixels are a
+// multiple of 4, was no faster: 0.99x the float a lane at the median of 48 such 1x1 layers, H200, 2026-12-02; commit
+// a1a4ca7, reverted.)
 constexpr int ROWS_STAGED = 8;
 
 template <int Width>
@@ -363,15 +367,10 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Width / 2],
     constexpr int PITCH = Width + 8, PER_LANE = Width / 32;
     const int lane = thread % 32, warp = thread / 32;
     const unsigned pq_count = (unsigned)PQ;
-    // Where an image's pixels are a multiple of 4 (and out 16-byte aligned), lane l takes pixels 4 l .. 4 l + 3, all
-    // in one image and a 16-byte line of out: a float4 a row (a store of the warp 512 bytes of it); else pixels l,
-    // l + 32, ..., a float each.
-    const bool quads = pq_count % 4 == 0 && reinterpret_cast<unsigned long long>(out) % 16 == 0;
     int at[PER_LANE];  // its pixels' places in out at filter 0 (image M PQ + pq: out lies under 2^31), -1 past the end
 #pragma unroll
     for (int c = 0; c < PER_LANE; ++c) {
-        const unsigned pixel = (unsigned)pixel0 + (quads ? 4 * lane + c : lane + 32 * c);  // (pixels under 2^31)
-        const unsigned image = pixel / pq_count;
+        const unsigned pixel = (unsigned)pixel0 + lane + 32 * c, image = pixel / pq_count;  // (pixels under 2^31)
         at[c] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
                                                    : -1;
     }
@@ -388,14 +387,6 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Width / 2],
             const int m = row0 + warp * 16 + 8 * half + r;
             if (m >= M) break;  // (the same for the whole warp)
             const float add = bias != nullptr ? bias[m] : 0.0f;
-            if (quads) {  // (a lane's 4 pixels all past the end or none: the pixels are a multiple of 4 too)
-                static_assert(PER_LANE == 4, "a lane's pixels as one float4");
-                const float4 v = *reinterpret_cast<const float4*>(rows + r * PITCH + 4 * lane);
-                if (at[0] >= 0)
-                    *reinterpret_cast<float4*>(out + at[0] + m * (int)pq_count) =
-                        make_float4(v.x + add, v.y + add, v.z + add, v.w + add);
-                continue;
-            }
 #pragma unroll
             for (int c = 0; c < PER_LANE; ++c)
                 if (at[c] >= 0) out[at[c] + m * (int)pq_count] = rows[r * PITCH + lane + 32 * c] + add;
