@@ -203,8 +203,9 @@ struct ColumnGather {
     const float* corner;  // dereferenced only inside the image
     float gathered[GROUPS][4];
 
+    // `k0`: the first K it gathers (a multiple of BK: the first K-tile of a split of K)
     __device__ ColumnGather(const float* x, int thread, long long pixel0, long long pixels, long long PQ, int Q,
-                            int C_, int H_, int W_, int pad, int stride)
+                            int C_, int H_, int W_, int pad, int stride, int k0 = 0)
         : column(thread % Width), kgroup0(thread / Width), C(C_), H(H_), W(W_), HW(H_ * W_)
     {
         pixel_ok = pixel0 + column < pixels;
@@ -212,7 +213,8 @@ struct ColumnGather {
         const int n = pixel_ok ? (int)(pixel / pq_count) : 0;  // a 32-bit division (a persistent block's per tile)
         const int pq = pixel_ok ? (int)(pixel - n * pq_count) : 0;
         ih0 = (pq / Q) * stride - pad, iw0 = (pq % Q) * stride - pad;
-        tap_c = kgroup0 * 4 / RS, tap_r = kgroup0 * 4 % RS / S, tap_s = kgroup0 * 4 % RS % S;
+        const int k = k0 + kgroup0 * 4;
+        tap_c = k / RS, tap_r = k % RS / S, tap_s = k % RS % S;
         offset = tap_c * HW + tap_r * W + tap_s;
         corner = x + (long long)n * C * HW + (long long)ih0 * W + iw0;
         if constexpr (RS == 1) in_image = pixel_ok && (unsigned)ih0 < (unsigned)H && (unsigned)iw0 < (unsigned)W;
@@ -489,7 +491,9 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
-// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's.
+// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's. A block a tile, its K may be
+// split over gridDim.z (each split's sums a plane of partial outputs, which sum_planes adds up): for layers of few
+// output tiles and many K-tiles, which leave most SMs idle.
 // (The weights' split ahead costs a launch, some 3 us a call in the study's timing on the H200. Split in this kernel
 // instead, copied as they lie by the producer's cp.async and split once staged, it was slower on the 3xTF32 chapter's
 // 1x1 layers, where that launch weighs most: split by each consumer, its 64 rows behind a barrier of its own, the
@@ -788,7 +792,12 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
     if constexpr (SPLIT_K) __trap();  // it runs 128 filters a block alone: a module built for 64 never launches it
-    const int tiles = (C * RS + BK - 1) / BK, m_blocks = (M + FILTERS - 1) / FILTERS;
+    // Split over K (a block a tile, gridDim.z splits; persistent, one): this block's share of the K-tiles, its sums
+    // into its split's plane of partial outputs (out, N M P Q floats a split), which sum_planes adds up with the bias.
+    const int all_tiles = (C * RS + BK - 1) / BK, per_split = (all_tiles + gridDim.z - 1) / gridDim.z;
+    const int tile0 = blockIdx.z * per_split, tiles = max(0, min(all_tiles - tile0, per_split));
+    const int m_blocks = (M + FILTERS - 1) / FILTERS;
+    out += (long long)blockIdx.z * N * M * P * Q;
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
     // The output tiles (128 filters by 128 pixels), the m-blocks of one pixel block together (they read the same
@@ -803,8 +812,9 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
-            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride);
-            const float* weights = tiled + t % m_blocks * tiles * (2 * PLANE_A_WS);
+            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride,
+                                          tile0 * BK);
+            const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage

@@ -19,6 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -34,6 +35,7 @@ from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     GATHERED_PERSISTENT,
+    GATHERED_SPLIT,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
     SPLIT_STAGED,
@@ -68,7 +70,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{', persistent' if spec.persistent else ''}{narrow}"
+        k_split = f", K split in {spec.splits}" if spec.splits else ""
+        persistent = ", persistent" if spec.persistent else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{k_split}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -393,7 +397,8 @@ def layers() -> None:
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
-    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins) and the mma.sync kernel, beside
+    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split
+    in 4 and 8 (:data:`GATHERED_SPLIT`: a candidate if it wins) and the mma.sync kernel, beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
@@ -402,7 +407,8 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED)}
+        k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
+        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *k_split)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -437,7 +443,8 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
     then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
-    the gathering kernel a block a tile; the mma.sync kernel's default launch."""
+    the gathering kernel a block a tile, and with K split in 4 and 8 (:data:`GATHERED_SPLIT`); the mma.sync kernel's
+    default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -461,6 +468,8 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
         "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
         **{PART_NAMES[part]: call(part_of(spec, part)) for part in (1, 2, 3, 10)},
         "a block a tile": call(WgmmaWsLaunch()),
+        "K split in 4": call(GATHERED_SPLIT),
+        "K split in 8": call(dataclasses.replace(GATHERED_SPLIT, splits=8)),
         "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
     }
     return {name: median_us(run) for name, run in runs.items()}

@@ -7,6 +7,7 @@ out a K-major matrix without swizzle; scripts/wgmma_probe.py checks the same on 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,8 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
 
 def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     """The staged setting and the warp-specialised kernel are tuned; a recorded launch of either reads back as
-    itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it."""
+    itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it; K split over blocks
+    takes whole K-tiles a split and its partial outputs' workspace."""
     from convkit.families.tf32x3 import WGMMA_VARIANT, wgmma
 
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
@@ -191,6 +193,18 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert "the input channels last holds" in split_ahead.not_supported_reasons(wide)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
+    # K split over blocks (the gathering kernel, a block a tile): whole K-tiles a split, partial outputs in workspace
+    split = wgmma.GATHERED_SPLIT
+    deep = ConvProblem(32, 832, 7, 7, 48, 1, 1)  # 26 K-tiles: 4 splits of 7, then (26 / 8 -> 4 a split) 7 of 4
+    assert WGMMA_VARIANT.launch_from(split.to_params()) == split and split.to_params()["splits"] == 4
+    assert split.effective_splits(deep) == 4 and dataclasses.replace(split, splits=8).effective_splits(deep) == 7
+    assert split.grid(deep) == (13, 1, 4) and split.effective_splits(ConvProblem(1, 8, 4, 4, 8, 1, 1)) == 1
+    tiled = wgmma_operands.tiled_elements(deep)
+    assert split.workspace_bytes(deep) == regions_bytes([tiled, 4 * math.prod(deep.output_shape)])
+    for wrong in (1, 65, True, 2.0):
+        assert "splits must be" in dataclasses.replace(split, splits=wrong).not_supported_reasons(deep)[0]
+    for wrong in (dataclasses.replace(split, persistent=True), dataclasses.replace(split, inputs="split ahead")):
+        assert "splits must be" in wrong.not_supported_reasons(deep)[0]
 
 
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])
@@ -216,14 +230,16 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
-    filters a block."""
+    filters a block, its splits of K."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}"
+    k_split = f"-k_split{spec.splits}" if spec.splits else ""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}"
 
 
-def ws_call(kernel: str) -> str:
-    """The driver's call of a warp-specialised kernel: inputs, weights, the bias after them, out and nine sizes."""
-    return f"{kernel}(x, w, w + ints[9], out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
+def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
+    """The driver's call of a warp-specialised kernel: inputs, weights, the bias (default: after them), out and
+    nine sizes."""
+    return f"{kernel}(x, w, {bias}, out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
 
 
 def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
@@ -261,9 +277,14 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, tiled.size)  # fmt: skip
-    out = run_launch(build_dir, launch, problem, ws_call(launch.kernel_name(problem)), (inputs, operand), out_floats,
-                     ints)  # fmt: skip
-    return out.reshape(problem.output_shape)
+    splits = launch.effective_splits(problem)  # K split: each split's plane of partial outputs, no bias; summed here
+    call = ws_call(launch.kernel_name(problem), "w + ints[9]" if splits == 1 else "(const float*)nullptr")
+    out = run_launch(build_dir, launch, problem, call, (inputs, operand), splits * out_floats, ints)
+    if splits == 1:
+        return out.reshape(problem.output_shape)
+    planes = out.reshape(splits, *problem.output_shape)
+    assert not np.isnan(planes).any(), "a split's partial output the kernel never wrote"
+    return planes.sum(axis=0, dtype=np.float32) + bias[None, :, None, None]
 
 
 @pytest.mark.parametrize("problem", [*EMULATED[:4], ConvProblem.same(1, 16, 6, 6, 70, 1), *EMULATED[4:]],
@@ -277,7 +298,8 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
     (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
     filters a block the consumers take alternate K-tiles: an odd count (the first and fourth problems), and one
-    alone, the second consumer adding nothing (the last)."""
+    alone, the second consumer adding nothing (the last). K split in 4 (a block a tile): 4 splits of the second
+    problem's 11 K-tiles, 2 of the last's 2, one K-tile alone unsplit; each split's partial outputs summed here."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
     out = emulate_ws(build_dir, launch, problem, x, w, bias)

@@ -30,10 +30,11 @@ from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
-from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
+from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS, SplitSumLaunch
 from convkit.families.tf32x3.launch import split_elements, split_weights
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
+    MAX_SPLITS,
     NARROW_FILTERS,
     NARROW_STAGES,
     STAGED_ROWS_BYTES,
@@ -48,6 +49,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     filter_macros,
     filters_macro,
     input_plane_elements,
+    k_tiles,
     tiled_elements,
 )
 
@@ -152,13 +154,16 @@ class WgmmaWsLaunch(KernelLaunch):
     the consumers in shared memory (the same kernel built so). ``persistent`` (None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
     (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
-    consumer multiplying every other K-tile on all 64, their sums then added."""
+    consumer multiplying every other K-tile on all 64, their sums then added. ``splits`` (the inputs gathered, a block
+    a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`), each summing its share into a
+    plane of partial outputs in the workspace, which ``sum_planes`` then adds up with the bias (a third launch)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
     inputs: str | None = None
     persistent: bool | None = None
     filters: int | None = None
+    splits: int | None = None
 
     @property
     def block_filters(self) -> int:
@@ -168,6 +173,11 @@ class WgmmaWsLaunch(KernelLaunch):
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
     arch: ClassVar[str | None] = "sm_90a"
+
+    def effective_splits(self, problem: ConvProblem) -> int:
+        """The splits of K that each take at least one K-tile: ``splits`` K-tiles shared out in whole K-tiles."""
+        tiles = k_tiles(problem)
+        return math.ceil(tiles / math.ceil(tiles / (self.splits or 1)))
 
     @property
     def channels_last(self) -> bool:
@@ -193,7 +203,7 @@ class WgmmaWsLaunch(KernelLaunch):
         m_blocks = math.ceil(problem.m / self.block_filters)
         if self.persistent:
             return (min(pixel_blocks * m_blocks, sm_count()),)
-        return (pixel_blocks, m_blocks)
+        return (pixel_blocks, m_blocks, self.effective_splits(problem))
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return (WS_THREADS,)
@@ -208,11 +218,15 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def _regions(self, problem: ConvProblem) -> list[int]:
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
-        return [tiled, self.input_planes * input_plane_elements(problem)] if self.channels_last else [tiled]
+        if self.channels_last:
+            return [tiled, self.input_planes * input_plane_elements(problem)]
+        splits = self.effective_splits(problem)
+        return [tiled, splits * math.prod(problem.output_shape)] if splits > 1 else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
-        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32)."""
+        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split, the splits'
+        planes of partial outputs."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
@@ -233,13 +247,22 @@ class WgmmaWsLaunch(KernelLaunch):
         launch_kernel(split_input, problem, (x, planes, *(cupy.int32(v) for v in sizes)))
         return planes, tiled
 
+    def partials(self, problem: ConvProblem, workspace: Any) -> Any:
+        """With K split, the splits' planes of partial outputs: the last region of ``workspace`` (allocated where
+        None)."""
+        import cupy
+
+        if workspace is None:
+            return cupy.empty(self._regions(problem)[-1], dtype=cupy.float32)
+        return float32_regions(workspace, self._regions(problem))[-1]
+
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent`` or
-        ``filters`` where the kernel has no such setting, and the input split ahead where it is past the kernel's
-        32-bit indices."""
+        """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
+        ``filters`` or ``splits`` where the kernel has no such setting, the input split ahead where it is past the
+        kernel's 32-bit indices, and the splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -251,7 +274,13 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs != "split ahead"):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
             raise ValueError(f"filters must be None, or 64 with the inputs split ahead, got {self.filters!r}")
+        split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS and not (self.inputs or self.persistent)
+        if self.splits is not None and not split:
+            raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
+                             f"a tile, got {self.splits!r}")  # fmt: skip
         check_problem(problem)
+        if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
             if (size := self.input_planes * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
@@ -309,10 +338,13 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 #: (median 1.07x), the fastest wgmma launch on 70 and faster than the mma.sync kernel on 70 (median 1.15x); H200,
 #: 2026-12-02, ``scripts/wgmma_probe.py --ones --part=1/3``. Not timed on wider filters: not a candidate there.
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
+#: The gathering kernel a block a tile, two K-tiles in flight, K split in 4: for layers of few output tiles and many
+#: K-tiles (not yet timed: not a candidate).
+GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED)  # fmt: skip
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
@@ -348,9 +380,17 @@ def conv2d_wgmma_tf32x3(
     out = output_for(out, problem)
     inputs, weights = spec.operands(problem, x, w, workspace)
     # every kernel takes the same arguments
-    sizes = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
-             problem.stride)  # fmt: skip
-    launch_kernel(spec, problem, (inputs, weights, epilogue, out, *(cupy.int32(v) for v in sizes)))
+    sizes = tuple(cupy.int32(v) for v in (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h,
+                                          problem.out_w, problem.pad, problem.stride))  # fmt: skip
+    splits = spec.effective_splits(problem) if isinstance(spec, WgmmaWsLaunch) else 1
+    if splits == 1:
+        launch_kernel(spec, problem, (inputs, weights, epilogue, out, *sizes))
+        return out
+    partials = spec.partials(problem, workspace)  # K split: each split's plane, then their sum and the bias
+    launch_kernel(spec, problem, (inputs, weights, cupy.uint64(0), partials, *sizes))
+    pixels = cupy.int64(problem.out_h * problem.out_w)
+    sums = (partials, out, cupy.int32(splits), cupy.int64(out.size), epilogue, cupy.int32(problem.m), pixels)
+    launch_kernel(SplitSumLaunch(), problem, sums)
     return out
 
 

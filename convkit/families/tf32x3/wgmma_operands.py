@@ -30,6 +30,8 @@ def filter_macros(problem: ConvProblem) -> tuple[str, ...]:
 #: block; the split-ahead one's filters a block besides 128, its stages then (smaller, so more of them).
 WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
 NARROW_FILTERS, NARROW_STAGES = 64, 4
+#: The most splits of K the gathering kernel takes (a block a tile; the grid's third dimension).
+MAX_SPLITS = 64
 #: At 128 filters a block, each consumer warp's rows on their way to the output (the kernel's store_tile_staged): 8
 #: rows of 128 pixels and 8 floats of padding, for each of the two consumers' 4 warps.
 STAGED_ROWS_BYTES = 8 * 8 * (WS_WIDTH + 8) * 4
