@@ -491,7 +491,9 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // stage's "empty" barrier, which the producer waits for before it writes the stage again. 128 pixels a block. With
 // CONVKIT_WS_IN_FLIGHT=2 a consumer waits for a K-tile's products only once the next K-tile's are issued, adding
 // their sums as those run: two sets of sums, in registers the producer gives up (setmaxnreg). With
-// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's. A block a tile, its K may be
+// CONVKIT_WS_PERSISTENT, a block an SM over the output tiles, as the split-ahead kernel's; with CONVKIT_WS_FILTERS=64,
+// 64 filters a block (a bulk copy of 16 KiB a K-tile), its consumers taking alternate K-tiles, as that kernel's at 64
+// (for layers of at most 64 filters, which a block of 128 leaves half idle). A block a tile, its K may be
 // split over gridDim.z (each split's sums a plane of partial outputs, which sum_planes adds up): for layers of few
 // output tiles and many K-tiles, which leave most SMs idle.
 // (The weights' split ahead costs a launch, some 3 us a call in the study's timing on the H200. Split in this kernel
@@ -791,7 +793,6 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
-    if constexpr (SPLIT_K) __trap();  // it runs 128 filters a block alone: a module built for 64 never launches it
     // Split over K (a block a tile, gridDim.z splits; persistent, one): this block's share of the K-tiles, its sums
     // into its split's plane of partial outputs (out, N M P Q floats a split), which sum_planes adds up with the bias.
     const int all_tiles = (C * RS + BK - 1) / BK, per_split = (all_tiles + gridDim.z - 1) / gridDim.z;

@@ -34,6 +34,7 @@ from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
+    GATHERED_NARROW,
     GATHERED_PERSISTENT,
     GATHERED_SPLIT,
     SPLIT_AHEAD,
@@ -398,7 +399,8 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
     staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split
-    in 4 and 8 (:data:`GATHERED_SPLIT`: a candidate if it wins) and the mma.sync kernel, beside
+    in 4 and 8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64
+    (:data:`GATHERED_NARROW`; each a candidate if it wins) and the mma.sync kernel, beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
@@ -408,7 +410,8 @@ def ones(part: tuple[int, int] = (1, 1)) -> None:
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *k_split)}
+        narrow = (GATHERED_NARROW,) if p.m <= 64 else ()
+        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -443,8 +446,8 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
     then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
-    the gathering kernel a block a tile, and with K split in 4 and 8 (:data:`GATHERED_SPLIT`); the mma.sync kernel's
-    default launch."""
+    the gathering kernel a block a tile, and with K split in 4 and 8 (:data:`GATHERED_SPLIT`); persistent at 64
+    filters a block (:data:`GATHERED_NARROW`); the mma.sync kernel's default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -470,6 +473,7 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
         "a block a tile": call(WgmmaWsLaunch()),
         "K split in 4": call(GATHERED_SPLIT),
         "K split in 8": call(dataclasses.replace(GATHERED_SPLIT, splits=8)),
+        "64 filters a block": call(GATHERED_NARROW),
         "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
     }
     return {name: median_us(run) for name, run in runs.items()}

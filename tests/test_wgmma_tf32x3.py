@@ -170,7 +170,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert (staged.workspace_bytes(p), split_ahead.workspace_bytes(p)) == (one, two)
     assert WGMMA_VARIANT.launch_from(staged.to_params()) == staged
     assert WGMMA_VARIANT.launch_from(narrow.to_params()) == narrow
-    assert "filters must be" in wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)[0]
+    assert not wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)  # gathered at 64 filters too
+    assert wgmma.WgmmaWsLaunch(filters=64).options(p)[-1] == "-DCONVKIT_WS_FILTERS=64"
     assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
     assert "filters must be" in dataclasses.replace(staged, filters=64).not_supported_reasons(p)[0]  # (128 alone)
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
@@ -249,7 +250,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
     k, tiles = problem.c * problem.r * problem.s, wgmma_operands.k_tiles(problem, launch.channels_last)
     filters = launch.block_filters
     split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters) if launch.channels_last
-             else wgmma_operands.SplitTiledLaunch())  # fmt: skip
+             else wgmma_operands.SplitTiledLaunch(filters=filters))  # fmt: skip
     tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
                        wgmma_operands.tiled_elements(problem, launch.channels_last, filters),
                        (problem.m, problem.c if launch.channels_last else k))  # fmt: skip

@@ -153,10 +153,10 @@ class WgmmaWsLaunch(KernelLaunch):
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"split staged"``, channels last in FP32, copied and then split by
     the consumers in shared memory (the same kernel built so). ``persistent`` (None: not): a block an SM, each
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
-    (split ahead alone; None: 128): 64 filters a block, for layers of 64 filters or a multiple of 64 past 128, each
-    consumer multiplying every other K-tile on all 64, their sums then added. ``splits`` (the inputs gathered, a block
-    a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`), each summing its share into a
-    plane of partial outputs in the workspace, which ``sum_planes`` then adds up with the bias (a third launch)."""
+    (None: 128; not with inputs split as staged): 64 filters a block, for layers of 64 filters or a multiple of 64
+    past 128, each consumer multiplying every other K-tile on all 64, their sums then added. ``splits`` (inputs
+    gathered, a block a tile, 128 filters; None: 1): K split over that many blocks a tile (:meth:`effective_splits`),
+    each summing its share into a plane of partial outputs, which ``sum_planes`` adds up with the bias."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -237,7 +237,8 @@ class WgmmaWsLaunch(KernelLaunch):
         regions = float32_regions(workspace, self._regions(problem))
         if not self.channels_last:
             k = problem.c * problem.r * problem.s
-            launch_kernel(SplitTiledLaunch(), problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
+            split = SplitTiledLaunch(filters=self.block_filters)
+            launch_kernel(split, problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
         split = SplitTiledNhwcLaunch(filters=self.block_filters)
@@ -248,8 +249,7 @@ class WgmmaWsLaunch(KernelLaunch):
         return planes, tiled
 
     def partials(self, problem: ConvProblem, workspace: Any) -> Any:
-        """With K split, the splits' planes of partial outputs: the last region of ``workspace`` (allocated where
-        None)."""
+        """With K split, the splits' planes of partial outputs: ``workspace``'s last region (allocated where None)."""
         import cupy
 
         if workspace is None:
@@ -271,13 +271,13 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         if self.persistent not in (None, True):
             raise ValueError(f"persistent must be None or True, got {self.persistent!r}")
-        if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs != "split ahead"):
+        if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs == "split staged"):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
-            raise ValueError(f"filters must be None, or 64 with the inputs split ahead, got {self.filters!r}")
-        split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS and not (self.inputs or self.persistent)
-        if self.splits is not None and not split:
+            raise ValueError(f"filters must be None, or 64 with inputs gathered or split ahead, got {self.filters!r}")
+        split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS
+        if self.splits is not None and not (split and not (self.inputs or self.persistent or self.filters)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
-                             f"a tile, got {self.splits!r}")  # fmt: skip
+                             f"a tile at 128 filters, got {self.splits!r}")  # fmt: skip
         check_problem(problem)
         if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
@@ -338,13 +338,14 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 #: (median 1.07x), the fastest wgmma launch on 70 and faster than the mma.sync kernel on 70 (median 1.15x); H200,
 #: 2026-12-02, ``scripts/wgmma_probe.py --ones --part=1/3``. Not timed on wider filters: not a candidate there.
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
-#: The gathering kernel a block a tile, two K-tiles in flight, K split in 4: for layers of few output tiles and many
-#: K-tiles (not yet timed: not a candidate).
+#: The gathering kernel's settings not yet timed, so not candidates: K split in 4, a block a tile, two K-tiles in
+#: flight (layers of few output tiles and many K-tiles), and persistent at 64 filters a block (layers of at most 64).
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4)
+GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT)  # fmt: skip
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW)  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:

@@ -60,7 +60,10 @@ def input_plane_elements(problem: ConvProblem) -> int:
 @dataclass(frozen=True)
 class SplitTiledLaunch(ElementwiseLaunch):
     """``split_weights_tiled_tf32x3``: the weights' big and small TF32 parts in :class:`WgmmaWsLaunch`'s layout,
-    one thread a 16-byte line of each plane; built with that kernel's macros, so one module holds both."""
+    in blocks of ``filters`` filters, one thread a 16-byte line of each plane; built with that kernel's macros, so one
+    module holds both."""
+
+    filters: int = BLOCK_M
 
     kind: ClassVar[str] = "tf32x3_split_tiled"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -69,18 +72,16 @@ class SplitTiledLaunch(ElementwiseLaunch):
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond
 
     def elements(self, problem: ConvProblem) -> int:
-        return tiled_elements(problem) // 8
+        return tiled_elements(problem, False, self.filters) // 8
 
     def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
-        return filter_macros(problem) if problem is not None else ()
+        return (*(filter_macros(problem) if problem is not None else ()), *filters_macro(self.filters))
 
 
 @dataclass(frozen=True)
 class SplitTiledNhwcLaunch(SplitTiledLaunch):
     """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
-    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs), in blocks of ``filters`` filters."""
-
-    filters: int = BLOCK_M
+    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs)."""
 
     kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
     kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
@@ -88,12 +89,9 @@ class SplitTiledNhwcLaunch(SplitTiledLaunch):
     def elements(self, problem: ConvProblem) -> int:
         return tiled_elements(problem, True, self.filters) // 8
 
-    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
-        return (*super().options(problem), *filters_macro(self.filters))
-
 
 def filters_macro(filters: int) -> tuple[str, ...]:
-    """The split-ahead kernel's macro for ``filters`` a block (none at 128, its default)."""
+    """The warp-specialised kernels' macro for ``filters`` a block (none at 128, their default)."""
     return () if filters == BLOCK_M else (f"-DCONVKIT_WS_FILTERS={filters}",)
 
 
