@@ -57,16 +57,16 @@ from convkit.families.tf32x3.wgmma_operands import (
 HOPPER = "sm_90"
 
 
-def check_problem(problem: ConvProblem) -> None:
-    """Raise ValueError naming the problem where a size is past the wgmma kernels' 32-bit indices or their grid,
-    or the GPU where it is not Hopper."""
+def check_problem(problem: ConvProblem, filters: int = BLOCK_M) -> None:
+    """Raise ValueError naming the problem where a size is past the wgmma kernels' 32-bit indices or their grid (of
+    ``filters`` a block), or the GPU where it is not Hopper."""
     sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
              "out": math.prod(problem.output_shape)}  # fmt: skip
     for name, size in sizes.items():
         if size > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
-    if math.ceil(problem.m / BLOCK_M) > 65535:
-        raise ValueError(f"m={problem.m} needs more than 65535 blocks of {BLOCK_M} filters")
+    if math.ceil(problem.m / filters) > 65535:
+        raise ValueError(f"m={problem.m} needs more than 65535 blocks of {filters} filters")
     if (here := build_target()) != HOPPER:
         raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
                          f"sm_90a); this build targets {here}")  # fmt: skip
@@ -278,7 +278,7 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.splits is not None and not (split and not (self.inputs or self.persistent or self.filters)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
                              f"a tile at 128 filters, got {self.splits!r}")  # fmt: skip
-        check_problem(problem)
+        check_problem(problem, self.block_filters)
         if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:
