@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -48,6 +49,7 @@ from convkit.families.tf32x3.wgmma import (
     WgmmaWsLaunch,
     conv2d_wgmma_tf32x3,
 )
+from convkit.families.tf32x3.wgmma_operands import k_tiles
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
     WgmmaWinogradLaunch,
@@ -437,9 +439,9 @@ def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     for i in range(min(count, len(problems))):
         p = problems[round(i * (len(problems) - 1) / max(count - 1, 1))]
         times = layer_anatomy(p, rng)
-        tiles = -(-p.n * p.out_h * p.out_w // 128) * -(-p.m // 128)
+        tiles = math.prod(WgmmaWsLaunch().grid(p)[:2])  # (128 filters by 128 pixels)
         line = ", ".join(f"{name} {t:.1f}" for name, t in times.items())
-        print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {tiles} tiles, {-(-p.c // 32)} K-tiles): {line}")
+        print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {tiles} tiles, {k_tiles(p)} K-tiles): {line}")
 
 
 def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
