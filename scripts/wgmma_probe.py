@@ -399,10 +399,10 @@ def layers() -> None:
 
 def ones(part: tuple[int, int] = (1, 1)) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
-    family's tuning candidates there (:data:`GATHERED_PERSISTENT` among them on a 1x1 filter), the inputs split as
-    staged (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split
-    in 4 and 8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64
-    (:data:`GATHERED_NARROW`; each a candidate if it wins) and the mma.sync kernel, beside
+    family's tuning candidates there (:func:`one_tap_candidates` among them), the inputs split as staged
+    (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split in 4 and
+    8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64 (:data:`GATHERED_NARROW`) on
+    every layer, where the candidates' rule leaves them out too (to test the rule), and the mma.sync kernel, beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates

@@ -152,6 +152,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 132)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
@@ -162,6 +163,13 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True)  # on a 1x1 filter alone
     one_tap = wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, split_ahead]
+    # on a 1x1 filter: 64 filters a block where <= 64; K split where its grid is <= 2 blocks an SM, 2+ K-tiles a split
+    deep = wgmma.one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
+    split_in = [dataclasses.replace(wgmma.GATHERED_SPLIT, splits=s) for s in (4, 8)]
+    assert deep == [gathered_persistent, wgmma.GATHERED_NARROW, *split_in]
+    assert wgmma.one_tap_candidates(ConvProblem(32, 832, 7, 7, 448, 1, 1))[1:] == split_in[:1]  # 52 tiles: 4 alone
+    assert wgmma.one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1)) == [gathered_persistent]  # 6 K-tiles
+    assert wgmma.one_tap_candidates(ConvProblem(128, 832, 7, 7, 256, 1, 1)) == [gathered_persistent]  # 98 tiles
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
     assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")
@@ -185,7 +193,6 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert not wgmma.GATHERED_PERSISTENT.not_supported_reasons(p)  # the gathering kernel persistent too
     persistent = wgmma.WgmmaWsLaunch(inputs="split ahead", persistent=True)
     assert WGMMA_VARIANT.launch_from(persistent.to_params()) == persistent
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 132)
     assert persistent.options(p)[-1] == "-DCONVKIT_WS_PERSISTENT=1" and persistent.grid(p) == (4,)  # 2 x 2 tiles
     split_ahead = wgmma.WgmmaWsLaunch(inputs="split ahead")
     assert WGMMA_VARIANT.launch_from(split_ahead.to_params()) == split_ahead

@@ -11,9 +11,8 @@ the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer
 two consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
 ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` instead, on the input split once per call into channels-last planes
 (:class:`SplitInputNhwcLaunch`) and the weights tiled to match (:class:`SplitTiledNhwcLaunch`), so that its producer
-copies rather than gathers. :func:`conv2d_wgmma_tf32x3` runs either launch (each
-splits the weights as its kernel reads them); both are tuning candidates of the variant (:func:`wgmma_candidates`,
-read back by :func:`launch_from_params`).
+copies rather than gathers. :func:`conv2d_wgmma_tf32x3` runs either launch (each splits the weights as its kernel
+reads them); both are tuning candidates of the variant (:func:`wgmma_candidates`, read by :func:`launch_from_params`).
 """
 
 from __future__ import annotations
@@ -303,43 +302,43 @@ WgmmaLaunch = WgmmaGemmLaunch | WgmmaWsLaunch
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
-#: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method: on
-#: the H200 it was slower than :data:`SPLIT_AHEAD` on each of the 3xTF32 chapter's 97 stride-1 3x3 and 5x5 layers of
-#: at least 20 GFLOP (0.74x at the median, 0.85x at best, 2026-11-28, the producer splitting each K-tile once its
-#: copies had landed); with the consumers splitting a full stage, a tie with it on a third of the chapter's 1x1 layers
-#: (median 1.02x; faster by over 3% on 58 of 117, slower on 35; H200, 2026-12-02), where neither is the fastest
-#: candidate (:data:`GATHERED_PERSISTENT` or the mma.sync kernel on 112 of them).
+#: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
+#: slower than :data:`SPLIT_AHEAD` on each of the chapter's 97 stride-1 3x3 and 5x5 layers of at least 20 GFLOP (0.74x
+#: at the median, 0.85x at best, 2026-11-28); a tie with it on a third of the 1x1 layers (median 1.02x, 2026-12-02).
 SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
 
 
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
-    """Launches a tuning run measures: those of :data:`WGMMA_SETTINGS` that keep FP32 accuracy (staged sums), and
-    the warp-specialised kernel (staged too) on its inputs gathered, and split ahead in its persistent setting with
-    two K-tiles in flight, at 64 filters a block too where the layer has at most 64. On the H100 the gathered one is
-    faster than the staged first kernel on four of the five layers timed, by 6% on three 3x3 layers and 1.6x on a 1x1
-    one, and 3% slower on a small 5x5 one. On the H200, over the 3xTF32 chapter's 110 layers of at least 20 GFLOP
-    (2026-11-28, the epilogue's division gone), the split-ahead persistent setting with two K-tiles in flight has the
-    highest median of the split-ahead settings (92.7 TFLOP/s; one K-tile in flight, a block a tile: 86.3) and is the
-    fastest on 67 of them; the gathered one on 9, 1x1 layers where the input's split costs as much as the products
-    (its gathering on a 1x1 filter since made a load and an add a value). On a 1x1 filter the gathering kernel
-    persistent too (:data:`GATHERED_PERSISTENT`).
-    At 64 filters a block it is 20-35% faster on the 3x3 and 5x5 layers of 64 filters (58-80 TFLOP/s against 45-59)
-    and 0.94-1.08x on those of 192 to 320: a candidate only where it pays (``scripts/wgmma_probe.py --layers``).
-    (The inputs split as staged, :data:`SPLIT_STAGED`, lost on every large layer timed and tied on the 1x1 ones: not a
-    candidate.)"""
+    """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
+    its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
+    most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
+    --layers``), and on a 1x1 filter :func:`one_tap_candidates`. H200, the 3xTF32 chapter's 110 layers of at least 20
+    GFLOP (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in
+    flight: 86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
-    one_tap = [GATHERED_PERSISTENT] if problem.r * problem.s == 1 else []
+    one_tap = one_tap_candidates(problem) if problem.r * problem.s == 1 else []
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *one_tap, SPLIT_AHEAD, *narrow]
 
 
+def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), at 64 filters a
+    block where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where
+    that grid is at most two blocks an SM and each split has two K-tiles or more. H200, the 3xTF32 chapter's 1x1
+    layers (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
+    persistent on 135, at 64 filters on 79, K split in 4 on 32 (13 to 52 tiles of 128) and in 8 on 21 (at most 16),
+    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them."""
+    pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
+    splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
+              if pixel_blocks * m_blocks * s <= 2 * sm_count() and k_tiles(problem) >= 2 * s]  # fmt: skip
+    return [GATHERED_PERSISTENT, *([GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []), *splits]
+
+
 #: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
-#: consumers store the last one's (the 1x1 layers' few K-tiles a tile). A candidate on 1x1 layers: on a third of the
-#: 3xTF32 chapter's (117, every third), faster than the gathering kernel a block a tile on 96 and within 3% on 20
-#: (median 1.07x), the fastest wgmma launch on 70 and faster than the mma.sync kernel on 70 (median 1.15x); H200,
-#: 2026-12-02, ``scripts/wgmma_probe.py --ones --part=1/3``. Not timed on wider filters: not a candidate there.
+#: consumers store the last one's. On 117 of the chapter's 1x1 layers (H200, ``wgmma_probe.py --ones --part=1/3``)
+#: faster than it a block a tile on 96, within 3% on 20 (median 1.07x), than the mma.sync kernel on 70 (1.15x).
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
-#: The gathering kernel's settings not yet timed, so not candidates: K split in 4, a block a tile, two K-tiles in
-#: flight (layers of few output tiles and many K-tiles), and persistent at 64 filters a block (layers of at most 64).
+#: For 1x1 layers of few output tiles and many K-tiles: K split over blocks, a block a tile; of at most 64 filters:
+#: persistent, 64 filters a block.
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
