@@ -153,6 +153,24 @@ __device__ __forceinline__ void fence_to_async_proxy()
 #endif
 }
 
+// Programmatic dependent launch (Hopper): a kernel launched with the programmatic stream serialization attribute
+// (convkit.cuda.record.KernelCall's `early`) may start while the kernel before it in its stream still runs, once that
+// kernel's blocks have all let it (let_next_kernel_start) or exited; it waits for that kernel's end and its writes
+// (wait_for_previous_kernel) before it reads them. Each is a no-op in a kernel launched the ordinary way.
+__device__ __forceinline__ void wait_for_previous_kernel()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void let_next_kernel_start()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // 16 bytes from global to shared memory, asynchronously (zeros where not valid): past L1, or (`Cached`) kept in L1 on
 // the way, where other copies of the block read the same values (the split-ahead inputs, at every tap).
 template <bool Cached = false>
@@ -820,6 +838,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
+                if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
                 if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
@@ -1075,6 +1094,7 @@ extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ 
                                                       int K)
 {
     using namespace wgmma_ws;
+    let_next_kernel_start();  // the wgmma kernel after it, launched early, waits for its writes before reading them
     wgmma_ws::split_weights_tiled(w, tiled, M, (K + BK - 1) / BK, [=](int m, int tile, int k) -> long long {
         k += tile * BK;
         return k < K ? (long long)m * K + k : -1;

@@ -10,7 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n]  # its 1x1 layers, beside cuBLAS SGEMM
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early]  # 1x1, beside SGEMM
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -74,8 +74,8 @@ def launch_text(spec: WgmmaLaunch) -> str:
         split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
         k_split = f", K split in {spec.splits}" if spec.splits else ""
-        persistent = ", persistent" if spec.persistent else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{k_split}"
+        persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{k_split}{early}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -361,7 +361,7 @@ def rates_table(
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
         named = runs(p, x, w, bias)
         rates.append({name: p.flops / median_us(lambda r=run, y=out: r(y)) / 1e6 for name, run in named.items()})
-        line = "; ".join(f"{name} {rate:6.1f}" for name, rate in rates[-1].items())
+        line = "; ".join(f"{name} {rate:6.2f}" for name, rate in rates[-1].items())
         if i % check_every == 0:
             ref = expected(x, w, bias, p)
             for name in list(named)[: checked(p)]:
@@ -397,23 +397,31 @@ def layers() -> None:
     rates_table(chapter_layers(), wgmma_runs({**split, **gathered}, True), 5)
 
 
-def ones(part: tuple[int, int] = (1, 1)) -> None:
+def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early: bool = False) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:func:`one_tap_candidates` among them), the inputs split as staged
     (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split in 4 and
     8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64 (:data:`GATHERED_NARROW`) on
-    every layer, where the candidates' rule leaves them out too (to test the rule), and the mma.sync kernel, beside
+    every layer, where the candidates' rule leaves them out too (to test the rule), K split at 64 filters a block too
+    there, and the mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
+    gathering kernel's settings that won a layer each also launched early, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
     from convkit.libs import cublas
 
-    problems = [p for p in chapter_layers(0.0) if cublas.supports(p)][part[0] - 1 :: part[1]]
+    problems = [p for p in chapter_layers(0.0) if cublas.supports(p) and p.m <= (most_filters or p.m)]
+    problems = problems[part[0] - 1 :: part[1]]
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
-        narrow = (GATHERED_NARROW,) if p.m <= 64 else ()
-        return {launch_text(spec): spec for spec in (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)}
+        narrow = (GATHERED_NARROW, *(dataclasses.replace(s, filters=64) for s in k_split)) if p.m <= 64 else ()
+        chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)
+        if early:  # (a block a tile, one K-tile in flight, won no layer: left out)
+            gathered = [s for s in dict.fromkeys(chosen) if isinstance(s, WgmmaWsLaunch) and s.in_flight == 2
+                        and not s.inputs]  # fmt: skip
+            chosen = (SPLIT_AHEAD, *gathered, *(dataclasses.replace(s, early=True) for s in gathered))
+        return {launch_text(spec): spec for spec in chosen}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -721,7 +729,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
-        ones(tuple(map(int, share.split("/"))))
+        most = next((int(arg.split("=")[1]) for arg in sys.argv if arg.startswith("--at-most=")), None)  # filters
+        ones(tuple(map(int, share.split("/"))), most, early="--early" in sys.argv[1:])
     elif "--winograd-parts" in sys.argv[1:]:
         winograd_products_parts()
     elif "--winograd-profile" in sys.argv[1:]:

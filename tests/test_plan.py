@@ -3,6 +3,7 @@ regions of the declared workspace, and a replay filling the slots from new point
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import types
@@ -160,3 +161,17 @@ def test_a_pytorch_replay_calls_cublas_on_convkits_handle_except_under_capture(m
     assert cublas.torch_replay_handle(0, 11) == ("convkit", 0, 11)
     assert cublas.torch_replay_handle(0, 0) == ("convkit", 0, 0)  # the legacy stream never captures
     assert cublas.torch_replay_handle(1, 33) == ("pytorch", 1, 33)
+
+
+def test_an_early_launch_configures_cuda_h_structures_with_programmatic_serialization():
+    """CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out on a 64-bit host (sizes, offsets), filled with
+    the call's grid, block and shared memory and the one attribute, programmatic stream serialization, set."""
+    from convkit.cuda import driver
+
+    assert ctypes.sizeof(driver._LaunchAttribute) == 72 and driver._LaunchAttribute.value.offset == 8
+    offsets = tuple(getattr(driver._LaunchConfig, name).offset for name in ("shared", "stream", "attrs", "count"))
+    assert ctypes.sizeof(driver._LaunchConfig) == 56 and offsets == (24, 32, 40, 48)
+    call = types.SimpleNamespace(grid=(7, 3), block=(384,), shared=231_552, function=types.SimpleNamespace(ptr=5))
+    config = driver.EarlyLaunch(call)._config
+    assert (list(config.grid), list(config.block), config.shared, config.count) == ([7, 3, 1], [384, 1, 1], 231_552, 1)
+    assert (config.attrs[0].id, config.attrs[0].value[0]) == (driver.PROGRAMMATIC_STREAM_SERIALIZATION, 1)

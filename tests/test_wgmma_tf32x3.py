@@ -213,6 +213,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
         assert "splits must be" in dataclasses.replace(split, splits=wrong).not_supported_reasons(deep)[0]
     for wrong in (dataclasses.replace(split, persistent=True), dataclasses.replace(split, inputs="split ahead")):
         assert "splits must be" in wrong.not_supported_reasons(deep)[0]
+    early = dataclasses.replace(gathered_persistent, early=True)  # launched as the split ends: the kernel waits
+    assert early.starts_early(deep) and not gathered_persistent.starts_early(deep) and early.to_params()["early"]
+    assert WGMMA_VARIANT.launch_from(early.to_params()) == early
+    for wrong in (dataclasses.replace(early, early=False), dataclasses.replace(early, inputs="split ahead")):
+        assert "early must be" in wrong.not_supported_reasons(deep)[0]  # (the split-ahead kernel does not wait)
+    narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
+    assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
+    tiled = wgmma_operands.tiled_elements(deep, False, 64)
+    assert narrow.workspace_bytes(deep) == regions_bytes([tiled, 4 * math.prod(deep.output_shape)])
 
 
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (10, 0)])
@@ -240,8 +249,8 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
     filters a block, its splits of K."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
-    k_split = f"-k_split{spec.splits}" if spec.splits else ""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}"
+    k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
+    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{early}"
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:

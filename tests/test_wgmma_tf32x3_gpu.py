@@ -75,7 +75,8 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
                          ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
 @pytest.mark.parametrize("launch", WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64(problem, launch):
-    """Each setting on random shapes, strides and paddings, a bias added, the output poisoned with NaN first."""
+    """Each setting on random shapes, strides and paddings, a bias added, the output poisoned with NaN first (the
+    early ones launched as programmatic dependents of the weights' split: Hopper's, not the emulator's)."""
     import cupy
 
     rng = cupy.random.default_rng(23)
@@ -85,6 +86,55 @@ def test_the_warp_specialised_kernel_matches_float64(problem, launch):
     conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, stride=problem.stride, out=out, bias=bias, launch=launch)
     ref = reference.bias_add(reference.conv2d(x, w, pad=problem.pad, stride=problem.stride), bias)
     assert reference.relative_error(out, ref) < reference.DIRECT_TOLERANCE
+
+
+@pytest.mark.parametrize("launch", [spec for spec in WS_SETTINGS if spec.early], ids=ws_id)
+def test_an_early_launch_is_right_replayed_on_two_streams_and_in_a_captured_graph(launch):
+    """The gathering kernel launched as the weights' split ends (``early``): recorded into a plan as the op records
+    it, then replayed through the driver on two streams at once, each on its own operands and workspace; and captured
+    in a CUDA graph (its dependency on the split a programmatic edge), replayed on new values. Each output poisoned
+    with NaN first, against float64."""
+    import cupy
+
+    from convkit.cuda.operands import ConvArgs
+    from convkit.cuda.plan import Plan
+    from convkit.cuda.record import recording
+
+    p = ConvProblem(8, 520, 14, 14, 160, 1, 1)  # 17 K-tiles: split over blocks, persistent over 26 tiles
+    rng = cupy.random.default_rng(29)
+
+    def operands() -> ConvArgs:
+        x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (p.input_shape, p.filter_shape))
+        out = cupy.full(p.output_shape, cupy.nan, dtype=cupy.float32)
+        workspace = cupy.empty(launch.workspace_bytes(p), dtype=cupy.uint8)
+        return ConvArgs(x, w, out, rng.standard_normal(p.m, dtype=cupy.float32), workspace)
+
+    def error(a: ConvArgs) -> float:
+        return reference.relative_error(a.out, reference.bias_add(reference.conv2d(a.x, a.w), a.bias))
+
+    def call(a: ConvArgs) -> None:
+        conv2d_wgmma_tf32x3(a.x, a.w, launch=launch, out=a.out, bias=a.bias, workspace=a.workspace)
+
+    first = operands()
+    with recording() as recorded:
+        call(first)
+    plan = Plan.record(recorded, first)
+    streams, replayed = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)], [operands() for _ in range(2)]
+    cupy.cuda.Device().synchronize()
+    for stream, a in zip(streams, replayed, strict=True):
+        plan.replay((*(o.data.ptr for o in a.operands()), a.workspace.data.ptr, 0), stream)
+    cupy.cuda.Device().synchronize()
+    stream, captured = cupy.cuda.Stream(non_blocking=True), operands()
+    with stream:
+        stream.begin_capture()
+        call(captured)
+        graph = stream.end_capture()
+        fresh = operands()
+        captured.x[...], captured.w[...], captured.out[...] = fresh.x, fresh.w, cupy.nan
+    graph.launch(stream)
+    stream.synchronize()
+    errors = [error(a) for a in (first, *replayed, captured)]
+    assert all(e < reference.DIRECT_TOLERANCE for e in errors), errors
 
 
 @pytest.mark.parametrize("channels", K_GROWTH_CHANNELS)

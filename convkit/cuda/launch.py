@@ -107,6 +107,11 @@ class Launch(Protocol):
         """The knobs as a results row and the shipped table record them (a plain JSON object)."""
         ...
 
+    def starts_early(self, problem: Any) -> bool:
+        """Whether the kernel is launched to start before the kernel ahead of it in its stream ends (programmatic
+        dependent launch: :class:`~convkit.cuda.driver.EarlyLaunch`); it then waits for that kernel's writes itself."""
+        ...
+
 
 class KernelLaunch:
     """What every family's launch dataclass shares (a mixin; the subclass is a frozen dataclass).
@@ -164,6 +169,10 @@ class KernelLaunch:
 
     def adds_bias(self, problem: Any) -> bool:
         """Whether it adds the op's bias as it writes the output: not by default."""
+        return False
+
+    def starts_early(self, problem: Any) -> bool:
+        """Whether it starts before the kernel ahead of it ends: not by default."""
         return False
 
 
@@ -242,7 +251,8 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     shared = spec.shared_bytes(problem)
     kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem), arch=spec.arch)
     with_dynamic_shared(kernel, shared, f"{spec.kind} launch {spec.to_params()}")
-    enqueue(KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared), args)
+    call = KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared, spec.starts_early(problem))
+    enqueue(call, args)
 
 
 #: ``cudaStreamPerThread``: one handle that names a different stream in each host thread.

@@ -25,12 +25,11 @@ from two threads at once (the bound parameter buffers are rewritten per call): i
 from __future__ import annotations
 
 import ctypes
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from convkit.core.memo import memoize
+from convkit.cuda.driver import EarlyLaunch, ctypes_launch, cython_launch, parameters
 from convkit.cuda.operands import ConvArgs
 from convkit.cuda.record import KernelCall, Recording
 
@@ -61,38 +60,6 @@ class PlanStep:
         self.call(tuple(args), stream)
 
 
-@memoize()
-def _driver_library() -> Any:
-    """The CUDA driver (CuPy and PyTorch have loaded it already)."""
-    lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
-    lib.cuLaunchKernel.restype = ctypes.c_int  # arguments go as prebuilt ctypes objects: no per-call conversion
-    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    return lib
-
-
-def _c_value(arg: Any) -> Any:
-    """The ctypes value a kernel parameter takes for ``arg`` as CuPy would pass it; raises TypeError for a
-    kind it does not know (the step then keeps CuPy's launch)."""
-    import cupy
-    import numpy as np
-
-    if arg is None or isinstance(arg, cupy.ndarray):  # a slot, or an array the plan keeps
-        return ctypes.c_uint64(0 if arg is None else arg.data.ptr)
-    if isinstance(arg, np.generic):
-        kinds = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
-                 np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
-                 np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}  # fmt: skip
-        if arg.dtype in kinds:
-            return kinds[arg.dtype](arg.item())
-    elif isinstance(arg, bool):
-        return ctypes.c_bool(arg)
-    elif isinstance(arg, int):  # CuPy passes a Python int as int64, a float as double
-        return ctypes.c_int64(arg)
-    elif isinstance(arg, float):
-        return ctypes.c_double(arg)
-    raise TypeError(f"no driver parameter for {type(arg).__name__}")
-
-
 class DriverLaunch:
     """A recorded kernel launch bound to ``cuLaunchKernel``: the parameter buffer is built once and only the
     slots' pointers are rewritten per call (the driver copies parameters at launch). Launched through CuPy's
@@ -100,43 +67,22 @@ class DriverLaunch:
     ``scripts/host_probe.py``), or through ctypes where a CuPy lacks it."""
 
     def __init__(self, call: KernelCall, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...]):
-        self._values = [_c_value(arg) for arg in template]  # kept alive: the buffer points into them
+        self._values, self._params = parameters(template)  # values kept alive: the buffer points into them
         self._kept = [arg for arg in template if arg is not None]
-        self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
         self._slots = [(self._values[index], base, offset) for index, base, offset in slots]
         grid, block = (*call.grid, 1, 1)[:3], (*call.block, 1, 1)[:3]
         self._head = (call.function.ptr, *grid, *block, call.shared)
         self._kargs = ctypes.addressof(self._params)
-        self._launch = _cython_launch() or _ctypes_launch
+        self._launch = cython_launch() or ctypes_launch
+        self._early = EarlyLaunch(call) if call.early else None
 
     def __call__(self, bases: tuple[int, ...], stream: int) -> None:
         for value, base, offset in self._slots:
             value.value = bases[base] + offset
+        if self._early is not None:
+            self._early(stream, self._kargs)
+            return
         self._launch(*self._head, stream, self._kargs, 0)
-
-
-@memoize()
-def _cython_launch() -> Callable[..., None] | None:
-    """CuPy's ``launchKernel`` (f, grid x y z, block x y z, shared bytes, stream, parameters, extra), which raises
-    CuPy's CUDADriverError naming the failure; None where this CuPy has none."""
-    try:
-        from cupy_backends.cuda.api.driver import launchKernel
-    except ImportError:
-        return None
-    return launchKernel
-
-
-def _ctypes_launch(function: int, *args: int) -> None:
-    """``cuLaunchKernel`` through ctypes, with :func:`_cython_launch`'s arguments."""
-    lib = _driver_library()
-    *dims, stream, params, extra = args
-    unsigned = (ctypes.c_uint(d) for d in dims)
-    status = lib.cuLaunchKernel(ctypes.c_void_p(function), *unsigned, ctypes.c_void_p(stream or None),
-                                ctypes.c_void_p(params), ctypes.c_void_p(extra or None))  # fmt: skip
-    if status:
-        name = ctypes.c_char_p()
-        lib.cuGetErrorName(status, ctypes.byref(name))
-        raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({status})")
 
 
 def _bind(call: Any, template: tuple[Any, ...], slots: tuple[tuple[int, int, int], ...], blas_handle: Any) -> Any:

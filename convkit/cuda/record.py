@@ -7,24 +7,35 @@ arguments are noted, and :mod:`convkit.cuda.plan` replays them through the drive
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from convkit.cuda.driver import EarlyLaunch, parameters
+
 
 @dataclass(frozen=True)
 class KernelCall:
-    """One kernel at its grid, block and dynamic shared memory, enqueued by :func:`enqueue`."""
+    """One kernel at its grid, block and dynamic shared memory, enqueued by :func:`enqueue`; ``early``: launched to
+    start before the kernel ahead of it in the stream ends (:class:`convkit.cuda.driver.EarlyLaunch`)."""
 
     function: Any  # cupy.cuda.Function
     grid: tuple[int, ...]
     block: tuple[int, ...]
     shared: int
+    early: bool = False
 
     def __call__(self, args: tuple[Any, ...], stream: Any = None) -> None:
         """Launch with ``args`` (arrays, or device pointers as ints) on ``stream`` (default: the current one)."""
-        self.function(self.grid, self.block, args, shared_mem=self.shared, stream=stream)
+        if not self.early:
+            self.function(self.grid, self.block, args, shared_mem=self.shared, stream=stream)
+            return
+        import cupy
+
+        _kept, buffer = parameters(args)  # (the values alive until the driver has copied them, at the launch)
+        EarlyLaunch(self)((stream or cupy.cuda.get_current_stream()).ptr, ctypes.addressof(buffer))
 
 
 @dataclass

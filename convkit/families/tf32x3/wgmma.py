@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from convkit.core.gpu import build_target, sm_count
+from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
@@ -45,30 +45,13 @@ from convkit.families.tf32x3.wgmma_operands import (
     SplitInputNhwcLaunch,
     SplitTiledLaunch,
     SplitTiledNhwcLaunch,
+    check_problem,
     filter_macros,
     filters_macro,
     input_plane_elements,
     k_tiles,
     tiled_elements,
 )
-
-#: The GPU the kernel runs on (built as sm_90a: wgmma is Hopper's alone).
-HOPPER = "sm_90"
-
-
-def check_problem(problem: ConvProblem, filters: int = BLOCK_M) -> None:
-    """Raise ValueError naming the problem where a size is past the wgmma kernels' 32-bit indices or their grid (of
-    ``filters`` a block), or the GPU where it is not Hopper."""
-    sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
-             "out": math.prod(problem.output_shape)}  # fmt: skip
-    for name, size in sizes.items():
-        if size > MAX_OPERAND_ELEMENTS:
-            raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
-    if math.ceil(problem.m / filters) > 65535:
-        raise ValueError(f"m={problem.m} needs more than 65535 blocks of {filters} filters")
-    if (here := build_target()) != HOPPER:
-        raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
-                         f"sm_90a); this build targets {here}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -154,8 +137,10 @@ class WgmmaWsLaunch(KernelLaunch):
     looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
     (None: 128; not with inputs split as staged): 64 filters a block, for layers of 64 filters or a multiple of 64
     past 128, each consumer multiplying every other K-tile on all 64, their sums then added. ``splits`` (inputs
-    gathered, a block a tile, 128 filters; None: 1): K split over that many blocks a tile (:meth:`effective_splits`),
-    each summing its share into a plane of partial outputs, which ``sum_planes`` adds up with the bias."""
+    gathered, a block a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`),
+    each summing its share into a plane of partial outputs, which ``sum_planes`` adds up with the bias. ``early``
+    (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
+    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -163,6 +148,7 @@ class WgmmaWsLaunch(KernelLaunch):
     persistent: bool | None = None
     filters: int | None = None
     splits: int | None = None
+    early: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -258,10 +244,13 @@ class WgmmaWsLaunch(KernelLaunch):
     def adds_bias(self, problem: ConvProblem) -> bool:
         return True
 
+    def starts_early(self, problem: ConvProblem) -> bool:
+        return bool(self.early)
+
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters`` or ``splits`` where the kernel has no such setting, the input split ahead where it is past the
-        kernel's 32-bit indices, and the splits' partial outputs where they are."""
+        ``filters``, ``splits`` or ``early`` where the kernel has no such setting, the input split ahead where it is
+        past the kernel's 32-bit indices, and the splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -274,9 +263,11 @@ class WgmmaWsLaunch(KernelLaunch):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
             raise ValueError(f"filters must be None, or 64 with inputs gathered or split ahead, got {self.filters!r}")
         split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS
-        if self.splits is not None and not (split and not (self.inputs or self.persistent or self.filters)):
+        if self.splits is not None and not (split and not (self.inputs or self.persistent)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
-                             f"a tile at 128 filters, got {self.splits!r}")  # fmt: skip
+                             f"a tile, got {self.splits!r}")  # fmt: skip
+        if self.early not in (None, True) or (self.early and self.inputs):  # (only the gathering kernel waits)
+            raise ValueError(f"early must be None, or True with the inputs gathered, got {self.early!r}")
         check_problem(problem, self.block_filters)
         if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
@@ -344,7 +335,9 @@ GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FIL
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
-               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW)  # fmt: skip
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
+               dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS), dataclasses.replace(GATHERED_PERSISTENT,
+               early=True), dataclasses.replace(GATHERED_SPLIT, early=True))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:

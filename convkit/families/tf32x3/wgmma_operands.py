@@ -11,8 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from convkit.core.gpu import build_target
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
+from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
 
 #: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
 BLOCK_M, TILE_K = 128, 32
@@ -35,6 +37,25 @@ MAX_SPLITS = 64
 #: At 128 filters a block, each consumer warp's rows on their way to the output (the kernel's store_tile_staged): 8
 #: rows of 128 pixels and 8 floats of padding, for each of the two consumers' 4 warps.
 STAGED_ROWS_BYTES = 8 * 8 * (WS_WIDTH + 8) * 4
+
+
+#: The GPU the kernel runs on (built as sm_90a: wgmma is Hopper's alone).
+HOPPER = "sm_90"
+
+
+def check_problem(problem: ConvProblem, filters: int = BLOCK_M) -> None:
+    """Raise ValueError naming the problem where a size is past the wgmma kernels' 32-bit indices or their grid (of
+    ``filters`` a block), or the GPU where it is not Hopper."""
+    sizes = {"x": math.prod(problem.input_shape), "w": math.prod(problem.filter_shape),
+             "out": math.prod(problem.output_shape)}  # fmt: skip
+    for name, size in sizes.items():
+        if size > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"{name} holds {size} elements; the wgmma kernel indexes under 2^31")
+    if math.ceil(problem.m / filters) > 65535:
+        raise ValueError(f"m={problem.m} needs more than 65535 blocks of {filters} filters")
+    if (here := build_target()) != HOPPER:
+        raise ValueError(f"the wgmma kernel needs Hopper's warpgroup MMA (compute capability 9.0, built as "
+                         f"sm_90a); this build targets {here}")  # fmt: skip
 
 
 def k_tiles(problem: ConvProblem, channels_last: bool = False) -> int:
