@@ -404,7 +404,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64 (:data:`GATHERED_NARROW`) on
     every layer, where the candidates' rule leaves them out too (to test the rule), K split at 64 filters a block too
     there, and the mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
-    gathering kernel's settings that won a layer each also launched early, beside the split-ahead one), beside
+    gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
     from convkit.families.tf32x3.wgmma import wgmma_candidates
@@ -420,7 +420,8 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
         if early:  # (a block a tile, one K-tile in flight, won no layer: left out)
             gathered = [s for s in dict.fromkeys(chosen) if isinstance(s, WgmmaWsLaunch) and s.in_flight == 2
                         and not s.inputs]  # fmt: skip
-            chosen = (SPLIT_AHEAD, *gathered, *(dataclasses.replace(s, early=True) for s in gathered))
+            toggled = (dataclasses.replace(s, early=None if s.early else True) for s in gathered)
+            chosen = (SPLIT_AHEAD, *gathered, *toggled)
         return {launch_text(spec): spec for spec in chosen}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:

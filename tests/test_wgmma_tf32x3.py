@@ -160,7 +160,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]  # (split staged: Winograd's)
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
     assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
-    gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True)  # on a 1x1 filter alone
+    gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, split_ahead]
     # on a 1x1 filter: 64 filters a block where <= 64; K split where its grid is <= 2 blocks an SM, 2+ K-tiles a split
@@ -213,8 +213,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
         assert "splits must be" in dataclasses.replace(split, splits=wrong).not_supported_reasons(deep)[0]
     for wrong in (dataclasses.replace(split, persistent=True), dataclasses.replace(split, inputs="split ahead")):
         assert "splits must be" in wrong.not_supported_reasons(deep)[0]
-    early = dataclasses.replace(gathered_persistent, early=True)  # launched as the split ends: the kernel waits
-    assert early.starts_early(deep) and not gathered_persistent.starts_early(deep) and early.to_params()["early"]
+    early, plain = gathered_persistent, dataclasses.replace(gathered_persistent, early=None)  # launched as the split
+    assert early.starts_early(deep) and not plain.starts_early(deep) and early.to_params()["early"]  # ends: it waits
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
     for wrong in (dataclasses.replace(early, early=False), dataclasses.replace(early, inputs="split ahead")):
         assert "early must be" in wrong.not_supported_reasons(deep)[0]  # (the split-ahead kernel does not wait)

@@ -317,7 +317,8 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     that grid is at most two blocks an SM and each split has two K-tiles or more. H200, the 3xTF32 chapter's 1x1
     layers (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
     persistent on 135, at 64 filters on 79, K split in 4 on 32 (13 to 52 tiles of 128) and in 8 on 21 (at most 16),
-    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them."""
+    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them (on a third,
+    1.05x -> 1.10x with each launched early, faster on 63 -> 75 of 117: ``--ones --early --part=1/3``)."""
     pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
     splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
               if pixel_blocks * m_blocks * s <= 2 * sm_count() and k_tiles(problem) >= 2 * s]  # fmt: skip
@@ -327,17 +328,19 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
 #: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
 #: consumers store the last one's. On 117 of the chapter's 1x1 layers (H200, ``wgmma_probe.py --ones --part=1/3``)
 #: faster than it a block a tile on 96, within 3% on 20 (median 1.07x), than the mma.sync kernel on 70 (1.15x).
-GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True)
+#: Each 1x1 candidate is launched early: on the same 117 (``--early``, 2026-12-02) 5% faster at the median for each
+#: (persistent 1.055x, faster by over 2% on 95, never slower by 2%; at 64 filters 1.062x; K split 1.048-1.053x).
+GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
 #: For 1x1 layers of few output tiles and many K-tiles: K split over blocks, a block a tile; of at most 64 filters:
-#: persistent, 64 filters a block.
-GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4)
-GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS)
+#: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 2 of those 48 layers, no candidate.)
+GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
+GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
-               dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS), dataclasses.replace(GATHERED_PERSISTENT,
-               early=True), dataclasses.replace(GATHERED_SPLIT, early=True))  # fmt: skip
+               dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
+               dataclasses.replace(GATHERED_PERSISTENT, early=None))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
