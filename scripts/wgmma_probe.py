@@ -456,9 +456,10 @@ def ones_anatomy(count: int = 16, odd: bool = False) -> None:
 def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
-    then the kernel), the split alone, the kernel alone, and its main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10);
-    the gathering kernel a block a tile, and with K split in 4 and 8 (:data:`GATHERED_SPLIT`); persistent at 64
-    filters a block (:data:`GATHERED_NARROW`); the mma.sync kernel's default launch."""
+    then the kernel launched early), the same launched the ordinary way, the split alone, the kernel alone, and its
+    main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10); the gathering kernel a block a tile, and with K split in 4
+    and 8 (:data:`GATHERED_SPLIT`); persistent at 64 filters a block (:data:`GATHERED_NARROW`); the mma.sync
+    kernel's default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -478,6 +479,7 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
         "SGEMM": lambda: cublas.conv1x1(x, w, out),
         "empty launch": lambda: empty((1,), (32,), ()),
         "whole": call(spec),
+        "whole, not early": call(dataclasses.replace(spec, early=None)),
         "split alone": lambda: spec.operands(p, x, w, workspace),
         "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
         **{PART_NAMES[part]: call(part_of(spec, part)) for part in (1, 2, 3, 10)},
