@@ -62,7 +62,8 @@ class PlanStep:
 
 class DriverLaunch:
     """A recorded kernel launch bound to ``cuLaunchKernel``: the parameter buffer is built once and only the
-    slots' pointers are rewritten per call (the driver copies parameters at launch). Launched through CuPy's
+    slots' pointers are rewritten per call (the driver copies parameters at launch); an early one through
+    ``cuLaunchKernelEx`` (:class:`~convkit.cuda.driver.EarlyLaunch`). Launched through CuPy's
     Cython binding of the driver call (about 1 us less a launch than ctypes on the H100,
     ``scripts/host_probe.py``), or through ctypes where a CuPy lacks it."""
 

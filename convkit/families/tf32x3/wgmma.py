@@ -317,8 +317,8 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     that grid is at most two blocks an SM and each split has two K-tiles or more. H200, the 3xTF32 chapter's 1x1
     layers (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
     persistent on 135, at 64 filters on 79, K split in 4 on 32 (13 to 52 tiles of 128) and in 8 on 21 (at most 16),
-    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them (on a third,
-    1.05x -> 1.10x with each launched early, faster on 63 -> 75 of 117: ``--ones --early --part=1/3``)."""
+    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them; with each
+    launched early (its constant's comment), 1.13x over all 349 (thirds 1.10x, 1.15x, 1.13x), faster on 219."""
     pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
     splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
               if pixel_blocks * m_blocks * s <= 2 * sm_count() and k_tiles(problem) >= 2 * s]  # fmt: skip
@@ -332,7 +332,7 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
 #: (persistent 1.055x, faster by over 2% on 95, never slower by 2%; at 64 filters 1.062x; K split 1.048-1.053x).
 GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
 #: For 1x1 layers of few output tiles and many K-tiles: K split over blocks, a block a tile; of at most 64 filters:
-#: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 2 of those 48 layers, no candidate.)
+#: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 5 of those 146 layers, no candidate.)
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
