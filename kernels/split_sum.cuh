@@ -2,12 +2,15 @@
 // blockIdx.z leaves behind (cuConv's R*S planes and channel splits, the implicit GEMM's split-K).
 // Four independent accumulators keep loads in flight. With a bias (convkit.conv2d's; null otherwise)
 // out is NCHW and bias[m] is added to filter m's planes of hw elements, saving the op a launch.
+// Launched early after a split-K kernel (convkit.cuda.driver.EarlyLaunch), it waits for that kernel's planes first.
 // Included textually by convkit.cuda.nvrtc (NVRTC).
 #pragma once
+#include "dependent_launch.cuh"
 
 extern "C" __global__ void sum_planes(const float* __restrict__ src, float* __restrict__ out, int K,
                                       long long plane, const float* __restrict__ bias, int M, long long hw)
 {
+    wait_for_previous_kernel();
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < plane;
          i += (long long)gridDim.x * blockDim.x) {
         float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;

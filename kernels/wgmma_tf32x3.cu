@@ -36,6 +36,7 @@
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
 // tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
+#include "dependent_launch.cuh"  // wait_for_previous_kernel, let_next_kernel_start: launched early
 #include "tf32_split.cuh"
 #include "wgmma.cuh"           // the instruction: descriptors, products, fences and groups
 #include "wgmma_operands.cuh"  // the layouts the operands are split ahead into
@@ -150,24 +151,6 @@ __device__ __forceinline__ void fence_to_async_proxy()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
-// Programmatic dependent launch (Hopper): a kernel launched with the programmatic stream serialization attribute
-// (convkit.cuda.record.KernelCall's `early`) may start while the kernel before it in its stream still runs, once that
-// kernel's blocks have all let it (let_next_kernel_start) or exited; it waits for that kernel's end and its writes
-// (wait_for_previous_kernel) before it reads them. Each is a no-op in a kernel launched the ordinary way.
-__device__ __forceinline__ void wait_for_previous_kernel()
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void let_next_kernel_start()
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 
@@ -826,6 +809,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
     init_barriers(full, empty);
+    let_next_kernel_start();  // (a split K's sum, launched early, waits for this kernel's planes)
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
         if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers

@@ -91,6 +91,20 @@ def test_a_broken_source_raises_with_the_compiler_output(tmp_path, monkeypatch):
         ck.ptxas_report("broken", "sm_90")
 
 
+def test_headers_are_inlined_with_the_headers_they_include_each_once(tmp_path, monkeypatch):
+    """A source's kernels/ headers inlined for NVRTC, theirs too (split_sum.cuh's dependent_launch.cuh), each once
+    however many include it."""
+    for source in ("implicit_gemm", "wgmma_tf32x3"):
+        code = nvrtc.kernel_code(source)
+        assert '#include "' not in code and code.count("void wait_for_previous_kernel()") == 1
+    (tmp_path / "twice.cu").write_text('#include "split_sum.cuh"\n#include "dependent_launch.cuh"\n')
+    for header in ("split_sum.cuh", "dependent_launch.cuh"):
+        (tmp_path / header).write_text((nvrtc.kernels_dir() / header).read_text())
+    monkeypatch.setattr(nvrtc, "kernels_dir", lambda: tmp_path)
+    monkeypatch.setattr(nvrtc, "kernel_source", lambda name: tmp_path / f"{name}.cu")
+    assert nvrtc.kernel_code("twice").count("void wait_for_previous_kernel()") == 1
+
+
 def test_missing_source():
     with pytest.raises(FileNotFoundError, match="no CUDA source"):
         nvrtc.kernel_source("no_such_family")

@@ -33,14 +33,19 @@ _LOCAL_INCLUDE = re.compile(r'^#include "(?P<name>[\w.]+)"[^\n]*$', re.MULTILINE
 
 
 def kernel_code(name: str) -> str:
-    """The text of ``kernels/<name>.cu`` with its ``#include "x.cuh"`` of ``kernels/`` headers inlined,
-    so NVRTC needs no include path and the build cache key covers the headers too."""
+    """The text of ``kernels/<name>.cu`` with its ``#include "x.cuh"`` of ``kernels/`` headers inlined, theirs too,
+    each header once (they are all ``#pragma once``), so NVRTC needs no include path and the build cache key covers
+    the headers too."""
+    inlined: set[str] = set()
 
     def inline(match: re.Match[str]) -> str:
         header = kernels_dir() / match.group("name")
         if not header.is_file():
             raise FileNotFoundError(f"kernels/{name}.cu includes {match.group('name')}, not in {kernels_dir()}")
-        return header.read_text()
+        if header.name in inlined:
+            return ""
+        inlined.add(header.name)
+        return _LOCAL_INCLUDE.sub(inline, header.read_text())
 
     return _LOCAL_INCLUDE.sub(inline, kernel_source(name).read_text())
 

@@ -186,12 +186,18 @@ class ImplicitGemmLaunch(KernelLaunch):
 
 @dataclass(frozen=True)
 class SplitSumLaunch(ElementwiseLaunch):
-    """``sum_planes`` in ``implicit_gemm.cu``: the output as the sum of the split-K partial planes."""
+    """``sum_planes`` in ``implicit_gemm.cu``: the output as the sum of the split-K partial planes; ``early``:
+    launched to start as the split kernel ends (:class:`~convkit.cuda.driver.EarlyLaunch`), waiting for its planes."""
+
+    early: bool | None = None
 
     kind: ClassVar[str] = "fp32_split_sum"
     source: ClassVar[str] = "implicit_gemm"
     kernel: ClassVar[str] = "sum_planes"
     max_blocks: ClassVar[int] = 65535  # grid-stride beyond
+
+    def starts_early(self, problem: ConvProblem) -> bool:
+        return bool(self.early)
 
 
 def tiles_fitting(problem: ConvProblem) -> list[str]:

@@ -140,7 +140,8 @@ class WgmmaWsLaunch(KernelLaunch):
     gathered, a block a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`),
     each summing its share into a plane of partial outputs, which ``sum_planes`` adds up with the bias. ``early``
     (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
-    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`)."""
+    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`), and with K split, the sum
+    launched as it ends."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -386,7 +387,7 @@ def conv2d_wgmma_tf32x3(
     launch_kernel(spec, problem, (inputs, weights, cupy.uint64(0), partials, *sizes))
     pixels = cupy.int64(problem.out_h * problem.out_w)
     sums = (partials, out, cupy.int32(splits), cupy.int64(out.size), epilogue, cupy.int32(problem.m), pixels)
-    launch_kernel(SplitSumLaunch(), problem, sums)
+    launch_kernel(SplitSumLaunch(early=spec.early), problem, sums)
     return out
 
 
