@@ -163,13 +163,14 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, split_ahead]
-    # on a 1x1 filter: 64 filters a block where <= 64; K split where its grid is <= 2 blocks an SM, 2+ K-tiles a split
+    # on a 1x1 filter: 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a K-tile a split
     deep = wgmma.one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
     split_in = [dataclasses.replace(wgmma.GATHERED_SPLIT, splits=s) for s in (4, 8)]
     assert deep == [gathered_persistent, wgmma.GATHERED_NARROW, *split_in]
-    assert wgmma.one_tap_candidates(ConvProblem(32, 832, 7, 7, 448, 1, 1))[1:] == split_in[:1]  # 52 tiles: 4 alone
-    assert wgmma.one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1)) == [gathered_persistent]  # 6 K-tiles
-    assert wgmma.one_tap_candidates(ConvProblem(128, 832, 7, 7, 256, 1, 1)) == [gathered_persistent]  # 98 tiles
+    assert wgmma.one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == split_in[:1]  # 196 tiles: 4 alone
+    assert wgmma.one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == split_in[:1]  # 6 K-tiles: 4 alone
+    assert wgmma.one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent]  # 3 K-tiles
+    assert wgmma.one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent]  # 784 tiles
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
     assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")

@@ -315,14 +315,15 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), at 64 filters a
     block where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where
-    that grid is at most two blocks an SM and each split has two K-tiles or more. H200, the 3xTF32 chapter's 1x1
-    layers (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
-    persistent on 135, at 64 filters on 79, K split in 4 on 32 (13 to 52 tiles of 128) and in 8 on 21 (at most 16),
-    mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them; with each
-    launched early (its constant's comment), 1.13x over all 349 (thirds 1.10x, 1.15x, 1.13x), faster on 219."""
+    that grid is at most eight blocks an SM and each split has a K-tile. H200, the 3xTF32 chapter's 1x1 layers
+    (2026-12-02, ``wgmma_probe.py --ones --part=k/3``, each setting on every layer): of the 337 over 1 TFLOP/s in
+    SGEMM the fastest was persistent on 135, at 64 filters on 79, K split in 4 on 32 and in 8 on 21, mma.sync on 65;
+    the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them; with each launched early (its
+    constant's comment), 1.13x over all 349 (thirds 1.10x, 1.15x, 1.13x), faster on 219. The rule leaves out no split
+    that beat the others there (at most two blocks an SM and two K-tiles a split left 7 layers 2-9% slower)."""
     pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
     splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
-              if pixel_blocks * m_blocks * s <= 2 * sm_count() and k_tiles(problem) >= 2 * s]  # fmt: skip
+              if pixel_blocks * m_blocks * s <= 8 * sm_count() and k_tiles(problem) >= s]  # fmt: skip
     return [GATHERED_PERSISTENT, *([GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []), *splits]
 
 
