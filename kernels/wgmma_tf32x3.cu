@@ -69,6 +69,9 @@
 #ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
 #define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
 #endif
+#ifndef CONVKIT_WS_PINGPONG  // the warp-specialised kernels at 64 filters a block, persistent: 1 their consumers take
+#define CONVKIT_WS_PINGPONG 0  // alternate output tiles, one storing as the other multiplies; 0 alternate K-tiles
+#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -508,17 +511,21 @@ namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
 static_assert(FILTERS == 128 || FILTERS == 64, "a block's filters: 128, or 64");
-constexpr bool SPLIT_K = FILTERS == 64;  // each consumer every other K-tile of the block's 64 filters
+constexpr bool NARROW = FILTERS == 64;  // a consumer multiplies each of its stages on all the block's 64 filters
+// At 64 filters, the consumers take alternate output tiles (PINGPONG: each tile's store beside the other consumer's
+// products, for layers of few K-tiles a tile, whose stores weigh most), or else alternate K-tiles of each (SPLIT_K).
+constexpr bool PINGPONG = CONVKIT_WS_PINGPONG, SPLIT_K = NARROW && !PINGPONG;
+static_assert(!PINGPONG || (NARROW && CONVKIT_WS_PERSISTENT), "ping-pong: 64 filters a block, persistent");
 constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
 constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
-constexpr int WS_STAGES = SPLIT_K ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
-constexpr int RELEASERS = SPLIT_K ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
+constexpr int WS_STAGES = NARROW ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
+constexpr int RELEASERS = NARROW ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
 constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight planes, as they lie in a stage
 // (A stage in two parts of 16 k, each with its barriers, so that two K-tiles in flight hold one stage and the producer
 // stages further ahead, was measured slower: 0.78-0.99x on the 3xTF32 chapter's 110 large layers, H200, 2026-11-28.)
 // Past the stages: their barriers (and with SPLIT_K two more, for the consumers' sums), 128 bytes; with SPLIT_K then
-// the second consumer's sums, 64 x 128 floats, for the first to add.
-constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two and with INPUTS_FP32 split
+// the second consumer's sums, 64 x 128 floats, for the first to add; else the consumer warps' rows (staged_rows).
+constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two (PINGPONG: the turn) and split
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
@@ -629,6 +636,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
             barrier_init(sums_barriers(empty), 128);
             barrier_init(sums_barriers(empty) + 1, 128);
         }
+        if (PINGPONG) barrier_init(sums_barriers(empty), 128);  // (takes_tile)
         if (INPUTS_FP32)
             for (int s = 0; s < WS_STAGES; ++s) barrier_init(split_barriers(empty) + s, CONSUMERS);
     }
@@ -673,7 +681,19 @@ __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums
     return true;
 }
 
-// A consumer warp's rows for store_tile_staged (at 128 filters a block): past the stages and their barriers,
+// With PINGPONG, whether the block's output tile `round` is consumer `group`'s; and if so, once the other consumer
+// has waited for the stages of the tile before (its turn passed on by the first of sums_barriers). Each consumer
+// waits for its stages' "full" phases by parity, so a stage's phase it waits for must be the barrier's next: had the
+// second consumer waited for its first tile's stages at once, a stage's parity would have matched two phases early.
+__device__ __forceinline__ bool takes_tile(unsigned long long* empty, int round, int group)
+{
+    if constexpr (!PINGPONG) return true;
+    if (round % 2 != group) return false;
+    if (round > 0) wait_phase(sums_barriers(empty), (round - 1) & 1);
+    return true;
+}
+
+// A consumer warp's rows for store_tile_staged (but with SPLIT_K): past the stages and their barriers,
 // STAGED_ROWS_FLOATS a consumer warp (convkit.families.tf32x3.wgmma_operands.STAGED_ROWS_BYTES in all).
 constexpr int STAGED_ROWS_FLOATS = ROWS_STAGED * (WIDTH + 8);
 __device__ __forceinline__ float* staged_rows(float* smem)
@@ -706,7 +726,8 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
 // (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
 // filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
-// other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums). `turn0`:
+// other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums); with 64 and
+// PINGPONG every K-tile of every other output tile on all of them (the kernels skip the other's tiles). `turn0`:
 // the block's K-tiles before this output tile's (the barriers' phases count them), `round` its output tiles before
 // this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`; with `Split`
 // (the split-ahead kernel built with INPUTS_FP32) each stage's inputs split by them first (split_inputs). (A persistent
@@ -717,7 +738,7 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
                                         int turn0, int round, int group, float* out, const float* bias, int M,
                                         int m0, long long pixel0, long long pixels, long long PQ)
 {
-    const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = SPLIT_K ? 0 : group * 64;
+    const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = NARROW ? 0 : group * 64;
     const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
     float acc[64];
 #pragma unroll
@@ -774,6 +795,7 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
             add(j, partial);
         }
     }
+    if constexpr (PINGPONG) arrive(sums_barriers(empty));  // its stages waited for: the other consumer's turn
     if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round) &&
         (CONVKIT_WG_PART != 10 || M < 0))  // (part 10: never, yet the sums kept: M is not known at compile time)
         if constexpr (SPLIT_K)  // (the first consumer's 64 rows; its sums' exchange holds the shared memory past the
@@ -833,10 +855,12 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     int turn0 = 0, round = 0;
-    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round)
+    for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
+        if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)
         consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, turn0, round, tid / 128 - 1, out,
                                                           bias, M, (int)(t % m_blocks) * FILTERS, t / m_blocks * WIDTH,
                                                           pixels, PQ);
+    }
 #endif
 }
 
@@ -973,6 +997,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 216>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
+        if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)
         long long within;
         const long long gemm = locate(t, within);
         consume<CONVKIT_WG_PART == 8 ? Layout::SWIZZLED : Layout::INTERLEAVED,

@@ -37,6 +37,7 @@ from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
     GATHERED_NARROW,
     GATHERED_PERSISTENT,
+    GATHERED_PINGPONG,
     GATHERED_SPLIT,
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
@@ -403,7 +404,8 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split in 4 and
     8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64 (:data:`GATHERED_NARROW`) on
     every layer, where the candidates' rule leaves them out too (to test the rule), K split at 64 filters a block too
-    there, and the mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
+    there, the consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`, on every layer), and the
+    mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
@@ -416,7 +418,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
         narrow = (GATHERED_NARROW, *(dataclasses.replace(s, filters=64) for s in k_split)) if p.m <= 64 else ()
-        chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)
+        chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow, GATHERED_PINGPONG)
         if early:  # (a block a tile, one K-tile in flight, won no layer: left out)
             gathered = [s for s in dict.fromkeys(chosen) if isinstance(s, WgmmaWsLaunch) and s.in_flight == 2
                         and not s.inputs]  # fmt: skip

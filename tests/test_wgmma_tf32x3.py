@@ -219,6 +219,12 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
     for wrong in (dataclasses.replace(early, early=False), dataclasses.replace(early, inputs="split ahead")):
         assert "early must be" in wrong.not_supported_reasons(deep)[0]  # (the split-ahead kernel does not wait)
+    pingpong = wgmma.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
+    assert pingpong.options(deep)[-1] == "-DCONVKIT_WS_PINGPONG=1" and WGMMA_VARIANT.launch_from(pingpong.to_params())
+    assert pingpong.shared_bytes(deep) == wgmma.GATHERED_NARROW.shared_bytes(deep) - 64 * 128 * 4 + 34_816
+    for wrong in (dataclasses.replace(pingpong, persistent=None), dataclasses.replace(pingpong, filters=None),
+                  dataclasses.replace(pingpong, pingpong=False)):  # fmt: skip
+        assert "pingpong must be" in wrong.not_supported_reasons(deep)[0]
     narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
     assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
     tiled = wgmma_operands.tiled_elements(deep, False, 64)
@@ -251,7 +257,9 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     filters a block, its splits of K."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
-    return f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{early}"
+    pingpong = "-pingpong" if spec.pingpong else ""
+    return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{early}"
+            f"{pingpong}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:

@@ -124,24 +124,21 @@ WS_INPUTS = (None, "split ahead", "split staged")
 
 @dataclass(frozen=True)
 class WgmmaWsLaunch(KernelLaunch):
-    """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles
-    (the weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer
-    warpgroups' staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block.
-    ``schedule`` has one value: the knob that tells its recorded params from :class:`WgmmaGemmLaunch`'s.
-    ``in_flight``: the K-tiles of products a consumer keeps running, 1 (each waited for before the next is issued) or
-    2 (a K-tile's sums added as the next K-tile's products run, in registers the producer gives up by
-    ``setmaxnreg``). ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer
-    (``implicit_gemm_wgmma_ws_tf32x3``), or ``"split ahead"``, channels last, and copied
-    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``), or ``"split staged"``, channels last in FP32, copied and then split by
-    the consumers in shared memory (the same kernel built so). ``persistent`` (None: not): a block an SM, each
-    looping over the output tiles, its producer staging the next tile as its consumers store the last. ``filters``
-    (None: 128; not with inputs split as staged): 64 filters a block, for layers of 64 filters or a multiple of 64
-    past 128, each consumer multiplying every other K-tile on all 64, their sums then added. ``splits`` (inputs
-    gathered, a block a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`),
-    each summing its share into a plane of partial outputs, which ``sum_planes`` adds up with the bias. ``early``
-    (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
-    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`), and with K split, the sum
-    launched as it ends."""
+    """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles (the
+    weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer warpgroups'
+    staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block. ``schedule`` has one
+    value: it tells its recorded params from :class:`WgmmaGemmLaunch`'s. ``in_flight``: a consumer's K-tiles of
+    products running, 1 or 2 (a K-tile's sums added as the next's products run, in registers the producer gives up).
+    ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer; ``"split ahead"``, channels last, copied
+    (``implicit_gemm_wgmma_ws_nhwc_tf32x3``); ``"split staged"``, channels last in FP32, copied, then split by the
+    consumers. ``persistent`` (None: not): a block an SM over the output tiles, its producer staging the next tile as
+    its consumers store the last. ``filters`` (None: 128; not with inputs split as staged): 64 a block, each consumer
+    multiplying every other K-tile on all 64, their sums then added; or with ``pingpong`` (persistent; None: not)
+    every other output tile, one storing as the other multiplies. ``splits`` (inputs gathered, a block a tile; None:
+    1): K split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane of partial outputs
+    that ``sum_planes`` adds up with the bias. ``early`` (inputs gathered; None: not): launched to start as the
+    weights' split ends, its producer waiting for the split's writes before its first copy of them
+    (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -150,6 +147,7 @@ class WgmmaWsLaunch(KernelLaunch):
     filters: int | None = None
     splits: int | None = None
     early: bool | None = None
+    pingpong: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -181,8 +179,9 @@ class WgmmaWsLaunch(KernelLaunch):
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
+        pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters), *fp32)  # fmt: skip
+                *filters_macro(self.block_filters), *fp32, *pingpong)  # fmt: skip
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
@@ -196,11 +195,11 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def shared_bytes(self, problem: ConvProblem) -> int:
         """The stages (both operands' two planes, 32 floats a row), 128 bytes of mbarriers, and at 64 filters the
-        second consumer's sums (64 x 128 floats) for the first to add, at 128 the consumer warps' rows on their way
-        to the output (:data:`STAGED_ROWS_BYTES`)."""
+        second consumer's sums (64 x 128 floats) for the first to add, else (at 128, or ping-pong) the consumer warps'
+        rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
         stages = (NARROW_STAGES if narrow else WS_STAGES) * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
-        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow else STAGED_ROWS_BYTES)
+        return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
         tiled = tiled_elements(problem, self.channels_last, self.block_filters)
@@ -269,6 +268,8 @@ class WgmmaWsLaunch(KernelLaunch):
                              f"a tile, got {self.splits!r}")  # fmt: skip
         if self.early not in (None, True) or (self.early and self.inputs):  # (only the gathering kernel waits)
             raise ValueError(f"early must be None, or True with the inputs gathered, got {self.early!r}")
+        if self.pingpong not in (None, True) or (self.pingpong and not (self.filters and self.persistent)):
+            raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
         check_problem(problem, self.block_filters)
         if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
@@ -315,12 +316,11 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), at 64 filters a
     block where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where
-    that grid is at most eight blocks an SM and each split has a K-tile. H200, the 3xTF32 chapter's 1x1 layers
-    (2026-12-02, ``wgmma_probe.py --ones --part=k/3``, each setting on every layer): of the 337 over 1 TFLOP/s in
-    SGEMM the fastest was persistent on 135, at 64 filters on 79, K split in 4 on 32 and in 8 on 21, mma.sync on 65;
-    the best over cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them; with each launched early (its
-    constant's comment), 1.13x over all 349 (thirds 1.10x, 1.15x, 1.13x), faster on 219. The rule leaves out no split
-    that beat the others there (at most two blocks an SM and two K-tiles a split left 7 layers 2-9% slower)."""
+    that grid is at most eight blocks an SM and each split has a K-tile. H200, the 3xTF32 chapter's 1x1 layers, each
+    setting on every one (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the
+    fastest was persistent on 135, at 64 filters on 79, K split in 4 on 32, in 8 on 21, mma.sync on 65; the best over
+    cuBLAS SGEMM, median 0.98x without the last three, 1.08x with them, 1.13x with each launched early (all 349,
+    faster on 219). The rule leaves out no split that won (two blocks an SM, two K-tiles a split: 7 layers 2-9% off)."""
     pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
     splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
               if pixel_blocks * m_blocks * s <= 8 * sm_count() and k_tiles(problem) >= s]  # fmt: skip
@@ -337,12 +337,15 @@ GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
 #: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 5 of those 146 layers, no candidate.)
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
+#: Not yet timed, so no candidate: its consumers take alternate output tiles, one storing as the other multiplies.
+GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
                dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
-               dataclasses.replace(GATHERED_PERSISTENT, early=None))  # fmt: skip
+               dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
+               dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True))  # fmt: skip
 
 
 def launch_from_params(params: Mapping[str, Any]) -> WgmmaLaunch:
