@@ -29,9 +29,10 @@
 // Layout: x NCHW, w MCRS (split into planes), out NMPQ, float32, C-contiguous, each under 2^31 elements.
 // Compile-time knobs: CONVKIT_R, CONVKIT_S, CONVKIT_WG_N (128 or 256), CONVKIT_STAGED (1 or 0; 256 with 1
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
-// warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the split-ahead
-// kernel: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (the split-ahead kernel: 128 or 64 filters a
-// block), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
+// warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the
+// warp-specialised kernels: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (theirs: 128 or 64 filters a
+// block), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
+// (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
