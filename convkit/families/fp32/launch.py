@@ -327,8 +327,17 @@ def gemm(
     launch_kernel(spec, p, (x, w, temp, *(cupy.int32(v) for v in dims[:-3]), *(cupy.int64(v) for v in dims[-3:]),
                             *own))  # fmt: skip
     if splits > 1:
-        launch_kernel(SplitSumLaunch(), p, (temp, out, cupy.int32(splits), cupy.int64(out.size), bias,
-                                     cupy.int32(p.m), cupy.int64(p.out_h * p.out_w)))  # fmt: skip
+        sum_splits(p, temp, out, splits, bias)
+
+
+def sum_splits(p: ConvProblem, planes: Any, out: Any, splits: int, bias: Any, early: bool | None = None) -> None:
+    """Enqueue :class:`SplitSumLaunch` (``early``: launched as the split kernel ends): ``out`` as the sum of the
+    ``splits`` partial planes in ``planes`` (each ``out``'s size), ``bias`` added (a kernel argument, from
+    :func:`~convkit.cuda.operands.epilogue_bias`)."""
+    import cupy
+
+    sums = (planes, out, cupy.int32(splits), cupy.int64(out.size), bias, cupy.int32(p.m), cupy.int64(p.out_h * p.out_w))
+    launch_kernel(SplitSumLaunch(early=early), p, sums)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
-from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS, SplitSumLaunch
+from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS, sum_splits
 from convkit.families.tf32x3.launch import split_elements, split_weights
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
@@ -389,9 +389,7 @@ def conv2d_wgmma_tf32x3(
         return out
     partials = spec.partials(problem, workspace)  # K split: each split's plane, then their sum and the bias
     launch_kernel(spec, problem, (inputs, weights, cupy.uint64(0), partials, *sizes))
-    pixels = cupy.int64(problem.out_h * problem.out_w)
-    sums = (partials, out, cupy.int32(splits), cupy.int64(out.size), epilogue, cupy.int32(problem.m), pixels)
-    launch_kernel(SplitSumLaunch(early=spec.early), problem, sums)
+    sum_splits(problem, partials, out, splits, epilogue, early=spec.early)
     return out
 
 
