@@ -10,7 +10,8 @@ from __future__ import annotations
 import cupy
 
 from convkit.core.problem import ConvProblem
-from convkit.families.tf32x3.wgmma import GATHERED_PERSISTENT, conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma import conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma_settings import GATHERED_PERSISTENT
 
 if __name__ == "__main__":
     rng = cupy.random.default_rng(1)

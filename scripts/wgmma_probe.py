@@ -35,6 +35,14 @@ from convkit.families.fp32.winograd import conv2d_winograd, winograd_default
 from convkit.families.tf32x3.launch import conv2d_tf32x3, split_elements, split_weights, winograd_launch
 from convkit.families.tf32x3.wgmma import (
     BLOCK_M,
+    TILE_K,
+    WgmmaGemmLaunch,
+    WgmmaLaunch,
+    WgmmaWsLaunch,
+    conv2d_wgmma_tf32x3,
+)
+from convkit.families.tf32x3.wgmma_operands import k_tiles
+from convkit.families.tf32x3.wgmma_settings import (
     GATHERED_NARROW,
     GATHERED_PERSISTENT,
     GATHERED_PINGPONG,
@@ -42,15 +50,9 @@ from convkit.families.tf32x3.wgmma import (
     SPLIT_AHEAD,
     SPLIT_AHEAD_NARROW,
     SPLIT_STAGED,
-    TILE_K,
     WGMMA_SETTINGS,
     WS_SETTINGS,
-    WgmmaGemmLaunch,
-    WgmmaLaunch,
-    WgmmaWsLaunch,
-    conv2d_wgmma_tf32x3,
 )
-from convkit.families.tf32x3.wgmma_operands import k_tiles
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
     WgmmaWinogradLaunch,
@@ -76,7 +78,8 @@ def launch_text(spec: WgmmaLaunch) -> str:
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
         k_split = f", K split in {spec.splits}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{k_split}{early}"
+        pingpong = ", ping-pong" if spec.pingpong else ""
+        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -409,7 +412,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
-    from convkit.families.tf32x3.wgmma import wgmma_candidates
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p) and p.m <= (most_filters or p.m)]

@@ -19,9 +19,9 @@ from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.operands import regions_bytes
-from convkit.families.tf32x3 import wgmma, wgmma_operands
+from convkit.families.tf32x3 import wgmma, wgmma_operands, wgmma_settings
 from convkit.families.tf32x3.rounding import round_tf32
-from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS
+from convkit.families.tf32x3.wgmma_settings import WGMMA_SETTINGS
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ to build the CUDA emulator")
 
@@ -152,25 +152,29 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 132)
+    for module in (wgmma, wgmma_settings):  # (the grid of a persistent launch; the K split candidates' rule)
+        monkeypatch.setattr(module, "sm_count", lambda: 132)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
-    candidates = wgmma.wgmma_candidates(p)
+    candidates = wgmma_settings.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
     staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split staged", persistent=True)  # split as staged
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]  # (split staged: Winograd's)
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
-    assert wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
+    assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
-    one_tap = wgmma.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
-    assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, split_ahead]
-    # on a 1x1 filter: 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a K-tile a split
-    deep = wgmma.one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
-    split_in = [dataclasses.replace(wgmma.GATHERED_SPLIT, splits=s) for s in (4, 8)]
-    assert deep == [gathered_persistent, wgmma.GATHERED_NARROW, *split_in]
-    assert wgmma.one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == split_in[:1]  # 196 tiles: 4 alone
-    assert wgmma.one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == split_in[:1]  # 6 K-tiles: 4 alone
-    assert wgmma.one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent]  # 3 K-tiles
-    assert wgmma.one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent]  # 784 tiles
+    one_tap = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
+    pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
+    assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, pingpong, split_ahead]
+    # on a 1x1 filter: ping-pong; 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a
+    # K-tile a split
+    one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
+    deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
+    split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
+    assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *split_in]
+    assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
+    assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
+    assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
+    assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
     assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")
@@ -185,13 +189,13 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert "filters must be" in dataclasses.replace(staged, filters=64).not_supported_reasons(p)[0]  # (128 alone)
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}
-    assert WGMMA_VARIANT.launch_from(wgmma.WS_SETTINGS[1].to_params()) == wgmma.WS_SETTINGS[1]
-    assert wgmma.WS_SETTINGS[1].options(p)[-1] == "-DCONVKIT_WS_IN_FLIGHT=2"
+    assert WGMMA_VARIANT.launch_from(wgmma_settings.WS_SETTINGS[1].to_params()) == wgmma_settings.WS_SETTINGS[1]
+    assert wgmma_settings.WS_SETTINGS[1].options(p)[-1] == "-DCONVKIT_WS_IN_FLIGHT=2"
     assert "schedule must be" in wgmma.WgmmaWsLaunch("ping-pong").not_supported_reasons(p)[0]
     assert "in_flight must be" in wgmma.WgmmaWsLaunch(in_flight=3).not_supported_reasons(p)[0]
     assert "inputs must be" in wgmma.WgmmaWsLaunch(inputs="gathered").not_supported_reasons(p)[0]
     assert "persistent must be" in wgmma.WgmmaWsLaunch(persistent=False).not_supported_reasons(p)[0]
-    assert not wgmma.GATHERED_PERSISTENT.not_supported_reasons(p)  # the gathering kernel persistent too
+    assert not wgmma_settings.GATHERED_PERSISTENT.not_supported_reasons(p)  # the gathering kernel persistent too
     persistent = wgmma.WgmmaWsLaunch(inputs="split ahead", persistent=True)
     assert WGMMA_VARIANT.launch_from(persistent.to_params()) == persistent
     assert persistent.options(p)[-1] == "-DCONVKIT_WS_PERSISTENT=1" and persistent.grid(p) == (4,)  # 2 x 2 tiles
@@ -203,7 +207,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
     # K split over blocks (the gathering kernel, a block a tile): whole K-tiles a split, partial outputs in workspace
-    split = wgmma.GATHERED_SPLIT
+    split = wgmma_settings.GATHERED_SPLIT
     deep = ConvProblem(32, 832, 7, 7, 48, 1, 1)  # 26 K-tiles: 4 splits of 7, then (26 / 8 -> 4 a split) 7 of 4
     assert WGMMA_VARIANT.launch_from(split.to_params()) == split and split.to_params()["splits"] == 4
     assert split.effective_splits(deep) == 4 and dataclasses.replace(split, splits=8).effective_splits(deep) == 7
@@ -219,9 +223,9 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
     for wrong in (dataclasses.replace(early, early=False), dataclasses.replace(early, inputs="split ahead")):
         assert "early must be" in wrong.not_supported_reasons(deep)[0]  # (the split-ahead kernel does not wait)
-    pingpong = wgmma.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
+    pingpong = wgmma_settings.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
     assert pingpong.options(deep)[-1] == "-DCONVKIT_WS_PINGPONG=1" and WGMMA_VARIANT.launch_from(pingpong.to_params())
-    assert pingpong.shared_bytes(deep) == wgmma.GATHERED_NARROW.shared_bytes(deep) - 64 * 128 * 4 + 34_816
+    assert pingpong.shared_bytes(deep) == wgmma_settings.GATHERED_NARROW.shared_bytes(deep) - 64 * 128 * 4 + 34_816
     for wrong in (dataclasses.replace(pingpong, persistent=None), dataclasses.replace(pingpong, filters=None),
                   dataclasses.replace(pingpong, pingpong=False)):  # fmt: skip
         assert "pingpong must be" in wrong.not_supported_reasons(deep)[0]
@@ -315,7 +319,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
 
 @pytest.mark.parametrize("problem", [*EMULATED[:4], ConvProblem.same(1, 16, 6, 6, 70, 1), *EMULATED[4:]],
                          ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", wgmma.WS_SETTINGS, ids=ws_id)
+@pytest.mark.parametrize("launch", wgmma_settings.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
@@ -342,7 +346,8 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
     in the same order: the outputs equal bit for bit (the setting Winograd's products run)."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
-    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.SPLIT_AHEAD, wgmma.SPLIT_STAGED)]
+    launches = (wgmma_settings.SPLIT_AHEAD, wgmma_settings.SPLIT_STAGED)
+    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
     assert np.array_equal(*outputs)
 
 
@@ -353,8 +358,8 @@ def test_the_gathered_and_split_ahead_kernels_agree_bit_for_bit_on_a_1x1_on_the_
     split-ahead one give the same bits."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
-    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in (wgmma.GATHERED_PERSISTENT,
-                                                                                 wgmma.SPLIT_AHEAD)]  # fmt: skip
+    launches = (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.SPLIT_AHEAD)
+    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
     assert np.array_equal(*outputs)
 
 
@@ -388,7 +393,7 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
                                       "-DCONVKIT_WS_PERSISTENT=1")  # fmt: skip
     assert products.grid(gemm) == (132,) and products.block(gemm) == (384,)
     assert products.output_tiles(gemm) == 36 * 25 * 2  # 3,136 pixels: 25 blocks of 128
-    assert products.shared_bytes(gemm) == wgmma.SPLIT_AHEAD.shared_bytes(gemm)
+    assert products.shared_bytes(gemm) == wgmma_settings.SPLIT_AHEAD.shared_bytes(gemm)
     assert not spec.not_supported_reasons(p)
     # the inputs one FP32 plane, split by the products' producer: half U, the products built to split them
     staged = wgmma_winograd.WgmmaWinogradLaunch(4, inputs="split staged")

@@ -19,13 +19,8 @@ from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.families.registry import Kernels
-from convkit.families.tf32x3.wgmma import (
-    WS_SETTINGS,
-    WgmmaGemmLaunch,
-    conv2d_wgmma_tf32x3,
-    conv2d_wgmma_ws_tf32x3,
-    wgmma_candidates,
-)
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, conv2d_wgmma_ws_tf32x3
+from convkit.families.tf32x3.wgmma_settings import WS_SETTINGS, wgmma_candidates
 from convkit.families.tf32x3.wgmma_winograd import INPUTS, WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text
 
@@ -191,7 +186,7 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
     (3x3, stride 1) equal bit for bit."""
     import cupy
 
-    from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_STAGED
+    from convkit.families.tf32x3.wgmma_settings import SPLIT_AHEAD, SPLIT_STAGED
 
     rng = cupy.random.default_rng(29)
     x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))

@@ -23,7 +23,7 @@ from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.fp32 import winograd_supports
 from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
-from convkit.families.tf32x3 import launch, wgmma, wgmma_winograd
+from convkit.families.tf32x3 import launch, wgmma, wgmma_settings, wgmma_winograd
 
 IGEMM, WINOGRAD, WGMMA = "igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3"
 WINOGRAD_WGMMA = "winograd_wgmma_tf32x3"
@@ -69,7 +69,7 @@ WGMMA_VARIANT = Variant(
     WGMMA,
     _run_wgmma,
     default=lambda p: wgmma.WgmmaGemmLaunch(),
-    candidates=wgmma.wgmma_candidates,
+    candidates=wgmma_settings.wgmma_candidates,
     launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,
 )

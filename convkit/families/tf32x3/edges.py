@@ -14,7 +14,8 @@ from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
-from convkit.families.tf32x3.wgmma import WGMMA_SETTINGS, WS_SETTINGS, WgmmaGemmLaunch, conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma_settings import WGMMA_SETTINGS, WS_SETTINGS
 from convkit.families.tf32x3.wgmma_winograd import WgmmaWinogradLaunch
 
 

@@ -17,7 +17,7 @@ from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
 from convkit.families.fp32.winograd import TILES, WGMMA_FP32_INPUTS, WGMMA_OPERANDS, WinogradLaunch
-from convkit.families.tf32x3.wgmma import SPLIT_AHEAD, SPLIT_STAGED, WgmmaWsLaunch
+from convkit.families.tf32x3.wgmma import WgmmaWsLaunch
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     WS_THREADS,
@@ -26,6 +26,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     input_plane_elements,
     tiled_elements,
 )
+from convkit.families.tf32x3.wgmma_settings import SPLIT_AHEAD, SPLIT_STAGED
 
 #: The input transform's block (``input_block`` in ``kernels/winograd.cu``): 8 tiles by 32 channels, a tile's channels
 #: padded by 4 floats in shared memory, at most 36 points there at a time (32 where there are more: two halves).

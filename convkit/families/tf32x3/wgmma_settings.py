@@ -1,0 +1,80 @@
+"""The wgmma kernels' settings: every one that builds (for the probe, the emulator and the sanitizer), and those the
+tuner measures on a layer (:func:`wgmma_candidates`, the 1x1 layers' own in :func:`one_tap_candidates`), each beside
+the measurements that made it one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from convkit.core.gpu import sm_count
+from convkit.core.problem import ConvProblem
+from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
+from convkit.families.tf32x3.wgmma_operands import NARROW_FILTERS, k_tiles
+
+#: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
+#: over K lose precision as K grows (unstaged, 1.6e-5 at K = 2,304 and 4.2e-5 at K = 12,593 against float64, past the
+#: direct methods' 1e-5; staged, 2.5-3.5e-7 on the same layers: ``scripts/wgmma_probe.py``).
+WGMMA_SETTINGS = (WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLaunch(staged=False, stages=3),
+                  WgmmaGemmLaunch(256, staged=False))  # fmt: skip
+
+
+#: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
+SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
+#: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
+#: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
+#: slower than :data:`SPLIT_AHEAD` on each of the chapter's 97 stride-1 3x3 and 5x5 layers of at least 20 GFLOP (0.74x
+#: at the median, 0.85x at best, 2026-11-28); a tie with it on a third of the 1x1 layers (median 1.02x, 2026-12-02).
+SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
+
+
+def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
+    """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
+    its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
+    most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
+    --layers``), and on a 1x1 filter :func:`one_tap_candidates`. H200, the 3xTF32 chapter's 110 layers of at least 20
+    GFLOP (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in
+    flight: 86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers."""
+    narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
+    one_tap = one_tap_candidates(problem) if problem.r * problem.s == 1 else []
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *one_tap, SPLIT_AHEAD, *narrow]
+
+
+def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), persistent at 64
+    filters a block with its consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`), at 64 filters a block
+    where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where that
+    grid is at most eight blocks an SM and each split has a K-tile. H200, the 3xTF32 chapter's 1x1 layers, each setting
+    on every one (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
+    persistent on 135, at 64 filters on 79, K split in 4 on 32, in 8 on 21, mma.sync on 65; the best over cuBLAS
+    SGEMM, median 0.98x without the last three, 1.08x with them, 1.13x with each launched early (all 349, faster on
+    219), 1.21x with ping-pong too (faster on 238). The rule leaves out no split that won (two blocks an SM, two
+    K-tiles a split: 7 layers 2-9% off)."""
+    pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
+    splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
+              if pixel_blocks * m_blocks * s <= 8 * sm_count() and k_tiles(problem) >= s]  # fmt: skip
+    narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
+    return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
+
+
+#: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
+#: consumers store the last one's. On 117 of the chapter's 1x1 layers (H200, ``wgmma_probe.py --ones --part=1/3``)
+#: faster than it a block a tile on 96, within 3% on 20 (median 1.07x), than the mma.sync kernel on 70 (1.15x).
+#: Each 1x1 candidate is launched early: on the same 117 (``--early``, 2026-12-02) 5% faster at the median for each
+#: (persistent 1.055x, faster by over 2% on 95, never slower by 2%; at 64 filters 1.062x; K split 1.048-1.053x).
+GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
+#: For 1x1 layers of few output tiles and many K-tiles: K split over blocks, a block a tile; of at most 64 filters:
+#: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 5 of those 146 layers, no candidate.)
+GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
+GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
+#: Its consumers take alternate output tiles, one storing as the other multiplies (CUTLASS's ping-pong). H200, the
+#: chapter's 349 1x1 layers (``wgmma_probe.py --ones``, 2026-12-02): over :data:`GATHERED_PERSISTENT` 1.16x at the
+#: median (1.21x on the 146 of at most 64 filters, 0.95x on the rest), the fastest setting on 148.
+GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
+#: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
+WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
+               WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
+               SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
+               dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
+               dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
+               dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True))  # fmt: skip
