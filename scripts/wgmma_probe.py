@@ -407,8 +407,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split in 4 and
     8 (:data:`GATHERED_SPLIT`) and at 64 filters a block where the layer has at most 64 (:data:`GATHERED_NARROW`) on
     every layer, where the candidates' rule leaves them out too (to test the rule), K split at 64 filters a block too
-    there, the consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`, on every layer), and the
-    mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
+    there, and the mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
@@ -421,7 +420,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
         narrow = (GATHERED_NARROW, *(dataclasses.replace(s, filters=64) for s in k_split)) if p.m <= 64 else ()
-        chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow, GATHERED_PINGPONG)
+        chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)
         if early:  # (a block a tile, one K-tile in flight, won no layer: left out)
             gathered = [s for s in dict.fromkeys(chosen) if isinstance(s, WgmmaWsLaunch) and s.in_flight == 2
                         and not s.inputs]  # fmt: skip
@@ -463,8 +462,8 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
     timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
     then the kernel launched early), the same launched the ordinary way, the split alone, the kernel alone, and its
     main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10); the gathering kernel a block a tile, and with K split in 4
-    and 8 (:data:`GATHERED_SPLIT`); persistent at 64 filters a block (:data:`GATHERED_NARROW`); the mma.sync
-    kernel's default launch."""
+    and 8 (:data:`GATHERED_SPLIT`); persistent at 64 filters a block (:data:`GATHERED_NARROW`), and so with its
+    consumers taking alternate tiles (:data:`GATHERED_PINGPONG`); the mma.sync kernel's default launch."""
     import cupy
 
     from convkit.libs import cublas
@@ -492,6 +491,7 @@ def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
         "K split in 4": call(GATHERED_SPLIT),
         "K split in 8": call(dataclasses.replace(GATHERED_SPLIT, splits=8)),
         "64 filters a block": call(GATHERED_NARROW),
+        "ping-pong": call(GATHERED_PINGPONG),
         "mma.sync": lambda: conv2d_tf32x3(x, w, out=out),
     }
     return {name: median_us(run) for name, run in runs.items()}

@@ -69,7 +69,9 @@ GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
 #: Its consumers take alternate output tiles, one storing as the other multiplies (CUTLASS's ping-pong). H200, the
 #: chapter's 349 1x1 layers (``wgmma_probe.py --ones``, 2026-12-02): over :data:`GATHERED_PERSISTENT` 1.16x at the
-#: median (1.21x on the 146 of at most 64 filters, 0.95x on the rest), the fastest setting on 148.
+#: median (1.21x on the 146 of at most 64 filters, 0.95x on the rest), the fastest setting on 148; in a second run
+#: (fresh process, 287 of the layers) the same to within 1.5% (10th-90th percentile), and :data:`GATHERED_NARROW`
+#: over it 0.92x at the median on 118 of at most 64 filters, faster by over 2% on 2 (kept a candidate there).
 GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
