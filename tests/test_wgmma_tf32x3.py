@@ -171,6 +171,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
     split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
     assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *split_in]
+    assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
     assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
