@@ -6,7 +6,8 @@ methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and 
 ``winograd_tf32x3`` is FP32 Winograd (``kernels/winograd.cu``) with its batched products on that kernel, held to
 the transform methods' bar as FP32 Winograd is. Below compute capability 8.0 (the T4) their launches decline and
 the FP32 SIMT kernels serve. ``igemm_wgmma_tf32x3`` is the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA
-(``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`), on compute capability 9.0 alone;
+(``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`; its tuning candidates in
+:mod:`convkit.families.tf32x3.wgmma_settings`), on compute capability 9.0 alone;
 ``winograd_wgmma_tf32x3`` is FP32 Winograd with its products on that GEMM's split-ahead kernel, both operands split by
 the transforms (:mod:`convkit.families.tf32x3.wgmma_winograd`).
 """
