@@ -176,6 +176,16 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
+    # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
+    default, split = wgmma_settings.wgmma_default, wgmma_settings.GATHERED_SPLIT
+    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == dataclasses.replace(split, splits=8)  # 7 tiles, 8 K-tiles
+    assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == split  # 26 tiles: 4
+    assert default(ConvProblem(1, 128, 28, 28, 128, 1, 1)) == split  # 4 K-tiles: 4, each a K-tile
+    assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 3 K-tiles: no split
+    assert default(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong  # 196 tiles, 64 filters
+    assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
+    assert default(p) == wgmma.WgmmaGemmLaunch() == WGMMA_VARIANT.launch(p)  # 3x3: the first kernel
+    assert WGMMA_VARIANT.launch(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1
     assert staged.options(p) == (*split_ahead.options(p), "-DCONVKIT_WS_INPUTS_FP32=1")

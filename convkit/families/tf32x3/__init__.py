@@ -69,7 +69,7 @@ def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaLaunch) -> None:
 WGMMA_VARIANT = Variant(
     WGMMA,
     _run_wgmma,
-    default=lambda p: wgmma.WgmmaGemmLaunch(),
+    default=wgmma_settings.wgmma_default,
     candidates=wgmma_settings.wgmma_candidates,
     launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,

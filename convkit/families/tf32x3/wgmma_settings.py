@@ -5,6 +5,7 @@ the measurements that made it one."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
@@ -55,6 +56,25 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
               if pixel_blocks * m_blocks * s <= 8 * sm_count() and k_tiles(problem) >= s]  # fmt: skip
     narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
     return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
+
+
+def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
+    """The launch the op's first-use tuner times where no recorded knobs name one: on a 1x1 filter, of
+    :func:`one_tap_candidates`, K split in 8 (else 4) where that grid is one wave (a block an SM at most) and each
+    split has a K-tile, else at 64 filters a block with ping-pong where the layer has at most 64, else persistent;
+    on other filters the first kernel (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers
+    (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric mean of its pick over the
+    fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287 of them; its pick or
+    the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x)."""
+    if problem.r * problem.s != 1:
+        return WgmmaGemmLaunch()
+    tiles = math.prod(GATHERED_SPLIT.grid(problem)[:2])
+    split = next((s for s in (8, 4) if tiles * s <= sm_count() and k_tiles(problem) >= s), None)
+    if split:
+        chosen = dataclasses.replace(GATHERED_SPLIT, splits=split)
+    else:
+        chosen = GATHERED_PINGPONG if problem.m <= NARROW_FILTERS else GATHERED_PERSISTENT
+    return WgmmaGemmLaunch() if chosen.not_supported_reasons(problem) else chosen  # (where the first kernel fits)
 
 
 #: The gathering kernel persistent, two K-tiles in flight: its producer gathers the next tile's first K-tiles as its
