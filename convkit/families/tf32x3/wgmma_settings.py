@@ -5,7 +5,6 @@ the measurements that made it one."""
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
@@ -51,11 +50,16 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     SGEMM, median 0.98x without the last three, 1.08x with them, 1.13x with each launched early (all 349, faster on
     219), 1.21x with ping-pong too (faster on 238). The rule leaves out no split that won (two blocks an SM, two
     K-tiles a split: 7 layers 2-9% off)."""
-    pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
-    splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8)
-              if pixel_blocks * m_blocks * s <= 8 * sm_count() and k_tiles(problem) >= s]  # fmt: skip
+    splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8) if split_fits(problem, s, 8)]
     narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
     return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
+
+
+def split_fits(problem: ConvProblem, splits: int, blocks_per_sm: int) -> bool:
+    """Whether the gathering kernel's K split in ``splits`` (a block a tile of 128 filters) makes a grid of at most
+    ``blocks_per_sm`` blocks an SM, each split with a K-tile of its own."""
+    pixel_blocks, m_blocks, _ = GATHERED_SPLIT.grid(problem)
+    return pixel_blocks * m_blocks * splits <= blocks_per_sm * sm_count() and k_tiles(problem) >= splits
 
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
@@ -68,8 +72,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x)."""
     if problem.r * problem.s != 1:
         return WgmmaGemmLaunch()
-    tiles = math.prod(GATHERED_SPLIT.grid(problem)[:2])
-    split = next((s for s in (8, 4) if tiles * s <= sm_count() and k_tiles(problem) >= s), None)
+    split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = dataclasses.replace(GATHERED_SPLIT, splits=split)
     else:
