@@ -12,6 +12,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early]  # 1x1, beside SGEMM
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
+    PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
     PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
@@ -295,6 +296,36 @@ def profiled(p: ConvProblem, rng: Any) -> None:
         call(out)
     conv2d_tf32x3(x, w, pad=p.pad, stride=p.stride)
     cupy.cuda.runtime.deviceSynchronize()
+
+
+#: For ``--ones-profile``: a 1x1 layer whose stores weigh most (two K-tiles a tile, 1,458 tiles), and a batch-1 one
+#: of few tiles (7 at 128 filters, 8 K-tiles), the two kinds of layer still under 1.2x cuBLAS SGEMM or near it.
+ONES_PROFILED = (ConvProblem(128, 48, 27, 27, 192, 1, 1), ConvProblem(1, 256, 28, 28, 128, 1, 1))
+
+
+def ones_profiled(rng: Any) -> None:
+    """For Nsight Compute (``ncu --profile-from-start off``): on each of :data:`ONES_PROFILED`, one call each of the
+    gathering kernel persistent, with ping-pong, with K split in 8 (kernel and sum), and of cuBLAS SGEMM, between
+    the profiler's start and stop, each built and run once before it starts."""
+    import cupy
+
+    from convkit.libs import cublas
+
+    settings = (GATHERED_PERSISTENT, GATHERED_PINGPONG, dataclasses.replace(GATHERED_SPLIT, splits=8))
+    runs = []
+    for p in ONES_PROFILED:
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        runs += [functools.partial(wgmma_call(x, w, bias, p, spec), out) for spec in settings]
+        runs.append(functools.partial(cublas.conv1x1, x, w, out))
+    for run in runs:
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    cupy.cuda.profiler.start()
+    for run in runs:
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    cupy.cuda.profiler.stop()
 
 
 def profiled_floor(p: ConvProblem, rng: Any) -> None:
@@ -727,6 +758,10 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         import cupy
 
         profiled(TIMED[0], cupy.random.default_rng(7))
+    elif "--ones-profile" in sys.argv[1:]:  # 1x1 settings and SGEMM on two layers, under ncu from the start off
+        import cupy
+
+        ones_profiled(cupy.random.default_rng(7))
     elif "--profile-floor" in sys.argv[1:]:  # the split-ahead kernel whole, parts 5 and 9, and the ceiling, under ncu
         import cupy
 
