@@ -380,11 +380,12 @@ def rates_table(
     checked: Callable[[ConvProblem], int] = lambda p: 1,
     bar: float = 1e-5,
     against: str = "",
-) -> None:
+) -> list[dict[str, float]]:
     """TFLOP/s (of the direct method's FLOPs) on each of ``problems`` of each of ``runs``, every ``check_every``-th
     problem's first ``checked(problem)`` runs checked against float64 (a bias added; "WRONG" past ``bar``); the
     medians last, and the median of each problem's best; with ``against`` (a run's name, last in each problem's runs
-    and not among "the best"), the median of the best over it and on how many problems the best is faster."""
+    and not among "the best"), the median of the best over it and on how many problems the best is faster. Returns
+    each problem's rates by run name."""
     import statistics
 
     import cupy
@@ -413,6 +414,7 @@ def rates_table(
         over = [best / r[against] for best, r in zip(ours, rates, strict=True)]
         print(f"the best over {against}: median {statistics.median(over):.2f}x, faster on "
               f"{sum(o > 1 for o in over)} of {len(over)}")  # fmt: skip
+    return rates
 
 
 def tuned_layers() -> None:
@@ -441,8 +443,11 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     there, and the mma.sync kernel (``most_filters``: the layers of at most that many filters alone; ``early``: the
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
-    (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM."""
-    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+    (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM; then the same of the op's
+    first-use pick (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default` or the mma.sync kernel)."""
+    import statistics
+
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates, wgmma_default
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p) and p.m <= (most_filters or p.m)]
@@ -464,7 +469,12 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
         return out | {"cuBLAS SGEMM": lambda y: cublas.conv1x1(x, w, y)}  # (the unchecked runs add no bias)
 
     # the wgmma runs checked alone: the mma.sync kernel and SGEMM are called with no bias
-    rates_table(problems, runs, 10, checked=lambda p: len(settings(p)), against="cuBLAS SGEMM")
+    rates = rates_table(problems, runs, 10, checked=lambda p: len(settings(p)), against="cuBLAS SGEMM")
+    if not early:  # the op's first-use tuner times the heuristic launch beside the mma.sync kernel
+        picked = [max(r[launch_text(wgmma_default(p))], r["mma.sync"]) / r["cuBLAS SGEMM"]
+                  for p, r in zip(problems, rates, strict=True)]  # fmt: skip
+        print(f"the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM: median "
+              f"{statistics.median(picked):.2f}x, faster on {sum(o > 1 for o in picked)} of {len(picked)}")  # fmt: skip
 
 
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
