@@ -321,11 +321,11 @@ def ones_profiled(rng: Any) -> None:
     for run in runs:
         run()
     cupy.cuda.runtime.deviceSynchronize()
-    cupy.cuda.profiler.start()
+    cupy.cuda.runtime.profilerStart()
     for run in runs:
         run()
     cupy.cuda.runtime.deviceSynchronize()
-    cupy.cuda.profiler.stop()
+    cupy.cuda.runtime.profilerStop()
 
 
 def profiled_floor(p: ConvProblem, rng: Any) -> None:
