@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -82,6 +82,16 @@ def launch_text(spec: WgmmaLaunch) -> str:
         pingpong = ", ping-pong" if spec.pingpong else ""
         return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
+
+
+def by_name(specs: Iterable[WgmmaLaunch]) -> dict[str, WgmmaLaunch]:
+    """``specs`` by :func:`launch_text`, a launch named twice kept once; two launches of one name refused (a run keyed
+    by it would replace the other's unseen)."""
+    named: dict[str, WgmmaLaunch] = {}
+    for spec in specs:
+        if named.setdefault(launch_text(spec), spec) != spec:
+            raise ValueError(f"two launches named {launch_text(spec)!r}: {named[launch_text(spec)]} and {spec}")
+    return named
 
 
 def wgmma_call(x: Any, w: Any, bias: Any, p: ConvProblem, spec: WgmmaLaunch) -> Callable[[Any], Any]:
@@ -411,10 +421,15 @@ def rates_table(
     ours = [max(rate for name, rate in r.items() if name != against) for r in rates]
     print(f"median TFLOP/s over {len(rates)} layers: {medians}; the best of them {statistics.median(ours):.1f}")
     if against:
-        over = [best / r[against] for best, r in zip(ours, rates, strict=True)]
-        print(f"the best over {against}: median {statistics.median(over):.2f}x, faster on "
-              f"{sum(o > 1 for o in over)} of {len(over)}")  # fmt: skip
+        print(over_line(f"the best over {against}", [best / r[against] for best, r in zip(ours, rates, strict=True)]))
     return rates
+
+
+def over_line(what: str, ratios: list[float]) -> str:
+    """``what``: the median of ``ratios`` (ours over a peer's rate) and on how many ours is faster."""
+    import statistics
+
+    return f"{what}: median {statistics.median(ratios):.2f}x, faster on {sum(o > 1 for o in ratios)} of {len(ratios)}"
 
 
 def tuned_layers() -> None:
@@ -429,7 +444,9 @@ def layers() -> None:
     """The split-ahead warp-specialised kernel in each setting (one or two K-tiles in flight, a block a tile or
     persistent, 128 or 64 filters a block), the gathered one (a block a tile, and persistent) and the mma.sync
     kernel's default launch on :func:`chapter_layers` (:func:`rates_table`, every fifth layer checked)."""
-    split = {launch_text(spec).removeprefix("warp-specialised, "): spec for spec in WS_SETTINGS if spec.inputs}
+    split = {
+        name.removeprefix("warp-specialised, "): spec for name, spec in by_name(WS_SETTINGS).items() if spec.inputs
+    }
     gathered = {"gathered": WgmmaWsLaunch(), "gathered, persistent": GATHERED_PERSISTENT}
     rates_table(chapter_layers(), wgmma_runs({**split, **gathered}, True), 5)
 
@@ -445,8 +462,6 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM; then the same of the op's
     first-use pick (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default` or the mma.sync kernel)."""
-    import statistics
-
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates, wgmma_default
     from convkit.libs import cublas
 
@@ -462,7 +477,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
                         and not s.inputs]  # fmt: skip
             toggled = (dataclasses.replace(s, early=None if s.early else True) for s in gathered)
             chosen = (SPLIT_AHEAD, *gathered, *toggled)
-        return {launch_text(spec): spec for spec in chosen}
+        return by_name(chosen)
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         out = wgmma_runs(settings(p), True)(p, x, w, bias)
@@ -473,8 +488,7 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     if not early:  # the op's first-use tuner times the heuristic launch beside the mma.sync kernel
         picked = [max(r[launch_text(wgmma_default(p))], r["mma.sync"]) / r["cuBLAS SGEMM"]
                   for p, r in zip(problems, rates, strict=True)]  # fmt: skip
-        print(f"the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM: median "
-              f"{statistics.median(picked):.2f}x, faster on {sum(o > 1 for o in picked)} of {len(picked)}")  # fmt: skip
+        print(over_line("the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM", picked))
 
 
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
