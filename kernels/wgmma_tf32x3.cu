@@ -32,11 +32,13 @@
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the
 // warp-specialised kernels: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (theirs: 128 or 64 filters a
 // block), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
-// (the split-ahead kernel: its inputs split as staged); CONVKIT_WG_PART, for
+// (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_CLUSTER (the gathering kernel with K split: its
+// splits one cluster, their sums added there); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
 // tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
+#include "cluster.cuh"           // a K split's sums added across a cluster
 #include "dependent_launch.cuh"  // wait_for_previous_kernel, let_next_kernel_start: launched early
 #include "tf32_split.cuh"
 #include "wgmma.cuh"           // the instruction: descriptors, products, fences and groups
@@ -72,6 +74,12 @@
 #endif
 #ifndef CONVKIT_WS_PINGPONG  // the warp-specialised kernels at 64 filters a block, persistent: 1 their consumers take
 #define CONVKIT_WS_PINGPONG 0  // alternate output tiles, one storing as the other multiplies; 0 alternate K-tiles
+#endif
+#ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
+#define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
+#endif
+#if CONVKIT_WS_CLUSTER && defined(CONVKIT_EMULATED_WGMMA)
+#error "the CPU emulator runs blocks one at a time: no cluster of them"
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -366,6 +374,20 @@ __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float*
 // a1a4ca7, reverted.)
 constexpr int ROWS_STAGED = 8;
 
+// Lane `lane`'s pixels of a Width-pixel tile (pixel0 + lane, + 32, ...), their places in out (NMPQ) at filter 0:
+// image M PQ + pq (out lies under 2^31), -1 past the last pixel.
+template <int Width>
+__device__ __forceinline__ void lane_pixels(int (&at)[Width / 32], int lane, int M, long long pixel0, long long pixels,
+                                            unsigned pq_count)
+{
+#pragma unroll
+    for (int c = 0; c < Width / 32; ++c) {
+        const unsigned pixel = (unsigned)pixel0 + lane + 32 * c, image = pixel / pq_count;  // (pixels under 2^31)
+        at[c] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
+                                                   : -1;
+    }
+}
+
 template <int Width>
 __device__ __forceinline__ void store_tile_staged(const float (&acc)[Width / 2], float* out, const float* bias,
                                                   int row0, int M, long long pixel0, long long pixels, long long PQ,
@@ -374,13 +396,8 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Width / 2],
     constexpr int PITCH = Width + 8, PER_LANE = Width / 32;
     const int lane = thread % 32, warp = thread / 32;
     const unsigned pq_count = (unsigned)PQ;
-    int at[PER_LANE];  // its pixels' places in out at filter 0 (image M PQ + pq: out lies under 2^31), -1 past the end
-#pragma unroll
-    for (int c = 0; c < PER_LANE; ++c) {
-        const unsigned pixel = (unsigned)pixel0 + lane + 32 * c, image = pixel / pq_count;  // (pixels under 2^31)
-        at[c] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
-                                                   : -1;
-    }
+    int at[PER_LANE];
+    lane_pixels<Width>(at, lane, M, pixel0, pixels, pq_count);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         __syncwarp();  // the warp's reads of its last rows done
@@ -694,6 +711,80 @@ __device__ __forceinline__ bool takes_tile(unsigned long long* empty, int round,
     return true;
 }
 
+// With CONVKIT_WS_CLUSTER, the K splits of an output tile (a block a tile, gridDim.z splits) are one thread-block
+// cluster, which adds their sums rather than planes of partial outputs and a second kernel (sum_planes): each block's
+// consumers leave their sums in its stages' place (leave_sums: the tile's 128 rows of 128 pixels, SUMS_PITCH floats a
+// row, written as store_tile_staged writes its rows), then past the cluster's barrier add up their block's share of the
+// rows over the cluster's blocks, in rank order as sum_planes adds its planes (the same output, bit for bit), add the
+// bias and store them (add_cluster_sums); a second barrier keeps each block's shared memory until the others have read
+// it. Rank r of the cluster is split r of K (the cluster spans gridDim.z).
+constexpr int CLUSTER = CONVKIT_WS_CLUSTER, SUMS_PITCH = WIDTH + 8;
+static_assert(CLUSTER == 0 || (CLUSTER >= 2 && CLUSTER <= 8 && FILTERS == 128 && !CONVKIT_WS_PERSISTENT),
+              "a K split over a cluster: 2 to 8 splits (a portable cluster), 128 filters a block, a block a tile");
+static_assert(FILTERS * SUMS_PITCH <= WS_STAGES * STAGE_WS, "the tile's sums lie in its stages' place");
+
+// The consumers' own barrier (the producer's warps not among them): named barrier 1, 256 threads.
+__device__ __forceinline__ void consumers_sync()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS) : "memory");
+#endif
+}
+
+// A consumer's sums of its 64 rows (from row0) into the block's tile of sums, in its stages' place once both
+// consumers' products are done (every product of the tile waited for: the stages are free).
+__device__ __forceinline__ void leave_sums(const float (&acc)[64], float* sums, int row0)
+{
+    consumers_sync();
+    const int lane = threadIdx.x % 32, row = row0 + (threadIdx.x - PRODUCERS) % 128 / 32 * 16 + lane / 4;
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int j = 0; j < WIDTH / 8; ++j)
+            *reinterpret_cast<float2*>(sums + (row + 8 * half) * SUMS_PITCH + 8 * j + 2 * (lane % 4)) =
+                make_float2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+}
+
+// This block's share of the output tile's rows (filters m0 on, pixels pixel0 on), each the sum of the cluster's blocks'
+// (left by leave_sums in `sums`, their shared memory read through the cluster's window), the bias added, into out:
+// a warp a row at a time, lane l its pixels l, l + 32, ... (each store of the warp 32 consecutive pixels of one row).
+__device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, const float* bias, int m0, int M,
+                                                 long long pixel0, long long pixels, long long PQ)
+{
+    constexpr int SPLITS = CLUSTER > 0 ? CLUSTER : 1, ROWS = (FILTERS + SPLITS - 1) / SPLITS;
+    constexpr int WARPS = CONSUMERS / 32, PER_LANE = WIDTH / 32;
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x - PRODUCERS) / 32;
+    const unsigned pq_count = (unsigned)PQ;
+    unsigned from[SPLITS];  // the tile of sums in each block of the cluster
+#pragma unroll
+    for (int k = 0; k < SPLITS; ++k) from[k] = cluster::mapped(shared_address(sums), k);
+    int at[PER_LANE];
+    lane_pixels<WIDTH>(at, lane, M, pixel0, pixels, pq_count);
+    const int first = (int)cluster::rank() * ROWS, last = min(first + ROWS, FILTERS);
+    for (int row = first + warp; row < last; row += WARPS) {
+        const int m = m0 + row;
+        if (m >= M) break;  // (the same for the whole warp)
+#pragma unroll
+        for (int c = 0; c < PER_LANE; ++c) {
+            if (at[c] < 0) continue;
+            const unsigned offset = 4 * (row * SUMS_PITCH + lane + 32 * c);
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;  // sum_planes's order (kernels/split_sum.cuh)
+            int k = 0;
+#pragma unroll
+            for (; k + 4 <= SPLITS; k += 4) {
+                a0 += cluster::load(from[k] + offset);
+                a1 += cluster::load(from[k + 1] + offset);
+                a2 += cluster::load(from[k + 2] + offset);
+                a3 += cluster::load(from[k + 3] + offset);
+            }
+#pragma unroll
+            for (; k < SPLITS; ++k) a0 += cluster::load(from[k] + offset);
+            const float sum = (a0 + a1) + (a2 + a3);
+            out[at[c] + m * (int)pq_count] = bias != nullptr ? sum + bias[m] : sum;
+        }
+    }
+}
+
 // A consumer warp's rows for store_tile_staged (but with SPLIT_K): past the stages and their barriers,
 // STAGED_ROWS_FLOATS a consumer warp (convkit.families.tf32x3.wgmma_operands.STAGED_ROWS_BYTES in all).
 constexpr int STAGED_ROWS_FLOATS = ROWS_STAGED * (WIDTH + 8);
@@ -734,7 +825,7 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
 // (the split-ahead kernel built with INPUTS_FP32) each stage's inputs split by them first (split_inputs). (A persistent
 // block's tiles as one pass, each tile's store overlapping the next tile's first products, was measured a tie once the
 // store had no division: 0.93-1.07x, median 0.97x, on the chapter's 110 large layers, H200, 2026-11-28.)
-template <Layout LayoutA, Layout LayoutB, bool Split = false>
+template <Layout LayoutA, Layout LayoutB, bool Split = false, bool ClusterSums = false>
 __device__ __forceinline__ void consume(float* smem, unsigned long long* full, unsigned long long* empty, int tiles,
                                         int turn0, int round, int group, float* out, const float* bias, int M,
                                         int m0, long long pixel0, long long pixels, long long PQ)
@@ -797,6 +888,10 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
         }
     }
     if constexpr (PINGPONG) arrive(sums_barriers(empty));  // its stages waited for: the other consumer's turn
+    if constexpr (ClusterSums) {
+        leave_sums(acc, smem, row0);  // (add_cluster_sums stores them, added over the cluster)
+        return;
+    }
     if (add_consumers_sums(acc, smem + WS_STAGES * STAGE_WS + BARRIER_FLOATS, empty, group, round) &&
         (CONVKIT_WG_PART != 10 || M < 0))  // (part 10: never, yet the sums kept: M is not known at compile time)
         if constexpr (SPLIT_K)  // (the first consumer's 64 rows; its sums' exchange holds the shared memory past the
@@ -807,7 +902,12 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
 }
 }  // namespace wgmma_ws
 
-extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
+#if CONVKIT_WS_CLUSTER
+#define CONVKIT_CLUSTER_DIMS __cluster_dims__(1, 1, CONVKIT_WS_CLUSTER)  // (the grid's z: the splits)
+#else
+#define CONVKIT_CLUSTER_DIMS
+#endif
+extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1) CONVKIT_CLUSTER_DIMS
 implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
                               const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
                               int M, int P, int Q, int pad, int stride)
@@ -818,11 +918,12 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
     // Split over K (a block a tile, gridDim.z splits; persistent, one): this block's share of the K-tiles, its sums
-    // into its split's plane of partial outputs (out, N M P Q floats a split), which sum_planes adds up with the bias.
+    // into its split's plane of partial outputs (out, N M P Q floats a split), which sum_planes adds up with the bias,
+    // or with CONVKIT_WS_CLUSTER added across the cluster into out (add_cluster_sums).
     const int all_tiles = (C * RS + BK - 1) / BK, per_split = (all_tiles + gridDim.z - 1) / gridDim.z;
     const int tile0 = blockIdx.z * per_split, tiles = max(0, min(all_tiles - tile0, per_split));
     const int m_blocks = (M + FILTERS - 1) / FILTERS;
-    out += (long long)blockIdx.z * N * M * P * Q;
+    if (!CLUSTER) out += (long long)blockIdx.z * N * M * P * Q;
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x;
     // The output tiles (128 filters by 128 pixels), the m-blocks of one pixel block together (they read the same
@@ -852,15 +953,24 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 arrive(full + s);
             }
         }
+        if constexpr (CLUSTER > 0) {  // the cluster's two barriers (the consumers' sums left, then read)
+            cluster::sync();
+            cluster::sync();
+        }
         return;
     }
     if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
         if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)
-        consume<Layout::INTERLEAVED, Layout::INTERLEAVED>(smem, full, empty, tiles, turn0, round, tid / 128 - 1, out,
-                                                          bias, M, (int)(t % m_blocks) * FILTERS, t / m_blocks * WIDTH,
-                                                          pixels, PQ);
+        consume<Layout::INTERLEAVED, Layout::INTERLEAVED, false, (CLUSTER > 0)>(
+            smem, full, empty, tiles, turn0, round, tid / 128 - 1, out, bias, M, (int)(t % m_blocks) * FILTERS,
+            t / m_blocks * WIDTH, pixels, PQ);
+    }
+    if constexpr (CLUSTER > 0) {  // a block a tile: `first`
+        cluster::sync();
+        add_cluster_sums(smem, out, bias, (int)(first % m_blocks) * FILTERS, M, first / m_blocks * WIDTH, pixels, PQ);
+        cluster::sync();
     }
 #endif
 }

@@ -10,7 +10,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --parts   # the main loop's products and staging timed apart
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early]  # 1x1, beside SGEMM
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -53,6 +53,7 @@ from convkit.families.tf32x3.wgmma_settings import (
     SPLIT_STAGED,
     WGMMA_SETTINGS,
     WS_SETTINGS,
+    split_fits,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
@@ -77,7 +78,7 @@ def launch_text(spec: WgmmaLaunch) -> str:
     if isinstance(spec, WgmmaWsLaunch):
         split = {None: "", "split ahead": ", inputs split ahead", "split staged": ", inputs split staged"}[spec.inputs]
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
-        k_split = f", K split in {spec.splits}" if spec.splits else ""
+        k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong = ", ping-pong" if spec.pingpong else ""
         return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
@@ -451,7 +452,9 @@ def layers() -> None:
     rates_table(chapter_layers(), wgmma_runs({**split, **gathered}, True), 5)
 
 
-def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early: bool = False) -> None:
+def ones(
+    part: tuple[int, int] = (1, 1), most_filters: int | None = None, early: bool = False, clustered: bool = False
+) -> None:
     """The 3xTF32 chapter's stride-1 1x1 layers (every one, its ``part`` = (k, n): the k-th of n shares), each of the
     family's tuning candidates there (:func:`one_tap_candidates` among them), the inputs split as staged
     (:data:`SPLIT_STAGED`, split by the consumers: a candidate if it wins), the gathering kernel with K split in 4 and
@@ -461,15 +464,23 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM; then the same of the op's
-    first-use pick (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default` or the mma.sync kernel)."""
+    first-use pick (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default` or the mma.sync kernel).
+    ``clustered``: on the layers where K split in 4 is a candidate, K split in 4 and 8 over planes and over a cluster
+    (:data:`GATHERED_CLUSTER`) beside the persistent settings and the mma.sync kernel: each cluster's over its planes,
+    and the best with clusters and without over SGEMM."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates, wgmma_default
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p) and p.m <= (most_filters or p.m)]
+    problems = [p for p in problems if split_fits(p, 4, 8)] if clustered else problems
     problems = problems[part[0] - 1 :: part[1]]
 
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         k_split = (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8))
+        if clustered:
+            over_cluster = [dataclasses.replace(s, cluster=True) for s in k_split]
+            ok = [s for s in over_cluster if not s.not_supported_reasons(p)]
+            return by_name((GATHERED_PERSISTENT, GATHERED_PINGPONG, *k_split, *ok))
         narrow = (GATHERED_NARROW, *(dataclasses.replace(s, filters=64) for s in k_split)) if p.m <= 64 else ()
         chosen = (*wgmma_candidates(p), SPLIT_STAGED, *k_split, *narrow)
         if early:  # (a block a tile, one K-tile in flight, won no layer: left out)
@@ -485,6 +496,15 @@ def ones(part: tuple[int, int] = (1, 1), most_filters: int | None = None, early:
 
     # the wgmma runs checked alone: the mma.sync kernel and SGEMM are called with no bias
     rates = rates_table(problems, runs, 10, checked=lambda p: len(settings(p)), against="cuBLAS SGEMM")
+    if clustered:
+        for split in (GATHERED_SPLIT, dataclasses.replace(GATHERED_SPLIT, splits=8)):
+            planes, cluster = launch_text(split), launch_text(dataclasses.replace(split, cluster=True))
+            print(over_line(f"{cluster} over its planes", [r[cluster] / r[planes] for r in rates if cluster in r]))
+        for with_cluster in (False, True):
+            best = [max(v for k, v in r.items() if k != "cuBLAS SGEMM" and (with_cluster or "cluster" not in k))
+                    / r["cuBLAS SGEMM"] for r in rates]  # fmt: skip
+            print(over_line(f"the best {'with' if with_cluster else 'without'} clusters over cuBLAS SGEMM", best))
+        return
     if not early:  # the op's first-use tuner times the heuristic launch beside the mma.sync kernel
         picked = [max(r[launch_text(wgmma_default(p))], r["mma.sync"]) / r["cuBLAS SGEMM"]
                   for p, r in zip(problems, rates, strict=True)]  # fmt: skip
@@ -797,7 +817,12 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         most = next((int(arg.split("=")[1]) for arg in sys.argv if arg.startswith("--at-most=")), None)  # filters
-        ones(tuple(map(int, share.split("/"))), most, early="--early" in sys.argv[1:])
+        ones(
+            tuple(map(int, share.split("/"))),
+            most,
+            early="--early" in sys.argv[1:],
+            clustered="--clustered" in sys.argv[1:],
+        )
     elif "--winograd-parts" in sys.argv[1:]:
         winograd_products_parts()
     elif "--winograd-profile" in sys.argv[1:]:

@@ -6,6 +6,8 @@ the hard inputs. Skipped on any GPU but compute capability 9.0."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
@@ -199,6 +201,33 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
                          for inputs in INPUTS)  # fmt: skip
         same = ahead == staged
         assert bool(same.all()), int((~same).sum())
+
+
+@pytest.mark.parametrize("splits", [2, 3, 4, 8])
+@pytest.mark.parametrize("problem", [ConvProblem(1, 256, 28, 28, 128, 1, 1), ConvProblem(2, 300, 9, 10, 200, 1, 1),
+                                     ConvProblem.same(1, 70, 7, 9, 131, 3, pad=1)],
+                         ids=lambda p: f"{p.label}-p{p.pad}")  # fmt: skip
+def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, splits):
+    """K split, each tile's splits one cluster adding their sums in each other's shared memory, in the order sum_planes
+    adds the planes of partial outputs: the same output bit for bit (the bias added as that kernel adds it), on layers
+    of one tile in filters and several (200, 131: a partial one), 2 to 8 splits asked (clusters of 2 to 8 blocks: 8 make
+    5 on the second layer's 10 K-tiles, 7 on the last's 20), each output poisoned with NaN first."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_settings import GATHERED_CLUSTER, GATHERED_SPLIT
+
+    rng = cupy.random.default_rng(31)
+    x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
+    bias = rng.standard_normal(problem.m, dtype=cupy.float32)
+    outputs = []
+    for launch in (GATHERED_SPLIT, GATHERED_CLUSTER):
+        out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
+        launch = dataclasses.replace(launch, splits=splits)
+        outputs.append(conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, out=out, bias=bias, launch=launch))
+    same = outputs[0] == outputs[1]
+    assert bool(same.all()), int((~same).sum())
+    ref = reference.bias_add(reference.conv2d(x, w, pad=problem.pad), bias)
+    assert reference.relative_error(outputs[1], ref) < reference.DIRECT_TOLERANCE
 
 
 def test_argument_errors_before_launch():

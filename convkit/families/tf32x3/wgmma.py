@@ -122,6 +122,11 @@ class WgmmaGemmLaunch(KernelLaunch):
 WS_INPUTS = (None, "split ahead", "split staged")
 
 
+#: The most blocks a cluster of the gathering kernel's K splits holds: the portable cluster size (a cluster's blocks run
+#: at once, in one GPC).
+MAX_CLUSTER = 8
+
+
 @dataclass(frozen=True)
 class WgmmaWsLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles (the
@@ -136,9 +141,11 @@ class WgmmaWsLaunch(KernelLaunch):
     multiplying every other K-tile on all 64, their sums then added; or with ``pingpong`` (persistent; None: not)
     every other output tile, one storing as the other multiplies. ``splits`` (inputs gathered, a block a tile; None:
     1): K split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane of partial outputs
-    that ``sum_planes`` adds up with the bias. ``early`` (inputs gathered; None: not): launched to start as the
-    weights' split ends, its producer waiting for the split's writes before its first copy of them
-    (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends."""
+    that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most :data:`MAX_CLUSTER` splits) the
+    splits of a tile one thread-block cluster, whose blocks add their sums through each other's shared memory and store
+    them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early`` (inputs gathered; None: not):
+    launched to start as the weights' split ends, its producer waiting for the split's writes before its first copy of
+    them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -148,6 +155,7 @@ class WgmmaWsLaunch(KernelLaunch):
     splits: int | None = None
     early: bool | None = None
     pingpong: bool | None = None
+    cluster: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -180,8 +188,13 @@ class WgmmaWsLaunch(KernelLaunch):
         persistent = ("-DCONVKIT_WS_PERSISTENT=1",) if self.persistent else ()
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
+        cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters), *fp32, *pingpong)  # fmt: skip
+                *filters_macro(self.block_filters), *fp32, *pingpong, *cluster)  # fmt: skip
+
+    def sums_in_cluster(self, problem: ConvProblem) -> bool:
+        """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
+        return bool(self.cluster) and self.effective_splits(problem) > 1
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
@@ -206,12 +219,13 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.channels_last:
             return [tiled, self.input_planes * input_plane_elements(problem)]
         splits = self.effective_splits(problem)
-        return [tiled, splits * math.prod(problem.output_shape)] if splits > 1 else [tiled]
+        planes = splits > 1 and not self.sums_in_cluster(problem)
+        return [tiled, splits * math.prod(problem.output_shape)] if planes else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
-        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split, the splits'
-        planes of partial outputs."""
+        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but over a
+        cluster), the splits' planes of partial outputs."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
@@ -249,8 +263,8 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits`` or ``early`` where the kernel has no such setting, the input split ahead where it is
-        past the kernel's 32-bit indices, and the splits' partial outputs where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong`` or ``cluster`` where the kernel has no such setting, the input
+        split ahead where it is past the kernel's 32-bit indices, and the splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -270,8 +284,14 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"early must be None, or True with the inputs gathered, got {self.early!r}")
         if self.pingpong not in (None, True) or (self.pingpong and not (self.filters and self.persistent)):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
+        if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
+            raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
         check_problem(problem, self.block_filters)
-        if (size := self.effective_splits(problem) * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
+        if self.cluster and (splits := self.effective_splits(problem)) > MAX_CLUSTER:
+            raise ValueError(f"splits={self.splits} makes {splits} splits of this layer's K; a cluster holds at most "
+                             f"{MAX_CLUSTER} blocks (cluster=True)")  # fmt: skip
+        planes = 1 if self.sums_in_cluster(problem) else self.effective_splits(problem)
+        if (size := planes * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
@@ -320,7 +340,7 @@ def conv2d_wgmma_tf32x3(
     sizes = tuple(cupy.int32(v) for v in (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h,
                                           problem.out_w, problem.pad, problem.stride))  # fmt: skip
     splits = spec.effective_splits(problem) if isinstance(spec, WgmmaWsLaunch) else 1
-    if splits == 1:
+    if splits == 1 or spec.sums_in_cluster(problem):  # (a cluster's splits add their sums and the bias themselves)
         launch_kernel(spec, problem, (inputs, weights, epilogue, out, *sizes))
         return out
     partials = spec.partials(problem, workspace)  # K split: each split's plane, then their sum and the bias

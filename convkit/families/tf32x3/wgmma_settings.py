@@ -90,6 +90,8 @@ GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
 #: persistent, 64 filters a block. (K split at 64 filters too: the fastest on 5 of those 146 layers, no candidate.)
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
+#: K split with each tile's splits one thread-block cluster, their sums added there (no planes, no second kernel).
+GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
 #: Its consumers take alternate output tiles, one storing as the other multiplies (CUTLASS's ping-pong). H200, the
 #: chapter's 349 1x1 layers (``wgmma_probe.py --ones``, 2026-12-02): over :data:`GATHERED_PERSISTENT` 1.16x at the
 #: median (1.21x on the 146 of at most 64 filters, 0.95x on the rest), the fastest setting on 148; in a second run
@@ -102,4 +104,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
                dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
-               dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True))  # fmt: skip
+               dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
+               dataclasses.replace(GATHERED_CLUSTER, splits=8))  # fmt: skip
