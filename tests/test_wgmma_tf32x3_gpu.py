@@ -205,7 +205,7 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
 
 @pytest.mark.parametrize("splits", [2, 3, 4, 8])
 @pytest.mark.parametrize("problem", [ConvProblem(1, 256, 28, 28, 128, 1, 1), ConvProblem(2, 300, 9, 10, 200, 1, 1),
-                                     ConvProblem.same(1, 70, 7, 9, 131, 3, pad=1)],
+                                     ConvProblem.same(1, 70, 7, 9, 131, 3)],
                          ids=lambda p: f"{p.label}-p{p.pad}")  # fmt: skip
 def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, splits):
     """K split, each tile's splits one cluster adding their sums in each other's shared memory, in the order sum_planes

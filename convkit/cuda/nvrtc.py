@@ -52,8 +52,9 @@ def kernel_code(name: str) -> str:
 
 def kernel_names(source: str) -> list[str]:
     """The ``extern "C" __global__`` kernels a source defines, in order."""
-    bounds = r"(?:__launch_bounds__\([^)]*\)\s+)?"  # before or after the return type
-    return re.findall(rf'extern\s+"C"\s+__global__\s+{bounds}void\s+{bounds}(\w+)', source)
+    # before or after the return type: launch bounds, and a macro of convkit's for attributes (a cluster's size)
+    attributes = r"(?:(?:__launch_bounds__\([^)]*\)|CONVKIT_[A-Z_]+)\s+)*"
+    return re.findall(rf'extern\s+"C"\s+__global__\s+{attributes}void\s+{attributes}(\w+)', source)
 
 
 @memoize()
