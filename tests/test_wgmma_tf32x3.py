@@ -154,6 +154,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     for module in (wgmma, wgmma_settings):  # (the grid of a persistent launch; the K split candidates' rule)
         monkeypatch.setattr(module, "sm_count", lambda: 132)
+    # clusters of 8 blocks the H200 runs at once (cuOccupancyMaxActiveClusters); of fewer, its bound
+    monkeypatch.setattr(wgmma_settings, "cluster_slots", lambda splits: 14 if splits == 8 else 132 // splits)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma_settings.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
@@ -166,21 +168,23 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
     assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, pingpong, split_ahead]
     # on a 1x1 filter: ping-pong; 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a
-    # K-tile a split
+    # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
-    deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles
+    deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles: 4 and 7 splits
     split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
-    assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *split_in]
+    cluster_in = [dataclasses.replace(wgmma_settings.GATHERED_CLUSTER, splits=s) for s in (4, 8)]
+    assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *cluster_in]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
     assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
-    default, split = wgmma_settings.wgmma_default, wgmma_settings.GATHERED_SPLIT
-    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == dataclasses.replace(split, splits=8)  # 7 tiles, 8 K-tiles
-    assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == split  # 26 tiles: 4
-    assert default(ConvProblem(1, 128, 28, 28, 128, 1, 1)) == split  # 4 K-tiles: 4, each a K-tile
+    default = wgmma_settings.wgmma_default
+    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 7 tiles, 8 K-tiles
+    assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == split_in[1]  # 15 tiles: 15 clusters of 8 would not fit
+    assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
+    assert default(ConvProblem(1, 128, 28, 28, 128, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
     assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 3 K-tiles: no split
     assert default(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong  # 196 tiles, 64 filters
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
@@ -229,6 +233,19 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
         assert "splits must be" in dataclasses.replace(split, splits=wrong).not_supported_reasons(deep)[0]
     for wrong in (dataclasses.replace(split, persistent=True), dataclasses.replace(split, inputs="split ahead")):
         assert "splits must be" in wrong.not_supported_reasons(deep)[0]
+    # over a cluster (rank r split r): built for the splits that K gives, no planes of partial outputs
+    cluster = wgmma_settings.GATHERED_CLUSTER
+    assert cluster.options(deep)[-1] == "-DCONVKIT_WS_CLUSTER=4"
+    assert cluster.workspace_bytes(deep) == regions_bytes([tiled])
+    assert dataclasses.replace(cluster, splits=8).options(deep)[-1] == "-DCONVKIT_WS_CLUSTER=7"
+    assert WGMMA_VARIANT.launch_from(cluster.to_params()) == cluster and cluster.grid(deep) == (13, 1, 4)
+    one_k_tile = ConvProblem(1, 8, 4, 4, 8, 1, 1)  # no split: built and launched as the kernel unsplit
+    assert not cluster.sums_in_cluster(one_k_tile)
+    assert not any(option.startswith("-DCONVKIT_WS_CLUSTER") for option in cluster.options(one_k_tile))
+    for wrong in (dataclasses.replace(cluster, splits=None), dataclasses.replace(cluster, filters=64),
+                  dataclasses.replace(cluster, cluster=False)):  # fmt: skip
+        assert "cluster must be" in wrong.not_supported_reasons(deep)[0]
+    assert "at most 8 blocks" in dataclasses.replace(cluster, splits=16).not_supported_reasons(deep)[0]  # 13 splits
     early, plain = gathered_persistent, dataclasses.replace(gathered_persistent, early=None)  # launched as the split
     assert early.starts_early(deep) and not plain.starts_early(deep) and early.to_params()["early"]  # ends: it waits
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early

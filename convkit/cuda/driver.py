@@ -20,6 +20,7 @@ def driver_library() -> Any:
     lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
     lib.cuLaunchKernel.restype = ctypes.c_int  # arguments go as prebuilt ctypes objects: no per-call conversion
     lib.cuLaunchKernelEx.restype = ctypes.c_int
+    lib.cuOccupancyMaxActiveClusters.restype = ctypes.c_int
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     return lib
 
@@ -89,6 +90,20 @@ class EarlyLaunch:
         self._config.stream = stream or None
         status = lib.cuLaunchKernelEx(ctypes.byref(self._config), self._function, ctypes.c_void_p(params), None)
         check(lib, status, "cuLaunchKernelEx")
+
+
+def max_active_clusters(function: int, grid: tuple[int, ...], block: tuple[int, ...], shared: int) -> int:
+    """``cuOccupancyMaxActiveClusters``: the most clusters of the kernel ``function`` (a ``CUfunction``, built with its
+    cluster's size, ``__cluster_dims__``, and opted in to ``shared`` bytes of dynamic shared memory) resident on the
+    current GPU at once, launched with ``grid``, ``block`` and ``shared``. A cluster's blocks run in one GPC, so the
+    count depends on how the GPU's SMs lie in GPCs, not on their number alone."""
+    lib = driver_library()
+    dims = ctypes.c_uint * 3
+    config = _LaunchConfig(dims(*(*grid, 1, 1)[:3]), dims(*(*block, 1, 1)[:3]), shared, None, None, 0)
+    count = ctypes.c_int()
+    status = lib.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(function), ctypes.byref(config))
+    check(lib, status, "cuOccupancyMaxActiveClusters")
+    return count.value
 
 
 @memoize()

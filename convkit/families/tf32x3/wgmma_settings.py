@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from convkit.core.gpu import sm_count
+from convkit.core.gpu import compute_capability, has_gpu, sm_count
+from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
-from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
-from convkit.families.tf32x3.wgmma_operands import NARROW_FILTERS, k_tiles
+from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
+from convkit.families.tf32x3.wgmma_operands import BLOCK_M, NARROW_FILTERS, TILE_K, k_tiles
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
 #: over K lose precision as K grows (unstaged, 1.6e-5 at K = 2,304 and 4.2e-5 at K = 12,593 against float64, past the
@@ -44,13 +45,14 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), persistent at 64
     filters a block with its consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`), at 64 filters a block
     where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where that
-    grid is at most eight blocks an SM and each split has a K-tile. H200, the 3xTF32 chapter's 1x1 layers, each setting
+    grid is at most eight blocks an SM and each split has a K-tile (:func:`k_split`: over a cluster where the tile's
+    clusters all run at once). H200, the 3xTF32 chapter's 1x1 layers, each setting
     on every one (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
     persistent on 135, at 64 filters on 79, K split in 4 on 32, in 8 on 21, mma.sync on 65; the best over cuBLAS
     SGEMM, median 0.98x without the last three, 1.08x with them, 1.13x with each launched early (all 349, faster on
     219), 1.21x with ping-pong too (faster on 238). The rule leaves out no split that won (two blocks an SM, two
     K-tiles a split: 7 layers 2-9% off)."""
-    splits = [dataclasses.replace(GATHERED_SPLIT, splits=s) for s in (4, 8) if split_fits(problem, s, 8)]
+    splits = [k_split(problem, s) for s in (4, 8) if split_fits(problem, s, 8)]
     narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
     return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
 
@@ -62,19 +64,56 @@ def split_fits(problem: ConvProblem, splits: int, blocks_per_sm: int) -> bool:
     return pixel_blocks * m_blocks * splits <= blocks_per_sm * sm_count() and k_tiles(problem) >= splits
 
 
+def k_split(problem: ConvProblem, splits: int) -> WgmmaWsLaunch:
+    """The gathering kernel with K split in ``splits``: over a cluster (:data:`GATHERED_CLUSTER`, the splits' sums added
+    in it) where the layer's output tiles, a cluster each, all fit on the GPU at once (:func:`cluster_slots`), else
+    into planes of partial outputs that a second kernel adds (:data:`GATHERED_SPLIT`). H200, the 192 of the 3xTF32
+    chapter's 1x1 layers where K split in 4 is a candidate (2026-12-02, ``wgmma_probe.py --ones --clustered``): over a
+    cluster against over planes, in 8, 1.09-1.14x at the median for 2 to 14 tiles (the H200 holds 14 clusters of 8),
+    0.83x at 16; in 4, 0.99-1.06x up to 33 tiles, 0.82-0.99x past them (a second wave of clusters)."""
+    clustered = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
+    pixel_blocks, m_blocks, _ = clustered.grid(problem)
+    effective = clustered.effective_splits(problem)
+    if 1 < effective <= MAX_CLUSTER and pixel_blocks * m_blocks <= cluster_slots(effective):
+        return clustered
+    return dataclasses.replace(GATHERED_SPLIT, splits=splits)
+
+
+@memoize(for_each_device=True)
+def cluster_slots(splits: int) -> int:
+    """How many clusters of ``splits`` blocks of the gathering kernel's K split over a cluster (a 1x1 filter) this GPU
+    runs at once: the driver's count for the built kernel (``cuOccupancyMaxActiveClusters``; a cluster's blocks share
+    a GPC, so the count is under ``sm_count() // splits`` where the GPCs' SMs are no multiple of it). Without a GPU,
+    or off Hopper (where the kernel does not run), that bound."""
+    if not has_gpu() or compute_capability() != (9, 0):
+        return sm_count() // splits
+    from convkit.cuda.driver import max_active_clusters
+    from convkit.cuda.launch import with_dynamic_shared
+    from convkit.cuda.nvrtc import load_kernel
+
+    launch = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
+    problem = ConvProblem(1, splits * TILE_K, 8, 8, BLOCK_M, 1, 1)  # one tile, a K-tile a split
+    kernel = load_kernel(launch.source, launch.kernel_name(problem), options=launch.options(problem), arch=launch.arch)
+    shared = launch.shared_bytes(problem)
+    with_dynamic_shared(kernel, shared, f"{launch.kind} launch {launch.to_params()}")
+    return max_active_clusters(kernel.kernel.ptr, launch.grid(problem), launch.block(problem), shared)
+
+
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: on a 1x1 filter, of
-    :func:`one_tap_candidates`, K split in 8 (else 4) where that grid is one wave (a block an SM at most) and each
-    split has a K-tile, else at 64 filters a block with ping-pong where the layer has at most 64, else persistent;
-    on other filters the first kernel (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers
-    (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric mean of its pick over the
-    fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287 of them; its pick or
-    the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x)."""
+    :func:`one_tap_candidates`, K split in 8 (else 4) where that grid is one wave (a block an SM at most) and each split
+    has a K-tile (:func:`k_split`: over a cluster where it fits), else at 64 filters a block with ping-pong where the
+    layer has at most 64, else persistent; on other filters the first kernel (:class:`WgmmaGemmLaunch`). H200, the
+    3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
+    mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
+    of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
+    them where K split is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where
+    it fits."""
     if problem.r * problem.s != 1:
         return WgmmaGemmLaunch()
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
-        chosen = dataclasses.replace(GATHERED_SPLIT, splits=split)
+        chosen = k_split(problem, split)
     else:
         chosen = GATHERED_PINGPONG if problem.m <= NARROW_FILTERS else GATHERED_PERSISTENT
     return WgmmaGemmLaunch() if chosen.not_supported_reasons(problem) else chosen  # (where the first kernel fits)
