@@ -717,7 +717,11 @@ __device__ __forceinline__ bool takes_tile(unsigned long long* empty, int round,
 // row, written as store_tile_staged writes its rows), then past the cluster's barrier add up their block's share of the
 // rows over the cluster's blocks, in rank order as sum_planes adds its planes (the same output, bit for bit), add the
 // bias and store them (add_cluster_sums); a second barrier keeps each block's shared memory until the others have read
-// it. Rank r of the cluster is split r of K (the cluster spans gridDim.z).
+// it. Rank r of the cluster is split r of K (the cluster spans gridDim.z). It saves the second kernel's launch and the
+// planes' traffic, and costs the blocks' wait for their cluster's last: on the H200, the 3xTF32 chapter's 1x1 layers
+// where the tiles' clusters all run at once, 1.08x the planes' speed at the median in 8 splits (54 layers, never
+// slower), 1.03x in 4 (87); past one wave of clusters 0.8-0.95x (scripts/wgmma_probe.py --ones --clustered,
+// 2026-12-02).
 constexpr int CLUSTER = CONVKIT_WS_CLUSTER, SUMS_PITCH = WIDTH + 8;
 static_assert(CLUSTER == 0 || (CLUSTER >= 2 && CLUSTER <= 8 && FILTERS == 128 && !CONVKIT_WS_PERSISTENT),
               "a K split over a cluster: 2 to 8 splits (a portable cluster), 128 filters a block, a block a tile");

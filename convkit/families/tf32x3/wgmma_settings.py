@@ -46,12 +46,13 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     filters a block with its consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`), at 64 filters a block
     where the layer has at most 64 (:data:`GATHERED_NARROW`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where that
     grid is at most eight blocks an SM and each split has a K-tile (:func:`k_split`: over a cluster where the tile's
-    clusters all run at once). H200, the 3xTF32 chapter's 1x1 layers, each setting
-    on every one (2026-12-02, ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was
-    persistent on 135, at 64 filters on 79, K split in 4 on 32, in 8 on 21, mma.sync on 65; the best over cuBLAS
-    SGEMM, median 0.98x without the last three, 1.08x with them, 1.13x with each launched early (all 349, faster on
-    219), 1.21x with ping-pong too (faster on 238). The rule leaves out no split that won (two blocks an SM, two
-    K-tiles a split: 7 layers 2-9% off)."""
+    clusters all run at once). H200, the 3xTF32 chapter's 1x1 layers, each setting on every one (2026-12-02,
+    ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was persistent on 135, at 64
+    filters on 79, K split in 4 on 32, in 8 on 21, mma.sync on 65; the best over cuBLAS SGEMM, median 0.98x without the
+    last three, 1.08x with them, 1.13x with each launched early (all 349, faster on 219), 1.21x with ping-pong too
+    (faster on 238), 1.22x with K split over a cluster where it fits (faster on 242; at batch 1 0.89x, was 0.84x; at 8
+    1.23x, was 1.11x). The rule leaves out no split that won (two blocks an SM, two K-tiles a split: 7 layers 2-9%
+    off)."""
     splits = [k_split(problem, s) for s in (4, 8) if split_fits(problem, s, 8)]
     narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
     return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
@@ -69,8 +70,10 @@ def k_split(problem: ConvProblem, splits: int) -> WgmmaWsLaunch:
     in it) where the layer's output tiles, a cluster each, all fit on the GPU at once (:func:`cluster_slots`), else
     into planes of partial outputs that a second kernel adds (:data:`GATHERED_SPLIT`). H200, the 192 of the 3xTF32
     chapter's 1x1 layers where K split in 4 is a candidate (2026-12-02, ``wgmma_probe.py --ones --clustered``): over a
-    cluster against over planes, in 8, 1.09-1.14x at the median for 2 to 14 tiles (the H200 holds 14 clusters of 8),
-    0.83x at 16; in 4, 0.99-1.06x up to 33 tiles, 0.82-0.99x past them (a second wave of clusters)."""
+    cluster against over planes, in 8, 1.09-1.14x at the median for 2 to 14 tiles, 0.83x at 16 (the H200 holds 15
+    clusters of 8, 30 of 4: :func:`cluster_slots`); in 4, 0.99-1.06x up to 33 tiles, 0.82-0.99x past them (a second
+    wave of clusters). With this rule, on all 349 1x1 layers (``--ones``): over a cluster where it picked one, 1.08x
+    its planes in 8 (54 layers, never slower), 1.03x in 4 (87; 0.93x at worst)."""
     clustered = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
     pixel_blocks, m_blocks, _ = clustered.grid(problem)
     effective = clustered.effective_splits(problem)
@@ -108,7 +111,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
     of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
     them where K split is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where
-    it fits."""
+    it fits; with :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x)."""
     if problem.r * problem.s != 1:
         return WgmmaGemmLaunch()
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
