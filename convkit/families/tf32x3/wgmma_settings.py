@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from convkit.core.gpu import compute_capability, has_gpu, sm_count
+from convkit.core.gpu import has_gpu, sm_count
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
@@ -82,20 +82,31 @@ def k_split(problem: ConvProblem, splits: int) -> WgmmaWsLaunch:
     return dataclasses.replace(GATHERED_SPLIT, splits=splits)
 
 
-@memoize(for_each_device=True)
 def cluster_slots(splits: int) -> int:
     """How many clusters of ``splits`` blocks of the gathering kernel's K split over a cluster (a 1x1 filter) this GPU
     runs at once: the driver's count for the built kernel (``cuOccupancyMaxActiveClusters``; a cluster's blocks share
     a GPC, so the count is under ``sm_count() // splits`` where the GPCs' SMs are no multiple of it). Without a GPU,
-    or off Hopper (where the kernel does not run), that bound."""
-    if not has_gpu() or compute_capability() != (9, 0):
+    or where the kernel does not run (off Hopper, or built for another architecture's PTX), that bound. It builds the
+    kernel once per GPU and process (kept on disk: ``convkit prebuild`` builds it as it lists the op's builds)."""
+    launch = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
+    if not has_gpu() or launch.not_supported_reasons(_one_tile(splits)):
         return sm_count() // splits
+    return _driver_cluster_slots(splits)
+
+
+def _one_tile(splits: int) -> ConvProblem:
+    """A 1x1 layer of one output tile, a K-tile a split: what the kernel is built and counted on."""
+    return ConvProblem(1, splits * TILE_K, 8, 8, BLOCK_M, 1, 1)
+
+
+@memoize(for_each_device=True)
+def _driver_cluster_slots(splits: int) -> int:
+    """:func:`cluster_slots` on this GPU, from the built kernel."""
     from convkit.cuda.driver import max_active_clusters
     from convkit.cuda.launch import with_dynamic_shared
     from convkit.cuda.nvrtc import load_kernel
 
-    launch = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
-    problem = ConvProblem(1, splits * TILE_K, 8, 8, BLOCK_M, 1, 1)  # one tile, a K-tile a split
+    launch, problem = dataclasses.replace(GATHERED_CLUSTER, splits=splits), _one_tile(splits)
     kernel = load_kernel(launch.source, launch.kernel_name(problem), options=launch.options(problem), arch=launch.arch)
     shared = launch.shared_bytes(problem)
     with_dynamic_shared(kernel, shared, f"{launch.kind} launch {launch.to_params()}")
