@@ -284,6 +284,22 @@ def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     assert "compute_75" in reason
 
 
+@pytest.mark.parametrize("where", ["no GPU", "compute_75 PTX on an H100", "an A100"])
+def test_cluster_slots_are_the_bound_where_the_driver_is_not_asked(monkeypatch, where):
+    """Where the clustered kernel does not run (no GPU, another architecture's PTX, not Hopper), the clusters a GPU
+    holds at once are the bound, sm_count() // splits: no build, no driver, no CuPy (the first-use pick and the
+    candidates ask anywhere); on a GPU the driver's count (tests/test_wgmma_tf32x3_gpu.py)."""
+    monkeypatch.setattr(wgmma_settings, "has_gpu", lambda: where != "no GPU")
+    monkeypatch.setattr(wgmma_settings, "sm_count", lambda: 132)
+    monkeypatch.setattr(gpu, "has_gpu", lambda: where != "no GPU")
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (8, 0) if where == "an A100" else (9, 0))
+    if "PTX" in where:
+        monkeypatch.setenv("CONVKIT_PTX_ARCH", "compute_75")
+    asked = []
+    monkeypatch.setattr(wgmma_settings, "_driver_cluster_slots", asked.append)
+    assert [wgmma_settings.cluster_slots(s) for s in (2, 4, 7, 8)] == [66, 33, 18, 16] and not asked
+
+
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
     filters a block, its splits of K."""

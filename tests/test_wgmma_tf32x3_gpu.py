@@ -230,6 +230,17 @@ def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, spli
     assert reference.relative_error(outputs[1], ref) < reference.DIRECT_TOLERANCE
 
 
+def test_cluster_slots_are_the_drivers_count_under_the_bound():
+    """On Hopper, the clusters of 2 to 8 blocks of the clustered kernel the GPU runs at once, from the driver: at
+    least one, at most a block an SM, fewer (or as many) as the cluster grows (the H200: 66 of 2, 30 of 4, 15 of 8)."""
+    from convkit.core.gpu import sm_count
+    from convkit.families.tf32x3.wgmma_settings import cluster_slots
+
+    slots = [cluster_slots(s) for s in range(2, 9)]
+    assert all(1 <= n <= sm_count() // s for s, n in zip(range(2, 9), slots, strict=True)), slots
+    assert slots == sorted(slots, reverse=True), slots
+
+
 def test_argument_errors_before_launch():
     import cupy
 
