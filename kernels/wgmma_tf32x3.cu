@@ -78,9 +78,6 @@
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
 #endif
-#if CONVKIT_WS_CLUSTER && defined(CONVKIT_EMULATED_WGMMA)
-#error "the CPU emulator runs blocks one at a time: no cluster of them"
-#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -730,7 +727,9 @@ static_assert(FILTERS * SUMS_PITCH <= WS_STAGES * STAGE_WS, "the tile's sums lie
 // The consumers' own barrier (the producer's warps not among them): named barrier 1, 256 threads.
 __device__ __forceinline__ void consumers_sync()
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(CONVKIT_EMULATED_NAMED_BARRIER)
+    CONVKIT_EMULATED_NAMED_BARRIER(1, CONSUMERS);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS) : "memory");
 #endif
 }

@@ -58,11 +58,13 @@ def _ints(count: int) -> str:
 
 
 def run_launch(build_dir: Path, launch: Any, problem: ConvProblem, call: str, inputs: tuple[np.ndarray, np.ndarray],
-               out_floats: int, ints: tuple[int, ...]) -> np.ndarray:  # fmt: skip
+               out_floats: int, ints: tuple[int, ...], cluster: int = 1) -> np.ndarray:  # fmt: skip
     """One launch of ``launch`` (its grid, block, shared memory and macros on ``problem``) under the emulator:
-    ``call`` in terms of x, w, out and ints, on ``inputs`` (x, w); ``out_floats`` of output, poisoned with NaN."""
+    ``call`` in terms of x, w, out and ints, on ``inputs`` (x, w); ``out_floats`` of output, poisoned with NaN.
+    ``cluster``: the blocks along z of a cluster (a kernel built with its cluster's size), run together."""
     folder = source(build_dir, launch.source)
-    exe = build(folder, call, launch.options(problem), "launch_driver.cpp")
+    clustered = (f"-DCONVKIT_EMULATED_CLUSTER_Z={cluster}",) if cluster > 1 else ()
+    exe = build(folder, call, (*launch.options(problem), *clustered), "launch_driver.cpp")
     files = [exe.with_suffix(f".{name}") for name in ("x", "w", "out")]
     for array, path in zip(inputs, files, strict=False):
         np.ascontiguousarray(array, dtype=np.float32).tofile(path)

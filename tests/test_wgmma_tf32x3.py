@@ -351,10 +351,13 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
             problem.stride, tiled.size)  # fmt: skip
-    splits = launch.effective_splits(problem)  # K split: each split's plane of partial outputs, no bias; summed here
-    call = ws_call(launch.kernel_name(problem), "w + ints[9]" if splits == 1 else "(const float*)nullptr")
-    out = run_launch(build_dir, launch, problem, call, (inputs, operand), splits * out_floats, ints)
-    if splits == 1:
+    # K split: each split's plane of partial outputs, no bias, summed here; or over a cluster, which adds them itself
+    splits, clustered = launch.effective_splits(problem), launch.sums_in_cluster(problem)
+    planes = 1 if clustered else splits
+    call = ws_call(launch.kernel_name(problem), "w + ints[9]" if planes == 1 else "(const float*)nullptr")
+    out = run_launch(build_dir, launch, problem, call, (inputs, operand), planes * out_floats, ints,
+                     cluster=splits if clustered else 1)  # fmt: skip
+    if planes == 1:
         return out.reshape(problem.output_shape)
     planes = out.reshape(splits, *problem.output_shape)
     assert not np.isnan(planes).any(), "a split's partial output the kernel never wrote"
@@ -363,7 +366,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
 
 @pytest.mark.parametrize("problem", [*EMULATED[:4], ConvProblem.same(1, 16, 6, 6, 70, 1), *EMULATED[4:]],
                          ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", [s for s in wgmma_settings.WS_SETTINGS if not s.cluster], ids=ws_id)
+@pytest.mark.parametrize("launch", wgmma_settings.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
     """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
     split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
@@ -373,9 +376,9 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64
     filters a block the consumers take alternate K-tiles: an odd count (the first and fourth problems), and one
     alone, the second consumer adding nothing (the last). K split in 4 (a block a tile): 4 splits of the second
-    problem's 11 K-tiles, 2 of the last's 2, one K-tile alone unsplit; each split's partial outputs summed here.
-    (K split over a cluster is the GPU's alone: the emulator runs blocks one at a time, and the kernel refuses to build
-    for it; tests/test_wgmma_tf32x3_gpu.py checks it against float64 and bit for bit against the planes' sum.)"""
+    problem's 11 K-tiles, 2 of the last's 2, one K-tile alone unsplit; each split's partial outputs summed here, or
+    over a cluster (the emulator running its blocks together) added by the kernel: clusters of 2 to 8 blocks (4 and 6
+    on the second problem, whose 131 filters leave a partial block of 3; 3 on two of the small images)."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
     out = emulate_ws(build_dir, launch, problem, x, w, bias)

@@ -6,7 +6,10 @@
 //   __syncthreads, then the next round; a thread that ends while others wait at a barrier is an error
 //   (what compute-sanitizer's synccheck reports).
 // - Blocks run one after another, so a static stands for a __shared__ variable, and a split that waits
-//   for another block's zeros only ever waits for a block that has already run (the kernels' own rule).
+//   for another block's zeros only ever waits for a block that has already run (the kernels' own rule). A
+//   thread-block cluster's blocks (CONVKIT_EMULATED_CLUSTER_Z along z) run together, each with its own dynamic
+//   shared memory, reading each other's through the cluster's window; its barrier, like a named barrier
+//   (bar.sync id, count), yields until every thread it waits for has arrived.
 // - __CUDA_ARCH__ is undefined: the kernels take their synchronous-copy paths (Turing's), not cp.async.
 // - mma.sync.m16n8k8 on TF32 is a warp collective (CONVKIT_EMULATED_MMA, which a kernel calls in place of its
 //   inline PTX): each lane posts its fragments, then computes its part of the product from all 32 lanes'; so is
@@ -95,59 +98,81 @@ inline void run_current()
     (*fibers)[current].done = true;  // then uc_link returns to the scheduler
 }
 
+// Thread-block clusters (the gathering wgmma kernel's K split, built with __cluster_dims__(1, 1, z)): the driver
+// builds with -DCONVKIT_EMULATED_CLUSTER_Z=z, and a cluster's z blocks then run together, their threads' fibers taking
+// turns in one round, each block with its own shared memory (cluster_smem, by rank: blockIdx.z % z).
+#ifndef CONVKIT_EMULATED_CLUSTER_Z
+#define CONVKIT_EMULATED_CLUSTER_Z 1
+#endif
+constexpr unsigned CLUSTER_Z = CONVKIT_EMULATED_CLUSTER_Z;
+inline int block_threads = 0;
+inline std::vector<float*> cluster_smem;
+
 // Launch `kernel` (the call, capturing its arguments) over `grid`, with `shared_bytes` of dynamic
 // shared memory pointed to by `dynamic_smem` (the kernel source's extern array, made a pointer).
 inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_smem, std::function<void()> kernel)
 {
+    if (grid.z % CLUSTER_Z) {
+        std::fprintf(stderr, "a grid of %u blocks along z in clusters of %u\n", grid.z, CLUSTER_Z);
+        std::exit(3);
+    }
     gridDim = grid;
     blockDim = block;
-    const int threads = block.x * block.y * block.z;
+    const int threads = block_threads = block.x * block.y * block.z;
     const size_t words = (shared_bytes + 3) / 4, guard = 1024;
-    std::vector<float4> smem((words + guard + 3) / 4);
-    float* const smem_words = &smem[0].x;
-    std::vector<Fiber> block_fibers(threads);
-    fibers = &block_fibers;
+    std::vector<std::vector<float4>> smem(CLUSTER_Z, std::vector<float4>((words + guard + 3) / 4));
+    cluster_smem.assign(CLUSTER_Z, nullptr);
+    for (unsigned c = 0; c < CLUSTER_Z; ++c) cluster_smem[c] = &smem[c][0].x;
+    std::vector<Fiber> cluster_fibers(CLUSTER_Z * threads);  // block c's thread t: fiber c threads + t
+    fibers = &cluster_fibers;
     body = std::move(kernel);
-    for (unsigned bz = 0; bz < grid.z; ++bz)
+    smem_bytes = shared_bytes;
+    for (unsigned bz = 0; bz < grid.z; bz += CLUSTER_Z)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
-                blockIdx = {bx, by, bz};
-                std::fill_n(smem_words, smem.size() * 4, NAN);
-                dynamic_smem = smem_base = smem_words;
-                smem_bytes = shared_bytes;
-                for (int t = 0; t < threads; ++t) {
-                    Fiber& f = block_fibers[t];
-                    f.done = false;
-                    f.index = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-                    getcontext(&f.context);
-                    f.context.uc_stack.ss_sp = f.stack.data();
-                    f.context.uc_stack.ss_size = f.stack.size();
-                    f.context.uc_link = &scheduler;
-                    makecontext(&f.context, run_current, 0);
+                for (unsigned c = 0; c < CLUSTER_Z; ++c) std::fill_n(cluster_smem[c], smem[c].size() * 4, NAN);
+                for (int f = 0; f < int(cluster_fibers.size()); ++f) {
+                    Fiber& fiber = cluster_fibers[f];
+                    const int t = f % threads;
+                    fiber.done = false;
+                    fiber.index = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+                    getcontext(&fiber.context);
+                    fiber.context.uc_stack.ss_sp = fiber.stack.data();
+                    fiber.context.uc_stack.ss_size = fiber.stack.size();
+                    fiber.context.uc_link = &scheduler;
+                    makecontext(&fiber.context, run_current, 0);
                 }
                 for (;;) {  // a round: every live thread runs to its next barrier (or mbarrier wait) or its end
-                    int waiting = 0, yielded = 0, ended = 0;
-                    for (int t = 0; t < threads; ++t) {
-                        if (block_fibers[t].done) continue;
-                        current = t;
-                        threadIdx = block_fibers[t].index;
-                        block_fibers[t].yielded = false;
-                        swapcontext(&scheduler, &block_fibers[t].context);
-                        block_fibers[t].done ? ++ended : block_fibers[t].yielded ? ++yielded : ++waiting;
+                    std::vector<int> waiting(CLUSTER_Z), yielded(CLUSTER_Z), ended(CLUSTER_Z);
+                    for (int f = 0; f < int(cluster_fibers.size()); ++f) {
+                        if (cluster_fibers[f].done) continue;
+                        const int c = f / threads;
+                        current = f;
+                        threadIdx = cluster_fibers[f].index;
+                        blockIdx = {bx, by, bz + c};
+                        dynamic_smem = smem_base = cluster_smem[c];
+                        cluster_fibers[f].yielded = false;
+                        swapcontext(&scheduler, &cluster_fibers[f].context);
+                        cluster_fibers[f].done ? ++ended[c] : cluster_fibers[f].yielded ? ++yielded[c] : ++waiting[c];
                     }
-                    if (waiting == 0 && yielded == 0) break;
-                    if (ended && waiting) {
-                        std::fprintf(stderr, "block (%u,%u,%u): %d threads wait at a barrier that %d left\n", bx, by,
-                                     bz, waiting, ended);
-                        std::exit(3);
+                    int live = 0;
+                    for (unsigned c = 0; c < CLUSTER_Z; ++c) {
+                        live += waiting[c] + yielded[c];
+                        if (ended[c] && waiting[c]) {
+                            std::fprintf(stderr, "block (%u,%u,%u): %d threads wait at a barrier that %d left\n", bx,
+                                         by, bz + c, waiting[c], ended[c]);
+                            std::exit(3);
+                        }
                     }
+                    if (live == 0) break;
                 }
-                for (size_t i = words; i < words + guard; ++i)
-                    if (!std::isnan(smem_words[i])) {
-                        std::fprintf(stderr, "block (%u,%u,%u) wrote shared memory past its %zu bytes\n", bx, by, bz,
-                                     shared_bytes);
-                        std::exit(4);
-                    }
+                for (unsigned c = 0; c < CLUSTER_Z; ++c)
+                    for (size_t i = words; i < words + guard; ++i)
+                        if (!std::isnan(cluster_smem[c][i])) {
+                            std::fprintf(stderr, "block (%u,%u,%u) wrote shared memory past its %zu bytes\n", bx, by,
+                                         bz + c, shared_bytes);
+                            std::exit(4);
+                        }
             }
 }
 }  // namespace emu
@@ -216,26 +241,62 @@ struct WarpMeeting {
     int arrived = 0;
     unsigned generation = 0;
 };
-inline WarpMeeting warp_meetings[32];  // by warp of the block
-}  // namespace emu
+inline std::vector<WarpMeeting> warp_meetings;  // by warp of the running blocks
 
-inline void __syncwarp(unsigned = 0xffffffffu)
+// `count` threads meet at `meeting`, each yielding to the other threads until all have arrived (`what` names the
+// meeting where they never all do).
+inline void meet(WarpMeeting& meeting, int count, const char* what)
 {
-    emu::WarpMeeting& meeting = emu::warp_meetings[emu::current / 32];
     const unsigned generation = meeting.generation;
-    if (++meeting.arrived == 32) {
+    if (++meeting.arrived == count) {
         meeting.arrived = 0, ++meeting.generation;
         return;
     }
     for (long spins = 0; meeting.generation == generation; ++spins) {
         if (spins > 100000) {
-            std::fprintf(stderr, "__syncwarp: a warp's lanes never all arrive\n");
+            std::fprintf(stderr, "%s: its threads never all arrive\n", what);
             std::exit(7);
         }
-        (*emu::fibers)[emu::current].yielded = true;
-        swapcontext(&(*emu::fibers)[emu::current].context, &emu::scheduler);
+        (*fibers)[current].yielded = true;
+        swapcontext(&(*fibers)[current].context, &scheduler);
     }
 }
+}  // namespace emu
+
+inline void __syncwarp(unsigned = 0xffffffffu)
+{
+    const size_t warps = emu::fibers->size() / 32 + 1;
+    if (emu::warp_meetings.size() < warps) emu::warp_meetings.resize(warps);
+    emu::meet(emu::warp_meetings[emu::current / 32], 32, "__syncwarp");
+}
+
+// bar.sync id, count (a named barrier: the warp-specialised kernel's consumers, its producer not among them): `count`
+// threads of the block meet at barrier `id`. A cluster's barrier: every thread of the cluster's blocks meets; its
+// rank, mapa (a block's shared-memory address as it lies in block `rank`'s: the rank in the top byte) and a load
+// through it.
+namespace emu {
+inline std::map<std::pair<int, int>, WarpMeeting> named_meetings;  // by (block of the running ones, id)
+inline void named_barrier(int id, int count)
+{
+    meet(named_meetings[{current / block_threads, id}], count, "bar.sync");
+}
+inline WarpMeeting cluster_meeting;
+inline void cluster_sync() { meet(cluster_meeting, int(fibers->size()), "barrier.cluster"); }
+inline unsigned cluster_rank() { return blockIdx.z % CLUSTER_Z; }
+inline unsigned cluster_mapped(unsigned local, unsigned rank) { return rank << 24 | local; }
+inline float cluster_load(unsigned remote)
+{
+    const unsigned rank = remote >> 24, byte = remote & 0xFFFFFFu;
+    if (rank >= CLUSTER_Z || byte + 4 > smem_bytes || byte % 4) {
+        std::fprintf(stderr, "ld.shared::cluster: rank %u, byte %u of %zu\n", rank, byte, smem_bytes);
+        std::exit(6);
+    }
+    return cluster_smem[rank][byte / 4];
+}
+}  // namespace emu
+#define CONVKIT_EMULATED_NAMED_BARRIER emu::named_barrier
+#define CONVKIT_EMULATED_CLUSTER 1
+#define __cluster_dims__(x, y, z)
 
 // Warp shuffles (the lu2020 kernels): every thread of the block posts its value and waits, then reads its
 // source lane's and waits again, so that no value is overwritten before it is read. Correct where every warp
