@@ -132,6 +132,11 @@ def install_stand_ins() -> None:
 
     _ORIGINAL[:] = [launching.launch]
     _swap(launching.launch, _record)
+    # The clusters a GPU holds at once come from the driver on a built kernel; the stand-in H100 has neither: the
+    # bound, one cluster per `splits` SMs.
+    from convkit.families.tf32x3 import wgmma_settings
+
+    wgmma_settings._driver_cluster_slots = lambda splits: ATTRIBUTES["MultiProcessorCount"] // splits
 
 
 #: convkit's own ``launch``, once :func:`install_stand_ins` has swapped it out.
