@@ -248,11 +248,18 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     if collecting is not None:
         collecting.add(Build(spec.source, spec.kernel_name(problem), tuple(spec.options(problem)), spec.arch))
         return
-    shared = spec.shared_bytes(problem)
-    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem), arch=spec.arch)
-    with_dynamic_shared(kernel, shared, f"{spec.kind} launch {spec.to_params()}")
-    call = KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), shared, spec.starts_early(problem))
+    kernel = loaded(spec, problem)
+    call = KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), spec.shared_bytes(problem),
+                      spec.starts_early(problem))  # fmt: skip
     enqueue(call, args)
+
+
+def loaded(spec: Launch, problem: Any) -> Any:
+    """``spec``'s kernel for ``problem``, built for this GPU (:func:`~convkit.cuda.nvrtc.load_kernel`) and opted in
+    to its dynamic shared memory (:func:`with_dynamic_shared`): what :func:`launch` enqueues, and what the driver's
+    occupancy queries take."""
+    kernel = load_kernel(spec.source, spec.kernel_name(problem), options=spec.options(problem), arch=spec.arch)
+    return with_dynamic_shared(kernel, spec.shared_bytes(problem), f"{spec.kind} launch {spec.to_params()}")
 
 
 #: ``cudaStreamPerThread``: one handle that names a different stream in each host thread.

@@ -103,14 +103,11 @@ def _one_tile(splits: int) -> ConvProblem:
 def _driver_cluster_slots(splits: int) -> int:
     """:func:`cluster_slots` on this GPU, from the built kernel."""
     from convkit.cuda.driver import max_active_clusters
-    from convkit.cuda.launch import with_dynamic_shared
-    from convkit.cuda.nvrtc import load_kernel
+    from convkit.cuda.launch import loaded
 
     launch, problem = dataclasses.replace(GATHERED_CLUSTER, splits=splits), _one_tile(splits)
-    kernel = load_kernel(launch.source, launch.kernel_name(problem), options=launch.options(problem), arch=launch.arch)
-    shared = launch.shared_bytes(problem)
-    with_dynamic_shared(kernel, shared, f"{launch.kind} launch {launch.to_params()}")
-    return max_active_clusters(kernel.kernel.ptr, launch.grid(problem), launch.block(problem), shared)
+    function = loaded(launch, problem).kernel.ptr
+    return max_active_clusters(function, launch.grid(problem), launch.block(problem), launch.shared_bytes(problem))
 
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
