@@ -154,7 +154,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     for module in (wgmma, wgmma_settings):  # (the grid of a persistent launch; the K split candidates' rule)
         monkeypatch.setattr(module, "sm_count", lambda: 132)
-    # clusters of 8 blocks the H200 runs at once (cuOccupancyMaxActiveClusters); of fewer, its bound
+    # a GPU that runs 14 clusters of 8 blocks at once (the H200: 15, cuOccupancyMaxActiveClusters); of fewer, the bound
     monkeypatch.setattr(wgmma_settings, "cluster_slots", lambda splits: 14 if splits == 8 else 132 // splits)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma_settings.wgmma_candidates(p)
