@@ -5,6 +5,8 @@ checked against float64 and timed as the sweeps time them, the fastest of each w
 error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of input.
 Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
+    PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --cuconv [--every=6] [--part=k/n] [--csv=rows.csv]
+(--cuconv: cuConv's layers, every sixth, the k-th of n shares of them, beside the best FP32 library; below.)
 """
 
 from __future__ import annotations
@@ -59,6 +61,63 @@ def errors() -> None:
             print(f"K = {9 * c:5d}, {inputs:13s}: 3xTF32 {mine:.2e}, FP32 SIMT {simt:.2e}")
 
 
+def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> None:
+    """Where the family stands on cuConv's layers (every ``every``-th, its ``part`` = (k, n): the k-th of n shares),
+    as the 3xTF32 sweep measures them but in one pass: the wgmma kernels' tuning candidates (the sweep tunes each
+    problem and keeps the fastest), the mma.sync and FP32 kernels at their first-use launch, every cuDNN algorithm
+    (FMA math), PyTorch (TF32 off) and cuBLAS where 1x1; per layer the best of ours over the best library, then by
+    (filter, batch) cell the geometric mean, the share faster, and the geometric mean on the layers of at least
+    1 GFLOP. ``csv_path``: the rows too (a probe's, for reading offline; never results/)."""
+    import csv
+
+    import pandas as pd
+
+    from convkit.papers import cuconv
+    from convkit.study import tables
+
+    tuned = (tf32x3.WGMMA_VARIANT, tf32x3.WINOGRAD_WGMMA_VARIANT)
+    first_use = tuple(v for v in (*tf32x3.VARIANTS, *fp32.VARIANTS) if v not in tuned)
+    kernels = Kernels(tf32x3.VARIANTS + fp32.VARIANTS, fp32.PEERS)
+    ours = [v.name for v in kernels.variants]
+    rows = []
+    for p in cuconv.problems()[::every][part[0] - 1 :: part[1]]:
+        todo = cases(p, tuned, cudnn=False, tune=True) + cases(p, first_use, pytorch=True, peers=fp32.PEERS)
+        rows += list(measure_problem(p, todo, kernels, timing=TIMING))
+        if csv_path:  # after each layer: a call cut short keeps what it measured
+            pd.DataFrame(rows).to_csv(csv_path, index=False, quoting=csv.QUOTE_MINIMAL)
+        table = tables.best_rows(pd.DataFrame(rows[-len(todo) :]), ours)
+        if len(table):
+            r = table.iloc[0]
+            print(
+                f"{p.label} pad={p.pad} ({p.flops / 1e9:.2f} GFLOP): {r['best']} {r['best_us']:.1f} us, "
+                f"{r['best_lib']} {r['best_lib_us']:.1f} us: {r['speedup']:.2f}x",
+                flush=True,
+            )
+    frame = pd.DataFrame(rows)
+    table = tables.best_rows(frame, ours)
+    table["r"], table["n"] = [p.r for p in table["problem"]], [p.n for p in table["problem"]]
+    counted = table[[p.flops >= 1e9 for p in table["problem"]]]
+    print(
+        f"{len(table)} layers: faster on {tables.share_faster(table['speedup']):.1f}%, geomean "
+        f"{tables.geomean(table['speedup']):.2f}x; on {len(counted)} of >= 1 GFLOP "
+        f"{tables.geomean(counted['speedup']):.2f}x"
+    )
+    for (r, n), cell in table.groupby(["r", "n"]):
+        print(
+            f"  {r}x{r} batch {n:3d}: geomean {tables.geomean(cell['speedup']):.2f}x over {len(cell)}, lowest "
+            f"{cell['speedup'].min():.2f}x; fastest: {', '.join(cell['best'].value_counts().index[:3])}"
+        )
+
+
 if __name__ == "__main__":
-    speeds()
-    errors()
+    import sys
+
+    def arg(name: str, default: str) -> str:
+        return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), default)
+
+    if "--cuconv" in sys.argv[1:]:
+        share = tuple(map(int, arg("part", "1/1").split("/")))
+        cuconv_layers(int(arg("every", "6")), (share[0], share[1]), arg("csv", "") or None)
+    else:
+        speeds()
+        errors()
