@@ -5,8 +5,9 @@ checked against float64 and timed as the sweeps time them, the fastest of each w
 error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of input.
 Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
-    PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --cuconv [--every=6] [--part=k/n] [--csv=rows.csv]
-(--cuconv: cuConv's layers, every sixth, the k-th of n shares of them, beside the best FP32 library; below.)
+    PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --cuconv [--every=6] [--part=k/n] [--csv=rows.csv] [--cutlass]
+(--cuconv: cuConv's layers, every sixth, the k-th of n shares of them, beside the best FP32 library, or with
+--cutlass the direct kernels beside CUTLASS's 3xTF32 tiles; below.)
 """
 
 from __future__ import annotations
@@ -59,6 +60,33 @@ def errors() -> None:
             mine = reference.relative_error(conv2d_tf32x3(x, w, pad=1).get(), ref)
             simt = reference.relative_error(conv2d_implicit_gemm(x, w, pad=1).get(), ref)
             print(f"K = {9 * c:5d}, {inputs:13s}: 3xTF32 {mine:.2e}, FP32 SIMT {simt:.2e}")
+
+
+def versus_cutlass(problems: list[ConvProblem]) -> None:
+    """The direct 3xTF32 kernels (the wgmma kernel's tuning candidates, the mma.sync kernel's first-use launch) beside
+    CUTLASS's 3xTF32 kernel at each of its tiles on ``problems``: per layer the fastest of each, then the share where
+    ours is faster (the chapter's measure against CUTLASS) and the median of its speed-up."""
+    import statistics
+
+    import pandas as pd
+
+    from convkit.study import tables
+
+    tiles = tuple(peer for peer in cutlass.PEERS if peer.precision == "tf32x3")
+    kernels = Kernels(tf32x3.VARIANTS, tiles)
+    ratios = []
+    for p in problems:
+        todo = cases(p, (tf32x3.WGMMA_VARIANT,), cudnn=False, tune=True)
+        todo += cases(p, (tf32x3.IGEMM_VARIANT,), cudnn=False, peers=tiles)
+        rows = tables.timed(pd.DataFrame(measure_problem(p, todo, kernels, timing=TIMING)))
+        ours, theirs = (rows[rows["impl"] == impl].sort_values("us") for impl in ("convkit", cutlass.IMPL))
+        if len(ours) and len(theirs):
+            mine, peer = ours.iloc[0], theirs.iloc[0]
+            ratios.append(peer["us"] / mine["us"])
+            print(f"{p.label} pad={p.pad} ({p.flops / 1e9:.2f} GFLOP): {mine['variant']} {mine['us']:.1f} us, "
+                  f"{peer['variant']} {peer['us']:.1f} us: {ratios[-1]:.2f}x", flush=True)  # fmt: skip
+    print(f"{len(ratios)} layers both ran: ours faster on {100 * sum(r > 1 for r in ratios) / len(ratios):.1f}%, "
+          f"median {statistics.median(ratios):.2f}x, lowest {min(ratios):.2f}x")  # fmt: skip
 
 
 def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> None:
@@ -117,7 +145,12 @@ if __name__ == "__main__":
 
     if "--cuconv" in sys.argv[1:]:
         share = tuple(map(int, arg("part", "1/1").split("/")))
-        cuconv_layers(int(arg("every", "6")), (share[0], share[1]), arg("csv", "") or None)
+        if "--cutlass" in sys.argv[1:]:
+            from convkit.papers import cuconv
+
+            versus_cutlass(cuconv.problems()[:: int(arg("every", "6"))][share[0] - 1 :: share[1]])
+        else:
+            cuconv_layers(int(arg("every", "6")), (share[0], share[1]), arg("csv", "") or None)
     else:
         speeds()
         errors()

@@ -11,6 +11,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n]  # 1x1's settings on cuConv's other layers
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -516,6 +517,32 @@ def ones(
         print(over_line("the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM", picked))
 
 
+def gathered(part: tuple[int, int] = (1, 1)) -> None:
+    """Whether the 1x1 layers' settings of the gathering kernel (:func:`one_tap_candidates`: persistent, ping-pong, 64
+    filters a block, K split) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third, its ``part``
+    = (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each of those settings that
+    supports the layer, every tenth layer checked (:func:`rates_table`); then the best with them over the best
+    without, and which won, by the layer's K-tiles."""
+    from convkit.families.tf32x3.wgmma_settings import one_tap_candidates, wgmma_candidates
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems()[::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
+    tuned = {p.key: by_name(wgmma_candidates(p)) for p in problems}
+    extra = {p.key: by_name(s for s in one_tap_candidates(p) if not s.not_supported_reasons(p)) for p in problems}
+
+    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+        return wgmma_runs({**tuned[p.key], **extra[p.key]}, False)(p, x, w, bias)
+
+    rates = rates_table(problems, runs, 10, checked=lambda p: len(tuned[p.key]) + len(extra[p.key]))
+    ratios = []
+    for p, r in zip(problems, rates, strict=True):
+        before = max(r[name] for name in tuned[p.key])
+        best = max(r, key=r.get)
+        ratios.append(r[best] / before)
+        print(f"  {p.label} pad={p.pad}: {k_tiles(p)} K-tiles, {p.m} filters: {r[best] / before:.2f}x ({best})")
+    print(over_line("the best with the gathering settings over the candidates", ratios))
+
+
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     """Where a small or middling 1x1 layer's time goes (``count`` of the chapter's stride-1 1x1 layers of 0.05-5
     GFLOP, spread evenly by size; ``odd``: of any size, those whose images have an odd number of output pixels,
@@ -817,6 +844,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         profiled_floor(TIMED[0], cupy.random.default_rng(7))
     elif "--layers" in sys.argv[1:]:  # the 3xTF32 chapter's layers of at least 20 GFLOP (--tuned: the candidates)
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
+    elif "--gathered" in sys.argv[1:]:  # the 1x1 layers' settings on cuConv's 3x3 and 5x5 layers
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        gathered(tuple(map(int, share.split("/"))))
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
