@@ -11,7 +11,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n]  # 1x1's settings on cuConv's other layers
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n] [--offset=0]  # 1x1's settings elsewhere
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -517,16 +517,19 @@ def ones(
         print(over_line("the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM", picked))
 
 
-def gathered(part: tuple[int, int] = (1, 1)) -> None:
+def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
     """Whether the 1x1 layers' settings of the gathering kernel (:func:`one_tap_candidates`: persistent, ping-pong, 64
-    filters a block, K split) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third, its ``part``
-    = (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each of those settings that
-    supports the layer, every tenth layer checked (:func:`rates_table`); then the best with them over the best
-    without, and which won, by the layer's K-tiles."""
-    from convkit.families.tf32x3.wgmma_settings import one_tap_candidates, wgmma_candidates
+    filters a block, K split) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third from
+    ``offset``, its ``part`` = (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each
+    of those settings that supports the layer, every tenth layer checked (:func:`rates_table`); then the best with
+    them over the best without, and which won, by the layer's K-tiles; and the first-use launch
+    (:func:`wgmma_default`) over the fastest."""
+    import statistics
+
+    from convkit.families.tf32x3.wgmma_settings import one_tap_candidates, wgmma_candidates, wgmma_default
     from convkit.papers import cuconv
 
-    problems = [p for p in cuconv.problems()[::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
+    problems = [p for p in cuconv.problems()[offset::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
     tuned = {p.key: by_name(wgmma_candidates(p)) for p in problems}
     extra = {p.key: by_name(s for s in one_tap_candidates(p) if not s.not_supported_reasons(p)) for p in problems}
 
@@ -541,6 +544,13 @@ def gathered(part: tuple[int, int] = (1, 1)) -> None:
         ratios.append(r[best] / before)
         print(f"  {p.label} pad={p.pad}: {k_tiles(p)} K-tiles, {p.m} filters: {r[best] / before:.2f}x ({best})")
     print(over_line("the best with the gathering settings over the candidates", ratios))
+    picked = [
+        r.get(launch_text(wgmma_default(p)), math.nan) / max(r.values()) for p, r in zip(problems, rates, strict=True)
+    ]
+    known = [v for v in picked if v == v]
+    print(f"the first-use launch over the fastest: geometric mean {statistics.geometric_mean(known):.3f}, lowest "
+          f"{min(known):.3f}, under 0.9 on {sum(v < 0.9 for v in known)} of {len(known)} (not timed on "
+          f"{len(picked) - len(known)})")  # fmt: skip
 
 
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
@@ -846,7 +856,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         tuned_layers() if "--tuned" in sys.argv[1:] else layers()
     elif "--gathered" in sys.argv[1:]:  # the 1x1 layers' settings on cuConv's 3x3 and 5x5 layers
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
-        gathered(tuple(map(int, share.split("/"))))
+        offset = next((int(arg.split("=")[1]) for arg in sys.argv if arg.startswith("--offset=")), 0)
+        gathered(tuple(map(int, share.split("/"))), offset)
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)

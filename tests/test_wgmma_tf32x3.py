@@ -160,7 +160,12 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     candidates = wgmma_settings.wgmma_candidates(p)
     split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
     staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split staged", persistent=True)  # split as staged
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]  # (split staged: Winograd's)
+    split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
+    cluster_in = [dataclasses.replace(wgmma_settings.GATHERED_CLUSTER, splits=s) for s in (4, 8)]
+    # 4 tiles, 11 K-tiles: K split in 4 and 8, over a cluster (split staged: Winograd's)
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead]
+    many = ConvProblem.same(32, 256, 28, 28, 256, 3)  # 392 tiles: no split
+    assert wgmma_settings.wgmma_candidates(many) == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
     assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
@@ -171,8 +176,6 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
     deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles: 4 and 7 splits
-    split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
-    cluster_in = [dataclasses.replace(wgmma_settings.GATHERED_CLUSTER, splits=s) for s in (4, 8)]
     assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *cluster_in]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
@@ -188,7 +191,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 3 K-tiles: no split
     assert default(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong  # 196 tiles, 64 filters
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
-    assert default(p) == wgmma.WgmmaGemmLaunch() == WGMMA_VARIANT.launch(p)  # 3x3: the first kernel
+    # other filters: the same K split; else the inputs split ahead within 1 GiB of workspace, else the first kernel
+    assert default(p) == cluster_in[1] == WGMMA_VARIANT.launch(p)
+    assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == narrow
+    assert default(ConvProblem.same(256, 64, 112, 112, 128, 3)) == wgmma.WgmmaGemmLaunch()  # 1.6 GB of planes
+    # an image's first layer (3 channels: one K-tile) stores most, as a 1x1 layer: the 1x1 layers' settings
+    first = ConvProblem.same(16, 3, 224, 224, 64, 3)
+    gathering = [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW]
+    assert wgmma_settings.wgmma_candidates(first)[2:5] == gathering
+    assert default(first) == pingpong
     assert WGMMA_VARIANT.launch(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1

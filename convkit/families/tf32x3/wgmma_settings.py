@@ -11,6 +11,7 @@ from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
 from convkit.families.tf32x3.wgmma_operands import BLOCK_M, NARROW_FILTERS, TILE_K, k_tiles
+from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
 #: over K lose precision as K grows (unstaged, 1.6e-5 at K = 2,304 and 4.2e-5 at K = 12,593 against float64, past the
@@ -33,12 +34,24 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
     its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
     most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
-    --layers``), and on a 1x1 filter :func:`one_tap_candidates`. H200, the 3xTF32 chapter's 110 layers of at least 20
-    GFLOP (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in
-    flight: 86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers."""
+    --layers``), and the gathering kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`,
+    else its K split where it fits (:func:`k_splits`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
+    (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in flight:
+    86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers. H200,
+    every third of cuConv's 3x3 and 5x5 layers (96; 2026-12-02, ``wgmma_probe.py --gathered``): the 1x1 layers'
+    settings beside the candidates without them, the fastest faster on 24 (median 1.00x): K split over a cluster on
+    21 (1.1-2.5x; batch 1 and 8, and 16 at 7x7), over planes on 1, ping-pong on the two of 3 channels, one K-tile
+    (1.47x, 1.51x)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
-    one_tap = one_tap_candidates(problem) if problem.r * problem.s == 1 else []
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *one_tap, SPLIT_AHEAD, *narrow]
+    gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow]
+
+
+def stores_weigh_most(problem: ConvProblem) -> bool:
+    """Whether a tile's products are few beside its stores: a 1x1 filter, or at most two K-tiles (a layer of a few
+    channels, an image's first), where the gathering kernel's persistent and ping-pong settings (each storing a tile
+    as the next is multiplied) serve."""
+    return problem.r * problem.s == 1 or k_tiles(problem) <= 2
 
 
 def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
@@ -53,9 +66,14 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     (faster on 238), 1.22x with K split over a cluster where it fits (faster on 242; at batch 1 0.89x, was 0.84x; at 8
     1.23x, was 1.11x). The rule leaves out no split that won (two blocks an SM, two K-tiles a split: 7 layers 2-9%
     off)."""
-    splits = [k_split(problem, s) for s in (4, 8) if split_fits(problem, s, 8)]
     narrow = [GATHERED_NARROW] if problem.m <= NARROW_FILTERS else []
-    return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *splits]
+    return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *k_splits(problem)]
+
+
+def k_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The gathering kernel with K split in 4 and in 8 (:func:`k_split`) where that grid is at most eight blocks an SM
+    and each split has a K-tile (:func:`split_fits`)."""
+    return [k_split(problem, s) for s in (4, 8) if split_fits(problem, s, 8)]
 
 
 def split_fits(problem: ConvProblem, splits: int, blocks_per_sm: int) -> bool:
@@ -111,22 +129,28 @@ def _driver_cluster_slots(splits: int) -> int:
 
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
-    """The launch the op's first-use tuner times where no recorded knobs name one: on a 1x1 filter, of
-    :func:`one_tap_candidates`, K split in 8 (else 4) where that grid is one wave (a block an SM at most) and each split
-    has a K-tile (:func:`k_split`: over a cluster where it fits), else at 64 filters a block with ping-pong where the
-    layer has at most 64, else persistent; on other filters the first kernel (:class:`WgmmaGemmLaunch`). H200, the
-    3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
-    mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
-    of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
-    them where K split is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where
-    it fits; with :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x)."""
-    if problem.r * problem.s != 1:
-        return WgmmaGemmLaunch()
+    """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that
+    grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it
+    fits); else, where :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64,
+    else persistent; else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at
+    most 64) where its workspace is within the 1 GiB the study allows any algorithm, else the first kernel
+    (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the
+    rule fitted on that run): the geometric mean of its pick over the fastest of these settings 0.983 (under 0.9 on
+    23 layers), and 0.981 on a second run of 287 of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median
+    1.19x (the fastest of all, 1.21x); on the 192 of them where K split is a candidate (``--clustered``), 1.156x with
+    the split over planes, 1.171x over a cluster where it fits; with :func:`k_split`, on all 349 in a later run,
+    1.195x (faster on 239; the fastest of all 1.22x). On every third of cuConv's 3x3 and 5x5 layers (96,
+    ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting (geometric mean; 0.875 at worst), where
+    the first kernel, the default before, was 0.41."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = k_split(problem, split)
-    else:
+    elif stores_weigh_most(problem):
         chosen = GATHERED_PINGPONG if problem.m <= NARROW_FILTERS else GATHERED_PERSISTENT
+    else:
+        chosen = SPLIT_AHEAD_NARROW if problem.m <= NARROW_FILTERS else SPLIT_AHEAD
+        if chosen.workspace_bytes(problem) > WORKSPACE_LIMIT_BYTES:  # (the inputs' planes: twice the input)
+            chosen = WgmmaGemmLaunch()
     return WgmmaGemmLaunch() if chosen.not_supported_reasons(problem) else chosen  # (where the first kernel fits)
 
 
