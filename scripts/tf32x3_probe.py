@@ -5,9 +5,9 @@ checked against float64 and timed as the sweeps time them, the fastest of each w
 error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of input.
 Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
-    PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --cuconv [--every=6] [--part=k/n] [--csv=rows.csv] [--cutlass]
-(--cuconv: cuConv's layers, every sixth, the k-th of n shares of them, beside the best FP32 library, or with
---cutlass the direct kernels beside CUTLASS's 3xTF32 tiles; below.)
+    PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --suite=cuconv [--every=6] [--part=k/n] [--csv=rows.csv] [--cutlass]
+(--suite: the chapter's suite cuconv, lu2020 or chang2022 (their multi-channel layers), every sixth, the k-th of n
+shares of them, beside the best FP32 library, or with --cutlass the direct kernels beside CUTLASS's 3xTF32 tiles.)
 """
 
 from __future__ import annotations
@@ -89,8 +89,17 @@ def versus_cutlass(problems: list[ConvProblem]) -> None:
           f"median {statistics.median(ratios):.2f}x, lowest {min(ratios):.2f}x")  # fmt: skip
 
 
-def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> None:
-    """Where the family stands on cuConv's layers (every ``every``-th, its ``part`` = (k, n): the k-th of n shares),
+def suite_problems(name: str, every: int, part: tuple[int, int]) -> list[ConvProblem]:
+    """The 3xTF32 chapter's suite ``name`` (cuConv's, or the multi-channel layers of the other two, as the chapter
+    counts them), every ``every``-th, its ``part`` = (k, n): the k-th of n shares."""
+    from convkit.study.layer_sets import three_chapter_suites
+
+    problems = [p for p in three_chapter_suites()[name] if name == "cuconv" or p.c > 1]
+    return problems[::every][part[0] - 1 :: part[1]]
+
+
+def suite_layers(problems: list[ConvProblem], csv_path: str | None) -> None:
+    """Where the family stands on ``problems`` (a share of a suite: :func:`suite_problems`),
     as the 3xTF32 sweep measures them but in one pass: the wgmma kernels' tuning candidates (the sweep tunes each
     problem and keeps the fastest), the mma.sync and FP32 kernels at their first-use launch, every cuDNN algorithm
     (FMA math), PyTorch (TF32 off) and cuBLAS where 1x1; per layer the best of ours over the best library, then by
@@ -100,7 +109,6 @@ def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> No
 
     import pandas as pd
 
-    from convkit.papers import cuconv
     from convkit.study import tables
 
     tuned = (tf32x3.WGMMA_VARIANT, tf32x3.WINOGRAD_WGMMA_VARIANT)
@@ -108,7 +116,7 @@ def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> No
     kernels = Kernels(tf32x3.VARIANTS + fp32.VARIANTS, fp32.PEERS)
     ours = [v.name for v in kernels.variants]
     rows = []
-    for p in cuconv.problems()[::every][part[0] - 1 :: part[1]]:
+    for p in problems:
         todo = cases(p, tuned, cudnn=False, tune=True) + cases(p, first_use, pytorch=True, peers=fp32.PEERS)
         rows += list(measure_problem(p, todo, kernels, timing=TIMING))
         if csv_path:  # after each layer: a call cut short keeps what it measured
@@ -126,7 +134,8 @@ def cuconv_layers(every: int, part: tuple[int, int], csv_path: str | None) -> No
     table["r"], table["n"] = [p.r for p in table["problem"]], [p.n for p in table["problem"]]
     counted = table[[p.flops >= 1e9 for p in table["problem"]]]
     print(
-        f"{len(table)} layers: faster on {tables.share_faster(table['speedup']):.1f}%, geomean "
+        f"{len(table)} layers: faster on {tables.share_faster(table['speedup']):.1f}% (slower on "
+        f"{int((table['speedup'] < 1).sum())}), geomean "
         f"{tables.geomean(table['speedup']):.2f}x; on {len(counted)} of >= 1 GFLOP "
         f"{tables.geomean(counted['speedup']):.2f}x"
     )
@@ -143,14 +152,13 @@ if __name__ == "__main__":
     def arg(name: str, default: str) -> str:
         return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), default)
 
-    if "--cuconv" in sys.argv[1:]:
+    if arg("suite", ""):
         share = tuple(map(int, arg("part", "1/1").split("/")))
+        problems = suite_problems(arg("suite", ""), int(arg("every", "6")), (share[0], share[1]))
         if "--cutlass" in sys.argv[1:]:
-            from convkit.papers import cuconv
-
-            versus_cutlass(cuconv.problems()[:: int(arg("every", "6"))][share[0] - 1 :: share[1]])
+            versus_cutlass(problems)
         else:
-            cuconv_layers(int(arg("every", "6")), (share[0], share[1]), arg("csv", "") or None)
+            suite_layers(problems, arg("csv", "") or None)
     else:
         speeds()
         errors()
