@@ -101,9 +101,10 @@ def k_split(problem: ConvProblem, splits: int) -> WgmmaWsLaunch:
 
 
 def cluster_slots(splits: int) -> int:
-    """How many clusters of ``splits`` blocks of the gathering kernel's K split over a cluster (a 1x1 filter) this GPU
-    runs at once: the driver's count for the built kernel (``cuOccupancyMaxActiveClusters``; a cluster's blocks share
-    a GPC, so the count is under ``sm_count() // splits`` where the GPCs' SMs are no multiple of it). Without a GPU,
+    """How many clusters of ``splits`` blocks of the gathering kernel's K split over a cluster this GPU runs at once:
+    the driver's count for the kernel built for a 1x1 filter (``cuOccupancyMaxActiveClusters``; a cluster's blocks
+    share a GPC, so the count is under ``sm_count() // splits`` where the GPCs' SMs are no multiple of it; a block an
+    SM whatever the filter, its shared memory the same). Without a GPU,
     or where the kernel does not run (off Hopper, or built for another architecture's PTX), that bound. It builds the
     kernel once per GPU and process (kept on disk: ``convkit prebuild`` builds it as it lists the op's builds)."""
     launch = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
