@@ -29,13 +29,14 @@ def method(t: dict[str, Any]) -> list[str]:
         "but double the small part, and with it the small-by-small term that 3xTF32 leaves out. A persistent block "
         "per SM walks the output tiles; a block of 64 filters, its consumers taking alternate K-tiles, serves "
         "layers of at most 64.",
-        "On 1x1 layers, whose few K-tiles a tile leave the output's store most of the time, the gathering kernel "
-        "has three more settings. At 64 filters a block its consumers can take alternate output tiles instead, one "
-        "storing as the other multiplies (CUTLASS's ping-pong). On layers of few tiles the reduction is split over "
-        "several blocks a tile; where the GPU holds every tile's blocks at once, a tile's blocks form one "
-        "thread-block cluster and add their partial sums through each other's shared memory, in the order a "
-        "separate summing kernel would, so that no partial output is written and no second kernel runs; elsewhere "
-        "each block writes its partial output and a second kernel adds them.",
+        "On 1x1 layers and a network's first layer of three channels, whose few K-tiles a tile leave the output's "
+        "store most of the time, the gathering kernel has two more settings: persistent, and at 64 filters a block "
+        "its consumers taking alternate output tiles instead, one storing as the other multiplies (CUTLASS's "
+        "ping-pong). On layers of any filter with few tiles and many K-tiles the reduction is split over several "
+        "blocks a tile; where the GPU holds every tile's blocks at once, a tile's blocks form one thread-block "
+        "cluster and add their partial sums through each other's shared memory, in the order a separate summing "
+        "kernel would, so that no partial output is written and no second kernel runs; elsewhere each block "
+        "writes its partial output and a second kernel adds them.",
         "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
         "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
         "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
