@@ -142,7 +142,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     the split over planes, 1.171x over a cluster where it fits; with :func:`k_split`, on all 349 in a later run,
     1.195x (faster on 239; the fastest of all 1.22x). On every third of cuConv's 3x3 and 5x5 layers (96,
     ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting (geometric mean; 0.875 at worst), where
-    the first kernel, the default before, was 0.41."""
+    the first kernel, the default before, was 0.41; on the other third's 95 (``--offset=1``, a later run) 0.982, under
+    0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64, 112-256-3-128-128), where the first kernel
+    runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at 0.90."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = k_split(problem, split)
