@@ -99,16 +99,18 @@ def suite_problems(name: str, every: int, part: tuple[int, int]) -> list[ConvPro
 
 
 def suite_layers(problems: list[ConvProblem], csv_path: str | None) -> None:
-    """Where the family stands on ``problems`` (a share of a suite: :func:`suite_problems`),
-    as the 3xTF32 sweep measures them but in one pass: the wgmma kernels' tuning candidates (the sweep tunes each
-    problem and keeps the fastest), the mma.sync and FP32 kernels at their first-use launch, every cuDNN algorithm
-    (FMA math), PyTorch (TF32 off) and cuBLAS where 1x1; per layer the best of ours over the best library, then by
-    (filter, batch) cell the geometric mean, the share faster, and the geometric mean on the layers of at least
-    1 GFLOP. ``csv_path``: the rows too (a probe's, for reading offline; never results/)."""
+    """Where the family stands on ``problems`` (a share of a suite: :func:`suite_problems`), as the 3xTF32 sweep
+    measures them but in one pass: the wgmma kernels' tuning candidates (the sweep tunes each problem and keeps the
+    fastest), the mma.sync and FP32 kernels at their first-use launch, every cuDNN algorithm (FMA math), PyTorch (TF32
+    off) and cuBLAS where 1x1; per layer the best of ours over the best library, then by (filter, batch) cell the
+    geometric mean, the share faster, and the geometric mean on the layers of at least 1 GFLOP; then the 1x1 layers'
+    median over cuBLAS SGEMM and the direct kernels' and the Hopper family's median rate on the large layers, as the
+    chapter's targets count them. ``csv_path``: the rows too (a probe's, for reading offline; never results/)."""
     import csv
 
     import pandas as pd
 
+    from convkit.papers.tf32x3 import results
     from convkit.study import tables
 
     tuned = (tf32x3.WGMMA_VARIANT, tf32x3.WINOGRAD_WGMMA_VARIANT)
@@ -144,6 +146,13 @@ def suite_layers(problems: list[ConvProblem], csv_path: str | None) -> None:
             f"  {r}x{r} batch {n:3d}: geomean {tables.geomean(cell['speedup']):.2f}x over {len(cell)}, lowest "
             f"{cell['speedup'].min():.2f}x; fastest: {', '.join(cell['best'].value_counts().index[:3])}"
         )
+    chapter = results.problem_table(frame)  # the chapter's own measures, as its targets count them
+    one = chapter[chapter["label"].str.split("-").str[2] == "1"].dropna(subset=["cublas_us"])
+    large = chapter[chapter["gflop"] >= results.LARGE_GFLOP]
+    rates = [f"{name} median {(large['gflop'] / large[us] * 1e3).median():.1f} TFLOP/s"
+             for name, us in (("direct", "direct_us"), ("Hopper family", "hopper_us")) if us in large]  # fmt: skip
+    print(f"1x1 ({len(one)}): the best over cuBLAS SGEMM, median {(one['cublas_us'] / one['best_us']).median():.2f}x; "
+          f"the {len(large)} of >= {results.LARGE_GFLOP:.0f} GFLOP: {', '.join(rates)}")  # fmt: skip
 
 
 if __name__ == "__main__":
