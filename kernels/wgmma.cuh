@@ -40,7 +40,38 @@ __device__ __forceinline__ unsigned long long moved(unsigned long long desc, int
 }
 
 // D (64 x N, this thread's N / 2 floats) += A . B over k = 8 (A 64 x 8, B 8 x N, tf32, from shared memory);
-// accumulate 0: D = A . B.
+// accumulate 0: D = A . B. N = 16 and 32: the warp-specialised kernel's pixels on A's rows, its filters B's.
+__device__ __forceinline__ void mma(float (&d)[8], unsigned long long a, unsigned long long b, int accumulate)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
+__device__ __forceinline__ void mma(float (&d)[16], unsigned long long a, unsigned long long b, int accumulate)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
 __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
 {
 #if defined(CONVKIT_EMULATED_WGMMA)

@@ -525,15 +525,18 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
-static_assert(FILTERS == 128 || FILTERS == 64, "a block's filters: 128, or 64");
+static_assert(FILTERS == 128 || FILTERS == 64 || FILTERS == 32 || FILTERS == 16, "a block's filters: 128, 64, 32, 16");
 constexpr bool NARROW = FILTERS == 64;  // a consumer multiplies each of its stages on all the block's 64 filters
+// At 32 or 16 filters, fewer than a wgmma's 64 rows, the block's pixels are the products' rows (A) and its filters their
+// columns (B, N = FILTERS): each consumer multiplies its 64 of the tile's pixels on all the filters (consume_pixel_rows).
+constexpr bool PIXEL_ROWS = FILTERS <= 32;
 // At 64 filters, the consumers take alternate output tiles (PINGPONG: each tile's store beside the other consumer's
 // products, for layers of few K-tiles a tile, whose stores weigh most), or else alternate K-tiles of each (SPLIT_K).
 constexpr bool PINGPONG = CONVKIT_WS_PINGPONG, SPLIT_K = NARROW && !PINGPONG;
 static_assert(!PINGPONG || (NARROW && CONVKIT_WS_PERSISTENT), "ping-pong: 64 filters a block, persistent");
 constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
 constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
-constexpr int WS_STAGES = NARROW ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
+constexpr int WS_STAGES = NARROW || PIXEL_ROWS ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
 constexpr int RELEASERS = NARROW ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
 constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight planes, as they lie in a stage
 // (A stage in two parts of 16 k, each with its barriers, so that two K-tiles in flight hold one stage and the producer
@@ -545,6 +548,7 @@ constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
+static_assert(!(PIXEL_ROWS && INPUTS_FP32), "the pixels on the products' rows: the inputs split by the producer");
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -818,49 +822,17 @@ __device__ __forceinline__ void split_inputs(float* inputs, unsigned long long* 
     wait_phase(split, parity);
 }
 
-// A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
-// (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
-// filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
-// other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums); with 64 and
-// PINGPONG every K-tile of every other output tile on all of them (the kernels skip the other's tiles). `turn0`:
-// the block's K-tiles before this output tile's (the barriers' phases count them), `round` its output tiles before
-// this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`; with `Split`
-// (the split-ahead kernel built with INPUTS_FP32) each stage's inputs split by them first (split_inputs). (A persistent
-// block's tiles as one pass, each tile's store overlapping the next tile's first products, was measured a tie once the
-// store had no division: 0.93-1.07x, median 0.97x, on the chapter's 110 large layers, H200, 2026-11-28.)
-template <Layout LayoutA, Layout LayoutB, bool Split = false, bool ClusterSums = false>
-__device__ __forceinline__ void consume(float* smem, unsigned long long* full, unsigned long long* empty, int tiles,
-                                        int turn0, int round, int group, float* out, const float* bias, int M,
-                                        int m0, long long pixel0, long long pixels, long long PQ)
+// A consumer's `count` K-tiles of products: issue(j, sums) issues the j-th's into `sums` once its stage is full,
+// add(j, sums) adds them to the tile's once they are done (and frees the stage). Accs: a thread's sums of a K-tile.
+template <int Accs, typename Issue, typename Add>
+__device__ __forceinline__ void multiply_k_tiles(int count, Issue&& issue, Add&& add)
 {
-    const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = NARROW ? 0 : group * 64;
-    const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
-    float acc[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    auto add = [&](int j, const float (&sums)[64]) {  // its j-th K-tile's products are done: free its stage, add
-        arrive(empty + (turn0 + first + j * step) % WS_STAGES);
-#pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += sums[i];
-    };
-    // Its j-th K-tile's 12 products into `sums`, summed apart from zero, issued once its stage is full.
-    auto issue = [&](int j, float (&sums)[64]) {
-        const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
-        wait_phase(full + s, (turn / WS_STAGES) & 1);
-        if (CONVKIT_WG_PART == 2) return;  // the staging alone
-        float* stage = smem + s * STAGE_WS;
-        if constexpr (Split) split_inputs(stage + 2 * PLANE_A_WS, split_barriers(empty) + s, (turn / WS_STAGES) & 1);
-        if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
-                                                             // before the tensor cores read them
-        fence_operands();
-        k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true);
-    };
-    float partial[64];
+    float partial[Accs];
     if constexpr (IN_FLIGHT == 2) {
         // Two sets of sums in turn, each named at compile time (a register array chosen at run time would live in
         // local memory, which the tensor cores cannot write as they run): a K-tile's products issued, then the
         // K-tile before's waited for and added as they run. Every wait leaves exactly the newest group running.
-        float other[64];
+        float other[Accs];
         if (count > 0) {
             issue(0, partial);
             int j = 1;
@@ -890,6 +862,108 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
             add(j, partial);
         }
     }
+}
+
+// With PIXEL_ROWS, a consumer's 64 pixels (from pixel0) by the block's FILTERS filters (from m0) into out (NMPQ), the
+// bias added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16 (two pixels), columns 8 j +
+// 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, const float* bias, int m0,
+                                                 int M, long long pixel0, long long pixels, long long PQ, int thread)
+{
+    const int lane = thread % 32, warp = thread / 32;
+    const unsigned pq_count = (unsigned)PQ;
+    int at[2];  // its two pixels' places in out at filter 0 (image M PQ + pq: out lies under 2^31), -1 past the last
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const unsigned pixel = (unsigned)pixel0 + warp * 16 + lane / 4 + 8 * half, image = pixel / pq_count;
+        at[half] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
+                                                      : -1;
+    }
+#pragma unroll
+    for (int j = 0; j < FILTERS / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int m = m0 + 8 * j + 2 * (lane % 4) + e;
+            if (m >= M) continue;
+            const float add = bias != nullptr ? bias[m] : 0.0f;
+#pragma unroll
+            for (int half = 0; half < 2; ++half)
+                if (at[half] >= 0) out[at[half] + m * (int)pq_count] = acc[4 * j + 2 * half + e] + add;
+        }
+}
+
+// With PIXEL_ROWS, consumer `group` over an output tile's K-tiles: its 64 of the tile's pixels (the inputs' planes,
+// rows 64 group on, in LayoutB) times all the block's filters (the weights' planes, in LayoutA), N = FILTERS, each
+// K-tile's 12 products summed apart and added in FP32 as consume's; then it stores them (store_pixel_rows).
+template <Layout LayoutA, Layout LayoutB>
+__device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long long* full, unsigned long long* empty,
+                                                   int tiles, int turn0, int group, float* out, const float* bias,
+                                                   int M, int m0, long long pixel0, long long pixels, long long PQ)
+{
+    constexpr int ACCS = FILTERS / 2;
+    float acc[ACCS];
+#pragma unroll
+    for (int i = 0; i < ACCS; ++i) acc[i] = 0.0f;
+    auto add = [&](int j, const float (&sums)[ACCS]) {
+        arrive(empty + (turn0 + j) % WS_STAGES);
+#pragma unroll
+        for (int i = 0; i < ACCS; ++i) acc[i] += sums[i];
+    };
+    auto issue = [&](int j, float (&sums)[ACCS]) {
+        const int turn = turn0 + j, s = turn % WS_STAGES;
+        wait_phase(full + s, (turn / WS_STAGES) & 1);
+        float* stage = smem + s * STAGE_WS;
+        fence_to_async_proxy();  // the inputs' stores, ordered before the tensor cores read them
+        fence_operands();
+        k_tile_products<FILTERS, LayoutB, LayoutA, WIDTH>(sums, stage + 2 * PLANE_A_WS, stage, group * 64, true);
+    };
+    multiply_k_tiles<ACCS>(tiles, issue, add);
+    store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128);
+}
+
+// A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
+// (staged: summed apart, then added in FP32), frees the stage once they are done; then stores its rows. With 128
+// filters a block it multiplies every K-tile on its 64 of them (from filter m0 + 64 group); with 64 (SPLIT_K) every
+// other K-tile from its group's on all of them, the two consumers' sums then added (add_consumers_sums); with 64 and
+// PINGPONG every K-tile of every other output tile on all of them (the kernels skip the other's tiles). `turn0`:
+// the block's K-tiles before this output tile's (the barriers' phases count them), `round` its output tiles before
+// this one. Both warp-specialised kernels' consumers, the operands' planes in `LayoutA` and `LayoutB`; with `Split`
+// (the split-ahead kernel built with INPUTS_FP32) each stage's inputs split by them first (split_inputs). (A persistent
+// block's tiles as one pass, each tile's store overlapping the next tile's first products, was measured a tie once the
+// store had no division: 0.93-1.07x, median 0.97x, on the chapter's 110 large layers, H200, 2026-11-28.)
+template <Layout LayoutA, Layout LayoutB, bool Split = false, bool ClusterSums = false>
+__device__ __forceinline__ void consume(float* smem, unsigned long long* full, unsigned long long* empty, int tiles,
+                                        int turn0, int round, int group, float* out, const float* bias, int M,
+                                        int m0, long long pixel0, long long pixels, long long PQ)
+{
+    if constexpr (PIXEL_ROWS) {
+        consume_pixel_rows<LayoutA, LayoutB>(smem, full, empty, tiles, turn0, group, out, bias, M, m0, pixel0, pixels,
+                                             PQ);
+        return;
+    }
+    const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = NARROW ? 0 : group * 64;
+    const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    auto add = [&](int j, const float (&sums)[64]) {  // its j-th K-tile's products are done: free its stage, add
+        arrive(empty + (turn0 + first + j * step) % WS_STAGES);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += sums[i];
+    };
+    // Its j-th K-tile's 12 products into `sums`, summed apart from zero, issued once its stage is full.
+    auto issue = [&](int j, float (&sums)[64]) {
+        const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
+        wait_phase(full + s, (turn / WS_STAGES) & 1);
+        if (CONVKIT_WG_PART == 2) return;  // the staging alone
+        float* stage = smem + s * STAGE_WS;
+        if constexpr (Split) split_inputs(stage + 2 * PLANE_A_WS, split_barriers(empty) + s, (turn / WS_STAGES) & 1);
+        if (!CONVKIT_PART_NO_FENCE) fence_to_async_proxy();  // the inputs' cp.async copies (generic writes), ordered
+                                                             // before the tensor cores read them
+        fence_operands();
+        k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true);
+    };
+    multiply_k_tiles<64>(count, issue, add);
     if constexpr (PINGPONG) arrive(sums_barriers(empty));  // its stages waited for: the other consumer's turn
     if constexpr (ClusterSums) {
         leave_sums(acc, smem, row0);  // (add_cluster_sums stores them, added over the cluster)

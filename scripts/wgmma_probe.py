@@ -12,6 +12,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n] [--offset=0]  # 1x1's settings elsewhere
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --pixel-rows [--part=k/n]  # layers of <= 32 filters
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -553,6 +554,37 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
           f"{len(picked) - len(known)})")  # fmt: skip
 
 
+def pixel_rows(part: tuple[int, int] = (1, 1)) -> None:
+    """The gathering kernel with the block's pixels the products' rows (:data:`GATHERED_PIXEL_ROWS`: 32 filters a block,
+    and 16 where the layer has at most 16; persistent or a block a tile, one or two K-tiles in flight) on cuConv's
+    layers of at most 32 filters (its ``part`` = (k, n) of them), beside the tuner's other candidates and the mma.sync
+    kernel, every fifth layer checked (:func:`rates_table`); then the fastest of those settings over the fastest of
+    the rest, by filters and filter size."""
+    from convkit.families.tf32x3.wgmma_settings import GATHERED_PIXEL_ROWS, wgmma_candidates
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.m <= 32][part[0] - 1 :: part[1]]
+
+    def rows_settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        widths = (32, 16) if p.m <= 16 else (32,)
+        return by_name(dataclasses.replace(GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=flight)
+                       for f in widths for persistent in (True, None) for flight in (2, 1))  # fmt: skip
+
+    def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        return {k: v for k, v in by_name(wgmma_candidates(p)).items() if k not in rows_settings(p)}
+
+    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+        return wgmma_runs({**rows_settings(p), **others(p)}, True)(p, x, w, bias)
+
+    rates = rates_table(problems, runs, 5, checked=lambda p: len(rows_settings(p)) + len(others(p)))
+    ratios = []
+    for p, r in zip(problems, rates, strict=True):
+        mine = max(r[name] for name in rows_settings(p))
+        ratios.append(mine / max(v for k, v in r.items() if k not in rows_settings(p)))
+        print(f"  {p.label}: {p.m} filters, {p.r}x{p.s}: {ratios[-1]:.2f}x")
+    print(over_line("the fastest with the pixels on the rows over the rest", ratios))
+
+
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     """Where a small or middling 1x1 layer's time goes (``count`` of the chapter's stride-1 1x1 layers of 0.05-5
     GFLOP, spread evenly by size; ``odd``: of any size, those whose images have an odd number of output pixels,
@@ -858,6 +890,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         offset = next((int(arg.split("=")[1]) for arg in sys.argv if arg.startswith("--offset=")), 0)
         gathered(tuple(map(int, share.split("/"))), offset)
+    elif "--pixel-rows" in sys.argv[1:]:  # the pixels on the products' rows, on layers of at most 32 filters
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        pixel_rows(tuple(map(int, share.split("/"))))
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)

@@ -212,6 +212,20 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert not wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)  # gathered at 64 filters too
     assert wgmma.WgmmaWsLaunch(filters=64).options(p)[-1] == "-DCONVKIT_WS_FILTERS=64"
     assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
+    # 32 or 16 filters a block, the pixels the products' rows: the gathering kernel alone, K whole, no ping-pong
+    rows = wgmma_settings.GATHERED_PIXEL_ROWS
+    assert not rows.not_supported_reasons(p) and not wgmma.WgmmaWsLaunch(filters=16).not_supported_reasons(p)
+    assert rows.options(p)[-1] == "-DCONVKIT_WS_FILTERS=32" and WGMMA_VARIANT.launch_from(rows.to_params()) == rows
+    for wrong in (dataclasses.replace(rows, filters=48), wgmma.WgmmaWsLaunch(filters=16, splits=4),
+                  dataclasses.replace(rows, pingpong=True)):  # fmt: skip
+        assert "filters must be" in wrong.not_supported_reasons(p)[0]
+    assert (
+        "pingpong must be"
+        in dataclasses.replace(wgmma_settings.GATHERED_PINGPONG, filters=None).not_supported_reasons(p)[0]
+    )
+    # four stages of two 32-filter planes and two 128-pixel planes, the barriers, the rows' staging (unused)
+    assert rows.shared_bytes(p) == 4 * (2 * 32 + 2 * 128) * 32 * 4 + 128 + wgmma_operands.STAGED_ROWS_BYTES
+    assert rows.grid(ConvProblem.same(2, 37, 9, 11, 70, 3)) == (2 * 3,)  # persistent: 2 pixel blocks x 3 of 32 filters
     assert "filters must be" in dataclasses.replace(staged, filters=64).not_supported_reasons(p)[0]  # (128 alone)
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in candidates] == candidates
     assert wgmma.WgmmaWsLaunch().to_params() == {"schedule": "warp-specialised", "in_flight": 1}

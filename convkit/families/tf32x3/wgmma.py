@@ -36,6 +36,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     MAX_SPLITS,
     NARROW_FILTERS,
     NARROW_STAGES,
+    PIXEL_ROW_FILTERS,
     STAGED_ROWS_BYTES,
     TILE_K,
     WIDTHS,
@@ -130,22 +131,25 @@ MAX_CLUSTER = 8
 @dataclass(frozen=True)
 class WgmmaWsLaunch(KernelLaunch):
     """One launch of ``implicit_gemm_wgmma_ws_tf32x3``: warp-specialised, a producer warpgroup staging K-tiles (the
-    weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer warpgroups'
-    staged products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block. ``schedule`` has one
-    value: it tells its recorded params from :class:`WgmmaGemmLaunch`'s. ``in_flight``: a consumer's K-tiles of
-    products running, 1 or 2 (a K-tile's sums added as the next's products run, in registers the producer gives up).
-    ``inputs`` (:data:`WS_INPUTS`): None, gathered and split by the producer; ``"split ahead"``, channels last, copied
+    weights by one bulk copy, the inputs gathered and split) :data:`WS_STAGES` ahead of two consumer warpgroups' staged
+    products, each stage's turn kept by mbarriers; 128 filters by 128 pixels a block. ``schedule`` has one value: it
+    tells its recorded params from :class:`WgmmaGemmLaunch`'s. ``in_flight``: a consumer's K-tiles of products running,
+    1 or 2 (a K-tile's sums added as the next's products run, in registers the producer gives up). ``inputs``
+    (:data:`WS_INPUTS`): None, gathered and split by the producer; ``"split ahead"``, channels last, copied
     (``implicit_gemm_wgmma_ws_nhwc_tf32x3``); ``"split staged"``, channels last in FP32, copied, then split by the
     consumers. ``persistent`` (None: not): a block an SM over the output tiles, its producer staging the next tile as
     its consumers store the last. ``filters`` (None: 128; not with inputs split as staged): 64 a block, each consumer
-    multiplying every other K-tile on all 64, their sums then added; or with ``pingpong`` (persistent; None: not)
-    every other output tile, one storing as the other multiplies. ``splits`` (inputs gathered, a block a tile; None:
-    1): K split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane of partial outputs
-    that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most :data:`MAX_CLUSTER` splits) the
-    splits of a tile one thread-block cluster, whose blocks add their sums through each other's shared memory and store
-    them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early`` (inputs gathered; None: not):
-    launched to start as the weights' split ends, its producer waiting for the split's writes before its first copy of
-    them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends."""
+    multiplying every other K-tile on all 64, their sums then added; or with ``pingpong`` (persistent; None: not) every
+    other output tile, one storing as the other multiplies; or 32 or 16 (inputs gathered, K whole, for layers of that
+    few filters, which a wgmma's 64 rows would leave mostly idle) with the block's pixels the products' rows and its
+    filters their columns (N), each consumer multiplying its 64 pixels on all the filters. ``splits`` (inputs gathered,
+    a block a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane
+    of partial outputs that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most
+    :data:`MAX_CLUSTER` splits) the splits of a tile one thread-block cluster, whose blocks add their sums through each
+    other's shared memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
+    (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
+    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
+    it ends."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -207,11 +211,13 @@ class WgmmaWsLaunch(KernelLaunch):
         return (WS_THREADS,)
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The stages (both operands' two planes, 32 floats a row), 128 bytes of mbarriers, and at 64 filters the
+        """The stages (both operands' two planes, 32 floats a row; at 64 filters or fewer one more), 128 bytes of
+        mbarriers, and at 64 filters the
         second consumer's sums (64 x 128 floats) for the first to add, else (at 128, or ping-pong) the consumer warps'
         rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
-        stages = (NARROW_STAGES if narrow else WS_STAGES) * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
+        count = NARROW_STAGES if self.block_filters < BLOCK_M else WS_STAGES  # (at 64 filters or fewer: smaller)
+        stages = count * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
@@ -273,16 +279,22 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"inputs must be one of {WS_INPUTS}, got {self.inputs!r}")
         if self.persistent not in (None, True):
             raise ValueError(f"persistent must be None or True, got {self.persistent!r}")
-        if self.filters not in (None, NARROW_FILTERS) or (self.filters and self.inputs == "split staged"):
+        known = self.filters in (None, NARROW_FILTERS, *PIXEL_ROW_FILTERS)
+        pixel_rows = self.filters in PIXEL_ROW_FILTERS  # (the gathering kernel alone, K whole, no ping-pong)
+        staged = self.filters and self.inputs == "split staged"
+        if not known or staged or (pixel_rows and (self.inputs or self.splits or self.pingpong)):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
-            raise ValueError(f"filters must be None, or 64 with inputs gathered or split ahead, got {self.filters!r}")
+            raise ValueError(f"filters must be None, 64 with inputs gathered or split ahead, or 16 or 32 with inputs "
+                             f"gathered, K whole and no ping-pong, got {self.filters!r}")  # fmt: skip
         split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS
         if self.splits is not None and not (split and not (self.inputs or self.persistent)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
                              f"a tile, got {self.splits!r}")  # fmt: skip
         if self.early not in (None, True) or (self.early and self.inputs):  # (only the gathering kernel waits)
             raise ValueError(f"early must be None, or True with the inputs gathered, got {self.early!r}")
-        if self.pingpong not in (None, True) or (self.pingpong and not (self.filters and self.persistent)):
+        if self.pingpong not in (None, True) or (
+            self.pingpong and not (self.filters == NARROW_FILTERS and self.persistent)
+        ):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
         if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")

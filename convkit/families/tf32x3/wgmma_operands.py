@@ -32,6 +32,9 @@ def filter_macros(problem: ConvProblem) -> tuple[str, ...]:
 #: block; the split-ahead one's filters a block besides 128, its stages then (smaller, so more of them).
 WS_STAGES, WS_THREADS, WS_WIDTH = 3, 384, 128
 NARROW_FILTERS, NARROW_STAGES = 64, 4
+#: Fewer filters a block than a wgmma's 64 rows: the gathering kernel's pixels are then the products' rows, its
+#: filters their columns (N); in NARROW_STAGES stages.
+PIXEL_ROW_FILTERS = (16, 32)
 #: The most splits of K the gathering kernel takes (a block a tile; the grid's third dimension).
 MAX_SPLITS = 64
 #: At 128 filters a block, each consumer warp's rows on their way to the output (the kernel's store_tile_staged): 8

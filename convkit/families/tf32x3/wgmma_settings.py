@@ -175,6 +175,10 @@ GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
 #: (fresh process, 287 of the layers) the same to within 1.5% (10th-90th percentile), and :data:`GATHERED_NARROW`
 #: over it 0.92x at the median on 118 of at most 64 filters, faster by over 2% on 2 (kept a candidate there).
 GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
+#: For layers of at most 32 filters (84 of cuConv's 616; those of its layers the H200 sampled ran 0.86x the best FP32
+#: library, geometric mean of 13, 2026-12-02): the gathering kernel with the block's pixels the products' rows and its
+#: 32 filters their columns, persistent. Built and checked (the emulator), not yet timed on a GPU: no candidate.
+GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, early=True)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
@@ -182,4 +186,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
                dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
-               dataclasses.replace(GATHERED_CLUSTER, splits=8))  # fmt: skip
+               dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
+               WgmmaWsLaunch(filters=16))  # fmt: skip
