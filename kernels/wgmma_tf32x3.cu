@@ -31,7 +31,7 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the
 // warp-specialised kernels: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (theirs: 128 or 64 filters a
-// block), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
+// block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
 // (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_CLUSTER (the gathering kernel with K split: its
 // splits one cluster, their sums added there); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
@@ -69,8 +69,8 @@
 #ifndef CONVKIT_WS_PERSISTENT  // the split-ahead kernel: 1 a block an SM, looping over the output tiles
 #define CONVKIT_WS_PERSISTENT 0
 #endif
-#ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), or 64 (the
-#define CONVKIT_WS_FILTERS 128  // split-ahead kernel: its consumers take alternate K-tiles, their sums then added)
+#ifndef CONVKIT_WS_FILTERS  // the warp-specialised kernels' filters a block: 128 (64 a consumer), 64 (its consumers
+#define CONVKIT_WS_FILTERS 128  // take alternate K-tiles, their sums then added), or 32 or 16 (pixels on the rows)
 #endif
 #ifndef CONVKIT_WS_PINGPONG  // the warp-specialised kernels at 64 filters a block, persistent: 1 their consumers take
 #define CONVKIT_WS_PINGPONG 0  // alternate output tiles, one storing as the other multiplies; 0 alternate K-tiles
@@ -514,7 +514,8 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // 64 filters a block (a bulk copy of 16 KiB a K-tile), its consumers taking alternate K-tiles, as that kernel's at 64
 // (for layers of at most 64 filters, which a block of 128 leaves half idle). A block a tile, its K may be
 // split over gridDim.z (each split's sums a plane of partial outputs, which sum_planes adds up): for layers of few
-// output tiles and many K-tiles, which leave most SMs idle.
+// output tiles and many K-tiles, which leave most SMs idle. With CONVKIT_WS_FILTERS=32 or 16 (PIXEL_ROWS), the
+// products' rows are the block's 128 pixels (64 a consumer) and their columns its filters: layers of that few filters.
 // (The weights' split ahead costs a launch, some 3 us a call in the study's timing on the H200. Split in this kernel
 // instead, copied as they lie by the producer's cp.async and split once staged, it was slower on the 3xTF32 chapter's
 // 1x1 layers, where that launch weighs most: split by each consumer, its 64 rows behind a barrier of its own, the
