@@ -520,11 +520,11 @@ def ones(
 
 def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
     """Whether the 1x1 layers' settings of the gathering kernel (:func:`one_tap_candidates`: persistent, ping-pong, 64
-    filters a block, K split) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third from
-    ``offset``, its ``part`` = (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each
-    of those settings that supports the layer, every tenth layer checked (:func:`rates_table`); then the best with
-    them over the best without, and which won, by the layer's K-tiles; and the first-use launch
-    (:func:`wgmma_default`) over the fastest."""
+    filters a block, K split; and the split-ahead kernel with ping-pong at 64) would serve other filters too: on
+    cuConv's 3x3 and 5x5 layers (every third from ``offset``, its ``part`` = (k, n) of them), each of the tuner's
+    candidates there (:func:`wgmma_candidates`) and each of those settings that supports the layer, every tenth layer
+    checked (:func:`rates_table`); then the best with them over the best without, and which won, by the layer's K-tiles;
+    and the first-use launch (:func:`wgmma_default`) over the fastest."""
     import statistics
 
     from convkit.families.tf32x3.wgmma_settings import one_tap_candidates, wgmma_candidates, wgmma_default
@@ -532,7 +532,14 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
 
     problems = [p for p in cuconv.problems()[offset::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
     tuned = {p.key: by_name(wgmma_candidates(p)) for p in problems}
-    extra = {p.key: by_name(s for s in one_tap_candidates(p) if not s.not_supported_reasons(p)) for p in problems}
+    ahead_pingpong = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)  # (at most 64 filters)
+
+    def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        settings = (*one_tap_candidates(p), *([ahead_pingpong] if p.m <= 64 else []))
+        return {k: v for k, v in by_name(s for s in settings if not s.not_supported_reasons(p)).items()
+                if k not in tuned[p.key]}  # fmt: skip
+
+    extra = {p.key: others(p) for p in problems}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
         return wgmma_runs({**tuned[p.key], **extra[p.key]}, False)(p, x, w, bias)
