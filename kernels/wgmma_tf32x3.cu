@@ -32,7 +32,8 @@
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the
 // warp-specialised kernels: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (theirs: 128 or 64 filters a
 // block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
-// (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_CLUSTER (the gathering kernel with K split: its
+// (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels,
+// for layers of at most 16), CONVKIT_WS_CLUSTER (the gathering kernel with K split: its
 // splits one cluster, their sums added there); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
@@ -74,6 +75,9 @@
 #endif
 #ifndef CONVKIT_WS_PINGPONG  // the warp-specialised kernels at 64 filters a block, persistent: 1 their consumers take
 #define CONVKIT_WS_PINGPONG 0  // alternate output tiles, one storing as the other multiplies; 0 alternate K-tiles
+#endif
+#ifndef CONVKIT_WS_TAP_PAIRS  // the split-ahead kernel on at most 16 channels: 1 a K-tile two taps of 16 channels
+#define CONVKIT_WS_TAP_PAIRS 0
 #endif
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
@@ -1064,12 +1068,28 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 // cost some 600, which set the pace of implicit_gemm_wgmma_ws_tf32x3 (its staging alone took 2.4x its products alone
 // on the H200; on a 1x1 filter its gathering is now a load and an add a value, ColumnGather's one-tap path). The
 // stages must start 1,024-byte aligned (the swizzle is of address bits): the kernel traps if not.
+// With CONVKIT_WS_TAP_PAIRS (at most 16 channels) the rows are 16 channels wide and a K-tile two taps of them.
 // With CONVKIT_WS_INPUTS_FP32 the input is one plane in FP32 (half the bytes to write ahead and to stage): the
 // producer copies a pixel's 128 bytes into the big plane's place, and the consumers split them there once the stage
 // is full, the small parts into the small plane's place (split_inputs).
 namespace wgmma_ws {
 constexpr int CHANNELS = wgmma_operands::CHANNELS;  // a K-tile's channels
 static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels at one tap");
+// With CONVKIT_WS_TAP_PAIRS, for a layer of at most 16 channels (whose K-tiles of 32 channels at one tap would be at
+// least half zeros, in the products and in the staging alike): the input's rows padded to 16 channels, and K-tile t
+// two taps of them, 2 t (its k 0-15) and 2 t + 1 (16-31; none past the last tap); the weights split to match.
+constexpr bool TAP_PAIRS = CONVKIT_WS_TAP_PAIRS;
+constexpr int PAIRED_CHANNELS = CHANNELS / 2;
+
+// The channels of a pixel's row in the input's planes, and the K-tiles, of a layer of C channels.
+__host__ __device__ constexpr int row_channels(int C)
+{
+    return TAP_PAIRS ? PAIRED_CHANNELS : wgmma_operands::padded_channels(C);
+}
+__host__ __device__ constexpr int nhwc_tiles(int C)
+{
+    return TAP_PAIRS ? (RS + 1) / 2 : row_channels(C) / CHANNELS * RS;
+}
 
 // An arrival on `bar` once this thread's cp.async copies so far have landed (counted among its expected arrivals).
 __device__ __forceinline__ void arrive_on_copies(unsigned long long* bar)
@@ -1100,7 +1120,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
-    const int CP = wgmma_operands::padded_channels(C), tiles = CP / CHANNELS * RS;
+    const int CP = row_channels(C), tiles = nhwc_tiles(C);
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;
     const int tid = threadIdx.x, m_blocks = (M + FILTERS - 1) / FILTERS;
@@ -1153,10 +1173,11 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
                 const bool ok = pixel < (unsigned long long)pixels;
                 ih0[i] = ok ? oh * stride - pad : -(1 << 30);
                 iw0[i] = ow * stride - pad;
-                row0[i] = (ok ? n * H * W * CP : 0) + chunk * 4;
+                row0[i] = (ok ? n * H * W * CP : 0) + (TAP_PAIRS ? chunk % 4 : chunk) * 4;
             }
             const float* weights = tiled + gemm * batch.tiled_step + within % m_blocks * tiles * (2 * PLANE_A_WS);
-            int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel
+            int r = 0, s = 0, c0 = 0;  // K-tile `tile`'s tap and first channel (TAP_PAIRS: this thread's tap of two)
+            if (TAP_PAIRS && chunk >= 4 && ++s == S) s = 0, r = 1;  // (the second tap of each pair: its k 16-31)
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int st = turn % WS_STAGES;
                 float* stage = smem + st * STAGE_WS;
@@ -1165,7 +1186,8 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
 #pragma unroll
                     for (int i = 0; i < PIXELS; ++i) {
                         const int ih = ih0[i] + r, iw = iw0[i] + s, p = tid / CHUNKS + i * PIXEL_STEP;
-                        const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+                        const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W &&
+                                            (!TAP_PAIRS || r < R);
                         const float* from = gemm_planes + row0[i] + (inside ? (ih * W + iw) * CP + c0 : 0);
                         float* to = stage + 2 * PLANE_A_WS + swizzled_line(p, chunk);
                         copy16<true>(to, from, inside);  // with INPUTS_FP32 the FP32 values (split by the consumers)
@@ -1173,7 +1195,10 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
                     }
                 }
                 arrive_on_copies(full + st);
-                if (++s == S) {
+                if (TAP_PAIRS) {  // two taps on (past the last: r >= R, zeros)
+                    for (int step = 0; step < 2; ++step)
+                        if (++s == S) s = 0, ++r;
+                } else if (++s == S) {
                     s = 0;
                     if (++r == R) r = 0, c0 += CHANNELS;
                 }
@@ -1215,7 +1240,7 @@ implicit_gemm_wgmma_ws_nhwc_tf32x3(const float* __restrict__ planes, const float
 // tiled weights; the products go to Mo[xi][m][t] as winograd_output reads them. No bias: the output transform adds
 // it. Built at 128 filters a block alone: at 64 it spilled (40 bytes stored, 116 loaded, ptxas) and the products were
 // slower than at 128 on every large layer of 64 filters or fewer (0.93-0.99x, H200, 2026-11-28).
-#if CONVKIT_WS_FILTERS == 128
+#if CONVKIT_WS_FILTERS == 128 && !CONVKIT_WS_TAP_PAIRS
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1)
 winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ mo,
                                int M, int C, int t_pad, int points)
@@ -1240,7 +1265,7 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
                                                    int C, int HW)
 {
     __shared__ float tile[32][33];
-    const int CP = (C + 31) / 32 * 32, n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+    const int CP = wgmma_ws::row_channels(C), n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
     const long long plane = (long long)N * HW * CP;
     for (int i = threadIdx.y; i < 32; i += 8) {
         const int c = c0 + i, p = p0 + threadIdx.x;
@@ -1249,7 +1274,7 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
     __syncthreads();
     for (int i = threadIdx.y; i < 32; i += 8) {
         const int p = p0 + i;
-        if (p >= HW) continue;
+        if (p >= HW || (wgmma_ws::TAP_PAIRS && c0 + (int)threadIdx.x >= CP)) continue;  // (rows of 16 channels)
         const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
         const float value = tile[threadIdx.x][i];
         if (CONVKIT_WS_INPUTS_FP32) {
@@ -1299,15 +1324,16 @@ extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ 
     });
 }
 
-// For implicit_gemm_wgmma_ws_nhwc_tf32x3: K-tile t holds channels 32 (t / RS) .. + 31 at tap t % RS.
+// For implicit_gemm_wgmma_ws_nhwc_tf32x3: K-tile t holds channels 32 (t / RS) .. + 31 at tap t % RS; with TAP_PAIRS
+// channels 0 .. 15 at taps 2 t and 2 t + 1.
 extern "C" __global__ void split_weights_nhwc_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled,
                                                            int M, int C)
 {
     using namespace wgmma_ws;
-    const int tiles = (C + CHANNELS - 1) / CHANNELS * RS;
-    wgmma_ws::split_weights_tiled(w, tiled, M, tiles, [=](int m, int tile, int k) -> long long {
-        const int c = tile / RS * CHANNELS + k, tap = tile % RS;
-        return c < C ? ((long long)m * C + c) * RS + tap : -1;
+    wgmma_ws::split_weights_tiled(w, tiled, M, nhwc_tiles(C), [=](int m, int tile, int k) -> long long {
+        const int c = TAP_PAIRS ? k % PAIRED_CHANNELS : tile / RS * CHANNELS + k;
+        const int tap = TAP_PAIRS ? 2 * tile + k / PAIRED_CHANNELS : tile % RS;
+        return c < C && tap < RS ? ((long long)m * C + c) * RS + tap : -1;
     });
 }
 

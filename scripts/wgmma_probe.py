@@ -82,8 +82,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         narrow = f", {spec.filters} filters a block" if spec.filters else ""
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
-        pingpong = ", ping-pong" if spec.pingpong else ""
-        return f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
+        pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
+        return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
+                f"{pairs}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -520,14 +521,19 @@ def ones(
 
 def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
     """Whether the 1x1 layers' settings of the gathering kernel (:func:`one_tap_candidates`: persistent, ping-pong, 64
-    filters a block, K split; and the split-ahead kernel with ping-pong at 64) would serve other filters too: on
-    cuConv's 3x3 and 5x5 layers (every third from ``offset``, its ``part`` = (k, n) of them), each of the tuner's
-    candidates there (:func:`wgmma_candidates`) and each of those settings that supports the layer, every tenth layer
-    checked (:func:`rates_table`); then the best with them over the best without, and which won, by the layer's K-tiles;
-    and the first-use launch (:func:`wgmma_default`) over the fastest."""
+    filters a block, K split; and the split-ahead kernel with ping-pong at 64, and on two taps a K-tile at most 16
+    channels) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third from ``offset``, its ``part`` =
+    (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each of those settings that
+    supports the layer, every tenth layer checked (:func:`rates_table`); then the best with them over the best without,
+    and which won, by the layer's K-tiles; and the first-use launch (:func:`wgmma_default`) over the fastest."""
     import statistics
 
-    from convkit.families.tf32x3.wgmma_settings import one_tap_candidates, wgmma_candidates, wgmma_default
+    from convkit.families.tf32x3.wgmma_settings import (
+        TAP_PAIR_SETTINGS,
+        one_tap_candidates,
+        wgmma_candidates,
+        wgmma_default,
+    )
     from convkit.papers import cuconv
 
     problems = [p for p in cuconv.problems()[offset::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
@@ -535,7 +541,7 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
     ahead_pingpong = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)  # (at most 64 filters)
 
     def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        settings = (*one_tap_candidates(p), *([ahead_pingpong] if p.m <= 64 else []))
+        settings = (*one_tap_candidates(p), *([ahead_pingpong] if p.m <= 64 else []), *TAP_PAIR_SETTINGS)
         return {k: v for k, v in by_name(s for s in settings if not s.not_supported_reasons(p)).items()
                 if k not in tuned[p.key]}  # fmt: skip
 
@@ -863,13 +869,18 @@ def winograd_checks(small: bool, rng: Any) -> None:
 
 
 def main(speeds: bool = True, small: bool = False) -> None:
-    """The checks (``small``: the four smallest problems alone), then (``speeds``) the timings."""
+    """The checks (``small``: the four smallest problems alone; then K-tiles of two taps on two of at most 16
+    channels), then (``speeds``) the timings."""
     import cupy
+
+    from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS
 
     rng = cupy.random.default_rng(7)
     print("=== against float64 (relative error, norm-wise; bar 1e-5)")
     for p in (CHECKED[:4] if small else CHECKED) + (TIMED[-2:] if speeds else ()):
         check(p, rng)
+    for p in (CHECKED[0], ConvProblem(1, 13, 15, 13, 40, 5, 5, pad=1, stride=2)):  # (3 and 13 channels)
+        check(p, rng, TAP_PAIR_SETTINGS)
     if speeds:
         print("=== speed (TFLOP/s of the direct method's FLOPs)")
         for p in TIMED:

@@ -223,6 +223,17 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
         "pingpong must be"
         in dataclasses.replace(wgmma_settings.GATHERED_PINGPONG, filters=None).not_supported_reasons(p)[0]
     )
+    # K-tiles of two taps of 16 channels: the inputs channels last, at most 16 channels
+    pairs = wgmma_settings.TAP_PAIR_SETTINGS[0]
+    few = ConvProblem.same(2, 16, 9, 11, 131, 3)
+    assert not pairs.not_supported_reasons(few) and pairs.options(few)[-1] == "-DCONVKIT_WS_TAP_PAIRS=1"
+    assert "at most 16 channels" in pairs.not_supported_reasons(p)[0]  # 37
+    assert "tap_pairs must be" in wgmma.WgmmaWsLaunch(tap_pairs=True).not_supported_reasons(few)[0]  # gathered
+    assert WGMMA_VARIANT.launch_from(pairs.to_params()) == pairs
+    # its workspace: the tiled weights, 5 K-tiles of two taps a 128-filter block (2), and the input's two planes of
+    # rows 16 channels wide
+    tiled, plane = 2 * 5 * 2 * 128 * 32, 2 * 9 * 11 * 16
+    assert pairs.workspace_bytes(few) == regions_bytes([tiled, 2 * plane])
     # four stages of two 32-filter planes and two 128-pixel planes, the barriers, the rows' staging (unused)
     assert rows.shared_bytes(p) == 4 * (2 * 32 + 2 * 128) * 32 * 4 + 128 + wgmma_operands.STAGED_ROWS_BYTES
     assert rows.grid(ConvProblem.same(2, 37, 9, 11, 70, 3)) == (2 * 3,)  # persistent: 2 pixel blocks x 3 of 32 filters
@@ -331,8 +342,9 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
+    pairs = "-tap_pairs" if spec.tap_pairs else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}")  # fmt: skip
+            f"{early}{pingpong}{pairs}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
@@ -345,18 +357,23 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
                bias: np.ndarray) -> np.ndarray:  # fmt: skip
     """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
     them split (each checked against the split's rule on the way), poisoned with NaN before the launch."""
-    k, tiles = problem.c * problem.r * problem.s, wgmma_operands.k_tiles(problem, launch.channels_last)
+    pairs, rs = bool(launch.tap_pairs), problem.r * problem.s
+    k, tiles = problem.c * rs, wgmma_operands.k_tiles(problem, launch.channels_last, pairs)
     filters = launch.block_filters
-    split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters) if launch.channels_last
+    split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters, tap_pairs=pairs) if launch.channels_last
              else wgmma_operands.SplitTiledLaunch(filters=filters))  # fmt: skip
     tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
-                       wgmma_operands.tiled_elements(problem, launch.channels_last, filters),
+                       wgmma_operands.tiled_elements(problem, launch.channels_last, filters, pairs),
                        (problem.m, problem.c if launch.channels_last else k))  # fmt: skip
     planes = tiled.reshape(-1, tiles, 2, 8, filters, 4)  # block, tile, plane, k-group, row, 4
     weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)[:, : problem.m]
     expected_weights = split_planes(w)[:, :, :k]
-    if launch.channels_last:  # K-tile t: channels 32 (t / RS) .. + 31 at tap t % RS
-        cp, rs = tiles // (problem.r * problem.s) * 32, problem.r * problem.s
+    if pairs:  # K-tile t: channels 0 .. 15 at taps 2 t and 2 t + 1 (none past the last)
+        by_tap = weights.reshape(2, problem.m, 2 * tiles, 16).transpose(0, 1, 3, 2)
+        assert not by_tap[:, :, problem.c :].any() and not by_tap[:, :, :, rs:].any(), "weights past C or the taps"
+        weights = by_tap[:, :, : problem.c, :rs].reshape(2, problem.m, k)
+    elif launch.channels_last:  # K-tile t: channels 32 (t / RS) .. + 31 at tap t % RS
+        cp = tiles // rs * 32
         by_tap = weights.reshape(2, problem.m, cp // 32, rs, 32).transpose(0, 1, 2, 4, 3).reshape(2, problem.m, cp, rs)
         assert not by_tap[:, :, problem.c :].any(), "weights past C"
         weights = by_tap[:, :, : problem.c].reshape(2, problem.m, k)
@@ -364,9 +381,9 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
     inputs = x
     if launch.channels_last:  # split ahead into two planes, or (split as staged) one in FP32
         planes = launch.input_planes
-        split_input = wgmma_operands.SplitInputNhwcLaunch(split=planes == 2)
+        split_input = wgmma_operands.SplitInputNhwcLaunch(split=planes == 2, tap_pairs=pairs)
         inputs = run_launch(build_dir, split_input, problem, "split_input_nhwc_tf32x3(x, out, ints[0], ints[1], "
-                            "ints[2])", (x, w), planes * wgmma_operands.input_plane_elements(problem),
+                            "ints[2])", (x, w), planes * wgmma_operands.input_plane_elements(problem, pairs),
                             (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
         nhwc = inputs.reshape(planes, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"
@@ -404,6 +421,29 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     problem's 11 K-tiles, 2 of the last's 2, one K-tile alone unsplit; each split's partial outputs summed here, or
     over a cluster (the emulator running its blocks together) added by the kernel: clusters of 2 to 8 blocks (4 and 6
     on the second problem, whose 131 filters leave a partial block of 3; 3 on two of the small images)."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    x, w, bias = ws_inputs(problem)
+    out = emulate_ws(build_dir, launch, problem, x, w, bias)
+    assert not np.isnan(out).any(), "an output the kernel never wrote"
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
+#: Layers of at most 16 channels, for K-tiles of two taps: 3 channels and an odd count of taps (the last K-tile a tap
+#: short), 16 channels and 131 filters, a strided 5x5 of 13 channels (13 K-tiles of two taps), a 1x1 (one tap, a
+#: K-tile half zeros) over more pixels than a block.
+TAP_PAIR_PROBLEMS = (
+    ConvProblem.same(1, 3, 17, 19, 5, 3), ConvProblem.same(2, 16, 9, 11, 131, 3),
+    ConvProblem(1, 13, 15, 13, 40, 5, 5, pad=1, stride=2), ConvProblem.same(3, 16, 9, 7, 20, 1),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("problem", TAP_PAIR_PROBLEMS, ids=problem_id)
+@pytest.mark.parametrize("launch", wgmma_settings.TAP_PAIR_SETTINGS, ids=ws_id)
+def test_k_tiles_of_two_taps_match_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
+    """The split-ahead kernel with K-tiles of two taps of 16 channels (``tap_pairs``): its weights and input split to
+    match (each checked against the split's rule by :func:`emulate_ws`), the output against float64."""
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
     out = emulate_ws(build_dir, launch, problem, x, w, bias)

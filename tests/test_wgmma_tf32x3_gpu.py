@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
 from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, K_GROWTH_CHANNELS, hard_inputs, k_growth_inputs
-from test_wgmma_tf32x3 import SMALL_IMAGES, ws_id
+from test_wgmma_tf32x3 import SMALL_IMAGES, TAP_PAIR_PROBLEMS, ws_id
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -22,7 +22,7 @@ from convkit.families.fp32.launch import conv2d_implicit_gemm
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.families.registry import Kernels
 from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, conv2d_wgmma_ws_tf32x3
-from convkit.families.tf32x3.wgmma_settings import WS_SETTINGS, wgmma_candidates
+from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS, WS_SETTINGS, wgmma_candidates
 from convkit.families.tf32x3.wgmma_winograd import INPUTS, WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text
 
@@ -83,6 +83,16 @@ def test_the_warp_specialised_kernel_matches_float64(problem, launch):
     conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, stride=problem.stride, out=out, bias=bias, launch=launch)
     ref = reference.bias_add(reference.conv2d(x, w, pad=problem.pad, stride=problem.stride), bias)
     assert reference.relative_error(out, ref) < reference.DIRECT_TOLERANCE
+
+
+@pytest.mark.parametrize("problem", [*TAP_PAIR_PROBLEMS, ConvProblem(7, 16, 30, 31, 33, 3, 3, pad=0, stride=2),
+                                     ConvProblem.same(4, 11, 28, 28, 96, 5)],
+                         ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
+@pytest.mark.parametrize("launch", TAP_PAIR_SETTINGS, ids=ws_id)
+def test_k_tiles_of_two_taps_match_float64(problem, launch):
+    """The split-ahead kernel on K-tiles of two taps of 16 channels: the emulator's shapes, and two more of several
+    output tiles a block (strided, unpadded; 11 channels of a 5x5), a bias added, the output poisoned with NaN."""
+    test_the_warp_specialised_kernel_matches_float64(problem, launch)
 
 
 @pytest.mark.parametrize("launch", [spec for spec in WS_SETTINGS if spec.early], ids=ws_id)

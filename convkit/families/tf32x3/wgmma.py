@@ -36,6 +36,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     MAX_SPLITS,
     NARROW_FILTERS,
     NARROW_STAGES,
+    PAIRED_CHANNELS,
     PIXEL_ROW_FILTERS,
     STAGED_ROWS_BYTES,
     TILE_K,
@@ -51,6 +52,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     filters_macro,
     input_plane_elements,
     k_tiles,
+    tap_pairs_macro,
     tiled_elements,
 )
 
@@ -149,7 +151,9 @@ class WgmmaWsLaunch(KernelLaunch):
     other's shared memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
     (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
     writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
-    it ends."""
+    it ends. ``tap_pairs`` (inputs channels last, at most 16 channels; None: not): the input's rows 16 channels wide and
+    a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
+    (``CONVKIT_WS_TAP_PAIRS``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -160,6 +164,7 @@ class WgmmaWsLaunch(KernelLaunch):
     early: bool | None = None
     pingpong: bool | None = None
     cluster: bool | None = None
+    tap_pairs: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -194,7 +199,8 @@ class WgmmaWsLaunch(KernelLaunch):
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
-                *filters_macro(self.block_filters), *fp32, *pingpong, *cluster)  # fmt: skip
+                *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
+                *tap_pairs_macro(self.tap_pairs))  # fmt: skip
 
     def sums_in_cluster(self, problem: ConvProblem) -> bool:
         """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
@@ -221,9 +227,9 @@ class WgmmaWsLaunch(KernelLaunch):
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
-        tiled = tiled_elements(problem, self.channels_last, self.block_filters)
+        tiled = tiled_elements(problem, self.channels_last, self.block_filters, bool(self.tap_pairs))
         if self.channels_last:
-            return [tiled, self.input_planes * input_plane_elements(problem)]
+            return [tiled, self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))]
         splits = self.effective_splits(problem)
         planes = splits > 1 and not self.sums_in_cluster(problem)
         return [tiled, splits * math.prod(problem.output_shape)] if planes else [tiled]
@@ -246,10 +252,10 @@ class WgmmaWsLaunch(KernelLaunch):
             launch_kernel(split, problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
-        split = SplitTiledNhwcLaunch(filters=self.block_filters)
+        split = SplitTiledNhwcLaunch(filters=self.block_filters, tap_pairs=bool(self.tap_pairs))
         launch_kernel(split, problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
         sizes = (problem.n, problem.c, problem.h * problem.w)
-        split_input = SplitInputNhwcLaunch(split=self.input_planes == 2)
+        split_input = SplitInputNhwcLaunch(split=self.input_planes == 2, tap_pairs=bool(self.tap_pairs))
         launch_kernel(split_input, problem, (x, planes, *(cupy.int32(v) for v in sizes)))
         return planes, tiled
 
@@ -298,6 +304,11 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
         if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
+        if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
+            raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
+        if self.tap_pairs and problem.c > PAIRED_CHANNELS:
+            raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
+                             f"this layer has c={problem.c}")  # fmt: skip
         check_problem(problem, self.block_filters)
         if self.cluster and (splits := self.effective_splits(problem)) > MAX_CLUSTER:
             raise ValueError(f"splits={self.splits} makes {splits} splits of this layer's K; a cluster holds at most "
@@ -307,7 +318,7 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
-            if (size := self.input_planes * input_plane_elements(problem)) > MAX_OPERAND_ELEMENTS:
+            if (size := self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))) > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"the input channels last holds {size} elements (its channels rounded up to 32, "
                                  f"{self.input_planes} planes); the kernel indexes them under 2^31")  # fmt: skip
 

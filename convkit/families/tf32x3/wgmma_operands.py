@@ -61,24 +61,34 @@ def check_problem(problem: ConvProblem, filters: int = BLOCK_M) -> None:
                          f"sm_90a); this build targets {here}")  # fmt: skip
 
 
-def k_tiles(problem: ConvProblem, channels_last: bool = False) -> int:
+#: With tap pairs (:class:`~convkit.families.tf32x3.wgmma.WgmmaWsLaunch`'s ``tap_pairs``, a layer of at most this many
+#: channels): the input's channels-last rows this wide, a K-tile two taps of them.
+PAIRED_CHANNELS = TILE_K // 2
+
+
+def k_tiles(problem: ConvProblem, channels_last: bool = False, tap_pairs: bool = False) -> int:
     """The warp-specialised kernels' K-tiles of 32: over K = C R S, or (``channels_last``, inputs split ahead) 32
-    channels at one tap, C rounded up to 32."""
+    channels at one tap, C rounded up to 32, or (``tap_pairs``) two taps of :data:`PAIRED_CHANNELS`."""
+    if tap_pairs:
+        return math.ceil(problem.r * problem.s / 2)
     if channels_last:
         return math.ceil(problem.c / TILE_K) * problem.r * problem.s
     return math.ceil(problem.c * problem.r * problem.s / TILE_K)
 
 
-def tiled_elements(problem: ConvProblem, channels_last: bool = False, filters: int = BLOCK_M) -> int:
+def tiled_elements(
+    problem: ConvProblem, channels_last: bool = False, filters: int = BLOCK_M, tap_pairs: bool = False
+) -> int:
     """Floats of the weights split into :class:`WgmmaWsLaunch`'s layout: per block of ``filters`` filters and K-tile
     of 32 (:func:`k_tiles`), both planes as they lie in a stage."""
-    return math.ceil(problem.m / filters) * k_tiles(problem, channels_last) * 2 * filters * TILE_K
+    return math.ceil(problem.m / filters) * k_tiles(problem, channels_last, tap_pairs) * 2 * filters * TILE_K
 
 
-def input_plane_elements(problem: ConvProblem) -> int:
+def input_plane_elements(problem: ConvProblem, tap_pairs: bool = False) -> int:
     """Floats of one of the input's two planes split ahead channels last (``split_input_nhwc_tf32x3``):
-    N H W CP, CP = C rounded up to 32."""
-    return problem.n * problem.h * problem.w * math.ceil(problem.c / TILE_K) * TILE_K
+    N H W CP, CP = C rounded up to 32, or with ``tap_pairs`` :data:`PAIRED_CHANNELS`."""
+    channels = PAIRED_CHANNELS if tap_pairs else math.ceil(problem.c / TILE_K) * TILE_K
+    return problem.n * problem.h * problem.w * channels
 
 
 @dataclass(frozen=True)
@@ -107,11 +117,20 @@ class SplitTiledNhwcLaunch(SplitTiledLaunch):
     """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
     order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs)."""
 
+    tap_pairs: bool = False
     kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
     kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
 
     def elements(self, problem: ConvProblem) -> int:
-        return tiled_elements(problem, True, self.filters) // 8
+        return tiled_elements(problem, True, self.filters, self.tap_pairs) // 8
+
+    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
+        return (*super().options(problem), *tap_pairs_macro(self.tap_pairs))
+
+
+def tap_pairs_macro(tap_pairs: bool | None) -> tuple[str, ...]:
+    """The split-ahead kernel's (and its splits') macro for K-tiles of two taps (none without)."""
+    return ("-DCONVKIT_WS_TAP_PAIRS=1",) if tap_pairs else ()
 
 
 def filters_macro(filters: int) -> tuple[str, ...]:
@@ -126,6 +145,7 @@ class SplitInputNhwcLaunch(KernelLaunch):
     ``split``, the input in FP32, one such plane."""
 
     split: bool = True
+    tap_pairs: bool = False
 
     kind: ClassVar[str] = "tf32x3_split_input_nhwc"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -135,7 +155,8 @@ class SplitInputNhwcLaunch(KernelLaunch):
         return "split_input_nhwc_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*filter_macros(problem), *(() if self.split else ("-DCONVKIT_WS_INPUTS_FP32=1",)))
+        fp32 = () if self.split else ("-DCONVKIT_WS_INPUTS_FP32=1",)
+        return (*filter_macros(problem), *fp32, *tap_pairs_macro(self.tap_pairs))
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)

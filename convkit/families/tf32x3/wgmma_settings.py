@@ -179,6 +179,13 @@ GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
 #: library, geometric mean of 13, 2026-12-02): the gathering kernel with the block's pixels the products' rows and its
 #: 32 filters their columns, persistent. Built and checked (the emulator), not yet timed on a GPU: no candidate.
 GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, early=True)
+#: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
+#: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block. Built and
+#: checked (the emulator), not yet timed on a GPU: no candidate. Apart from :data:`WS_SETTINGS`, which run any layer.
+TAP_PAIR_SETTINGS = (
+    dataclasses.replace(SPLIT_AHEAD, tap_pairs=True),
+    dataclasses.replace(SPLIT_AHEAD_NARROW, tap_pairs=True),
+)
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
