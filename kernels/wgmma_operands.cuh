@@ -5,8 +5,9 @@
 #pragma once
 
 namespace wgmma_operands {
-// A K-tile: 32 channels at one filter tap (the input's channels-last rows are padded to a multiple of it).
-constexpr int CHANNELS = 32;
+// A K-tile: 32 channels at one filter tap (the input's channels-last rows are padded to a multiple of it); with tap
+// pairs (the direct split-ahead kernel on at most 16 channels) two taps of rows PAIRED_CHANNELS wide.
+constexpr int CHANNELS = 32, PAIRED_CHANNELS = CHANNELS / 2;
 // The filters a block of Winograd's products computes (the split-ahead kernel's default, 128).
 constexpr int WINOGRAD_FILTERS = 128;
 

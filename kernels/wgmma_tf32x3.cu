@@ -31,10 +31,10 @@
 // would hold 256 accumulators a thread), CONVKIT_STAGES (2, or 3 unstaged at 128), CONVKIT_WS_IN_FLIGHT (the
 // warp-specialised kernels' K-tiles of products in flight a consumer, 1 or 2), CONVKIT_WS_PERSISTENT (the
 // warp-specialised kernels: a block an SM, over the output tiles), CONVKIT_WS_FILTERS (theirs: 128 or 64 filters a
-// block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32
-// (the split-ahead kernel: its inputs split as staged), CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels,
-// for layers of at most 16), CONVKIT_WS_CLUSTER (the gathering kernel with K split: its
-// splits one cluster, their sums added there); CONVKIT_WG_PART, for
+// block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the
+// consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
+// CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
+// gathering kernel with K split: its splits one cluster, their sums added there); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -375,18 +375,21 @@ __device__ __forceinline__ void store_tile(const float (&acc)[Width / 2], float*
 // a1a4ca7, reverted.)
 constexpr int ROWS_STAGED = 8;
 
-// Lane `lane`'s pixels of a Width-pixel tile (pixel0 + lane, + 32, ...), their places in out (NMPQ) at filter 0:
-// image M PQ + pq (out lies under 2^31), -1 past the last pixel.
+// Pixel `pixel`'s place in out (NMPQ) at filter 0: image M PQ + pq (out lies under 2^31; the pixels too), -1 past
+// the last pixel.
+__device__ __forceinline__ int pixel_place(unsigned pixel, int M, long long pixels, unsigned pq_count)
+{
+    const unsigned image = pixel / pq_count;
+    return pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count)) : -1;
+}
+
+// Lane `lane`'s pixels of a Width-pixel tile (pixel0 + lane, + 32, ...), their places in out (pixel_place).
 template <int Width>
 __device__ __forceinline__ void lane_pixels(int (&at)[Width / 32], int lane, int M, long long pixel0, long long pixels,
                                             unsigned pq_count)
 {
 #pragma unroll
-    for (int c = 0; c < Width / 32; ++c) {
-        const unsigned pixel = (unsigned)pixel0 + lane + 32 * c, image = pixel / pq_count;  // (pixels under 2^31)
-        at[c] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
-                                                   : -1;
-    }
+    for (int c = 0; c < Width / 32; ++c) at[c] = pixel_place((unsigned)pixel0 + lane + 32 * c, M, pixels, pq_count);
 }
 
 template <int Width>
@@ -530,10 +533,12 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
-static_assert(FILTERS == 128 || FILTERS == 64 || FILTERS == 32 || FILTERS == 16, "a block's filters: 128, 64, 32, 16");
+static_assert(FILTERS == 128 || FILTERS == 64 || FILTERS == 32 || FILTERS == 16,
+              "a block's filters: 128, 64, 32 or 16");
 constexpr bool NARROW = FILTERS == 64;  // a consumer multiplies each of its stages on all the block's 64 filters
-// At 32 or 16 filters, fewer than a wgmma's 64 rows, the block's pixels are the products' rows (A) and its filters their
-// columns (B, N = FILTERS): each consumer multiplies its 64 of the tile's pixels on all the filters (consume_pixel_rows).
+// At 32 or 16 filters, fewer than a wgmma's 64 rows, the block's pixels are the products' rows (A) and its filters
+// their columns (B, N = FILTERS): each consumer multiplies its 64 of the tile's pixels on all the filters
+// (consume_pixel_rows).
 constexpr bool PIXEL_ROWS = FILTERS <= 32;
 // At 64 filters, the consumers take alternate output tiles (PINGPONG: each tile's store beside the other consumer's
 // products, for layers of few K-tiles a tile, whose stores weigh most), or else alternate K-tiles of each (SPLIT_K).
@@ -541,7 +546,8 @@ constexpr bool PINGPONG = CONVKIT_WS_PINGPONG, SPLIT_K = NARROW && !PINGPONG;
 static_assert(!PINGPONG || (NARROW && CONVKIT_WS_PERSISTENT), "ping-pong: 64 filters a block, persistent");
 constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
 constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
-constexpr int WS_STAGES = NARROW || PIXEL_ROWS ? 4 : 3, PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
+constexpr int WS_STAGES = NARROW || PIXEL_ROWS ? 4 : 3;  // (smaller stages at 64 filters or fewer: one more)
+constexpr int PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
 constexpr int RELEASERS = NARROW ? 128 : CONSUMERS;  // the threads that multiply a stage, then free it
 constexpr unsigned WEIGHT_BYTES = 2 * PLANE_A_WS * 4;  // a K-tile's two weight planes, as they lie in a stage
 // (A stage in two parts of 16 k, each with its barriers, so that two K-tiles in flight hold one stage and the producer
@@ -877,13 +883,10 @@ __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2]
 {
     const int lane = thread % 32, warp = thread / 32;
     const unsigned pq_count = (unsigned)PQ;
-    int at[2];  // its two pixels' places in out at filter 0 (image M PQ + pq: out lies under 2^31), -1 past the last
+    int at[2];  // its two pixels' places in out (pixel_place)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const unsigned pixel = (unsigned)pixel0 + warp * 16 + lane / 4 + 8 * half, image = pixel / pq_count;
-        at[half] = pixel < (unsigned long long)pixels ? (int)(image * (unsigned)M * pq_count + (pixel - image * pq_count))
-                                                      : -1;
-    }
+    for (int half = 0; half < 2; ++half)
+        at[half] = pixel_place((unsigned)pixel0 + warp * 16 + lane / 4 + 8 * half, M, pixels, pq_count);
 #pragma unroll
     for (int j = 0; j < FILTERS / 8; ++j)
 #pragma unroll
@@ -1079,7 +1082,7 @@ static_assert(CHANNELS == BK, "a K-tile of the split-ahead kernel is 32 channels
 // least half zeros, in the products and in the staging alike): the input's rows padded to 16 channels, and K-tile t
 // two taps of them, 2 t (its k 0-15) and 2 t + 1 (16-31; none past the last tap); the weights split to match.
 constexpr bool TAP_PAIRS = CONVKIT_WS_TAP_PAIRS;
-constexpr int PAIRED_CHANNELS = CHANNELS / 2;
+using wgmma_operands::PAIRED_CHANNELS;
 
 // The channels of a pixel's row in the input's planes, and the K-tiles, of a layer of C channels.
 __host__ __device__ constexpr int row_channels(int C)

@@ -443,14 +443,9 @@ TAP_PAIR_PROBLEMS = (
 @pytest.mark.parametrize("launch", wgmma_settings.TAP_PAIR_SETTINGS, ids=ws_id)
 def test_k_tiles_of_two_taps_match_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
     """The split-ahead kernel with K-tiles of two taps of 16 channels (``tap_pairs``): its weights and input split to
-    match (each checked against the split's rule by :func:`emulate_ws`), the output against float64."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    x, w, bias = ws_inputs(problem)
-    out = emulate_ws(build_dir, launch, problem, x, w, bias)
-    assert not np.isnan(out).any(), "an output the kernel never wrote"
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
-    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+    match (each checked against the split's rule by :func:`emulate_ws`), the output against float64, as every other
+    setting's."""
+    test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch)
 
 
 @pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem.same(1, 16, 6, 6, 70, 1)],

@@ -218,9 +218,8 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def shared_bytes(self, problem: ConvProblem) -> int:
         """The stages (both operands' two planes, 32 floats a row; at 64 filters or fewer one more), 128 bytes of
-        mbarriers, and at 64 filters the
-        second consumer's sums (64 x 128 floats) for the first to add, else (at 128, or ping-pong) the consumer warps'
-        rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
+        mbarriers, and at 64 filters the second consumer's sums (64 x 128 floats) for the first to add, else (at 128,
+        or ping-pong) the consumer warps' rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
         count = NARROW_STAGES if self.block_filters < BLOCK_M else WS_STAGES  # (at 64 filters or fewer: smaller)
         stages = count * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
@@ -319,7 +318,8 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.channels_last:
             SplitInputNhwcLaunch().can_implement(problem)
             if (size := self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))) > MAX_OPERAND_ELEMENTS:
-                raise ValueError(f"the input channels last holds {size} elements (its channels rounded up to 32, "
+                raise ValueError(f"the input channels last holds {size} elements (its channels rounded up to 32, or "
+                                 f"{PAIRED_CHANNELS} with tap pairs, "
                                  f"{self.input_planes} planes); the kernel indexes them under 2^31")  # fmt: skip
 
 
