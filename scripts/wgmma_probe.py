@@ -13,6 +13,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n] [--offset=0]  # 1x1's settings elsewhere
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --pixel-rows [--part=k/n]  # layers of <= 32 filters
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --tap-pairs [--part=k/n]  # layers of <= 16 channels
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -567,35 +568,62 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
           f"{len(picked) - len(known)})")  # fmt: skip
 
 
+def beside_candidates(
+    problems: list[ConvProblem], new: Callable[[ConvProblem], dict[str, WgmmaLaunch]], check_every: int, what: str
+) -> None:
+    """Settings not yet among the tuner's (``new``: by name, for a problem) on ``problems`` beside the tuner's other
+    candidates and the mma.sync kernel, every ``check_every``-th problem checked (:func:`rates_table`); then, for
+    each problem and over them all, the fastest of the new over the fastest of the rest."""
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+
+    def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        return {k: v for k, v in by_name(wgmma_candidates(p)).items() if k not in new(p)}
+
+    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
+        return wgmma_runs({**new(p), **others(p)}, True)(p, x, w, bias)
+
+    rates = rates_table(problems, runs, check_every, checked=lambda p: len(new(p)) + len(others(p)))
+    ratios = []
+    for p, r in zip(problems, rates, strict=True):
+        mine = max(r[name] for name in new(p))
+        ratios.append(mine / max(v for k, v in r.items() if k not in new(p)))
+        print(f"  {p.label}: {p.c} channels, {p.m} filters, {p.r}x{p.s}: {ratios[-1]:.2f}x ({max(r, key=r.get)})")
+    print(over_line(f"the fastest {what} over the rest", ratios))
+
+
 def pixel_rows(part: tuple[int, int] = (1, 1)) -> None:
     """The gathering kernel with the block's pixels the products' rows (:data:`GATHERED_PIXEL_ROWS`: 32 filters a block,
     and 16 where the layer has at most 16; persistent or a block a tile, one or two K-tiles in flight) on cuConv's
-    layers of at most 32 filters (its ``part`` = (k, n) of them), beside the tuner's other candidates and the mma.sync
-    kernel, every fifth layer checked (:func:`rates_table`); then the fastest of those settings over the fastest of
-    the rest, by filters and filter size."""
-    from convkit.families.tf32x3.wgmma_settings import GATHERED_PIXEL_ROWS, wgmma_candidates
+    layers of at most 32 filters (its ``part`` = (k, n) of them), every fifth checked (:func:`beside_candidates`)."""
+    from convkit.families.tf32x3.wgmma_settings import GATHERED_PIXEL_ROWS
     from convkit.papers import cuconv
 
     problems = [p for p in cuconv.problems() if p.m <= 32][part[0] - 1 :: part[1]]
 
+    @functools.cache
     def rows_settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         widths = (32, 16) if p.m <= 16 else (32,)
         return by_name(dataclasses.replace(GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=flight)
                        for f in widths for persistent in (True, None) for flight in (2, 1))  # fmt: skip
 
-    def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        return {k: v for k, v in by_name(wgmma_candidates(p)).items() if k not in rows_settings(p)}
+    beside_candidates(problems, rows_settings, 5, "with the pixels on the rows")
 
-    def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
-        return wgmma_runs({**rows_settings(p), **others(p)}, True)(p, x, w, bias)
 
-    rates = rates_table(problems, runs, 5, checked=lambda p: len(rows_settings(p)) + len(others(p)))
-    ratios = []
-    for p, r in zip(problems, rates, strict=True):
-        mine = max(r[name] for name in rows_settings(p))
-        ratios.append(mine / max(v for k, v in r.items() if k not in rows_settings(p)))
-        print(f"  {p.label}: {p.m} filters, {p.r}x{p.s}: {ratios[-1]:.2f}x")
-    print(over_line("the fastest with the pixels on the rows over the rest", ratios))
+def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
+    """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`, 128 and 64 filters a block, and with
+    ping-pong at 64) on cuConv's layers of at most 16 channels and more than one tap (its ``part`` = (k, n) of them),
+    every third checked (:func:`beside_candidates`)."""
+    from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.c <= 16 and p.r * p.s > 1][part[0] - 1 :: part[1]]
+
+    @functools.cache
+    def pair_settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        settings = (*TAP_PAIR_SETTINGS, dataclasses.replace(TAP_PAIR_SETTINGS[-1], pingpong=True))
+        return by_name(s for s in settings if not s.not_supported_reasons(p))
+
+    beside_candidates(problems, pair_settings, 3, "on K-tiles of two taps")
 
 
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
@@ -911,6 +939,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--pixel-rows" in sys.argv[1:]:  # the pixels on the products' rows, on layers of at most 32 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         pixel_rows(tuple(map(int, share.split("/"))))
+    elif "--tap-pairs" in sys.argv[1:]:  # K-tiles of two taps, on layers of at most 16 channels
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        tap_pairs(tuple(map(int, share.split("/"))))
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)
