@@ -610,7 +610,7 @@ def pixel_rows(part: tuple[int, int] = (1, 1)) -> None:
 
 
 def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
-    """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`, 128 and 64 filters a block, and with
+    """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`: 128 and 64 filters a block, and with
     ping-pong at 64) on cuConv's layers of at most 16 channels and more than one tap (its ``part`` = (k, n) of them),
     every third checked (:func:`beside_candidates`)."""
     from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS
@@ -620,8 +620,7 @@ def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
 
     @functools.cache
     def pair_settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        settings = (*TAP_PAIR_SETTINGS, dataclasses.replace(TAP_PAIR_SETTINGS[-1], pingpong=True))
-        return by_name(s for s in settings if not s.not_supported_reasons(p))
+        return by_name(s for s in TAP_PAIR_SETTINGS if not s.not_supported_reasons(p))
 
     beside_candidates(problems, pair_settings, 3, "on K-tiles of two taps")
 

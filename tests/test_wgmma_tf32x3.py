@@ -200,6 +200,24 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     gathering = [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW]
     assert wgmma_settings.wgmma_candidates(first)[2:5] == gathering
     assert default(first) == pingpong
+    # a 1x1 layer of at most 32 filters: the pixels on the products' rows, 16 filters a block where it has at most 16
+    rows_at = [dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=k)
+               for f in (32, 16) for persistent in (True, None) for k in (1, 2)]  # fmt: skip
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-4:] == rows_at[:4]
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-4:] == rows_at[4:]
+    assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
+    assert default(ConvProblem(1, 512, 14, 14, 32, 1, 1)) == cluster_in[1]  # (K split in one wave first)
+    assert not wgmma_settings.pixel_rows_candidates(ConvProblem.same(64, 16, 28, 28, 32, 5))  # 1x1 alone
+    assert not wgmma_settings.pixel_rows_candidates(ConvProblem(64, 256, 28, 28, 33, 1, 1))
+    # at most 16 channels, more than one tap: K-tiles of two taps (at most 64 filters: at 64 a block, ping-pong too)
+    tap_pairs = wgmma_settings.TAP_PAIR_SETTINGS
+    assert wgmma_settings.wgmma_candidates(ConvProblem.same(64, 16, 54, 54, 64, 3))[-3:] == list(tap_pairs)
+    assert wgmma_settings.tap_pair_candidates(ConvProblem.same(64, 16, 54, 54, 65, 3)) == [tap_pairs[0]]
+    assert default(ConvProblem.same(64, 16, 54, 54, 64, 3)) == wgmma_settings.TAP_PAIRS_PINGPONG == tap_pairs[2]
+    assert default(ConvProblem.same(64, 16, 54, 54, 65, 3)) == split_ahead  # (timed at 64 filters alone)
+    assert not wgmma_settings.tap_pair_candidates(ConvProblem.same(64, 17, 54, 54, 64, 3))
+    assert not wgmma_settings.tap_pair_candidates(ConvProblem(64, 16, 54, 54, 64, 1, 1))
+    assert wgmma_settings.tap_pair_candidates(first) == list(tap_pairs) and default(first) == pingpong  # (stores)
     assert WGMMA_VARIANT.launch(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong
     # the input channels last in FP32: one plane, the kernel and its input's split built to split it as staged
     assert staged.kernel_name(p) == split_ahead.kernel_name(p) and staged.input_planes == 1

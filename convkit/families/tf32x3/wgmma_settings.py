@@ -10,7 +10,7 @@ from convkit.core.gpu import has_gpu, sm_count
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
-from convkit.families.tf32x3.wgmma_operands import BLOCK_M, NARROW_FILTERS, TILE_K, k_tiles
+from convkit.families.tf32x3.wgmma_operands import BLOCK_M, NARROW_FILTERS, PAIRED_CHANNELS, TILE_K, k_tiles
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -34,8 +34,10 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
     its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
     most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
-    --layers``), and the gathering kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`,
-    else its K split where it fits (:func:`k_splits`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
+    --layers``), the gathering kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`,
+    else its K split where it fits (:func:`k_splits`); on a 1x1 layer of at most 32 filters, the pixels on the
+    products' rows (:func:`pixel_rows_candidates`); on a layer of at most 16 channels, K-tiles of two taps
+    (:func:`tap_pair_candidates`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
     (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in flight:
     86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers. H200,
     every third of cuConv's 3x3 and 5x5 layers (96; 2026-12-02, ``wgmma_probe.py --gathered``): the 1x1 layers'
@@ -44,7 +46,36 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     (1.47x, 1.51x)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
-    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow]
+    return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
+            *pixel_rows_candidates(problem), *tap_pair_candidates(problem)]  # fmt: skip
+
+
+def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The gathering kernel with the block's pixels the products' rows (:data:`GATHERED_PIXEL_ROWS`), on a 1x1 layer of
+    at most 32 filters: 16 filters a block where it has at most 16, else 32; persistent or a block a tile, one or two
+    K-tiles in flight. H200, cuConv's 84 layers of at most 32 filters (2026-12-02, ``wgmma_probe.py --pixel-rows``):
+    on its 77 1x1 layers the fastest of these over the fastest of the other candidates and the mma.sync kernel
+    1.03-1.24x where the batch is 32 or more (and on most of 8 and 16), persistent with one K-tile in flight the
+    fastest on most; at batch 1 and 8 of 512-832 channels, where the K split wins, 0.44-0.79x; on its seven 5x5 layers
+    0.36-0.70x (no candidate there)."""
+    if problem.r * problem.s > 1 or problem.m > 32:
+        return []
+    filters = 16 if problem.m <= 16 else 32
+    return [dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=in_flight)
+            for persistent in (True, None) for in_flight in (1, 2)]  # fmt: skip
+
+
+def tap_pair_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`) on a layer of at most 16 channels and
+    more than one tap; where it has at most 64 filters, at 64 a block with ping-pong too (:data:`TAP_PAIRS_PINGPONG`).
+    H200, cuConv's 28 such layers (2026-12-02, ``wgmma_probe.py --tap-pairs``): on its 21 of 16 channels the fastest
+    of these over the fastest of the other candidates and the mma.sync kernel 1.41-1.81x where the batch is 8 or
+    more (14x14 5x5: 32 or more; 1.04-1.06x at the smallest of those), always at 64 filters with ping-pong; at batch
+    1 0.75-0.97x; on its seven of 3 channels 0.58-0.64x (the gathering kernel's ping-pong wins there, and
+    :func:`stores_weigh_most` picks it first)."""
+    if problem.r * problem.s == 1 or problem.c > PAIRED_CHANNELS:
+        return []
+    return list(TAP_PAIR_SETTINGS if problem.m <= NARROW_FILTERS else TAP_PAIR_SETTINGS[:1])
 
 
 def stores_weigh_most(problem: ConvProblem) -> bool:
@@ -132,26 +163,35 @@ def _driver_cluster_slots(splits: int) -> int:
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that
     grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it
-    fits); else, where :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64,
-    else persistent; else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at
-    most 64) where its workspace is within the 1 GiB the study allows any algorithm, else the first kernel
-    (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the
-    rule fitted on that run): the geometric mean of its pick over the fastest of these settings 0.983 (under 0.9 on
-    23 layers), and 0.981 on a second run of 287 of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median
-    1.19x (the fastest of all, 1.21x); on the 192 of them where K split is a candidate (``--clustered``), 1.156x with
-    the split over planes, 1.171x over a cluster where it fits; with :func:`k_split`, on all 349 in a later run,
-    1.195x (faster on 239; the fastest of all 1.22x). On every third of cuConv's 3x3 and 5x5 layers (96,
-    ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting (geometric mean; 0.875 at worst), where
-    the first kernel, the default before, was 0.41; on the other third's 95 (``--offset=1``, a later run) 0.982, under
-    0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64, 112-256-3-128-128), where the first kernel
-    runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at 0.90."""
+    fits); else, on a 1x1 layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in
+    flight (:func:`pixel_rows_candidates`); else, where :func:`stores_weigh_most`, at 64 filters a block with
+    ping-pong where the layer has at most 64, else persistent; else the inputs split ahead (:data:`SPLIT_AHEAD`, at
+    64 filters a block where the layer has at most 64, and there on K-tiles of two taps with ping-pong where it has
+    at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace is within the 1 GiB the study allows any
+    algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers
+    (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric mean of its pick over the
+    fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287 of them; its pick or
+    the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of them where K split
+    is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where it fits; with
+    :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x). On every third of
+    cuConv's 3x3 and 5x5 layers (96, ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting
+    (geometric mean; 0.875 at worst), where the first kernel, the default before, was 0.41; on the other third's 95
+    (``--offset=1``, a later run) 0.982, under 0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64,
+    112-256-3-128-128), where the first kernel runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at
+    0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's 77 1x1 layers of at most 32
+    filters (``--pixel-rows``) 0.996, on its 28 of at most 16 channels (``--tap-pairs``) 0.991; under 0.9 on two of
+    each, all K splits at batch 1 (0.87-0.89)."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = k_split(problem, split)
+    elif pixel_rows := pixel_rows_candidates(problem):
+        chosen = pixel_rows[0]  # (persistent, one K-tile in flight)
     elif stores_weigh_most(problem):
         chosen = GATHERED_PINGPONG if problem.m <= NARROW_FILTERS else GATHERED_PERSISTENT
     else:
         chosen = SPLIT_AHEAD_NARROW if problem.m <= NARROW_FILTERS else SPLIT_AHEAD
+        if TAP_PAIRS_PINGPONG in tap_pair_candidates(problem):  # (timed at 64 filters a block alone)
+            chosen = TAP_PAIRS_PINGPONG
         if chosen.workspace_bytes(problem) > WORKSPACE_LIMIT_BYTES:  # (the inputs' planes: twice the input)
             chosen = WgmmaGemmLaunch()
     return WgmmaGemmLaunch() if chosen.not_supported_reasons(problem) else chosen  # (where the first kernel fits)
@@ -175,17 +215,21 @@ GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
 #: (fresh process, 287 of the layers) the same to within 1.5% (10th-90th percentile), and :data:`GATHERED_NARROW`
 #: over it 0.92x at the median on 118 of at most 64 filters, faster by over 2% on 2 (kept a candidate there).
 GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
-#: For layers of at most 32 filters (84 of cuConv's 616; those of its layers the H200 sampled ran 0.86x the best FP32
-#: library, geometric mean of 13, 2026-12-02): the gathering kernel with the block's pixels the products' rows and its
-#: 32 filters their columns, persistent. Built and checked (the emulator), not yet timed on a GPU: no candidate.
+#: For 1x1 layers of at most 32 filters (77 of cuConv's 616; those of its layers of at most 32 filters the H200 sampled
+#: ran 0.86x the best FP32 library, geometric mean of 13, 2026-12-02): the gathering kernel with the block's pixels the
+#: products' rows and its 32 filters their columns, persistent (:func:`pixel_rows_candidates`).
 GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, early=True)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
-#: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block. Built and
-#: checked (the emulator), not yet timed on a GPU: no candidate. Apart from :data:`WS_SETTINGS`, which run any layer.
+#: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block, and at 64 with
+#: ping-pong (:func:`tap_pair_candidates`). Apart from :data:`WS_SETTINGS`, which run any layer.
 TAP_PAIR_SETTINGS = (
     dataclasses.replace(SPLIT_AHEAD, tap_pairs=True),
     dataclasses.replace(SPLIT_AHEAD_NARROW, tap_pairs=True),
+    dataclasses.replace(SPLIT_AHEAD_NARROW, tap_pairs=True, pingpong=True),
 )
+#: At 64 filters a block, its consumers taking alternate output tiles: the fastest on each of cuConv's 16-channel
+#: layers where K-tiles of two taps won (``wgmma_probe.py --tap-pairs``).
+TAP_PAIRS_PINGPONG = TAP_PAIR_SETTINGS[2]
 #: Every setting of the warp-specialised kernel, for the probe, the emulator and the sanitizer.
 WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT, WgmmaWsLaunch(inputs="split ahead"),
                WgmmaWsLaunch(in_flight=2, inputs="split ahead"), WgmmaWsLaunch(inputs="split ahead", persistent=True),
