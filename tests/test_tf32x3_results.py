@@ -167,4 +167,4 @@ def test_the_hopper_family_and_the_tf32_line_join_the_targets_and_ladder_once_re
     steps = results.ladder(t).index
     assert "3xTF32 implicit GEMM on wgmma (ours)" in steps and "PyTorch in TF32 (reference, not FP32)" in steps
     assert (t["table"]["best_lib"] != "cudnn.benchmark.tf32").all() and t["table"]["pytorch_tf32_us"].notna().all()
-    assert len(hopper.method(t)) == 5 and hopper.method(_tables()) == []  # the method, where the run recorded it
+    assert len(hopper.method(t)) == 6 and hopper.method(_tables()) == []  # the method, where the run recorded it
