@@ -68,10 +68,10 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
 def tap_pair_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`) on a layer of at most 16 channels and
     more than one tap; where it has at most 64 filters, at 64 a block with ping-pong too (:data:`TAP_PAIRS_PINGPONG`).
-    H200, cuConv's 28 such layers (2026-12-02, ``wgmma_probe.py --tap-pairs``): on its 21 of 16 channels the fastest
-    of these over the fastest of the other candidates and the mma.sync kernel 1.41-1.81x where the batch is 8 or
-    more (14x14 5x5: 32 or more; 1.04-1.06x at the smallest of those), always at 64 filters with ping-pong; at batch
-    1 0.75-0.97x; on its seven of 3 channels 0.58-0.64x (the gathering kernel's ping-pong wins there, and
+    H200, cuConv's 28 such layers (2026-12-02, ``wgmma_probe.py --tap-pairs``): the fastest of these over the fastest
+    of the other candidates and the mma.sync kernel, faster on 16, all of 16 channels and a batch of 8 or more (at
+    14x14 5x5, 32 or more): 1.04-1.81x (1.41x or more on 13), always at 64 filters with ping-pong; at smaller
+    batches 0.75-0.97x; on its seven of 3 channels 0.58-0.64x (the gathering kernel's ping-pong wins there, and
     :func:`stores_weigh_most` picks it first)."""
     if problem.r * problem.s == 1 or problem.c > PAIRED_CHANNELS:
         return []
@@ -215,9 +215,10 @@ GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
 #: (fresh process, 287 of the layers) the same to within 1.5% (10th-90th percentile), and :data:`GATHERED_NARROW`
 #: over it 0.92x at the median on 118 of at most 64 filters, faster by over 2% on 2 (kept a candidate there).
 GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
-#: For 1x1 layers of at most 32 filters (77 of cuConv's 616; those of its layers of at most 32 filters the H200 sampled
-#: ran 0.86x the best FP32 library, geometric mean of 13, 2026-12-02): the gathering kernel with the block's pixels the
-#: products' rows and its 32 filters their columns, persistent (:func:`pixel_rows_candidates`).
+#: For 1x1 layers of at most 32 filters (77 of cuConv's 616): the gathering kernel with the block's pixels the products'
+#: rows and its 32 filters their columns, persistent (:func:`pixel_rows_candidates`). H200, over the best FP32 library
+#: (``tf32x3_probe.py --suite=cuconv --touched --every=1``, 2026-12-02): with it 0.98x (geometric mean; faster on 32 of
+#: the 77), where a sample of 13 of cuConv's layers of at most 32 filters had run 0.86x without it.
 GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, early=True)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
 #: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block, and at 64 with
