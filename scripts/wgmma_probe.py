@@ -527,13 +527,11 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
     (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each of those settings that
     supports the layer, every tenth layer checked (:func:`rates_table`); then the best with them over the best without,
     and which won, by the layer's K-tiles; and the first-use launch (:func:`wgmma_default`) over the fastest."""
-    import statistics
 
     from convkit.families.tf32x3.wgmma_settings import (
         TAP_PAIR_SETTINGS,
         one_tap_candidates,
         wgmma_candidates,
-        wgmma_default,
     )
     from convkit.papers import cuconv
 
@@ -559,13 +557,25 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
         ratios.append(r[best] / before)
         print(f"  {p.label} pad={p.pad}: {k_tiles(p)} K-tiles, {p.m} filters: {r[best] / before:.2f}x ({best})")
     print(over_line("the best with the gathering settings over the candidates", ratios))
-    picked = [
-        r.get(launch_text(wgmma_default(p)), math.nan) / max(r.values()) for p, r in zip(problems, rates, strict=True)
-    ]
+    print(first_use_line(problems, rates))
+
+
+def first_use_line(problems: list[ConvProblem], rates: list[dict[str, float]]) -> str:
+    """The first-use launch's rate (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default`) over the fastest
+    wgmma setting's on each of ``problems`` (``rates`` by run name, :func:`rates_table`'s; the mma.sync kernel left
+    out): geometric mean, lowest, how many under 0.9, and on how many the pick was not among the runs."""
+    import statistics
+
+    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+
+    picked = []
+    for p, r in zip(problems, rates, strict=True):
+        wgmma = {name: rate for name, rate in r.items() if name != "mma.sync"}
+        picked.append(wgmma.get(launch_text(wgmma_default(p)), math.nan) / max(wgmma.values()))
     known = [v for v in picked if v == v]
-    print(f"the first-use launch over the fastest: geometric mean {statistics.geometric_mean(known):.3f}, lowest "
-          f"{min(known):.3f}, under 0.9 on {sum(v < 0.9 for v in known)} of {len(known)} (not timed on "
-          f"{len(picked) - len(known)})")  # fmt: skip
+    return (f"the first-use launch over the fastest: geometric mean {statistics.geometric_mean(known):.3f}, lowest "
+            f"{min(known):.3f}, under 0.9 on {sum(v < 0.9 for v in known)} of {len(known)} (not timed on "
+            f"{len(picked) - len(known)})")  # fmt: skip
 
 
 def beside_candidates(
@@ -573,7 +583,8 @@ def beside_candidates(
 ) -> None:
     """Settings not yet among the tuner's (``new``: by name, for a problem) on ``problems`` beside the tuner's other
     candidates and the mma.sync kernel, every ``check_every``-th problem checked (:func:`rates_table`); then, for
-    each problem and over them all, the fastest of the new over the fastest of the rest."""
+    each problem and over them all, the fastest of the new over the fastest of the rest, and the first-use launch
+    over the fastest (:func:`first_use_line`)."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
 
     def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
@@ -589,6 +600,7 @@ def beside_candidates(
         ratios.append(mine / max(v for k, v in r.items() if k not in new(p)))
         print(f"  {p.label}: {p.c} channels, {p.m} filters, {p.r}x{p.s}: {ratios[-1]:.2f}x ({max(r, key=r.get)})")
     print(over_line(f"the fastest {what} over the rest", ratios))
+    print(first_use_line(problems, rates))
 
 
 def pixel_rows(part: tuple[int, int] = (1, 1)) -> None:

@@ -178,9 +178,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     (geometric mean; 0.875 at worst), where the first kernel, the default before, was 0.41; on the other third's 95
     (``--offset=1``, a later run) 0.982, under 0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64,
     112-256-3-128-128), where the first kernel runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at
-    0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's 77 1x1 layers of at most 32
-    filters (``--pixel-rows``) 0.996, on its 28 of at most 16 channels (``--tap-pairs``) 0.991; under 0.9 on two of
-    each, all K splits at batch 1 (0.87-0.89)."""
+    0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's layers of at most 32 filters
+    (``--pixel-rows``; the 78 where the pick was among the runs, its 77 1x1 among them) 0.996, on its 28 of at most
+    16 channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89)."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = k_split(problem, split)
