@@ -169,8 +169,8 @@ if __name__ == "__main__":
 
     if arg("suite", ""):
         share = tuple(map(int, arg("part", "1/1").split("/")))
-        every = int(arg("every", "6"))
-        problems = suite_problems(arg("suite", ""), every, (share[0], share[1]), "--touched" in sys.argv[1:])
+        touched = "--touched" in sys.argv[1:]
+        problems = suite_problems(arg("suite", ""), int(arg("every", "6")), (share[0], share[1]), touched)
         if "--cutlass" in sys.argv[1:]:
             versus_cutlass(problems)
         else:

@@ -625,14 +625,14 @@ def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
     """The split-ahead kernel on K-tiles of two taps (:data:`TAP_PAIR_SETTINGS`: 128 and 64 filters a block, and with
     ping-pong at 64) on cuConv's layers of at most 16 channels and more than one tap (its ``part`` = (k, n) of them),
     every third checked (:func:`beside_candidates`)."""
-    from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS
+    from convkit.families.tf32x3.wgmma_settings import tap_pair_candidates
     from convkit.papers import cuconv
 
-    problems = [p for p in cuconv.problems() if p.c <= 16 and p.r * p.s > 1][part[0] - 1 :: part[1]]
+    problems = [p for p in cuconv.problems() if tap_pair_candidates(p)][part[0] - 1 :: part[1]]
 
     @functools.cache
     def pair_settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        return by_name(s for s in TAP_PAIR_SETTINGS if not s.not_supported_reasons(p))
+        return by_name(tap_pair_candidates(p))
 
     beside_candidates(problems, pair_settings, 3, "on K-tiles of two taps")
 
