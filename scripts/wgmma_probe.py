@@ -15,6 +15,8 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --pixel-rows [--part=k/n]  # layers of <= 32 filters
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --tap-pairs [--part=k/n]  # layers of <= 16 channels
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -579,28 +581,40 @@ def first_use_line(problems: list[ConvProblem], rates: list[dict[str, float]]) -
 
 
 def beside_candidates(
-    problems: list[ConvProblem], new: Callable[[ConvProblem], dict[str, WgmmaLaunch]], check_every: int, what: str
+    problems: list[ConvProblem],
+    new: Callable[[ConvProblem], dict[str, WgmmaLaunch]],
+    check_every: int,
+    what: str,
+    sgemm: bool = False,
 ) -> None:
     """Settings not yet among the tuner's (``new``: by name, for a problem) on ``problems`` beside the tuner's other
     candidates and the mma.sync kernel, every ``check_every``-th problem checked (:func:`rates_table`); then, for
     each problem and over them all, the fastest of the new over the fastest of the rest, and the first-use launch
-    over the fastest (:func:`first_use_line`)."""
+    over the fastest (:func:`first_use_line`); with ``sgemm`` (1x1 layers), cuBLAS SGEMM timed too, and the fastest
+    of ours over it with and without the new settings."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+    from convkit.libs import cublas
 
     def others(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         return {k: v for k, v in by_name(wgmma_candidates(p)).items() if k not in new(p)}
 
     def runs(p: ConvProblem, x: Any, w: Any, bias: Any) -> dict[str, Callable[[Any], Any]]:
-        return wgmma_runs({**new(p), **others(p)}, True)(p, x, w, bias)
+        named = wgmma_runs({**new(p), **others(p)}, True)(p, x, w, bias)
+        return {**named, "SGEMM": lambda y: cublas.conv1x1(x, w, y)} if sgemm else named
 
-    rates = rates_table(problems, runs, check_every, checked=lambda p: len(new(p)) + len(others(p)))
-    ratios = []
+    rates = rates_table(problems, runs, check_every, checked=lambda p: len(new(p)) + len(others(p)),
+                        against="SGEMM" if sgemm else "")  # fmt: skip
+    ratios, before = [], []
     for p, r in zip(problems, rates, strict=True):
         mine = max(r[name] for name in new(p))
-        ratios.append(mine / max(v for k, v in r.items() if k not in new(p)))
+        rest = max(v for k, v in r.items() if k not in new(p) and k != "SGEMM")
+        ratios.append(mine / rest)
+        before.append(rest / r["SGEMM"] if sgemm else math.nan)
         print(f"  {p.label}: {p.c} channels, {p.m} filters, {p.r}x{p.s}: {ratios[-1]:.2f}x ({max(r, key=r.get)})")
     print(over_line(f"the fastest {what} over the rest", ratios))
-    print(first_use_line(problems, rates))
+    if sgemm:
+        print(over_line("without them, the best over SGEMM", before))
+    print(first_use_line(problems, [{k: v for k, v in r.items() if k != "SGEMM"} for r in rates]))
 
 
 def pixel_rows(part: tuple[int, int] = (1, 1)) -> None:
@@ -637,6 +651,35 @@ def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
     beside_candidates(problems, pair_settings, 3, "on K-tiles of two taps")
 
 
+def small_grids(part: tuple[int, int] = (1, 1)) -> None:
+    """The 3xTF32 chapter's 1x1 layers (its three suites; stride 1, more than one channel) of more than 32 filters
+    whose output tiles of 128 filters by 128 pixels would fill at most half the SMs (batch 1 among them: the lowest
+    cell), its ``part`` = (k, n) of them: the gathering kernel at 64 filters a block (persistent, without ping-pong) and
+    with the pixels on the rows (32 and 16 filters a block, persistent or a block a tile, one K-tile in flight), each
+    where the layer has more filters than makes it a candidate, beside the candidates, the mma.sync kernel and cuBLAS
+    SGEMM; every layer checked (:func:`beside_candidates`). More blocks, each storing less of the output: on a layer of
+    a few microseconds, a block's stores of its tile weigh most (``--batch-one``)."""
+    from convkit.core.gpu import sm_count
+    from convkit.families.tf32x3.wgmma_settings import GATHERED_PIXEL_ROWS
+    from convkit.libs import cublas
+    from convkit.study.layer_sets import three_chapter_suites
+
+    suites = three_chapter_suites()
+    chosen = {p: None for name in ("cuconv", "lu2020", "chang2022") for p in suites[name]
+              if p.r * p.s == 1 and p.c > 1 and p.stride == 1 and cublas.supports(p)
+              and math.prod(WgmmaWsLaunch().grid(p)[:2]) <= sm_count() // 2}  # fmt: skip
+    problems = [p for p in sorted(chosen, key=lambda q: (q.n, q.flops)) if p.m > 32][part[0] - 1 :: part[1]]
+
+    @functools.cache
+    def wider(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        narrow = (GATHERED_NARROW,) if p.m > 64 else ()  # (ping-pong, at 64 too, a 1x1 candidate already)
+        rows = (dataclasses.replace(GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=1)
+                for f in (32, 16) for persistent in (True, None)) if p.m > 32 else ()  # fmt: skip
+        return by_name((*narrow, *rows))
+
+    beside_candidates(problems, wider, 1, "with smaller blocks", sgemm=True)
+
+
 def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     """Where a small or middling 1x1 layer's time goes (``count`` of the chapter's stride-1 1x1 layers of 0.05-5
     GFLOP, spread evenly by size; ``odd``: of any size, those whose images have an odd number of output pixels,
@@ -656,6 +699,56 @@ def ones_anatomy(count: int = 16, odd: bool = False) -> None:
         tiles = math.prod(WgmmaWsLaunch().grid(p)[:2])  # (128 filters by 128 pixels)
         line = ", ".join(f"{name} {t:.1f}" for name, t in times.items())
         print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {tiles} tiles, {k_tiles(p)} K-tiles): {line}")
+
+
+def batch_one_anatomy() -> None:
+    """Where the time goes on the 3xTF32 chapter's 1x1 layers at batch 1 (cuConv's and Chang's multi-channel suites:
+    the lowest (filter, batch) cell and the layers the chapter loses to cuBLAS SGEMM), in microseconds
+    (:func:`batch_one_times`)."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+    from convkit.libs import cublas
+    from convkit.study.layer_sets import three_chapter_suites
+
+    suites = three_chapter_suites()
+    chosen = {p for name in ("cuconv", "chang2022") for p in suites[name]
+              if p.n == 1 and p.r * p.s == 1 and p.c > 1 and cublas.supports(p)}  # fmt: skip
+    rng = cupy.random.default_rng(5)
+    for p in sorted(chosen, key=lambda q: q.flops):
+        times = ", ".join(f"{name} {t:.1f}" for name, t in batch_one_times(p, rng).items())
+        print(f"{p.label} ({p.flops / 1e9:.4f} GFLOP; {launch_text(wgmma_default(p))}): {times}", flush=True)
+
+
+def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
+    """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; an empty launch; the first-use pick (:func:`wgmma_default`)
+    as the op calls it, its weights' split alone and (where it is one kernel) its kernel alone; the FP32 implicit GEMM
+    at one split (one launch) at 64x64 and 128x64; the mma.sync kernel's default launch."""
+    import cupy
+
+    from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
+    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+    from convkit.libs import cublas
+
+    x, w, bias = inputs(p, rng)
+    out = cupy.empty(p.output_shape, dtype=cupy.float32)
+    spec = wgmma_default(p)
+    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
+    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+    _, tiled = spec.operands(p, x, w, workspace)
+    empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
+    runs = {
+        "SGEMM": lambda: cublas.conv1x1(x, w, out),
+        "empty": lambda: empty((1,), (32,), ()),
+        "pick": functools.partial(wgmma_call(x, w, bias, p, spec), out),
+        "split": lambda: spec.operands(p, x, w, workspace),
+    }
+    if not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p):
+        runs["kernel"] = lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes))
+    for tile in ("64x64", "128x64"):
+        runs[f"fp32 {tile}"] = functools.partial(conv2d_implicit_gemm, x, w, launch=ImplicitGemmLaunch(tile), out=out)
+    runs["mma.sync"] = lambda: conv2d_tf32x3(x, w, out=out)
+    return {name: median_us(run) for name, run in runs.items()}
 
 
 def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
@@ -953,6 +1046,11 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--tap-pairs" in sys.argv[1:]:  # K-tiles of two taps, on layers of at most 16 channels
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         tap_pairs(tuple(map(int, share.split("/"))))
+    elif "--small-grids" in sys.argv[1:]:  # 1x1 layers of few output tiles: smaller blocks
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        small_grids(tuple(map(int, share.split("/"))))
+    elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
+        batch_one_anatomy()
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
         ones_anatomy(odd="--odd" in sys.argv[1:])
     elif "--ones" in sys.argv[1:]:  # the 1x1 layers beside cuBLAS SGEMM (--part=k/n: a share of them)

@@ -171,7 +171,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
-    assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, pingpong, split_ahead]
+    smaller = [dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=1)
+               for f in (16, 32) for persistent in (True, None)]  # fmt: skip
+    # (4 tiles of 128 filters by 128 pixels: a small grid, smaller blocks too)
+    assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, pingpong, split_ahead,
+                       *smaller]  # fmt: skip
     # on a 1x1 filter: ping-pong; 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a
     # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
@@ -188,7 +192,14 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == split_in[1]  # 15 tiles: 15 clusters of 8 would not fit
     assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
     assert default(ConvProblem(1, 128, 28, 28, 128, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
-    assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 3 K-tiles: no split
+    assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == smaller[0]  # 3 K-tiles: no split; 7 tiles: smaller
+    assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks of 16 filters: 32)
+    assert default(ConvProblem(1, 96, 28, 28, 1024, 1, 1)) == pingpong  # (7 x 64 of 16, 7 x 32 of 32: past 132)
+    assert default(ConvProblem(8, 96, 28, 28, 128, 1, 1)) == pingpong  # 49 tiles (392 blocks of 16, 196 of 32)
+    assert default(ConvProblem(11, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 68 tiles: past half the SMs
+    assert not wgmma_settings.small_grid_candidates(ConvProblem(1, 96, 28, 28, 32, 1, 1))  # (the pixel rows' own)
+    assert not wgmma_settings.small_grid_candidates(ConvProblem.same(1, 96, 28, 28, 128, 3))  # 1x1 alone
+    assert wgmma_settings.small_grid_candidates(ConvProblem(1, 96, 28, 28, 33, 1, 1)) == smaller
     assert default(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong  # 196 tiles, 64 filters
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
     # other filters: the same K split; else the inputs split ahead within 1 GiB of workspace, else the first kernel

@@ -5,12 +5,20 @@ the measurements that made it one."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from convkit.core.gpu import has_gpu, sm_count
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
-from convkit.families.tf32x3.wgmma_operands import BLOCK_M, NARROW_FILTERS, PAIRED_CHANNELS, TILE_K, k_tiles
+from convkit.families.tf32x3.wgmma_operands import (
+    BLOCK_M,
+    NARROW_FILTERS,
+    PAIRED_CHANNELS,
+    PIXEL_ROW_FILTERS,
+    TILE_K,
+    k_tiles,
+)
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -46,8 +54,9 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     (1.47x, 1.51x)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
+    narrower = [*pixel_rows_candidates(problem), *tap_pair_candidates(problem), *small_grid_candidates(problem)]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
-            *pixel_rows_candidates(problem), *tap_pair_candidates(problem)]  # fmt: skip
+            *narrower]  # fmt: skip
 
 
 def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
@@ -63,6 +72,39 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     filters = 16 if problem.m <= 16 else 32
     return [dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=in_flight)
             for persistent in (True, None) for in_flight in (1, 2)]  # fmt: skip
+
+
+def small_grid(problem: ConvProblem) -> bool:
+    """Whether ``problem`` is a 1x1 layer whose output tiles of 128 filters by 128 pixels would fill at most half the
+    SMs: a layer of a few microseconds, where a block's stores of its tile weigh most."""
+    return problem.r * problem.s == 1 and math.prod(WgmmaWsLaunch().grid(problem)[:2]) <= sm_count() // 2
+
+
+def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """Smaller blocks, more of them, on a :func:`small_grid` layer of more than 32 filters (with fewer, these are
+    :func:`pixel_rows_candidates`): the pixels on the products' rows at 32 and 16 filters a block, persistent or a
+    block a tile, one K-tile in flight. H200, the 3xTF32 chapter's 104 such layers of stride 1 (2026-12-02,
+    ``wgmma_probe.py --small-grids``; every run checked against float64, none wrong): the fastest of these over the
+    fastest of the other candidates and the mma.sync kernel faster on 26 (1.02-1.33x; 16 filters a block persistent
+    the fastest on 11 and a block a tile on 1, 32 on 14), all where K split over a cluster was not the fastest; at batch 1 the best of ours
+    over cuBLAS SGEMM went from 0.846 to 0.898 (geometric mean of 46 layers), at batch 8 from 1.254 to 1.279 (26).
+    The gathering kernel at 64 filters a block without ping-pong, timed beside them on the 71 of more than 64
+    filters, was the fastest on none."""
+    if not small_grid(problem) or problem.m <= 32:
+        return []
+    return [dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=1)
+            for filters in PIXEL_ROW_FILTERS for persistent in (True, None)]  # fmt: skip
+
+
+def small_grid_pick(problem: ConvProblem) -> WgmmaWsLaunch:
+    """The first-use pick of :func:`small_grid_candidates`: the smallest block whose grid still fits the GPU in one
+    wave, the pixels on the rows at 16 filters a block, else at 32 (persistent, one K-tile in flight), else 64 with
+    ping-pong (:data:`GATHERED_PINGPONG`)."""
+    pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / BLOCK_M)
+    for filters in sorted(PIXEL_ROW_FILTERS):
+        if pixel_blocks * math.ceil(problem.m / filters) <= sm_count():
+            return dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, in_flight=1)
+    return GATHERED_PINGPONG
 
 
 def tap_pair_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
@@ -164,7 +206,8 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that
     grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it
     fits); else, on a 1x1 layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in
-    flight (:func:`pixel_rows_candidates`); else, where :func:`stores_weigh_most`, at 64 filters a block with
+    flight (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
+    :func:`stores_weigh_most`, at 64 filters a block with
     ping-pong where the layer has at most 64, else persistent; else the inputs split ahead (:data:`SPLIT_AHEAD`, at
     64 filters a block where the layer has at most 64, and there on K-tiles of two taps with ping-pong where it has
     at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace is within the 1 GiB the study allows any
@@ -180,12 +223,16 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     112-256-3-128-128), where the first kernel runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at
     0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's layers of at most 32 filters
     (``--pixel-rows``; the 78 where the pick was among the runs, its 77 1x1 among them) 0.996, on its 28 of at most
-    16 channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89)."""
+    16 channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89). The small
+    grids' pick, fitted on its run (``--small-grids``, 100 layers where the pick was among the runs): 0.994, under 0.9
+    on 2 (0.84-0.88), where the rule before it was 0.920 (under 0.9 on 32)."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split:
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
         chosen = pixel_rows[0]  # (persistent, one K-tile in flight)
+    elif small_grid(problem):
+        chosen = small_grid_pick(problem)
     elif stores_weigh_most(problem):
         chosen = GATHERED_PINGPONG if problem.m <= NARROW_FILTERS else GATHERED_PERSISTENT
     else:
