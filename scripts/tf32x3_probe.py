@@ -6,10 +6,11 @@ error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of in
 Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --suite=cuconv [--every=6] [--part=k/n] [--csv=rows.csv] [--cutlass]
-        [--touched]
+        [--touched | --small-grids]
 (--suite: the chapter's suite cuconv, lu2020 or chang2022 (their multi-channel layers), every sixth, the k-th of n
 shares of them, beside the best FP32 library, or with --cutlass the direct kernels beside CUTLASS's 3xTF32 tiles;
---touched: of the layers where the wgmma kernel's pixel-rows or tap-pairs settings are candidates alone.)
+--touched: of the layers where the wgmma kernel's pixel-rows or tap-pairs settings are candidates alone;
+--small-grids: where its smaller blocks on 1x1 layers of few output tiles are.)
 """
 
 from __future__ import annotations
@@ -91,16 +92,25 @@ def versus_cutlass(problems: list[ConvProblem]) -> None:
           f"median {statistics.median(ratios):.2f}x, lowest {min(ratios):.2f}x")  # fmt: skip
 
 
-def suite_problems(name: str, every: int, part: tuple[int, int], touched: bool = False) -> list[ConvProblem]:
+def suite_problems(
+    name: str, every: int, part: tuple[int, int], touched: bool = False, small_grids: bool = False
+) -> list[ConvProblem]:
     """The 3xTF32 chapter's suite ``name`` (cuConv's, or the multi-channel layers of the other two, as the chapter
     counts them), every ``every``-th, its ``part`` = (k, n): the k-th of n shares; ``touched``: of the layers where
-    the wgmma kernel's pixel-rows or tap-pairs settings are candidates alone."""
-    from convkit.families.tf32x3.wgmma_settings import pixel_rows_candidates, tap_pair_candidates
+    the wgmma kernel's pixel-rows or tap-pairs settings are candidates alone; ``small_grids``: where its
+    :func:`~convkit.families.tf32x3.wgmma_settings.small_grid_candidates` are."""
+    from convkit.families.tf32x3.wgmma_settings import (
+        pixel_rows_candidates,
+        small_grid_candidates,
+        tap_pair_candidates,
+    )
     from convkit.study.layer_sets import three_chapter_suites
 
     problems = [p for p in three_chapter_suites()[name] if name == "cuconv" or p.c > 1]
     if touched:
         problems = [p for p in problems if pixel_rows_candidates(p) or tap_pair_candidates(p)]
+    if small_grids:
+        problems = [p for p in problems if small_grid_candidates(p)]
     return problems[::every][part[0] - 1 :: part[1]]
 
 
@@ -170,7 +180,8 @@ if __name__ == "__main__":
     if arg("suite", ""):
         share = tuple(map(int, arg("part", "1/1").split("/")))
         touched = "--touched" in sys.argv[1:]
-        problems = suite_problems(arg("suite", ""), int(arg("every", "6")), (share[0], share[1]), touched)
+        small_grids = "--small-grids" in sys.argv[1:]
+        problems = suite_problems(arg("suite", ""), int(arg("every", "6")), (share[0], share[1]), touched, small_grids)
         if "--cutlass" in sys.argv[1:]:
             versus_cutlass(problems)
         else:
