@@ -85,11 +85,12 @@ def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     :func:`pixel_rows_candidates`): the pixels on the products' rows at 32 and 16 filters a block, persistent or a
     block a tile, one K-tile in flight. H200, the 3xTF32 chapter's 104 such layers of stride 1 (2026-12-02,
     ``wgmma_probe.py --small-grids``; every run checked against float64, none wrong): the fastest of these over the
-    fastest of the other candidates and the mma.sync kernel faster on 26 (1.02-1.33x; 16 filters a block persistent
-    the fastest on 11 and a block a tile on 1, 32 on 14), all where K split over a cluster was not the fastest; at batch 1 the best of ours
-    over cuBLAS SGEMM went from 0.846 to 0.898 (geometric mean of 46 layers), at batch 8 from 1.254 to 1.279 (26).
-    The gathering kernel at 64 filters a block without ping-pong, timed beside them on the 71 of more than 64
-    filters, was the fastest on none."""
+    fastest of the other candidates and the mma.sync kernel faster on 26 (1.02-1.33x; the fastest at 16 filters on 12,
+    at 32 on 14), all where K split over a cluster was not the fastest; the gathering kernel at 64 filters a block
+    without ping-pong, timed beside them on the 71 of more than 64 filters, the fastest on none. Over the best FP32
+    library, cuConv's 94 such layers (``tf32x3_probe.py --suite=cuconv --every=1 --small-grids``, that run's best
+    with and without these): at batch 1 0.877x, was 0.844x (geometric mean of 36; faster on 4, was 3), at batch 8
+    1.260x, was 1.231x (26; faster on 24, was 21); all 94 1.145x, was 1.115x (faster on 59, was 54)."""
     if not small_grid(problem) or problem.m <= 32:
         return []
     return [dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=1)

@@ -37,11 +37,13 @@ def method(t: dict[str, Any]) -> list[str]:
         "cluster and add their partial sums through each other's shared memory, in the order a separate summing "
         "kernel would, so that no partial output is written and no second kernel runs; elsewhere each block "
         "writes its partial output and a second kernel adds them.",
-        "Two more settings serve narrow layers. On a 1x1 layer of at most 32 filters, a block's 128 output "
-        "positions are the products' rows and its 32 filters (16 where the layer has at most 16) their columns, so "
-        "that a few filters do not leave most of each 64-row product idle. On a layer of at most 16 channels, the "
-        "split-ahead pass writes the input's rows 16 channels wide and a K-tile takes two taps of them, where a "
-        "K-tile of 32 channels at one tap would be half zeros.",
+        "Two more settings serve narrow and small layers. On a 1x1 layer of at most 32 filters, a block's 128 "
+        "output positions are the products' rows and its 32 filters (16 where the layer has at most 16) their "
+        "columns, so that a few filters do not leave most of each 64-row product idle; on a 1x1 layer whose output "
+        "tiles would fill at most half the SMs, the same blocks of 32 or 16 filters spread its output over more "
+        "SMs, whatever its filters, where each block's store of its tile would otherwise set the time. On a layer "
+        "of at most 16 channels, the split-ahead pass writes the input's rows 16 channels wide and a K-tile takes "
+        "two taps of them, where a K-tile of 32 channels at one tap would be half zeros.",
         "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
         "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
         "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
