@@ -191,8 +191,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 7 tiles, 8 K-tiles
     assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == split_in[1]  # 15 tiles: 15 clusters of 8 would not fit
     assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
-    assert default(ConvProblem(1, 128, 28, 28, 128, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
+    assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
     assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == smaller[0]  # 3 K-tiles: no split; 7 tiles: smaller
+    # (a small grid of few K-tiles: the smaller blocks before a K split in one wave; of 8, the split)
+    assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == smaller[0]  # 6 K-tiles
+    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 8
     assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks of 16 filters: 32)
     assert default(ConvProblem(1, 96, 28, 28, 1024, 1, 1)) == pingpong  # (7 x 64 of 16, 7 x 32 of 32: past 132)
     assert default(ConvProblem(8, 96, 28, 28, 128, 1, 1)) == pingpong  # 49 tiles (392 blocks of 16, 196 of 32)

@@ -97,6 +97,12 @@ def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
             for filters in PIXEL_ROW_FILTERS for persistent in (True, None)]  # fmt: skip
 
 
+#: On a small grid of more than 32 filters, the most K-tiles at which the first-use pick takes smaller blocks
+#: (:func:`small_grid_pick`) before a K split in one wave: at 4-6 K-tiles they were 1.11-1.13x the split over a
+#: cluster at batch 1, at 8 mostly slower (0.78-0.87x; 1.04x on one layer of 25 tiles). H200, ``--small-grids``.
+SMALL_GRID_K_TILES = 6
+
+
 def small_grid_pick(problem: ConvProblem) -> WgmmaWsLaunch:
     """The first-use pick of :func:`small_grid_candidates`: the smallest block whose grid still fits the GPU in one
     wave, the pixels on the rows at 16 filters a block, else at 32 (persistent, one K-tile in flight), else 64 with
@@ -204,31 +210,33 @@ def _driver_cluster_slots(splits: int) -> int:
 
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
-    """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that
-    grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it
-    fits); else, on a 1x1 layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in
-    flight (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
-    :func:`stores_weigh_most`, at 64 filters a block with
-    ping-pong where the layer has at most 64, else persistent; else the inputs split ahead (:data:`SPLIT_AHEAD`, at
-    64 filters a block where the layer has at most 64, and there on K-tiles of two taps with ping-pong where it has
-    at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace is within the 1 GiB the study allows any
-    algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers
-    (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric mean of its pick over the
-    fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287 of them; its pick or
-    the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of them where K split
-    is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where it fits; with
-    :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x). On every third of
-    cuConv's 3x3 and 5x5 layers (96, ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting
+    """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that grid
+    is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits), but
+    on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
+    layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
+    (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
+    :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent;
+    else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at most 64, and there on
+    K-tiles of two taps with ping-pong where it has at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace
+    is within the 1 GiB the study allows any algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the
+    3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
+    mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
+    of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
+    them where K split is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where
+    it fits; with :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x). On every
+    third of cuConv's 3x3 and 5x5 layers (96, ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting
     (geometric mean; 0.875 at worst), where the first kernel, the default before, was 0.41; on the other third's 95
     (``--offset=1``, a later run) 0.982, under 0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64,
     112-256-3-128-128), where the first kernel runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at
     0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's layers of at most 32 filters
-    (``--pixel-rows``; the 78 where the pick was among the runs, its 77 1x1 among them) 0.996, on its 28 of at most
-    16 channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89). The small
-    grids' pick, fitted on its run (``--small-grids``, 100 layers where the pick was among the runs): 0.994, under 0.9
-    on 2 (0.84-0.88), where the rule before it was 0.920 (under 0.9 on 32)."""
+    (``--pixel-rows``; the 78 where the pick was among the runs, its 77 1x1 among them) 0.996, on its 28 of at most 16
+    channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89). The small grids'
+    pick, fitted on its run (``--small-grids``, 100 layers where the pick was among the runs): 0.994, under 0.9 on 2
+    (0.84-0.88, K splits of 4-6 K-tiles), where the rule before it was 0.920 (under 0.9 on 32); with those K splits left
+    to the smaller blocks (:data:`SMALL_GRID_K_TILES`) 0.999, none under 0.9, and on a second run (fresh process,
+    cuConv's 90 of them, ``tf32x3_probe.py --suite=cuconv --every=1 --small-grids``) 0.998, none under 0.9."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
-    if split:
+    if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
         chosen = pixel_rows[0]  # (persistent, one K-tile in flight)
