@@ -652,30 +652,26 @@ def tap_pairs(part: tuple[int, int] = (1, 1)) -> None:
 
 
 def small_grids(part: tuple[int, int] = (1, 1)) -> None:
-    """The 3xTF32 chapter's 1x1 layers (its three suites; stride 1, more than one channel) of more than 32 filters
-    whose output tiles of 128 filters by 128 pixels would fill at most half the SMs (batch 1 among them: the lowest
-    cell), its ``part`` = (k, n) of them: the gathering kernel at 64 filters a block (persistent, without ping-pong) and
-    with the pixels on the rows (32 and 16 filters a block, persistent or a block a tile, one K-tile in flight), each
-    where the layer has more filters than makes it a candidate, beside the candidates, the mma.sync kernel and cuBLAS
-    SGEMM; every layer checked (:func:`beside_candidates`). More blocks, each storing less of the output: on a layer of
-    a few microseconds, a block's stores of its tile weigh most (``--batch-one``)."""
-    from convkit.core.gpu import sm_count
-    from convkit.families.tf32x3.wgmma_settings import GATHERED_PIXEL_ROWS
+    """The 3xTF32 chapter's 1x1 layers (its three suites; stride 1, more than one channel) where the small grids' own
+    candidates apply (more than 32 filters, output tiles of 128 filters by 128 pixels filling at most half the SMs;
+    batch 1 among them: the lowest cell), its ``part`` = (k, n) of them: those candidates and, where the layer has more
+    than 64 filters, the gathering kernel at 64 filters a block (persistent, without ping-pong), beside the other
+    candidates, the mma.sync kernel and cuBLAS SGEMM; every layer checked (:func:`beside_candidates`). More blocks,
+    each storing less of the output: on a layer of a few microseconds, a block's stores of its tile weigh most
+    (``--batch-one``)."""
+    from convkit.families.tf32x3.wgmma_settings import small_grid_candidates
     from convkit.libs import cublas
     from convkit.study.layer_sets import three_chapter_suites
 
     suites = three_chapter_suites()
     chosen = {p: None for name in ("cuconv", "lu2020", "chang2022") for p in suites[name]
-              if p.r * p.s == 1 and p.c > 1 and p.stride == 1 and cublas.supports(p)
-              and math.prod(WgmmaWsLaunch().grid(p)[:2]) <= sm_count() // 2}  # fmt: skip
-    problems = [p for p in sorted(chosen, key=lambda q: (q.n, q.flops)) if p.m > 32][part[0] - 1 :: part[1]]
+              if p.c > 1 and p.stride == 1 and cublas.supports(p) and small_grid_candidates(p)}  # fmt: skip
+    problems = sorted(chosen, key=lambda q: (q.n, q.flops))[part[0] - 1 :: part[1]]
 
     @functools.cache
     def wider(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         narrow = (GATHERED_NARROW,) if p.m > 64 else ()  # (ping-pong, at 64 too, a 1x1 candidate already)
-        rows = (dataclasses.replace(GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=1)
-                for f in (32, 16) for persistent in (True, None)) if p.m > 32 else ()  # fmt: skip
-        return by_name((*narrow, *rows))
+        return by_name((*narrow, *small_grid_candidates(p)))
 
     beside_candidates(problems, wider, 1, "with smaller blocks", sgemm=True)
 
