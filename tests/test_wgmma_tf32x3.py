@@ -196,7 +196,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # (a small grid of few K-tiles: the smaller blocks before a K split in one wave; of 8, the split)
     assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == smaller[0]  # 6 K-tiles
     assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 8
-    assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks of 16 filters: 32)
+    assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks at 16 filters; at 32, 7 x 16)
     assert default(ConvProblem(1, 96, 28, 28, 1024, 1, 1)) == pingpong  # (7 x 64 of 16, 7 x 32 of 32: past 132)
     assert default(ConvProblem(8, 96, 28, 28, 128, 1, 1)) == pingpong  # 49 tiles (392 blocks of 16, 196 of 32)
     assert default(ConvProblem(11, 96, 28, 28, 128, 1, 1)) == gathered_persistent  # 68 tiles: past half the SMs

@@ -107,10 +107,10 @@ def small_grid_pick(problem: ConvProblem) -> WgmmaWsLaunch:
     """The first-use pick of :func:`small_grid_candidates`: the smallest block whose grid still fits the GPU in one
     wave, the pixels on the rows at 16 filters a block, else at 32 (persistent, one K-tile in flight), else 64 with
     ping-pong (:data:`GATHERED_PINGPONG`)."""
-    pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / BLOCK_M)
     for filters in sorted(PIXEL_ROW_FILTERS):
-        if pixel_blocks * math.ceil(problem.m / filters) <= sm_count():
-            return dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, in_flight=1)
+        pick = dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, in_flight=1)
+        if math.prod(dataclasses.replace(pick, persistent=None).grid(problem)) <= sm_count():  # (its tiles)
+            return pick
     return GATHERED_PINGPONG
 
 
