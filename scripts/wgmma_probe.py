@@ -86,8 +86,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
+        staged = ", weights split as staged" if spec.weights else ""
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}")  # fmt: skip
+                f"{pairs}{staged}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -718,7 +719,8 @@ def batch_one_anatomy() -> None:
 
 def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; an empty launch; the first-use pick (:func:`wgmma_default`)
-    as the op calls it, its weights' split alone and (where it is one kernel) its kernel alone; the FP32 implicit GEMM
+    as the op calls it, its weights' split alone and (where it is one kernel) its kernel alone, and (a K split over a
+    cluster) the same with its weights split as staged (one launch, checked by ``--check``); the FP32 implicit GEMM
     at one split (one launch) at 64x64 and 128x64; the mma.sync kernel's default launch."""
     import cupy
 
@@ -741,6 +743,9 @@ def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     }
     if not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p):
         runs["kernel"] = lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes))
+    if isinstance(spec, WgmmaWsLaunch) and spec.sums_in_cluster(p):  # the same, its weights split by its producer
+        staged = dataclasses.replace(spec, early=None, weights="split staged")
+        runs["staged"] = functools.partial(wgmma_call(x, w, bias, p, staged), out)
     for tile in ("64x64", "128x64"):
         runs[f"fp32 {tile}"] = functools.partial(conv2d_implicit_gemm, x, w, launch=ImplicitGemmLaunch(tile), out=out)
     runs["mma.sync"] = lambda: conv2d_tf32x3(x, w, out=out)
