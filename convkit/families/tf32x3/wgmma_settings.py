@@ -265,8 +265,9 @@ GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
 #: K split with each tile's splits one thread-block cluster, their sums added there (no planes, no second kernel).
 GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
-#: The same with its weights read as they lie and split by its producer (:data:`~convkit.families.tf32x3.wgmma.
-#: WS_WEIGHTS`): one launch a call, for batch-1 layers whose weights each block reads once. Not timed yet: no candidate.
+#: The same with its weights read as they lie and split by its producer (``weights="split staged"``): one launch a
+#: call, for batch-1 layers whose weights each block reads once. Not timed yet (``wgmma_probe.py --batch-one``): no
+#: candidate.
 GATHERED_CLUSTER_STAGED = dataclasses.replace(GATHERED_CLUSTER, early=None, weights="split staged")
 #: Its consumers take alternate output tiles, one storing as the other multiplies (CUTLASS's ping-pong). H200, the
 #: chapter's 349 1x1 layers (``wgmma_probe.py --ones``, 2026-12-02): over :data:`GATHERED_PERSISTENT` 1.16x at the
