@@ -718,31 +718,19 @@ def batch_one_anatomy() -> None:
 
 
 def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
-    """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; an empty launch; the first-use pick (:func:`wgmma_default`)
-    as the op calls it, its weights' split alone and (where it is one kernel) its kernel alone, and (a K split over a
-    cluster) the same with its weights split as staged (one launch, checked by ``--check``); the FP32 implicit GEMM
-    at one split (one launch) at 64x64 and 128x64; the mma.sync kernel's default launch."""
+    """Microseconds on the 1x1 layer ``p``: the first-use pick (:func:`wgmma_default`) in parts beside cuBLAS SGEMM
+    (:func:`call_parts`), and (a K split over a cluster) the same with its weights split as staged (one launch,
+    checked by ``--check``); the FP32 implicit GEMM at one split (one launch) at 64x64 and 128x64; the mma.sync
+    kernel's default launch."""
     import cupy
 
     from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
     from convkit.families.tf32x3.wgmma_settings import wgmma_default
-    from convkit.libs import cublas
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     spec = wgmma_default(p)
-    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
-    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
-    _, tiled = spec.operands(p, x, w, workspace)
-    empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
-    runs = {
-        "SGEMM": lambda: cublas.conv1x1(x, w, out),
-        "empty": lambda: empty((1,), (32,), ()),
-        "pick": functools.partial(wgmma_call(x, w, bias, p, spec), out),
-        "split": lambda: spec.operands(p, x, w, workspace),
-    }
-    if not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p):
-        runs["kernel"] = lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes))
+    runs = call_parts(p, spec, x, w, bias, out)
     if isinstance(spec, WgmmaWsLaunch) and spec.sums_in_cluster(p):  # the same, its weights split by its producer
         staged = dataclasses.replace(spec, early=None, weights="split staged")
         runs["staged"] = functools.partial(wgmma_call(x, w, bias, p, staged), out)
@@ -752,35 +740,48 @@ def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     return {name: median_us(run) for name, run in runs.items()}
 
 
+def call_parts(p: ConvProblem, spec: WgmmaLaunch, x: Any, w: Any, bias: Any, out: Any) -> dict[str, Callable[[], Any]]:
+    """A call of ``spec`` on the 1x1 layer ``p`` in parts, into ``out``: cuBLAS SGEMM ("SGEMM"); a launch of an empty
+    kernel, one launch's floor in this timing ("empty launch"); ``spec`` as the op calls it, the weights' split then
+    the kernel ("whole"); the split alone ("split alone"); and where the call is one kernel (not K split over planes)
+    the kernel alone ("kernel alone")."""
+    import cupy
+
+    from convkit.libs import cublas
+
+    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
+    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+    _, tiled = spec.operands(p, x, w, workspace)
+    empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
+    parts = {
+        "SGEMM": lambda: cublas.conv1x1(x, w, out),
+        "empty launch": lambda: empty((1,), (32,), ()),
+        "whole": functools.partial(wgmma_call(x, w, bias, p, spec), out),
+        "split alone": lambda: spec.operands(p, x, w, workspace),
+    }
+    if not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p):
+        parts["kernel alone"] = lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes))
+    return parts
+
+
 def layer_anatomy(p: ConvProblem, rng: Any) -> dict[str, float]:
-    """Microseconds on the 1x1 layer ``p``: cuBLAS SGEMM; a launch of an empty kernel (one launch's floor in this
-    timing); the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) as the op calls it (the weights' split,
-    then the kernel launched early), the same launched the ordinary way, the split alone, the kernel alone, and its
+    """Microseconds on the 1x1 layer ``p``: the gathering kernel persistent (:data:`GATHERED_PERSISTENT`) in parts
+    beside cuBLAS SGEMM (:func:`call_parts`: its kernel launched early), the same launched the ordinary way, and its
     main loop's parts (:data:`PART_NAMES` 1, 2, 3, 10); the gathering kernel a block a tile, and with K split in 4
     and 8 (:data:`GATHERED_SPLIT`); persistent at 64 filters a block (:data:`GATHERED_NARROW`), and so with its
     consumers taking alternate tiles (:data:`GATHERED_PINGPONG`); the mma.sync kernel's default launch."""
     import cupy
 
-    from convkit.libs import cublas
-
     spec = GATHERED_PERSISTENT
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
-    workspace = cupy.empty(spec.workspace_bytes(p), dtype=cupy.uint8)
-    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
-    _, tiled = spec.operands(p, x, w, workspace)
-    empty = cupy.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
 
     def call(launch: WgmmaLaunch) -> Callable[[], Any]:
         return functools.partial(wgmma_call(x, w, bias, p, launch), out)
 
     runs = {
-        "SGEMM": lambda: cublas.conv1x1(x, w, out),
-        "empty launch": lambda: empty((1,), (32,), ()),
-        "whole": call(spec),
+        **call_parts(p, spec, x, w, bias, out),
         "whole, not early": call(dataclasses.replace(spec, early=None)),
-        "split alone": lambda: spec.operands(p, x, w, workspace),
-        "kernel alone": lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes)),
         **{PART_NAMES[part]: call(part_of(spec, part)) for part in (1, 2, 3, 10)},
         "a block a tile": call(WgmmaWsLaunch()),
         "K split in 4": call(GATHERED_SPLIT),
