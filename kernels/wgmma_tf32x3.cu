@@ -34,8 +34,7 @@
 // block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
-// gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_WEIGHTS_STAGED (the
-// gathering kernel at 128 filters: its weights read as they lie and split by its producer); CONVKIT_WG_PART, for
+// gathering kernel with K split: its splits one cluster, their sums added there); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -82,9 +81,6 @@
 #endif
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
-#endif
-#ifndef CONVKIT_WS_WEIGHTS_STAGED  // the gathering kernel at 128 filters: 1 its weights read as they lie (MCRS, FP32),
-#define CONVKIT_WS_WEIGHTS_STAGED 0  // copied and split by its producer as it stages them; 0 split ahead, tiled
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -185,17 +181,6 @@ __device__ __forceinline__ void copy16(float* to, const float* from, bool valid)
     else
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(to)), "l"(from),
                      "r"(valid ? 16 : 0));
-#endif
-}
-
-// 4 bytes from global to shared memory, asynchronously and through L1 (a zero where not valid).
-__device__ __forceinline__ void copy4(float* to, const float* from, bool valid)
-{
-#if defined(CONVKIT_EMULATED_WGMMA)
-    *to = valid ? *from : 0.0f;
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(to)), "l"(from),
-                 "r"(valid ? 4 : 0) : "memory");
 #endif
 }
 
@@ -544,8 +529,7 @@ implicit_gemm_wgmma_tf32x3(const float* __restrict__ x, const float* __restrict_
 // persistent setting ran 0.80x the split-ahead weights' speed at the median of 117 layers (faster on 7); split by the
 // producer once its own copies had landed, 0.72x (faster on 3), and a block a tile 0.76x on 11 of the chapter's
 // layers of >= 20 GFLOP, the producer setting their pace. H200, 2026-12-02, scripts/wgmma_probe.py --ones and
-// --ones-anatomy; commits e52c577 and 32fe742, reverted.) With CONVKIT_WS_WEIGHTS_STAGED the producer splits them so
-// again (FilterLines), for layers whose weights each block reads once: batch 1, one pixel block, K split.
+// --ones-anatomy; commits e52c577 and 32fe742, reverted.)
 namespace wgmma_ws {
 using namespace wgmma_tf32x3;
 constexpr int FILTERS = CONVKIT_WS_FILTERS;
@@ -576,10 +560,6 @@ constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
 static_assert(!(PIXEL_ROWS && INPUTS_FP32), "the pixels on the products' rows: the inputs split by the producer");
-constexpr bool WEIGHTS_STAGED = CONVKIT_WS_WEIGHTS_STAGED;
-static_assert(!WEIGHTS_STAGED || (FILTERS == 128 && !INPUTS_FP32), "weights split as staged: 128 filters, gathered");
-// Each stage's "full" barrier: every producer thread's arrival, and the weights' bulk copy's (none: WEIGHTS_STAGED).
-constexpr int FULL_ARRIVALS = WEIGHTS_STAGED ? PRODUCERS : PRODUCERS + 1;
 
 // A warpgroup's registers a thread raised (the consumers) or lowered (the producer) to `Count`. Two K-tiles of sums
 // in flight and the accumulators are 192 registers a consumer thread, more than the 168 a block of 384 threads
@@ -679,7 +659,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, FULL_ARRIVALS);
+            barrier_init(full + s, PRODUCERS + 1);
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -707,62 +687,6 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
 }
-
-// With WEIGHTS_STAGED, the producer's lines of a block's weights: each K-tile's 32 values of its 128 filters (from
-// m0) copied as they lie in w (MCRS, rows of K = C R S) into a stage's big plane, [k-group][row][4] as the tiled
-// planes lie, by cp.async, then split in place once landed (tf32::split_ahead; the small parts into the small plane),
-// each thread its own 8 lines (its copies are the ones it waits for): so no launch ahead splits the weights. Line i of
-// thread t: filter 32 (t / 32) + 8 (i % 4) + t % 8, k-group 4 (i / 4) + t / 8 % 4, so that a warp's copy reads 64
-// whole bytes of each of 8 filters and writes 8 filters' lines of one k-group side by side (no bank conflict). 16
-// bytes a line where K is a multiple of 4 and w 16-byte aligned, else 4 a value; zeros past M and K. For layers whose
-// weights each block reads once (batch 1, one pixel block, K split): there the split ahead is a launch and a pass over
-// the weights of its own. (Split so on every 1x1 layer, each pixel block splitting the weights again, the persistent
-// setting ran 0.72x the split-ahead weights' speed at the median of 117 of the 3xTF32 chapter's 1x1 layers: H200,
-// 2026-12-02, commits 32fe742 and 32e8fdf.)
-struct FilterLines {
-    static constexpr int LINES = FILTERS * KGROUPS / PRODUCERS;
-    const float* w;
-    int m0, M, K, thread;
-    bool lines;  // 16-byte copies
-
-    __device__ FilterLines(const float* w_, int m0_, int M_, int K_, int thread_)
-        : w(w_), m0(m0_), M(M_), K(K_), thread(thread_),
-          lines(K_ % 4 == 0 && reinterpret_cast<unsigned long long>(w_) % 16 == 0)
-    {
-    }
-    __device__ __forceinline__ int row(int i) const { return 32 * (thread / 32) + 8 * (i % 4) + thread % 8; }
-    __device__ __forceinline__ int kgroup(int i) const { return 4 * (i / 4) + thread / 8 % 4; }
-
-    // K-tile `tile` (of all K) into the big plane `a_big` of a stage, as it lies.
-    __device__ __forceinline__ void copy(float* a_big, int tile) const
-    {
-#pragma unroll
-        for (int i = 0; i < LINES; ++i) {
-            const int m = m0 + row(i), k = tile * BK + 4 * kgroup(i);
-            float* to = a_big + (kgroup(i) * FILTERS + row(i)) * 4;
-            const float* from = w + (long long)(m < M ? m : 0) * K + k;  // (read only where valid)
-            if (lines) {
-                copy16<true>(to, from, m < M && k < K);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; ++j) copy4(to + j, from + j, m < M && k + j < K);
-            }
-        }
-        copies_commit();
-    }
-
-    // Once this thread's copies have landed: its lines split, the big parts in place.
-    __device__ __forceinline__ void split(float* a_planes) const
-    {
-        copies_wait();
-        float4* at = reinterpret_cast<float4*>(a_planes);
-#pragma unroll 2  // (every line's loads hoisted at once spilled the producer's registers)
-        for (int i = 0; i < LINES; ++i) {
-            const int line = kgroup(i) * FILTERS + row(i);
-            tf32::split_ahead(at[line], at[line], at[PLANE_A_WS / 4 + line]);
-        }
-    }
-};
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
 // read and added by the first, which stores the tile; sums_barriers order the turns. `round`:
@@ -1068,13 +992,6 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
 #else
 #define CONVKIT_CLUSTER_DIMS
 #endif
-namespace wgmma_ws {
-// The gathering kernel's registers a thread with two K-tiles in flight (set_register_limit): with WEIGHTS_STAGED its
-// producer holds a K-tile's gathered inputs as it copies the weights: 72 (at 64 it spilled 8 bytes), the consumers 216.
-constexpr int PRODUCER_REGISTERS = WEIGHTS_STAGED ? 72 : 56, CONSUMER_REGISTERS = WEIGHTS_STAGED ? 216 : 224;
-static_assert(PRODUCER_REGISTERS + 2 * CONSUMER_REGISTERS <= 3 * 168, "a block's 65,536 registers");
-}  // namespace wgmma_ws
-
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1) CONVKIT_CLUSTER_DIMS
 implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
                               const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
@@ -1103,29 +1020,20 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     init_barriers(full, empty);
     let_next_kernel_start();  // (a split K's sum, launched early, waits for this kernel's planes)
 
-    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy (or copied as they lie), the inputs gathered,
-                            // split and stored
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, PRODUCER_REGISTERS>();  // its registers: the consumers
+    if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
+        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
             ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride,
                                           tile0 * BK);
-            const long long tiled_at = WEIGHTS_STAGED ? 0 : (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-            const float* weights = tiled + tiled_at;  // (with WEIGHTS_STAGED, w as it lies: FilterLines reads it)
-            const FilterLines filter(tiled, (int)(t % m_blocks) * FILTERS, M, C * RS, tid);
+            const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
                 if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
-                if constexpr (WEIGHTS_STAGED) {  // the stage free, then this thread's lines of the weights copied
-                    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
-                    filter.copy(stage, tile0 + tile);
-                } else {
-                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
-                }
+                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
                 if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
-                if constexpr (WEIGHTS_STAGED) filter.split(stage);  // (its copies ran as the inputs were stored)
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
             }
@@ -1136,7 +1044,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         }
         return;
     }
-    if constexpr (IN_FLIGHT == 2) set_register_limit<true, CONSUMER_REGISTERS>();
+    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
         if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)

@@ -86,9 +86,8 @@ def launch_text(spec: WgmmaLaunch) -> str:
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
-        staged = ", weights split as staged" if spec.weights else ""
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}{staged}")  # fmt: skip
+                f"{pairs}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -719,9 +718,8 @@ def batch_one_anatomy() -> None:
 
 def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: the first-use pick (:func:`wgmma_default`) in parts beside cuBLAS SGEMM
-    (:func:`call_parts`), and (a K split over a cluster) the same with its weights split as staged (one launch,
-    checked by ``--check``); the FP32 implicit GEMM at one split (one launch) at 64x64 and 128x64; the mma.sync
-    kernel's default launch."""
+    (:func:`call_parts`); the FP32 implicit GEMM at one split (one launch) at 64x64 and 128x64; the mma.sync kernel's
+    default launch."""
     import cupy
 
     from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
@@ -731,9 +729,6 @@ def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     out = cupy.empty(p.output_shape, dtype=cupy.float32)
     spec = wgmma_default(p)
     runs = call_parts(p, spec, x, w, bias, out)
-    if isinstance(spec, WgmmaWsLaunch) and spec.sums_in_cluster(p):  # the same, its weights split by its producer
-        staged = dataclasses.replace(spec, early=None, weights="split staged")
-        runs["staged"] = functools.partial(wgmma_call(x, w, bias, p, staged), out)
     for tile in ("64x64", "128x64"):
         runs[f"fp32 {tile}"] = functools.partial(conv2d_implicit_gemm, x, w, launch=ImplicitGemmLaunch(tile), out=out)
     runs["mma.sync"] = lambda: conv2d_tf32x3(x, w, out=out)

@@ -297,16 +297,6 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert split.grid(deep) == (13, 1, 4) and split.effective_splits(ConvProblem(1, 8, 4, 4, 8, 1, 1)) == 1
     tiled = wgmma_operands.tiled_elements(deep)
     assert split.workspace_bytes(deep) == regions_bytes([tiled, 4 * math.prod(deep.output_shape)])
-    # the weights read as they lie and split by the producer: no workspace but a K split's planes, one launch
-    staged_weights = wgmma_settings.GATHERED_CLUSTER_STAGED
-    assert WGMMA_VARIANT.launch_from(staged_weights.to_params()) == staged_weights
-    assert staged_weights.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_STAGED=1" and not staged_weights.starts_early(deep)
-    assert staged_weights.workspace_bytes(deep) == 0  # (over a cluster)
-    on_planes = dataclasses.replace(staged_weights, cluster=None)
-    assert on_planes.workspace_bytes(deep) == regions_bytes([4 * math.prod(deep.output_shape)])
-    for wrong in ({"weights": "split ahead"}, {"early": True}, {"filters": 64}, {"inputs": "split ahead"}):
-        reasons = dataclasses.replace(staged_weights, cluster=None, splits=None, **wrong).not_supported_reasons(deep)
-        assert "weights must be" in reasons[0], wrong
     for wrong in (1, 65, True, 2.0):
         assert "splits must be" in dataclasses.replace(split, splits=wrong).not_supported_reasons(deep)[0]
     for wrong in (dataclasses.replace(split, persistent=True), dataclasses.replace(split, inputs="split ahead")):
@@ -384,9 +374,9 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
-    pairs, staged = "-tap_pairs" if spec.tap_pairs else "", "-weights_staged" if spec.weights else ""
+    pairs = "-tap_pairs" if spec.tap_pairs else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}{pairs}{staged}")  # fmt: skip
+            f"{early}{pingpong}{pairs}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
@@ -395,10 +385,10 @@ def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
     return f"{kernel}(x, w, {bias}, out, " + ", ".join(f"ints[{i}]" for i in range(9)) + ")"
 
 
-def split_ahead_weights(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray,
-                        w: np.ndarray) -> np.ndarray:  # fmt: skip
-    """The weights split ahead into the tiled planes ``launch`` reads (split_weights_tiled_tf32x3, or with inputs
-    channels last split_weights_nhwc_tiled_tf32x3) under the emulator, checked against the split's rule."""
+def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
+               bias: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
+    them split (each checked against the split's rule on the way), poisoned with NaN before the launch."""
     pairs, rs = bool(launch.tap_pairs), problem.r * problem.s
     k, tiles = problem.c * rs, wgmma_operands.k_tiles(problem, launch.channels_last, pairs)
     filters = launch.block_filters
@@ -420,19 +410,6 @@ def split_ahead_weights(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: C
         assert not by_tap[:, :, problem.c :].any(), "weights past C"
         weights = by_tap[:, :, : problem.c].reshape(2, problem.m, k)
     assert np.array_equal(weights[:, :, :k], expected_weights), "the tiled planes hold another split"
-    return tiled
-
-
-def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
-               bias: np.ndarray) -> np.ndarray:  # fmt: skip
-    """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
-    them split (each checked against the split's rule on the way; the weights as they lie where the kernel splits
-    them), poisoned with NaN before the launch."""
-    pairs = bool(launch.tap_pairs)
-    if launch.weights:  # read as they lie: w itself, split by the kernel's producer
-        tiled = np.ascontiguousarray(w, dtype=np.float32).ravel()
-    else:
-        tiled = split_ahead_weights(build_dir, launch, problem, x, w)
     inputs = x
     if launch.channels_last:  # split ahead into two planes, or (split as staged) one in FP32
         planes = launch.input_planes
@@ -511,19 +488,6 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     x, w, bias = ws_inputs(problem)
     launches = (wgmma_settings.SPLIT_AHEAD, wgmma_settings.SPLIT_STAGED)
-    outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
-    assert np.array_equal(*outputs)
-
-
-@pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 131, 3), ConvProblem(1, 70, 5, 7, 40, 1, 1)],
-                         ids=lambda p: p.label)  # fmt: skip
-def test_weights_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build_dir, problem, monkeypatch):
-    """The gathering kernel's weights split by its producer as it stages them, or by a launch ahead: the same rule
-    (tf32::split_ahead) on the same values in the same layout, so the same bits out (K split over a cluster; 37 and 70
-    channels: K no multiple of 4 and the copies 4 bytes a value on the first, a K-tile part zeros on both)."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    x, w, bias = ws_inputs(problem)
-    launches = (wgmma_settings.GATHERED_CLUSTER, wgmma_settings.GATHERED_CLUSTER_STAGED)
     outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
     assert np.array_equal(*outputs)
 

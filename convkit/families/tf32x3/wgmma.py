@@ -123,10 +123,6 @@ class WgmmaGemmLaunch(KernelLaunch):
 #: that the producer copies by cp.async, or made channels last once per call in FP32, one plane (half the bytes to
 #: write and to stage), which the producer copies and the consumers split in shared memory (``CONVKIT_WS_INPUTS_FP32``).
 WS_INPUTS = (None, "split ahead", "split staged")
-#: Where the gathering kernel's weights come from: split ahead once per call into its tiled planes by a launch of their
-#: own (None), or read as they lie, copied and split by its producer as it stages them (``CONVKIT_WS_WEIGHTS_STAGED``):
-#: a call is then the kernel's one launch, with no workspace but a K split's planes.
-WS_WEIGHTS = (None, "split staged")
 
 
 #: The most blocks a cluster of the gathering kernel's K splits holds: the portable cluster size (a cluster's blocks run
@@ -157,9 +153,7 @@ class WgmmaWsLaunch(KernelLaunch):
     writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
     it ends. ``tap_pairs`` (inputs channels last, at most 16 channels; None: not): the input's rows 16 channels wide and
     a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
-    (``CONVKIT_WS_TAP_PAIRS``). ``weights`` (:data:`WS_WEIGHTS`; the inputs gathered at 128 filters a block, not
-    launched early; None: split ahead): ``"split staged"``, read as they lie and split by the producer, one launch a
-    call (``CONVKIT_WS_WEIGHTS_STAGED``)."""
+    (``CONVKIT_WS_TAP_PAIRS``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -171,7 +165,6 @@ class WgmmaWsLaunch(KernelLaunch):
     pingpong: bool | None = None
     cluster: bool | None = None
     tap_pairs: bool | None = None
-    weights: str | None = None
 
     @property
     def block_filters(self) -> int:
@@ -205,10 +198,9 @@ class WgmmaWsLaunch(KernelLaunch):
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
-        weights = ("-DCONVKIT_WS_WEIGHTS_STAGED=1",) if self.weights else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
-                *tap_pairs_macro(self.tap_pairs), *weights)  # fmt: skip
+                *tap_pairs_macro(self.tap_pairs))  # fmt: skip
 
     def sums_in_cluster(self, problem: ConvProblem) -> bool:
         """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
@@ -238,23 +230,20 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.channels_last:
             return [tiled, self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))]
         splits = self.effective_splits(problem)
-        planes = [splits * math.prod(problem.output_shape)] if splits > 1 and not self.sums_in_cluster(problem) else []
-        return planes if self.weights else [tiled, *planes]  # (weights split as staged: none split ahead)
+        planes = splits > 1 and not self.sums_in_cluster(problem)
+        return [tiled, splits * math.prod(problem.output_shape)] if planes else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their tiled planes (:func:`tiled_elements`; none where split as staged), and with
-        inputs channels last, the input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or
-        with K split (but over a cluster), the splits' planes of partial outputs."""
+        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
+        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but over a
+        cluster), the splits' planes of partial outputs."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes (not where split
-        as staged), and with inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight
-        operands."""
+        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
+        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands."""
         import cupy
 
-        if self.weights:
-            return x, w
         regions = float32_regions(workspace, self._regions(problem))
         if not self.channels_last:
             k = problem.c * problem.r * problem.s
@@ -285,9 +274,8 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs`` or ``weights`` where the kernel
-        has no such setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits'
-        partial outputs where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong`` or ``cluster`` where the kernel has no such setting, the input
+        split ahead where it is past the kernel's 32-bit indices, and the splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -315,9 +303,6 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
         if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
-        if self.weights not in WS_WEIGHTS or (self.weights and (self.inputs or self.filters or self.early)):
-            raise ValueError(f"weights must be None, or 'split staged' with the inputs gathered at 128 filters a "
-                             f"block, not launched early, got {self.weights!r}")  # fmt: skip
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:

@@ -264,11 +264,11 @@ GATHERED_PERSISTENT = WgmmaWsLaunch(in_flight=2, persistent=True, early=True)
 GATHERED_SPLIT = WgmmaWsLaunch(in_flight=2, splits=4, early=True)
 GATHERED_NARROW = WgmmaWsLaunch(in_flight=2, persistent=True, filters=NARROW_FILTERS, early=True)
 #: K split with each tile's splits one thread-block cluster, their sums added there (no planes, no second kernel).
+#: Its weights are split ahead by a launch of their own even at batch 1, where each block reads them once: their
+#: split by the producer as it staged them (one launch, d313d76, reverted) was slower on 34 of the 38 batch-1 layers
+#: this serves (H200, ``wgmma_probe.py --batch-one``, 2026-12-03: 0.92x the call at the geometric mean, 0.81-1.02x;
+#: 7x7 832->32 16.5 us against 13.5), each K-tile's copy, split and arrival one after the other ahead of its products.
 GATHERED_CLUSTER = dataclasses.replace(GATHERED_SPLIT, cluster=True)
-#: The same with its weights read as they lie and split by its producer (``weights="split staged"``): one launch a
-#: call, for batch-1 layers whose weights each block reads once. Not timed yet (``wgmma_probe.py --batch-one``): no
-#: candidate.
-GATHERED_CLUSTER_STAGED = dataclasses.replace(GATHERED_CLUSTER, early=None, weights="split staged")
 #: Its consumers take alternate output tiles, one storing as the other multiplies (CUTLASS's ping-pong). H200, the
 #: chapter's 349 1x1 layers (``wgmma_probe.py --ones``, 2026-12-02): over :data:`GATHERED_PERSISTENT` 1.16x at the
 #: median (1.21x on the 146 of at most 64 filters, 0.95x on the rest), the fastest setting on 148; in a second run
@@ -299,4 +299,4 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
                dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
-               WgmmaWsLaunch(filters=16), GATHERED_CLUSTER_STAGED)  # fmt: skip
+               WgmmaWsLaunch(filters=16))  # fmt: skip
