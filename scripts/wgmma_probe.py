@@ -17,6 +17,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -716,6 +717,48 @@ def batch_one_anatomy() -> None:
         print(f"{p.label} ({p.flops / 1e9:.4f} GFLOP; {launch_text(wgmma_default(p))}): {times}", flush=True)
 
 
+#: cuConv's 1x1 layers of at most 64 filters where CUTLASS's fastest 3xTF32 tile beat the wgmma kernel's tuned best
+#: (H200, ``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, 2026-12-03), as H-N-R-M-C labels.
+CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-256", "54-1-1-16-96", "27-8-1-48-384",
+                "28-128-1-64-192", "27-8-1-32-256", "27-128-1-48-384", "14-32-1-24-512", "54-8-1-64-16",
+                "27-128-1-32-256", "27-16-1-64-384", "27-256-1-64-384", "56-1-1-64-256", "14-128-1-32-528",
+                "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
+
+
+def cutlass_ones() -> None:
+    """On :data:`CUTLASS_ONES`: CUTLASS's 64x64 and 128x64 3xTF32 tiles (the kernel alone, NHWC) and the five fastest
+    of every wgmma setting that runs the layer (``*``: a tuning candidate), each checked against float64: whether a
+    setting the tuner leaves out would close the gap."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+    from convkit.libs import cutlass
+
+    rng = cupy.random.default_rng(3)
+    for label in CUTLASS_ONES:
+        h, n, _, m, c = map(int, label.split("-"))
+        p = ConvProblem.same(n, c, h, h, m, 1)
+        x, w, bias = inputs(p, rng)
+        ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
+        candidates, times = wgmma_candidates(p), []
+        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates)):
+            try:
+                spec.can_implement(p)
+            except ValueError:
+                continue
+            call = wgmma_call(x, w, bias, p, spec)
+            call(out)
+            err = reference.relative_error(out, ref)
+            mark = "*" if spec in candidates else " "
+            times.append((median_us(functools.partial(call, out)), f"{mark}{launch_text(spec)}", err))
+        tiles = [(tile, median_us(cutlass.prepared(tile, p, x, w, out)[0]))
+                 for tile in ("cutlass_tf32x3_64x64", "cutlass_tf32x3_128x64")
+                 if cutlass.supports(tile, p)]  # fmt: skip
+        print(f"{label}: CUTLASS {', '.join(f'{tile[15:]} {us:.1f}' for tile, us in tiles)}", flush=True)
+        for us, name, err in sorted(times)[:5]:
+            print(f"    {us:7.1f} {name} (error {err:.1e}{', WRONG' if err > 1e-5 else ''})", flush=True)
+
+
 def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     """Microseconds on the 1x1 layer ``p``: the first-use pick (:func:`wgmma_default`) in parts beside cuBLAS SGEMM
     (:func:`call_parts`); the FP32 implicit GEMM at one split (one launch) at 64x64 and 128x64; the mma.sync kernel's
@@ -1046,6 +1089,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--small-grids" in sys.argv[1:]:  # 1x1 layers of few output tiles: smaller blocks
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         small_grids(tuple(map(int, share.split("/"))))
+    elif "--cutlass-ones" in sys.argv[1:]:  # every setting on the 1x1 layers where CUTLASS won
+        cutlass_ones()
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
         batch_one_anatomy()
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
