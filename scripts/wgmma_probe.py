@@ -718,7 +718,7 @@ def batch_one_anatomy() -> None:
 
 
 #: cuConv's 1x1 layers of at most 64 filters where CUTLASS's fastest 3xTF32 tile beat the wgmma kernel's tuned best
-#: (H200, ``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, 2026-12-03), as H-N-R-M-C labels.
+#: (H200, ``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, 2026-12-03), by cuConv's labels.
 CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-256", "54-1-1-16-96", "27-8-1-48-384",
                 "28-128-1-64-192", "27-8-1-32-256", "27-128-1-48-384", "14-32-1-24-512", "54-8-1-64-16",
                 "27-128-1-32-256", "27-16-1-64-384", "27-256-1-64-384", "56-1-1-64-256", "14-128-1-32-528",
@@ -736,15 +736,12 @@ def cutlass_ones() -> None:
 
     rng = cupy.random.default_rng(3)
     for label in CUTLASS_ONES:
-        h, n, _, m, c = map(int, label.split("-"))
-        p = ConvProblem.same(n, c, h, h, m, 1)
+        p = ConvProblem.from_label(label)
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
         candidates, times = wgmma_candidates(p), []
         for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates)):
-            try:
-                spec.can_implement(p)
-            except ValueError:
+            if spec.not_supported_reasons(p):
                 continue
             call = wgmma_call(x, w, bias, p, spec)
             call(out)
