@@ -82,6 +82,9 @@
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
 #endif
+#ifndef CONVKIT_WS_GATHER_AHEAD  // the gathering kernel's K-tiles of inputs its producer has in flight: 1, or 2 (the
+#define CONVKIT_WS_GATHER_AHEAD 1  // next K-tile's loads running as it splits and stores one; it keeps its registers)
+#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -208,14 +211,16 @@ __device__ __forceinline__ void copies_wait()
 // division and no multiplication in the loop. A 1x1 filter has one tap: k is the channel, HW floats apart, and
 // whether the pixel's tap lies inside the image is known once; a K-tile's loads then need no stepping, and no
 // channel check but in a last, partial K-tile (RS == 1: the 1x1 layers, which wait on this producer the most).
-template <int Width, int Step>
+// `Slots` K-tiles of gathered values (gather<slot> and store<slot>): with two, one K-tile's loads run as the one
+// before is split and stored.
+template <int Width, int Step, int Slots = 1>
 struct ColumnGather {
     static constexpr int GROUPS = KGROUPS / Step;  // k-groups of a K-tile this thread stages
     static constexpr int SKIP = 4 * (Step - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
     int column, kgroup0, C, H, W, HW, ih0, iw0, tap_c, tap_r, tap_s, offset;
     bool pixel_ok, in_image;  // in_image: (RS == 1) the pixel's one tap lies in the image
     const float* corner;  // dereferenced only inside the image
-    float gathered[GROUPS][4];
+    float gathered[Slots][GROUPS][4];
 
     // `k0`: the first K it gathers (a multiple of BK: the first K-tile of a split of K)
     __device__ ColumnGather(const float* x, int thread, long long pixel0, long long pixels, long long PQ, int Q,
@@ -234,6 +239,7 @@ struct ColumnGather {
         if constexpr (RS == 1) in_image = pixel_ok && (unsigned)ih0 < (unsigned)H && (unsigned)iw0 < (unsigned)W;
     }
 
+    template <int Slot = 0>
     __device__ __forceinline__ void gather()  // this thread's k-groups of the next K-tile, into registers
     {
         if constexpr (RS == 1) {  // channels tap_c + 4 Step i + j, the K-tile's 32 from tap_c - 4 kgroup0
@@ -243,13 +249,13 @@ struct ColumnGather {
 #pragma unroll
                 for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
 #pragma unroll
-                    for (int j = 0; j < 4; ++j, at += HW) gathered[i][j] = __ldg(at);
+                    for (int j = 0; j < 4; ++j, at += HW) gathered[Slot][i][j] = __ldg(at);
             } else {
 #pragma unroll
                 for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
 #pragma unroll
                     for (int j = 0; j < 4; ++j, at += HW)
-                        gathered[i][j] = in_image && 4 * Step * i + j < left ? __ldg(at) : 0.0f;
+                        gathered[Slot][i][j] = in_image && 4 * Step * i + j < left ? __ldg(at) : 0.0f;
             }
             tap_c += BK, offset += BK * HW;
         } else {
@@ -259,7 +265,7 @@ struct ColumnGather {
                 for (int j = 0; j < 4; ++j) {
                     const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
                                         (unsigned)(iw0 + tap_s) < (unsigned)W;  // k < K exactly where c < C
-                    gathered[i][j] = inside ? __ldg(corner + offset) : 0.0f;
+                    gathered[Slot][i][j] = inside ? __ldg(corner + offset) : 0.0f;
                     ++offset;
                     if (++tap_s == S) {
                         tap_s = 0, offset += W - S;
@@ -278,12 +284,14 @@ struct ColumnGather {
     }
 
     // The big plane, then the small one, split as the inputs split ahead are (tf32::split_ahead).
+    template <int Slot = 0>
     __device__ __forceinline__ void store(float* b_planes) const
     {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
             float4 big, small;
-            tf32::split_ahead(make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]), big, small);
+            const float(&g)[4] = gathered[Slot][i];
+            tf32::split_ahead(make_float4(g[0], g[1], g[2], g[3]), big, small);
             const int line = ((kgroup0 + Step * i) * Width + column) * 4;
             *reinterpret_cast<float4*>(b_planes + line) = big;
             *reinterpret_cast<float4*>(b_planes + Width * BK + line) = small;
@@ -558,6 +566,20 @@ constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two (
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
+// The gathering kernel's producer with two K-tiles of loads in flight (a thread's 32 values of each in registers):
+// the inputs' read of a 1x1 layer of few filters, whose time it is, had one K-tile (16 KiB an SM) in flight, some
+// 2 TB/s on the H200 at a DRAM latency near a microsecond. Its registers then stay its own: where two K-tiles of
+// products are in flight a consumer, only with the pixels on the products' rows (few accumulators).
+constexpr int GATHER_AHEAD = CONVKIT_WS_GATHER_AHEAD;
+static_assert(GATHER_AHEAD == 1 || (GATHER_AHEAD == 2 && (IN_FLIGHT == 1 || PIXEL_ROWS)),
+              "two K-tiles gathered ahead: one K-tile of products in flight, or the pixels on the products' rows");
+// Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
+// of 384 threads gives each, taken from the producer (set_register_limit).
+constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && GATHER_AHEAD == 1;
+template <int Value>  // a slot of ColumnGather's, named at compile time
+struct GatherSlot {
+    static constexpr int value = Value;
+};
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
 static_assert(!(PIXEL_ROWS && INPUTS_FP32), "the pixels on the products' rows: the inputs split by the producer");
 
@@ -1021,21 +1043,32 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     let_next_kernel_start();  // (a split K's sum, launched early, waits for this kernel's planes)
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
-        if constexpr (IN_FLIGHT == 2) set_register_limit<false, 56>();  // its registers to the consumers
+        if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<false, 56>();
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles; t += step) {
-            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride,
-                                          tile0 * BK);
+            ColumnGather<WIDTH, 1, GATHER_AHEAD> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad,
+                                                        stride, tile0 * BK);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-            for (int tile = 0; tile < tiles; ++tile, ++turn) {
+            // K-tile `tile` into its stage from slot Now of the gathered values, once the loads of the next (slot
+            // Next, if any) are on their way: in flight while the consumers read the stage, and this one is stored.
+            auto stage_k_tile = [&](int tile, auto now, auto next) {
                 const int s = turn % WS_STAGES;
-                if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
+                if (!CONVKIT_PART_NO_INPUTS && (GATHER_AHEAD == 1 || tile + 1 < tiles))
+                    inputs.template gather<decltype(next)::value>();
                 float* stage = smem + s * STAGE_WS;
                 if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
-                if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
+                if (!CONVKIT_PART_NO_INPUTS) inputs.template store<decltype(now)::value>(stage + 2 * PLANE_A_WS);
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
+                ++turn;
+            };
+            using Slot0 = GatherSlot<0>;
+            using Slot1 = GatherSlot<GATHER_AHEAD - 1>;
+            if (GATHER_AHEAD == 2 && !CONVKIT_PART_NO_INPUTS && tiles > 0) inputs.template gather<0>();
+            for (int tile = 0; tile < tiles; tile += GATHER_AHEAD) {  // (the slots named at compile time)
+                stage_k_tile(tile, Slot0(), Slot1());
+                if (GATHER_AHEAD == 2 && tile + 1 < tiles) stage_k_tile(tile + 1, Slot1(), Slot0());
             }
         }
         if constexpr (CLUSTER > 0) {  // the cluster's two barriers (the consumers' sums left, then read)
@@ -1044,7 +1077,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         }
         return;
     }
-    if constexpr (IN_FLIGHT == 2) set_register_limit<true, 224>();
+    if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<true, 224>();
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
         if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)

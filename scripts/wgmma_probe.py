@@ -18,6 +18,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gather-ahead [--part=k/n]  # 1x1 of <= 64 filters, loads ahead
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -87,8 +88,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
+        ahead = ", two K-tiles gathered ahead" if spec.gather_ahead else ""
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}")  # fmt: skip
+                f"{pairs}{ahead}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -725,6 +727,27 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
 
 
+def gathered_ahead(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    """Each of the tuner's gathering settings on ``p`` with two K-tiles gathered ahead (``gather_ahead``; one K-tile of
+    products in flight where the filters a block are more than 32), by name."""
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+
+    gathering = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and not s.inputs]
+    ahead = (dataclasses.replace(s, gather_ahead=2, in_flight=s.in_flight if (s.filters or 128) <= 32 else 1)
+             for s in gathering)  # fmt: skip
+    return by_name(s for s in ahead if not s.not_supported_reasons(p))
+
+
+def gather_ahead(part: tuple[int, int] = (1, 1)) -> None:
+    """cuConv's 1x1 layers of at most 64 filters (its ``part`` = (k, n) of them; the layers CUTLASS's 3xTF32 tiles
+    won most): the tuner's gathering settings with two K-tiles gathered ahead (:func:`gathered_ahead`) beside its
+    candidates, the mma.sync kernel and cuBLAS SGEMM, every third layer checked (:func:`beside_candidates`)."""
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
+    beside_candidates(problems, functools.cache(gathered_ahead), 3, "with two K-tiles gathered ahead", sgemm=True)
+
+
 def cutlass_ones() -> None:
     """On :data:`CUTLASS_ONES`: CUTLASS's 64x64 and 128x64 3xTF32 tiles (the kernel alone, NHWC) and the five fastest
     of every wgmma setting that runs the layer (``*``: a tuning candidate), each checked against float64: whether a
@@ -740,7 +763,7 @@ def cutlass_ones() -> None:
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
         candidates, times = wgmma_candidates(p), []
-        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates)):
+        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *gathered_ahead(p).values())):
             if spec.not_supported_reasons(p):
                 continue
             call = wgmma_call(x, w, bias, p, spec)
@@ -1086,6 +1109,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--small-grids" in sys.argv[1:]:  # 1x1 layers of few output tiles: smaller blocks
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         small_grids(tuple(map(int, share.split("/"))))
+    elif "--gather-ahead" in sys.argv[1:]:  # two K-tiles gathered ahead, on 1x1 layers of at most 64 filters
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        gather_ahead(tuple(map(int, share.split("/"))))
     elif "--cutlass-ones" in sys.argv[1:]:  # every setting on the 1x1 layers where CUTLASS won
         cutlass_ones()
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1

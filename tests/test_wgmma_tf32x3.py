@@ -325,6 +325,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     for wrong in (dataclasses.replace(pingpong, persistent=None), dataclasses.replace(pingpong, filters=None),
                   dataclasses.replace(pingpong, pingpong=False)):  # fmt: skip
         assert "pingpong must be" in wrong.not_supported_reasons(deep)[0]
+    # two K-tiles gathered ahead: the producer keeps its registers, so one K-tile of products in flight but at 16 or 32
+    # filters; the inputs gathered
+    ahead = dataclasses.replace(pingpong, in_flight=1, gather_ahead=2)
+    assert ahead.options(deep)[-1] == "-DCONVKIT_WS_GATHER_AHEAD=2" and WGMMA_VARIANT.launch_from(ahead.to_params())
+    assert "GATHER_AHEAD" not in " ".join(pingpong.options(deep))
+    assert not dataclasses.replace(rows, gather_ahead=2).not_supported_reasons(deep)  # (two in flight at 32 filters)
+    wrongs = [dataclasses.replace(ahead, gather_ahead=g) for g in (3, 1)]
+    for wrong in (*wrongs, dataclasses.replace(ahead, in_flight=2), dataclasses.replace(split_ahead, gather_ahead=2)):
+        assert "gather_ahead must be" in wrong.not_supported_reasons(deep)[0]
     narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
     assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
     tiled = wgmma_operands.tiled_elements(deep, False, 64)
@@ -374,9 +383,9 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
-    pairs = "-tap_pairs" if spec.tap_pairs else ""
+    pairs, ahead = "-tap_pairs" if spec.tap_pairs else "", "-gather_ahead" if spec.gather_ahead else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}{pairs}")  # fmt: skip
+            f"{early}{pingpong}{pairs}{ahead}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:

@@ -153,7 +153,9 @@ class WgmmaWsLaunch(KernelLaunch):
     writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
     it ends. ``tap_pairs`` (inputs channels last, at most 16 channels; None: not): the input's rows 16 channels wide and
     a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
-    (``CONVKIT_WS_TAP_PAIRS``)."""
+    (``CONVKIT_WS_TAP_PAIRS``). ``gather_ahead`` (inputs gathered, one K-tile of products in flight or 32 or 16
+    filters; None: 1): 2, the producer's loads of the next K-tile running as it splits and stores one
+    (``CONVKIT_WS_GATHER_AHEAD``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -165,6 +167,7 @@ class WgmmaWsLaunch(KernelLaunch):
     pingpong: bool | None = None
     cluster: bool | None = None
     tap_pairs: bool | None = None
+    gather_ahead: int | None = None
 
     @property
     def block_filters(self) -> int:
@@ -198,9 +201,10 @@ class WgmmaWsLaunch(KernelLaunch):
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
+        ahead = (f"-DCONVKIT_WS_GATHER_AHEAD={self.gather_ahead}",) if self.gather_ahead else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
-                *tap_pairs_macro(self.tap_pairs))  # fmt: skip
+                *tap_pairs_macro(self.tap_pairs), *ahead)  # fmt: skip
 
     def sums_in_cluster(self, problem: ConvProblem) -> bool:
         """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
@@ -274,8 +278,9 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong`` or ``cluster`` where the kernel has no such setting, the input
-        split ahead where it is past the kernel's 32-bit indices, and the splits' partial outputs where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster`` or ``gather_ahead`` where the kernel has no such
+        setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits' partial outputs
+        where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -305,6 +310,11 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
+        if self.gather_ahead not in (None, 2) or (
+            self.gather_ahead and (self.inputs or (self.in_flight == 2 and self.filters not in PIXEL_ROW_FILTERS))
+        ):  # (its registers the producer's own: two K-tiles of products in flight need them, but of 16 or 32 filters)
+            raise ValueError(f"gather_ahead must be None, or 2 with the inputs gathered and in_flight=1 (or 16 or 32 "
+                             f"filters), got {self.gather_ahead!r}")  # fmt: skip
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:
             raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
                              f"this layer has c={problem.c}")  # fmt: skip

@@ -299,4 +299,6 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
                dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
-               WgmmaWsLaunch(filters=16))  # fmt: skip
+               WgmmaWsLaunch(filters=16), dataclasses.replace(GATHERED_PIXEL_ROWS, gather_ahead=2),
+               dataclasses.replace(GATHERED_PINGPONG, in_flight=1, gather_ahead=2),
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, gather_ahead=2))  # fmt: skip
