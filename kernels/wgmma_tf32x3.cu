@@ -567,9 +567,13 @@ constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
 // The gathering kernel's producer with two K-tiles of loads in flight (a thread's 32 values of each in registers):
-// the inputs' read of a 1x1 layer of few filters, whose time it is, had one K-tile (16 KiB an SM) in flight, some
-// 2 TB/s on the H200 at a DRAM latency near a microsecond. Its registers then stay its own: where two K-tiles of
-// products are in flight a consumer, only with the pixels on the products' rows (few accumulators).
+// the next K-tile's loads issued before this one's values are split and stored, for a 1x1 layer of few filters,
+// whose time is its inputs' read (H200, ncu: DRAM 31% busy, the producer's warps stalled most on their loads). They
+// stay in flight only so far: the proxy fence before each arrival (fence_to_async_proxy, MEMBAR.ALL.CTA in SASS) waits
+// for every load of the thread. Copied by 4-byte cp.async into the stage instead (which that fence does not wait for)
+// and split there by the producer, they ran slower (0.91x at the median of 47 of cuConv's 1x1 layers of at most 64
+// filters, 2026-12-03). Its registers stay its own: where two K-tiles of products are in flight a consumer, only with
+// the pixels on the products' rows (few accumulators).
 constexpr int GATHER_AHEAD = CONVKIT_WS_GATHER_AHEAD;
 static_assert(GATHER_AHEAD == 1 || (GATHER_AHEAD == 2 && (IN_FLIGHT == 1 || PIXEL_ROWS)),
               "two K-tiles gathered ahead: one K-tile of products in flight, or the pixels on the products' rows");

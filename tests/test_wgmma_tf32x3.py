@@ -180,7 +180,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
     deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles: 4 and 7 splits
-    assert deep == [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW, *cluster_in]
+    narrow_ones = [wgmma_settings.GATHERED_NARROW, wgmma_settings.GATHERED_PINGPONG_AHEAD]  # (<= 64 filters)
+    assert deep == [gathered_persistent, pingpong, *narrow_ones, *cluster_in]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
     assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
@@ -211,15 +212,22 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem.same(256, 64, 112, 112, 128, 3)) == wgmma.WgmmaGemmLaunch()  # 1.6 GB of planes
     # an image's first layer (3 channels: one K-tile) stores most, as a 1x1 layer: the 1x1 layers' settings
     first = ConvProblem.same(16, 3, 224, 224, 64, 3)
-    gathering = [gathered_persistent, pingpong, wgmma_settings.GATHERED_NARROW]
-    assert wgmma_settings.wgmma_candidates(first)[2:5] == gathering
+    gathering = [gathered_persistent, pingpong, *narrow_ones]
+    assert wgmma_settings.wgmma_candidates(first)[2:6] == gathering
     assert default(first) == pingpong
     # a 1x1 layer of at most 32 filters: the pixels on the products' rows, 16 filters a block where it has at most 16
     rows_at = [dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=k)
                for f in (32, 16) for persistent in (True, None) for k in (1, 2)]  # fmt: skip
-    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-4:] == rows_at[:4]
-    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-4:] == rows_at[4:]
-    assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
+    rows_ahead = [dataclasses.replace(wgmma_settings.PIXEL_ROWS_AHEAD, filters=f) for f in (32, 16)]  # (and ahead)
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-5:] == [*rows_at[:4], rows_ahead[0]]
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-5:] == [*rows_at[4:], rows_ahead[1]]
+    assert rows_ahead[0] == dataclasses.replace(rows_at[0], gather_ahead=2)  # persistent, one K-tile in flight
+    assert default(ConvProblem(8, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
+    # (two K-tiles gathered ahead where its blocks of 128 pixels are at least one an SM and it has 4 K-tiles or more)
+    assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == rows_ahead[0]  # 392 blocks, 8 K-tiles
+    assert default(ConvProblem(64, 96, 28, 28, 16, 1, 1)) == rows_at[4]  # 3 K-tiles
+    assert default(ConvProblem(32, 256, 28, 28, 64, 1, 1)) == wgmma_settings.GATHERED_PINGPONG_AHEAD  # 196, 8
+    assert default(ConvProblem(21, 256, 28, 28, 64, 1, 1)) == pingpong  # 129 blocks
     assert default(ConvProblem(1, 512, 14, 14, 32, 1, 1)) == cluster_in[1]  # (K split in one wave first)
     assert not wgmma_settings.pixel_rows_candidates(ConvProblem.same(64, 16, 28, 28, 32, 5))  # 1x1 alone
     assert not wgmma_settings.pixel_rows_candidates(ConvProblem(64, 256, 28, 28, 33, 1, 1))
