@@ -1053,8 +1053,9 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             ColumnGather<WIDTH, 1, GATHER_AHEAD> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad,
                                                         stride, tile0 * BK);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-            // K-tile `tile` into its stage from slot Now of the gathered values, once the loads of the next (slot
-            // Next, if any) are on their way: in flight while the consumers read the stage, and this one is stored.
+            // K-tile `tile` into its stage from slot `now` of the gathered values, the next K-tile's loads (into slot
+            // `next`, if any) issued first: they run as the producer waits for the stage and stores this one (as far as
+            // the fence: GATHER_AHEAD's comment). With one slot, this K-tile's own loads, as before the slots.
             auto stage_k_tile = [&](int tile, auto now, auto next) {
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS && (GATHER_AHEAD == 1 || tile + 1 < tiles))

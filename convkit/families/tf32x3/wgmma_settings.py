@@ -225,8 +225,8 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
     layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
     (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
-    :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent;
-    the first and the ping-pong with two K-tiles gathered ahead where :func:`gathers_ahead`;
+    :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent
+    (the pixel rows and the ping-pong with two K-tiles gathered ahead where :func:`gathers_ahead`);
     else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at most 64, and there on
     K-tiles of two taps with ping-pong where it has at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace
     is within the 1 GiB the study allows any algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the
@@ -299,12 +299,12 @@ GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, ea
 #: The 1x1 layers' settings of 64 and of 32 or 16 filters a block, each with two K-tiles gathered ahead (its producer's
 #: loads of the next K-tile running as it splits and stores one; one K-tile of products in flight). H200, cuConv's 140
 #: 1x1 layers of at most 64 filters, two runs of 47 (2026-12-03, ``wgmma_probe.py --gather-ahead --part=1/3`` and
-#: ``2/3``, each of the tuner's gathering settings so beside the candidates): the fastest of them over the fastest of
-#: the rest 1.02-1.10x on 29 of the 94, all but 3 at a batch of 16 or more (batch 128 and 256: 1.02-1.10x on 23 of
-#: 27), always one of these two, persistent; at batches of 1-8 0.95-1.02x (median 0.98x). The loads stay in flight
-#: only until the producer's proxy fence before its arrival (MEMBAR.ALL.CTA in SASS), which waits for them; copied by
-#: 4-byte cp.async into the stage instead, which the fence does not wait for, and split there, the same settings ran
-#: slower (0.91x at the median of the first 47, faster on 7).
+#: ``2/3``: each of the tuner's gathering settings with two K-tiles ahead, beside the candidates): the fastest of them
+#: over the fastest of the rest 1.03-1.10x on 29 of the 94, all at a batch of 16 or more (at 128 and 256 on 20 of
+#: 27), always one of these two, persistent; at batches of 1 and 8 0.95-1.02x (median 0.98x). The
+#: loads stay in flight only until the producer's proxy fence before its arrival (MEMBAR.ALL.CTA in SASS), which waits
+#: for them; copied by 4-byte cp.async into the stage instead, which the fence does not wait for, and split there, the
+#: same settings ran slower (0.91x at the median of the first 47, faster on 7).
 GATHERED_PINGPONG_AHEAD = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, gather_ahead=2)
 PIXEL_ROWS_AHEAD = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, gather_ahead=2)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
