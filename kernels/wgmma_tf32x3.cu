@@ -85,6 +85,9 @@
 #ifndef CONVKIT_WS_GATHER_AHEAD  // the gathering kernel's K-tiles of inputs its producer has in flight: 1, or 2 (the
 #define CONVKIT_WS_GATHER_AHEAD 1  // next K-tile's loads running as it splits and stores one; it keeps its registers)
 #endif
+#ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
+#define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
+#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -280,6 +283,18 @@ struct ColumnGather {
                     tap_c += SKIP_C, offset += SKIP_C * HW;
                 }
             }
+        }
+    }
+
+    // On past `k_tiles` K-tiles without reading them (the other producer half's: PRODUCER_HALVES).
+    __device__ __forceinline__ void skip(int k_tiles)
+    {
+        if constexpr (RS == 1) {
+            tap_c += BK * k_tiles, offset += BK * k_tiles * HW;
+        } else {
+            const int k = tap_c * RS + tap_r * S + tap_s + BK * k_tiles;
+            tap_c = k / RS, tap_r = k % RS / S, tap_s = k % RS % S;
+            offset = tap_c * HW + tap_r * W + tap_s;
         }
     }
 
@@ -577,9 +592,16 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 constexpr int GATHER_AHEAD = CONVKIT_WS_GATHER_AHEAD;
 static_assert(GATHER_AHEAD == 1 || (GATHER_AHEAD == 2 && (IN_FLIGHT == 1 || PIXEL_ROWS)),
               "two K-tiles gathered ahead: one K-tile of products in flight, or the pixels on the products' rows");
+// The gathering kernel's producer in two halves of 64 threads, each staging every other K-tile, a thread two pixels'
+// columns of it (64 values): two K-tiles of loads in flight, one a half, each half's proxy fence waiting for its own
+// loads alone (GATHER_AHEAD's comment), the other half's running on. Its registers stay its own, as GATHER_AHEAD's.
+constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
+constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
+static_assert(!HALVES || (GATHER_AHEAD == 1 && (IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32),
+              "producer halves: one K-tile gathered a half; one K-tile of products in flight, or the pixels on the rows");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
-constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && GATHER_AHEAD == 1;
+constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && GATHER_AHEAD == 1 && !HALVES;
 template <int Value>  // a slot of ColumnGather's, named at compile time
 struct GatherSlot {
     static constexpr int value = Value;
@@ -685,7 +707,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, PRODUCERS + 1);
+            barrier_init(full + s, STAGERS + 1);
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -699,16 +721,18 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
     barriers_ready();
 }
 
-// The weights' K-tile `tile` into stage `s` by one bulk copy (thread 0 of the producer), counted in bytes on its
-// "full" barrier, once its "empty" barrier says the consumers are done with the stage's last K-tile. `turn`: the
-// block's K-tiles staged before this one (over every output tile it has computed), which the barriers' phases count.
+// The weights' K-tile `tile` into stage `s` by one bulk copy (the `leader`: thread 0 of the producer, or of its half),
+// counted in bytes on its "full" barrier, once its "empty" barrier says the consumers are done with the stage's last
+// K-tile. `turn`: the block's K-tiles staged before this one (over every output tile it has computed), which the
+// barriers' phases count.
 __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
-                                                        int s, unsigned long long* full, unsigned long long* empty)
+                                                        int s, unsigned long long* full, unsigned long long* empty,
+                                                        bool leader = threadIdx.x == 0)
 {
     if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
     if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
-        if (threadIdx.x == 0) arrive(full + s);
-    } else if (threadIdx.x == 0) {
+        if (leader) arrive(full + s);
+    } else if (leader) {
         arrive_expecting(full + s, WEIGHT_BYTES);
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
@@ -1048,8 +1072,32 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
         if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<false, 56>();
+        if constexpr (HALVES) {  // each half every other K-tile, a thread columns `thread` and `thread` + 64
+            const int half = tid / STAGERS, thread = tid % STAGERS;
+            int turn0 = 0;  // the block's K-tiles before this output tile's
+            for (long long t = first; t < output_tiles; t += step, turn0 += tiles) {
+                const long long pixel0 = t / m_blocks * WIDTH;
+                const int k0 = (tile0 + half) * BK;  // its first K-tile's
+                ColumnGather<WIDTH, 1> one(x, thread, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
+                ColumnGather<WIDTH, 1> other(x, thread + STAGERS, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
+                const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
+                for (int tile = half; tile < tiles; tile += 2) {
+                    const int turn = turn0 + tile, s = turn % WS_STAGES;
+                    if (!CONVKIT_PART_NO_INPUTS) {  // (its loads in flight as the half waits for the stage)
+                        one.gather(), other.gather();
+                        one.skip(1), other.skip(1);
+                    }
+                    float* stage = smem + s * STAGE_WS;
+                    if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split written
+                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
+                    if (!CONVKIT_PART_NO_INPUTS) one.store(stage + 2 * PLANE_A_WS), other.store(stage + 2 * PLANE_A_WS);
+                    fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
+                    arrive(full + s);
+                }
+            }
+        }
         int turn = 0;  // K-tiles staged so far
-        for (long long t = first; t < output_tiles; t += step) {
+        for (long long t = first; t < output_tiles && !HALVES; t += step) {
             ColumnGather<WIDTH, 1, GATHER_AHEAD> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad,
                                                         stride, tile0 * BK);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
@@ -1161,6 +1209,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
+    if (HALVES) __trap();  // (its producer copies each K-tile whole: its barriers count all 128; the launch refuses)
     const int CP = row_channels(C), tiles = nhwc_tiles(C);
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;

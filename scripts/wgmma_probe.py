@@ -19,6 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gather-ahead [--part=k/n]  # 1x1 of <= 64 filters, loads ahead
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # the same, by producer halves
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -88,7 +89,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
-        ahead = ", two K-tiles gathered ahead" if spec.gather_ahead else ""
+        ahead = (
+            ", two K-tiles gathered ahead" if spec.gather_ahead else ", producer halves" if spec.producer_halves else ""
+        )
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
                 f"{pairs}{ahead}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
@@ -727,15 +730,27 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
 
 
-def gathered_ahead(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-    """Each of the tuner's gathering settings on ``p`` with two K-tiles gathered ahead (``gather_ahead``; one K-tile of
-    products in flight where the filters a block are more than 32), by name."""
+def gathered_ahead(p: ConvProblem, halves: bool = False) -> dict[str, WgmmaLaunch]:
+    """Each of the tuner's gathering settings on ``p`` with two K-tiles gathered ahead (``gather_ahead``; or with
+    ``halves``, by the producer's halves: ``producer_halves``), one K-tile of products in flight where the filters a
+    block are more than 32, by name."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
 
     gathering = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and not s.inputs]
-    ahead = (dataclasses.replace(s, gather_ahead=2, in_flight=s.in_flight if (s.filters or 128) <= 32 else 1)
+    how = {"gather_ahead": None, "producer_halves": True} if halves else {"gather_ahead": 2}
+    ahead = (dataclasses.replace(s, **how, in_flight=s.in_flight if (s.filters or 128) <= 32 else 1)
              for s in gathering)  # fmt: skip
     return by_name(s for s in ahead if not s.not_supported_reasons(p))
+
+
+def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
+    """As :func:`gather_ahead`, the tuner's gathering settings by the producer's halves (:func:`gathered_ahead`),
+    beside its candidates (those with two K-tiles gathered ahead among them), the mma.sync kernel and cuBLAS SGEMM."""
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
+    new = functools.cache(functools.partial(gathered_ahead, halves=True))
+    beside_candidates(problems, new, 3, "by the producer's halves", sgemm=True)
 
 
 def gather_ahead(part: tuple[int, int] = (1, 1)) -> None:
@@ -763,7 +778,8 @@ def cutlass_ones() -> None:
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
         candidates, times = wgmma_candidates(p), []
-        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *gathered_ahead(p).values())):
+        ahead = (*gathered_ahead(p).values(), *gathered_ahead(p, halves=True).values())
+        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *ahead)):
             if spec.not_supported_reasons(p):
                 continue
             call = wgmma_call(x, w, bias, p, spec)
@@ -1112,6 +1128,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--gather-ahead" in sys.argv[1:]:  # two K-tiles gathered ahead, on 1x1 layers of at most 64 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         gather_ahead(tuple(map(int, share.split("/"))))
+    elif "--producer-halves" in sys.argv[1:]:  # the producer's halves, on 1x1 layers of at most 64 filters
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        producer_halves(tuple(map(int, share.split("/"))))
     elif "--cutlass-ones" in sys.argv[1:]:  # every setting on the 1x1 layers where CUTLASS won
         cutlass_ones()
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1

@@ -342,6 +342,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     wrongs = [dataclasses.replace(ahead, gather_ahead=g) for g in (3, 1)]
     for wrong in (*wrongs, dataclasses.replace(ahead, in_flight=2), dataclasses.replace(split_ahead, gather_ahead=2)):
         assert "gather_ahead must be" in wrong.not_supported_reasons(deep)[0]
+    # or the producer's halves on alternate K-tiles, where two K-tiles gathered ahead would run, not with them
+    halves = dataclasses.replace(ahead, gather_ahead=None, producer_halves=True)
+    assert halves.options(deep)[-1] == "-DCONVKIT_WS_PRODUCER_HALVES=1"
+    assert WGMMA_VARIANT.launch_from(halves.to_params()) == halves
+    assert not dataclasses.replace(rows, producer_halves=True).not_supported_reasons(deep)  # (two in flight at 32)
+    for wrong in (dataclasses.replace(halves, gather_ahead=2), dataclasses.replace(halves, in_flight=2),
+                  dataclasses.replace(halves, producer_halves=False),
+                  dataclasses.replace(split_ahead, producer_halves=True)):  # fmt: skip
+        assert "producer_halves must be" in wrong.not_supported_reasons(deep)[0]
     narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
     assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
     tiled = wgmma_operands.tiled_elements(deep, False, 64)
@@ -392,6 +401,7 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
     pairs, ahead = "-tap_pairs" if spec.tap_pairs else "", "-gather_ahead" if spec.gather_ahead else ""
+    ahead += "-producer_halves" if spec.producer_halves else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
             f"{early}{pingpong}{pairs}{ahead}")  # fmt: skip
 

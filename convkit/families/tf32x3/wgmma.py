@@ -155,7 +155,8 @@ class WgmmaWsLaunch(KernelLaunch):
     a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
     (``CONVKIT_WS_TAP_PAIRS``). ``gather_ahead`` (inputs gathered, one K-tile of products in flight or 32 or 16
     filters; None: 1): 2, the producer's loads of the next K-tile running as it splits and stores one
-    (``CONVKIT_WS_GATHER_AHEAD``)."""
+    (``CONVKIT_WS_GATHER_AHEAD``). ``producer_halves`` (as ``gather_ahead``; None: not): the producer's two halves
+    staging alternate K-tiles, two K-tiles of loads in flight, one a half (``CONVKIT_WS_PRODUCER_HALVES``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -168,6 +169,7 @@ class WgmmaWsLaunch(KernelLaunch):
     cluster: bool | None = None
     tap_pairs: bool | None = None
     gather_ahead: int | None = None
+    producer_halves: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -202,6 +204,7 @@ class WgmmaWsLaunch(KernelLaunch):
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
         ahead = (f"-DCONVKIT_WS_GATHER_AHEAD={self.gather_ahead}",) if self.gather_ahead else ()
+        ahead += ("-DCONVKIT_WS_PRODUCER_HALVES=1",) if self.producer_halves else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
                 *tap_pairs_macro(self.tap_pairs), *ahead)  # fmt: skip
@@ -278,9 +281,9 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster`` or ``gather_ahead`` where the kernel has no such
-        setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits' partial outputs
-        where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``gather_ahead`` or ``producer_halves`` where the
+        kernel has no such setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits'
+        partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -310,11 +313,17 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
-        if self.gather_ahead not in (None, 2) or (
-            self.gather_ahead and (self.inputs or (self.in_flight == 2 and self.filters not in PIXEL_ROW_FILTERS))
-        ):  # (its registers the producer's own: two K-tiles of products in flight need them, but of 16 or 32 filters)
+        # (two K-tiles of loads in flight hold the producer's registers: two of products in flight need them, but at
+        # 16 or 32 filters)
+        keeps_registers = not self.inputs and (self.in_flight == 1 or self.filters in PIXEL_ROW_FILTERS)
+        if self.gather_ahead not in (None, 2) or (self.gather_ahead and not keeps_registers):
             raise ValueError(f"gather_ahead must be None, or 2 with the inputs gathered and in_flight=1 (or 16 or 32 "
                              f"filters), got {self.gather_ahead!r}")  # fmt: skip
+        if self.producer_halves not in (None, True) or (
+            self.producer_halves and (not keeps_registers or self.gather_ahead)
+        ):
+            raise ValueError(f"producer_halves must be None, or True as gather_ahead=2 would be and without it, got "
+                             f"{self.producer_halves!r}")  # fmt: skip
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:
             raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
                              f"this layer has c={problem.c}")  # fmt: skip

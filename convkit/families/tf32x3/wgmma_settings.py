@@ -327,4 +327,7 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_AHEAD, GATHERED_PINGPONG_AHEAD,
-               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, gather_ahead=2))  # fmt: skip
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, gather_ahead=2),
+               *(dataclasses.replace(s, gather_ahead=None, producer_halves=True)
+                 for s in (PIXEL_ROWS_AHEAD, GATHERED_PINGPONG_AHEAD)),
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True))  # fmt: skip
