@@ -37,9 +37,22 @@ def _hopper():
         pytest.skip(reasons[0])
 
 
+@pytest.fixture
+def candidates_built(problem):
+    """Every candidate's kernels for ``problem`` built before its run, here in the watchdog's process (into the kernel
+    cache on disk, which the run's own process reads): the 60 s a run has to show that it does not hang are the GPU's,
+    not NVRTC's. The ten builds of a layer of two K-tiles, twelve test processes building at once on a cold cache,
+    once took past them (H200, 2026-12-03)."""
+    from convkit.op.prebuild import launch_builds
+
+    for spec in wgmma_candidates(problem):
+        for build in launch_builds(family.WGMMA_VARIANT, problem, spec):
+            build.load()
+
+
 @pytest.mark.parametrize("problem", [*_random_problems(24, seed=17), *SMALL_IMAGES],
                          ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
-def test_every_candidate_matches_float64(problem):
+def test_every_candidate_matches_float64(problem, candidates_built):
     todo = [Case("convkit", family.WGMMA, params_text(k.to_params())) for k in wgmma_candidates(problem)]
     rows = list(measure_problem(problem, todo, Kernels(family.VARIANTS), seed=4, timing=CHECK_ONLY))
     failed = [(r["params"], r["status"], r["rel_err"], r["note"]) for r in rows if r["status"] != "ok"]

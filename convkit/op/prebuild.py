@@ -58,7 +58,7 @@ def builds_of(choices: Mapping[str, dispatch.Choice], array: Callable[..., Any] 
         if choice.impl == "convkit":
             problem = ConvProblem.from_key(key.split("@")[0])
             variant = variants_by_name()[choice.variant]
-            found |= _collected(variant, problem, launch_of_choice(choice, variant, problem), array)
+            found |= launch_builds(variant, problem, launch_of_choice(choice, variant, problem), array)
     return found
 
 
@@ -74,11 +74,11 @@ def tuner_builds(problems: Iterable[ConvProblem], gpu: str, array: Callable[...,
     found: set[Build] = set()
     for problem in problems:
         for variant in (v for v in variants if v.supports(problem)):
-            found |= _collected(variant, problem, variant.launch(problem, knobs), array)
+            found |= launch_builds(variant, problem, variant.launch(problem, knobs), array)
     return found
 
 
-def _collected(variant: Any, problem: ConvProblem, launch: Any, array: Callable[..., Any]) -> set[Build]:
+def launch_builds(variant: Any, problem: ConvProblem, launch: Any, array: Callable[..., Any] = nowhere) -> set[Build]:
     """The builds ``variant`` needs to run ``problem`` with ``launch``, its launcher run on arrays of no memory."""
     nbytes = launch.workspace_bytes(problem) if launch is not None else 0
     args = ConvArgs(array(problem.input_shape), array(problem.filter_shape), array(problem.output_shape),
