@@ -746,21 +746,23 @@ def gathered_ahead(p: ConvProblem, halves: bool = False) -> dict[str, WgmmaLaunc
 def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
     """As :func:`gather_ahead`, the tuner's gathering settings by the producer's halves (:func:`gathered_ahead`),
     beside its candidates (those with two K-tiles gathered ahead among them), the mma.sync kernel and cuBLAS SGEMM."""
-    from convkit.papers import cuconv
-
-    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
     new = functools.cache(functools.partial(gathered_ahead, halves=True))
-    beside_candidates(problems, new, 3, "by the producer's halves", sgemm=True)
+    beside_candidates(few_filter_ones(part), new, 3, "by the producer's halves", sgemm=True)
 
 
 def gather_ahead(part: tuple[int, int] = (1, 1)) -> None:
     """cuConv's 1x1 layers of at most 64 filters (its ``part`` = (k, n) of them; the layers CUTLASS's 3xTF32 tiles
     won most): the tuner's gathering settings with two K-tiles gathered ahead (:func:`gathered_ahead`) beside its
     candidates, the mma.sync kernel and cuBLAS SGEMM, every third layer checked (:func:`beside_candidates`)."""
+    beside_candidates(few_filter_ones(part), functools.cache(gathered_ahead), 3, "with two K-tiles gathered ahead",
+                      sgemm=True)  # fmt: skip
+
+
+def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
+    """cuConv's 1x1 layers of at most 64 filters, its ``part`` = (k, n) of them."""
     from convkit.papers import cuconv
 
-    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
-    beside_candidates(problems, functools.cache(gathered_ahead), 3, "with two K-tiles gathered ahead", sgemm=True)
+    return [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
 
 
 def cutlass_ones() -> None:

@@ -79,7 +79,8 @@ def tuner_builds(problems: Iterable[ConvProblem], gpu: str, array: Callable[...,
 
 
 def launch_builds(variant: Any, problem: ConvProblem, launch: Any, array: Callable[..., Any] = nowhere) -> set[Build]:
-    """The builds ``variant`` needs to run ``problem`` with ``launch``, its launcher run on arrays of no memory."""
+    """The builds ``variant`` needs to run ``problem`` with ``launch``, its launcher run without launching on
+    ``array``s (default :func:`nowhere`: of no memory)."""
     nbytes = launch.workspace_bytes(problem) if launch is not None else 0
     args = ConvArgs(array(problem.input_shape), array(problem.filter_shape), array(problem.output_shape),
                     workspace=array((nbytes,), "uint8") if nbytes else None)  # fmt: skip

@@ -322,8 +322,8 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.producer_halves not in (None, True) or (
             self.producer_halves and (not keeps_registers or self.gather_ahead)
         ):
-            raise ValueError(f"producer_halves must be None, or True as gather_ahead=2 would be and without it, got "
-                             f"{self.producer_halves!r}")  # fmt: skip
+            raise ValueError(f"producer_halves must be None, or True with the inputs gathered and in_flight=1 (or 16 "
+                             f"or 32 filters) and no gather_ahead, got {self.producer_halves!r}")  # fmt: skip
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:
             raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
                              f"this layer has c={problem.c}")  # fmt: skip
