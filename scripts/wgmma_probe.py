@@ -768,7 +768,8 @@ def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
 def cutlass_ones() -> None:
     """On :data:`CUTLASS_ONES`: CUTLASS's 64x64 and 128x64 3xTF32 tiles (the kernel alone, NHWC) and the five fastest
     of every wgmma setting that runs the layer (``*``: a tuning candidate), each checked against float64: whether a
-    setting the tuner leaves out would close the gap."""
+    setting the tuner leaves out would close the gap; then the fastest in parts (:func:`call_parts`): what of its call
+    is the weights' split, which CUTLASS's kernel does inside."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
@@ -788,13 +789,16 @@ def cutlass_ones() -> None:
             call(out)
             err = reference.relative_error(out, ref)
             mark = "*" if spec in candidates else " "
-            times.append((median_us(functools.partial(call, out)), f"{mark}{launch_text(spec)}", err))
+            times.append((median_us(functools.partial(call, out)), f"{mark}{launch_text(spec)}", err, spec))
         tiles = [(tile, median_us(cutlass.prepared(tile, p, x, w, out)[0]))
                  for tile in ("cutlass_tf32x3_64x64", "cutlass_tf32x3_128x64")
                  if cutlass.supports(tile, p)]  # fmt: skip
         print(f"{label}: CUTLASS {', '.join(f'{tile[15:]} {us:.1f}' for tile, us in tiles)}", flush=True)
-        for us, name, err in sorted(times)[:5]:
+        fastest = sorted(times, key=lambda t: t[0])[:5]
+        for us, name, err, _ in fastest:
             print(f"    {us:7.1f} {name} (error {err:.1e}{', WRONG' if err > 1e-5 else ''})", flush=True)
+        parts = call_parts(p, fastest[0][3], x, w, bias, out)
+        print(f"    the fastest in parts: {', '.join(f'{k} {median_us(v):.1f}' for k, v in parts.items())}", flush=True)
 
 
 def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
