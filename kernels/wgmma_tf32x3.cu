@@ -34,7 +34,9 @@
 // block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
-// gathering kernel with K split: its splits one cluster, their sums added there); CONVKIT_WG_PART, for
+// gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_GATHER_AHEAD and
+// CONVKIT_WS_PRODUCER_HALVES (its producer's loads of two K-tiles in flight), CONVKIT_WS_WEIGHTS_GATHERED (at 32 or 16
+// filters: the weights read as given, split as staged); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -87,6 +89,9 @@
 #endif
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
+#endif
+#ifndef CONVKIT_WS_WEIGHTS_GATHERED  // the gathering kernel at 32 or 16 filters: 1 its producer reads the weights as
+#define CONVKIT_WS_WEIGHTS_GATHERED 0  // given (MCRS) and splits them as it stages them: no split ahead, no launch of it
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -599,6 +604,14 @@ constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || (GATHER_AHEAD == 1 && (IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32),
               "producer halves: one K-tile gathered a half; one K-tile of products in flight, or the pixels on the rows");
+// With the pixels on the products' rows, the weights' K-tile is a quarter of the inputs' or less (32 filters by 32 k),
+// so that its producer may read and split them itself as it stages the inputs (WEIGHTS_GATHERED, WeightsGather): a
+// call is then one launch, where the weights' split ahead (a launch of 0.7-2 us, H200) is most of what a small layer's
+// call pays over CUTLASS's (which splits inside). Not launched early: no kernel of its own comes before it, and its
+// producer reads the input before it would wait for one.
+constexpr bool WEIGHTS_GATHERED = CONVKIT_WS_WEIGHTS_GATHERED;
+static_assert(!WEIGHTS_GATHERED || (PIXEL_ROWS && GATHER_AHEAD == 1 && !HALVES),
+              "the weights gathered: at 32 or 16 filters, each K-tile gathered as it is staged");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
 constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && GATHER_AHEAD == 1 && !HALVES;
@@ -707,7 +720,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, STAGERS + 1);
+            barrier_init(full + s, STAGERS + (WEIGHTS_GATHERED ? 0 : 1));  // (and the weights' bulk copy)
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -730,6 +743,7 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
                                                         bool leader = threadIdx.x == 0)
 {
     if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+    if (WEIGHTS_GATHERED) return;  // (the producer's threads store them: WeightsGather)
     if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (leader) arrive(full + s);
     } else if (leader) {
@@ -737,6 +751,48 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
 }
+
+// With WEIGHTS_GATHERED, a producer thread's lines of the weights' K-tiles of one block of FILTERS filters (from m0),
+// read from w (MCRS: K = C R S a row) into registers (gather) and split into a stage's two weight planes as
+// split_weights_tiled_tf32x3 splits them ahead, zeros past M and K, the same bits (store). Lines thread, thread + 128,
+// ... of a K-tile's KGROUPS x FILTERS, k-group fastest: a warp reads 4 filters' 32 k, 128 contiguous bytes of each row.
+struct WeightsGather {
+    static constexpr int LINES = KGROUPS * FILTERS / PRODUCERS;  // 2 at 32 filters, 1 at 16
+    static_assert(!WEIGHTS_GATHERED || LINES * PRODUCERS == KGROUPS * FILTERS, "whole lines a thread");
+    const float* w;
+    int thread, K, M, m0, k0;  // k0: the next K-tile's first k
+    float gathered[LINES > 0 ? LINES : 1][4];
+
+    __device__ WeightsGather(const float* w_, int thread_, int K_, int M_, int m0_)
+        : w(w_), thread(thread_), K(K_), M(M_), m0(m0_), k0(0)
+    {
+    }
+
+    __device__ __forceinline__ void gather()
+    {
+#pragma unroll
+        for (int i = 0; i < LINES; ++i) {
+            const int line = thread + PRODUCERS * i, m = m0 + line / KGROUPS, k = k0 + line % KGROUPS * 4;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                gathered[i][j] = m < M && k + j < K ? __ldg(w + (long long)m * K + k + j) : 0.0f;
+        }
+        k0 += BK;
+    }
+
+    __device__ __forceinline__ void store(float* planes) const
+    {
+#pragma unroll
+        for (int i = 0; i < LINES; ++i) {
+            const int line = thread + PRODUCERS * i, row = line / KGROUPS, kgroup = line % KGROUPS;
+            float4 big, small;
+            tf32::split_ahead(make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]), big, small);
+            float* at = planes + (kgroup * FILTERS + row) * 4;
+            *reinterpret_cast<float4*>(at) = big;
+            *reinterpret_cast<float4*>(at + PLANE_A_WS) = small;
+        }
+    }
+};
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
 // read and added by the first, which stores the tile; sums_barriers order the turns. `round`:
@@ -1101,6 +1157,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             ColumnGather<WIDTH, 1, GATHER_AHEAD> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad,
                                                         stride, tile0 * BK);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
+            WeightsGather weights_as_given(tiled, tid, C * RS, M, (int)(t % m_blocks) * FILTERS);  // (WEIGHTS_GATHERED:
+                                                                                                   // `tiled` is w)
             // K-tile `tile` into its stage from slot `now` of the gathered values, the next K-tile's loads (into slot
             // `next`, if any) issued first: they run as the producer waits for the stage and stores this one (as far as
             // the fence: GATHER_AHEAD's comment). With one slot, this K-tile's own loads, as before the slots.
@@ -1108,9 +1166,11 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 const int s = turn % WS_STAGES;
                 if (!CONVKIT_PART_NO_INPUTS && (GATHER_AHEAD == 1 || tile + 1 < tiles))
                     inputs.template gather<decltype(next)::value>();
+                if constexpr (WEIGHTS_GATHERED) weights_as_given.gather();  // (this K-tile's: GATHER_AHEAD 1)
                 float* stage = smem + s * STAGE_WS;
                 if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
+                if constexpr (WEIGHTS_GATHERED) weights_as_given.store(stage);
                 if (!CONVKIT_PART_NO_INPUTS) inputs.template store<decltype(now)::value>(stage + 2 * PLANE_A_WS);
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
@@ -1209,7 +1269,8 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
-    if (HALVES) __trap();  // (its producer copies each K-tile whole: its barriers count all 128; the launch refuses)
+    if (HALVES || WEIGHTS_GATHERED) __trap();  // (its producer copies each K-tile whole, the weights by bulk copy: its
+                                               // barriers count on that; the launch refuses these settings)
     const int CP = row_channels(C), tiles = nhwc_tiles(C);
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;

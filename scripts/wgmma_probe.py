@@ -20,6 +20,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gather-ahead [--part=k/n]  # 1x1 of <= 64 filters, loads ahead
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # the same, by producer halves
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --weights-gathered [--part=k/n]  # 1x1, weights split in-kernel
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -92,8 +93,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         ahead = (
             ", two K-tiles gathered ahead" if spec.gather_ahead else ", producer halves" if spec.producer_halves else ""
         )
+        weights = ", weights gathered" if spec.weights_gathered else ""
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}{ahead}")  # fmt: skip
+                f"{pairs}{ahead}{weights}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -758,6 +760,27 @@ def gather_ahead(part: tuple[int, int] = (1, 1)) -> None:
                       sgemm=True)  # fmt: skip
 
 
+def weights_gathered(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    """The tuner's settings with the pixels on the products' rows (16 or 32 filters a block) on ``p``, each with the
+    weights read as given and split by its producer (``weights_gathered``: one launch a call; not early, one K-tile
+    gathered at a time), by name."""
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+
+    rows = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and (s.filters or 128) <= 32]
+    gathered = (dataclasses.replace(s, weights_gathered=True, early=None, gather_ahead=None) for s in rows)
+    return by_name(s for s in gathered if not s.not_supported_reasons(p))
+
+
+def weights_gathered_ones(part: tuple[int, int] = (1, 1)) -> None:
+    """cuConv's 1x1 layers where the pixels on the rows are candidates (at most 32 filters, and small grids), its
+    ``part`` = (k, n) of them: those settings with the weights gathered (:func:`weights_gathered`) beside the
+    candidates, the mma.sync kernel and cuBLAS SGEMM, every third layer checked (:func:`beside_candidates`)."""
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and weights_gathered(p)][part[0] - 1 :: part[1]]
+    beside_candidates(problems, functools.cache(weights_gathered), 3, "with the weights gathered", sgemm=True)
+
+
 def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
     """cuConv's 1x1 layers of at most 64 filters, its ``part`` = (k, n) of them."""
     from convkit.papers import cuconv
@@ -781,7 +804,7 @@ def cutlass_ones() -> None:
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
         candidates, times = wgmma_candidates(p), []
-        ahead = (*gathered_ahead(p).values(), *gathered_ahead(p, halves=True).values())
+        ahead = (*gathered_ahead(p).values(), *gathered_ahead(p, halves=True).values(), *weights_gathered(p).values())
         for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *ahead)):
             if spec.not_supported_reasons(p):
                 continue
@@ -1134,6 +1157,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--gather-ahead" in sys.argv[1:]:  # two K-tiles gathered ahead, on 1x1 layers of at most 64 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         gather_ahead(tuple(map(int, share.split("/"))))
+    elif "--weights-gathered" in sys.argv[1:]:  # the weights split by the producer, at 16 or 32 filters a block
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        weights_gathered_ones(tuple(map(int, share.split("/"))))
     elif "--producer-halves" in sys.argv[1:]:  # the producer's halves, on 1x1 layers of at most 64 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         producer_halves(tuple(map(int, share.split("/"))))

@@ -351,6 +351,14 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
                   dataclasses.replace(halves, producer_halves=False),
                   dataclasses.replace(split_ahead, producer_halves=True)):  # fmt: skip
         assert "producer_halves must be" in wrong.not_supported_reasons(deep)[0]
+    # or the weights read as given and split by the producer as it stages them, at 16 or 32 filters: no workspace
+    gathered = dataclasses.replace(rows, weights_gathered=True, early=None)
+    assert gathered.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_GATHERED=1" and gathered.workspace_bytes(deep) == 0
+    assert WGMMA_VARIANT.launch_from(gathered.to_params()) == gathered
+    for wrong in (dataclasses.replace(gathered, early=True), dataclasses.replace(gathered, filters=64),
+                  dataclasses.replace(gathered, gather_ahead=2), dataclasses.replace(gathered, weights_gathered=False),
+                  dataclasses.replace(gathered, in_flight=1, producer_halves=True)):  # fmt: skip
+        assert "weights_gathered must be" in wrong.not_supported_reasons(deep)[0]
     narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
     assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
     tiled = wgmma_operands.tiled_elements(deep, False, 64)
@@ -402,6 +410,7 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
     pairs, ahead = "-tap_pairs" if spec.tap_pairs else "", "-gather_ahead" if spec.gather_ahead else ""
     ahead += "-producer_halves" if spec.producer_halves else ""
+    ahead += "-weights_gathered" if spec.weights_gathered else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
             f"{early}{pingpong}{pairs}{ahead}")  # fmt: skip
 
@@ -448,6 +457,8 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         assert not nhwc[..., problem.c :].any(), "inputs past C"
         expected = input_planes(x) if planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
+    if launch.weights_gathered:  # the kernel reads the weights as given and splits them itself
+        tiled = w.ravel()
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
@@ -517,6 +528,19 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
     launches = (wgmma_settings.SPLIT_AHEAD, wgmma_settings.SPLIT_STAGED)
     outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
     assert np.array_equal(*outputs)
+
+
+@pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 40, 3), ConvProblem.same(1, 16, 6, 6, 20, 1)],
+                         ids=lambda p: p.label)  # fmt: skip
+def test_the_weights_gathered_give_the_bits_of_the_weights_split_ahead_on_the_cpu(build_dir, problem, monkeypatch):
+    """The pixels on the products' rows with the weights read as given and split by the producer as it stages them
+    (``weights_gathered``): the same split of the same values, the same products, so the outputs equal the weights'
+    split ahead bit for bit (40 filters: a second block of 8, zeros past M; 37 channels of a 3x3: zeros past K)."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    x, w, bias = ws_inputs(problem)
+    ahead = dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, early=None)
+    launches = (ahead, dataclasses.replace(ahead, weights_gathered=True))
+    assert np.array_equal(*(emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches))
 
 
 @pytest.mark.parametrize("problem", [ONE_TAP, ConvProblem.same(1, 16, 6, 6, 70, 1)], ids=lambda p: p.label)

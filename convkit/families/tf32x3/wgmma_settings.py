@@ -330,4 +330,6 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, gather_ahead=2),
                *(dataclasses.replace(s, gather_ahead=None, producer_halves=True)
                  for s in (PIXEL_ROWS_AHEAD, GATHERED_PINGPONG_AHEAD)),
-               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True))  # fmt: skip
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
+               dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, early=None, weights_gathered=True),
+               WgmmaWsLaunch(in_flight=2, filters=16, weights_gathered=True))  # fmt: skip
