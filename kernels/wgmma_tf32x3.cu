@@ -761,7 +761,7 @@ struct WeightsGather {
     static_assert(!WEIGHTS_GATHERED || LINES * PRODUCERS == KGROUPS * FILTERS, "whole lines a thread");
     const float* w;
     int thread, K, M, m0, k0;  // k0: the next K-tile's first k
-    float gathered[LINES > 0 ? LINES : 1][4];
+    float gathered[LINES][4];
 
     __device__ WeightsGather(const float* w_, int thread_, int K_, int M_, int m0_)
         : w(w_), thread(thread_), K(K_), M(M_), m0(m0_), k0(0)
@@ -787,7 +787,7 @@ struct WeightsGather {
             const int line = thread + PRODUCERS * i, row = line / KGROUPS, kgroup = line % KGROUPS;
             float4 big, small;
             tf32::split_ahead(make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]), big, small);
-            float* at = planes + (kgroup * FILTERS + row) * 4;
+            float* at = planes + wgmma_operands::tiled_line(0, kgroup, row, FILTERS);  // (split_weights_tiled's)
             *reinterpret_cast<float4*>(at) = big;
             *reinterpret_cast<float4*>(at + PLANE_A_WS) = small;
         }
