@@ -34,9 +34,8 @@
 // block; the gathering kernel's 32 or 16, its pixels the products' rows), CONVKIT_WS_PINGPONG (at 64, persistent: the
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
-// gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_GATHER_AHEAD and
-// CONVKIT_WS_PRODUCER_HALVES (its producer's loads of two K-tiles in flight), CONVKIT_WS_WEIGHTS_GATHERED (at 32 or 16
-// filters: the weights read as given, split as staged); CONVKIT_WG_PART, for
+// gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
+// producer's loads of two K-tiles in flight, a half's each); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -84,14 +83,8 @@
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
 #endif
-#ifndef CONVKIT_WS_GATHER_AHEAD  // the gathering kernel's K-tiles of inputs its producer has in flight: 1, or 2 (the
-#define CONVKIT_WS_GATHER_AHEAD 1  // next K-tile's loads running as it splits and stores one; it keeps its registers)
-#endif
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
-#endif
-#ifndef CONVKIT_WS_WEIGHTS_GATHERED  // the gathering kernel at 32 or 16 filters: 1 its producer reads the weights as
-#define CONVKIT_WS_WEIGHTS_GATHERED 0  // given (MCRS) and splits them as it stages them: no split ahead, no launch of it
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -219,16 +212,14 @@ __device__ __forceinline__ void copies_wait()
 // division and no multiplication in the loop. A 1x1 filter has one tap: k is the channel, HW floats apart, and
 // whether the pixel's tap lies inside the image is known once; a K-tile's loads then need no stepping, and no
 // channel check but in a last, partial K-tile (RS == 1: the 1x1 layers, which wait on this producer the most).
-// `Slots` K-tiles of gathered values (gather<slot> and store<slot>): with two, one K-tile's loads run as the one
-// before is split and stored.
-template <int Width, int Step, int Slots = 1>
+template <int Width, int Step>
 struct ColumnGather {
     static constexpr int GROUPS = KGROUPS / Step;  // k-groups of a K-tile this thread stages
     static constexpr int SKIP = 4 * (Step - 1), SKIP_C = SKIP / RS, SKIP_R = SKIP % RS / S, SKIP_S = SKIP % RS % S;
     int column, kgroup0, C, H, W, HW, ih0, iw0, tap_c, tap_r, tap_s, offset;
     bool pixel_ok, in_image;  // in_image: (RS == 1) the pixel's one tap lies in the image
     const float* corner;  // dereferenced only inside the image
-    float gathered[Slots][GROUPS][4];
+    float gathered[GROUPS][4];
 
     // `k0`: the first K it gathers (a multiple of BK: the first K-tile of a split of K)
     __device__ ColumnGather(const float* x, int thread, long long pixel0, long long pixels, long long PQ, int Q,
@@ -247,7 +238,6 @@ struct ColumnGather {
         if constexpr (RS == 1) in_image = pixel_ok && (unsigned)ih0 < (unsigned)H && (unsigned)iw0 < (unsigned)W;
     }
 
-    template <int Slot = 0>
     __device__ __forceinline__ void gather()  // this thread's k-groups of the next K-tile, into registers
     {
         if constexpr (RS == 1) {  // channels tap_c + 4 Step i + j, the K-tile's 32 from tap_c - 4 kgroup0
@@ -257,13 +247,13 @@ struct ColumnGather {
 #pragma unroll
                 for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
 #pragma unroll
-                    for (int j = 0; j < 4; ++j, at += HW) gathered[Slot][i][j] = __ldg(at);
+                    for (int j = 0; j < 4; ++j, at += HW) gathered[i][j] = __ldg(at);
             } else {
 #pragma unroll
                 for (int i = 0; i < GROUPS; ++i, at += (4 * Step - 4) * HW)
 #pragma unroll
                     for (int j = 0; j < 4; ++j, at += HW)
-                        gathered[Slot][i][j] = in_image && 4 * Step * i + j < left ? __ldg(at) : 0.0f;
+                        gathered[i][j] = in_image && 4 * Step * i + j < left ? __ldg(at) : 0.0f;
             }
             tap_c += BK, offset += BK * HW;
         } else {
@@ -273,7 +263,7 @@ struct ColumnGather {
                 for (int j = 0; j < 4; ++j) {
                     const bool inside = pixel_ok && tap_c < C && (unsigned)(ih0 + tap_r) < (unsigned)H &&
                                         (unsigned)(iw0 + tap_s) < (unsigned)W;  // k < K exactly where c < C
-                    gathered[Slot][i][j] = inside ? __ldg(corner + offset) : 0.0f;
+                    gathered[i][j] = inside ? __ldg(corner + offset) : 0.0f;
                     ++offset;
                     if (++tap_s == S) {
                         tap_s = 0, offset += W - S;
@@ -304,13 +294,12 @@ struct ColumnGather {
     }
 
     // The big plane, then the small one, split as the inputs split ahead are (tf32::split_ahead).
-    template <int Slot = 0>
     __device__ __forceinline__ void store(float* b_planes) const
     {
 #pragma unroll
         for (int i = 0; i < GROUPS; ++i) {
             float4 big, small;
-            const float(&g)[4] = gathered[Slot][i];
+            const float(&g)[4] = gathered[i];
             tf32::split_ahead(make_float4(g[0], g[1], g[2], g[3]), big, small);
             const int line = ((kgroup0 + Step * i) * Width + column) * 4;
             *reinterpret_cast<float4*>(b_planes + line) = big;
@@ -586,39 +575,25 @@ constexpr int BARRIER_FLOATS = 32;  // 16 barriers: full, empty, the sums' two (
 constexpr int IN_FLIGHT = CONVKIT_WS_IN_FLIGHT;
 constexpr bool INPUTS_FP32 = CONVKIT_WS_INPUTS_FP32;
 static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-tiles of products running");
-// The gathering kernel's producer with two K-tiles of loads in flight (a thread's 32 values of each in registers):
-// the next K-tile's loads issued before this one's values are split and stored, for a 1x1 layer of few filters,
-// whose time is its inputs' read (H200, ncu: DRAM 31% busy, the producer's warps stalled most on their loads). They
-// stay in flight only so far: the proxy fence before each arrival (fence_to_async_proxy, MEMBAR.ALL.CTA in SASS) waits
-// for every load of the thread. Copied by 4-byte cp.async into the stage instead (which that fence does not wait for)
-// and split there by the producer, they ran slower (0.91x at the median of 47 of cuConv's 1x1 layers of at most 64
-// filters, 2026-12-03). Its registers stay its own: where two K-tiles of products are in flight a consumer, only with
-// the pixels on the products' rows (few accumulators).
-constexpr int GATHER_AHEAD = CONVKIT_WS_GATHER_AHEAD;
-static_assert(GATHER_AHEAD == 1 || (GATHER_AHEAD == 2 && (IN_FLIGHT == 1 || PIXEL_ROWS)),
-              "two K-tiles gathered ahead: one K-tile of products in flight, or the pixels on the products' rows");
 // The gathering kernel's producer in two halves of 64 threads, each staging every other K-tile, a thread two pixels'
-// columns of it (64 values): two K-tiles of loads in flight, one a half, each half's proxy fence waiting for its own
-// loads alone (GATHER_AHEAD's comment), the other half's running on. Its registers stay its own, as GATHER_AHEAD's.
+// columns of it (64 values): two K-tiles of loads in flight, one a half, for a 1x1 layer of few filters, whose time
+// is its inputs' read (H200, ncu: DRAM 31% busy, the producer's warps stalled most on their loads). A thread's loads
+// of the next K-tile issued before it splits and stores this one stay in flight only so far: the proxy fence before
+// each arrival (fence_to_async_proxy, MEMBAR.ALL.CTA in SASS) waits for every load of the thread; a half's fence waits
+// for its own alone, the other half's running on. H200, 2026-12-03, cuConv's 1x1 layers of at most 64 filters: the
+// next K-tile in a second set of a thread's registers 1.03-1.10x over the rest on 29 of 94 (batch 16 or more), the
+// halves 1-9% faster still where both ran; the loads copied by 4-byte cp.async into the stage (which that fence does
+// not wait for) and split there, 0.91x. Its registers stay its own: one K-tile of products in flight a consumer, or
+// the pixels on the products' rows (few accumulators). Not at 64 filters without ping-pong (its consumers on
+// alternate K-tiles): persistent, that failed on the H200 (an unspecified launch failure, 14x14 at batch 128 of 480
+// and 528 channels) where the emulator finds no fault; the launch refuses it.
 constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
-static_assert(!HALVES || (GATHER_AHEAD == 1 && (IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32),
-              "producer halves: one K-tile gathered a half; one K-tile of products in flight, or the pixels on the rows");
-// With the pixels on the products' rows, the weights' K-tile is a quarter of the inputs' or less (32 filters by 32 k),
-// so that its producer may read and split them itself as it stages the inputs (WEIGHTS_GATHERED, WeightsGather): a
-// call is then one launch, where the weights' split ahead (a launch of 0.7-2 us, H200) is most of what a small layer's
-// call pays over CUTLASS's (which splits inside). Not launched early: no kernel of its own comes before it, and its
-// producer reads the input before it would wait for one.
-constexpr bool WEIGHTS_GATHERED = CONVKIT_WS_WEIGHTS_GATHERED;
-static_assert(!WEIGHTS_GATHERED || (PIXEL_ROWS && GATHER_AHEAD == 1 && !HALVES),
-              "the weights gathered: at 32 or 16 filters, each K-tile gathered as it is staged");
+static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K),
+              "producer halves: one K-tile of products in flight or the pixels on the rows; the consumers on every K-tile");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
-constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && GATHER_AHEAD == 1 && !HALVES;
-template <int Value>  // a slot of ColumnGather's, named at compile time
-struct GatherSlot {
-    static constexpr int value = Value;
-};
+constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && !HALVES;
 static_assert(!(INPUTS_FP32 && SPLIT_K), "the consumers split a stage together: both take every K-tile (128 filters)");
 static_assert(!(PIXEL_ROWS && INPUTS_FP32), "the pixels on the products' rows: the inputs split by the producer");
 
@@ -720,7 +695,7 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, STAGERS + (WEIGHTS_GATHERED ? 0 : 1));  // (and the weights' bulk copy)
+            barrier_init(full + s, STAGERS + 1);  // (and the weights' bulk copy)
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -737,13 +712,14 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 // The weights' K-tile `tile` into stage `s` by one bulk copy (the `leader`: thread 0 of the producer, or of its half),
 // counted in bytes on its "full" barrier, once its "empty" barrier says the consumers are done with the stage's last
 // K-tile. `turn`: the block's K-tiles staged before this one (over every output tile it has computed), which the
-// barriers' phases count.
+// barriers' phases count. (At 32 or 16 filters the producer's threads read the weights as given and split them as
+// they staged them instead, a call one launch, no split ahead: slower, 0.78x at the median of 43 of cuConv's 1x1
+// layers, faster on 3, at most 1.06x; H200, 2026-12-03.)
 __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
                                                         int s, unsigned long long* full, unsigned long long* empty,
                                                         bool leader = threadIdx.x == 0)
 {
     if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
-    if (WEIGHTS_GATHERED) return;  // (the producer's threads store them: WeightsGather)
     if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (leader) arrive(full + s);
     } else if (leader) {
@@ -751,48 +727,6 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
 }
-
-// With WEIGHTS_GATHERED, a producer thread's lines of the weights' K-tiles of one block of FILTERS filters (from m0),
-// read from w (MCRS: K = C R S a row) into registers (gather) and split into a stage's two weight planes as
-// split_weights_tiled_tf32x3 splits them ahead, zeros past M and K, the same bits (store). Lines thread, thread + 128,
-// ... of a K-tile's KGROUPS x FILTERS, k-group fastest: a warp reads 4 filters' 32 k, 128 contiguous bytes of each row.
-struct WeightsGather {
-    static constexpr int LINES = KGROUPS * FILTERS / PRODUCERS;  // 2 at 32 filters, 1 at 16
-    static_assert(!WEIGHTS_GATHERED || LINES * PRODUCERS == KGROUPS * FILTERS, "whole lines a thread");
-    const float* w;
-    int thread, K, M, m0, k0;  // k0: the next K-tile's first k
-    float gathered[LINES][4];
-
-    __device__ WeightsGather(const float* w_, int thread_, int K_, int M_, int m0_)
-        : w(w_), thread(thread_), K(K_), M(M_), m0(m0_), k0(0)
-    {
-    }
-
-    __device__ __forceinline__ void gather()
-    {
-#pragma unroll
-        for (int i = 0; i < LINES; ++i) {
-            const int line = thread + PRODUCERS * i, m = m0 + line / KGROUPS, k = k0 + line % KGROUPS * 4;
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-                gathered[i][j] = m < M && k + j < K ? __ldg(w + (long long)m * K + k + j) : 0.0f;
-        }
-        k0 += BK;
-    }
-
-    __device__ __forceinline__ void store(float* planes) const
-    {
-#pragma unroll
-        for (int i = 0; i < LINES; ++i) {
-            const int line = thread + PRODUCERS * i, row = line / KGROUPS, kgroup = line % KGROUPS;
-            float4 big, small;
-            tf32::split_ahead(make_float4(gathered[i][0], gathered[i][1], gathered[i][2], gathered[i][3]), big, small);
-            float* at = planes + wgmma_operands::tiled_line(0, kgroup, row, FILTERS);  // (split_weights_tiled's)
-            *reinterpret_cast<float4*>(at) = big;
-            *reinterpret_cast<float4*>(at + PLANE_A_WS) = small;
-        }
-    }
-};
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
 // read and added by the first, which stores the tile; sums_barriers order the turns. `round`:
@@ -1154,34 +1088,18 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         }
         int turn = 0;  // K-tiles staged so far
         for (long long t = first; t < output_tiles && !HALVES; t += step) {
-            ColumnGather<WIDTH, 1, GATHER_AHEAD> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad,
-                                                        stride, tile0 * BK);
+            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride,
+                                          tile0 * BK);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-            WeightsGather weights_as_given(tiled, tid, C * RS, M, (int)(t % m_blocks) * FILTERS);  // (WEIGHTS_GATHERED:
-                                                                                                   // `tiled` is w)
-            // K-tile `tile` into its stage from slot `now` of the gathered values, the next K-tile's loads (into slot
-            // `next`, if any) issued first: they run as the producer waits for the stage and stores this one (as far as
-            // the fence: GATHER_AHEAD's comment). With one slot, this K-tile's own loads, as before the slots.
-            auto stage_k_tile = [&](int tile, auto now, auto next) {
+            for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int s = turn % WS_STAGES;
-                if (!CONVKIT_PART_NO_INPUTS && (GATHER_AHEAD == 1 || tile + 1 < tiles))
-                    inputs.template gather<decltype(next)::value>();
-                if constexpr (WEIGHTS_GATHERED) weights_as_given.gather();  // (this K-tile's: GATHER_AHEAD 1)
+                if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
                 float* stage = smem + s * STAGE_WS;
                 if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
-                if constexpr (WEIGHTS_GATHERED) weights_as_given.store(stage);
-                if (!CONVKIT_PART_NO_INPUTS) inputs.template store<decltype(now)::value>(stage + 2 * PLANE_A_WS);
+                if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
-                ++turn;
-            };
-            using Slot0 = GatherSlot<0>;
-            using Slot1 = GatherSlot<GATHER_AHEAD - 1>;
-            if (GATHER_AHEAD == 2 && !CONVKIT_PART_NO_INPUTS && tiles > 0) inputs.template gather<0>();
-            for (int tile = 0; tile < tiles; tile += GATHER_AHEAD) {  // (the slots named at compile time)
-                stage_k_tile(tile, Slot0(), Slot1());
-                if (GATHER_AHEAD == 2 && tile + 1 < tiles) stage_k_tile(tile + 1, Slot1(), Slot0());
             }
         }
         if constexpr (CLUSTER > 0) {  // the cluster's two barriers (the consumers' sums left, then read)
@@ -1269,8 +1187,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
     extern __shared__ __align__(128) float smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + WS_STAGES * STAGE_WS);
     unsigned long long* empty = full + WS_STAGES;
-    if (HALVES || WEIGHTS_GATHERED) __trap();  // (its producer copies each K-tile whole, the weights by bulk copy: its
-                                               // barriers count on that; the launch refuses these settings)
+    if (HALVES) __trap();  // (its producer copies each K-tile whole: its barriers count on that; the launch refuses it)
     const int CP = row_channels(C), tiles = nhwc_tiles(C);
     if (shared_address(smem) % 1024 != 0) __trap();  // a swizzled plane read as another's: say so, loudly
     const long long PQ = (long long)P * Q, pixels = (long long)N * PQ;

@@ -18,9 +18,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gather-ahead [--part=k/n]  # 1x1 of <= 64 filters, loads ahead
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # the same, by producer halves
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --weights-gathered [--part=k/n]  # 1x1, weights split in-kernel
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # 1x1 of <= 64 filters, halves
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
@@ -90,12 +88,9 @@ def launch_text(spec: WgmmaLaunch) -> str:
         k_split = f", K split in {spec.splits}{' over a cluster' if spec.cluster else ''}" if spec.splits else ""
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
-        ahead = (
-            ", two K-tiles gathered ahead" if spec.gather_ahead else ", producer halves" if spec.producer_halves else ""
-        )
-        weights = ", weights gathered" if spec.weights_gathered else ""
+        halves = ", producer halves" if spec.producer_halves else ""
         return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}{ahead}{weights}")  # fmt: skip
+                f"{pairs}{halves}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -732,53 +727,23 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
 
 
-def gathered_ahead(p: ConvProblem, halves: bool = False) -> dict[str, WgmmaLaunch]:
-    """Each of the tuner's gathering settings on ``p`` with two K-tiles gathered ahead (``gather_ahead``; or with
-    ``halves``, by the producer's halves: ``producer_halves``), one K-tile of products in flight where the filters a
-    block are more than 32, by name."""
+def by_halves(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    """Each of the tuner's gathering settings on ``p`` with the producer in halves (``producer_halves``), one K-tile
+    of products in flight where the filters a block are more than 32, by name (those the launch refuses left out)."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
 
     gathering = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and not s.inputs]
-    how = {"gather_ahead": None, "producer_halves": True} if halves else {"gather_ahead": 2}
-    ahead = (dataclasses.replace(s, **how, in_flight=s.in_flight if (s.filters or 128) <= 32 else 1)
-             for s in gathering)  # fmt: skip
-    return by_name(s for s in ahead if not s.not_supported_reasons(p))
+    halves = (dataclasses.replace(s, producer_halves=True, in_flight=s.in_flight if (s.filters or 128) <= 32 else 1)
+              for s in gathering)  # fmt: skip
+    return by_name(s for s in halves if not s.not_supported_reasons(p))
 
 
 def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
-    """As :func:`gather_ahead`, the tuner's gathering settings by the producer's halves (:func:`gathered_ahead`),
-    beside its candidates (those with two K-tiles gathered ahead among them), the mma.sync kernel and cuBLAS SGEMM."""
-    new = functools.cache(functools.partial(gathered_ahead, halves=True))
-    beside_candidates(few_filter_ones(part), new, 3, "by the producer's halves", sgemm=True)
-
-
-def gather_ahead(part: tuple[int, int] = (1, 1)) -> None:
     """cuConv's 1x1 layers of at most 64 filters (its ``part`` = (k, n) of them; the layers CUTLASS's 3xTF32 tiles
-    won most): the tuner's gathering settings with two K-tiles gathered ahead (:func:`gathered_ahead`) beside its
-    candidates, the mma.sync kernel and cuBLAS SGEMM, every third layer checked (:func:`beside_candidates`)."""
-    beside_candidates(few_filter_ones(part), functools.cache(gathered_ahead), 3, "with two K-tiles gathered ahead",
-                      sgemm=True)  # fmt: skip
-
-
-def weights_gathered(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-    """The tuner's settings with the pixels on the products' rows (16 or 32 filters a block) on ``p``, each with the
-    weights read as given and split by its producer (``weights_gathered``: one launch a call; not early, one K-tile
-    gathered at a time), by name."""
-    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
-
-    rows = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and (s.filters or 128) <= 32]
-    gathered = (dataclasses.replace(s, weights_gathered=True, early=None, gather_ahead=None) for s in rows)
-    return by_name(s for s in gathered if not s.not_supported_reasons(p))
-
-
-def weights_gathered_ones(part: tuple[int, int] = (1, 1)) -> None:
-    """cuConv's 1x1 layers where the pixels on the rows are candidates (at most 32 filters, and small grids), its
-    ``part`` = (k, n) of them: those settings with the weights gathered (:func:`weights_gathered`) beside the
-    candidates, the mma.sync kernel and cuBLAS SGEMM, every third layer checked (:func:`beside_candidates`)."""
-    from convkit.papers import cuconv
-
-    problems = [p for p in cuconv.problems() if p.r * p.s == 1 and weights_gathered(p)][part[0] - 1 :: part[1]]
-    beside_candidates(problems, functools.cache(weights_gathered), 3, "with the weights gathered", sgemm=True)
+    won most): the tuner's gathering settings with the producer in halves (:func:`by_halves`) beside its candidates
+    (two of them in halves), the mma.sync kernel and cuBLAS SGEMM, every third layer checked
+    (:func:`beside_candidates`)."""
+    beside_candidates(few_filter_ones(part), functools.cache(by_halves), 3, "by the producer's halves", sgemm=True)
 
 
 def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
@@ -804,8 +769,7 @@ def cutlass_ones() -> None:
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
         candidates, times = wgmma_candidates(p), []
-        ahead = (*gathered_ahead(p).values(), *gathered_ahead(p, halves=True).values(), *weights_gathered(p).values())
-        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *ahead)):
+        for spec in dict.fromkeys((*WGMMA_SETTINGS, *WS_SETTINGS, *candidates, *by_halves(p).values())):
             if spec.not_supported_reasons(p):
                 continue
             call = wgmma_call(x, w, bias, p, spec)
@@ -1154,12 +1118,6 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--small-grids" in sys.argv[1:]:  # 1x1 layers of few output tiles: smaller blocks
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         small_grids(tuple(map(int, share.split("/"))))
-    elif "--gather-ahead" in sys.argv[1:]:  # two K-tiles gathered ahead, on 1x1 layers of at most 64 filters
-        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
-        gather_ahead(tuple(map(int, share.split("/"))))
-    elif "--weights-gathered" in sys.argv[1:]:  # the weights split by the producer, at 16 or 32 filters a block
-        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
-        weights_gathered_ones(tuple(map(int, share.split("/"))))
     elif "--producer-halves" in sys.argv[1:]:  # the producer's halves, on 1x1 layers of at most 64 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         producer_halves(tuple(map(int, share.split("/"))))

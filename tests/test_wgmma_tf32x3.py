@@ -180,7 +180,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
     deep = one_tap_candidates(ConvProblem(32, 832, 7, 7, 48, 1, 1))  # 13 tiles, 26 K-tiles: 4 and 7 splits
-    narrow_ones = [wgmma_settings.GATHERED_NARROW, wgmma_settings.GATHERED_PINGPONG_AHEAD]  # (<= 64 filters)
+    narrow_ones = [wgmma_settings.GATHERED_NARROW, wgmma_settings.GATHERED_PINGPONG_HALVES]  # (<= 64 filters)
     assert deep == [gathered_persistent, pingpong, *narrow_ones, *cluster_in]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
@@ -218,15 +218,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # a 1x1 layer of at most 32 filters: the pixels on the products' rows, 16 filters a block where it has at most 16
     rows_at = [dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=k)
                for f in (32, 16) for persistent in (True, None) for k in (1, 2)]  # fmt: skip
-    rows_ahead = [dataclasses.replace(wgmma_settings.PIXEL_ROWS_AHEAD, filters=f) for f in (32, 16)]  # (and ahead)
-    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-5:] == [*rows_at[:4], rows_ahead[0]]
-    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-5:] == [*rows_at[4:], rows_ahead[1]]
-    assert rows_ahead[0] == dataclasses.replace(rows_at[0], gather_ahead=2)  # persistent, one K-tile in flight
+    halves_at = [dataclasses.replace(wgmma_settings.PIXEL_ROWS_HALVES, filters=f) for f in (32, 16)]  # (in halves)
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-5:] == [*rows_at[:4], halves_at[0]]
+    assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-5:] == [*rows_at[4:], halves_at[1]]
+    assert halves_at[0] == dataclasses.replace(rows_at[0], producer_halves=True)  # persistent, one K-tile in flight
     assert default(ConvProblem(8, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
-    # (two K-tiles gathered ahead where its blocks of 128 pixels are at least one an SM and it has 4 K-tiles or more)
-    assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == rows_ahead[0]  # 392 blocks, 8 K-tiles
+    # (the producer in halves where its blocks of 128 pixels are at least one an SM and it has 4 K-tiles or more)
+    assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == halves_at[0]  # 392 blocks, 8 K-tiles
     assert default(ConvProblem(64, 96, 28, 28, 16, 1, 1)) == rows_at[4]  # 3 K-tiles
-    assert default(ConvProblem(32, 256, 28, 28, 64, 1, 1)) == wgmma_settings.GATHERED_PINGPONG_AHEAD  # 196, 8
+    assert default(ConvProblem(32, 256, 28, 28, 64, 1, 1)) == wgmma_settings.GATHERED_PINGPONG_HALVES  # 196, 8
     assert default(ConvProblem(21, 256, 28, 28, 64, 1, 1)) == pingpong  # 129 blocks
     assert default(ConvProblem(1, 512, 14, 14, 32, 1, 1)) == cluster_in[1]  # (K split in one wave first)
     assert not wgmma_settings.pixel_rows_candidates(ConvProblem.same(64, 16, 28, 28, 32, 5))  # 1x1 alone
@@ -333,32 +333,18 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     for wrong in (dataclasses.replace(pingpong, persistent=None), dataclasses.replace(pingpong, filters=None),
                   dataclasses.replace(pingpong, pingpong=False)):  # fmt: skip
         assert "pingpong must be" in wrong.not_supported_reasons(deep)[0]
-    # two K-tiles gathered ahead: the producer keeps its registers, so one K-tile of products in flight but at 16 or 32
-    # filters; the inputs gathered
-    ahead = dataclasses.replace(pingpong, in_flight=1, gather_ahead=2)
-    assert ahead.options(deep)[-1] == "-DCONVKIT_WS_GATHER_AHEAD=2" and WGMMA_VARIANT.launch_from(ahead.to_params())
-    assert "GATHER_AHEAD" not in " ".join(pingpong.options(deep))
-    assert not dataclasses.replace(rows, gather_ahead=2).not_supported_reasons(deep)  # (two in flight at 32 filters)
-    wrongs = [dataclasses.replace(ahead, gather_ahead=g) for g in (3, 1)]
-    for wrong in (*wrongs, dataclasses.replace(ahead, in_flight=2), dataclasses.replace(split_ahead, gather_ahead=2)):
-        assert "gather_ahead must be" in wrong.not_supported_reasons(deep)[0]
-    # or the producer's halves on alternate K-tiles, where two K-tiles gathered ahead would run, not with them
-    halves = dataclasses.replace(ahead, gather_ahead=None, producer_halves=True)
+    # the producer's halves on alternate K-tiles: it keeps its registers, so one K-tile of products in flight but at 16
+    # or 32 filters; the inputs gathered; at 64 filters ping-pong (its consumers on alternate K-tiles without: refused)
+    halves = dataclasses.replace(pingpong, in_flight=1, producer_halves=True)
     assert halves.options(deep)[-1] == "-DCONVKIT_WS_PRODUCER_HALVES=1"
     assert WGMMA_VARIANT.launch_from(halves.to_params()) == halves
+    assert "HALVES" not in " ".join(pingpong.options(deep))
     assert not dataclasses.replace(rows, producer_halves=True).not_supported_reasons(deep)  # (two in flight at 32)
-    for wrong in (dataclasses.replace(halves, gather_ahead=2), dataclasses.replace(halves, in_flight=2),
-                  dataclasses.replace(halves, producer_halves=False),
+    alternate = dataclasses.replace(split, filters=64, in_flight=1, producer_halves=True)  # (K split too)
+    for wrong in (dataclasses.replace(halves, in_flight=2), dataclasses.replace(halves, producer_halves=False),
+                  dataclasses.replace(halves, pingpong=None), alternate,
                   dataclasses.replace(split_ahead, producer_halves=True)):  # fmt: skip
         assert "producer_halves must be" in wrong.not_supported_reasons(deep)[0]
-    # or the weights read as given and split by the producer as it stages them, at 16 or 32 filters: no workspace
-    gathered = dataclasses.replace(rows, weights_gathered=True, early=None)
-    assert gathered.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_GATHERED=1" and gathered.workspace_bytes(deep) == 0
-    assert WGMMA_VARIANT.launch_from(gathered.to_params()) == gathered
-    for wrong in (dataclasses.replace(gathered, early=True), dataclasses.replace(gathered, filters=64),
-                  dataclasses.replace(gathered, gather_ahead=2), dataclasses.replace(gathered, weights_gathered=False),
-                  dataclasses.replace(gathered, in_flight=1, producer_halves=True)):  # fmt: skip
-        assert "weights_gathered must be" in wrong.not_supported_reasons(deep)[0]
     narrow = dataclasses.replace(split, filters=64)  # at 64 filters a block too: its weights tiled at 64
     assert not narrow.not_supported_reasons(deep) and narrow.grid(deep) == (13, 1, 4)
     tiled = wgmma_operands.tiled_elements(deep, False, 64)
@@ -408,11 +394,9 @@ def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
-    pairs, ahead = "-tap_pairs" if spec.tap_pairs else "", "-gather_ahead" if spec.gather_ahead else ""
-    ahead += "-producer_halves" if spec.producer_halves else ""
-    ahead += "-weights_gathered" if spec.weights_gathered else ""
+    pairs, halves = "-tap_pairs" if spec.tap_pairs else "", "-producer_halves" if spec.producer_halves else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}{pairs}{ahead}")  # fmt: skip
+            f"{early}{pingpong}{pairs}{halves}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
@@ -457,8 +441,6 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         assert not nhwc[..., problem.c :].any(), "inputs past C"
         expected = input_planes(x) if planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
-    if launch.weights_gathered:  # the kernel reads the weights as given and splits them itself
-        tiled = w.ravel()
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
@@ -528,19 +510,6 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives_on_the_cpu(build
     launches = (wgmma_settings.SPLIT_AHEAD, wgmma_settings.SPLIT_STAGED)
     outputs = [emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches]
     assert np.array_equal(*outputs)
-
-
-@pytest.mark.parametrize("problem", [ConvProblem.same(2, 37, 9, 11, 40, 3), ConvProblem.same(1, 16, 6, 6, 20, 1)],
-                         ids=lambda p: p.label)  # fmt: skip
-def test_the_weights_gathered_give_the_bits_of_the_weights_split_ahead_on_the_cpu(build_dir, problem, monkeypatch):
-    """The pixels on the products' rows with the weights read as given and split by the producer as it stages them
-    (``weights_gathered``): the same split of the same values, the same products, so the outputs equal the weights'
-    split ahead bit for bit (40 filters: a second block of 8, zeros past M; 37 channels of a 3x3: zeros past K)."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    x, w, bias = ws_inputs(problem)
-    ahead = dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, early=None)
-    launches = (ahead, dataclasses.replace(ahead, weights_gathered=True))
-    assert np.array_equal(*(emulate_ws(build_dir, launch, problem, x, w, bias) for launch in launches))
 
 
 @pytest.mark.parametrize("problem", [ONE_TAP, ConvProblem.same(1, 16, 6, 6, 70, 1)], ids=lambda p: p.label)

@@ -150,9 +150,8 @@ class WgmmaWsLaunch(KernelLaunch):
     writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
     it ends. ``tap_pairs`` (inputs channels last, at most 16 channels; None: not): the input's rows 16 channels wide and
     a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
-    (``CONVKIT_WS_TAP_PAIRS``). The gathering producer's (None: not): ``gather_ahead`` (2) or ``producer_halves``, its
-    loads of two K-tiles in flight, in a thread's registers or by its halves on alternate K-tiles; ``weights_gathered``
-    (16 or 32 filters), the weights read as given and split as staged, a call one launch (``CONVKIT_WS_*``)."""
+    (``CONVKIT_WS_TAP_PAIRS``). ``producer_halves`` (inputs gathered; None: not): the producer's halves staging
+    alternate K-tiles, two K-tiles of its loads in flight (``CONVKIT_WS_PRODUCER_HALVES``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -164,9 +163,7 @@ class WgmmaWsLaunch(KernelLaunch):
     pingpong: bool | None = None
     cluster: bool | None = None
     tap_pairs: bool | None = None
-    gather_ahead: int | None = None
     producer_halves: bool | None = None
-    weights_gathered: bool | None = None
 
     @property
     def block_filters(self) -> int:
@@ -200,12 +197,10 @@ class WgmmaWsLaunch(KernelLaunch):
         fp32 = ("-DCONVKIT_WS_INPUTS_FP32=1",) if self.inputs == "split staged" else ()
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
-        ahead = (f"-DCONVKIT_WS_GATHER_AHEAD={self.gather_ahead}",) if self.gather_ahead else ()
-        ahead += ("-DCONVKIT_WS_PRODUCER_HALVES=1",) if self.producer_halves else ()
-        ahead += ("-DCONVKIT_WS_WEIGHTS_GATHERED=1",) if self.weights_gathered else ()
+        halves = ("-DCONVKIT_WS_PRODUCER_HALVES=1",) if self.producer_halves else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
-                *tap_pairs_macro(self.tap_pairs), *ahead)  # fmt: skip
+                *tap_pairs_macro(self.tap_pairs), *halves)  # fmt: skip
 
     def sums_in_cluster(self, problem: ConvProblem) -> bool:
         """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
@@ -231,8 +226,6 @@ class WgmmaWsLaunch(KernelLaunch):
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
-        if self.weights_gathered:  # (the weights read as given; K whole: no planes)
-            return []
         tiled = tiled_elements(problem, self.channels_last, self.block_filters, bool(self.tap_pairs))
         if self.channels_last:
             return [tiled, self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))]
@@ -243,17 +236,14 @@ class WgmmaWsLaunch(KernelLaunch):
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
         input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but over a
-        cluster), the splits' planes of partial outputs; with the weights gathered, none."""
+        cluster), the splits' planes of partial outputs."""
         return regions_bytes(self._regions(problem))
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
         """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
-        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands (with the
-        weights gathered, ``x`` and ``w`` as they are: nothing enqueued)."""
+        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands."""
         import cupy
 
-        if self.weights_gathered:  # (split by the kernel's producer as it stages them)
-            return x, w
         regions = float32_regions(workspace, self._regions(problem))
         if not self.channels_last:
             k = problem.c * problem.r * problem.s
@@ -284,8 +274,8 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``gather_ahead``, ``producer_halves`` or
-        ``weights_gathered`` where the kernel has no such setting, the input split ahead where it is past the kernel's
+        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs`` or ``producer_halves`` where the
+        kernel has no such setting, the input split ahead where it is past the kernel's
         32-bit indices, and the splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
@@ -316,19 +306,14 @@ class WgmmaWsLaunch(KernelLaunch):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
-        # (loads of two K-tiles in flight hold the producer's registers, which two K-tiles of products need but at 32)
-        keeps_registers = not self.inputs and (self.in_flight == 1 or self.filters in PIXEL_ROW_FILTERS)
-        if self.gather_ahead not in (None, 2) or (self.gather_ahead and not keeps_registers):
-            raise ValueError(f"gather_ahead must be None, or 2 with the inputs gathered and in_flight=1 (or 16 or 32 "
-                             f"filters), got {self.gather_ahead!r}")  # fmt: skip
-        halves_alone = keeps_registers and not self.gather_ahead
-        if self.producer_halves not in (None, True) or (self.producer_halves and not halves_alone):
-            raise ValueError(f"producer_halves must be None, or True with the inputs gathered and in_flight=1 (or 16 "
-                             f"or 32 filters) and no gather_ahead, got {self.producer_halves!r}")  # fmt: skip
-        other = self.filters not in PIXEL_ROW_FILTERS or self.early or self.gather_ahead or self.producer_halves
-        if self.weights_gathered not in (None, True) or (self.weights_gathered and other):  # (early: no split to wait)
-            raise ValueError(f"weights_gathered must be None, or True at 16 or 32 filters, not early, without "
-                             f"gather_ahead or producer_halves, got {self.weights_gathered!r}")  # fmt: skip
+        # (its loads of two K-tiles in flight hold the producer's registers, which two K-tiles of products need but at
+        # 32 filters or fewer; at 64 without ping-pong, its consumers on alternate K-tiles, it failed on an H200)
+        keeps_registers = self.in_flight == 1 or self.filters in PIXEL_ROW_FILTERS
+        alternate = self.filters == NARROW_FILTERS and not self.pingpong
+        halves_refused = self.inputs or not keeps_registers or alternate
+        if self.producer_halves not in (None, True) or (self.producer_halves and halves_refused):
+            raise ValueError(f"producer_halves must be None, or True with the inputs gathered, in_flight=1 (or 16 or "
+                             f"32 filters) and at 64 filters ping-pong, got {self.producer_halves!r}")  # fmt: skip
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:
             raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
                              f"this layer has c={problem.c}")  # fmt: skip

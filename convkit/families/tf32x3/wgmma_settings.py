@@ -62,7 +62,7 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
 def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The gathering kernel with the block's pixels the products' rows (:data:`GATHERED_PIXEL_ROWS`), on a 1x1 layer of
     at most 32 filters: 16 filters a block where it has at most 16, else 32; persistent or a block a tile, one or two
-    K-tiles in flight; and persistent with two K-tiles gathered ahead (:data:`PIXEL_ROWS_AHEAD`). H200, cuConv's 84
+    K-tiles in flight; and persistent with the producer in halves (:data:`PIXEL_ROWS_HALVES`). H200, cuConv's 84
     layers of at most 32 filters (2026-12-02, ``wgmma_probe.py --pixel-rows``): on its 77 1x1 layers the fastest of
     these (but the last) over the fastest of the other candidates and the mma.sync kernel 1.03-1.24x where the batch is
     32 or more (and on most of 8 and 16), persistent with one K-tile in flight the fastest on most; at batch 1 and 8 of
@@ -72,7 +72,7 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     filters = 16 if problem.m <= 16 else 32
     return [*(dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=in_flight)
               for persistent in (True, None) for in_flight in (1, 2)),
-            dataclasses.replace(PIXEL_ROWS_AHEAD, filters=filters)]  # fmt: skip
+            dataclasses.replace(PIXEL_ROWS_HALVES, filters=filters)]  # fmt: skip
 
 
 def small_grid(problem: ConvProblem) -> bool:
@@ -138,8 +138,8 @@ def stores_weigh_most(problem: ConvProblem) -> bool:
 def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The gathering kernel's settings for a 1x1 filter: persistent (:data:`GATHERED_PERSISTENT`), persistent at 64
     filters a block with its consumers taking alternate output tiles (:data:`GATHERED_PINGPONG`), at 64 filters a block
-    where the layer has at most 64 (:data:`GATHERED_NARROW`) and there ping-pong with two K-tiles gathered ahead
-    (:data:`GATHERED_PINGPONG_AHEAD`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where that
+    where the layer has at most 64 (:data:`GATHERED_NARROW`) and there ping-pong with the producer in halves
+    (:data:`GATHERED_PINGPONG_HALVES`), K split in 4 and 8 (:data:`GATHERED_SPLIT`) where that
     grid is at most eight blocks an SM and each split has a K-tile (:func:`k_split`: over a cluster where the tile's
     clusters all run at once). H200, the 3xTF32 chapter's 1x1 layers, each setting on every one (2026-12-02,
     ``wgmma_probe.py --ones --part=k/3``): of the 337 over 1 TFLOP/s in SGEMM the fastest was persistent on 135, at 64
@@ -148,7 +148,7 @@ def one_tap_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     (faster on 238), 1.22x with K split over a cluster where it fits (faster on 242; at batch 1 0.89x, was 0.84x; at 8
     1.23x, was 1.11x). The rule leaves out no split that won (two blocks an SM, two K-tiles a split: 7 layers 2-9%
     off)."""
-    narrow = [GATHERED_NARROW, GATHERED_PINGPONG_AHEAD] if problem.m <= NARROW_FILTERS else []
+    narrow = [GATHERED_NARROW, GATHERED_PINGPONG_HALVES] if problem.m <= NARROW_FILTERS else []
     return [GATHERED_PERSISTENT, GATHERED_PINGPONG, *narrow, *k_splits(problem)]
 
 
@@ -211,10 +211,10 @@ def _driver_cluster_slots(splits: int) -> int:
     return max_active_clusters(function, launch.grid(problem), launch.block(problem), launch.shared_bytes(problem))
 
 
-def gathers_ahead(problem: ConvProblem) -> bool:
-    """Whether the first-use pick of a 1x1 layer of at most 64 filters gathers two K-tiles ahead
-    (:data:`PIXEL_ROWS_AHEAD`, :data:`GATHERED_PINGPONG_AHEAD`): blocks of 128 pixels at least one an SM, and at least
-    4 K-tiles (a layer of 16-64 channels keeps two K-tiles of products in flight instead)."""
+def stages_by_halves(problem: ConvProblem) -> bool:
+    """Whether the first-use pick of a 1x1 layer of at most 64 filters has its producer in halves
+    (:data:`PIXEL_ROWS_HALVES`, :data:`GATHERED_PINGPONG_HALVES`): blocks of 128 pixels at least one an SM, and at
+    least 4 K-tiles (a layer of 16-64 channels keeps two K-tiles of products in flight instead)."""
     pixel_blocks = WgmmaWsLaunch().grid(problem)[0]
     return pixel_blocks >= sm_count() and k_tiles(problem) >= 4
 
@@ -226,7 +226,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
     (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
     :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent
-    (the pixel rows and the ping-pong with two K-tiles gathered ahead where :func:`gathers_ahead`);
+    (the pixel rows and the ping-pong with the producer in halves where :func:`stages_by_halves`);
     else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at most 64, and there on
     K-tiles of two taps with ping-pong where it has at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace
     is within the 1 GiB the study allows any algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the
@@ -246,18 +246,21 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     (0.84-0.88, K splits of 4-6 K-tiles), where the rule before it was 0.920 (under 0.9 on 32); with those K splits left
     to the smaller blocks (:data:`SMALL_GRID_K_TILES`) 0.999, none under 0.9, and on a second run (fresh process,
     cuConv's 90 of them, ``tf32x3_probe.py --suite=cuconv --every=1 --small-grids``) 0.998, none under 0.9. Two K-tiles
-    gathered ahead where :func:`gathers_ahead` (fitted on the two runs of ``--gather-ahead``, cuConv's 94 1x1 layers of
-    at most 64 filters, 2026-12-03): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way);
-    on the 37 layers where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2)."""
+    of inputs in flight where :func:`stages_by_halves` (the rule fitted on the two runs of ``--gather-ahead`` at
+    1dc6c4b, cuConv's 94 1x1 layers of at most 64 filters, 2026-12-03, a thread's next K-tile in a second set of its
+    registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way); on the 37 layers
+    where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2). The producer's halves in
+    their place, faster than that on each layer where both ran (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet
+    timed as a whole."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
-        chosen = pixel_rows[-1 if gathers_ahead(problem) else 0]  # (persistent, one K-tile in flight)
+        chosen = pixel_rows[-1 if stages_by_halves(problem) else 0]  # (persistent, one K-tile in flight)
     elif small_grid(problem):
         chosen = small_grid_pick(problem)
     elif stores_weigh_most(problem) and problem.m <= NARROW_FILTERS:
-        chosen = GATHERED_PINGPONG_AHEAD if gathers_ahead(problem) else GATHERED_PINGPONG
+        chosen = GATHERED_PINGPONG_HALVES if stages_by_halves(problem) else GATHERED_PINGPONG
     elif stores_weigh_most(problem):
         chosen = GATHERED_PERSISTENT
     else:
@@ -296,17 +299,16 @@ GATHERED_PINGPONG = dataclasses.replace(GATHERED_NARROW, pingpong=True)
 #: (``tf32x3_probe.py --suite=cuconv --touched --every=1``, 2026-12-02): with it 0.98x (geometric mean; faster on 32 of
 #: the 77), where a sample of 13 of cuConv's layers of at most 32 filters had run 0.86x without it.
 GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, early=True)
-#: The 1x1 layers' settings of 64 and of 32 or 16 filters a block, each with two K-tiles gathered ahead (its producer's
-#: loads of the next K-tile running as it splits and stores one; one K-tile of products in flight). H200, cuConv's 140
-#: 1x1 layers of at most 64 filters, two runs of 47 (2026-12-03, ``wgmma_probe.py --gather-ahead --part=1/3`` and
-#: ``2/3``: each of the tuner's gathering settings with two K-tiles ahead, beside the candidates): the fastest of them
-#: over the fastest of the rest 1.03-1.10x on 29 of the 94, all at a batch of 16 or more (at 128 and 256 on 20 of
-#: 27), always one of these two, persistent; at batches of 1 and 8 0.95-1.02x (median 0.98x). The
-#: loads stay in flight only until the producer's proxy fence before its arrival (MEMBAR.ALL.CTA in SASS), which waits
-#: for them; copied by 4-byte cp.async into the stage instead, which the fence does not wait for, and split there, the
-#: same settings ran slower (0.91x at the median of the first 47, faster on 7).
-GATHERED_PINGPONG_AHEAD = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, gather_ahead=2)
-PIXEL_ROWS_AHEAD = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, gather_ahead=2)
+#: The 1x1 layers' settings of 64 and of 32 or 16 filters a block with the producer in halves on alternate K-tiles,
+#: two K-tiles of its loads in flight (one K-tile of products; the kernel's HALVES says why). H200, 2026-12-03: over
+#: the same settings with a thread's next K-tile in a second set of its registers (``wgmma_probe.py --gather-ahead``
+#: at 1dc6c4b: 1.03-1.10x over the rest on 29 of cuConv's 94 1x1 layers of at most 64 filters, all at batch 16 or
+#: more), faster on each of the 9 layers where both were among the five fastest (``--cutlass-ones``, 1.02-1.10x;
+#: 28x28 256->32 at batch 128 57.1 us against 62.8, CUTLASS's 63.4); the fastest wgmma setting on 12 of its 15 layers
+#: (at batch 8 too, 1.01-1.06x the candidates before), and on 6 of the 11 of ``--producer-halves --part=1/3``
+#: (1.03-1.11x; 0.93-0.98x at batch 1 and 16, and at 2 K-tiles).
+GATHERED_PINGPONG_HALVES = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, producer_halves=True)
+PIXEL_ROWS_HALVES = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, producer_halves=True)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
 #: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block, and at 64 with
 #: ping-pong (:func:`tap_pair_candidates`). Apart from :data:`WS_SETTINGS`, which run any layer.
@@ -326,10 +328,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
                dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
-               WgmmaWsLaunch(filters=16), PIXEL_ROWS_AHEAD, GATHERED_PINGPONG_AHEAD,
-               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, gather_ahead=2),
-               *(dataclasses.replace(s, gather_ahead=None, producer_halves=True)
-                 for s in (PIXEL_ROWS_AHEAD, GATHERED_PINGPONG_AHEAD)),
-               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
-               dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, early=None, weights_gathered=True),
-               WgmmaWsLaunch(in_flight=2, filters=16, weights_gathered=True))  # fmt: skip
+               WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True))  # fmt: skip
