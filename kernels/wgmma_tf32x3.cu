@@ -584,12 +584,17 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 // next K-tile in a second set of a thread's registers 1.03-1.10x over the rest on 29 of 94 (batch 16 or more), the
 // halves 1-9% faster still where both ran; the loads copied by 4-byte cp.async into the stage (which that fence does
 // not wait for) and split there, 0.91x. Its registers stay its own: one K-tile of products in flight a consumer, or
-// the pixels on the products' rows (few accumulators). Not at 64 filters without ping-pong (its consumers on
-// alternate K-tiles): persistent, that failed on the H200 (an unspecified launch failure, 14x14 at batch 128 of 480
-// and 528 channels) where the emulator finds no fault; the launch refuses it.
+// the pixels on the products' rows (few accumulators).
+//
+// A half's wait for a stage tells its phases apart by parity alone: it holds while the consumers free the stages in
+// order and a half's turns are at most three apart (three across an output tile of an odd count of K-tiles), with
+// three stages or more. Not with SPLIT_K's consumers on alternate K-tiles: each half and its consumer then run apart
+// on every other stage, and an odd count of K-tiles swaps their stages at the next output tile, where the one ahead
+// may pass the other's turn by two phases (persistent at 64 filters, on the H200: an unspecified launch failure,
+// 14x14 at batch 128 of 480 and 528 channels; the emulator, its threads in lockstep rounds, never runs them apart).
 constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
-static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K),
+static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
               "producer halves: one K-tile of products in flight or the pixels on the rows; the consumers on every K-tile");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).

@@ -307,7 +307,8 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
         # (its loads of two K-tiles in flight hold the producer's registers, which two K-tiles of products need but at
-        # 32 filters or fewer; at 64 without ping-pong, its consumers on alternate K-tiles, it failed on an H200)
+        # 32 filters or fewer; at 64 without ping-pong, its consumers on alternate K-tiles, the kernel's HALVES says why
+        # it fails)
         keeps_registers = self.in_flight == 1 or self.filters in PIXEL_ROW_FILTERS
         alternate = self.filters == NARROW_FILTERS and not self.pingpong
         halves_refused = self.inputs or not keeps_registers or alternate
