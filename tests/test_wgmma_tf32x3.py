@@ -491,6 +491,30 @@ TAP_PAIR_PROBLEMS = (
 )  # fmt: skip
 
 
+#: 5 K-tiles (an odd count) of each of five output tiles (two m-blocks at 32 filters a block), on 2 SMs.
+ODD_K_TILES = ConvProblem(4, 144, 12, 12, 64, 1, 1, pad=0)
+
+
+@pytest.mark.parametrize("slow", ["0,1", "2,3", "4,7", "8,11"])
+@pytest.mark.parametrize("launch", wgmma_settings.WS_SETTINGS, ids=ws_id)
+def test_the_warp_specialised_kernel_holds_with_a_warpgroup_behind_on_the_cpu(build_dir, slow, launch, monkeypatch):
+    """Each setting with one warpgroup, or one half of the producer, far behind the rest (CONVKIT_EMULATED_SLOW_WARPS:
+    its waits looked at every 64th round), as a GPU's warpgroups drift apart where the emulator's rounds keep them
+    together: each parity wait must still tell a stage's phases apart, across output tiles of an odd count of
+    K-tiles (where a producer half's turns lie three apart). The producer in halves beside consumers on alternate
+    K-tiles (64 filters without ping-pong), built without the kernel's and the launch's refusal, gave an error of 0.71
+    with the first half slow, as that setting failed on the H200."""
+    problem = ODD_K_TILES
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    monkeypatch.setenv("CONVKIT_EMULATED_SLOW_WARPS", slow)
+    x, w, bias = ws_inputs(problem)
+    out = emulate_ws(build_dir, launch, problem, x, w, bias)
+    assert not np.isnan(out).any(), "an output the kernel never wrote"
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=0, stride=1),
+                             bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
+
+
 @pytest.mark.parametrize("problem", TAP_PAIR_PROBLEMS, ids=problem_id)
 @pytest.mark.parametrize("launch", wgmma_settings.TAP_PAIR_SETTINGS, ids=ws_id)
 def test_k_tiles_of_two_taps_match_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):

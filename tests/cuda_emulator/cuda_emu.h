@@ -19,6 +19,10 @@
 //   and cp.async.bulk copy at once, and the fences, commits and waits have nothing to order. An mbarrier wait
 //   yields to the block's other threads until its phase completes; so does a lane at __syncwarp until its warp's
 //   other lanes arrive.
+// - CONVKIT_EMULATED_SLOW_WARPS="first,last" (the environment, read at each launch): those warps' waits (an
+//   mbarrier's, a warp's meeting, a named barrier's) are looked at only every 64th round, so that the block's other
+//   warps run ahead of them as a GPU's warpgroups may; a protocol that holds only while every thread keeps pace (a
+//   parity wait passed by two phases) then fails. A __syncthreads is never delayed: all arrive in one round.
 // - Dynamic shared memory is poisoned with NaN for every block and followed by a guard that must stay
 //   untouched (a launch that uses more than it was given fails).
 #pragma once
@@ -108,6 +112,19 @@ constexpr unsigned CLUSTER_Z = CONVKIT_EMULATED_CLUSTER_Z;
 inline int block_threads = 0;
 inline std::vector<float*> cluster_smem;
 
+// CONVKIT_EMULATED_SLOW_WARPS's warps, [first, last] of each block (none: first > last), and their pace in rounds.
+struct SlowWarps {
+    int first = 1, last = 0;
+    static constexpr long EVERY = 64;
+};
+inline SlowWarps slow_warps()
+{
+    SlowWarps slow;
+    if (const char* range = std::getenv("CONVKIT_EMULATED_SLOW_WARPS"))
+        if (std::sscanf(range, "%d,%d", &slow.first, &slow.last) != 2) slow = {};
+    return slow;
+}
+
 // Launch `kernel` (the call, capturing its arguments) over `grid`, with `shared_bytes` of dynamic
 // shared memory pointed to by `dynamic_smem` (the kernel source's extern array, made a pointer).
 inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_smem, std::function<void()> kernel)
@@ -127,6 +144,7 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
     fibers = &cluster_fibers;
     body = std::move(kernel);
     smem_bytes = shared_bytes;
+    const SlowWarps slow = slow_warps();
     for (unsigned bz = 0; bz < grid.z; bz += CLUSTER_Z)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
@@ -142,11 +160,17 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
                     fiber.context.uc_link = &scheduler;
                     makecontext(&fiber.context, run_current, 0);
                 }
-                for (;;) {  // a round: every live thread runs to its next barrier (or mbarrier wait) or its end
+                for (long round = 0;; ++round) {  // a round: every live thread runs to its next barrier (or
+                    // mbarrier wait) or its end; a slow warp's waits are looked at every SlowWarps::EVERY rounds
                     std::vector<int> waiting(CLUSTER_Z), yielded(CLUSTER_Z), ended(CLUSTER_Z);
                     for (int f = 0; f < int(cluster_fibers.size()); ++f) {
                         if (cluster_fibers[f].done) continue;
-                        const int c = f / threads;
+                        const int c = f / threads, warp = f % threads / 32;
+                        if (cluster_fibers[f].yielded && slow.first <= warp && warp <= slow.last &&
+                            round % SlowWarps::EVERY) {
+                            ++yielded[c];
+                            continue;
+                        }
                         current = f;
                         threadIdx = cluster_fibers[f].index;
                         blockIdx = {bx, by, bz + c};
