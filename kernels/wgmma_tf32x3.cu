@@ -591,7 +591,7 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 // three stages or more. Not with SPLIT_K's consumers on alternate K-tiles: each half and its consumer then run apart
 // on every other stage, and an odd count of K-tiles swaps their stages at the next output tile, where the one ahead
 // may pass the other's turn by two phases (persistent at 64 filters, on the H200: an unspecified launch failure,
-// 14x14 at batch 128 of 480 and 528 channels; the emulator, its threads in lockstep rounds, never runs them apart).
+// 14x14 at batch 128 of 480 and 528 channels; in the emulator with the first half behind, a wrong output).
 constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
