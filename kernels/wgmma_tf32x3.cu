@@ -582,9 +582,9 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 // each arrival (fence_to_async_proxy, MEMBAR.ALL.CTA in SASS) waits for every load of the thread; a half's fence waits
 // for its own alone, the other half's running on. H200, 2026-12-03, cuConv's 1x1 layers of at most 64 filters: the
 // next K-tile in a second set of a thread's registers 1.03-1.10x over the rest on 29 of 94 (batch 16 or more), the
-// halves 1-9% faster still where both ran; the loads copied by 4-byte cp.async into the stage (which that fence does
-// not wait for) and split there, 0.91x. Its registers stay its own: one K-tile of products in flight a consumer, or
-// the pixels on the products' rows (few accumulators).
+// halves 1.02-1.10x faster still where both ran; the loads copied by 4-byte cp.async into the stage (which that fence
+// does not wait for) and split there, 0.91x. Its registers stay its own: one K-tile of products in flight a consumer,
+// or the pixels on the products' rows (few accumulators).
 //
 // A half's wait for a stage tells its phases apart by parity alone: it holds while the consumers free the stages in
 // order and a half's turns are at most three apart (three across an output tile of an odd count of K-tiles), with
@@ -595,7 +595,7 @@ static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "a consumer keeps one or two K-t
 constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
-              "producer halves: one K-tile of products in flight or the pixels on the rows; the consumers on every K-tile");
+              "producer halves: one K-tile of products in flight or pixel rows; consumers on every K-tile");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
 constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && !HALVES;
