@@ -306,7 +306,7 @@ GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, ea
 #: more), faster on each of the 9 layers where both were among the five fastest (``--cutlass-ones``, 1.02-1.10x;
 #: 28x28 256->32 at batch 128 57.1 us against 62.8, CUTLASS's 63.4); the fastest wgmma setting on 12 of its 15 layers
 #: (at batch 8 too, 1.01-1.06x the candidates before), and on 6 of the 11 of ``--producer-halves --part=1/3``
-#: (1.03-1.11x; 0.93-0.98x at batch 1 and 16, and at 2 K-tiles).
+#: (1.03-1.11x, batch 8 to 256; 0.93-0.98x at batch 1 and 16, and at 32 of 2 K-tiles).
 GATHERED_PINGPONG_HALVES = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, producer_halves=True)
 PIXEL_ROWS_HALVES = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, producer_halves=True)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
