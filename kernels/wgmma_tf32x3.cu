@@ -1067,42 +1067,31 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
         if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<false, 56>();
-        if constexpr (HALVES) {  // each half every other K-tile, a thread columns `thread` and `thread` + 64
-            const int half = tid / STAGERS, thread = tid % STAGERS;
-            int turn0 = 0;  // the block's K-tiles before this output tile's
-            for (long long t = first; t < output_tiles; t += step, turn0 += tiles) {
-                const long long pixel0 = t / m_blocks * WIDTH;
-                const int k0 = (tile0 + half) * BK;  // its first K-tile's
-                ColumnGather<WIDTH, 1> one(x, thread, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
-                ColumnGather<WIDTH, 1> other(x, thread + STAGERS, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
-                const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-                for (int tile = half; tile < tiles; tile += 2) {
-                    const int turn = turn0 + tile, s = turn % WS_STAGES;
-                    if (!CONVKIT_PART_NO_INPUTS) {  // (its loads in flight as the half waits for the stage)
-                        one.gather(), other.gather();
-                        one.skip(1), other.skip(1);
-                    }
-                    float* stage = smem + s * STAGE_WS;
-                    if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split written
-                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
-                    if (!CONVKIT_PART_NO_INPUTS) one.store(stage + 2 * PLANE_A_WS), other.store(stage + 2 * PLANE_A_WS);
-                    fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
-                    arrive(full + s);
-                }
-            }
-        }
-        int turn = 0;  // K-tiles staged so far
-        for (long long t = first; t < output_tiles && !HALVES; t += step) {
-            ColumnGather<WIDTH, 1> inputs(x, tid, t / m_blocks * WIDTH, pixels, PQ, Q, C, H, W, pad, stride,
-                                          tile0 * BK);
+        // Each K-tile staged by STAGERS threads: all, or with HALVES each half every other K-tile (a thread columns
+        // `thread` and `thread` + 64; without them `other` is unused, and the compiler drops it). Without HALVES,
+        // `half` and `thread` are 0 and tid as written: derived from tid, they spilled the producer's 56 registers.
+        constexpr int STEP = HALVES ? 2 : 1;
+        const int half = HALVES ? tid / STAGERS : 0, thread = HALVES ? tid % STAGERS : tid;
+        int turn0 = 0;  // the block's K-tiles staged before this output tile's
+        for (long long t = first; t < output_tiles; t += step, turn0 += tiles) {
+            const long long pixel0 = t / m_blocks * WIDTH;
+            const int k0 = (tile0 + half) * BK;  // its first K-tile's
+            ColumnGather<WIDTH, 1> one(x, thread, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
+            ColumnGather<WIDTH, 1> other(x, thread + STAGERS, pixel0, pixels, PQ, Q, C, H, W, pad, stride, k0);
             const float* weights = tiled + (t % m_blocks * all_tiles + tile0) * (2 * PLANE_A_WS);
-            for (int tile = 0; tile < tiles; ++tile, ++turn) {
-                const int s = turn % WS_STAGES;
-                if (!CONVKIT_PART_NO_INPUTS) inputs.gather();  // its loads in flight while the consumers read the stage
+            for (int tile = half; tile < tiles; tile += STEP) {
+                const int turn = turn0 + tile, s = turn % WS_STAGES;
+                if (!CONVKIT_PART_NO_INPUTS) {  // its loads in flight while the consumers read the stage
+                    one.gather();
+                    if constexpr (HALVES) other.gather(), one.skip(1), other.skip(1);  // (the other half's K-tile)
+                }
                 float* stage = smem + s * STAGE_WS;
-                if (turn == 0) wait_for_previous_kernel();  // launched early: the weights' split, done and written
-                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty);
-                if (!CONVKIT_PART_NO_INPUTS) inputs.store(stage + 2 * PLANE_A_WS);
+                if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split, done and written
+                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
+                if (!CONVKIT_PART_NO_INPUTS) {
+                    one.store(stage + 2 * PLANE_A_WS);
+                    if constexpr (HALVES) other.store(stage + 2 * PLANE_A_WS);
+                }
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
             }
