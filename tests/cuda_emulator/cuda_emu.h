@@ -113,6 +113,7 @@ inline int block_threads = 0;
 inline std::vector<float*> cluster_smem;
 
 // CONVKIT_EMULATED_SLOW_WARPS's warps, [first, last] of each block (none: first > last), and their pace in rounds.
+// A value it cannot read stops the launch: a stress test that silently ran unstressed would pass for nothing.
 struct SlowWarps {
     int first = 1, last = 0;
     static constexpr long EVERY = 64;
@@ -120,8 +121,11 @@ struct SlowWarps {
 inline SlowWarps slow_warps()
 {
     SlowWarps slow;
-    if (const char* range = std::getenv("CONVKIT_EMULATED_SLOW_WARPS"))
-        if (std::sscanf(range, "%d,%d", &slow.first, &slow.last) != 2) slow = {};
+    const char* range = std::getenv("CONVKIT_EMULATED_SLOW_WARPS");
+    if (range && (std::sscanf(range, "%d,%d", &slow.first, &slow.last) != 2 || slow.first > slow.last)) {
+        std::fprintf(stderr, "CONVKIT_EMULATED_SLOW_WARPS=\"%s\": give \"first,last\" (warps)\n", range);
+        std::exit(3);
+    }
     return slow;
 }
 
@@ -160,8 +164,9 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, float*& dynamic_s
                     fiber.context.uc_link = &scheduler;
                     makecontext(&fiber.context, run_current, 0);
                 }
-                for (long round = 0;; ++round) {  // a round: every live thread runs to its next barrier (or
-                    // mbarrier wait) or its end; a slow warp's waits are looked at every SlowWarps::EVERY rounds
+                // A round: every live thread runs to its next barrier (or mbarrier wait) or its end; a slow warp
+                // waiting is looked at every SlowWarps::EVERY rounds.
+                for (long round = 0;; ++round) {
                     std::vector<int> waiting(CLUSTER_Z), yielded(CLUSTER_Z), ended(CLUSTER_Z);
                     for (int f = 0; f < int(cluster_fibers.size()); ++f) {
                         if (cluster_fibers[f].done) continue;

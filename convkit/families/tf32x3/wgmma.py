@@ -275,8 +275,8 @@ class WgmmaWsLaunch(KernelLaunch):
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
         ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs`` or ``producer_halves`` where the
-        kernel has no such setting, the input split ahead where it is past the kernel's
-        32-bit indices, and the splits' partial outputs where they are."""
+        kernel has no such setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits'
+        partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
