@@ -6,11 +6,11 @@ error of both kernels as K = 9 C grows, on the accuracy experiment's kinds of in
 Run on a GPU from the repository root:
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py
     PYTHONPATH=$PWD python3 scripts/tf32x3_probe.py --suite=cuconv [--every=6] [--part=k/n] [--csv=rows.csv] [--cutlass]
-        [--touched | --small-grids]
+        [--touched | --small-grids] [--labels=a,b]
 (--suite: the chapter's suite cuconv, lu2020 or chang2022 (their multi-channel layers), every sixth, the k-th of n
 shares of them, beside the best FP32 library, or with --cutlass the direct kernels beside CUTLASS's 3xTF32 tiles;
 --touched: of the layers where the wgmma kernel's pixel-rows or tap-pairs settings are candidates alone;
---small-grids: where its smaller blocks on 1x1 layers of few output tiles are.)
+--small-grids: where its smaller blocks on 1x1 layers of few output tiles are; --labels: those of the layers alone.)
 """
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ if __name__ == "__main__":
         touched = "--touched" in sys.argv[1:]
         small_grids = "--small-grids" in sys.argv[1:]
         problems = suite_problems(arg("suite", ""), int(arg("every", "6")), (share[0], share[1]), touched, small_grids)
+        if arg("labels", ""):  # --labels=a,b: those of the suite's layers alone (a rerun of some of a share)
+            problems = [p for p in problems if p.label in arg("labels", "").split(",")]
         if "--cutlass" in sys.argv[1:]:
             versus_cutlass(problems)
         else:

@@ -725,6 +725,12 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "28-128-1-64-192", "27-8-1-32-256", "27-128-1-48-384", "14-32-1-24-512", "54-8-1-64-16",
                 "27-128-1-32-256", "27-16-1-64-384", "27-256-1-64-384", "56-1-1-64-256", "14-128-1-32-528",
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
+#: cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's fastest 3xTF32 tile beat ours, H200, 2026-12-03
+#: (``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, the producer's halves among the candidates): 36 of 152 lost.
+CUTLASS_TAPS = ("14-8-3-288-144", "7-32-3-320-160", "54-8-3-64-16", "28-1-3-512-256", "14-32-5-64-32",
+                "13-16-3-256-64", "14-16-3-208-96", "7-128-5-128-32", "14-16-3-320-160", "14-8-5-48-16",
+                "27-1-3-192-48", "28-32-5-32-16", "14-128-5-48-16", "13-8-3-256-384", "27-64-3-192-48",
+                "54-128-3-64-16")  # fmt: skip
 
 
 def by_halves(p: ConvProblem) -> dict[str, WgmmaLaunch]:
@@ -753,18 +759,19 @@ def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
     return [p for p in cuconv.problems() if p.r * p.s == 1 and p.m <= 64][part[0] - 1 :: part[1]]
 
 
-def cutlass_ones() -> None:
-    """On :data:`CUTLASS_ONES`: CUTLASS's 64x64 and 128x64 3xTF32 tiles (the kernel alone, NHWC) and the five fastest
-    of every wgmma setting that runs the layer (``*``: a tuning candidate), each checked against float64: whether a
-    setting the tuner leaves out would close the gap; then the fastest in parts (:func:`call_parts`): what of its call
-    is the weights' split, which CUTLASS's kernel does inside."""
+def cutlass_ones(labels: tuple[str, ...] = CUTLASS_ONES) -> None:
+    """On ``labels`` (:data:`CUTLASS_ONES` or :data:`CUTLASS_TAPS`): CUTLASS's 64x64 and 128x64 3xTF32 tiles (the
+    kernel alone, NHWC), the mma.sync kernel's first-use launch, and the five fastest of every wgmma setting that runs
+    the layer (``*``: a tuning candidate), each checked against float64: whether a setting the tuner leaves out would
+    close the gap; then the fastest in parts (:func:`call_parts`): what of its call is the weights' split, which
+    CUTLASS's kernel does inside."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
     from convkit.libs import cutlass
 
     rng = cupy.random.default_rng(3)
-    for label in CUTLASS_ONES:
+    for label in labels:
         p = ConvProblem.from_label(label)
         x, w, bias = inputs(p, rng)
         ref, out = expected(x, w, bias, p), cupy.empty(p.output_shape, dtype=cupy.float32)
@@ -780,7 +787,9 @@ def cutlass_ones() -> None:
         tiles = [(tile, median_us(cutlass.prepared(tile, p, x, w, out)[0]))
                  for tile in ("cutlass_tf32x3_64x64", "cutlass_tf32x3_128x64")
                  if cutlass.supports(tile, p)]  # fmt: skip
-        print(f"{label}: CUTLASS {', '.join(f'{tile[15:]} {us:.1f}' for tile, us in tiles)}", flush=True)
+        mma_sync = median_us(functools.partial(conv2d_tf32x3, x, w, pad=p.pad, stride=p.stride, out=out))
+        print(f"{label}: CUTLASS {', '.join(f'{tile[15:]} {us:.1f}' for tile, us in tiles)}; mma.sync {mma_sync:.1f}",
+              flush=True)  # fmt: skip
         fastest = sorted(times, key=lambda t: t[0])[:5]
         for us, name, err, _ in fastest:
             print(f"    {us:7.1f} {name} (error {err:.1e}{', WRONG' if err > 1e-5 else ''})", flush=True)
@@ -1123,6 +1132,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         producer_halves(tuple(map(int, share.split("/"))))
     elif "--cutlass-ones" in sys.argv[1:]:  # every setting on the 1x1 layers where CUTLASS won
         cutlass_ones()
+    elif "--cutlass-taps" in sys.argv[1:]:  # the same on the 3x3 and 5x5 layers where CUTLASS won
+        cutlass_ones(CUTLASS_TAPS)
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
         batch_one_anatomy()
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)

@@ -162,12 +162,15 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split staged", persistent=True)  # split as staged
     split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
     cluster_in = [dataclasses.replace(wgmma_settings.GATHERED_CLUSTER, splits=s) for s in (4, 8)]
-    # 4 tiles, 11 K-tiles: K split in 4 and 8, over a cluster (split staged: Winograd's)
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead]
+    # 4 tiles, 11 K-tiles: K split in 4 and 8, over a cluster (split staged: Winograd's); more than one tap: split
+    # ahead at 64 filters a block with ping-pong too
+    ahead_pingpong = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64, pingpong=True)
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead, ahead_pingpong]
     many = ConvProblem.same(32, 256, 28, 28, 256, 3)  # 392 tiles: no split
-    assert wgmma_settings.wgmma_candidates(many) == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead]
+    assert wgmma_settings.wgmma_candidates(many) == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead,
+                                                     ahead_pingpong]  # fmt: skip
     narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
-    assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-1:] == [narrow]  # <= 64
+    assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-2:] == [narrow, ahead_pingpong]
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
@@ -183,6 +186,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     narrow_ones = [wgmma_settings.GATHERED_NARROW, wgmma_settings.GATHERED_PINGPONG_HALVES]  # (<= 64 filters)
     assert deep == [gathered_persistent, pingpong, *narrow_ones, *cluster_in]
     assert [WGMMA_VARIANT.launch_from(spec.to_params()) for spec in deep] == deep  # recorded, read back
+    assert WGMMA_VARIANT.launch_from(ahead_pingpong.to_params()) == wgmma_settings.SPLIT_AHEAD_PINGPONG
     assert one_tap_candidates(ConvProblem(128, 832, 7, 7, 512, 1, 1))[1:] == [pingpong, split_in[0]]  # 196 tiles: 4
     assert one_tap_candidates(ConvProblem(32, 192, 7, 7, 448, 1, 1))[1:] == [pingpong, split_in[0]]  # 6 K-tiles: 4
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
@@ -208,7 +212,10 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
     # other filters: the same K split; else the inputs split ahead within 1 GiB of workspace, else the first kernel
     assert default(p) == cluster_in[1] == WGMMA_VARIANT.launch(p)
-    assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == narrow
+    # (at 64 filters a block with ping-pong where <= 64 filters, or where the tiles of 128 filters are one wave)
+    assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == ahead_pingpong
+    assert default(ConvProblem.same(16, 320, 14, 14, 160, 3)) == ahead_pingpong  # 50 tiles; K split past a wave
+    assert default(ConvProblem.same(44, 320, 14, 14, 160, 3)) == split_ahead  # 136 tiles
     assert default(ConvProblem.same(256, 64, 112, 112, 128, 3)) == wgmma.WgmmaGemmLaunch()  # 1.6 GB of planes
     # an image's first layer (3 channels: one K-tile) stores most, as a 1x1 layer: the 1x1 layers' settings
     first = ConvProblem.same(16, 3, 224, 224, 64, 3)

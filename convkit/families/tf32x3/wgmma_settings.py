@@ -31,6 +31,13 @@ WGMMA_SETTINGS = (WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLau
 #: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
 SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
+#: At 64 filters a block, its consumers taking alternate output tiles (CUTLASS's ping-pong): a candidate on every layer
+#: of more than one tap. H200, the 16 of cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's 3xTF32 kernel beat
+#: the candidates before it (2026-12-03, ``wgmma_probe.py --cutlass-taps``): the fastest wgmma setting on 10, over the
+#: fastest candidate 1.07-1.42x (over :data:`SPLIT_AHEAD_NARROW` 1.06-1.19x where the layer has at most 64 filters; at
+#: 144-384 filters, where it doubles the blocks of a grid of 14-50 output tiles, 1.14-1.42x), faster than CUTLASS on 5
+#: of them; the split-ahead kernel's other settings faster on none of the 16.
+SPLIT_AHEAD_PINGPONG = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)
 #: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
 #: slower than :data:`SPLIT_AHEAD` on each of the chapter's 97 stride-1 3x3 and 5x5 layers of at least 20 GFLOP (0.74x
@@ -42,9 +49,10 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
     its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
     most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
-    --layers``), the gathering kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`,
-    else its K split where it fits (:func:`k_splits`); on a 1x1 layer of at most 32 filters, the pixels on the
-    products' rows (:func:`pixel_rows_candidates`); on a layer of at most 16 channels, K-tiles of two taps
+    --layers``) and with ping-pong on any layer of more than one tap (:data:`SPLIT_AHEAD_PINGPONG`), the gathering
+    kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`, else its K split where it fits
+    (:func:`k_splits`); on a 1x1 layer of at most 32 filters, the pixels on the products' rows
+    (:func:`pixel_rows_candidates`); on a layer of at most 16 channels, K-tiles of two taps
     (:func:`tap_pair_candidates`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
     (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in flight:
     86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers. H200,
@@ -53,6 +61,7 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     21 (1.1-2.5x; batch 1 and 8, and 16 at 7x7), over planes on 1, ping-pong on the two of 3 channels, one K-tile
     (1.47x, 1.51x)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
+    narrow += [SPLIT_AHEAD_PINGPONG] if problem.r * problem.s > 1 else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
     narrower = [*pixel_rows_candidates(problem), *tap_pair_candidates(problem), *small_grid_candidates(problem)]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
@@ -227,8 +236,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
     :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent
     (the pixel rows and the ping-pong with the producer in halves where :func:`stages_by_halves`);
-    else the inputs split ahead (:data:`SPLIT_AHEAD`, at 64 filters a block where the layer has at most 64, and there on
-    K-tiles of two taps with ping-pong where it has at most 16 channels: :data:`TAP_PAIRS_PINGPONG`) where its workspace
+    else the inputs split ahead (:data:`SPLIT_AHEAD`; at 64 filters a block with ping-pong where the layer has at most
+    64 or its tiles of 128 filters fit the GPU in one wave, :data:`SPLIT_AHEAD_PINGPONG`; on K-tiles of two taps with
+    ping-pong where it has at most 64 filters and 16 channels, :data:`TAP_PAIRS_PINGPONG`) where its workspace
     is within the 1 GiB the study allows any algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the
     3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
     mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
@@ -251,7 +261,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way); on the 37 layers
     where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2). The producer's halves in
     their place, faster than that on each layer where both ran (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet
-    timed as a whole."""
+    timed as a whole. :data:`SPLIT_AHEAD_PINGPONG` where :data:`SPLIT_AHEAD_NARROW` was picked, and where a grid of
+    one wave :data:`SPLIT_AHEAD` was: 1.06-1.19x the pick before on the 4 of ``--cutlass-taps`` where the first held,
+    1.39x on the one where the second did (14x14 320->160 at batch 16); not yet timed as a whole."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
@@ -264,7 +276,8 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     elif stores_weigh_most(problem):
         chosen = GATHERED_PERSISTENT
     else:
-        chosen = SPLIT_AHEAD_NARROW if problem.m <= NARROW_FILTERS else SPLIT_AHEAD
+        one_wave = math.prod(WgmmaWsLaunch().grid(problem)[:2]) <= sm_count()  # (its tiles of 128 filters)
+        chosen = SPLIT_AHEAD_PINGPONG if problem.m <= NARROW_FILTERS or one_wave else SPLIT_AHEAD
         if TAP_PAIRS_PINGPONG in tap_pair_candidates(problem):  # (timed at 64 filters a block alone)
             chosen = TAP_PAIRS_PINGPONG
         if chosen.workspace_bytes(problem) > WORKSPACE_LIMIT_BYTES:  # (the inputs' planes: twice the input)
@@ -326,7 +339,7 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
                dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
-               dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True), GATHERED_CLUSTER,
+               SPLIT_AHEAD_PINGPONG, GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True))  # fmt: skip
