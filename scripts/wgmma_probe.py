@@ -726,7 +726,8 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "27-128-1-32-256", "27-16-1-64-384", "27-256-1-64-384", "56-1-1-64-256", "14-128-1-32-528",
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
 #: cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's fastest 3xTF32 tile beat ours, H200, 2026-12-03
-#: (``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, the producer's halves among the candidates): 36 of 152 lost.
+#: (``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, the producer's halves among the candidates; of 152, ours
+#: lost 36, these 16 of them of more than one tap).
 CUTLASS_TAPS = ("14-8-3-288-144", "7-32-3-320-160", "54-8-3-64-16", "28-1-3-512-256", "14-32-5-64-32",
                 "13-16-3-256-64", "14-16-3-208-96", "7-128-5-128-32", "14-16-3-320-160", "14-8-5-48-16",
                 "27-1-3-192-48", "28-32-5-32-16", "14-128-5-48-16", "13-8-3-256-384", "27-64-3-192-48",

@@ -214,8 +214,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(p) == cluster_in[1] == WGMMA_VARIANT.launch(p)
     # (at 64 filters a block with ping-pong where <= 64 filters, or where the tiles of 128 filters are one wave)
     assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == ahead_pingpong
-    assert default(ConvProblem.same(16, 320, 14, 14, 160, 3)) == ahead_pingpong  # 50 tiles; K split past a wave
-    assert default(ConvProblem.same(44, 320, 14, 14, 160, 3)) == split_ahead  # 136 tiles
+    assert default(ConvProblem.same(16, 160, 14, 14, 320, 3)) == ahead_pingpong  # 75 tiles; K split past a wave
+    assert default(ConvProblem.same(30, 160, 14, 14, 320, 3)) == split_ahead  # 138 tiles
     assert default(ConvProblem.same(256, 64, 112, 112, 128, 3)) == wgmma.WgmmaGemmLaunch()  # 1.6 GB of planes
     # an image's first layer (3 channels: one K-tile) stores most, as a 1x1 layer: the 1x1 layers' settings
     first = ConvProblem.same(16, 3, 224, 224, 64, 3)

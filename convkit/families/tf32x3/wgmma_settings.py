@@ -34,9 +34,9 @@ SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: At 64 filters a block, its consumers taking alternate output tiles (CUTLASS's ping-pong): a candidate on every layer
 #: of more than one tap. H200, the 16 of cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's 3xTF32 kernel beat
 #: the candidates before it (2026-12-03, ``wgmma_probe.py --cutlass-taps``): the fastest wgmma setting on 10, over the
-#: fastest candidate 1.07-1.42x (over :data:`SPLIT_AHEAD_NARROW` 1.06-1.19x where the layer has at most 64 filters; at
-#: 144-384 filters, where it doubles the blocks of a grid of 14-50 output tiles, 1.14-1.42x), faster than CUTLASS on 5
-#: of them; the split-ahead kernel's other settings faster on none of the 16.
+#: fastest candidate 1.07-1.42x: 1.29-1.42x on the 6 whose tiles of 128 filters are one wave without a K split (39-75
+#: tiles of 128-320 filters, the blocks doubled or tripled), 1.13x and 1.20x over a K split in 4 (22 and 28 tiles),
+#: 1.09x on 730 tiles of 192 filters, 1.07x over :data:`SPLIT_AHEAD_NARROW` on one of 64; faster than CUTLASS on 5.
 SPLIT_AHEAD_PINGPONG = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)
 #: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
@@ -261,9 +261,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way); on the 37 layers
     where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2). The producer's halves in
     their place, faster than that on each layer where both ran (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet
-    timed as a whole. :data:`SPLIT_AHEAD_PINGPONG` where :data:`SPLIT_AHEAD_NARROW` was picked, and where a grid of
-    one wave :data:`SPLIT_AHEAD` was: 1.06-1.19x the pick before on the 4 of ``--cutlass-taps`` where the first held,
-    1.39x on the one where the second did (14x14 320->160 at batch 16); not yet timed as a whole."""
+    timed as a whole. :data:`SPLIT_AHEAD_PINGPONG` where :data:`SPLIT_AHEAD_NARROW` was picked, and where
+    :data:`SPLIT_AHEAD` was on a grid of one wave: 1.29-1.42x the pick before on the 6 of ``--cutlass-taps`` where the
+    second held, 1.07x on the one where the first did; not yet timed as a whole."""
     split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
