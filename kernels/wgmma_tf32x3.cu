@@ -1243,6 +1243,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int st = turn % WS_STAGES;
                 float* stage = smem + st * STAGE_WS;
+                if (turn == 0) wait_for_previous_kernel();  // launched early: the input's split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, st, full, empty);
                 if (!CONVKIT_PART_NO_INPUTS) {
 #pragma unroll
@@ -1327,6 +1328,9 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
                                                    int C, int HW)
 {
     __shared__ float tile[32][33];
+    // The split-ahead kernel after it, launched early, waits for its writes before reading them. (The weights' split
+    // runs before it, launched the ordinary way: done when this starts, so when this is.)
+    let_next_kernel_start();
     const int CP = wgmma_ws::row_channels(C), n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
     const long long plane = (long long)N * HW * CP;
     for (int i = threadIdx.y; i < 32; i += 8) {

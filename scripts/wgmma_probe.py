@@ -17,7 +17,8 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones  # every setting where CUTLASS won (its wheel)
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ahead-early [--part=k/n]  # 3x3, 5x5: split ahead, launched early
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # 1x1 of <= 64 filters, halves
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -753,6 +754,21 @@ def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
     beside_candidates(few_filter_ones(part), functools.cache(by_halves), 3, "by the producer's halves", sgemm=True)
 
 
+def ahead_early(part: tuple[int, int] = (1, 1)) -> None:
+    """Every fourth of cuConv's 3x3 and 5x5 layers (its ``part`` = (k, n) of them): the tuner's split-ahead settings
+    each launched early (as the input's split ends, ``early``) beside its candidates (them among them, launched the
+    ordinary way) and the mma.sync kernel, every third layer checked (:func:`beside_candidates`)."""
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
+    from convkit.papers import cuconv
+
+    def launched_early(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        ahead = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and s.inputs == "split ahead"]
+        return by_name(dataclasses.replace(s, early=True) for s in ahead)
+
+    problems = [p for p in cuconv.problems() if p.r * p.s > 1][::4][part[0] - 1 :: part[1]]
+    beside_candidates(problems, functools.cache(launched_early), 3, "launched early")
+
+
 def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
     """cuConv's 1x1 layers of at most 64 filters, its ``part`` = (k, n) of them."""
     from convkit.papers import cuconv
@@ -1135,6 +1151,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         cutlass_ones()
     elif "--cutlass-taps" in sys.argv[1:]:  # the same on the 3x3 and 5x5 layers where CUTLASS won
         cutlass_ones(CUTLASS_TAPS)
+    elif "--ahead-early" in sys.argv[1:]:  # the split-ahead settings launched early, on 3x3 and 5x5 layers
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        ahead_early(tuple(map(int, share.split("/"))))
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
         batch_one_anatomy()
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)

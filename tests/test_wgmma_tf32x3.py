@@ -332,8 +332,10 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     early, plain = gathered_persistent, dataclasses.replace(gathered_persistent, early=None)  # launched as the split
     assert early.starts_early(deep) and not plain.starts_early(deep) and early.to_params()["early"]  # ends: it waits
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
-    for wrong in (dataclasses.replace(early, early=False), dataclasses.replace(early, inputs="split ahead")):
-        assert "early must be" in wrong.not_supported_reasons(deep)[0]  # (the split-ahead kernel does not wait)
+    assert "early must be" in dataclasses.replace(early, early=False).not_supported_reasons(deep)[0]
+    ahead_early = dataclasses.replace(wgmma_settings.SPLIT_AHEAD_PINGPONG, early=True)  # (waits for the input's split)
+    assert ahead_early.starts_early(deep) and not ahead_early.not_supported_reasons(deep)
+    assert ahead_early in wgmma_settings.WS_SETTINGS  # (emulated, sanitized, replayed on two streams and in a graph)
     pingpong = wgmma_settings.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
     assert pingpong.options(deep)[-1] == "-DCONVKIT_WS_PINGPONG=1" and WGMMA_VARIANT.launch_from(pingpong.to_params())
     assert pingpong.shared_bytes(deep) == wgmma_settings.GATHERED_NARROW.shared_bytes(deep) - 64 * 128 * 4 + 34_816

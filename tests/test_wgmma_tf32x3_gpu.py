@@ -86,7 +86,7 @@ def _errors(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
 @pytest.mark.parametrize("launch", WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64(problem, launch):
     """Each setting on random shapes, strides and paddings, a bias added, the output poisoned with NaN first (the
-    early ones launched as programmatic dependents of the weights' split: Hopper's, not the emulator's)."""
+    early ones launched as programmatic dependents of the split before them: Hopper's, not the emulator's)."""
     import cupy
 
     rng = cupy.random.default_rng(23)
@@ -110,7 +110,8 @@ def test_k_tiles_of_two_taps_match_float64(problem, launch):
 
 @pytest.mark.parametrize("launch", [spec for spec in WS_SETTINGS if spec.early], ids=ws_id)
 def test_an_early_launch_is_right_replayed_on_two_streams_and_in_a_captured_graph(launch):
-    """The gathering kernel launched as the weights' split ends (``early``): recorded into a plan as the op records
+    """A kernel launched as the split before it ends (``early``: the gathering kernel after the weights' split, the
+    split-ahead one after the input's): recorded into a plan as the op records
     it, then replayed through the driver on two streams at once, each on its own operands and workspace; and captured
     in a CUDA graph (its dependency on the split a programmatic edge), replayed on new values. Each output poisoned
     with NaN first, against float64."""

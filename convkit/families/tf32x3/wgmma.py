@@ -146,12 +146,13 @@ class WgmmaWsLaunch(KernelLaunch):
     of partial outputs that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most
     :data:`MAX_CLUSTER` splits) the splits of a tile one thread-block cluster, whose blocks add their sums through each
     other's shared memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
-    (inputs gathered; None: not): launched to start as the weights' split ends, its producer waiting for the split's
-    writes before its first copy of them (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as
-    it ends. ``tap_pairs`` (inputs channels last, at most 16 channels; None: not): the input's rows 16 channels wide and
-    a K-tile two taps of them, where 32 channels at one tap would leave half of each K-tile zeros
-    (``CONVKIT_WS_TAP_PAIRS``). ``producer_halves`` (inputs gathered; None: not): the producer's halves staging
-    alternate K-tiles, two K-tiles of its loads in flight (``CONVKIT_WS_PRODUCER_HALVES``)."""
+    (None: not): launched to start as the split before it ends (the weights', or with inputs split ahead the input's),
+    its producer waiting for the split's writes before its first copy of them
+    (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends. ``tap_pairs`` (inputs
+    channels last, at most 16 channels; None: not): the input's rows 16 channels wide and a K-tile two taps of them,
+    where 32 channels at one tap would leave half of each K-tile zeros (``CONVKIT_WS_TAP_PAIRS``). ``producer_halves``
+    (inputs gathered; None: not): the producer's halves staging alternate K-tiles, two K-tiles of its loads in flight
+    (``CONVKIT_WS_PRODUCER_HALVES``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -296,8 +297,8 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.splits is not None and not (split and not (self.inputs or self.persistent)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
                              f"a tile, got {self.splits!r}")  # fmt: skip
-        if self.early not in (None, True) or (self.early and self.inputs):  # (only the gathering kernel waits)
-            raise ValueError(f"early must be None, or True with the inputs gathered, got {self.early!r}")
+        if self.early not in (None, True):
+            raise ValueError(f"early must be None or True, got {self.early!r}")
         if self.pingpong not in (None, True) or (
             self.pingpong and not (self.filters == NARROW_FILTERS and self.persistent)
         ):

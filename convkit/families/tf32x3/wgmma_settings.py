@@ -342,4 +342,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                SPLIT_AHEAD_PINGPONG, GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
-               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True))  # fmt: skip
+               dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
+               dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=True))  # fmt: skip
