@@ -1328,8 +1328,8 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
                                                    int C, int HW)
 {
     __shared__ float tile[32][33];
-    // The split-ahead kernel after it, launched early, waits for its writes before reading them. (The weights' split
-    // runs before it, launched the ordinary way: done when this starts, so when this is.)
+    // The split-ahead kernel after it, launched early, waits for its writes before reading them. (The weights' split,
+    // launched the ordinary way before it, is done before this starts: that wait covers its writes too.)
     let_next_kernel_start();
     const int CP = wgmma_ws::row_channels(C), n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
     const long long plane = (long long)N * HW * CP;
