@@ -1120,9 +1120,9 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
 
 // ---------------------------------------------------------------------------------------------
 // The warp-specialised kernel on inputs split ahead, implicit_gemm_wgmma_ws_nhwc_tf32x3: its producer neither gathers
-// nor splits. split_input_nhwc_tf32x3 writes the input's big and small planes once per call, channels last ([N][H][W]
-// [CP], CP = C rounded up to 32, zeros past C); a K-tile is then 32 channels at one filter tap (K-tile t: channel
-// block t / RS, tap t % RS; the weights split to match, split_weights_nhwc_tiled_tf32x3), and a pixel's row of it is
+// nor splits. split_ahead_operands_tf32x3 writes the input's big and small planes once per call, channels last
+// ([N][H][W][CP], CP = C rounded up to 32, zeros past C); a K-tile is then 32 channels at one filter tap (K-tile t:
+// channel block t / RS, tap t % RS; the weights split to match in the same launch), and a pixel's row of it is
 // 128 contiguous bytes of each plane, which the producer copies by 16-byte cp.async (zeros where the tap falls outside
 // the image) into the stage's input planes, laid out in the 128-byte swizzle; the copies arrive on the stage's "full"
 // barrier as they land. So a K-tile costs a producer thread some hundred instructions, where gathering and splitting
@@ -1243,7 +1243,7 @@ __device__ __forceinline__ void split_ahead_gemm(const float* __restrict__ plane
             for (int tile = 0; tile < tiles; ++tile, ++turn) {
                 const int st = turn % WS_STAGES;
                 float* stage = smem + st * STAGE_WS;
-                if (turn == 0) wait_for_previous_kernel();  // launched early: the input's split, done and written
+                if (turn == 0) wait_for_previous_kernel();  // launched early: the operands' split, done and written
                 acquire_and_copy_weights(stage, weights, tile, turn, st, full, empty);
                 if (!CONVKIT_PART_NO_INPUTS) {
 #pragma unroll
@@ -1320,18 +1320,16 @@ winograd_products_wgmma_tf32x3(const float* __restrict__ u, const float* __restr
 #endif
 
 // The input's big and small planes for implicit_gemm_wgmma_ws_nhwc_tf32x3, channels last: [N][H W][CP] each (the
-// small plane `plane` floats after the big one; tf32::split_ahead), zeros
-// past C. A block of 32 x 8 threads turns a tile of 32 channels by
-// 32 pixels through shared memory, so that it reads x and writes the planes in whole lines. With
-// CONVKIT_WS_INPUTS_FP32, one plane in FP32, which the split-ahead kernel built so splits as it stages it.
-extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, float* __restrict__ planes, int N,
-                                                   int C, int HW)
+// small plane `plane` floats after the big one; tf32::split_ahead), zeros past C. A block of 32 x 8 threads turns a
+// tile of 32 channels (from c0) by 32 pixels (from p0) of image n through shared memory, so that it reads x and writes
+// the planes in whole lines. With CONVKIT_WS_INPUTS_FP32, one plane in FP32, which the split-ahead kernel built so
+// splits as it stages it.
+namespace wgmma_ws {
+__device__ __forceinline__ void split_input_tile(const float* __restrict__ x, float* __restrict__ planes, int N, int C,
+                                                 int HW, int n, int c0, int p0)
 {
     __shared__ float tile[32][33];
-    // The split-ahead kernel after it, launched early, waits for its writes before reading them. (The weights' split,
-    // launched the ordinary way before it, is done before this starts: that wait covers its writes too.)
-    let_next_kernel_start();
-    const int CP = wgmma_ws::row_channels(C), n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+    const int CP = row_channels(C);
     const long long plane = (long long)N * HW * CP;
     for (int i = threadIdx.y; i < 32; i += 8) {
         const int c = c0 + i, p = p0 + threadIdx.x;
@@ -1340,7 +1338,7 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
     __syncthreads();
     for (int i = threadIdx.y; i < 32; i += 8) {
         const int p = p0 + i;
-        if (p >= HW || (wgmma_ws::TAP_PAIRS && c0 + (int)threadIdx.x >= CP)) continue;  // (rows of 16 channels)
+        if (p >= HW || (TAP_PAIRS && c0 + (int)threadIdx.x >= CP)) continue;  // (rows of 16 channels)
         const long long at = ((long long)n * HW + p) * CP + c0 + threadIdx.x;
         const float value = tile[threadIdx.x][i];
         if (CONVKIT_WS_INPUTS_FP32) {
@@ -1350,17 +1348,19 @@ extern "C" __global__ void split_input_nhwc_tf32x3(const float* __restrict__ x, 
         }
     }
 }
+}  // namespace wgmma_ws
 
 // The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of FILTERS
 // filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
 // `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile `tile`, or -1 for a zero.
 namespace wgmma_ws {
+// The lines from `first`, every `step`-th: the threads' share of them.
 template <typename Source>
 __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
-                                                    int tiles, Source source)
+                                                    int tiles, Source source, long long first, long long step)
 {
     const long long lines = (long long)((M + FILTERS - 1) / FILTERS) * tiles * KGROUPS * FILTERS;  // of 4 floats
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += (long long)gridDim.x * blockDim.x) {
+    for (long long i = first; i < lines; i += step) {
         const int row = (int)(i % FILTERS), kgroup = (int)(i / FILTERS % KGROUPS);
         const long long tile_of = i / (FILTERS * KGROUPS);  // block * tiles + tile
         const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * FILTERS + row;
@@ -1384,23 +1384,39 @@ extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ 
 {
     using namespace wgmma_ws;
     let_next_kernel_start();  // the wgmma kernel after it, launched early, waits for its writes before reading them
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
     wgmma_ws::split_weights_tiled(w, tiled, M, (K + BK - 1) / BK, [=](int m, int tile, int k) -> long long {
         k += tile * BK;
         return k < K ? (long long)m * K + k : -1;
-    });
+    }, first, step);
 }
 
-// For implicit_gemm_wgmma_ws_nhwc_tf32x3: K-tile t holds channels 32 (t / RS) .. + 31 at tap t % RS; with TAP_PAIRS
-// channels 0 .. 15 at taps 2 t and 2 t + 1.
-extern "C" __global__ void split_weights_nhwc_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled,
-                                                           int M, int C)
+// The split-ahead kernel's operands, split once per call by one launch (a launch fewer ahead of the kernel; 32 x 8
+// threads a block): its first blocks the input's planes, a tile each (split_input_tile, blocks in x of pixel tiles,
+// then channel tiles, then images), the rest the weights tiled to match (split_weights_tiled: K-tile t holds channels
+// 32 (t / RS) .. + 31 at tap t % RS; with TAP_PAIRS channels 0 .. 15 at taps 2 t and 2 t + 1), a line a thread.
+extern "C" __global__ void split_ahead_operands_tf32x3(const float* __restrict__ x, float* __restrict__ planes, int N,
+                                                       int C, int HW, const float* __restrict__ w,
+                                                       float* __restrict__ tiled, int M)
 {
     using namespace wgmma_ws;
-    wgmma_ws::split_weights_tiled(w, tiled, M, nhwc_tiles(C), [=](int m, int tile, int k) -> long long {
+    let_next_kernel_start();  // the split-ahead kernel after it, launched early, waits for its writes before reading
+    const unsigned pixel_tiles = (HW + 31) / 32, tiles_of_image = pixel_tiles * ((C + 31) / 32);
+    const unsigned input_blocks = tiles_of_image * N;  // (the launch keeps the grid under 2^31)
+    if (blockIdx.x < input_blocks) {
+        const unsigned n = blockIdx.x / tiles_of_image, in_image = blockIdx.x - n * tiles_of_image;
+        split_input_tile(x, planes, N, C, HW, (int)n, (int)(in_image / pixel_tiles) * 32,
+                         (int)(in_image % pixel_tiles) * 32);
+        return;
+    }
+    const int threads = blockDim.x * blockDim.y, thread = threadIdx.y * blockDim.x + threadIdx.x;
+    const long long first = (long long)(blockIdx.x - input_blocks) * threads + thread;
+    const long long step = (long long)(gridDim.x - input_blocks) * threads;
+    split_weights_tiled(w, tiled, M, nhwc_tiles(C), [=](int m, int tile, int k) -> long long {
         const int c = TAP_PAIRS ? k % PAIRED_CHANNELS : tile / RS * CHANNELS + k;
         const int tap = TAP_PAIRS ? 2 * tile + k / PAIRED_CHANNELS : tile % RS;
         return c < C && tap < RS ? ((long long)m * C + c) * RS + tap : -1;
-    });
+    }, first, step);
 }
 
 // ---------------------------------------------------------------------------------------------

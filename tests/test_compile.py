@@ -189,8 +189,8 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
     built = {k.kernel: k for k in ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)}
     winograd = () if "-DCONVKIT_WS_FILTERS=64" in knobs else ("winograd_products_wgmma_tf32x3",)  # (128 alone)
     assert set(built) == {"implicit_gemm_wgmma_tf32x3", "implicit_gemm_wgmma_ws_tf32x3", "split_weights_tiled_tf32x3",
-                          "implicit_gemm_wgmma_ws_nhwc_tf32x3", "split_weights_nhwc_tiled_tf32x3",
-                          "split_input_nhwc_tf32x3", "wgmma_products_ceiling", *winograd}  # fmt: skip
+                          "implicit_gemm_wgmma_ws_nhwc_tf32x3", "split_ahead_operands_tf32x3",
+                          "wgmma_products_ceiling", *winograd}  # fmt: skip
     assert built["implicit_gemm_wgmma_tf32x3"].registers > 128
     for ws in ("implicit_gemm_wgmma_ws_tf32x3", "implicit_gemm_wgmma_ws_nhwc_tf32x3", *winograd):
         assert 128 < built[ws].registers <= 168

@@ -47,7 +47,7 @@ def split_planes(w: np.ndarray) -> np.ndarray:
 
 
 def input_planes(x: np.ndarray) -> np.ndarray:
-    """The inputs' planes as split_input_nhwc_tf32x3 splits them (kernels/tf32_split.cuh's split_ahead, the weights'
+    """The inputs' planes as split_ahead_operands_tf32x3 splits them (kernels/tf32_split.cuh's split_ahead, the weights'
     rule): big rounded to nearest TF32 (ties away), small = x - big, exact in FP32."""
     big = round_tf32(x)
     return np.stack([big, x - big])
@@ -333,7 +333,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert early.starts_early(deep) and not plain.starts_early(deep) and early.to_params()["early"]  # ends: it waits
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
     assert "early must be" in dataclasses.replace(early, early=False).not_supported_reasons(deep)[0]
-    ahead_early = dataclasses.replace(wgmma_settings.SPLIT_AHEAD_PINGPONG, early=True)  # (waits for the input's split)
+    ahead_early = dataclasses.replace(wgmma_settings.SPLIT_AHEAD_PINGPONG, early=True)  # (waits for the split)
     assert ahead_early.starts_early(deep) and not ahead_early.not_supported_reasons(deep)
     assert ahead_early in wgmma_settings.WS_SETTINGS  # (emulated, sanitized, replayed on two streams and in a graph)
     pingpong = wgmma_settings.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
@@ -421,11 +421,19 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
     pairs, rs = bool(launch.tap_pairs), problem.r * problem.s
     k, tiles = problem.c * rs, wgmma_operands.k_tiles(problem, launch.channels_last, pairs)
     filters = launch.block_filters
-    split = (wgmma_operands.SplitTiledNhwcLaunch(filters=filters, tap_pairs=pairs) if launch.channels_last
-             else wgmma_operands.SplitTiledLaunch(filters=filters))  # fmt: skip
-    tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
-                       wgmma_operands.tiled_elements(problem, launch.channels_last, filters, pairs),
-                       (problem.m, problem.c if launch.channels_last else k))  # fmt: skip
+    tiled_floats = wgmma_operands.tiled_elements(problem, launch.channels_last, filters, pairs)
+    if launch.channels_last:  # one launch: the weights tiled, then the input split ahead (two planes) or FP32 (one)
+        split_ahead = wgmma_operands.SplitAheadLaunch(split=launch.input_planes == 2, tap_pairs=pairs, filters=filters)
+        call = "split_ahead_operands_tf32x3(x, out + ints[4], ints[0], ints[1], ints[2], w, out, ints[3])"
+        both = run_launch(build_dir, split_ahead, problem, call, (x, w),
+                          tiled_floats + launch.input_planes * wgmma_operands.input_plane_elements(problem, pairs),
+                          (problem.n, problem.c, problem.h * problem.w, problem.m, tiled_floats))  # fmt: skip
+        tiled, inputs = both[:tiled_floats], both[tiled_floats:]
+    else:
+        split = wgmma_operands.SplitTiledLaunch(filters=filters)
+        tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
+                           tiled_floats, (problem.m, k))  # fmt: skip
+        inputs = x
     planes = tiled.reshape(-1, tiles, 2, 8, filters, 4)  # block, tile, plane, k-group, row, 4
     weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)[:, : problem.m]
     expected_weights = split_planes(w)[:, :, :k]
@@ -439,16 +447,10 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         assert not by_tap[:, :, problem.c :].any(), "weights past C"
         weights = by_tap[:, :, : problem.c].reshape(2, problem.m, k)
     assert np.array_equal(weights[:, :, :k], expected_weights), "the tiled planes hold another split"
-    inputs = x
     if launch.channels_last:  # split ahead into two planes, or (split as staged) one in FP32
-        planes = launch.input_planes
-        split_input = wgmma_operands.SplitInputNhwcLaunch(split=planes == 2, tap_pairs=pairs)
-        inputs = run_launch(build_dir, split_input, problem, "split_input_nhwc_tf32x3(x, out, ints[0], ints[1], "
-                            "ints[2])", (x, w), planes * wgmma_operands.input_plane_elements(problem, pairs),
-                            (problem.n, problem.c, problem.h * problem.w))  # fmt: skip
-        nhwc = inputs.reshape(planes, problem.n, problem.h, problem.w, -1)
+        nhwc = inputs.reshape(launch.input_planes, problem.n, problem.h, problem.w, -1)
         assert not nhwc[..., problem.c :].any(), "inputs past C"
-        expected = input_planes(x) if planes == 2 else x[None]
+        expected = input_planes(x) if launch.input_planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
@@ -471,9 +473,9 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
                          ids=problem_id)  # fmt: skip
 @pytest.mark.parametrize("launch", wgmma_settings.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):
-    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last
-    split_weights_nhwc_tiled_tf32x3 and the input's channels-last planes, split_input_nhwc_tf32x3: split ahead, or one
-    in FP32 that the consumers split once it is staged), then the producer
+    """The weights split into the tiled layout (split_weights_tiled_tf32x3, or with inputs channels last, in one
+    launch with the input's channels-last planes, split_ahead_operands_tf32x3: split ahead, or one in FP32 that the
+    consumers split once it is staged), then the producer
     and consumer warpgroups taking turns by mbarriers, more K-tiles than stages (the third problem: 2 of 2; the
     second: 11; split ahead, 4 and 18). The persistent one on a GPU of two SMs: each block loops over output tiles
     (the second problem's four, or six of 64 filters), its barriers' phases carried from one to the next. At 64

@@ -111,7 +111,7 @@ def test_k_tiles_of_two_taps_match_float64(problem, launch):
 @pytest.mark.parametrize("launch", [spec for spec in WS_SETTINGS if spec.early], ids=ws_id)
 def test_an_early_launch_is_right_replayed_on_two_streams_and_in_a_captured_graph(launch):
     """A kernel launched as the split before it ends (``early``: the gathering kernel after the weights' split, the
-    split-ahead one after the input's): recorded into a plan as the op records it, then replayed through the driver on
+    split-ahead one after the operands'): recorded into a plan as the op records it, then replayed through the driver on
     two streams at once, each on its own operands and workspace; and captured in a CUDA graph (its dependency on the
     split a programmatic edge), replayed on new values. Each output poisoned with NaN first, against float64."""
     import cupy

@@ -6,13 +6,13 @@ issuing ``wgmma.mma_async m64nNk8`` on both operands in shared memory, each K-ti
 (``staged``) or summed on in the tensor cores, in two or three stages. It adds the op's bias as it stores. It runs
 on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
 
-:class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after
-the weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of
-two consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
-``implicit_gemm_wgmma_ws_nhwc_tf32x3`` instead, on the input split once per call into channels-last planes
-(:class:`SplitInputNhwcLaunch`) and the weights tiled to match (:class:`SplitTiledNhwcLaunch`), so that its producer
-copies rather than gathers. :func:`conv2d_wgmma_tf32x3` runs either launch; both are tuning candidates of the
-variant (:mod:`~convkit.families.tf32x3.wgmma_settings`; a recorded launch read back by :func:`launch_from_params`).
+:class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after the
+weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of two
+consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
+``implicit_gemm_wgmma_ws_nhwc_tf32x3`` instead, on the input split once per call into channels-last planes and the
+weights tiled to match, by one launch (:class:`SplitAheadLaunch`), so that its producer copies rather than gathers.
+:func:`conv2d_wgmma_tf32x3` runs either launch; both are tuning candidates of the variant
+(:mod:`~convkit.families.tf32x3.wgmma_settings`; a recorded launch read back by :func:`launch_from_params`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ from convkit.families.tf32x3.wgmma_operands import (
     WS_STAGES,
     WS_THREADS,
     WS_WIDTH,
-    SplitInputNhwcLaunch,
+    SplitAheadLaunch,
     SplitTiledLaunch,
-    SplitTiledNhwcLaunch,
     check_problem,
     filter_macros,
     filters_macro,
@@ -146,7 +145,7 @@ class WgmmaWsLaunch(KernelLaunch):
     of partial outputs that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most
     :data:`MAX_CLUSTER` splits) the splits of a tile one thread-block cluster, whose blocks add their sums through each
     other's shared memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
-    (None: not): launched to start as the split before it ends (the weights', or with inputs split ahead the input's),
+    (None: not): launched to start as the split before it ends (the weights', or with inputs split ahead the operands'),
     its producer waiting for the split's writes before its first copy of them
     (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends. ``tap_pairs`` (inputs
     channels last, at most 16 channels; None: not): the input's rows 16 channels wide and a K-tile two taps of them,
@@ -252,11 +251,9 @@ class WgmmaWsLaunch(KernelLaunch):
             launch_kernel(split, problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
-        split = SplitTiledNhwcLaunch(filters=self.block_filters, tap_pairs=bool(self.tap_pairs))
-        launch_kernel(split, problem, (w, tiled, cupy.int32(problem.m), cupy.int32(problem.c)))
-        sizes = (problem.n, problem.c, problem.h * problem.w)
-        split_input = SplitInputNhwcLaunch(split=self.input_planes == 2, tap_pairs=bool(self.tap_pairs))
-        launch_kernel(split_input, problem, (x, planes, *(cupy.int32(v) for v in sizes)))
+        split = SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
+        sizes = (cupy.int32(v) for v in (problem.n, problem.c, problem.h * problem.w))
+        launch_kernel(split, problem, (x, planes, *sizes, w, tiled, cupy.int32(problem.m)))
         return planes, tiled
 
     def partials(self, problem: ConvProblem, workspace: Any) -> Any:
@@ -327,7 +324,7 @@ class WgmmaWsLaunch(KernelLaunch):
         if (size := planes * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:
-            SplitInputNhwcLaunch().can_implement(problem)
+            SplitAheadLaunch(tap_pairs=bool(self.tap_pairs), filters=self.block_filters).can_implement(problem)
             if (size := self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))) > MAX_OPERAND_ELEMENTS:
                 raise ValueError(f"the input channels last holds {size} elements (channels rounded up to 32, or "
                                  f"{PAIRED_CHANNELS} in tap pairs; {self.input_planes} planes): past 2^31")  # fmt: skip

@@ -1,6 +1,6 @@
 """The operands of ``kernels/wgmma_tf32x3.cu``'s warp-specialised kernels as they read them, and the launches that
-split them once per call: the weights tiled in blocks of filters by K-tiles (:class:`SplitTiledLaunch`, and for the
-split-ahead kernel :class:`SplitTiledNhwcLaunch`), the input channels last (:class:`SplitInputNhwcLaunch`); with the
+split them once per call: the weights tiled in blocks of filters by K-tiles (:class:`SplitTiledLaunch`), or for the
+split-ahead kernel the input channels last and the weights to match, in one launch (:class:`SplitAheadLaunch`); with the
 block and tile sizes they share with :mod:`convkit.families.tf32x3.wgmma`, whose launches run them. The kernels' one
 definition of these layouts is ``kernels/wgmma_operands.cuh`` (Winograd's transforms write them too).
 """
@@ -85,7 +85,7 @@ def tiled_elements(
 
 
 def input_plane_elements(problem: ConvProblem, tap_pairs: bool = False) -> int:
-    """Floats of one of the input's two planes split ahead channels last (``split_input_nhwc_tf32x3``):
+    """Floats of one of the input's two planes split ahead channels last (``split_ahead_operands_tf32x3``):
     N H W CP, CP = C rounded up to 32, or with ``tap_pairs`` :data:`PAIRED_CHANNELS`."""
     channels = PAIRED_CHANNELS if tap_pairs else math.ceil(problem.c / TILE_K) * TILE_K
     return problem.n * problem.h * problem.w * channels
@@ -112,22 +112,6 @@ class SplitTiledLaunch(ElementwiseLaunch):
         return (*(filter_macros(problem) if problem is not None else ()), *filters_macro(self.filters))
 
 
-@dataclass(frozen=True)
-class SplitTiledNhwcLaunch(SplitTiledLaunch):
-    """``split_weights_nhwc_tiled_tf32x3``: as :class:`SplitTiledLaunch`, each K-tile 32 channels at one tap (the
-    order in which ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` reads its inputs)."""
-
-    tap_pairs: bool = False
-    kind: ClassVar[str] = "tf32x3_split_tiled_nhwc"
-    kernel: ClassVar[str] = "split_weights_nhwc_tiled_tf32x3"
-
-    def elements(self, problem: ConvProblem) -> int:
-        return tiled_elements(problem, True, self.filters, self.tap_pairs) // 8
-
-    def options(self, problem: ConvProblem | None = None) -> tuple[str, ...]:
-        return (*super().options(problem), *tap_pairs_macro(self.tap_pairs))
-
-
 def tap_pairs_macro(tap_pairs: bool | None) -> tuple[str, ...]:
     """The split-ahead kernel's (and its splits') macro for K-tiles of two taps (none without)."""
     return ("-DCONVKIT_WS_TAP_PAIRS=1",) if tap_pairs else ()
@@ -139,27 +123,40 @@ def filters_macro(filters: int) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class SplitInputNhwcLaunch(KernelLaunch):
-    """``split_input_nhwc_tf32x3``: the input's big and small TF32 parts (split as the weights are), channels last
-    (:func:`input_plane_elements` floats each), a block of 32 x 8 threads a tile of 32 channels by 32 pixels; not
+class SplitAheadLaunch(KernelLaunch):
+    """``split_ahead_operands_tf32x3``: the split-ahead kernel's operands split in one launch, blocks of 32 x 8
+    threads: the input's big and small TF32 parts (split as the weights are), channels last
+    (:func:`input_plane_elements` floats each), a block a tile of 32 channels by 32 pixels; then the weights tiled to
+    match, in blocks of ``filters`` filters (:func:`tiled_elements`), a thread a 16-byte line of each plane. Not
     ``split``, the input in FP32, one such plane."""
 
     split: bool = True
     tap_pairs: bool = False
+    filters: int = BLOCK_M
 
-    kind: ClassVar[str] = "tf32x3_split_input_nhwc"
+    kind: ClassVar[str] = "tf32x3_split_ahead"
     source: ClassVar[str] = "wgmma_tf32x3"
     arch: ClassVar[str | None] = "sm_90a"
 
     def kernel_name(self, problem: ConvProblem) -> str:
-        return "split_input_nhwc_tf32x3"
+        return "split_ahead_operands_tf32x3"
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         fp32 = () if self.split else ("-DCONVKIT_WS_INPUTS_FP32=1",)
-        return (*filter_macros(problem), *fp32, *tap_pairs_macro(self.tap_pairs))
+        return (*filter_macros(problem), *fp32, *tap_pairs_macro(self.tap_pairs), *filters_macro(self.filters))
+
+    def input_blocks(self, problem: ConvProblem) -> int:
+        """The blocks that split the input: a tile of 32 channels by 32 pixels each."""
+        return math.ceil(problem.h * problem.w / 32) * math.ceil(problem.c / 32) * problem.n
+
+    def weight_blocks(self, problem: ConvProblem) -> int:
+        """The blocks that split the weights: a line of 4 floats of each plane a thread, at most 65,535 blocks (each
+        thread then takes every so many lines)."""
+        lines = tiled_elements(problem, True, self.filters, self.tap_pairs) // 8
+        return min(math.ceil(lines / 256), 65535)
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (math.ceil(problem.h * problem.w / 32), math.ceil(problem.c / 32), problem.n)
+        return (self.input_blocks(problem) + self.weight_blocks(problem),)
 
     def block(self, problem: ConvProblem) -> tuple[int, ...]:
         return (32, 8)
@@ -168,6 +165,7 @@ class SplitInputNhwcLaunch(KernelLaunch):
         return 0
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming the batch or the channels where the grid cannot hold them."""
-        if problem.n > 65535 or math.ceil(problem.c / 32) > 65535:
-            raise ValueError(f"n={problem.n} or c={problem.c} is past the input split's grid (65535 each)")
+        """Raise ValueError naming the input where its tiles pass the grid's 2^31 - 1 blocks."""
+        if self.grid(problem)[0] > 2**31 - 1:
+            raise ValueError(f"x's {self.input_blocks(problem)} tiles of 32 channels by 32 pixels pass the split's "
+                             f"grid (2^31 - 1 blocks)")  # fmt: skip
