@@ -756,7 +756,7 @@ def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
 
 def ahead_early(part: tuple[int, int] = (1, 1)) -> None:
     """Every fourth of cuConv's 3x3 and 5x5 layers (its ``part`` = (k, n) of them): the tuner's split-ahead settings
-    each launched early (as the input's split ends, ``early``) beside its candidates (them among them, launched the
+    each launched early (as the operands' split ends, ``early``) beside its candidates (them among them, launched the
     ordinary way) and the mma.sync kernel, every third layer checked (:func:`beside_candidates`)."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
     from convkit.papers import cuconv
