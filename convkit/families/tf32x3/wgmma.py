@@ -251,7 +251,8 @@ class WgmmaWsLaunch(KernelLaunch):
             launch_kernel(split, problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
-        split = SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
+        pairs, filters = bool(self.tap_pairs), self.block_filters
+        split = SplitAheadLaunch(split=self.input_planes == 2, tap_pairs=pairs, filters=filters)
         sizes = (cupy.int32(v) for v in (problem.n, problem.c, problem.h * problem.w))
         launch_kernel(split, problem, (x, planes, *sizes, w, tiled, cupy.int32(problem.m)))
         return planes, tiled
