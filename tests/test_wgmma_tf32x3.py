@@ -143,6 +143,21 @@ def test_the_launch_declares_its_build_shared_memory_workspace_and_bias(monkeypa
     assert wgmma.WgmmaGemmLaunch(staged=False, stages=3).shared_bytes(p) == shared_bytes(128, 3)
 
 
+def test_the_split_ahead_operands_are_one_launch_input_tiles_then_weight_lines():
+    """One launch splits the split-ahead kernel's operands: a block a tile of 32 channels by 32 pixels of each image,
+    then blocks of 256 threads over the weights' lines (at most 65,535 of them, each thread then taking several); a
+    grid past 2^31 - 1 blocks is refused naming the input, before any launch."""
+    split = wgmma_operands.SplitAheadLaunch(filters=64, tap_pairs=False)
+    p = ConvProblem.same(3, 37, 9, 11, 131, 3)  # 4 pixel tiles by 2 channel tiles, 3 images
+    lines = wgmma_operands.tiled_elements(p, True, 64) // 8  # 3 blocks of 64 filters, 18 K-tiles, 8 k-groups, 64 rows
+    assert split.input_blocks(p) == 4 * 2 * 3 and split.weight_blocks(p) == -(-lines // 256) == 108
+    assert split.grid(p) == (24 + 108,) and split.block(p) == (32, 8) and split.shared_bytes(p) == 0
+    assert split.options(p)[-1] == "-DCONVKIT_WS_FILTERS=64" and not split.not_supported_reasons(p)
+    assert split.weight_blocks(ConvProblem.same(1, 4096, 7, 7, 4096, 5)) == 65535  # (a grid-stride loop beyond)
+    huge = ConvProblem(262_144, 2048, 64, 64, 8, 1, 1)  # 8,192 tiles an image: 2^31 of them
+    assert "x's 2147483648 tiles" in split.not_supported_reasons(huge)[0]
+
+
 def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     """The staged setting and the warp-specialised kernel are tuned; a recorded launch of either reads back as
     itself (the variant's launch_from), and a schedule the kernel lacks is refused naming it; K split over blocks
