@@ -780,8 +780,8 @@ def cutlass_ones(labels: tuple[str, ...] = CUTLASS_ONES) -> None:
     """On ``labels`` (:data:`CUTLASS_ONES` or :data:`CUTLASS_TAPS`): CUTLASS's 64x64 and 128x64 3xTF32 tiles (the
     kernel alone, NHWC), the mma.sync kernel's first-use launch, and the five fastest of every wgmma setting that runs
     the layer (``*``: a tuning candidate), each checked against float64: whether a setting the tuner leaves out would
-    close the gap; then the fastest in parts (:func:`call_parts`): what of its call is the weights' split, which
-    CUTLASS's kernel does inside."""
+    close the gap; then the fastest in parts (:func:`call_parts`): what of its call is the split ahead of its kernel
+    (the weights', or with inputs split ahead both operands'), which CUTLASS's kernel does inside."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
