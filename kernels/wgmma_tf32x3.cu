@@ -1348,13 +1348,11 @@ __device__ __forceinline__ void split_input_tile(const float* __restrict__ x, fl
         }
     }
 }
-}  // namespace wgmma_ws
 
 // The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of FILTERS
-// filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line.
-// `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile `tile`, or -1 for a zero.
-namespace wgmma_ws {
-// The lines from `first`, every `step`-th: the threads' share of them.
+// filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line,
+// the lines from `first`, every `step`-th. `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile
+// `tile`, or -1 for a zero.
 template <typename Source>
 __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
                                                     int tiles, Source source, long long first, long long step)

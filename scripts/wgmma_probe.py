@@ -61,6 +61,7 @@ from convkit.families.tf32x3.wgmma_settings import (
     SPLIT_STAGED,
     WGMMA_SETTINGS,
     WS_SETTINGS,
+    output_tiles,
     split_fits,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
@@ -696,9 +697,8 @@ def ones_anatomy(count: int = 16, odd: bool = False) -> None:
     for i in range(min(count, len(problems))):
         p = problems[round(i * (len(problems) - 1) / max(count - 1, 1))]
         times = layer_anatomy(p, rng)
-        tiles = math.prod(WgmmaWsLaunch().grid(p)[:2])  # (128 filters by 128 pixels)
         line = ", ".join(f"{name} {t:.1f}" for name, t in times.items())
-        print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {tiles} tiles, {k_tiles(p)} K-tiles): {line}")
+        print(f"{p.label} N={p.n} ({p.flops / 1e9:.2f} GFLOP, {output_tiles(p)} tiles, {k_tiles(p)} K-tiles): {line}")
 
 
 def batch_one_anatomy() -> None:

@@ -150,10 +150,10 @@ class SplitAheadLaunch(KernelLaunch):
         return math.ceil(problem.h * problem.w / 32) * math.ceil(problem.c / 32) * problem.n
 
     def weight_blocks(self, problem: ConvProblem) -> int:
-        """The blocks that split the weights: a line of 4 floats of each plane a thread, at most 65,535 blocks (each
-        thread then takes every so many lines)."""
+        """The blocks that split the weights: a line of 4 floats of each plane a thread, at most as many blocks as
+        :class:`SplitTiledLaunch` (each thread then takes every so many lines)."""
         lines = tiled_elements(problem, True, self.filters, self.tap_pairs) // 8
-        return min(math.ceil(lines / 256), 65535)
+        return min(math.ceil(lines / math.prod(self.block(problem))), SplitTiledLaunch.max_blocks)
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
         return (self.input_blocks(problem) + self.weight_blocks(problem),)

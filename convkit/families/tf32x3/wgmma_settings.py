@@ -84,10 +84,15 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
             dataclasses.replace(PIXEL_ROWS_HALVES, filters=filters)]  # fmt: skip
 
 
+def output_tiles(problem: ConvProblem) -> int:
+    """``problem``'s output tiles of 128 filters by 128 pixels (the warp-specialised kernel's blocks a tile)."""
+    return math.prod(WgmmaWsLaunch().grid(problem)[:2])
+
+
 def small_grid(problem: ConvProblem) -> bool:
-    """Whether ``problem`` is a 1x1 layer whose output tiles of 128 filters by 128 pixels would fill at most half the
-    SMs: a layer of a few microseconds, where a block's stores of its tile weigh most."""
-    return problem.r * problem.s == 1 and math.prod(WgmmaWsLaunch().grid(problem)[:2]) <= sm_count() // 2
+    """Whether ``problem`` is a 1x1 layer whose :func:`output_tiles` would fill at most half the SMs: a layer of a few
+    microseconds, where a block's stores of its tile weigh most."""
+    return problem.r * problem.s == 1 and output_tiles(problem) <= sm_count() // 2
 
 
 def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
@@ -276,7 +281,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     elif stores_weigh_most(problem):
         chosen = GATHERED_PERSISTENT
     else:
-        one_wave = math.prod(WgmmaWsLaunch().grid(problem)[:2]) <= sm_count()  # (its tiles of 128 filters)
+        one_wave = output_tiles(problem) <= sm_count()
         chosen = SPLIT_AHEAD_PINGPONG if problem.m <= NARROW_FILTERS or one_wave else SPLIT_AHEAD
         if TAP_PAIRS_PINGPONG in tap_pair_candidates(problem):  # (timed at 64 filters a block alone)
             chosen = TAP_PAIRS_PINGPONG
