@@ -227,11 +227,19 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
     # other filters: the same K split; else the inputs split ahead within 1 GiB of workspace, else the first kernel
     assert default(p) == cluster_in[1] == WGMMA_VARIANT.launch(p)
-    # (at 64 filters a block with ping-pong where <= 64 filters, or where the tiles of 128 filters are one wave)
+    # (at 64 filters a block with ping-pong where <= 64 filters, or where its waves are under 5/3 of 128 filters')
     assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == ahead_pingpong
     assert default(ConvProblem.same(16, 160, 14, 14, 320, 3)) == ahead_pingpong  # 75 tiles; K split past a wave
-    assert default(ConvProblem.same(30, 160, 14, 14, 320, 3)) == split_ahead  # 138 tiles
-    assert default(ConvProblem.same(256, 64, 112, 112, 128, 3)) == wgmma.WgmmaGemmLaunch()  # 1.6 GB of planes
+    assert default(ConvProblem.same(30, 160, 14, 14, 320, 3)) == ahead_pingpong  # 138 tiles, 2 waves; of 64: 230, 2
+    assert default(ConvProblem.same(64, 64, 14, 14, 256, 3)) == ahead_pingpong  # 196 tiles, 2 waves; of 64: 392, 3
+    assert default(ConvProblem.same(8, 64, 28, 28, 256, 3)) == split_ahead  # 98 tiles, 1 wave; of 64: 196, 2
+    assert default(ConvProblem.same(8, 512, 14, 14, 256, 3)) == ahead_pingpong  # 26 tiles: no K split in 4
+    assert default(ConvProblem.same(2, 512, 14, 14, 256, 3)) == cluster_in[1]  # 8 tiles: in 8, over a cluster
+    # the inputs' planes a pass of images within the 1 GiB every algorithm is allowed: 1.6 GB of them in two passes
+    huge = ConvProblem.same(256, 64, 112, 112, 128, 3)
+    assert default(huge) == split_ahead and split_ahead.pass_images(huge) == 128
+    assert split_ahead.workspace_bytes(huge) <= 1 << 30 < 2 * wgmma_operands.input_plane_elements(huge) * 4
+    assert default(ConvProblem.same(1, 2048, 256, 256, 128, 3)) == wgmma.WgmmaGemmLaunch()  # one image's: 1 GiB
     # an image's first layer (3 channels: one K-tile) stores most, as a 1x1 layer: the 1x1 layers' settings
     first = ConvProblem.same(16, 3, 224, 224, 64, 3)
     gathering = [gathered_persistent, pingpong, *narrow_ones]

@@ -202,6 +202,34 @@ def test_winograd_on_hard_inputs_stays_within_fp32_winograds_error(inputs):
     assert err["wgmma"] < reference.TRANSFORM_TOLERANCE and err["wgmma"] <= 1.5 * err["fp32"], err
 
 
+@pytest.mark.parametrize("launch", [*(s for s in WS_SETTINGS if s.channels_last), *TAP_PAIR_SETTINGS], ids=ws_id)
+def test_passes_of_images_give_the_bits_of_one(launch, monkeypatch):
+    """Where the input's planes would pass the workspace allowed, the split and the kernel run a pass of images at a
+    time (here 3 of 7 a pass: 3, 3, 1): against float64, the output poisoned with NaN, and bit for bit the output of
+    one pass (each output's sum is the same products in the same order); K-tiles of two taps at 16 channels."""
+    import cupy
+
+    from convkit.cuda.operands import WORKSPACE_ALIGN, aligned
+    from convkit.families.tf32x3 import wgmma_operands
+
+    pairs = bool(launch.tap_pairs)
+    problem = ConvProblem(7, 16 if pairs else 19, 15, 13, 64 if pairs else 70, 3, 3, pad=1, stride=2)
+    image = 4 * launch.input_planes * wgmma_operands.input_plane_elements(dataclasses.replace(problem, n=1), pairs)
+    tiled = 4 * wgmma_operands.tiled_elements(problem, True, launch.block_filters, pairs)
+    rng = cupy.random.default_rng(31)
+    x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
+    bias = rng.standard_normal(problem.m, dtype=cupy.float32)
+    whole = conv2d_wgmma_ws_tf32x3(x, w, pad=1, stride=2, bias=bias, launch=launch)
+    monkeypatch.setattr(wgmma_operands, "WORKSPACE_LIMIT_BYTES", aligned(tiled) + WORKSPACE_ALIGN + 3 * image)
+    assert launch.pass_images(problem) == 3 and launch.workspace_bytes(problem) <= wgmma_operands.WORKSPACE_LIMIT_BYTES
+    out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
+    conv2d_wgmma_ws_tf32x3(x, w, pad=1, stride=2, out=out, bias=bias, launch=launch)
+    ref = reference.bias_add(reference.conv2d(x, w, pad=1, stride=2), bias)
+    assert reference.relative_error(out, ref) < reference.DIRECT_TOLERANCE
+    same = out == whole
+    assert bool(same.all()), int((~same).sum())
+
+
 @pytest.mark.parametrize("problem", [ConvProblem.same(3, 37, 13, 11, 131, 3), ConvProblem.same(2, 70, 9, 10, 64, 1),
                                      ConvProblem(1, 19, 15, 13, 70, 5, 5, pad=1, stride=2)],
                          ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip

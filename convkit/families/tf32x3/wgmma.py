@@ -17,6 +17,7 @@ weights tiled to match, by one launch (:class:`SplitAheadLaunch`), so that its p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     filters_macro,
     input_plane_elements,
     k_tiles,
+    split_ahead_images,
     tap_pairs_macro,
     tiled_elements,
 )
@@ -235,9 +237,17 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
-        input's planes (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but over a
-        cluster), the splits' planes of partial outputs."""
-        return regions_bytes(self._regions(problem))
+        input's planes of a pass (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but
+        over a cluster), the splits' planes of partial outputs."""
+        return regions_bytes(self._regions(dataclasses.replace(problem, n=self.pass_images(problem))))
+
+    def pass_images(self, problem: ConvProblem) -> int:
+        """Images a pass: with inputs channels last, as many as fit the workspace allowed (:func:`split_ahead_images`),
+        else all."""
+        if not self.channels_last:
+            return problem.n
+        tiled = tiled_elements(problem, True, self.block_filters, bool(self.tap_pairs))
+        return split_ahead_images(problem, self.input_planes, bool(self.tap_pairs), 4 * tiled)
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
         """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
@@ -366,6 +376,11 @@ def conv2d_wgmma_tf32x3(
     spec.can_implement(problem)  # before anything is allocated or launched
     epilogue = epilogue_bias(bias, True, f"the {spec.kind} launch {spec.to_params()}")
     out = output_for(out, problem)
+    if isinstance(spec, WgmmaWsLaunch) and (images := spec.pass_images(problem)) < problem.n:
+        for i in range(0, problem.n, images):  # (the input's planes a pass within the workspace allowed)
+            conv2d_wgmma_tf32x3(x[i : i + images], w, pad=pad, stride=stride, launch=spec, out=out[i : i + images],
+                                bias=bias, workspace=workspace)  # fmt: skip
+        return out
     inputs, weights = spec.operands(problem, x, w, workspace)
     # every kernel takes the same arguments
     sizes = tuple(cupy.int32(v) for v in (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h,

@@ -84,9 +84,24 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
             dataclasses.replace(PIXEL_ROWS_HALVES, filters=filters)]  # fmt: skip
 
 
-def output_tiles(problem: ConvProblem) -> int:
-    """``problem``'s output tiles of 128 filters by 128 pixels (the warp-specialised kernel's blocks a tile)."""
-    return math.prod(WgmmaWsLaunch().grid(problem)[:2])
+def output_tiles(problem: ConvProblem, filters: int | None = None) -> int:
+    """``problem``'s output tiles of 128 filters (else ``filters``) by 128 pixels (the warp-specialised kernel's blocks
+    a tile)."""
+    return math.prod(WgmmaWsLaunch(filters=filters).grid(problem)[:2])
+
+
+def pingpong_waves_fewer(problem: ConvProblem) -> bool:
+    """Whether the split-ahead kernel's tiles of 64 filters with ping-pong (:data:`SPLIT_AHEAD_PINGPONG`) take fewer
+    waves of the SMs than its tiles of 128 (:data:`SPLIT_AHEAD`), a wave of 64 three fifths of one of 128. H200, 88 of
+    cuConv's 3x3 and 5x5 layers (2026-12-03, ``wgmma_probe.py --ahead-early`` and ``--gathered``, the rule fitted on
+    that run): on those of more than 64 filters, the ping-pong's pace over the other's follows the waves within 6%:
+    1.41-1.48x where its tiles are one wave (on more SMs, or with fewer filters wasted), 1.07-1.14x at 192 filters (a
+    third of the 128 wasted), 0.82-0.88x where its waves are twice as many."""
+
+    def waves(filters: int | None) -> int:
+        return -(-output_tiles(problem, filters) // sm_count())
+
+    return 3 * waves(NARROW_FILTERS) < 5 * waves(None)
 
 
 def small_grid(problem: ConvProblem) -> bool:
@@ -266,10 +281,13 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way); on the 37 layers
     where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2). The producer's halves in
     their place, faster than that on each layer where both ran (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet
-    timed as a whole. :data:`SPLIT_AHEAD_PINGPONG` where :data:`SPLIT_AHEAD_NARROW` was picked, and where
-    :data:`SPLIT_AHEAD` was on a grid of one wave: 1.29-1.42x the pick before on the 6 of ``--cutlass-taps`` where the
-    second held, 1.07x on the one where the first did; not yet timed as a whole."""
-    split = next((s for s in (8, 4) if split_fits(problem, s, 1)), None)
+    timed as a whole. On more than one tap, :data:`SPLIT_AHEAD_PINGPONG` where :func:`pingpong_waves_fewer` and no K
+    split in 4, and the inputs split ahead a pass of images at a time where their planes would pass 1 GiB: on 95 of
+    cuConv's 3x3 and 5x5 layers (``--ahead-early`` and ``--gathered``, the rules fitted on that run, 2026-12-03) 0.999
+    of the fastest candidate (0.95 at worst) where the rule before was 0.938 (0.39 at worst, under 0.9 on 15), the
+    three layers now in passes counted at their pace in one pass."""
+    # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
+    split = next((s for s in (8, 4) if split_fits(problem, s, 1) and (s == 8 or problem.r * problem.s == 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
@@ -281,11 +299,11 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     elif stores_weigh_most(problem):
         chosen = GATHERED_PERSISTENT
     else:
-        one_wave = output_tiles(problem) <= sm_count()
-        chosen = SPLIT_AHEAD_PINGPONG if problem.m <= NARROW_FILTERS or one_wave else SPLIT_AHEAD
+        pingpong = problem.m <= NARROW_FILTERS or pingpong_waves_fewer(problem)
+        chosen = SPLIT_AHEAD_PINGPONG if pingpong else SPLIT_AHEAD
         if TAP_PAIRS_PINGPONG in tap_pair_candidates(problem):  # (timed at 64 filters a block alone)
             chosen = TAP_PAIRS_PINGPONG
-        if chosen.workspace_bytes(problem) > WORKSPACE_LIMIT_BYTES:  # (the inputs' planes: twice the input)
+        if chosen.workspace_bytes(problem) > WORKSPACE_LIMIT_BYTES:  # (one image's planes past it)
             chosen = WgmmaGemmLaunch()
     return WgmmaGemmLaunch() if chosen.not_supported_reasons(problem) else chosen  # (where the first kernel fits)
 
