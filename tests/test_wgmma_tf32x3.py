@@ -173,18 +173,19 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.setattr(wgmma_settings, "cluster_slots", lambda splits: 14 if splits == 8 else 132 // splits)
     p = ConvProblem.same(2, 37, 9, 11, 131, 3)
     candidates = wgmma_settings.wgmma_candidates(p)
-    split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+    # (the split-ahead kernel launched early, as the operands' split ends: its producer waits for it)
+    split_ahead = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, early=True)
     staged = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split staged", persistent=True)  # split as staged
     split_in = [dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=s) for s in (4, 8)]
     cluster_in = [dataclasses.replace(wgmma_settings.GATHERED_CLUSTER, splits=s) for s in (4, 8)]
     # 4 tiles, 11 K-tiles: K split in 4 and 8, over a cluster (split staged: Winograd's); more than one tap: split
     # ahead at 64 filters a block with ping-pong too
-    ahead_pingpong = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64, pingpong=True)
+    ahead_pingpong = dataclasses.replace(split_ahead, filters=64, pingpong=True)
     assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead, ahead_pingpong]
     many = ConvProblem.same(32, 256, 28, 28, 256, 3)  # 392 tiles: no split
     assert wgmma_settings.wgmma_candidates(many) == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead,
                                                      ahead_pingpong]  # fmt: skip
-    narrow = wgmma.WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, filters=64)
+    narrow = dataclasses.replace(split_ahead, filters=64)
     assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-2:] == [narrow, ahead_pingpong]
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
@@ -356,9 +357,10 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert early.starts_early(deep) and not plain.starts_early(deep) and early.to_params()["early"]  # ends: it waits
     assert WGMMA_VARIANT.launch_from(early.to_params()) == early
     assert "early must be" in dataclasses.replace(early, early=False).not_supported_reasons(deep)[0]
-    ahead_early = dataclasses.replace(wgmma_settings.SPLIT_AHEAD_PINGPONG, early=True)  # (waits for the split)
+    ahead_early = wgmma_settings.SPLIT_AHEAD_PINGPONG  # (waits for the split)
     assert ahead_early.starts_early(deep) and not ahead_early.not_supported_reasons(deep)
     assert ahead_early in wgmma_settings.WS_SETTINGS  # (emulated, sanitized, replayed on two streams and in a graph)
+    assert dataclasses.replace(ahead_early, early=None) in wgmma_settings.WS_SETTINGS  # (launched after the split)
     pingpong = wgmma_settings.GATHERED_PINGPONG  # at 64 filters, persistent: the consumers' rows staged as at 128
     assert pingpong.options(deep)[-1] == "-DCONVKIT_WS_PINGPONG=1" and WGMMA_VARIANT.launch_from(pingpong.to_params())
     assert pingpong.shared_bytes(deep) == wgmma_settings.GATHERED_NARROW.shared_bytes(deep) - 64 * 128 * 4 + 34_816

@@ -29,7 +29,11 @@ WGMMA_SETTINGS = (WgmmaGemmLaunch(), WgmmaGemmLaunch(staged=False), WgmmaGemmLau
 
 
 #: The split-ahead kernel as the tuner measures it: persistent, two K-tiles in flight; and at 64 filters a block.
-SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True)
+#: Each launched early, as the operands' split ends (its producer waits for the split before its first copy): H200,
+#: every fourth of cuConv's 3x3 and 5x5 layers (72; 2026-12-03, ``wgmma_probe.py --ahead-early``), over the same
+#: setting launched after the split, 178 pairs of them: median 1.029x, faster on 160, 0.98x at worst (large layers,
+#: within the spread), 1.14-1.15x on layers of a few microseconds.
+SPLIT_AHEAD = WgmmaWsLaunch(in_flight=2, inputs="split ahead", persistent=True, early=True)
 SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: At 64 filters a block, its consumers taking alternate output tiles (CUTLASS's ping-pong): a candidate on every layer
 #: of more than one tap. H200, the 16 of cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's 3xTF32 kernel beat
@@ -42,7 +46,7 @@ SPLIT_AHEAD_PINGPONG = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
 #: slower than :data:`SPLIT_AHEAD` on each of the chapter's 97 stride-1 3x3 and 5x5 layers of at least 20 GFLOP (0.74x
 #: at the median, 0.85x at best, 2026-11-28); a tie with it on a third of the 1x1 layers (median 1.02x, 2026-12-02).
-SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged")
+SPLIT_STAGED = dataclasses.replace(SPLIT_AHEAD, inputs="split staged", early=None)
 
 
 def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
@@ -366,4 +370,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
-               dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=True))  # fmt: skip
+               dataclasses.replace(SPLIT_AHEAD, early=None),
+               dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None))  # fmt: skip
