@@ -18,7 +18,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ahead-early [--part=k/n]  # 3x3, 5x5: split ahead, launched early
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ahead-early [--part=k/n]  # 3x3, 5x5: split ahead, early or not
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # 1x1 of <= 64 filters, halves
     PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
@@ -755,18 +755,19 @@ def producer_halves(part: tuple[int, int] = (1, 1)) -> None:
 
 
 def ahead_early(part: tuple[int, int] = (1, 1)) -> None:
-    """Every fourth of cuConv's 3x3 and 5x5 layers (its ``part`` = (k, n) of them): the tuner's split-ahead settings
-    each launched early (as the operands' split ends, ``early``) beside its candidates (them among them, launched the
-    ordinary way) and the mma.sync kernel, every third layer checked (:func:`beside_candidates`)."""
+    """Every fourth of cuConv's 3x3 and 5x5 layers (its ``part`` = (k, n) of them): the tuner's split-ahead settings,
+    launched early (as the operands' split ends, ``early``: the candidates since 2026-12-03), beside each launched
+    after the split, the other candidates and the mma.sync kernel, every third layer checked
+    (:func:`beside_candidates`: "the fastest launched after the split over the rest")."""
     from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
     from convkit.papers import cuconv
 
-    def launched_early(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    def launched_after(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         ahead = [s for s in wgmma_candidates(p) if isinstance(s, WgmmaWsLaunch) and s.inputs == "split ahead"]
-        return by_name(dataclasses.replace(s, early=True) for s in ahead)
+        return by_name(dataclasses.replace(s, early=None) for s in ahead)
 
     problems = [p for p in cuconv.problems() if p.r * p.s > 1][::4][part[0] - 1 :: part[1]]
-    beside_candidates(problems, functools.cache(launched_early), 3, "launched early")
+    beside_candidates(problems, functools.cache(launched_after), 3, "launched after the split")
 
 
 def few_filter_ones(part: tuple[int, int]) -> list[ConvProblem]:
@@ -1151,7 +1152,7 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         cutlass_ones()
     elif "--cutlass-taps" in sys.argv[1:]:  # the same on the 3x3 and 5x5 layers where CUTLASS won
         cutlass_ones(CUTLASS_TAPS)
-    elif "--ahead-early" in sys.argv[1:]:  # the split-ahead settings launched early, on 3x3 and 5x5 layers
+    elif "--ahead-early" in sys.argv[1:]:  # the split-ahead settings launched early or not, on 3x3 and 5x5 layers
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
