@@ -96,11 +96,12 @@ def output_tiles(problem: ConvProblem, filters: int | None = None) -> int:
 
 def pingpong_waves_fewer(problem: ConvProblem) -> bool:
     """Whether the split-ahead kernel's tiles of 64 filters with ping-pong (:data:`SPLIT_AHEAD_PINGPONG`) take fewer
-    waves of the SMs than its tiles of 128 (:data:`SPLIT_AHEAD`), a wave of 64 three fifths of one of 128. H200, 88 of
+    waves of the SMs than its tiles of 128 (:data:`SPLIT_AHEAD`), a wave of 64 three fifths of one of 128. H200, 96 of
     cuConv's 3x3 and 5x5 layers (2026-12-03, ``wgmma_probe.py --ahead-early`` and ``--gathered``, the rule fitted on
-    that run): on those of more than 64 filters, the ping-pong's pace over the other's follows the waves within 6%:
-    1.41-1.48x where its tiles are one wave (on more SMs, or with fewer filters wasted), 1.07-1.14x at 192 filters (a
-    third of the 128 wasted), 0.82-0.88x where its waves are twice as many."""
+    that run): on the 59 of more than 64 filters where both ran, the faster of the two on each: the ping-pong's pace
+    over the other's 1.29-1.53x where its waves are as many (its tiles on more SMs), 1.05-1.15x where they are 1.4-1.5
+    times as many (3 against 2; 36 against 24 at 192 filters, a third of the 128 wasted), 0.81-0.94x where twice as
+    many, 0.99x at 15 against 9."""
 
     def waves(filters: int | None) -> int:
         return -(-output_tiles(problem, filters) // sm_count())
@@ -289,7 +290,8 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     split in 4, and the inputs split ahead a pass of images at a time where their planes would pass 1 GiB: on 95 of
     cuConv's 3x3 and 5x5 layers (``--ahead-early`` and ``--gathered``, the rules fitted on that run, 2026-12-03) 0.999
     of the fastest candidate (0.95 at worst) where the rule before was 0.938 (0.39 at worst, under 0.9 on 15), the
-    three layers now in passes counted at their pace in one pass."""
+    three layers now in passes counted at their pace in one pass; on 24 layers not in that run (``--gathered
+    --offset=1 --part=1/4``) the fastest on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
     split = next((s for s in (8, 4) if split_fits(problem, s, 1) and (s == 8 or problem.r * problem.s == 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
