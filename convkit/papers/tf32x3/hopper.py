@@ -28,7 +28,12 @@ def method(t: dict[str, Any]) -> list[str]:
         "small the rest: the value itself as the big part, which the tensor core truncates, would save a rounding "
         "but double the small part, and with it the small-by-small term that 3xTF32 leaves out. A persistent block "
         "per SM walks the output tiles; a block of 64 filters, its consumers taking alternate K-tiles, serves "
-        "layers of at most 64.",
+        "layers of at most 64, and on any filter of more than one tap a block of 64 filters whose consumers take "
+        "alternate output tiles (ping-pong, below) is a candidate too, the faster where its tiles take fewer waves "
+        "of the SMs than those of 128 filters. One launch splits the inputs ahead and the weights with them, and "
+        "the kernel starts as that launch ends, its producer waiting for the split before its first copy. Where the "
+        "input's split would pass the 1 GiB of workspace every algorithm is allowed, the split and the kernel run "
+        "a share of the batch at a time.",
         "On 1x1 layers and a network's first layer of three channels, whose few K-tiles a tile leave the output's "
         "store most of the time, the gathering kernel has two more settings: persistent, and at 64 filters a block "
         "its consumers taking alternate output tiles instead, one storing as the other multiplies (CUTLASS's "
