@@ -324,8 +324,10 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     split_ahead = wgmma.WgmmaWsLaunch(inputs="split ahead")
     assert WGMMA_VARIANT.launch_from(split_ahead.to_params()) == split_ahead
     assert not split_ahead.not_supported_reasons(p)
-    wide = ConvProblem.same(700, 3, 224, 224, 8, 3)  # x and out under 2^31 elements, its planes of 32 channels not
-    assert "the input channels last holds" in split_ahead.not_supported_reasons(wide)[0]
+    wide = ConvProblem.same(700, 3, 224, 224, 8, 3)  # x and out under 2^31 elements, its planes of 32 channels not:
+    assert not split_ahead.not_supported_reasons(wide) and split_ahead.pass_images(wide) == 78  # in 9 passes
+    tall = ConvProblem.same(1, 3, 8192, 8192, 8, 3)  # one image's planes past 2^31 elements
+    assert "the input channels last holds 4294967296" in split_ahead.not_supported_reasons(tall)[0]
     with pytest.raises(ValueError, match="no knob 'stages'"):
         wgmma.launch_from_params({"schedule": "warp-specialised", "stages": 3})
     # K split over blocks (the gathering kernel, a block a tile): whole K-tiles a split, partial outputs in workspace

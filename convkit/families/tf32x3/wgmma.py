@@ -284,8 +284,8 @@ class WgmmaWsLaunch(KernelLaunch):
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
         ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs`` or ``producer_halves`` where the
-        kernel has no such setting, the input split ahead where it is past the kernel's 32-bit indices, and the splits'
-        partial outputs where they are."""
+        kernel has no such setting, a pass's input split ahead where it is past the kernel's 32-bit indices, and the
+        splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -334,11 +334,9 @@ class WgmmaWsLaunch(KernelLaunch):
         planes = 1 if self.sums_in_cluster(problem) else self.effective_splits(problem)
         if (size := planes * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
-        if self.channels_last:
-            SplitAheadLaunch(tap_pairs=bool(self.tap_pairs), filters=self.block_filters).can_implement(problem)
-            if (size := self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))) > MAX_OPERAND_ELEMENTS:
-                raise ValueError(f"the input channels last holds {size} elements (channels rounded up to 32, or "
-                                 f"{PAIRED_CHANNELS} in tap pairs; {self.input_planes} planes): past 2^31")  # fmt: skip
+        if self.channels_last:  # (its split, of a pass of images at a time)
+            split = SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
+            split.can_implement(dataclasses.replace(problem, n=self.pass_images(problem)))
 
 
 #: Either wgmma kernel's launch.

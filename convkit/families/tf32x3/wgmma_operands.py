@@ -179,7 +179,12 @@ class SplitAheadLaunch(KernelLaunch):
         return 0
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming the input where its tiles pass the grid's 2^31 - 1 blocks."""
+        """Raise ValueError naming the input where its tiles pass the grid's 2^31 - 1 blocks, or its planes the
+        kernels' 32-bit indices."""
         if self.grid(problem)[0] > 2**31 - 1:
             raise ValueError(f"x's {self.input_blocks(problem)} tiles of 32 channels by 32 pixels pass the split's "
                              f"grid (2^31 - 1 blocks)")  # fmt: skip
+        planes = 2 if self.split else 1
+        if (size := planes * input_plane_elements(problem, self.tap_pairs)) > MAX_OPERAND_ELEMENTS:
+            raise ValueError(f"the input channels last holds {size} elements (channels rounded up to 32, or "
+                             f"{PAIRED_CHANNELS} in tap pairs; {planes} planes): past 2^31")  # fmt: skip
