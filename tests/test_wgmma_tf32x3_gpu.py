@@ -210,7 +210,7 @@ def test_passes_of_images_give_the_bits_of_one(launch, monkeypatch):
     import cupy
 
     from convkit.cuda.operands import WORKSPACE_ALIGN, aligned
-    from convkit.families.tf32x3 import wgmma_operands
+    from convkit.families.tf32x3 import wgmma, wgmma_operands
 
     pairs = bool(launch.tap_pairs)
     problem = ConvProblem(7, 16 if pairs else 19, 15, 13, 64 if pairs else 70, 3, 3, pad=1, stride=2)
@@ -220,8 +220,8 @@ def test_passes_of_images_give_the_bits_of_one(launch, monkeypatch):
     x, w = (rng.standard_normal(shape, dtype=cupy.float32) for shape in (problem.input_shape, problem.filter_shape))
     bias = rng.standard_normal(problem.m, dtype=cupy.float32)
     whole = conv2d_wgmma_ws_tf32x3(x, w, pad=1, stride=2, bias=bias, launch=launch)
-    monkeypatch.setattr(wgmma_operands, "WORKSPACE_LIMIT_BYTES", aligned(tiled) + WORKSPACE_ALIGN + 3 * image)
-    assert launch.pass_images(problem) == 3 and launch.workspace_bytes(problem) <= wgmma_operands.WORKSPACE_LIMIT_BYTES
+    monkeypatch.setattr(wgmma, "WORKSPACE_LIMIT_BYTES", aligned(tiled) + WORKSPACE_ALIGN + 3 * image)
+    assert launch.pass_images(problem) == 3 and launch.workspace_bytes(problem) <= wgmma.WORKSPACE_LIMIT_BYTES
     out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
     conv2d_wgmma_ws_tf32x3(x, w, pad=1, stride=2, out=out, bias=bias, launch=launch)
     ref = reference.bias_add(reference.conv2d(x, w, pad=1, stride=2), bias)

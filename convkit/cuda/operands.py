@@ -12,7 +12,8 @@ counters, zero when it starts and left zero) takes it from :mod:`convkit.cuda.ze
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,22 @@ class ConvArgs:
 def aligned(nbytes: int) -> int:
     """``nbytes`` rounded up to :data:`WORKSPACE_ALIGN`."""
     return -(-nbytes // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+
+
+def most_images_within(problem: Any, workspace_bytes: Callable[[Any], int], limit: int) -> int:
+    """The most of ``problem``'s images (at most N; 0 where not even one's fits) whose workspace, ``workspace_bytes`` of
+    the problem with that many images, is within ``limit``: a launch whose workspace grows with the batch runs a
+    larger one that many images a pass (bisected, the whole batch tried first)."""
+    if workspace_bytes(problem) <= limit:
+        return problem.n
+    low, high = 0, problem.n - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if workspace_bytes(dataclasses.replace(problem, n=mid)) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def regions_bytes(elements: Sequence[int], itemsize: int = 4) -> int:

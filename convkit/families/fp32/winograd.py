@@ -24,7 +24,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
-from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
+from convkit.cuda.operands import epilogue_bias, float32_regions, most_images_within, regions_bytes
 from convkit.families.fp32.launch import ImplicitGemmLaunch, default_knobs, gemm, tiles_fitting
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
@@ -207,14 +207,7 @@ class WinogradLaunch(KernelLaunch):
     def images_per_pass(self, problem: ConvProblem) -> int:
         """The most images whose transforms and products fit the workspace limit together (at most N; 0 when
         not even one does): a larger batch is transformed and multiplied that many images at a time."""
-        low, high = 0, problem.n  # the workspace grows with the images: bisect for the last that fits
-        while low < high:
-            mid = (low + high + 1) // 2
-            if self.pass_bytes(dataclasses.replace(problem, n=mid)) <= self.workspace_limit:
-                low = mid
-            else:
-                high = mid - 1
-        return low
+        return most_images_within(problem, self.pass_bytes, self.workspace_limit)
 
     def pass_bytes(self, problem: ConvProblem) -> int:
         """Bytes of V, U and the products together, for all of ``problem``'s images at once."""

@@ -28,7 +28,7 @@ from convkit.core.problem import ConvProblem
 from convkit.cuda.arrays import check_conv_args, output_for
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
-from convkit.cuda.operands import epilogue_bias, float32_regions, regions_bytes
+from convkit.cuda.operands import epilogue_bias, float32_regions, most_images_within, regions_bytes
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS, sum_splits
 from convkit.families.tf32x3.launch import split_elements, split_weights
 from convkit.families.tf32x3.wgmma_operands import (
@@ -51,10 +51,10 @@ from convkit.families.tf32x3.wgmma_operands import (
     filters_macro,
     input_plane_elements,
     k_tiles,
-    split_ahead_images,
     tap_pairs_macro,
     tiled_elements,
 )
+from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 
 @dataclass(frozen=True)
@@ -242,12 +242,13 @@ class WgmmaWsLaunch(KernelLaunch):
         return regions_bytes(self._regions(dataclasses.replace(problem, n=self.pass_images(problem))))
 
     def pass_images(self, problem: ConvProblem) -> int:
-        """Images a pass: with inputs channels last, as many as fit the workspace allowed (:func:`split_ahead_images`),
+        """Images a pass: with inputs channels last, the batch shared out evenly over the fewest passes whose workspace
+        is within the 1 GiB every algorithm is allowed (cuDNN's too; :func:`most_images_within`, one image at least),
         else all."""
         if not self.channels_last:
             return problem.n
-        tiled = tiled_elements(problem, True, self.block_filters, bool(self.tap_pairs))
-        return split_ahead_images(problem, self.input_planes, bool(self.tap_pairs), 4 * tiled)
+        most = most_images_within(problem, lambda p: regions_bytes(self._regions(p)), WORKSPACE_LIMIT_BYTES)
+        return -(-problem.n // -(-problem.n // max(1, most)))  # (N over the passes, rounded up)
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
         """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with

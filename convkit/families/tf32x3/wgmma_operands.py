@@ -7,7 +7,6 @@ definition of these layouts is ``kernels/wgmma_operands.cuh`` (Winograd's transf
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -15,9 +14,7 @@ from typing import ClassVar
 from convkit.core.gpu import build_target
 from convkit.core.problem import ConvProblem
 from convkit.cuda.launch import ElementwiseLaunch, KernelLaunch
-from convkit.cuda.operands import WORKSPACE_ALIGN, aligned
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS
-from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
 #: The block's filters (two warpgroups of 64) and the K-tile (four wgmma k-steps).
 BLOCK_M, TILE_K = 128, 32
@@ -92,17 +89,6 @@ def input_plane_elements(problem: ConvProblem, tap_pairs: bool = False) -> int:
     N H W CP, CP = C rounded up to 32, or with ``tap_pairs`` :data:`PAIRED_CHANNELS`."""
     channels = PAIRED_CHANNELS if tap_pairs else math.ceil(problem.c / TILE_K) * TILE_K
     return problem.n * problem.h * problem.w * channels
-
-
-def split_ahead_images(problem: ConvProblem, planes: int, tap_pairs: bool, tiled_bytes: int) -> int:
-    """Images a pass of the input split ahead: as many as keep its ``planes`` planes (:func:`input_plane_elements`)
-    beside the weights' tiled planes (``tiled_bytes``) within the 1 GiB workspace every algorithm is allowed (cuDNN's
-    too), the batch shared out evenly; at least one. A larger batch runs the split and the kernel that many images at
-    a time."""
-    image_bytes = 4 * planes * input_plane_elements(dataclasses.replace(problem, n=1), tap_pairs)
-    fits = (WORKSPACE_LIMIT_BYTES - aligned(tiled_bytes) - WORKSPACE_ALIGN) // image_bytes  # (the planes' alignment)
-    passes = -(-problem.n // max(1, fits))
-    return -(-problem.n // passes)
 
 
 @dataclass(frozen=True)

@@ -262,9 +262,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent
     (the pixel rows and the ping-pong with the producer in halves where :func:`stages_by_halves`);
     else the inputs split ahead (:data:`SPLIT_AHEAD`; at 64 filters a block with ping-pong where the layer has at most
-    64 or its tiles of 128 filters fit the GPU in one wave, :data:`SPLIT_AHEAD_PINGPONG`; on K-tiles of two taps with
-    ping-pong where it has at most 64 filters and 16 channels, :data:`TAP_PAIRS_PINGPONG`) where its workspace
-    is within the 1 GiB the study allows any algorithm, else the first kernel (:class:`WgmmaGemmLaunch`). H200, the
+    64 or :func:`pingpong_waves_fewer`, :data:`SPLIT_AHEAD_PINGPONG`; on K-tiles of two taps with ping-pong where it
+    has at most 64 filters and 16 channels, :data:`TAP_PAIRS_PINGPONG`), in passes of images within the 1 GiB the
+    study allows any algorithm, else (one image's planes past it) the first kernel (:class:`WgmmaGemmLaunch`). H200, the
     3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
     mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
     of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
@@ -293,7 +293,8 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     three layers now in passes counted at their pace in one pass; on 24 layers not in that run (``--gathered
     --offset=1 --part=1/4``) the fastest on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
-    split = next((s for s in (8, 4) if split_fits(problem, s, 1) and (s == 8 or problem.r * problem.s == 1)), None)
+    splits = (8, 4) if problem.r * problem.s == 1 else (8,)
+    split = next((s for s in splits if split_fits(problem, s, 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
