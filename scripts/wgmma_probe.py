@@ -570,19 +570,24 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
 def first_use_line(problems: list[ConvProblem], rates: list[dict[str, float]]) -> str:
     """The first-use launch's rate (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default`) over the fastest
     wgmma setting's on each of ``problems`` (``rates`` by run name, :func:`rates_table`'s; the mma.sync kernel left
-    out): geometric mean, lowest, how many under 0.9, and on how many the pick was not among the runs."""
+    out): geometric mean, lowest, how many under 0.9, and on how many the pick was not among the runs; then a line
+    for each layer under 0.9, its pick beside the fastest."""
     import statistics
 
     from convkit.families.tf32x3.wgmma_settings import wgmma_default
 
-    picked = []
+    picked, misses = [], []
     for p, r in zip(problems, rates, strict=True):
         wgmma = {name: rate for name, rate in r.items() if name != "mma.sync"}
-        picked.append(wgmma.get(launch_text(wgmma_default(p)), math.nan) / max(wgmma.values()))
+        pick, best = launch_text(wgmma_default(p)), max(wgmma, key=wgmma.get)
+        picked.append(wgmma.get(pick, math.nan) / wgmma[best])
+        if picked[-1] < 0.9:
+            misses.append(f"  under 0.9: {p.label} pad={p.pad} at {picked[-1]:.3f}: {pick}, the fastest {best}")
     known = [v for v in picked if v == v]
-    return (f"the first-use launch over the fastest: geometric mean {statistics.geometric_mean(known):.3f}, lowest "
-            f"{min(known):.3f}, under 0.9 on {sum(v < 0.9 for v in known)} of {len(known)} (not timed on "
-            f"{len(picked) - len(known)})")  # fmt: skip
+    return "\n".join([
+        f"the first-use launch over the fastest: geometric mean {statistics.geometric_mean(known):.3f}, lowest "
+        f"{min(known):.3f}, under 0.9 on {sum(v < 0.9 for v in known)} of {len(known)} (not timed on "
+        f"{len(picked) - len(known)})", *misses])  # fmt: skip
 
 
 def beside_candidates(
