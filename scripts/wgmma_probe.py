@@ -11,7 +11,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ceiling # the products alone, no staging: the tensor cores' pace
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --layers [--tuned] # the 3xTF32 chapter's layers of >= 20 GFLOP
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones [--part=k/n] [--at-most=64] [--early | --clustered]  # 1x1
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n] [--offset=0]  # 1x1's settings elsewhere
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --gathered [--part=k/n] [--offset=0 | --k-split-picks]  # elsewhere
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --pixel-rows [--part=k/n]  # layers of <= 32 filters
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --tap-pairs [--part=k/n]  # layers of <= 16 channels
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
@@ -527,22 +527,27 @@ def ones(
         print(over_line("the heuristic launch (wgmma_default) or mma.sync over cuBLAS SGEMM", picked))
 
 
-def gathered(part: tuple[int, int] = (1, 1), offset: int = 0) -> None:
+def gathered(part: tuple[int, int] = (1, 1), offset: int = 0, k_split_picks: bool = False) -> None:
     """Whether the 1x1 layers' settings of the gathering kernel (:func:`one_tap_candidates`: persistent, ping-pong, 64
     filters a block, K split; and the split-ahead kernel with ping-pong at 64, and on two taps a K-tile at most 16
     channels) would serve other filters too: on cuConv's 3x3 and 5x5 layers (every third from ``offset``, its ``part`` =
     (k, n) of them), each of the tuner's candidates there (:func:`wgmma_candidates`) and each of those settings that
     supports the layer, every tenth layer checked (:func:`rates_table`); then the best with them over the best without,
-    and which won, by the layer's K-tiles; and the first-use launch (:func:`wgmma_default`) over the fastest."""
+    and which won, by the layer's K-tiles; and the first-use launch (:func:`wgmma_default`) over the fastest. With
+    ``k_split_picks``: instead of every third, each of those layers where the first-use launch is a K split."""
 
     from convkit.families.tf32x3.wgmma_settings import (
         TAP_PAIR_SETTINGS,
         one_tap_candidates,
         wgmma_candidates,
+        wgmma_default,
     )
     from convkit.papers import cuconv
 
     problems = [p for p in cuconv.problems()[offset::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
+    if k_split_picks:
+        picks = [p for p in cuconv.problems() if p.r * p.s > 1 and (getattr(wgmma_default(p), "splits", None) or 1) > 1]
+        problems = picks[part[0] - 1 :: part[1]]
     tuned = {p.key: by_name(wgmma_candidates(p)) for p in problems}
     ahead_pingpong = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)  # (at most 64 filters)
 
@@ -1140,7 +1145,7 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--gathered" in sys.argv[1:]:  # the 1x1 layers' settings on cuConv's 3x3 and 5x5 layers
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         offset = next((int(arg.split("=")[1]) for arg in sys.argv if arg.startswith("--offset=")), 0)
-        gathered(tuple(map(int, share.split("/"))), offset)
+        gathered(tuple(map(int, share.split("/"))), offset, k_split_picks="--k-split-picks" in sys.argv[1:])
     elif "--pixel-rows" in sys.argv[1:]:  # the pixels on the products' rows, on layers of at most 32 filters
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         pixel_rows(tuple(map(int, share.split("/"))))
