@@ -227,7 +227,9 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(8, 64, 56, 56, 64, 1, 1)) == pingpong  # 196 tiles, 64 filters
     assert default(ConvProblem(8, 64, 56, 56, 65, 1, 1)) == gathered_persistent
     # other filters: the same K split; else the inputs split ahead within 1 GiB of workspace, else the first kernel
-    assert default(p) == cluster_in[1] == WGMMA_VARIANT.launch(p)
+    deeper = ConvProblem.same(2, 64, 9, 11, 131, 3)  # 18 K-tiles (p's 11 are too few to split on 9 taps)
+    assert default(deeper) == cluster_in[1] == WGMMA_VARIANT.launch(deeper)
+    assert default(p) == ahead_pingpong == WGMMA_VARIANT.launch(p)
     # (at 64 filters a block with ping-pong where <= 64 filters, or where its waves are under 5/3 of 128 filters')
     assert default(many) == split_ahead and default(ConvProblem.same(32, 64, 28, 28, 64, 3)) == ahead_pingpong
     assert default(ConvProblem.same(16, 160, 14, 14, 320, 3)) == ahead_pingpong  # 75 tiles; K split past a wave
@@ -236,6 +238,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem.same(8, 64, 28, 28, 256, 3)) == split_ahead  # 98 tiles, 1 wave; of 64: 196, 2
     assert default(ConvProblem.same(8, 512, 14, 14, 256, 3)) == ahead_pingpong  # 26 tiles: no K split in 4
     assert default(ConvProblem.same(2, 512, 14, 14, 256, 3)) == cluster_in[1]  # 8 tiles: in 8, over a cluster
+    assert default(ConvProblem.same(1, 32, 27, 27, 128, 3)) == ahead_pingpong  # 6 tiles, 9 K-tiles: too few to split
+    assert default(ConvProblem.same(1, 16, 28, 28, 32, 5)).splits == 8  # 13 K-tiles
     # the inputs' planes a pass of images within the 1 GiB every algorithm is allowed: 1.6 GB of them in two passes
     huge = ConvProblem.same(256, 64, 112, 112, 128, 3)
     assert default(huge) == split_ahead and split_ahead.pass_images(huge) == 128

@@ -253,9 +253,17 @@ def stages_by_halves(problem: ConvProblem) -> bool:
     return pixel_blocks >= sm_count() and k_tiles(problem) >= 4
 
 
+#: On more than one tap, the fewest K-tiles at which the first-use pick splits K in 8 (one and a half a split). H200,
+#: each of cuConv's 42 3x3 and 5x5 layers where it did at any count (2026-12-03, ``wgmma_probe.py --gathered
+#: --k-split-picks``): the fastest setting or within 2% of it on each of 13 K-tiles or more; at 9 (27x27 32->128 at
+#: batch 1, 6 tiles) 0.83x the split-ahead kernel's ping-pong, in two runs.
+MULTI_TAP_SPLIT_K_TILES = 12
+
+
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that grid
-    is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits), but
+    is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits; on
+    more than one tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but
     on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
     layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
     (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
@@ -293,7 +301,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     three layers now in passes counted at their pace in one pass; on 24 layers not in that run (``--gathered
     --offset=1 --part=1/4``) the fastest on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
-    splits = (8, 4) if problem.r * problem.s == 1 else (8,)
+    splits = (8, 4) if problem.r * problem.s == 1 else (8,) if k_tiles(problem) >= MULTI_TAP_SPLIT_K_TILES else ()
     split = next((s for s in splits if split_fits(problem, s, 1)), None)
     if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
