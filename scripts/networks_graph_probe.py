@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
+import statistics
 import time
 
 import torch
@@ -45,10 +45,7 @@ def probe(network: str, batch: int) -> float:
         error = relative_error(inference._features(patched, network, x), reference)
         layers, in_convkit, share = inference.convolution_share(patched, x)
         eager = {impl: gpu_ms(lambda net=net: net(x)) for impl, net in (("pytorch", model), ("convkit", patched))}
-        graph = {}
-        for impl, net in (("pytorch", model), ("convkit", patched)):
-            replay = captured(net, x)[0].replay
-            graph[impl] = gpu_ms(replay)
+        graph = {impl: gpu_ms(captured(net, x)[0].replay) for impl, net in (("pytorch", model), ("convkit", patched))}
         speedup = graph["pytorch"] / graph["convkit"]
         print(f"{network}-{batch}: first forward {tuning_s:.1f} s; convkit on {in_convkit} of {layers} convolutions "
               f"({share:.0%} of their time); eager {eager['pytorch']:.3f} / {eager['convkit']:.3f} ms "
@@ -66,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     inference.pytorch_as_measured()
     speedups = [probe(network, args.batch) for network in args.networks]
-    geomean = math.exp(sum(map(math.log, speedups)) / len(speedups))
+    geomean = statistics.geometric_mean(speedups)
     print(f"graph mode at batch {args.batch}: geometric mean {geomean:.3f}x PyTorch's over {len(speedups)} networks")
 
 

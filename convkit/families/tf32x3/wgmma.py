@@ -248,7 +248,12 @@ class WgmmaWsLaunch(KernelLaunch):
         if not self.channels_last:
             return problem.n
         most = most_images_within(problem, lambda p: regions_bytes(self._regions(p)), WORKSPACE_LIMIT_BYTES)
-        return -(-problem.n // -(-problem.n // max(1, most)))  # (N over the passes, rounded up)
+        return math.ceil(problem.n / math.ceil(problem.n / max(1, most)))  # (the batch over the fewest passes)
+
+    @property
+    def split_ahead(self) -> SplitAheadLaunch:
+        """The launch that splits the inputs ahead, channels last, and the weights with them, as this one reads them."""
+        return SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
         """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
@@ -262,10 +267,8 @@ class WgmmaWsLaunch(KernelLaunch):
             launch_kernel(split, problem, (w, regions[0], cupy.int32(problem.m), cupy.int32(k)))
             return x, regions[0]
         tiled, planes = regions
-        pairs, filters = bool(self.tap_pairs), self.block_filters
-        split = SplitAheadLaunch(split=self.input_planes == 2, tap_pairs=pairs, filters=filters)
         sizes = (cupy.int32(v) for v in (problem.n, problem.c, problem.h * problem.w))
-        launch_kernel(split, problem, (x, planes, *sizes, w, tiled, cupy.int32(problem.m)))
+        launch_kernel(self.split_ahead, problem, (x, planes, *sizes, w, tiled, cupy.int32(problem.m)))
         return planes, tiled
 
     def partials(self, problem: ConvProblem, workspace: Any) -> Any:
@@ -308,9 +311,8 @@ class WgmmaWsLaunch(KernelLaunch):
                              f"a tile, got {self.splits!r}")  # fmt: skip
         if self.early not in (None, True):
             raise ValueError(f"early must be None or True, got {self.early!r}")
-        if self.pingpong not in (None, True) or (
-            self.pingpong and not (self.filters == NARROW_FILTERS and self.persistent)
-        ):
+        narrow_persistent = self.filters == NARROW_FILTERS and self.persistent
+        if self.pingpong not in (None, True) or (self.pingpong and not narrow_persistent):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
         if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
             raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
@@ -336,8 +338,7 @@ class WgmmaWsLaunch(KernelLaunch):
         if (size := planes * math.prod(problem.output_shape)) > MAX_OPERAND_ELEMENTS:
             raise ValueError(f"the splits' partial outputs hold {size} elements; the kernel indexes them under 2^31")
         if self.channels_last:  # (its split, of a pass of images at a time)
-            split = SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
-            split.can_implement(dataclasses.replace(problem, n=self.pass_images(problem)))
+            self.split_ahead.can_implement(dataclasses.replace(problem, n=self.pass_images(problem)))
 
 
 #: Either wgmma kernel's launch.
