@@ -771,17 +771,19 @@ __device__ __forceinline__ bool takes_tile(unsigned long long* empty, int round,
 // With CONVKIT_WS_CLUSTER, the K splits of an output tile (a block a tile, gridDim.z splits) are one thread-block
 // cluster, which adds their sums rather than planes of partial outputs and a second kernel (sum_planes): each block's
 // consumers leave their sums in its stages' place (leave_sums: the tile's 128 rows of 128 pixels, SUMS_PITCH floats a
-// row, written as store_tile_staged writes its rows), then past the cluster's barrier add up their block's share of the
-// rows over the cluster's blocks, in rank order as sum_planes adds its planes (the same output, bit for bit), add the
-// bias and store them (add_cluster_sums); a second barrier keeps each block's shared memory until the others have read
-// it. Rank r of the cluster is split r of K (the cluster spans gridDim.z). It saves the second kernel's launch and the
-// planes' traffic, and costs the blocks' wait for their cluster's last: on the H200, the 3xTF32 chapter's 1x1 layers
-// where the tiles' clusters all run at once, 1.08x the planes' speed at the median in 8 splits (54 layers, never
-// slower), 1.03x in 4 (87); past one wave of clusters 0.8-0.95x (scripts/wgmma_probe.py --ones --clustered,
-// 2026-12-02).
+// row, written as store_tile_staged writes its rows; with PIXEL_ROWS its FILTERS rows, leave_pixel_row_sums), then
+// past the cluster's barrier add up their block's share of the rows over the cluster's blocks, in rank order as
+// sum_planes adds its planes (the same output, bit for bit), add the bias and store them (add_cluster_sums); a second
+// barrier keeps each block's shared memory until the others have read it. Rank r of the cluster is split r of K (the
+// cluster spans gridDim.z). It saves the second kernel's launch and the planes' traffic, and costs the blocks' wait
+// for their cluster's last: on the H200, the 3xTF32 chapter's 1x1 layers where the tiles' clusters all run at once,
+// 1.08x the planes' speed at the median in 8 splits (54 layers, never slower), 1.03x in 4 (87); past one wave of
+// clusters 0.8-0.95x (scripts/wgmma_probe.py --ones --clustered, 2026-12-02).
 constexpr int CLUSTER = CONVKIT_WS_CLUSTER, SUMS_PITCH = WIDTH + 8;
-static_assert(CLUSTER == 0 || (CLUSTER >= 2 && CLUSTER <= 8 && FILTERS == 128 && !CONVKIT_WS_PERSISTENT),
-              "a K split over a cluster: 2 to 8 splits (a portable cluster), 128 filters a block, a block a tile");
+static_assert(CLUSTER == 0 || (CLUSTER >= 2 && CLUSTER <= 8 && (FILTERS == 128 || PIXEL_ROWS) &&
+                                !CONVKIT_WS_PERSISTENT),
+              "a K split over a cluster: 2 to 8 splits (a portable cluster), 128 filters a block or the pixels on the "
+              "products' rows, a block a tile");
 static_assert(FILTERS * SUMS_PITCH <= WS_STAGES * STAGE_WS, "the tile's sums lie in its stages' place");
 
 // The consumers' own barrier (the producer's warps not among them): named barrier 1, 256 threads.
@@ -806,6 +808,22 @@ __device__ __forceinline__ void leave_sums(const float (&acc)[64], float* sums, 
         for (int j = 0; j < WIDTH / 8; ++j)
             *reinterpret_cast<float2*>(sums + (row + 8 * half) * SUMS_PITCH + 8 * j + 2 * (lane % 4)) =
                 make_float2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+}
+
+// With PIXEL_ROWS, a consumer's sums (its 64 pixels, from 64 group, by the block's FILTERS filters) into the block's
+// tile of sums as leave_sums lays it out (a row a filter, a column a pixel), once both consumers' products are done.
+// A thread's accumulators are pixels lane / 4 and + 8 of its warp's 16, filters 8 j + 2 (lane % 4) and + 1.
+__device__ __forceinline__ void leave_pixel_row_sums(const float (&acc)[FILTERS / 2], float* sums, int group)
+{
+    consumers_sync();
+    const int lane = threadIdx.x % 32, pixel = group * 64 + (threadIdx.x - PRODUCERS) % 128 / 32 * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < FILTERS / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+            for (int half = 0; half < 2; ++half)
+                sums[(8 * j + 2 * (lane % 4) + e) * SUMS_PITCH + pixel + 8 * half] = acc[4 * j + 2 * half + e];
 }
 
 // This block's share of the output tile's rows (filters m0 on, pixels pixel0 on), each the sum of the cluster's blocks'
@@ -947,8 +965,9 @@ __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2]
 
 // With PIXEL_ROWS, consumer `group` over an output tile's K-tiles: its 64 of the tile's pixels (the inputs' planes,
 // rows 64 group on, in LayoutB) times all the block's filters (the weights' planes, in LayoutA), N = FILTERS, each
-// K-tile's 12 products summed apart and added in FP32 as consume's; then it stores them (store_pixel_rows).
-template <Layout LayoutA, Layout LayoutB>
+// K-tile's 12 products summed apart and added in FP32 as consume's; then it stores them (store_pixel_rows), or
+// with ClusterSums leaves them for the cluster's blocks to add (leave_pixel_row_sums).
+template <Layout LayoutA, Layout LayoutB, bool ClusterSums>
 __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long long* full, unsigned long long* empty,
                                                    int tiles, int turn0, int group, float* out, const float* bias,
                                                    int M, int m0, long long pixel0, long long pixels, long long PQ)
@@ -971,7 +990,10 @@ __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long lo
         k_tile_products<FILTERS, LayoutB, LayoutA, WIDTH>(sums, stage + 2 * PLANE_A_WS, stage, group * 64, true);
     };
     multiply_k_tiles<ACCS>(tiles, issue, add);
-    store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128);
+    if constexpr (ClusterSums)
+        leave_pixel_row_sums(acc, smem, group);  // (add_cluster_sums stores them, added over the cluster)
+    else
+        store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128);
 }
 
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products
@@ -990,8 +1012,8 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
                                         int m0, long long pixel0, long long pixels, long long PQ)
 {
     if constexpr (PIXEL_ROWS) {
-        consume_pixel_rows<LayoutA, LayoutB>(smem, full, empty, tiles, turn0, group, out, bias, M, m0, pixel0, pixels,
-                                             PQ);
+        consume_pixel_rows<LayoutA, LayoutB, ClusterSums>(smem, full, empty, tiles, turn0, group, out, bias, M, m0,
+                                                          pixel0, pixels, PQ);
         return;
     }
     const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = NARROW ? 0 : group * 64;

@@ -287,13 +287,20 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert not wgmma.WgmmaWsLaunch(filters=64).not_supported_reasons(p)  # gathered at 64 filters too
     assert wgmma.WgmmaWsLaunch(filters=64).options(p)[-1] == "-DCONVKIT_WS_FILTERS=64"
     assert "filters must be" in wgmma.WgmmaWsLaunch(inputs="split ahead", filters=32).not_supported_reasons(p)[0]
-    # 32 or 16 filters a block, the pixels the products' rows: the gathering kernel alone, K whole, no ping-pong
+    # 32 or 16 filters a block, the pixels the products' rows: the gathering kernel alone, no ping-pong; K split over
+    # planes or a cluster (a block a tile), as at 128 filters
     rows = wgmma_settings.GATHERED_PIXEL_ROWS
     assert not rows.not_supported_reasons(p) and not wgmma.WgmmaWsLaunch(filters=16).not_supported_reasons(p)
     assert rows.options(p)[-1] == "-DCONVKIT_WS_FILTERS=32" and WGMMA_VARIANT.launch_from(rows.to_params()) == rows
-    for wrong in (dataclasses.replace(rows, filters=48), wgmma.WgmmaWsLaunch(filters=16, splits=4),
+    for wrong in (dataclasses.replace(rows, filters=48), dataclasses.replace(rows, inputs="split ahead"),
                   dataclasses.replace(rows, pingpong=True)):  # fmt: skip
         assert "filters must be" in wrong.not_supported_reasons(p)[0]
+    planes_rows = wgmma.WgmmaWsLaunch(filters=16, splits=4)
+    clustered_rows = dataclasses.replace(planes_rows, cluster=True)
+    assert not clustered_rows.not_supported_reasons(p) and not planes_rows.not_supported_reasons(p)
+    assert clustered_rows.options(p)[-2:] == ("-DCONVKIT_WS_FILTERS=16", "-DCONVKIT_WS_CLUSTER=4")
+    assert "cluster must be" in wgmma.WgmmaWsLaunch(filters=64, splits=4, cluster=True).not_supported_reasons(p)[0]
+    assert "splits must be" in dataclasses.replace(rows, splits=4).not_supported_reasons(p)[0]  # (persistent)
     assert (
         "pingpong must be"
         in dataclasses.replace(wgmma_settings.GATHERED_PINGPONG, filters=None).not_supported_reasons(p)[0]

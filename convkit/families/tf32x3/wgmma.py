@@ -140,13 +140,13 @@ class WgmmaWsLaunch(KernelLaunch):
     consumers. ``persistent`` (None: not): a block an SM over the output tiles, its producer staging the next tile as
     its consumers store the last. ``filters`` (None: 128; not with inputs split as staged): 64 a block, each consumer
     multiplying every other K-tile on all 64, their sums then added; or with ``pingpong`` (persistent; None: not) every
-    other output tile, one storing as the other multiplies; or 32 or 16 (inputs gathered, K whole, for layers of that
-    few filters, which a wgmma's 64 rows would leave mostly idle) with the block's pixels the products' rows and its
-    filters their columns (N), each consumer multiplying its 64 pixels on all the filters. ``splits`` (inputs gathered,
-    a block a tile; None: 1): K split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane
-    of partial outputs that ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most
-    :data:`MAX_CLUSTER` splits) the splits of a tile one thread-block cluster, whose blocks add their sums through each
-    other's shared memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
+    other output tile, one storing as the other multiplies; or 32 or 16 (inputs gathered, for layers of that few
+    filters or grids of few tiles) with the block's pixels the products' rows and its filters their columns (N), each
+    consumer multiplying its 64 pixels on all the filters. ``splits`` (inputs gathered, a block a tile; None: 1): K
+    split over that many blocks a tile (:meth:`effective_splits`), each summing into a plane of partial outputs that
+    ``sum_planes`` adds up with the bias, or with ``cluster`` (None: not; at most :data:`MAX_CLUSTER` splits; not at 64
+    filters) the splits of a tile one thread-block cluster, whose blocks add their sums through each other's shared
+    memory and store them with the bias: no planes, no second kernel (``CONVKIT_WS_CLUSTER``). ``early``
     (None: not): launched to start as the split before it ends (the weights', or with inputs split ahead the operands'),
     its producer waiting for the split's writes before its first copy of them
     (:class:`~convkit.cuda.driver.EarlyLaunch`); with K split, the sum launched as it ends. ``tap_pairs`` (inputs
@@ -299,12 +299,12 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.persistent not in (None, True):
             raise ValueError(f"persistent must be None or True, got {self.persistent!r}")
         known = self.filters in (None, NARROW_FILTERS, *PIXEL_ROW_FILTERS)
-        pixel_rows = self.filters in PIXEL_ROW_FILTERS  # (the gathering kernel alone, K whole, no ping-pong)
+        pixel_rows = self.filters in PIXEL_ROW_FILTERS  # (the gathering kernel alone, no ping-pong)
         staged = self.filters and self.inputs == "split staged"
-        if not known or staged or (pixel_rows and (self.inputs or self.splits or self.pingpong)):
+        if not known or staged or (pixel_rows and (self.inputs or self.pingpong)):
             # (split as staged, both consumers split each stage together: they take every K-tile only at 128)
             raise ValueError(f"filters must be None, 64 with inputs gathered or split ahead, or 16 or 32 with inputs "
-                             f"gathered, K whole and no ping-pong, got {self.filters!r}")  # fmt: skip
+                             f"gathered and no ping-pong, got {self.filters!r}")  # fmt: skip
         split = type(self.splits) is int and 2 <= self.splits <= MAX_SPLITS
         if self.splits is not None and not (split and not (self.inputs or self.persistent)):
             raise ValueError(f"splits must be None, or an int in 2..{MAX_SPLITS} with the inputs gathered, a block "
@@ -314,8 +314,8 @@ class WgmmaWsLaunch(KernelLaunch):
         narrow_persistent = self.filters == NARROW_FILTERS and self.persistent
         if self.pingpong not in (None, True) or (self.pingpong and not narrow_persistent):
             raise ValueError(f"pingpong must be None, or True at 64 filters, persistent, got {self.pingpong!r}")
-        if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters)):
-            raise ValueError(f"cluster must be None, or True with K split at 128 filters a block, got {self.cluster!r}")
+        if self.cluster not in (None, True) or (self.cluster and (not self.splits or self.filters == NARROW_FILTERS)):
+            raise ValueError(f"cluster must be None, or True with K split (not at 64 filters), got {self.cluster!r}")
         if self.tap_pairs not in (None, True) or (self.tap_pairs and not self.channels_last):
             raise ValueError(f"tap_pairs must be None, or True with the inputs channels last, got {self.tap_pairs!r}")
         # (its loads of two K-tiles in flight hold the producer's registers, which two K-tiles of products need but at

@@ -67,7 +67,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     narrow += [SPLIT_AHEAD_PINGPONG] if problem.r * problem.s > 1 else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
-    narrower = [*pixel_rows_candidates(problem), *tap_pair_candidates(problem), *small_grid_candidates(problem)]
+    narrower = [*pixel_rows_candidates(problem), *tap_pair_candidates(problem), *small_grid_candidates(problem),
+                *pixel_rows_splits(problem)]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
             *narrower]  # fmt: skip
 
@@ -130,6 +131,24 @@ def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
         return []
     return [dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=1)
             for filters in PIXEL_ROW_FILTERS for persistent in (True, None)]  # fmt: skip
+
+
+def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
+    """The pixels on the products' rows at 32 and 16 filters a block with K split in 4 and 8 over a cluster
+    (:data:`PIXEL_ROWS_CLUSTER`), on a 1x1 layer of at most 32 filters or a :func:`small_grid`, where each split has
+    two K-tiles at least and the tiles' clusters all run at once (:func:`cluster_slots`): more blocks, each reading
+    fewer weights, where a block of 128 filters a tile leaves most SMs idle over many K-tiles (batch 1, 7x7 of 512
+    filters and 2,048 channels: 4 tiles of 64 K-tiles)."""
+    if problem.r * problem.s > 1 or not (problem.m <= 32 or small_grid(problem)):
+        return []
+    out = []
+    for filters in PIXEL_ROW_FILTERS:
+        for splits in (4, 8):
+            spec = dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=filters, splits=splits)
+            effective = spec.effective_splits(problem)
+            if k_tiles(problem) >= 2 * splits and math.prod(spec.grid(problem)[:2]) <= cluster_slots(effective):
+                out.append(spec)
+    return out
 
 
 #: On a small grid of more than 32 filters, the most K-tiles at which the first-use pick takes smaller blocks
@@ -360,6 +379,8 @@ GATHERED_PIXEL_ROWS = WgmmaWsLaunch(in_flight=2, persistent=True, filters=32, ea
 #: (1.03-1.11x, batch 8 to 256; 0.93-0.98x at batch 1 and 16, and at 32 of 2 K-tiles).
 GATHERED_PINGPONG_HALVES = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, producer_halves=True)
 PIXEL_ROWS_HALVES = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, producer_halves=True)
+#: The pixels on the rows with K split over a cluster, a block a tile (:func:`pixel_rows_splits`).
+PIXEL_ROWS_CLUSTER = dataclasses.replace(GATHERED_PIXEL_ROWS, persistent=None, splits=8, cluster=True)
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
 #: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block, and at 64 with
 #: ping-pong (:func:`tap_pair_candidates`). Apart from :data:`WS_SETTINGS`, which run any layer.
@@ -382,4 +403,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
                dataclasses.replace(SPLIT_AHEAD, early=None),
-               dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None))  # fmt: skip
+               dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None), PIXEL_ROWS_CLUSTER,
+               dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None))  # fmt: skip
