@@ -209,14 +209,20 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
     default = wgmma_settings.wgmma_default
-    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 7 tiles, 8 K-tiles
+    # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then blocks)
+    # (8 K-tiles: in 4, 28 tiles of 32 filters, where 56 of 16 would pass the 33 clusters of 4 at once)
+    rows_split = wgmma_settings.PIXEL_ROWS_CLUSTER
+    rows_split_4 = dataclasses.replace(rows_split, splits=4)
+    assert wgmma_settings.pixel_rows_splits(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == [rows_split_4]
+    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == rows_split_4
+    assert default(ConvProblem(1, 512, 14, 14, 128, 1, 1)) == rows_split  # 16 K-tiles: in 8, 8 tiles of 32 filters
     assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == split_in[1]  # 15 tiles: 15 clusters of 8 would not fit
     assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
     assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
     assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == smaller[0]  # 3 K-tiles: no split; 7 tiles: smaller
     # (a small grid of few K-tiles: the smaller blocks before a K split in one wave; of 8, the split)
     assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == smaller[0]  # 6 K-tiles
-    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == cluster_in[1]  # 8
+    assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == rows_split_4  # 8
     assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks at 16 filters; at 32, 7 x 16)
     assert default(ConvProblem(1, 96, 28, 28, 1024, 1, 1)) == pingpong  # (7 x 64 of 16, 7 x 32 of 32: past 132)
     assert default(ConvProblem(8, 96, 28, 28, 128, 1, 1)) == pingpong  # 49 tiles (392 blocks of 16, 196 of 32)
@@ -263,7 +269,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(64, 96, 28, 28, 16, 1, 1)) == rows_at[4]  # 3 K-tiles
     assert default(ConvProblem(32, 256, 28, 28, 64, 1, 1)) == wgmma_settings.GATHERED_PINGPONG_HALVES  # 196, 8
     assert default(ConvProblem(21, 256, 28, 28, 64, 1, 1)) == pingpong  # 129 blocks
-    assert default(ConvProblem(1, 512, 14, 14, 32, 1, 1)) == cluster_in[1]  # (K split in one wave first)
+    assert default(ConvProblem(1, 512, 14, 14, 32, 1, 1)) == dataclasses.replace(rows_split, filters=16)  # (K split)
     assert not wgmma_settings.pixel_rows_candidates(ConvProblem.same(64, 16, 28, 28, 32, 5))  # 1x1 alone
     assert not wgmma_settings.pixel_rows_candidates(ConvProblem(64, 256, 28, 28, 33, 1, 1))
     # at most 16 channels, more than one tap: K-tiles of two taps (at most 64 filters: at 64 a block, ping-pong too)

@@ -254,15 +254,17 @@ def test_inputs_split_as_staged_give_the_bits_split_ahead_gives(problem):
         assert bool(same.all()), int((~same).sum())
 
 
+@pytest.mark.parametrize("filters", [None, 32, 16])
 @pytest.mark.parametrize("splits", [2, 3, 4, 8])
 @pytest.mark.parametrize("problem", [ConvProblem(1, 256, 28, 28, 128, 1, 1), ConvProblem(2, 300, 9, 10, 200, 1, 1),
                                      ConvProblem.same(1, 70, 7, 9, 131, 3)],
                          ids=lambda p: f"{p.label}-p{p.pad}")  # fmt: skip
-def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, splits):
+def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, splits, filters):
     """K split, each tile's splits one cluster adding their sums in each other's shared memory, in the order sum_planes
     adds the planes of partial outputs: the same output bit for bit (the bias added as that kernel adds it), on layers
     of one tile in filters and several (200, 131: a partial one), 2 to 8 splits asked (clusters of 2 to 8 blocks: 8 make
-    5 on the second layer's 10 K-tiles, 7 on the last's 20), each output poisoned with NaN first."""
+    5 on the second layer's 10 K-tiles, 7 on the last's 20), each output poisoned with NaN first; at 128 filters a
+    block, and at 32 and 16 with the pixels on the products' rows."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_settings import GATHERED_CLUSTER, GATHERED_SPLIT
@@ -273,7 +275,7 @@ def test_a_k_split_over_a_cluster_gives_the_bits_of_its_planes_sum(problem, spli
     outputs = []
     for launch in (GATHERED_SPLIT, GATHERED_CLUSTER):
         out = cupy.full(problem.output_shape, cupy.nan, dtype=cupy.float32)
-        launch = dataclasses.replace(launch, splits=splits)
+        launch = dataclasses.replace(launch, splits=splits, filters=filters)
         outputs.append(conv2d_wgmma_ws_tf32x3(x, w, pad=problem.pad, out=out, bias=bias, launch=launch))
     same = outputs[0] == outputs[1]
     assert bool(same.all()), int((~same).sum())

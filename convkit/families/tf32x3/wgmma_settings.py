@@ -67,8 +67,12 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     narrow += [SPLIT_AHEAD_PINGPONG] if problem.r * problem.s > 1 else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
-    narrower = [*pixel_rows_candidates(problem), *tap_pair_candidates(problem), *small_grid_candidates(problem),
-                *pixel_rows_splits(problem)]
+    narrower = [
+        *pixel_rows_candidates(problem),
+        *tap_pair_candidates(problem),
+        *small_grid_candidates(problem),
+        *pixel_rows_splits(problem),
+    ]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
             *narrower]  # fmt: skip
 
@@ -322,7 +326,9 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
     splits = (8, 4) if problem.r * problem.s == 1 else (8,) if k_tiles(problem) >= MULTI_TAP_SPLIT_K_TILES else ()
     split = next((s for s in splits if split_fits(problem, s, 1)), None)
-    if split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
+    if rows_split := pixel_rows_splits(problem):  # (the most splits, then the most blocks)
+        chosen = max(rows_split, key=lambda spec: (spec.splits, -spec.block_filters))
+    elif split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):
         chosen = pixel_rows[-1 if stages_by_halves(problem) else 0]  # (persistent, one K-tile in flight)
