@@ -1373,27 +1373,37 @@ __device__ __forceinline__ void split_input_tile(const float* __restrict__ x, fl
 
 // The weights split ahead for either warp-specialised kernel, once per call, each K-tile of each block of FILTERS
 // filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line,
-// the lines from `first`, every `step`-th. `Source(m, tile, k)` is the index in w of row m's k-th value of K-tile
-// `tile`, or -1 for a zero.
+// the lines from `first`, every `step`-th, a K-tile's row of 8 lines to 8 consecutive threads: a warp reads 4 rows'
+// 128 contiguous bytes of w each (by one 16-byte load a thread where its 4 values lie so in w) and writes whole
+// 32-byte sectors (4 rows' lines of a k-group lie together). `Source(m, tile, k)` is the index in w of row m's k-th
+// value of K-tile `tile`, or -1 for a zero.
 template <typename Source>
 __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
                                                     int tiles, Source source, long long first, long long step)
 {
     const long long lines = (long long)((M + FILTERS - 1) / FILTERS) * tiles * KGROUPS * FILTERS;  // of 4 floats
     for (long long i = first; i < lines; i += step) {
-        const int row = (int)(i % FILTERS), kgroup = (int)(i / FILTERS % KGROUPS);
+        const int kgroup = (int)(i % KGROUPS), row = (int)(i / KGROUPS % FILTERS);
         const long long tile_of = i / (FILTERS * KGROUPS);  // block * tiles + tile
         const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * FILTERS + row;
-        float big[4], small[4];
+        float4 big = make_float4(0.0f, 0.0f, 0.0f, 0.0f), small = big;
+        const long long at = m < M ? source(m, tile, kgroup * 4) : -1;
+        const bool whole = at >= 0 && source(m, tile, kgroup * 4 + 3) == at + 3 &&
+                           reinterpret_cast<unsigned long long>(w + at) % 16 == 0;  // (affine in k: its 4 values)
+        if (whole) {
+            tf32::split_ahead(*reinterpret_cast<const float4*>(w + at), big, small);
+        } else if (m < M) {
+            float b[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const long long at = m < M ? source(m, tile, kgroup * 4 + j) : -1;
-            big[j] = small[j] = 0.0f;
-            if (at >= 0) tf32::split_ahead(w[at], big[j], small[j]);
+            for (int j = 0; j < 4; ++j) {
+                const long long from = source(m, tile, kgroup * 4 + j);
+                if (from >= 0) tf32::split_ahead(w[from], b[j], s[j]);
+            }
+            big = make_float4(b[0], b[1], b[2], b[3]), small = make_float4(s[0], s[1], s[2], s[3]);
         }
         float* chunk = tiled + wgmma_operands::tiled_line(tile_of, kgroup, row, FILTERS);
-        *reinterpret_cast<float4*>(chunk) = make_float4(big[0], big[1], big[2], big[3]);
-        *reinterpret_cast<float4*>(chunk + PLANE_A_WS) = make_float4(small[0], small[1], small[2], small[3]);
+        *reinterpret_cast<float4*>(chunk) = big;
+        *reinterpret_cast<float4*>(chunk + PLANE_A_WS) = small;
     }
 }
 }  // namespace wgmma_ws
