@@ -1375,8 +1375,10 @@ __device__ __forceinline__ void split_input_tile(const float* __restrict__ x, fl
 // filters as it lies in a stage: [block][tile][plane][k-group][row][4], zero past M and K. One thread a k-group line,
 // the lines from `first`, every `step`-th, a K-tile's row of 8 lines to 8 consecutive threads: a warp reads 4 rows'
 // 128 contiguous bytes of w each (by one 16-byte load a thread where its 4 values lie so in w) and writes whole
-// 32-byte sectors (4 rows' lines of a k-group lie together). `Source(m, tile, k)` is the index in w of row m's k-th
-// value of K-tile `tile`, or -1 for a zero.
+// 32-byte sectors (4 rows' lines of a k-group lie together). H200, the split alone (2026-12-04, the study's timing, the
+// 3xTF32 chapter's batch-1 1x1 layers): 7.0 us on 4 MiB of weights, 4.9 on 1 MiB, where 32 consecutive rows a warp
+// and 4 loads a thread took 8.9 and 5.6 (scripts/wgmma_probe.py --batch-one; an empty launch: 3.3). `Source(m, tile,
+// k)` is the index in w of row m's k-th value of K-tile `tile`, or -1 for a zero.
 template <typename Source>
 __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w, float* __restrict__ tiled, int M,
                                                     int tiles, Source source, long long first, long long step)

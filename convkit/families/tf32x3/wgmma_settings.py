@@ -141,8 +141,13 @@ def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     """The pixels on the products' rows at 32 and 16 filters a block with K split in 4 and 8 over a cluster
     (:data:`PIXEL_ROWS_CLUSTER`), on a 1x1 layer of at most 32 filters or a :func:`small_grid`, where each split has
     two K-tiles at least and the tiles' clusters all run at once (:func:`cluster_slots`): more blocks, each reading
-    fewer weights, where a block of 128 filters a tile leaves most SMs idle over many K-tiles (batch 1, 7x7 of 512
-    filters and 2,048 channels: 4 tiles of 64 K-tiles)."""
+    fewer weights, where a block of 128 filters a tile leaves most SMs idle over many K-tiles. H200, 2026-12-04
+    (``tf32x3_probe.py --suite=cuconv --every=1``, the layers where these are candidates, every run checked against
+    float64, none wrong): on cuConv's 28 such batch-1 layers the fastest of these over the fastest other wgmma setting
+    1.03-1.33x on 26 (median 1.19x), 0.98x and 0.89x on two (14x14 of 256 filters and 1,024 channels, 7x7 of 512
+    and 2,048); faster than the best FP32 library on 23 of them, was 5 (a second process: 23, each layer's time within
+    2.2%); the fastest wgmma setting on each of its 18 of batch 8-64. The fastest of them: the most splits, then the
+    most blocks (:func:`wgmma_default`)."""
     if problem.r * problem.s > 1 or not (problem.m <= 32 or small_grid(problem)):
         return []
     out = []
@@ -323,7 +328,10 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     of the fastest candidate (0.95 at worst) where the rule before was 0.938 (0.39 at worst, under 0.9 on 15), the
     three layers now in passes counted at their pace in one pass; on 24 layers not in that run (``--gathered
     --offset=1 --part=1/4``) the fastest on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
-    # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03)
+    # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03.
+    # The pixel rows' K split: on the 49 layers of the H200's runs where it changed the pick, 0.997 of the fastest
+    # wgmma setting at the geometric mean, where the pick before was 0.837; under 0.9 on one, 7x7 2048->512 at batch
+    # 1, 0.89, 2026-12-04)
     splits = (8, 4) if problem.r * problem.s == 1 else (8,) if k_tiles(problem) >= MULTI_TAP_SPLIT_K_TILES else ()
     split = next((s for s in splits if split_fits(problem, s, 1)), None)
     if rows_split := pixel_rows_splits(problem):  # (the most splits, then the most blocks)
