@@ -289,9 +289,10 @@ MULTI_TAP_SPLIT_K_TILES = 12
 
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
-    """The launch the op's first-use tuner times where no recorded knobs name one: K split in 8 (else 4) where that grid
-    is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits; on
-    more than one tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but
+    """The launch the op's first-use tuner times where no recorded knobs name one: where :func:`pixel_rows_splits` has
+    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks; else K split in
+    8 (else 4) where that grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a
+    cluster where it fits; on more than one tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but
     on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
     layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
     (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
