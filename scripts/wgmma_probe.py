@@ -480,11 +480,12 @@ def ones(
     gathering kernel's settings that won a layer each launched early and not, beside the split-ahead one), beside
     cuBLAS SGEMM (the 1x1 layers' library peer, FP32 math), the wgmma runs checked on every tenth layer
     (:func:`rates_table`): the chapter's 1x1 target is the best's median over SGEMM; then the same of the op's
-    first-use pick (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default` or the mma.sync kernel).
+    first-use pick (:func:`~convkit.families.tf32x3.wgmma_pick.wgmma_default` or the mma.sync kernel).
     ``clustered``: on the layers where K split in 4 is a candidate, K split in 4 and 8 over planes and over a cluster
     (:data:`GATHERED_CLUSTER`) beside the persistent settings and the mma.sync kernel: each cluster's over its planes,
     and the best with clusters and without over SGEMM."""
-    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates, wgmma_default
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+    from convkit.families.tf32x3.wgmma_settings import wgmma_candidates
     from convkit.libs import cublas
 
     problems = [p for p in chapter_layers(0.0) if cublas.supports(p) and p.m <= (most_filters or p.m)]
@@ -536,12 +537,8 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0, k_split_picks: boo
     and which won, by the layer's K-tiles; and the first-use launch (:func:`wgmma_default`) over the fastest. With
     ``k_split_picks``: instead of every third, each of those layers where the first-use launch is a K split."""
 
-    from convkit.families.tf32x3.wgmma_settings import (
-        TAP_PAIR_SETTINGS,
-        one_tap_candidates,
-        wgmma_candidates,
-        wgmma_default,
-    )
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+    from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS, one_tap_candidates, wgmma_candidates
     from convkit.papers import cuconv
 
     problems = [p for p in cuconv.problems()[offset::3] if p.r * p.s > 1][part[0] - 1 :: part[1]]
@@ -573,13 +570,13 @@ def gathered(part: tuple[int, int] = (1, 1), offset: int = 0, k_split_picks: boo
 
 
 def first_use_line(problems: list[ConvProblem], rates: list[dict[str, float]]) -> str:
-    """The first-use launch's rate (:func:`~convkit.families.tf32x3.wgmma_settings.wgmma_default`) over the fastest
+    """The first-use launch's rate (:func:`~convkit.families.tf32x3.wgmma_pick.wgmma_default`) over the fastest
     wgmma setting's on each of ``problems`` (``rates`` by run name, :func:`rates_table`'s; the mma.sync kernel left
     out): geometric mean, lowest, how many under 0.9, and on how many the pick was not among the runs; then a line
     for each layer under 0.9, its pick beside the fastest."""
     import statistics
 
-    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
 
     picked, misses = [], []
     for p, r in zip(problems, rates, strict=True):
@@ -717,7 +714,7 @@ def batch_one_anatomy() -> None:
     (:func:`batch_one_times`)."""
     import cupy
 
-    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
     from convkit.libs import cublas
     from convkit.study.layer_sets import three_chapter_suites
 
@@ -832,7 +829,7 @@ def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
     import cupy
 
     from convkit.families.fp32.launch import ImplicitGemmLaunch, conv2d_implicit_gemm
-    from convkit.families.tf32x3.wgmma_settings import wgmma_default
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
 
     x, w, bias = inputs(p, rng)
     out = cupy.empty(p.output_shape, dtype=cupy.float32)

@@ -19,7 +19,7 @@ from convkit.core import gpu, reference
 from convkit.core.problem import ConvProblem
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.operands import regions_bytes
-from convkit.families.tf32x3 import wgmma, wgmma_operands, wgmma_settings
+from convkit.families.tf32x3 import wgmma, wgmma_operands, wgmma_pick, wgmma_settings
 from convkit.families.tf32x3.rounding import round_tf32
 from convkit.families.tf32x3.wgmma_settings import WGMMA_SETTINGS
 
@@ -167,7 +167,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
-    for module in (wgmma, wgmma_settings):  # (the grid of a persistent launch; the K split candidates' rule)
+    for module in (wgmma, wgmma_settings, wgmma_pick):  # (a persistent launch's grid; the candidates' and pick's rules)
         monkeypatch.setattr(module, "sm_count", lambda: 132)
     # a GPU that runs 14 clusters of 8 blocks at once (the H200: 15, cuOccupancyMaxActiveClusters); of fewer, the bound
     monkeypatch.setattr(wgmma_settings, "cluster_slots", lambda splits: 14 if splits == 8 else 132 // splits)
@@ -208,7 +208,7 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
-    default = wgmma_settings.wgmma_default
+    default = wgmma_pick.wgmma_default
     # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then blocks)
     # (8 K-tiles: in 4, 28 tiles of 32 filters, where 56 of 16 would pass the 33 clusters of 4 at once)
     rows_split = wgmma_settings.PIXEL_ROWS_CLUSTER

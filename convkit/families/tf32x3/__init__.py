@@ -7,7 +7,8 @@ methods' bar, 1e-5 of float64) at tensor-core speed, for any filter, stride and 
 the transform methods' bar as FP32 Winograd is. Below compute capability 8.0 (the T4) their launches decline and
 the FP32 SIMT kernels serve. ``igemm_wgmma_tf32x3`` is the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA
 (``kernels/wgmma_tf32x3.cu``, :mod:`convkit.families.tf32x3.wgmma`; its tuning candidates in
-:mod:`convkit.families.tf32x3.wgmma_settings`), on compute capability 9.0 alone;
+:mod:`convkit.families.tf32x3.wgmma_settings`, its first-use pick in :mod:`convkit.families.tf32x3.wgmma_pick`), on
+compute capability 9.0 alone;
 ``winograd_wgmma_tf32x3`` is FP32 Winograd with its products on that GEMM's split-ahead kernel, both operands split by
 the transforms (:mod:`convkit.families.tf32x3.wgmma_winograd`).
 """
@@ -24,7 +25,7 @@ from convkit.families.fp32 import launch as fp32_launch
 from convkit.families.fp32 import winograd_supports
 from convkit.families.fp32.winograd import conv2d_winograd
 from convkit.families.registry import Family, Variant, called_when_run
-from convkit.families.tf32x3 import launch, wgmma, wgmma_settings, wgmma_winograd
+from convkit.families.tf32x3 import launch, wgmma, wgmma_pick, wgmma_settings, wgmma_winograd
 
 IGEMM, WINOGRAD, WGMMA = "igemm_tf32x3", "winograd_tf32x3", "igemm_wgmma_tf32x3"
 WINOGRAD_WGMMA = "winograd_wgmma_tf32x3"
@@ -69,7 +70,7 @@ def _run_wgmma(a: ConvArgs, p: ConvProblem, spec: wgmma.WgmmaLaunch) -> None:
 WGMMA_VARIANT = Variant(
     WGMMA,
     _run_wgmma,
-    default=wgmma_settings.wgmma_default,
+    default=wgmma_pick.wgmma_default,
     candidates=wgmma_settings.wgmma_candidates,
     launch_from=wgmma.launch_from_params,
     precision=launch.INPUT_PRECISION,
