@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from test_fp32_gpu import _random_problems
 from test_tf32x3_gpu import HARD_INPUTS, HARD_LAYER, K_GROWTH_CHANNELS, hard_inputs, k_growth_inputs
-from test_wgmma_tf32x3 import SMALL_IMAGES, TAP_PAIR_PROBLEMS, ws_id
+from test_wgmma_tf32x3 import SMALL_IMAGES, TAP_PAIR_PROBLEMS, split_planes, ws_id
 
 from convkit.bench.measure import CHECK_ONLY, measure_problem
 from convkit.core import reference
@@ -302,3 +302,31 @@ def test_argument_errors_before_launch():
         conv2d_wgmma_tf32x3(x, w, launch=WgmmaGemmLaunch(n=64))
     with pytest.raises(ValueError, match="n=256 takes staged=False"):
         conv2d_wgmma_tf32x3(x, w, launch=WgmmaGemmLaunch(n=256))
+
+
+@pytest.mark.parametrize("filters", [128, 32, 16])
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "one_float_on"])
+@pytest.mark.parametrize("problem", [ConvProblem(1, 256, 7, 7, 131, 1, 1), ConvProblem(1, 70, 5, 5, 40, 1, 1)],
+                         ids=lambda p: p.label)  # fmt: skip
+def test_the_tiled_split_of_the_weights_is_the_rule_bit_for_bit(problem, offset, filters):
+    """The gathering kernel's weights split once per call (split_weights_tiled_tf32x3) against the NumPy rule in the
+    tiled layout ([block][tile][plane][k-group][row][4], zeros past M and K), the output poisoned with NaN first: w
+    aligned to 16 bytes (a thread's 4 values one 16-byte load where they lie whole in w; 70 channels leave a K-tile's
+    k-groups partial) and one float on (4 loads a thread); a partial block of filters (131, 40)."""
+    import cupy
+
+    from convkit.cuda.launch import launch as launch_kernel
+    from convkit.families.tf32x3.wgmma_operands import SplitTiledLaunch, k_tiles, tiled_elements
+
+    m, k = problem.m, problem.c
+    w_host = np.random.default_rng(7).standard_normal((m, k), dtype=np.float32)
+    storage = cupy.empty(m * k + 4, dtype=cupy.float32)
+    w = storage[offset : offset + m * k]
+    w[...] = cupy.asarray(w_host.ravel())
+    out = cupy.full(tiled_elements(problem, False, filters), cupy.nan, dtype=cupy.float32)
+    launch_kernel(SplitTiledLaunch(filters=filters), problem, (w, out, cupy.int32(m), cupy.int32(k)))
+    tiles, blocks = k_tiles(problem), -(-m // filters)
+    planes = np.zeros((2, blocks * filters, tiles * 32), dtype=np.float32)
+    planes[:, :m, :k] = split_planes(w_host)[:, :, :k]
+    expected = planes.reshape(2, blocks, filters, tiles, 8, 4).transpose(1, 3, 0, 4, 2, 5).ravel()
+    assert np.array_equal(out.get().view(np.uint32), expected.view(np.uint32))
