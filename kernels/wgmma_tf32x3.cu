@@ -827,8 +827,9 @@ __device__ __forceinline__ void leave_pixel_row_sums(const float (&acc)[FILTERS 
 }
 
 // This block's share of the output tile's rows (filters m0 on, pixels pixel0 on), each the sum of the cluster's blocks'
-// (left by leave_sums in `sums`, their shared memory read through the cluster's window), the bias added, into out:
-// a warp a row at a time, lane l its pixels l, l + 32, ... (each store of the warp 32 consecutive pixels of one row).
+// (left by leave_sums or leave_pixel_row_sums in `sums`, their shared memory read through the cluster's window), the
+// bias added, into out: a warp a row at a time, lane l its pixels l, l + 32, ... (each store of the warp 32
+// consecutive pixels of one row).
 __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, const float* bias, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ)
 {

@@ -46,6 +46,13 @@ def split_planes(w: np.ndarray) -> np.ndarray:
     return planes
 
 
+def untiled_planes(tiled: np.ndarray, tiles: int, filters: int) -> np.ndarray:
+    """The weights' two planes as the warp-specialised kernels' split tiles them ([block][tile][plane][k-group][row][4],
+    split_weights_tiled_tf32x3) back as [plane][filter][k]: every block's rows (a partial block's padding too) by every
+    K-tile's 32 values."""
+    return tiled.reshape(-1, tiles, 2, 8, filters, 4).transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)
+
+
 def input_planes(x: np.ndarray) -> np.ndarray:
     """The inputs' planes as split_ahead_operands_tf32x3 splits them (kernels/tf32_split.cuh's split_ahead, the weights'
     rule): big rounded to nearest TF32 (ties away), small = x - big, exact in FP32."""
@@ -478,8 +485,7 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         tiled = run_launch(build_dir, split, problem, f"{split.kernel}(w, out, ints[0], ints[1])", (x[:1], w),
                            tiled_floats, (problem.m, k))  # fmt: skip
         inputs = x
-    planes = tiled.reshape(-1, tiles, 2, 8, filters, 4)  # block, tile, plane, k-group, row, 4
-    weights = planes.transpose(2, 0, 4, 1, 3, 5).reshape(2, -1, tiles * 32)[:, : problem.m]
+    weights = untiled_planes(tiled, tiles, filters)[:, : problem.m]
     expected_weights = split_planes(w)[:, :, :k]
     if pairs:  # K-tile t: channels 0 .. 15 at taps 2 t and 2 t + 1 (none past the last)
         by_tap = weights.reshape(2, problem.m, 2 * tiles, 16).transpose(0, 1, 3, 2)

@@ -138,8 +138,7 @@ def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     for filters in PIXEL_ROW_FILTERS:
         for splits in (4, 8):
             spec = dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=filters, splits=splits)
-            effective = spec.effective_splits(problem)
-            if k_tiles(problem) >= 2 * splits and math.prod(spec.grid(problem)[:2]) <= cluster_slots(effective):
+            if k_tiles(problem) >= 2 * splits and clusters_fit(spec, problem):
                 out.append(spec)
     return out
 
@@ -204,11 +203,14 @@ def k_split(problem: ConvProblem, splits: int) -> WgmmaWsLaunch:
     wave of clusters). With this rule, on all 349 1x1 layers (``--ones``): over a cluster where it picked one, 1.08x
     its planes in 8 (54 layers, never slower), 1.03x in 4 (87; 0.93x at worst)."""
     clustered = dataclasses.replace(GATHERED_CLUSTER, splits=splits)
-    pixel_blocks, m_blocks, _ = clustered.grid(problem)
-    effective = clustered.effective_splits(problem)
-    if 1 < effective <= MAX_CLUSTER and pixel_blocks * m_blocks <= cluster_slots(effective):
-        return clustered
-    return dataclasses.replace(GATHERED_SPLIT, splits=splits)
+    return clustered if clusters_fit(clustered, problem) else dataclasses.replace(GATHERED_SPLIT, splits=splits)
+
+
+def clusters_fit(spec: WgmmaWsLaunch, problem: ConvProblem) -> bool:
+    """Whether ``spec``, K split over a cluster, runs ``problem`` with every output tile's cluster on the GPU at once:
+    2 to :data:`MAX_CLUSTER` splits in effect, and the tiles within :func:`cluster_slots`."""
+    effective = spec.effective_splits(problem)
+    return 1 < effective <= MAX_CLUSTER and math.prod(spec.grid(problem)[:2]) <= cluster_slots(effective)
 
 
 def cluster_slots(splits: int) -> int:
