@@ -715,14 +715,9 @@ def batch_one_anatomy() -> None:
     import cupy
 
     from convkit.families.tf32x3.wgmma_pick import wgmma_default
-    from convkit.libs import cublas
-    from convkit.study.layer_sets import three_chapter_suites
 
-    suites = three_chapter_suites()
-    chosen = {p for name in ("cuconv", "chang2022") for p in suites[name]
-              if p.n == 1 and p.r * p.s == 1 and p.c > 1 and cublas.supports(p)}  # fmt: skip
     rng = cupy.random.default_rng(5)
-    for p in sorted(chosen, key=lambda q: q.flops):
+    for p in batch_one_layers():
         times = ", ".join(f"{name} {t:.1f}" for name, t in batch_one_times(p, rng).items())
         print(f"{p.label} ({p.flops / 1e9:.4f} GFLOP; {launch_text(wgmma_default(p))}): {times}", flush=True)
 
@@ -839,6 +834,58 @@ def batch_one_times(p: ConvProblem, rng: Any) -> dict[str, float]:
         runs[f"fp32 {tile}"] = functools.partial(conv2d_implicit_gemm, x, w, launch=ImplicitGemmLaunch(tile), out=out)
     runs["mma.sync"] = lambda: conv2d_tf32x3(x, w, out=out)
     return {name: median_us(run) for name, run in runs.items()}
+
+
+def batch_one_layers(part: tuple[int, int] = (1, 1)) -> list[ConvProblem]:
+    """The 3xTF32 chapter's 1x1 layers at batch 1 (cuConv's and Chang's multi-channel suites), its ``part`` = (k, n)
+    of them, by FLOPs."""
+    from convkit.libs import cublas
+    from convkit.study.layer_sets import three_chapter_suites
+
+    suites = three_chapter_suites()
+    chosen = {p for name in ("cuconv", "chang2022") for p in suites[name]
+              if p.n == 1 and p.r * p.s == 1 and p.c > 1 and cublas.supports(p)}  # fmt: skip
+    return sorted(chosen, key=lambda q: q.flops)[part[0] - 1 :: part[1]]
+
+
+def launch_floors() -> None:
+    """An empty kernel's launch in the study's timing at the gathering kernel's shapes (384 threads, its pixel rows'
+    shared memory, a cluster of 4 or 8 along z): what a launch of that shape costs before any work."""
+    import cupy
+
+    source = """extern "C" __global__ void __launch_bounds__(384, 1) plain() {}
+extern "C" __global__ void __cluster_dims__(1, 1, 4) __launch_bounds__(384, 1) four() {}
+extern "C" __global__ void __cluster_dims__(1, 1, 8) __launch_bounds__(384, 1) eight() {}"""
+    module = cupy.RawModule(code=source, options=("-arch=sm_90a",))
+    shapes = (("plain", (1,), 32, 0), ("plain", (28,), 384, 0), ("plain", (28,), 384, 160 * 1024),
+              ("four", (16, 1, 4), 384, 160 * 1024), ("eight", (16, 1, 8), 384, 160 * 1024),
+              ("eight", (8, 1, 8), 384, 0))  # fmt: skip
+    for name, grid, threads, shared in shapes:
+        kernel = module.get_function(name)
+        kernel.max_dynamic_shared_size_bytes = shared
+        us = median_us(lambda k=kernel, g=grid, t=threads, b=shared: k(g, (t,), (), shared_mem=b))
+        print(f"empty {name}: grid {grid}, {threads} threads, {shared // 1024} KiB: {us:.2f} us", flush=True)
+
+
+def batch_one_settings(part: tuple[int, int] = (1, 1)) -> None:
+    """The batch-1 1x1 layers (:func:`batch_one_layers`, its ``part``): the pixel rows with K split over a cluster in
+    2, 4 and 8 wherever a split has a K-tile (past :func:`pixel_rows_splits`' two and its clusters' one wave), each
+    also with the producer in halves, and in 16 over planes, beside the tuner's candidates, the mma.sync kernel and
+    cuBLAS SGEMM, every third checked (:func:`beside_candidates`), on those under 0.5 GFLOP (the rest are won); the
+    launch floors first (:func:`launch_floors`)."""
+    from convkit.families.tf32x3.wgmma_settings import PIXEL_ROWS_CLUSTER
+
+    launch_floors()
+
+    @functools.cache
+    def relaxed(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+        specs = [dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=f, splits=s, producer_halves=h)
+                 for f in (32, 16) for s in (2, 4, 8) for h in (None, True)]  # fmt: skip
+        specs += [dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=f, splits=16, cluster=None) for f in (32, 16)]
+        return by_name(s for s in specs if s.effective_splits(p) > 1 and not s.not_supported_reasons(p))
+
+    problems = [p for p in batch_one_layers(part) if p.flops < 0.5e9 and relaxed(p)]
+    beside_candidates(problems, relaxed, 3, "of the relaxed pixel-row splits", sgemm=True)
 
 
 def call_parts(p: ConvProblem, spec: WgmmaLaunch, x: Any, w: Any, bias: Any, out: Any) -> dict[str, Callable[[], Any]]:
@@ -1162,6 +1209,9 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--ahead-early" in sys.argv[1:]:  # the split-ahead settings launched early or not, on 3x3 and 5x5 layers
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         ahead_early(tuple(map(int, share.split("/"))))
+    elif "--batch-one-settings" in sys.argv[1:]:  # batch-1 1x1 layers: the pixel rows' K split, relaxed
+        share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
+        batch_one_settings(tuple(map(int, share.split("/"))))
     elif "--batch-one" in sys.argv[1:]:  # where a 1x1 layer's time goes at batch 1
         batch_one_anatomy()
     elif "--ones-anatomy" in sys.argv[1:]:  # where a small 1x1 layer's time goes (--odd: images of odd pixel counts)
