@@ -216,19 +216,27 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
     default = wgmma_pick.wgmma_default
-    # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then blocks)
-    # (8 K-tiles: in 4, 28 tiles of 32 filters, where 56 of 16 would pass the 33 clusters of 4 at once)
+    # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then 32 filters a
+    # block, 16 on a layer of at most 32; the producer in halves where a split has 4 K-tiles or more)
+    # (8 K-tiles: in 2 at 16 and 32 filters, in 4 at 32: 28 tiles, where 56 of 16 would pass the 33 clusters of 4)
     rows_split = wgmma_settings.PIXEL_ROWS_CLUSTER
     rows_split_4 = dataclasses.replace(rows_split, splits=4)
-    assert wgmma_settings.pixel_rows_splits(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == [rows_split_4]
+    in_halves = [dataclasses.replace(rows_split, filters=f, splits=2, producer_halves=True) for f in (16, 32)]
+    assert wgmma_settings.pixel_rows_splits(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == [*in_halves, rows_split_4]
     assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == rows_split_4
     assert default(ConvProblem(1, 512, 14, 14, 128, 1, 1)) == rows_split  # 16 K-tiles: in 8, 8 tiles of 32 filters
-    assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == split_in[1]  # 15 tiles: 15 clusters of 8 would not fit
+    # (15 tiles: 15 clusters of 8 would not fit the 14; the pixel rows in 2 at 32 filters, 60 tiles, before K split
+    # in 8 over planes, but not before K split in 8 over a cluster)
+    assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == in_halves[1]
+    assert default(ConvProblem(1, 512, 14, 14, 640, 1, 1)) == cluster_in[1]  # (10 tiles; the pixel rows' 40 in 2)
     assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
-    assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == cluster_in[0]  # 4 K-tiles: 4, each a K-tile
-    assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == smaller[0]  # 3 K-tiles: no split; 7 tiles: smaller
-    # (a small grid of few K-tiles: the smaller blocks before a K split in one wave; of 8, the split)
-    assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == smaller[0]  # 6 K-tiles
+    # (4 K-tiles: the pixel rows in 4 at 16 filters, a K-tile each, before 128 filters in 4)
+    assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == dataclasses.replace(rows_split_4, filters=16)
+    assert default(ConvProblem(1, 64, 28, 28, 32, 1, 1)).splits is None  # (2 K-tiles: no pixel rows split)
+    assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == rows_split_4  # 3 K-tiles: in 3 (in 4 and 8 the same)
+    # (a small grid of few K-tiles: the pixel rows' K split where its clusters fit, else the smaller blocks before a
+    # K split in one wave)
+    assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == rows_split_4  # 6 K-tiles: in 3 (28 clusters of 6: 22)
     assert default(ConvProblem(1, 256, 28, 28, 128, 1, 1)) == rows_split_4  # 8
     assert default(ConvProblem(1, 96, 28, 28, 512, 1, 1)) == smaller[2]  # (7 x 32 blocks at 16 filters; at 32, 7 x 16)
     assert default(ConvProblem(1, 96, 28, 28, 1024, 1, 1)) == pingpong  # (7 x 64 of 16, 7 x 32 of 32: past 132)
@@ -270,7 +278,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 32, 1, 1))[-5:] == [*rows_at[:4], halves_at[0]]
     assert wgmma_settings.wgmma_candidates(ConvProblem(64, 256, 28, 28, 16, 1, 1))[-5:] == [*rows_at[4:], halves_at[1]]
     assert halves_at[0] == dataclasses.replace(rows_at[0], producer_halves=True)  # persistent, one K-tile in flight
-    assert default(ConvProblem(8, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
+    assert default(ConvProblem(16, 256, 28, 28, 24, 1, 1)) == rows_at[0]  # persistent, one K-tile in flight
+    assert default(ConvProblem(8, 256, 28, 28, 24, 1, 1)) == in_halves[1]  # (49 tiles of 32 filters: K split in 2)
     # (the producer in halves where its blocks of 128 pixels are at least one an SM and it has 4 K-tiles or more)
     assert default(ConvProblem(64, 256, 28, 28, 24, 1, 1)) == halves_at[0]  # 392 blocks, 8 K-tiles
     assert default(ConvProblem(64, 96, 28, 28, 16, 1, 1)) == rows_at[4]  # 3 K-tiles

@@ -81,7 +81,8 @@ MULTI_TAP_SPLIT_K_TILES = 12
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: where :func:`pixel_rows_splits` has
-    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks; else K split in
+    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks, but for K split
+    in 2 where K split in 8 over a cluster runs (:func:`k_split`); else K split in
     8 (else 4) where that grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a
     cluster where it fits; on more than one tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but
     on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
@@ -123,11 +124,15 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03.
     # The pixel rows' K split: on the 49 layers of the H200's runs where it changed the pick, 0.997 of the fastest
     # wgmma setting at the geometric mean, where the pick before was 0.837; under 0.9 on one, 7x7 2048->512 at batch
-    # 1, 0.89, 2026-12-04)
+    # 1, 0.89, 2026-12-04. In 2 and a K-tile a split too, the rule fitted on that run (``--batch-one-settings``, the
+    # 56 1x1 layers at batch 1 under 0.5 GFLOP, this GPU's cluster slots): 0.996 of the fastest candidate, none under
+    # 0.9 (0.925 at worst, 112x112 64->64, which it leaves as it was); in 2 before K split in 8 over a cluster 0.995,
+    # 0.92 on 14x14 512->512)
     splits = (8, 4) if problem.r * problem.s == 1 else (8,) if k_tiles(problem) >= MULTI_TAP_SPLIT_K_TILES else ()
     split = next((s for s in splits if split_fits(problem, s, 1)), None)
-    if rows_split := pixel_rows_splits(problem):  # (the most splits, then the most blocks)
-        chosen = max(rows_split, key=lambda spec: (spec.splits, -spec.block_filters))
+    rows = max(pixel_rows_splits(problem), default=None, key=lambda s: (s.effective_splits(problem), -s.filters))
+    if rows and not (rows.effective_splits(problem) == 2 and split == 8 and k_split(problem, split).cluster):
+        chosen = rows
     elif split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
     elif pixel_rows := pixel_rows_candidates(problem):

@@ -122,24 +122,31 @@ def small_grid_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
 
 
 def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
-    """The pixels on the products' rows at 32 and 16 filters a block with K split in 4 and 8 over a cluster
-    (:data:`PIXEL_ROWS_CLUSTER`), on a 1x1 layer of at most 32 filters or a :func:`small_grid`, where each split has
-    two K-tiles at least and the tiles' clusters all run at once (:func:`cluster_slots`): more blocks, each reading
-    fewer weights, where a block of 128 filters a tile leaves most SMs idle over many K-tiles. H200, 2026-12-04
-    (``tf32x3_probe.py --suite=cuconv --every=1``, the layers where these are candidates, every run checked against
-    float64, none wrong): on cuConv's 28 such batch-1 layers the fastest of these over the fastest other wgmma setting
-    1.03-1.33x on 26 (median 1.19x), 0.98x and 0.89x on two (14x14 of 256 filters and 1,024 channels, 7x7 of 512
-    and 2,048); faster than the best FP32 library on 23 of them, was 5 (a second process: 23, each layer's time within
-    2.2%); the fastest wgmma setting on each of its 18 of batch 8-64. The fastest of them: the most splits, then the
-    most blocks (:func:`~convkit.families.tf32x3.wgmma_pick.wgmma_default`)."""
-    if problem.r * problem.s > 1 or not (problem.m <= 32 or small_grid(problem)):
+    """The pixels on the products' rows at 16 and 32 filters a block with K split in 2, 4 and 8 over a cluster
+    (:data:`PIXEL_ROWS_CLUSTER`; a split count kept once where two share their splits in effect), on a 1x1 layer of at
+    least 3 K-tiles and at most 32 filters or a :func:`small_grid`, where the tiles' clusters all run at once
+    (:func:`cluster_slots`); the producer in halves where a split has :data:`SPLIT_HALVES_K_TILES` or more: more
+    blocks, each reading fewer weights, where a block of 128 filters a tile leaves most SMs idle over many K-tiles.
+    H200, 2026-12-04 (``tf32x3_probe.py --suite=cuconv --every=1``, the layers where these are candidates, every run
+    checked against float64, none wrong): in 4 and 8 with two K-tiles a split at least, on cuConv's 28 such batch-1
+    layers the fastest of these over the fastest other wgmma setting 1.03-1.33x on 26 (median 1.19x); faster than the
+    best FP32 library on 23 of them, was 5; the fastest wgmma setting on each of its 18 of batch 8-64. Then in 2 too,
+    a K-tile a split, in halves (``wgmma_probe.py --batch-one-settings``, the 56 1x1 layers at batch 1 under 0.5
+    GFLOP): the fastest candidate with these over the fastest without them 1.04-1.30x on 23 (the fastest a K-tile a
+    split on 8 of them, in 2 on 3, in halves on 9), none slower by over 2%; the best over cuBLAS SGEMM 1.006x at the
+    geometric mean (faster on 32), was 0.965x (26). Not on 2 K-tiles, where they ran 0.86-0.96x the fastest of the
+    rest."""
+    if problem.r * problem.s > 1 or not (problem.m <= 32 or small_grid(problem)) or k_tiles(problem) < 3:
         return []
-    out = []
+    out, seen = [], set()
     for filters in PIXEL_ROW_FILTERS:
-        for splits in (4, 8):
+        for splits in (2, 4, 8):
             spec = dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=filters, splits=splits)
-            if k_tiles(problem) >= 2 * splits and clusters_fit(spec, problem):
-                out.append(spec)
+            effective = spec.effective_splits(problem)
+            if (filters, effective) not in seen and clusters_fit(spec, problem):
+                seen.add((filters, effective))
+                halves = -(-k_tiles(problem) // effective) >= SPLIT_HALVES_K_TILES
+                out.append(dataclasses.replace(spec, producer_halves=halves or None))
     return out
 
 
@@ -281,6 +288,12 @@ GATHERED_PINGPONG_HALVES = dataclasses.replace(GATHERED_PINGPONG, in_flight=1, p
 PIXEL_ROWS_HALVES = dataclasses.replace(GATHERED_PIXEL_ROWS, in_flight=1, producer_halves=True)
 #: The pixels on the rows with K split over a cluster, a block a tile (:func:`pixel_rows_splits`).
 PIXEL_ROWS_CLUSTER = dataclasses.replace(GATHERED_PIXEL_ROWS, persistent=None, splits=8, cluster=True)
+#: The fewest K-tiles a split at which :func:`pixel_rows_splits` stages them by the producer's halves (two K-tiles of
+#: inputs in flight). H200, the 3xTF32 chapter's 56 1x1 layers at batch 1 under 0.5 GFLOP (2026-12-04,
+#: ``wgmma_probe.py --batch-one-settings``), the halves' pace over the same setting's without, at the median over the
+#: layers and settings: 0.965x at one K-tile a split (102 pairs), 0.995x at two, 1.000x at three, 1.031x at four (1.000
+#: at worst), 1.03-1.16x at more.
+SPLIT_HALVES_K_TILES = 4
 #: For layers of at most 16 channels (21 of cuConv's 616 have 16; K-tiles of 32 channels at one tap are half zeros
 #: there): the split-ahead kernel on K-tiles of two taps of 16 channels, at 128 and 64 filters a block, and at 64 with
 #: ping-pong (:func:`tap_pair_candidates`). Apart from :data:`WS_SETTINGS`, which run any layer.
@@ -304,4 +317,5 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
                dataclasses.replace(SPLIT_AHEAD, early=None),
                dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None), PIXEL_ROWS_CLUSTER,
-               dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None))  # fmt: skip
+               dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None),
+               dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip

@@ -47,8 +47,10 @@ def method(t: dict[str, Any]) -> list[str]:
         "columns, so that a few filters do not leave most of each 64-row product idle; on a 1x1 layer whose output "
         "tiles would fill at most half the SMs, the same blocks of 32 or 16 filters spread its output over more "
         "SMs, whatever its filters, where each block's store of its tile would otherwise set the time; where such "
-        "a layer has many K-tiles (a batch of one image), those blocks split the reduction over a cluster too, so "
-        "that its weights are read by many blocks at once rather than by a few tiles of 128 filters. On a layer "
+        "a layer has three K-tiles or more (a batch of one image), those blocks split the reduction over a cluster "
+        "too, so that its weights are read by many blocks at once rather than by a few tiles of 128 filters, and "
+        "where each block's share is four K-tiles or more, the producer's two halves gather alternate K-tiles, two "
+        "of them in flight. On a layer "
         "of at most 16 channels, the split-ahead pass writes the input's rows 16 channels wide and a K-tile takes "
         "two taps of them, where a K-tile of 32 channels at one tap would be half zeros.",
         "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
