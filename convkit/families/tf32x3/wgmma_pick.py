@@ -81,46 +81,46 @@ MULTI_TAP_SPLIT_K_TILES = 12
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: where :func:`pixel_rows_splits` has
-    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks, but for K split
-    in 2 where K split in 8 over a cluster runs (:func:`k_split`); else K split in
-    8 (else 4) where that grid is one wave (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a
-    cluster where it fits; on more than one tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but
-    on a :func:`small_grid` layer of more than 32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1
-    layer of at most 32 filters, the pixels on the products' rows, persistent, one K-tile in flight
-    (:func:`pixel_rows_candidates`); else, on a :func:`small_grid` layer, :func:`small_grid_pick`; else, where
-    :func:`stores_weigh_most`, at 64 filters a block with ping-pong where the layer has at most 64, else persistent
-    (the pixel rows and the ping-pong with the producer in halves where :func:`stages_by_halves`);
-    else the inputs split ahead (:data:`SPLIT_AHEAD`; at 64 filters a block with ping-pong where the layer has at most
-    64 or :func:`pingpong_waves_fewer`, :data:`SPLIT_AHEAD_PINGPONG`; on K-tiles of two taps with ping-pong where it
-    has at most 64 filters and 16 channels, :data:`TAP_PAIRS_PINGPONG`), in passes of images within the 1 GiB the
-    study allows any algorithm, else (one image's planes past it) the first kernel (:class:`WgmmaGemmLaunch`). H200, the
-    3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the rule fitted on that run): the geometric
-    mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23 layers), and 0.981 on a second run of 287
-    of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x (the fastest of all, 1.21x); on the 192 of
-    them where K split is a candidate (``--clustered``), 1.156x with the split over planes, 1.171x over a cluster where
-    it fits; with :func:`k_split`, on all 349 in a later run, 1.195x (faster on 239; the fastest of all 1.22x). On every
-    third of cuConv's 3x3 and 5x5 layers (96, ``--gathered``, the rule fitted on that run): 0.998 of the fastest setting
-    (geometric mean; 0.875 at worst), where the first kernel, the default before, was 0.41; on the other third's 95
-    (``--offset=1``, a later run) 0.982, under 0.9 on 3: two whose inputs' planes would pass 1 GiB (224-128-3-64-64,
-    112-256-3-128-128), where the first kernel runs at 0.44-0.50 of the split-ahead kernel's pace, and one K split at
-    0.90. The pixel rows and tap pairs, their rules fitted on one run each: on cuConv's layers of at most 32 filters
-    (``--pixel-rows``; the 78 where the pick was among the runs, its 77 1x1 among them) 0.996, on its 28 of at most 16
-    channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K splits at batch 1 (0.87-0.89). The small grids'
-    pick, fitted on its run (``--small-grids``, 100 layers where the pick was among the runs): 0.994, under 0.9 on 2
-    (0.84-0.88, K splits of 4-6 K-tiles), where the rule before it was 0.920 (under 0.9 on 32); with those K splits left
-    to the smaller blocks (:data:`SMALL_GRID_K_TILES`) 0.999, none under 0.9, and on a second run (fresh process,
-    cuConv's 90 of them, ``tf32x3_probe.py --suite=cuconv --every=1 --small-grids``) 0.998, none under 0.9. Two K-tiles
-    of inputs in flight where :func:`stages_by_halves` (the rule fitted on the two runs of ``--gather-ahead`` at
-    1dc6c4b, cuConv's 94 1x1 layers of at most 64 filters, 2026-12-03, a thread's next K-tile in a second set of its
-    registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split at batch 1, either way); on the 37 layers
-    where the pick changed, 1.035x the pick before (0.965-1.096x, slower by over 2% on 2). The producer's halves in
-    their place, faster than that on each layer where both ran (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet
-    timed as a whole. On more than one tap, :data:`SPLIT_AHEAD_PINGPONG` where :func:`pingpong_waves_fewer` and no K
-    split in 4, and the inputs split ahead a pass of images at a time where their planes would pass 1 GiB: on 95 of
-    cuConv's 3x3 and 5x5 layers (``--ahead-early`` and ``--gathered``, the rules fitted on that run, 2026-12-03) 0.999
-    of the fastest candidate (0.95 at worst) where the rule before was 0.938 (0.39 at worst, under 0.9 on 15), the
-    three layers now in passes counted at their pace in one pass; on 24 layers not in that run (``--gathered
-    --offset=1 --part=1/4``) the fastest on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
+    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks, but for K split in
+    2 where K split in 8 over a cluster runs (:func:`k_split`); else K split in 8 (else 4) where that grid is one wave
+    (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits; on more than one
+    tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but on a :func:`small_grid` layer of more than
+    32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1 layer of at most 32 filters, the pixels on
+    the products' rows, persistent, one K-tile in flight (:func:`pixel_rows_candidates`); else, on a :func:`small_grid`
+    layer, :func:`small_grid_pick`; else, where :func:`stores_weigh_most`, at 64 filters a block with ping-pong where
+    the layer has at most 64, else persistent (the pixel rows and the ping-pong with the producer in halves where
+    :func:`stages_by_halves`); else the inputs split ahead (:data:`SPLIT_AHEAD`; at 64 filters a block with ping-pong
+    where the layer has at most 64 or :func:`pingpong_waves_fewer`, :data:`SPLIT_AHEAD_PINGPONG`; on K-tiles of two taps
+    with ping-pong where it has at most 64 filters and 16 channels, :data:`TAP_PAIRS_PINGPONG`), in passes of images
+    within the 1 GiB the study allows any algorithm, else (one image's planes past it) the first kernel
+    (:class:`WgmmaGemmLaunch`). H200, the 3xTF32 chapter's 349 1x1 layers (2026-12-02, ``wgmma_probe.py --ones``, the
+    rule fitted on that run): the geometric mean of its pick over the fastest of these settings 0.983 (under 0.9 on 23
+    layers), and 0.981 on a second run of 287 of them; its pick or the mma.sync kernel over cuBLAS SGEMM, median 1.19x
+    (the fastest of all, 1.21x); on the 192 of them where K split is a candidate (``--clustered``), 1.156x with the
+    split over planes, 1.171x over a cluster where it fits; with :func:`k_split`, on all 349 in a later run, 1.195x
+    (faster on 239; the fastest of all 1.22x). On every third of cuConv's 3x3 and 5x5 layers (96, ``--gathered``, the
+    rule fitted on that run): 0.998 of the fastest setting (geometric mean; 0.875 at worst), where the first kernel, the
+    default before, was 0.41; on the other third's 95 (``--offset=1``, a later run) 0.982, under 0.9 on 3: two whose
+    inputs' planes would pass 1 GiB (224-128-3-64-64, 112-256-3-128-128), where the first kernel runs at 0.44-0.50 of
+    the split-ahead kernel's pace, and one K split at 0.90. The pixel rows and tap pairs, their rules fitted on one run
+    each: on cuConv's layers of at most 32 filters (``--pixel-rows``; the 78 where the pick was among the runs, its 77
+    1x1 among them) 0.996, on its 28 of at most 16 channels (``--tap-pairs``) 0.991; under 0.9 on two of each, all K
+    splits at batch 1 (0.87-0.89). The small grids' pick, fitted on its run (``--small-grids``, 100 layers where the
+    pick was among the runs): 0.994, under 0.9 on 2 (0.84-0.88, K splits of 4-6 K-tiles), where the rule before it was
+    0.920 (under 0.9 on 32); with those K splits left to the smaller blocks (:data:`SMALL_GRID_K_TILES`) 0.999, none
+    under 0.9, and on a second run (fresh process, cuConv's 90 of them, ``tf32x3_probe.py --suite=cuconv --every=1
+    --small-grids``) 0.998, none under 0.9. Two K-tiles of inputs in flight where :func:`stages_by_halves` (the rule
+    fitted on the two runs of ``--gather-ahead`` at 1dc6c4b, cuConv's 94 1x1 layers of at most 64 filters, 2026-12-03, a
+    thread's next K-tile in a second set of its registers): 0.992 of the fastest, was 0.979 (0.859 at worst, a K split
+    at batch 1, either way); on the 37 layers where the pick changed, 1.035x the pick before (0.965-1.096x, slower by
+    over 2% on 2). The producer's halves in their place, faster than that on each layer where both ran
+    (:data:`GATHERED_PINGPONG_HALVES`), the pick not yet timed as a whole. On more than one tap,
+    :data:`SPLIT_AHEAD_PINGPONG` where :func:`pingpong_waves_fewer` and no K split in 4, and the inputs split ahead a
+    pass of images at a time where their planes would pass 1 GiB: on 95 of cuConv's 3x3 and 5x5 layers
+    (``--ahead-early`` and ``--gathered``, the rules fitted on that run, 2026-12-03) 0.999 of the fastest candidate
+    (0.95 at worst) where the rule before was 0.938 (0.39 at worst, under 0.9 on 15), the three layers now in passes
+    counted at their pace in one pass; on 24 layers not in that run (``--gathered --offset=1 --part=1/4``) the fastest
+    on each, and in passes 112-256-3-128-64 at 0.975 its pace in one."""
     # (in 4 on more than one tap: 0.81-0.84x the split-ahead kernel's ping-pong, 5 of cuConv's layers, 2026-12-03.
     # The pixel rows' K split: on the 49 layers of the H200's runs where it changed the pick, 0.997 of the fastest
     # wgmma setting at the geometric mean, where the pick before was 0.837; under 0.9 on one, 7x7 2048->512 at batch
