@@ -234,6 +234,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == dataclasses.replace(rows_split_4, filters=16)
     assert default(ConvProblem(1, 64, 28, 28, 32, 1, 1)).splits is None  # (2 K-tiles: no pixel rows split)
     assert default(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == rows_split_4  # 3 K-tiles: in 3 (in 4 and 8 the same)
+    in_two = [dataclasses.replace(rows_split, filters=f, splits=2) for f in (16, 32)]  # (2 K-tiles a split: no halves)
+    assert wgmma_settings.pixel_rows_splits(ConvProblem(1, 96, 28, 28, 128, 1, 1)) == [*in_two, rows_split_4]
     # (a small grid of few K-tiles: the pixel rows' K split where its clusters fit, else the smaller blocks before a
     # K split in one wave)
     assert default(ConvProblem(1, 192, 28, 28, 128, 1, 1)) == rows_split_4  # 6 K-tiles: in 3 (28 clusters of 6: 22)
