@@ -16,11 +16,13 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --tap-pairs [--part=k/n]  # layers of <= 16 channels
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ahead-early [--part=k/n]  # 3x3, 5x5: split ahead, early or not
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --producer-halves [--part=k/n]  # 1x1 of <= 64 filters, halves
-    PYTHONPATH=$PWD ncu --profile-from-start off --set full ... python3 scripts/wgmma_probe.py --ones-profile
+    PYTHONPATH=$PWD ncu --profile-from-start off --set full ... \
+        python3 scripts/wgmma_probe.py --ones-profile [--batch-one]  # --batch-one: the first-use picks furthest behind
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd [--check [--small] | --timed] [--part=k/n]  # on wgmma
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --winograd-parts  # Winograd's products kernel timed in parts
     PYTHONPATH=$PWD ncu ... python3 scripts/wgmma_probe.py --winograd-profile  # one Winograd call, for ncu
@@ -330,20 +332,30 @@ def profiled(p: ConvProblem, rng: Any) -> None:
 ONES_PROFILED = (ConvProblem(128, 48, 27, 27, 192, 1, 1), ConvProblem(1, 256, 28, 28, 128, 1, 1))
 
 
-def ones_profiled(rng: Any) -> None:
+#: The batch-1 1x1 layers furthest behind the best FP32 library in the 3xTF32 probe's run of 2026-12-04 (cuConv's
+#: labels: 0.61x, 0.73x, 0.76x, 0.78x), for ``--ones-profile --batch-one``: where a call of a few K-tiles a block, or
+#: of 16, spends its time.
+BATCH_ONE_PROFILED = ("7-1-1-512-2048", "54-1-1-16-96", "28-1-1-16-192", "27-1-1-192-48")
+
+
+def ones_profiled(rng: Any, batch_one: bool = False) -> None:
     """For Nsight Compute (``ncu --profile-from-start off``): on each of :data:`ONES_PROFILED`, one call each of the
     gathering kernel persistent, with ping-pong, with K split in 8 (kernel and sum), and of cuBLAS SGEMM, between
-    the profiler's start and stop, each built and run once before it starts."""
+    the profiler's start and stop, each built and run once before it starts; with ``batch_one``, on
+    :data:`BATCH_ONE_PROFILED` the first-use pick (the weights' split and the kernel) and SGEMM."""
     import cupy
 
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
     from convkit.libs import cublas
 
     settings = (GATHERED_PERSISTENT, GATHERED_PINGPONG, dataclasses.replace(GATHERED_SPLIT, splits=8))
+    problems = [p for p in batch_one_layers() if p.label in BATCH_ONE_PROFILED] if batch_one else ONES_PROFILED
     runs = []
-    for p in ONES_PROFILED:
+    for p in problems:
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
-        runs += [functools.partial(wgmma_call(x, w, bias, p, spec), out) for spec in settings]
+        runs += [functools.partial(wgmma_call(x, w, bias, p, spec), out)
+                 for spec in ((wgmma_default(p),) if batch_one else settings)]  # fmt: skip
         runs.append(functools.partial(cublas.conv1x1, x, w, out))
     for run in runs:
         run()
@@ -1182,7 +1194,7 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--ones-profile" in sys.argv[1:]:  # 1x1 settings and SGEMM on two layers, under ncu from the start off
         import cupy
 
-        ones_profiled(cupy.random.default_rng(7))
+        ones_profiled(cupy.random.default_rng(7), batch_one="--batch-one" in sys.argv[1:])
     elif "--profile-floor" in sys.argv[1:]:  # the split-ahead kernel whole, parts 5 and 9, and the ceiling, under ncu
         import cupy
 
