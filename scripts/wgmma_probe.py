@@ -17,6 +17,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ahead-early [--part=k/n]  # 3x3, 5x5: split ahead, early or not
@@ -903,6 +904,27 @@ def batch_one_settings(part: tuple[int, int] = (1, 1)) -> None:
     beside_candidates(problems, relaxed, 3, "of the relaxed pixel-row splits", sgemm=True)
 
 
+#: cuConv's 1x1 layers of batch 8-128 whose first-use pick 7e2e283 moved to the pixel rows' K split (in 2, in halves,
+#: or a K-tile a split), its rules fitted at batch 1 alone (a mocked H200, the driver's cluster slots), by labels.
+PICKS_MOVED = ("28-8-1-16-192", "28-8-1-32-256", "14-8-1-16-480", "14-16-1-16-480", "14-32-1-16-480",
+               "14-8-1-160-512", "14-16-1-24-512", "14-32-1-24-512", "14-8-1-144-512", "14-16-1-32-512",
+               "14-32-1-32-512", "14-8-1-160-528", "14-16-1-32-528", "14-32-1-32-528", "7-8-1-160-832",
+               "7-32-1-160-832", "7-8-1-32-832", "7-16-1-32-832", "7-32-1-32-832", "7-64-1-32-832", "7-128-1-32-832",
+               "7-8-1-192-832", "7-8-1-48-832", "7-16-1-48-832", "7-32-1-48-832", "7-64-1-48-832", "27-8-1-32-256",
+               "13-8-1-64-512", "13-16-1-64-512", "7-8-1-512-2048")  # fmt: skip
+
+
+def moved_picks() -> None:
+    """:data:`PICKS_MOVED`: the pixel rows' K splits (:func:`pixel_rows_splits`) beside the tuner's other candidates,
+    the mma.sync kernel and cuBLAS SGEMM, every third checked (:func:`beside_candidates`): whether the first-use pick
+    fitted at batch 1 holds at batch 8-128."""
+    from convkit.families.tf32x3.wgmma_settings import pixel_rows_splits
+    from convkit.papers import cuconv
+
+    problems = [p for p in cuconv.problems() if p.label in PICKS_MOVED and p.r * p.s == 1]
+    beside_candidates(problems, lambda p: by_name(pixel_rows_splits(p)), 3, "pixel-row split", sgemm=True)
+
+
 def call_parts(p: ConvProblem, spec: WgmmaLaunch, x: Any, w: Any, bias: Any, out: Any) -> dict[str, Callable[[], Any]]:
     """A call of ``spec`` on the 1x1 layer ``p`` in parts, into ``out``: cuBLAS SGEMM ("SGEMM"); a launch of an empty
     kernel, one launch's floor in this timing ("empty launch"); ``spec`` as the op calls it, the weights' split then
@@ -1224,6 +1246,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
     elif "--ahead-early" in sys.argv[1:]:  # the split-ahead settings launched early or not, on 3x3 and 5x5 layers
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         ahead_early(tuple(map(int, share.split("/"))))
+    elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
+        moved_picks()
     elif "--batch-one-settings" in sys.argv[1:]:  # batch-1 1x1 layers: the pixel rows' K split, relaxed
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         batch_one_settings(tuple(map(int, share.split("/"))))
