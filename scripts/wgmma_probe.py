@@ -17,6 +17,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --ones-anatomy [--odd]  # where 16 1x1 layers' time goes
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -882,6 +883,34 @@ extern "C" __global__ void __cluster_dims__(1, 1, 8) __launch_bounds__(384, 1) e
         print(f"empty {name}: grid {grid}, {threads} threads, {shared // 1024} KiB: {us:.2f} us", flush=True)
 
 
+def batch_one_parts() -> None:
+    """Where a K-tile's turn goes in the first-use pick on :data:`BATCH_ONE_PROFILED` and three more of the batch-1
+    1x1 layers still behind the library (7x7 512->2,048, 14x14 1,024->256, 28x28 64->64), in microseconds: the call
+    in parts (:func:`call_parts`), the call with its kernel built to run part of its main loop (:data:`PART_NAMES` 1,
+    2, 3 and 10: the products alone, the staging alone, no weights copied after the first stages, no output stored),
+    and with the producer's halves the other way where the kernel takes them. At 16 K-tiles a block and about 1.1 us
+    a K-tile (7x7 2,048->512), the part whose removal takes most of that is what sets the chain."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+
+    labels = (*BATCH_ONE_PROFILED, "7-1-1-2048-512", "14-1-1-256-1024", "28-1-1-64-64")
+    rng = cupy.random.default_rng(5)
+    for p in (q for q in batch_one_layers() if q.label in labels):
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        spec = wgmma_default(p)
+        runs = call_parts(p, spec, x, w, bias, out)
+        for part in (1, 2, 3, 10):
+            runs[PART_NAMES[part]] = functools.partial(wgmma_call(x, w, bias, p, part_of(spec, part)), out)
+        if isinstance(spec, WgmmaWsLaunch):
+            other = dataclasses.replace(spec, producer_halves=None if spec.producer_halves else True)
+            if not other.not_supported_reasons(p):
+                runs["halves the other way"] = functools.partial(wgmma_call(x, w, bias, p, other), out)
+        times = ", ".join(f"{name} {median_us(run):.1f}" for name, run in runs.items())
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}", flush=True)
+
+
 def batch_one_settings(part: tuple[int, int] = (1, 1)) -> None:
     """The batch-1 1x1 layers (:func:`batch_one_layers`, its ``part``): the pixel rows with K split over a cluster in
     2, 4 and 8 wherever a split has a K-tile, each with the producer in halves and without, whether or not the
@@ -1248,6 +1277,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
+    elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts
+        batch_one_parts()
     elif "--batch-one-settings" in sys.argv[1:]:  # batch-1 1x1 layers: the pixel rows' K split, relaxed
         share = next((arg.split("=")[1] for arg in sys.argv if arg.startswith("--part=")), "1/1")
         batch_one_settings(tuple(map(int, share.split("/"))))
