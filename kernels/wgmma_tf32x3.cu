@@ -35,7 +35,8 @@
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
-// producer's loads of two K-tiles in flight, a half's each); CONVKIT_WG_PART, for
+// producer's loads of two K-tiles in flight, a half's each), CONVKIT_WS_WEIGHTS_AHEAD (its weights' copies issued
+// K-tiles ahead of its gathers: an experiment, scripts/wgmma_probe.py alone); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -85,6 +86,9 @@
 #endif
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
+#endif
+#ifndef CONVKIT_WS_WEIGHTS_AHEAD  // the gathering kernel, a block a tile: its weights' copy of each K-tile issued
+#define CONVKIT_WS_WEIGHTS_AHEAD 0  // this many of the producer's (or its half's) K-tiles ahead of its gathers
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -596,6 +600,18 @@ constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
               "producer halves: one K-tile of products in flight or pixel rows; consumers on every K-tile");
+// The weights' copy of a producer's (or half's) K-tile issued WEIGHTS_AHEAD of its K-tiles before it gathers that
+// K-tile's inputs, rather than beside them: without, each copy starts once the last K-tile's loads have landed, and a
+// block of many K-tiles waits on both latencies in turn. The copy waits for its stage's last K-tile to be freed; the
+// consumers free a K-tile once the next is issued (two in flight) or done (one), so that free must not need this
+// producer's arrival on the K-tile it gathers: STEP x AHEAD K-tiles ahead at most the stages less the K-tiles of
+// products a consumer keeps in flight. A block a tile only (a persistent block's next tile would need its weights' place), every consumer on every
+// K-tile (not SPLIT_K), the whole main loop (no CONVKIT_WG_PART).
+constexpr int WEIGHTS_AHEAD = CONVKIT_WS_WEIGHTS_AHEAD;
+static_assert(WEIGHTS_AHEAD == 0 ||
+                  (!CONVKIT_WS_PERSISTENT && !SPLIT_K && !INPUTS_FP32 && CONVKIT_WG_PART == 0 &&
+                   (HALVES ? 2 : 1) * WEIGHTS_AHEAD <= WS_STAGES - IN_FLIGHT),
+              "weights ahead: a block a tile, consumers on every K-tile, within the stages the consumers free");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
 constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && !HALVES;
@@ -731,6 +747,19 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         arrive_expecting(full + s, WEIGHT_BYTES);
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
+}
+
+// With WEIGHTS_AHEAD, the weights' K-tile `tile` (the block's `turn`-th) into its stage by the `leader`'s bulk copy,
+// once the stage's last K-tile is freed, counted in bytes on its "full" barrier (the leader's one arrival there; the
+// stagers' come as they store its inputs).
+__device__ __forceinline__ void copy_weights_ahead(float* smem, const float* weights, int tile, int turn,
+                                                   unsigned long long* full, unsigned long long* empty, bool leader)
+{
+    if (!leader) return;
+    const int s = turn % WS_STAGES;
+    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+    arrive_expecting(full + s, WEIGHT_BYTES);
+    bulk_copy(smem + s * STAGE_WS, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
 }
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
@@ -1110,7 +1139,14 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 }
                 float* stage = smem + s * STAGE_WS;
                 if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split, done and written
-                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
+                if constexpr (WEIGHTS_AHEAD > 0) {  // its weights' K-tiles up to AHEAD of its own on (at its first,
+                    const int last = tile + STEP * WEIGHTS_AHEAD;  // all of those), then this K-tile's stage free
+                    for (int ahead = tile == half ? tile : last; ahead <= last && ahead < tiles; ahead += STEP)
+                        copy_weights_ahead(smem, weights, ahead, turn0 + ahead, full, empty, thread == 0);
+                    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+                } else {
+                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
+                }
                 if (!CONVKIT_PART_NO_INPUTS) {
                     one.store(stage + 2 * PLANE_A_WS);
                     if constexpr (HALVES) other.store(stage + 2 * PLANE_A_WS);

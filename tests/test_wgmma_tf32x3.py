@@ -587,6 +587,36 @@ def test_the_warp_specialised_kernel_holds_with_a_warpgroup_behind_on_the_cpu(bu
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 
+#: The gathering kernel's weights copied K-tiles ahead of their inputs (an experiment of the probe's): at 32 filters
+#: with K split in 2 over a cluster in halves, at 16 in 2, at 32 with K whole, at 128 over a cluster, over planes and
+#: with one K-tile in flight, each 1 and 2 K-tiles ahead where the kernel builds so.
+_AHEAD_OF = (dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=32, splits=2, producer_halves=True),
+             dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=2),
+             dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, splits=None, cluster=None),
+             wgmma_settings.GATHERED_CLUSTER, dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=2),
+             wgmma.WgmmaWsLaunch())  # fmt: skip
+WEIGHTS_AHEAD = tuple(launch for base in _AHEAD_OF for ahead in (1, 2)
+                      if (launch := wgmma_settings.weights_ahead_of(base, ahead)))  # fmt: skip
+
+
+@pytest.mark.parametrize("slow", ["", "0,1", "8,11"])
+@pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
+                                     ConvProblem(2, 37, 9, 11, 20, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3)],
+                         ids=problem_id)  # fmt: skip
+@pytest.mark.parametrize("launch", WEIGHTS_AHEAD, ids=lambda launch: f"{ws_id(launch)}-ahead{launch.ahead}")
+def test_weights_copied_ahead_match_float64_on_the_cpu(build_dir, launch, problem, slow, monkeypatch):
+    """Each K-tile's weights copied 1 or 2 of the producer's (or its half's) K-tiles before their inputs are gathered
+    (CONVKIT_WS_WEIGHTS_AHEAD): the copy waits for its stage's last K-tile to be freed, counted on the stage's barrier
+    a phase before the stagers arrive. Against float64 on 10 K-tiles of 7x7 (the last partial), several output tiles of
+    5 K-tiles, 2 K-tiles on two images, and a 3x3 of 12 K-tiles, K whole or split over a cluster or planes, with no
+    warpgroup behind and with the producer or the second consumer far behind (CONVKIT_EMULATED_SLOW_WARPS). (The
+    kernel copying every other K-tile's weights from the K-tile before failed each case of the first problem.)"""
+    if slow:
+        monkeypatch.setenv("CONVKIT_EMULATED_SLOW_WARPS", slow)
+    assert wgmma_settings.weights_ahead_of(launch, launch.ahead) == launch  # (a setting the kernel builds)
+    test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch)
+
+
 @pytest.mark.parametrize("problem", TAP_PAIR_PROBLEMS, ids=problem_id)
 @pytest.mark.parametrize("launch", wgmma_settings.TAP_PAIR_SETTINGS, ids=ws_id)
 def test_k_tiles_of_two_taps_match_float64_on_the_cpu(build_dir, problem, launch, monkeypatch):

@@ -14,9 +14,11 @@ from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLau
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     NARROW_FILTERS,
+    NARROW_STAGES,
     PAIRED_CHANNELS,
     PIXEL_ROW_FILTERS,
     TILE_K,
+    WS_STAGES,
     k_tiles,
 )
 
@@ -319,3 +321,28 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None), PIXEL_ROWS_CLUSTER,
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None),
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightsAheadLaunch(WgmmaWsLaunch):
+    """The gathering kernel, a block a tile, built with ``CONVKIT_WS_WEIGHTS_AHEAD`` = ``ahead``: each K-tile's weights
+    copied that many of its producer's (or half's) K-tiles before their inputs are gathered, rather than beside them
+    (the kernel's WEIGHTS_AHEAD says why, and where it builds). An experiment (``wgmma_probe.py --weights-ahead``), not
+    yet among the candidates: nothing records or reads it back."""
+
+    ahead: int = 1
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*super().options(problem), f"-DCONVKIT_WS_WEIGHTS_AHEAD={self.ahead}")
+
+
+def weights_ahead_of(spec: WgmmaLaunch, ahead: int) -> WeightsAheadLaunch | None:
+    """``spec`` with its weights copied ``ahead`` K-tiles ahead, where the kernel builds so (the gathering kernel, a
+    block a tile, both consumers on every K-tile; the producer's, or each half's, K-tiles ahead within the stages the
+    consumers free: the stages less the K-tiles of products a consumer keeps in flight), else None."""
+    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.persistent or spec.filters == NARROW_FILTERS:
+        return None
+    stages = NARROW_STAGES if spec.block_filters < BLOCK_M else WS_STAGES
+    if ahead < 1 or (2 if spec.producer_halves else 1) * ahead > stages - spec.in_flight:
+        return None
+    return WeightsAheadLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}, ahead=ahead)
