@@ -432,6 +432,24 @@ def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capabil
     assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
 
 
+def test_weights_copied_ahead_build_only_where_the_consumers_free_the_stages(monkeypatch):
+    """The experiment's launch (:func:`~convkit.families.tf32x3.wgmma_settings.weights_ahead_of`): on the gathering
+    kernel a block a tile, at most the stages less the K-tiles of products in flight (halves: each half's K-tiles,
+    two apart), refused naming ``ahead`` elsewhere, before any build (the kernel's static_assert)."""
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    ahead_of, p = wgmma_settings.weights_ahead_of, ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0)
+    rows = dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, splits=2)  # (4 stages, two K-tiles in flight)
+    assert ahead_of(rows, 2).ahead == 2 and ahead_of(rows, 3) is None and ahead_of(rows, 0) is None
+    assert ahead_of(dataclasses.replace(rows, producer_halves=True), 2) is None  # (halves: 4 K-tiles on)
+    assert ahead_of(wgmma_settings.GATHERED_CLUSTER, 2) is None  # (3 stages at 128 filters)
+    for refused in (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.GATHERED_NARROW, wgmma_settings.SPLIT_AHEAD):
+        assert ahead_of(refused, 1) is None
+    (reason,) = dataclasses.replace(ahead_of(rows, 2), ahead=3).not_supported_reasons(p)
+    assert reason.startswith("ahead must be")
+
+
 def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     """The T4's code path on an H100 (CONVKIT_PTX_ARCH=compute_75) has no wgmma."""
     from convkit.families.tf32x3 import wgmma

@@ -335,6 +335,14 @@ class WeightsAheadLaunch(WgmmaWsLaunch):
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
         return (*super().options(problem), f"-DCONVKIT_WS_WEIGHTS_AHEAD={self.ahead}")
 
+    def can_implement(self, problem: ConvProblem) -> None:
+        """As the gathering kernel's; ValueError naming ``ahead`` where the kernel does not build so
+        (:func:`weights_ahead_of`)."""
+        super().can_implement(problem)
+        if weights_ahead_of(self, self.ahead) is None:
+            raise ValueError(f"ahead must be at least 1, on the gathering kernel a block a tile with both consumers on "
+                             f"every K-tile, within the stages they free; got {self.ahead!r}")  # fmt: skip
+
 
 def weights_ahead_of(spec: WgmmaLaunch, ahead: int) -> WeightsAheadLaunch | None:
     """``spec`` with its weights copied ``ahead`` K-tiles ahead, where the kernel builds so (the gathering kernel, a
