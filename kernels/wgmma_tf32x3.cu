@@ -605,8 +605,8 @@ static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPL
 // block of many K-tiles waits on both latencies in turn. The copy waits for its stage's last K-tile to be freed; the
 // consumers free a K-tile once the next is issued (two in flight) or done (one), so that free must not need this
 // producer's arrival on the K-tile it gathers: STEP x AHEAD K-tiles ahead at most the stages less the K-tiles of
-// products a consumer keeps in flight. A block a tile only (a persistent block's next tile would need its weights' place), every consumer on every
-// K-tile (not SPLIT_K), the whole main loop (no CONVKIT_WG_PART).
+// products a consumer keeps in flight. A block a tile only (a persistent block's next tile would need its weights'
+// place), every consumer on every K-tile (not SPLIT_K), the whole main loop (no CONVKIT_WG_PART).
 constexpr int WEIGHTS_AHEAD = CONVKIT_WS_WEIGHTS_AHEAD;
 static_assert(WEIGHTS_AHEAD == 0 ||
                   (!CONVKIT_WS_PERSISTENT && !SPLIT_K && !INPUTS_FP32 && CONVKIT_WG_PART == 0 &&
@@ -730,36 +730,46 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
     barriers_ready();
 }
 
-// The weights' K-tile `tile` into stage `s` by one bulk copy (the `leader`: thread 0 of the producer, or of its half),
-// counted in bytes on its "full" barrier, once its "empty" barrier says the consumers are done with the stage's last
-// K-tile. `turn`: the block's K-tiles staged before this one (over every output tile it has computed), which the
-// barriers' phases count. (At 32 or 16 filters the producer's threads read the weights as given and split them as
-// they staged them instead, a call one launch, no split ahead: slower, 0.78x at the median of 43 of cuConv's 1x1
-// layers, faster on 3, at most 1.06x; H200, 2026-12-03.)
+// Until the consumers are done with stage turn % WS_STAGES's last K-tile (its "empty" barrier; `turn`: the block's
+// K-tiles staged before, over every output tile it has computed, which the barriers' phases count). Each stage is
+// free before the block's first WS_STAGES K-tiles.
+__device__ __forceinline__ void wait_stage_free(unsigned long long* empty, int turn)
+{
+    if (turn >= WS_STAGES) wait_phase(empty + turn % WS_STAGES, (turn / WS_STAGES + 1) & 1);
+}
+
+// The weights' K-tile `tile` into `stage` by one bulk copy, counted in bytes on the stage's "full" barrier `bar`
+// (the copying thread's one arrival there; the stagers' come as they store the K-tile's inputs).
+__device__ __forceinline__ void copy_weights(float* stage, const float* weights, int tile, unsigned long long* bar)
+{
+    arrive_expecting(bar, WEIGHT_BYTES);
+    bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, bar);
+}
+
+// The weights' K-tile `tile` into stage `s` (the block's `turn`-th K-tile's) by the `leader` (thread 0 of the
+// producer, or of its half), once the stage is free (wait_stage_free). (At 32 or 16 filters the producer's threads
+// read the weights as given and split them as they staged them instead, a call one launch, no split ahead: slower,
+// 0.78x at the median of 43 of cuConv's 1x1 layers, faster on 3, at most 1.06x; H200, 2026-12-03.)
 __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
                                                         int s, unsigned long long* full, unsigned long long* empty,
                                                         bool leader = threadIdx.x == 0)
 {
-    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+    wait_stage_free(empty, turn);
     if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (leader) arrive(full + s);
     } else if (leader) {
-        arrive_expecting(full + s, WEIGHT_BYTES);
-        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
+        copy_weights(stage, weights, tile, full + s);
     }
 }
 
-// With WEIGHTS_AHEAD, the weights' K-tile `tile` (the block's `turn`-th) into its stage by the `leader`'s bulk copy,
-// once the stage's last K-tile is freed, counted in bytes on its "full" barrier (the leader's one arrival there; the
-// stagers' come as they store its inputs).
+// With WEIGHTS_AHEAD, the weights' K-tile `tile` (the block's `turn`-th) into its stage by the `leader` alone, once
+// the stage is free: the stagers wait for that stage themselves when they come to store the K-tile's inputs.
 __device__ __forceinline__ void copy_weights_ahead(float* smem, const float* weights, int tile, int turn,
                                                    unsigned long long* full, unsigned long long* empty, bool leader)
 {
     if (!leader) return;
-    const int s = turn % WS_STAGES;
-    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
-    arrive_expecting(full + s, WEIGHT_BYTES);
-    bulk_copy(smem + s * STAGE_WS, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
+    wait_stage_free(empty, turn);
+    copy_weights(smem + turn % WS_STAGES * STAGE_WS, weights, tile, full + turn % WS_STAGES);
 }
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
@@ -1143,7 +1153,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                     const int last = tile + STEP * WEIGHTS_AHEAD;  // all of those), then this K-tile's stage free
                     for (int ahead = tile == half ? tile : last; ahead <= last && ahead < tiles; ahead += STEP)
                         copy_weights_ahead(smem, weights, ahead, turn0 + ahead, full, empty, thread == 0);
-                    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
+                    wait_stage_free(empty, turn);
                 } else {
                     acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
                 }

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 from convkit.core import reference
 from convkit.core.problem import ConvProblem
+from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.timing import CudaEventClock, benchmark
@@ -339,6 +340,9 @@ ONES_PROFILED = (ConvProblem(128, 48, 27, 27, 192, 1, 1), ConvProblem(1, 256, 28
 #: labels: 0.61x, 0.73x, 0.76x, 0.78x), for ``--ones-profile --batch-one``: where a call of a few K-tiles a block, or
 #: of 16, spends its time.
 BATCH_ONE_PROFILED = ("7-1-1-512-2048", "54-1-1-16-96", "28-1-1-16-192", "27-1-1-192-48")
+#: Those and three more of the batch-1 1x1 layers still behind the library (7x7 512->2,048, 14x14 1,024->256, 28x28
+#: 64->64), for ``--batch-one-parts`` and ``--weights-ahead``.
+BATCH_ONE_BEHIND = (*BATCH_ONE_PROFILED, "7-1-1-2048-512", "14-1-1-256-1024", "28-1-1-64-64")
 
 
 def ones_profiled(rng: Any, batch_one: bool = False) -> None:
@@ -420,7 +424,7 @@ def rates_table(
     runs: Runs,
     check_every: int,
     checked: Callable[[ConvProblem], int] = lambda p: 1,
-    bar: float = 1e-5,
+    bar: float = DIRECT_TOLERANCE,
     against: str = "",
 ) -> list[dict[str, float]]:
     """TFLOP/s (of the direct method's FLOPs) on each of ``problems`` of each of ``runs``, every ``check_every``-th
@@ -884,9 +888,17 @@ extern "C" __global__ void __cluster_dims__(1, 1, 8) __launch_bounds__(384, 1) e
         print(f"empty {name}: grid {grid}, {threads} threads, {shared // 1024} KiB: {us:.2f} us", flush=True)
 
 
+def halves_the_other_way(spec: WgmmaLaunch, p: ConvProblem) -> WgmmaWsLaunch | None:
+    """``spec`` (a warp-specialised launch) with its producer in halves where it is not, and not where it is, where
+    that runs ``p``; else None."""
+    if not isinstance(spec, WgmmaWsLaunch):
+        return None
+    other = dataclasses.replace(spec, producer_halves=None if spec.producer_halves else True)
+    return None if other.not_supported_reasons(p) else other
+
+
 def batch_one_parts() -> None:
-    """Where a K-tile's turn goes in the first-use pick on :data:`BATCH_ONE_PROFILED` and three more of the batch-1
-    1x1 layers still behind the library (7x7 512->2,048, 14x14 1,024->256, 28x28 64->64), in microseconds: the call
+    """Where a K-tile's turn goes in the first-use pick on :data:`BATCH_ONE_BEHIND`, in microseconds: the call
     in parts (:func:`call_parts`), the call with its kernel built to run part of its main loop (:data:`PART_NAMES` 1,
     2, 3 and 10: the products alone, the staging alone, no weights copied after the first stages, no output stored),
     and with the producer's halves the other way where the kernel takes them. At 16 K-tiles a block and about 1.1 us
@@ -895,25 +907,22 @@ def batch_one_parts() -> None:
 
     from convkit.families.tf32x3.wgmma_pick import wgmma_default
 
-    labels = (*BATCH_ONE_PROFILED, "7-1-1-2048-512", "14-1-1-256-1024", "28-1-1-64-64")
     rng = cupy.random.default_rng(5)
-    for p in (q for q in batch_one_layers() if q.label in labels):
+    for p in (q for q in batch_one_layers() if q.label in BATCH_ONE_BEHIND):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
         spec = wgmma_default(p)
         runs = call_parts(p, spec, x, w, bias, out)
         for part in (1, 2, 3, 10):
             runs[PART_NAMES[part]] = functools.partial(wgmma_call(x, w, bias, p, part_of(spec, part)), out)
-        if isinstance(spec, WgmmaWsLaunch):
-            other = dataclasses.replace(spec, producer_halves=None if spec.producer_halves else True)
-            if not other.not_supported_reasons(p):
-                runs["halves the other way"] = functools.partial(wgmma_call(x, w, bias, p, other), out)
+        if other := halves_the_other_way(spec, p):
+            runs["halves the other way"] = functools.partial(wgmma_call(x, w, bias, p, other), out)
         times = ", ".join(f"{name} {median_us(run):.1f}" for name, run in runs.items())
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}", flush=True)
 
 
 def weights_ahead(check_only: bool = False) -> None:
-    """The first-use pick on the batch-1 1x1 layers still behind the library (:func:`batch_one_parts`' seven) and on
+    """The first-use pick on the batch-1 1x1 layers still behind the library (:data:`BATCH_ONE_BEHIND`) and on
     every fourth of the rest of :func:`batch_one_layers`, beside the same with its weights copied 1 and 2 K-tiles
     ahead (:func:`weights_ahead_of`, where the kernel builds so) and with the producer's halves the other way, and
     cuBLAS SGEMM; every run checked against float64 (``check_only``: the checks alone, for compute-sanitizer, on the
@@ -924,18 +933,16 @@ def weights_ahead(check_only: bool = False) -> None:
     from convkit.families.tf32x3.wgmma_settings import weights_ahead_of
     from convkit.libs import cublas
 
-    behind = (*BATCH_ONE_PROFILED, "7-1-1-2048-512", "14-1-1-256-1024", "28-1-1-64-64")
     layers = batch_one_layers()
-    problems = [p for p in layers if p.label in behind] + [p for p in layers if p.label not in behind][::4]
+    problems = [p for p in layers if p.label in BATCH_ONE_BEHIND]
+    problems += [p for p in layers if p.label not in BATCH_ONE_BEHIND][::4]
 
     @functools.cache
     def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
         pick = wgmma_default(p)
         named = {"pick": pick}
-        if isinstance(pick, WgmmaWsLaunch):
-            other = dataclasses.replace(pick, producer_halves=None if pick.producer_halves else True)
-            if not other.not_supported_reasons(p):
-                named["halves the other way"] = other
+        if other := halves_the_other_way(pick, p):
+            named["halves the other way"] = other
         for name, spec in list(named.items()):
             for ahead in (1, 2):
                 if launch := weights_ahead_of(spec, ahead):
@@ -954,7 +961,7 @@ def weights_ahead(check_only: bool = False) -> None:
             run(out)
             err = reference.relative_error(out, ref)
             timed = "" if check_only else f" {median_us(functools.partial(run, out)):.1f} us"
-            line.append(f"{name}{timed} (error {err:.1e}{', WRONG' if not err < 1e-5 else ''})")
+            line.append(f"{name}{timed} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''})")
         if not check_only:
             line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(wgmma_default(p))}): {'; '.join(line)}", flush=True)

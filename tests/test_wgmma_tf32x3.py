@@ -216,8 +216,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
     default = wgmma_pick.wgmma_default
-    # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then 32 filters a
-    # block, 16 on a layer of at most 32; the producer in halves where a split has 4 K-tiles or more)
+    # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then the most
+    # blocks; the producer in halves where a split has 4 K-tiles or more)
     # (8 K-tiles: in 2 at 16 and 32 filters, in 4 at 32: 28 tiles, where 56 of 16 would pass the 33 clusters of 4)
     rows_split = wgmma_settings.PIXEL_ROWS_CLUSTER
     rows_split_4 = dataclasses.replace(rows_split, splits=4)

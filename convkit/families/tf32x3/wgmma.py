@@ -35,13 +35,11 @@ from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     MAX_SPLITS,
     NARROW_FILTERS,
-    NARROW_STAGES,
     PAIRED_CHANNELS,
     PIXEL_ROW_FILTERS,
     STAGED_ROWS_BYTES,
     TILE_K,
     WIDTHS,
-    WS_STAGES,
     WS_THREADS,
     WS_WIDTH,
     SplitAheadLaunch,
@@ -53,6 +51,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     k_tiles,
     tap_pairs_macro,
     tiled_elements,
+    ws_stages,
 )
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
@@ -223,7 +222,7 @@ class WgmmaWsLaunch(KernelLaunch):
         mbarriers, and at 64 filters the second consumer's sums (64 x 128 floats) for the first to add, else (at 128,
         or ping-pong) the consumer warps' rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
-        count = NARROW_STAGES if self.block_filters < BLOCK_M else WS_STAGES  # (at 64 filters or fewer: smaller)
+        count = ws_stages(self.block_filters)
         stages = count * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 

@@ -35,6 +35,14 @@ NARROW_FILTERS, NARROW_STAGES = 64, 4
 #: Fewer filters a block than a wgmma's 64 rows: the gathering kernel's pixels are then the products' rows, its
 #: filters their columns (N); in NARROW_STAGES stages.
 PIXEL_ROW_FILTERS = (16, 32)
+
+
+def ws_stages(block_filters: int) -> int:
+    """The warp-specialised kernels' shared-memory stages at ``block_filters`` a block (the kernel's WS_STAGES): one
+    more where they are fewer than 128, their stages smaller."""
+    return NARROW_STAGES if block_filters < BLOCK_M else WS_STAGES
+
+
 #: The most splits of K the gathering kernel takes (a block a tile; the grid's third dimension).
 MAX_SPLITS = 64
 #: At 128 filters a block, each consumer warp's rows on their way to the output (the kernel's store_tile_staged): 8

@@ -14,12 +14,11 @@ from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLau
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     NARROW_FILTERS,
-    NARROW_STAGES,
     PAIRED_CHANNELS,
     PIXEL_ROW_FILTERS,
     TILE_K,
-    WS_STAGES,
     k_tiles,
+    ws_stages,
 )
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -350,7 +349,6 @@ def weights_ahead_of(spec: WgmmaLaunch, ahead: int) -> WeightsAheadLaunch | None
     consumers free: the stages less the K-tiles of products a consumer keeps in flight), else None."""
     if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.persistent or spec.filters == NARROW_FILTERS:
         return None
-    stages = NARROW_STAGES if spec.block_filters < BLOCK_M else WS_STAGES
-    if ahead < 1 or (2 if spec.producer_halves else 1) * ahead > stages - spec.in_flight:
+    if ahead < 1 or (2 if spec.producer_halves else 1) * ahead > ws_stages(spec.block_filters) - spec.in_flight:
         return None
     return WeightsAheadLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}, ahead=ahead)
