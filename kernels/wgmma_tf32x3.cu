@@ -35,8 +35,7 @@
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
-// producer's loads of two K-tiles in flight, a half's each), CONVKIT_WS_WEIGHTS_AHEAD (its weights' copies issued
-// K-tiles ahead of its gathers: an experiment, scripts/wgmma_probe.py alone); CONVKIT_WG_PART, for
+// producer's loads of two K-tiles in flight, a half's each); CONVKIT_WG_PART, for
 // scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
 // traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
 // three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
@@ -86,9 +85,6 @@
 #endif
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
-#endif
-#ifndef CONVKIT_WS_WEIGHTS_AHEAD  // the gathering kernel, a block a tile: its weights' copy of each K-tile issued
-#define CONVKIT_WS_WEIGHTS_AHEAD 0  // this many of the producer's (or its half's) K-tiles ahead of its gathers
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -600,18 +596,6 @@ constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
               "producer halves: one K-tile of products in flight or pixel rows; consumers on every K-tile");
-// The weights' copy of a producer's (or half's) K-tile issued WEIGHTS_AHEAD of its K-tiles before it gathers that
-// K-tile's inputs, rather than beside them: without, each copy starts once the last K-tile's loads have landed, and a
-// block of many K-tiles waits on both latencies in turn. The copy waits for its stage's last K-tile to be freed; the
-// consumers free a K-tile once the next is issued (two in flight) or done (one), so that free must not need this
-// producer's arrival on the K-tile it gathers: STEP x AHEAD K-tiles ahead at most the stages less the K-tiles of
-// products a consumer keeps in flight. A block a tile only (a persistent block's next tile would need its weights'
-// place), every consumer on every K-tile (not SPLIT_K), the whole main loop (no CONVKIT_WG_PART).
-constexpr int WEIGHTS_AHEAD = CONVKIT_WS_WEIGHTS_AHEAD;
-static_assert(WEIGHTS_AHEAD == 0 ||
-                  (!CONVKIT_WS_PERSISTENT && !SPLIT_K && !INPUTS_FP32 && CONVKIT_WG_PART == 0 &&
-                   (HALVES ? 2 : 1) * WEIGHTS_AHEAD <= WS_STAGES - IN_FLIGHT),
-              "weights ahead: a block a tile, consumers on every K-tile, within the stages the consumers free");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
 constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && !HALVES;
@@ -730,46 +714,26 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
     barriers_ready();
 }
 
-// Until the consumers are done with stage turn % WS_STAGES's last K-tile (its "empty" barrier; `turn`: the block's
-// K-tiles staged before, over every output tile it has computed, which the barriers' phases count). Each stage is
-// free before the block's first WS_STAGES K-tiles.
-__device__ __forceinline__ void wait_stage_free(unsigned long long* empty, int turn)
-{
-    if (turn >= WS_STAGES) wait_phase(empty + turn % WS_STAGES, (turn / WS_STAGES + 1) & 1);
-}
-
-// The weights' K-tile `tile` into `stage` by one bulk copy, counted in bytes on the stage's "full" barrier `bar`
-// (the copying thread's one arrival there; the stagers' come as they store the K-tile's inputs).
-__device__ __forceinline__ void copy_weights(float* stage, const float* weights, int tile, unsigned long long* bar)
-{
-    arrive_expecting(bar, WEIGHT_BYTES);
-    bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, bar);
-}
-
-// The weights' K-tile `tile` into stage `s` (the block's `turn`-th K-tile's) by the `leader` (thread 0 of the
-// producer, or of its half), once the stage is free (wait_stage_free). (At 32 or 16 filters the producer's threads
-// read the weights as given and split them as they staged them instead, a call one launch, no split ahead: slower,
-// 0.78x at the median of 43 of cuConv's 1x1 layers, faster on 3, at most 1.06x; H200, 2026-12-03.)
+// The weights' K-tile `tile` into stage `s` by one bulk copy (the `leader`: thread 0 of the producer, or of its half),
+// counted in bytes on its "full" barrier, once its "empty" barrier says the consumers are done with the stage's last
+// K-tile. `turn`: the block's K-tiles staged before this one (over every output tile it has computed), which the
+// barriers' phases count. (At 32 or 16 filters the producer's threads read the weights as given and split them as
+// they staged them instead, a call one launch, no split ahead: slower, 0.78x at the median of 43 of cuConv's 1x1
+// layers, faster on 3, at most 1.06x; H200, 2026-12-03. Each copy issued 1 or 2 of the producer's K-tiles ahead of
+// its gathers, once its stage was freed, rather than beside them: faster on none of the 14 batch-1 1x1 layers where
+// it built (as fast on one), slower on the deep ones, 7x7 2,048->512 29.2-30.7 us against 21.8, 7x7 512->2,048
+// 19.3-21.6 against 16.3; H200, 2026-12-04, commit 4e9e439, reverted.)
 __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const float* weights, int tile, int turn,
                                                         int s, unsigned long long* full, unsigned long long* empty,
                                                         bool leader = threadIdx.x == 0)
 {
-    wait_stage_free(empty, turn);
+    if (turn >= WS_STAGES) wait_phase(empty + s, (turn / WS_STAGES + 1) & 1);
     if (CONVKIT_PART_NO_WEIGHTS && turn >= WS_STAGES) {  // what the weights' traffic costs: none after the first stages
         if (leader) arrive(full + s);
     } else if (leader) {
-        copy_weights(stage, weights, tile, full + s);
+        arrive_expecting(full + s, WEIGHT_BYTES);
+        bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
-}
-
-// With WEIGHTS_AHEAD, the weights' K-tile `tile` (the block's `turn`-th) into its stage by the `leader` alone, once
-// the stage is free: the stagers wait for that stage themselves when they come to store the K-tile's inputs.
-__device__ __forceinline__ void copy_weights_ahead(float* smem, const float* weights, int tile, int turn,
-                                                   unsigned long long* full, unsigned long long* empty, bool leader)
-{
-    if (!leader) return;
-    wait_stage_free(empty, turn);
-    copy_weights(smem + turn % WS_STAGES * STAGE_WS, weights, tile, full + turn % WS_STAGES);
 }
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
@@ -1149,14 +1113,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 }
                 float* stage = smem + s * STAGE_WS;
                 if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split, done and written
-                if constexpr (WEIGHTS_AHEAD > 0) {  // its weights' K-tiles up to AHEAD of its own on (at its first,
-                    const int last = tile + STEP * WEIGHTS_AHEAD;  // all of those), then this K-tile's stage free
-                    for (int ahead = tile == half ? tile : last; ahead <= last && ahead < tiles; ahead += STEP)
-                        copy_weights_ahead(smem, weights, ahead, turn0 + ahead, full, empty, thread == 0);
-                    wait_stage_free(empty, turn);
-                } else {
-                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
-                }
+                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
                 if (!CONVKIT_PART_NO_INPUTS) {
                     one.store(stage + 2 * PLANE_A_WS);
                     if constexpr (HALVES) other.store(stage + 2 * PLANE_A_WS);

@@ -18,7 +18,6 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --weights-ahead [--check]  # the picks, weights copied ahead
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -341,7 +340,7 @@ ONES_PROFILED = (ConvProblem(128, 48, 27, 27, 192, 1, 1), ConvProblem(1, 256, 28
 #: of 16, spends its time.
 BATCH_ONE_PROFILED = ("7-1-1-512-2048", "54-1-1-16-96", "28-1-1-16-192", "27-1-1-192-48")
 #: Those and three more of the batch-1 1x1 layers still behind the library (7x7 512->2,048, 14x14 1,024->256, 28x28
-#: 64->64), for ``--batch-one-parts`` and ``--weights-ahead``.
+#: 64->64), for ``--batch-one-parts``.
 BATCH_ONE_BEHIND = (*BATCH_ONE_PROFILED, "7-1-1-2048-512", "14-1-1-256-1024", "28-1-1-64-64")
 
 
@@ -921,52 +920,6 @@ def batch_one_parts() -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}", flush=True)
 
 
-def weights_ahead(check_only: bool = False) -> None:
-    """The first-use pick on the batch-1 1x1 layers still behind the library (:data:`BATCH_ONE_BEHIND`) and on
-    every fourth of the rest of :func:`batch_one_layers`, beside the same with its weights copied 1 and 2 K-tiles
-    ahead (:func:`weights_ahead_of`, where the kernel builds so) and with the producer's halves the other way, and
-    cuBLAS SGEMM; every run checked against float64 (``check_only``: the checks alone, for compute-sanitizer, on the
-    first three)."""
-    import cupy
-
-    from convkit.families.tf32x3.wgmma_pick import wgmma_default
-    from convkit.families.tf32x3.wgmma_settings import weights_ahead_of
-    from convkit.libs import cublas
-
-    layers = batch_one_layers()
-    problems = [p for p in layers if p.label in BATCH_ONE_BEHIND]
-    problems += [p for p in layers if p.label not in BATCH_ONE_BEHIND][::4]
-
-    @functools.cache
-    def settings(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-        pick = wgmma_default(p)
-        named = {"pick": pick}
-        if other := halves_the_other_way(pick, p):
-            named["halves the other way"] = other
-        for name, spec in list(named.items()):
-            for ahead in (1, 2):
-                if launch := weights_ahead_of(spec, ahead):
-                    named[f"{name}, weights {ahead} ahead"] = launch
-        return named
-
-    rng = cupy.random.default_rng(13)
-    for p in problems[:3] if check_only else problems:
-        x, w, bias = inputs(p, rng)
-        out = cupy.empty(p.output_shape, dtype=cupy.float32)
-        ref = expected(x, w, bias, p)
-        line = []
-        for name, spec in settings(p).items():
-            run = wgmma_call(x, w, bias, p, spec)
-            out.fill(cupy.nan)
-            run(out)
-            err = reference.relative_error(out, ref)
-            timed = "" if check_only else f" {median_us(functools.partial(run, out)):.1f} us"
-            line.append(f"{name}{timed} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''})")
-        if not check_only:
-            line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")
-        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(wgmma_default(p))}): {'; '.join(line)}", flush=True)
-
-
 def batch_one_settings(part: tuple[int, int] = (1, 1)) -> None:
     """The batch-1 1x1 layers (:func:`batch_one_layers`, its ``part``): the pixel rows with K split over a cluster in
     2, 4 and 8 wherever a split has a K-tile, each with the producer in halves and without, whether or not the
@@ -1333,8 +1286,6 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
-    elif "--weights-ahead" in sys.argv[1:]:  # the picks with their weights copied K-tiles ahead (--check: alone)
-        weights_ahead(check_only="--check" in sys.argv[1:])
     elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts
         batch_one_parts()
     elif "--batch-one-settings" in sys.argv[1:]:  # batch-1 1x1 layers: the pixel rows' K split, relaxed

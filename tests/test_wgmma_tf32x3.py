@@ -432,24 +432,6 @@ def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capabil
     assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
 
 
-def test_weights_copied_ahead_build_only_where_the_consumers_free_the_stages(monkeypatch):
-    """The experiment's launch (:func:`~convkit.families.tf32x3.wgmma_settings.weights_ahead_of`): on the gathering
-    kernel a block a tile, at most the stages less the K-tiles of products in flight (halves: each half's K-tiles,
-    two apart), refused naming ``ahead`` elsewhere, before any build (the kernel's static_assert)."""
-    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
-    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
-    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
-    ahead_of, p = wgmma_settings.weights_ahead_of, ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0)
-    rows = dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, splits=2)  # (4 stages, two K-tiles in flight)
-    assert ahead_of(rows, 2).ahead == 2 and ahead_of(rows, 3) is None and ahead_of(rows, 0) is None
-    assert ahead_of(dataclasses.replace(rows, producer_halves=True), 2) is None  # (halves: 4 K-tiles on)
-    assert ahead_of(wgmma_settings.GATHERED_CLUSTER, 2) is None  # (3 stages at 128 filters)
-    for refused in (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.GATHERED_NARROW, wgmma_settings.SPLIT_AHEAD):
-        assert ahead_of(refused, 1) is None
-    (reason,) = dataclasses.replace(ahead_of(rows, 2), ahead=3).not_supported_reasons(p)
-    assert reason.startswith("ahead must be")
-
-
 def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     """The T4's code path on an H100 (CONVKIT_PTX_ARCH=compute_75) has no wgmma."""
     from convkit.families.tf32x3 import wgmma
@@ -603,36 +585,6 @@ def test_the_warp_specialised_kernel_holds_with_a_warpgroup_behind_on_the_cpu(bu
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=0, stride=1),
                              bias.astype(np.float64))  # fmt: skip
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
-
-
-#: The gathering kernel's weights copied K-tiles ahead of their inputs (an experiment of the probe's): at 32 filters
-#: with K split in 2 over a cluster in halves, at 16 in 2, at 32 with K whole, at 128 over a cluster, over planes and
-#: with one K-tile in flight, each 1 and 2 K-tiles ahead where the kernel builds so.
-_AHEAD_OF = (dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=32, splits=2, producer_halves=True),
-             dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=2),
-             dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, splits=None, cluster=None),
-             wgmma_settings.GATHERED_CLUSTER, dataclasses.replace(wgmma_settings.GATHERED_SPLIT, splits=2),
-             wgmma.WgmmaWsLaunch())  # fmt: skip
-WEIGHTS_AHEAD = tuple(launch for base in _AHEAD_OF for ahead in (1, 2)
-                      if (launch := wgmma_settings.weights_ahead_of(base, ahead)))  # fmt: skip
-
-
-@pytest.mark.parametrize("slow", ["", "0,1", "8,11"])
-@pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
-                                     ConvProblem(2, 37, 9, 11, 20, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3)],
-                         ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", WEIGHTS_AHEAD, ids=lambda launch: f"{ws_id(launch)}-ahead{launch.ahead}")
-def test_weights_copied_ahead_match_float64_on_the_cpu(build_dir, launch, problem, slow, monkeypatch):
-    """Each K-tile's weights copied 1 or 2 of the producer's (or its half's) K-tiles before their inputs are gathered
-    (CONVKIT_WS_WEIGHTS_AHEAD): the copy waits for its stage's last K-tile to be freed, counted on the stage's barrier
-    a phase before the stagers arrive. Against float64 on 10 K-tiles of 7x7 (the last partial), several output tiles of
-    5 K-tiles, 2 K-tiles on two images, and a 3x3 of 12 K-tiles, K whole or split over a cluster or planes, with no
-    warpgroup behind and with the producer or the second consumer far behind (CONVKIT_EMULATED_SLOW_WARPS). (The
-    kernel copying every other K-tile's weights from the K-tile before failed each case of the first problem.)"""
-    if slow:
-        monkeypatch.setenv("CONVKIT_EMULATED_SLOW_WARPS", slow)
-    assert wgmma_settings.weights_ahead_of(launch, launch.ahead) == launch  # (a setting the kernel builds)
-    test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, problem, launch, monkeypatch)
 
 
 @pytest.mark.parametrize("problem", TAP_PAIR_PROBLEMS, ids=problem_id)

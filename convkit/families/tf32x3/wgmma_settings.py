@@ -18,7 +18,6 @@ from convkit.families.tf32x3.wgmma_operands import (
     PIXEL_ROW_FILTERS,
     TILE_K,
     k_tiles,
-    ws_stages,
 )
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -320,35 +319,3 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None), PIXEL_ROWS_CLUSTER,
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None),
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class WeightsAheadLaunch(WgmmaWsLaunch):
-    """The gathering kernel, a block a tile, built with ``CONVKIT_WS_WEIGHTS_AHEAD`` = ``ahead``: each K-tile's weights
-    copied that many of its producer's (or half's) K-tiles before their inputs are gathered, rather than beside them
-    (the kernel's WEIGHTS_AHEAD says why, and where it builds). An experiment (``wgmma_probe.py --weights-ahead``), not
-    yet among the candidates: nothing records or reads it back."""
-
-    ahead: int = 1
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), f"-DCONVKIT_WS_WEIGHTS_AHEAD={self.ahead}")
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """As the gathering kernel's; ValueError naming ``ahead`` where the kernel does not build so
-        (:func:`weights_ahead_of`)."""
-        super().can_implement(problem)
-        if weights_ahead_of(self, self.ahead) is None:
-            raise ValueError(f"ahead must be at least 1, on the gathering kernel a block a tile with both consumers on "
-                             f"every K-tile, within the stages they free; got {self.ahead!r}")  # fmt: skip
-
-
-def weights_ahead_of(spec: WgmmaLaunch, ahead: int) -> WeightsAheadLaunch | None:
-    """``spec`` with its weights copied ``ahead`` K-tiles ahead, where the kernel builds so (the gathering kernel, a
-    block a tile, both consumers on every K-tile; the producer's, or each half's, K-tiles ahead within the stages the
-    consumers free: the stages less the K-tiles of products a consumer keeps in flight), else None."""
-    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.persistent or spec.filters == NARROW_FILTERS:
-        return None
-    if ahead < 1 or (2 if spec.producer_halves else 1) * ahead > ws_stages(spec.block_filters) - spec.in_flight:
-        return None
-    return WeightsAheadLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}, ahead=ahead)
