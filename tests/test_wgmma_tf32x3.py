@@ -229,6 +229,9 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # in 8 over planes, but not before K split in 8 over a cluster)
     assert default(ConvProblem(1, 256, 40, 48, 128, 1, 1)) == in_halves[1]
     assert default(ConvProblem(1, 512, 14, 14, 640, 1, 1)) == cluster_in[1]  # (10 tiles; the pixel rows' 40 in 2)
+    # (64 K-tiles, 16 tiles: 16 clusters of 8 past the 14; the pixel rows in 2 would leave a block 32 K-tiles, more
+    # than PIXEL_ROWS_K_TILES: K split in 8 over planes first, 8 a block)
+    assert default(ConvProblem(8, 2048, 7, 7, 512, 1, 1)) == split_in[1]
     assert default(ConvProblem(8, 512, 14, 14, 256, 1, 1)) == cluster_in[0]  # 26 tiles: 4
     # (4 K-tiles: the pixel rows in 4 at 16 filters, a K-tile each, before 128 filters in 4)
     assert default(ConvProblem(1, 128, 28, 28, 32, 1, 1)) == dataclasses.replace(rows_split_4, filters=16)

@@ -72,6 +72,21 @@ def stages_by_halves(problem: ConvProblem) -> bool:
     return pixel_blocks >= sm_count() and k_tiles(problem) >= 4
 
 
+#: The most K-tiles a block of the pixel rows' K split (:func:`pixel_rows_splits`) that the first-use pick takes
+#: before K split in 8: 7x7 2,048->512 at batch 8, 32 K-tiles a block in 2, ran at 0.68 of K split in 8 over planes
+#: (8 K-tiles a block of 128 filters; 23.0 TFLOP/s against 34.0, ``wgmma_probe.py --moved-picks``); at 16 a block (the
+#: same layer at batch 1, in 4) every setting ran within 3% of the others (``--batch-one-settings``). H200, 2026-12-04.
+PIXEL_ROWS_K_TILES = 16
+
+
+def split_before_rows(problem: ConvProblem, rows: WgmmaWsLaunch) -> bool:
+    """Whether the first-use pick takes K split in 8 (:func:`k_split`, where it runs) before the pixel rows' K split
+    ``rows``: where ``rows`` splits K in 2 and K split in 8 runs over a cluster (14x14 512->512 at batch 1: the rows
+    0.92 of it), or where ``rows`` leaves a block more than :data:`PIXEL_ROWS_K_TILES` K-tiles."""
+    splits = rows.effective_splits(problem)
+    return (splits == 2 and k_split(problem, 8).cluster) or -(-k_tiles(problem) // splits) > PIXEL_ROWS_K_TILES
+
+
 #: On more than one tap, the fewest K-tiles at which the first-use pick splits K in 8 (one and a half a split). H200,
 #: each of cuConv's 42 3x3 and 5x5 layers where it did at any count (2026-12-03, ``wgmma_probe.py --gathered
 #: --k-split-picks``): the fastest setting or within 2% of it on each of 13 K-tiles or more; at 9 (27x27 32->128 at
@@ -81,8 +96,8 @@ MULTI_TAP_SPLIT_K_TILES = 12
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: where :func:`pixel_rows_splits` has
-    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks, but for K split in
-    2 where K split in 8 over a cluster runs (:func:`k_split`); else K split in 8 (else 4) where that grid is one wave
+    any, the pixels on the rows with K split over a cluster in the most splits, then the most blocks, but where K split
+    in 8 runs and :func:`split_before_rows`; else K split in 8 (else 4) where that grid is one wave
     (a block an SM at most) and each split has a K-tile (:func:`k_split`: over a cluster where it fits; on more than one
     tap in 8 alone, of :data:`MULTI_TAP_SPLIT_K_TILES` K-tiles or more), but on a :func:`small_grid` layer of more than
     32 filters and at most :data:`SMALL_GRID_K_TILES` K-tiles; else, on a 1x1 layer of at most 32 filters, the pixels on
@@ -131,7 +146,7 @@ def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     splits = (8, 4) if problem.r * problem.s == 1 else (8,) if k_tiles(problem) >= MULTI_TAP_SPLIT_K_TILES else ()
     split = next((s for s in splits if split_fits(problem, s, 1)), None)
     rows = max(pixel_rows_splits(problem), default=None, key=lambda s: (s.effective_splits(problem), -s.filters))
-    if rows and not (rows.effective_splits(problem) == 2 and split == 8 and k_split(problem, split).cluster):
+    if rows and not (split == 8 and split_before_rows(problem, rows)):
         chosen = rows
     elif split and not (small_grid_candidates(problem) and k_tiles(problem) <= SMALL_GRID_K_TILES):
         chosen = k_split(problem, split)
