@@ -101,6 +101,22 @@
 #define CONVKIT_PART_NO_INPUTS (CONVKIT_WG_PART == 1 || CONVKIT_PART_BARRIERS_ALONE)
 #define CONVKIT_PART_NO_WEIGHTS (CONVKIT_WG_PART == 3 || CONVKIT_PART_BARRIERS_ALONE)
 #define CONVKIT_PART_NO_FENCE (CONVKIT_WG_PART == 4 || CONVKIT_WG_PART == 6)
+#ifndef CONVKIT_WG_TIMELINE  // scripts/wgmma_probe.py alone: 1 the gathering kernel's blocks stamp their phases
+#define CONVKIT_WG_TIMELINE 0  // past the output's end (CONVKIT_STAMP; the output right, the buffer longer)
+#endif
+// With CONVKIT_WG_TIMELINE, slot `slot` of this block's 8 stamps set to `value` (%clock64, the SM's cycles, or
+// %globaltimer, nanoseconds on the GPU's clock: timeline_ns), for where a call of a few K-tiles spends its time.
+#if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CONVKIT_STAMP(slot, value) (timeline[slot] = (value))
+__device__ __forceinline__ unsigned long long timeline_ns()
+{
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+#else
+#define CONVKIT_STAMP(slot, value) ((void)0)
+#endif
 
 namespace wgmma_tf32x3 {
 using namespace wgmma;
@@ -1088,7 +1104,17 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long output_tiles = (pixels + WIDTH - 1) / WIDTH * m_blocks;
     const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
+#if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // Each block's 8 stamps after the output (its planes, K split over them), from an even float on: 0 its start (ns),
+    // 1 its start, 2 its barriers ready, 3 the producer's first K-tile staged, 4 its last (cycles, thread 0); 5 the
+    // first consumer's products done and its rows stored or left, 6 the cluster's sums stored, 7 its end (ns).
+    const long long planes = (long long)(CLUSTER ? 1 : gridDim.z) * N * M * P * Q;
+    unsigned long long* timeline = reinterpret_cast<unsigned long long*>(out + (planes + 1) / 2 * 2) +
+                                   8 * (blockIdx.x + (long long)gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    if (tid == 0) CONVKIT_STAMP(0, timeline_ns()), CONVKIT_STAMP(1, clock64());
+#endif
     init_barriers(full, empty);
+    if (tid == 0) CONVKIT_STAMP(2, clock64());
     let_next_kernel_start();  // (a split K's sum, launched early, waits for this kernel's planes)
 
     if (tid < PRODUCERS) {  // the producer: the weights by bulk copy, the inputs gathered, split and stored
@@ -1120,8 +1146,10 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 }
                 fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
                 arrive(full + s);
+                if (tid == 0 && turn == 0) CONVKIT_STAMP(3, clock64());
             }
         }
+        if (tid == 0) CONVKIT_STAMP(4, clock64());
         if constexpr (CLUSTER > 0) {  // the cluster's two barriers (the consumers' sums left, then read)
             cluster::sync();
             cluster::sync();
@@ -1136,11 +1164,13 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
             smem, full, empty, tiles, turn0, round, tid / 128 - 1, out, bias, M, (int)(t % m_blocks) * FILTERS,
             t / m_blocks * WIDTH, pixels, PQ);
     }
+    if (tid == PRODUCERS) CONVKIT_STAMP(5, clock64());
     if constexpr (CLUSTER > 0) {  // a block a tile: `first`
         cluster::sync();
         add_cluster_sums(smem, out, bias, (int)(first % m_blocks) * FILTERS, M, first / m_blocks * WIDTH, pixels, PQ);
         cluster::sync();
     }
+    if (tid == PRODUCERS) CONVKIT_STAMP(6, clock64()), CONVKIT_STAMP(7, timeline_ns());
 #endif
 }
 

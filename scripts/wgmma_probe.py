@@ -18,6 +18,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one  # where the 1x1 layers' time goes at batch 1
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -896,6 +897,65 @@ def halves_the_other_way(spec: WgmmaLaunch, p: ConvProblem) -> WgmmaWsLaunch | N
     return None if other.not_supported_reasons(p) else other
 
 
+@dataclass(frozen=True)
+class TimelineWsLaunch(WgmmaWsLaunch):
+    """The gathering kernel built with ``CONVKIT_WG_TIMELINE``: each block's phases stamped past its output's end (the
+    kernel's text says where and which); the output right."""
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*super().options(problem), "-DCONVKIT_WG_TIMELINE=1")
+
+
+def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: Any) -> str:
+    """Where the blocks of ``spec``'s kernel (one kernel a call: its sums in one plane) spend a call on ``p``, from
+    its timeline build's stamps on the last of 20 launches: the medians over its blocks of each phase from the
+    block's start, in microseconds (cycles over the SM clock each block's stamps give), the spread of the blocks'
+    starts and the kernel's span from the first start to the last end; the output checked against float64."""
+    import cupy
+    import numpy
+
+    timed = TimelineWsLaunch(**{f.name: getattr(spec, f.name) for f in fields(WgmmaWsLaunch)})
+    workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
+    _, tiled = timed.operands(p, x, w, workspace)
+    outputs, blocks = math.prod(p.output_shape), math.prod(timed.grid(p))
+    buffer = cupy.full((outputs + 1) // 2 * 2 + 16 * blocks, cupy.nan, dtype=cupy.float32)
+    sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+    for _ in range(20):
+        launch_kernel(timed, p, (x, tiled, bias, buffer, *sizes))
+    err = reference.relative_error(buffer[:outputs].reshape(p.output_shape), expected(x, w, bias, p))
+    stamps = buffer[(outputs + 1) // 2 * 2 :].view(cupy.uint64).reshape(blocks, 8).get().astype(float)
+    ghz = (stamps[:, 6] - stamps[:, 1]) / (stamps[:, 7] - stamps[:, 0])  # (cycles a nanosecond)
+    phases = {"barriers ready": 2, "first K-tile staged": 3, "last staged": 4, "products and rows": 5,
+              "cluster's sums": 6}  # fmt: skip
+    us = {name: float(numpy.median((stamps[:, slot] - stamps[:, 1]) / ghz)) / 1e3 for name, slot in phases.items()}
+    text = ", ".join(f"{name} {t:.2f}" for name, t in us.items())
+    starts, ends = stamps[:, 0] / 1e3, stamps[:, 7] / 1e3
+    return (f"{blocks} blocks at {numpy.median(ghz):.2f} GHz: {text}; starts over {starts.max() - starts.min():.2f}, "
+            f"span {ends.max() - starts.min():.2f} (error {err:.1e})")  # fmt: skip
+
+
+def batch_one_timeline() -> None:
+    """On the batch-1 1x1 layers under 0.2 GFLOP of at most 8 K-tiles (and :data:`BATCH_ONE_BEHIND`), where the pick's
+    (:func:`wgmma_default`) blocks spend a call (:func:`block_timeline`), beside the kernel alone, an empty launch and
+    cuBLAS SGEMM (the study's timing, microseconds), where the pick is one kernel a call."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+
+    rng = cupy.random.default_rng(5)
+    for p in (q for q in batch_one_layers() if q.flops < 0.2e9 and (k_tiles(q) <= 8 or q.label in BATCH_ONE_BEHIND)):
+        spec = wgmma_default(p)
+        planes = isinstance(spec, WgmmaWsLaunch) and spec.effective_splits(p) > 1 and not spec.sums_in_cluster(p)
+        if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or planes:
+            continue
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        runs = call_parts(p, spec, x, w, bias, out)
+        times = ", ".join(f"{name} {median_us(runs[name]):.1f}" for name in ("SGEMM", "empty launch", "kernel alone"))
+        timeline = block_timeline(p, spec, x, w, bias)
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}; {timeline}", flush=True)
+
+
 def batch_one_parts() -> None:
     """Where a K-tile's turn goes in the first-use pick on :data:`BATCH_ONE_BEHIND`, in microseconds: the call
     in parts (:func:`call_parts`), the call with its kernel built to run part of its main loop (:data:`PART_NAMES` 1,
@@ -1286,6 +1346,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
+    elif "--batch-one-timeline" in sys.argv[1:]:  # batch-1 1x1 layers: where the pick's blocks spend a call
+        batch_one_timeline()
     elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts
         batch_one_parts()
     elif "--batch-one-settings" in sys.argv[1:]:  # batch-1 1x1 layers: the pixel rows' K split, relaxed
