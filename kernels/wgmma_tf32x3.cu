@@ -848,7 +848,11 @@ __device__ __forceinline__ void leave_pixel_row_sums(const float (&acc)[FILTERS 
 // This block's share of the output tile's rows (filters m0 on, pixels pixel0 on), each the sum of the cluster's blocks'
 // (left by leave_sums or leave_pixel_row_sums in `sums`, their shared memory read through the cluster's window), the
 // bias added, into out: a warp a row at a time, lane l its pixels l, l + 32, ... (each store of the warp 32
-// consecutive pixels of one row).
+// consecutive pixels of one row). At batch 1 this step, with the cluster's two barriers, takes as long as the main
+// loop: from the first consumer's sums left to the cluster's stored, 1.9 us of 3.6 a block at 16 filters in 4 or 8
+// splits (54x54 96->16, 28x28 192->16: 2 rows a block, so two of its eight warps, each of 4 pixels a lane in turn),
+// 1.6-2.5 at 32 filters in 2-8, 3.7 of 6.4 at 128 in 8 (28x28 256->256), where the main loop up to the sums left took
+// 1.7-2.7 on layers of at most 8 K-tiles (H200, 2026-12-04, scripts/wgmma_probe.py --batch-one-timeline).
 __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, const float* bias, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ)
 {

@@ -937,7 +937,12 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
 def batch_one_timeline() -> None:
     """On the batch-1 1x1 layers under 0.2 GFLOP of at most 8 K-tiles (and :data:`BATCH_ONE_BEHIND`), where the pick's
     (:func:`wgmma_default`) blocks spend a call (:func:`block_timeline`), beside the kernel alone, an empty launch and
-    cuBLAS SGEMM (the study's timing, microseconds), where the pick is one kernel a call."""
+    cuBLAS SGEMM (the study's timing, microseconds), where the pick is one kernel a call. H200, 2026-12-04 (31
+    layers; the globaltimer's steps 0.25 us): the blocks start within 0.5 us of each other; each stages its first
+    K-tile 1.1-1.3 us after its start, 1.6-1.9 with the producer in halves (the weights' copy and one gather's
+    latency), a second K-tile 0.8-0.9 later at one in flight; the last K-tile's products and the rows' store about
+    1.0; and a K split over a cluster adds its sums in 1.6-2.5 more (3.7 at 128 filters in 8: the kernel's
+    add_cluster_sums). The span of a 2-K-tile layer's kernel, 3.25-3.75 us of its 6.9-7.3 (an empty launch 3.3)."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_pick import wgmma_default
