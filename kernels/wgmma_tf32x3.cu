@@ -86,6 +86,9 @@
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
 #endif
+#ifndef CONVKIT_WS_SUMS_BATCHED  // the gathering kernel over a cluster: 1 its sums added by every consumer warp, a
+#define CONVKIT_WS_SUMS_BATCHED 0  // batch of 32-pixel pieces a warp, their loads in flight together (an experiment)
+#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -863,9 +866,46 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
     unsigned from[SPLITS];  // the tile of sums in each block of the cluster
 #pragma unroll
     for (int k = 0; k < SPLITS; ++k) from[k] = cluster::mapped(shared_address(sums), k);
-    int at[PER_LANE];
+    int at[PER_LANE];  // (the pieces' own with SUMS_BATCHED)
     lane_pixels<WIDTH>(at, lane, M, pixel0, pixels, pq_count);
     const int first = (int)cluster::rank() * ROWS, last = min(first + ROWS, FILTERS);
+#if CONVKIT_WS_SUMS_BATCHED
+    // The share's pieces (a row's 32 pixels lane + 32 c) dealt to the warps in turn, piece i to warp i % WARPS (at 16
+    // filters in 8 splits, 2 rows: 8 pieces, one a warp, where a warp a row left six idle), BATCH of a warp's at a time:
+    // each lane loads the batch's values from every block of the cluster before it adds any (a round trip of the
+    // cluster's shared memory a batch, where a piece a round trip set the pace), then adds and stores them.
+    constexpr int PIECES = ROWS * PER_LANE, PER_WARP = (PIECES + WARPS - 1) / WARPS;
+    constexpr int BATCH = PER_WARP < 32 / SPLITS ? PER_WARP : 32 / SPLITS;  // (at most 32 values a lane)
+#pragma unroll 1
+    for (int b0 = 0; b0 < PER_WARP; b0 += BATCH) {
+        float values[BATCH][SPLITS];
+        int place[BATCH], filter[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int piece = warp + WARPS * (b0 + b), row = first + piece / PER_LANE;
+            const int pixel = lane + 32 * (piece % PER_LANE);
+            filter[b] = m0 + row;
+            const bool mine = b0 + b < PER_WARP && piece < PIECES && row < last && filter[b] < M;
+            place[b] = mine ? pixel_place((unsigned)pixel0 + pixel, M, pixels, pq_count) : -1;
+            const unsigned offset = 4 * (row * SUMS_PITCH + pixel);
+#pragma unroll
+            for (int k = 0; k < SPLITS; ++k) values[b][k] = place[b] >= 0 ? cluster::load(from[k] + offset) : 0.0f;
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            if (place[b] < 0) continue;
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;  // sum_planes's order (kernels/split_sum.cuh)
+            int k = 0;
+#pragma unroll
+            for (; k + 4 <= SPLITS; k += 4)
+                a0 += values[b][k], a1 += values[b][k + 1], a2 += values[b][k + 2], a3 += values[b][k + 3];
+#pragma unroll
+            for (; k < SPLITS; ++k) a0 += values[b][k];
+            const float sum = (a0 + a1) + (a2 + a3);
+            out[place[b] + filter[b] * (int)pq_count] = bias != nullptr ? sum + bias[filter[b]] : sum;
+        }
+    }
+#else
     for (int row = first + warp; row < last; row += WARPS) {
         const int m = m0 + row;
         if (m >= M) break;  // (the same for the whole warp)
@@ -888,6 +928,7 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
             out[at[c] + m * (int)pq_count] = bias != nullptr ? sum + bias[m] : sum;
         }
     }
+#endif
 }
 
 // A consumer warp's rows for store_tile_staged (but with SPLIT_K): past the stages and their barriers,

@@ -19,6 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --sums-batched [--check]  # their cluster's sums batched
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -67,8 +68,10 @@ from convkit.families.tf32x3.wgmma_settings import (
     SPLIT_STAGED,
     WGMMA_SETTINGS,
     WS_SETTINGS,
+    SumsBatchedLaunch,
     output_tiles,
     split_fits,
+    sums_batched,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
@@ -897,13 +900,22 @@ def halves_the_other_way(spec: WgmmaLaunch, p: ConvProblem) -> WgmmaWsLaunch | N
     return None if other.not_supported_reasons(p) else other
 
 
-@dataclass(frozen=True)
-class TimelineWsLaunch(WgmmaWsLaunch):
-    """The gathering kernel built with ``CONVKIT_WG_TIMELINE``: each block's phases stamped past its output's end (the
-    kernel's text says where and which); the output right."""
+class _Timeline:
+    """A gathering kernel's launch built with ``CONVKIT_WG_TIMELINE``: each block's phases stamped past its output's
+    end (the kernel's text says where and which); the output right."""
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), "-DCONVKIT_WG_TIMELINE=1")
+        return (*super().options(problem), "-DCONVKIT_WG_TIMELINE=1")  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class TimelineWsLaunch(_Timeline, WgmmaWsLaunch):
+    pass
+
+
+@dataclass(frozen=True)
+class TimelineSumsBatched(_Timeline, SumsBatchedLaunch):
+    pass
 
 
 def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: Any) -> str:
@@ -914,7 +926,8 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
     import cupy
     import numpy
 
-    timed = TimelineWsLaunch(**{f.name: getattr(spec, f.name) for f in fields(WgmmaWsLaunch)})
+    kind = TimelineSumsBatched if isinstance(spec, SumsBatchedLaunch) else TimelineWsLaunch
+    timed = kind(**{f.name: getattr(spec, f.name) for f in fields(WgmmaWsLaunch)})
     workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
     _, tiled = timed.operands(p, x, w, workspace)
     outputs, blocks = math.prod(p.output_shape), math.prod(timed.grid(p))
@@ -959,6 +972,43 @@ def batch_one_timeline() -> None:
         times = ", ".join(f"{name} {median_us(runs[name]):.1f}" for name in ("SGEMM", "empty launch", "kernel alone"))
         timeline = block_timeline(p, spec, x, w, bias)
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}; {timeline}", flush=True)
+
+
+def cluster_sums_batched(check_only: bool = False) -> None:
+    """The first-use pick where it adds its K split's sums over a cluster, beside the same with those sums batched
+    (:func:`sums_batched`, the kernel's CONVKIT_WS_SUMS_BATCHED), on the batch-1 1x1 layers (:func:`batch_one_layers`)
+    and :data:`PICKS_MOVED`: the call whole and its kernel alone (microseconds, the study's timing), cuBLAS SGEMM, every
+    run checked against float64, and on the first five both kernels' timelines (:func:`block_timeline`); with
+    ``check_only`` the checks alone on three layers, for compute-sanitizer."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+    from convkit.libs import cublas
+    from convkit.papers import cuconv
+
+    moved = [p for p in cuconv.problems() if p.label in PICKS_MOVED and p.r * p.s == 1]
+    problems = [p for p in (*batch_one_layers(), *moved) if sums_batched(wgmma_default(p), p)]
+    rng = cupy.random.default_rng(17)
+    for index, p in enumerate(problems[:3] if check_only else problems):
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        ref = expected(x, w, bias, p)
+        pick = wgmma_default(p)
+        line = []
+        for name, spec in (("pick", pick), ("sums batched", sums_batched(pick, p))):
+            run = wgmma_call(x, w, bias, p, spec)
+            out.fill(cupy.nan)
+            run(out)
+            err = reference.relative_error(out, ref)
+            line.append(f"{name} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''})")
+            if not check_only:
+                alone = call_parts(p, spec, x, w, bias, out)["kernel alone"]
+                line[-1] += f" {median_us(functools.partial(run, out)):.1f} us, kernel alone {median_us(alone):.1f}"
+                if index < 5:
+                    line[-1] += f"; {block_timeline(p, spec, x, w, bias)}"
+        if not check_only:
+            line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(pick)}): {'; '.join(line)}", flush=True)
 
 
 def batch_one_parts() -> None:
@@ -1351,6 +1401,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
+    elif "--sums-batched" in sys.argv[1:]:  # the picks' cluster sums batched (--check: the checks alone)
+        cluster_sums_batched(check_only="--check" in sys.argv[1:])
     elif "--batch-one-timeline" in sys.argv[1:]:  # batch-1 1x1 layers: where the pick's blocks spend a call
         batch_one_timeline()
     elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts

@@ -570,6 +570,32 @@ TAP_PAIR_PROBLEMS = (
 ODD_K_TILES = ConvProblem(4, 144, 12, 12, 64, 1, 1, pad=0)
 
 
+#: The settings of :data:`WS_SETTINGS` that add their K split's sums over a cluster (the kernel's add_cluster_sums).
+CLUSTER_SUMS = tuple(s for s in wgmma_settings.WS_SETTINGS if s.cluster)
+
+
+@pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
+                                     ConvProblem(2, 37, 9, 11, 131, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3)],
+                         ids=problem_id)  # fmt: skip
+@pytest.mark.parametrize("launch", CLUSTER_SUMS, ids=ws_id)
+def test_the_cluster_sums_batched_are_the_same_bits_on_the_cpu(build_dir, launch, problem, monkeypatch):
+    """The experiment's cluster sums (CONVKIT_WS_SUMS_BATCHED: every consumer warp a batch of pieces, their loads
+    first) add the same values in the same order as a warp a row: the outputs equal bit for bit, and float64's within
+    the bar. Clusters of 2 to 8 (5 of 10 K-tiles in 8, its last block no rows at 16 filters; 6 of 12 on a 3x3, the last
+    block one row), filters past the last block's (40, 131, 24) and pixels past the last tile's."""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    batched = wgmma_settings.sums_batched(launch, problem)
+    if batched is None:
+        pytest.skip(f"{ws_id(launch)} splits {problem.label}'s K-tiles over no cluster")
+    x, w, bias = ws_inputs(problem)
+    outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (launch, batched)]
+    assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
+    assert np.array_equal(*outputs)
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
+
+
 @pytest.mark.parametrize("slow", ["0,1", "2,3", "4,7", "8,11"])
 @pytest.mark.parametrize("launch", wgmma_settings.WS_SETTINGS, ids=ws_id)
 def test_the_warp_specialised_kernel_holds_with_a_warpgroup_behind_on_the_cpu(build_dir, slow, launch, monkeypatch):

@@ -319,3 +319,22 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(SPLIT_AHEAD_PINGPONG, early=None), PIXEL_ROWS_CLUSTER,
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, cluster=None),
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class SumsBatchedLaunch(WgmmaWsLaunch):
+    """The gathering kernel with K split over a cluster, built with ``CONVKIT_WS_SUMS_BATCHED``: the cluster's sums
+    added by every consumer warp, a batch of 32-pixel pieces a warp whose loads are in flight together (the kernel's
+    add_cluster_sums says why). An experiment (``wgmma_probe.py --sums-batched``), not yet among the candidates:
+    nothing records or reads it back."""
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*super().options(problem), "-DCONVKIT_WS_SUMS_BATCHED=1")
+
+
+def sums_batched(spec: WgmmaLaunch, problem: ConvProblem) -> SumsBatchedLaunch | None:
+    """``spec`` with its cluster's sums batched (:class:`SumsBatchedLaunch`), where it adds them over a cluster on
+    ``problem``; else None."""
+    if not isinstance(spec, WgmmaWsLaunch) or not spec.sums_in_cluster(problem):
+        return None
+    return SumsBatchedLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)})
