@@ -35,11 +35,13 @@
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
-// producer's loads of two K-tiles in flight, a half's each); CONVKIT_WG_PART, for
-// scripts/wgmma_probe.py alone, times a part of the main loop (the products, the staging, or all but the weights'
-// traffic). Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two stages, 192 in
-// three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but under
-// tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the descriptors.
+// producer's loads of two K-tiles in flight, a half's each), CONVKIT_WS_SUMS_BATCHED (its cluster's sums added a
+// batch of pieces a warp: an experiment); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main
+// loop (the products, the staging, or all but the weights' traffic) and CONVKIT_WG_TIMELINE stamps the gathering
+// kernel's blocks' phases. Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two
+// stages, 192 in three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but
+// under tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the
+// descriptors.
 #include "cluster.cuh"           // a K split's sums added across a cluster
 #include "dependent_launch.cuh"  // wait_for_previous_kernel, let_next_kernel_start: launched early
 #include "tf32_split.cuh"
@@ -870,10 +872,10 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
     lane_pixels<WIDTH>(at, lane, M, pixel0, pixels, pq_count);
     const int first = (int)cluster::rank() * ROWS, last = min(first + ROWS, FILTERS);
 #if CONVKIT_WS_SUMS_BATCHED
-    // The share's pieces (a row's 32 pixels lane + 32 c) dealt to the warps in turn, piece i to warp i % WARPS (at 16
-    // filters in 8 splits, 2 rows: 8 pieces, one a warp, where a warp a row left six idle), BATCH of a warp's at a time:
-    // each lane loads the batch's values from every block of the cluster before it adds any (a round trip of the
-    // cluster's shared memory a batch, where a piece a round trip set the pace), then adds and stores them.
+    // The share's pieces (a row's 32 pixels lane + 32 c) dealt to the warps in turn, piece i to warp i % WARPS (at
+    // 16 filters in 8 splits, 2 rows: 8 pieces, one a warp, where a warp a row left six idle), BATCH of a warp's at a
+    // time: each lane loads the batch's values from every block of the cluster before it adds any (a round trip of
+    // the cluster's shared memory a batch, where a piece a round trip set the pace), then adds and stores them.
     constexpr int PIECES = ROWS * PER_LANE, PER_WARP = (PIECES + WARPS - 1) / WARPS;
     constexpr int BATCH = PER_WARP < 32 / SPLITS ? PER_WARP : 32 / SPLITS;  // (at most 32 values a lane)
 #pragma unroll 1
