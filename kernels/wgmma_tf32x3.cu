@@ -91,6 +91,9 @@
 #ifndef CONVKIT_WS_SUMS_BATCHED  // the gathering kernel over a cluster: 1 its sums added by every consumer warp, a
 #define CONVKIT_WS_SUMS_BATCHED 0  // batch of 32-pixel pieces a warp, their loads in flight together (an experiment)
 #endif
+#ifndef CONVKIT_WS_WEIGHTS_IN_BLOCK  // the gathering kernel at 32 or 16 filters, a block a tile: 1 its weights read as
+#define CONVKIT_WS_WEIGHTS_IN_BLOCK 0  // given, split by its consumers into the stages (an experiment)
+#endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
 #endif
@@ -617,6 +620,14 @@ constexpr bool HALVES = CONVKIT_WS_PRODUCER_HALVES;
 constexpr int STAGERS = HALVES ? PRODUCERS / 2 : PRODUCERS;  // the producer threads that stage one K-tile
 static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPLIT_K && WS_STAGES >= 3),
               "producer halves: one K-tile of products in flight or pixel rows; consumers on every K-tile");
+// A call of a few K-tiles a block spends 0.6-0.8 us more on the weights' split ahead, its own launch, than its kernel
+// alone (H200, the 3xTF32 chapter's batch-1 1x1 layers). With WEIGHTS_IN_BLOCK the kernel takes w as given and its
+// consumers, idle until the first stage is full, split the block's weights into the stages themselves as the producer
+// gathers the inputs (split_block_weights): a call one launch. A block a tile of at most WS_STAGES K-tiles (each its
+// own stage; the kernel traps if not), the pixels on the rows, the whole main loop.
+constexpr bool WEIGHTS_IN_BLOCK = CONVKIT_WS_WEIGHTS_IN_BLOCK;
+static_assert(!WEIGHTS_IN_BLOCK || (PIXEL_ROWS && !CONVKIT_WS_PERSISTENT && CONVKIT_WG_PART == 0),
+              "weights split in the block: the pixels on the rows, a block a tile, the whole main loop");
 // Two K-tiles of products in flight and the accumulators of 128 or 64 filters a consumer: more registers than a block
 // of 384 threads gives each, taken from the producer (set_register_limit).
 constexpr bool REGISTERS_TO_CONSUMERS = IN_FLIGHT == 2 && !HALVES;
@@ -721,7 +732,8 @@ __device__ __forceinline__ void init_barriers(unsigned long long* full, unsigned
 {
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
-            barrier_init(full + s, STAGERS + 1);  // (and the weights' bulk copy)
+            barrier_init(full + s, STAGERS + (WEIGHTS_IN_BLOCK ? CONSUMERS : 1));  // (and the weights' bulk copy,
+                                                                                  // or the consumers that split them)
             barrier_init(empty + s, RELEASERS);
         }
         if (SPLIT_K) {
@@ -755,6 +767,54 @@ __device__ __forceinline__ void acquire_and_copy_weights(float* stage, const flo
         arrive_expecting(full + s, WEIGHT_BYTES);
         bulk_copy(stage, weights + (long long)tile * (2 * PLANE_A_WS), WEIGHT_BYTES, full + s);
     }
+}
+
+// Row m's k-group `kgroup` of K-tile `tile` of w, split by the weights' rule (tf32::split_ahead) into `big` and
+// `small`: zeros past M and where `source(m, tile, k)`, the index in w of row m's k-th value of the K-tile, is -1;
+// one 16-byte load where its 4 values lie so in w. The tiled split's (split_weights_tiled) and the block's own
+// (split_block_weights).
+template <typename Source>
+__device__ __forceinline__ void split_weight_line(const float* __restrict__ w, int M, int m, int tile, int kgroup,
+                                                  Source source, float4& big, float4& small)
+{
+    big = make_float4(0.0f, 0.0f, 0.0f, 0.0f), small = big;
+    const long long at = m < M ? source(m, tile, kgroup * 4) : -1;
+    const bool whole = at >= 0 && source(m, tile, kgroup * 4 + 3) == at + 3 &&
+                       reinterpret_cast<unsigned long long>(w + at) % 16 == 0;  // (affine in k: its 4 values)
+    if (whole) {
+        tf32::split_ahead(*reinterpret_cast<const float4*>(w + at), big, small);
+    } else if (m < M) {
+        float b[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long from = source(m, tile, kgroup * 4 + j);
+            if (from >= 0) tf32::split_ahead(w[from], b[j], s[j]);
+        }
+        big = make_float4(b[0], b[1], b[2], b[3]), small = make_float4(s[0], s[1], s[2], s[3]);
+    }
+}
+
+// With WEIGHTS_IN_BLOCK, by the consumers: the block's weights (w as given, MCRS, K = C R S; filters m0 on, its
+// `tiles` K-tiles from tile0) split into the stages, K-tile t into stage t, as split_weights_tiled lays them out and
+// the bulk copy brings them, a k-group line a thread in turn; then each consumer thread's arrival on every K-tile's
+// "full" barrier (counted with the producer's stagers').
+__device__ __forceinline__ void split_block_weights(float* smem, const float* w, int M, int K, int m0, int tile0,
+                                                    int tiles, unsigned long long* full)
+{
+    if (tiles > WS_STAGES) __trap();  // (a stage a K-tile: the launch refuses more)
+    for (int i = threadIdx.x - PRODUCERS; i < tiles * KGROUPS * FILTERS; i += CONSUMERS) {
+        const int kgroup = i % KGROUPS, row = i / KGROUPS % FILTERS, tile = i / (KGROUPS * FILTERS);
+        float4 big, small;
+        split_weight_line(w, M, m0 + row, tile0 + tile, kgroup, [=](int m, int t, int k) -> long long {
+            k += t * BK;
+            return k < K ? (long long)m * K + k : -1;
+        }, big, small);
+        float* line = smem + tile * STAGE_WS + wgmma_operands::tiled_line(0, kgroup, row, FILTERS);
+        *reinterpret_cast<float4*>(line) = big;
+        *reinterpret_cast<float4*>(line + PLANE_A_WS) = small;
+    }
+    fence_to_async_proxy();  // the stores, visible to the tensor cores' reads
+    for (int t = 0; t < tiles; ++t) arrive(full + t);
 }
 
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
@@ -1186,7 +1246,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                 }
                 float* stage = smem + s * STAGE_WS;
                 if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split, done and written
-                acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
+                if constexpr (!WEIGHTS_IN_BLOCK)  // (else the consumers split them: split_block_weights)
+                    acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
                 if (!CONVKIT_PART_NO_INPUTS) {
                     one.store(stage + 2 * PLANE_A_WS);
                     if constexpr (HALVES) other.store(stage + 2 * PLANE_A_WS);
@@ -1204,6 +1265,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
         return;
     }
     if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<true, 224>();
+    if constexpr (WEIGHTS_IN_BLOCK)  // (`tiled`: w as given; a block a tile, `first`)
+        split_block_weights(smem, tiled, M, C * RS, (int)(first % m_blocks) * FILTERS, tile0, tiles, full);
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
         if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)
@@ -1469,21 +1532,8 @@ __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w,
         const int kgroup = (int)(i % KGROUPS), row = (int)(i / KGROUPS % FILTERS);
         const long long tile_of = i / (FILTERS * KGROUPS);  // block * tiles + tile
         const int tile = (int)(tile_of % tiles), m = (int)(tile_of / tiles) * FILTERS + row;
-        float4 big = make_float4(0.0f, 0.0f, 0.0f, 0.0f), small = big;
-        const long long at = m < M ? source(m, tile, kgroup * 4) : -1;
-        const bool whole = at >= 0 && source(m, tile, kgroup * 4 + 3) == at + 3 &&
-                           reinterpret_cast<unsigned long long>(w + at) % 16 == 0;  // (affine in k: its 4 values)
-        if (whole) {
-            tf32::split_ahead(*reinterpret_cast<const float4*>(w + at), big, small);
-        } else if (m < M) {
-            float b[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const long long from = source(m, tile, kgroup * 4 + j);
-                if (from >= 0) tf32::split_ahead(w[from], b[j], s[j]);
-            }
-            big = make_float4(b[0], b[1], b[2], b[3]), small = make_float4(s[0], s[1], s[2], s[3]);
-        }
+        float4 big, small;
+        split_weight_line(w, M, m, tile, kgroup, source, big, small);
         float* chunk = tiled + wgmma_operands::tiled_line(tile_of, kgroup, row, FILTERS);
         *reinterpret_cast<float4*>(chunk) = big;
         *reinterpret_cast<float4*>(chunk + PLANE_A_WS) = small;

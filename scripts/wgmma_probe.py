@@ -19,7 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --sums-batched [--check]  # their cluster's sums batched
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-experiments [--check]  # sums batched, weights in block
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -69,9 +69,11 @@ from convkit.families.tf32x3.wgmma_settings import (
     WGMMA_SETTINGS,
     WS_SETTINGS,
     SumsBatchedLaunch,
+    WeightsInBlockLaunch,
     output_tiles,
     split_fits,
     sums_batched,
+    weights_in_block,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
@@ -908,14 +910,15 @@ class _Timeline:
         return (*super().options(problem), "-DCONVKIT_WG_TIMELINE=1")  # type: ignore[misc]
 
 
-@dataclass(frozen=True)
-class TimelineWsLaunch(_Timeline, WgmmaWsLaunch):
-    pass
+@functools.cache
+def timeline_kind(kind: type[WgmmaWsLaunch]) -> type[WgmmaWsLaunch]:
+    """``kind``, a gathering kernel's launch (an experiment's too), built with ``CONVKIT_WG_TIMELINE``."""
+    return dataclass(frozen=True)(type(f"Timeline{kind.__name__}", (_Timeline, kind), {}))
 
 
-@dataclass(frozen=True)
-class TimelineSumsBatched(_Timeline, SumsBatchedLaunch):
-    pass
+def timeline_of(spec: WgmmaWsLaunch) -> WgmmaWsLaunch:
+    """``spec`` built with ``CONVKIT_WG_TIMELINE`` (:func:`timeline_kind`)."""
+    return timeline_kind(type(spec))(**{f.name: getattr(spec, f.name) for f in fields(spec)})
 
 
 def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: Any) -> str:
@@ -926,8 +929,7 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
     import cupy
     import numpy
 
-    kind = TimelineSumsBatched if isinstance(spec, SumsBatchedLaunch) else TimelineWsLaunch
-    timed = kind(**{f.name: getattr(spec, f.name) for f in fields(WgmmaWsLaunch)})
+    timed = timeline_of(spec)
     workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
     _, tiled = timed.operands(p, x, w, workspace)
     outputs, blocks = math.prod(p.output_shape), math.prod(timed.grid(p))
@@ -974,41 +976,74 @@ def batch_one_timeline() -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}; {timeline}", flush=True)
 
 
-def cluster_sums_batched(check_only: bool = False) -> None:
-    """The first-use pick where it adds its K split's sums over a cluster, beside the same with those sums batched
-    (:func:`sums_batched`, the kernel's CONVKIT_WS_SUMS_BATCHED), on the batch-1 1x1 layers (:func:`batch_one_layers`)
-    and :data:`PICKS_MOVED`: the call whole and its kernel alone (microseconds, the study's timing), cuBLAS SGEMM, every
-    run checked against float64, and on the first five both kernels' timelines (:func:`block_timeline`); with
-    ``check_only`` the checks alone on three layers, for compute-sanitizer."""
+@dataclass(frozen=True)
+class InBlockSumsBatched(WeightsInBlockLaunch, SumsBatchedLaunch):
+    """Both experiments: the weights split in the block and the cluster's sums batched."""
+
+
+def experiments_of(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    """The first-use pick on ``p`` and, where they build, the experiments on it by name: its cluster's sums batched
+    (:func:`sums_batched`), its weights split in the block (:func:`weights_in_block`; a persistent pick then a block a
+    tile, timed so as well), both."""
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+
+    pick = wgmma_default(p)
+    named: dict[str, WgmmaLaunch | None] = {"pick": pick, "sums batched": sums_batched(pick, p)}
+    if in_block := weights_in_block(pick, p):
+        if pick.persistent:
+            named["a block a tile"] = dataclasses.replace(pick, persistent=None)
+        named["weights in block"] = in_block
+        if named["sums batched"]:
+            named["both"] = InBlockSumsBatched(**{f.name: getattr(in_block, f.name) for f in fields(WgmmaWsLaunch)})
+    return {name: spec for name, spec in named.items() if spec is not None}
+
+
+def batch_one_experiments(check_only: bool = False) -> None:
+    """The experiments on the first-use picks (:func:`experiments_of`) on the batch-1 1x1 layers
+    (:func:`batch_one_layers`) and :data:`PICKS_MOVED`, wherever one builds: each call whole in microseconds (the
+    study's timing; the pick's and the batched sums' kernel alone too), cuBLAS SGEMM, every run checked against float64,
+    and on the first five the timelines of the pick and the fastest (:func:`block_timeline`); with ``check_only`` the
+    checks alone on three layers, for compute-sanitizer."""
     import cupy
 
-    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+    from convkit.cuda.launch import Build
     from convkit.libs import cublas
+    from convkit.op.prebuild import build_in_parallel
     from convkit.papers import cuconv
 
     moved = [p for p in cuconv.problems() if p.label in PICKS_MOVED and p.r * p.s == 1]
-    problems = [p for p in (*batch_one_layers(), *moved) if sums_batched(wgmma_default(p), p)]
+    problems = [p for p in (*batch_one_layers(), *moved) if len(experiments_of(p)) > 1]
+    if not check_only:  # (every kernel built first, 12 at a time; the timelines' on the first five layers)
+        builds = set()
+        for index, p in enumerate(problems):
+            for spec in experiments_of(p).values():
+                for built in (spec, timeline_of(spec)) if index < 5 else (spec,):
+                    builds.add(Build(built.source, built.kernel_name(p), tuple(built.options(p)), built.arch))
+        print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
     rng = cupy.random.default_rng(17)
     for index, p in enumerate(problems[:3] if check_only else problems):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
         ref = expected(x, w, bias, p)
-        pick = wgmma_default(p)
-        line = []
-        for name, spec in (("pick", pick), ("sums batched", sums_batched(pick, p))):
+        line, times = [], {}
+        for name, spec in experiments_of(p).items():
             run = wgmma_call(x, w, bias, p, spec)
             out.fill(cupy.nan)
             run(out)
             err = reference.relative_error(out, ref)
             line.append(f"{name} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''})")
-            if not check_only:
-                alone = call_parts(p, spec, x, w, bias, out)["kernel alone"]
-                line[-1] += f" {median_us(functools.partial(run, out)):.1f} us, kernel alone {median_us(alone):.1f}"
-                if index < 5:
-                    line[-1] += f"; {block_timeline(p, spec, x, w, bias)}"
+            if check_only:
+                continue
+            times[name] = median_us(functools.partial(run, out))
+            line[-1] += f" {times[name]:.1f} us"
+            if name in ("pick", "sums batched") and (alone := call_parts(p, spec, x, w, bias, out).get("kernel alone")):
+                line[-1] += f", kernel alone {median_us(alone):.1f}"
         if not check_only:
             line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")
-        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(pick)}): {'; '.join(line)}", flush=True)
+            for name in dict.fromkeys(("pick", min(times, key=times.get))) if index < 5 else ():
+                line.append(f"{name}'s timeline: {block_timeline(p, experiments_of(p)[name], x, w, bias)}")
+        pick = launch_text(experiments_of(p)["pick"])
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {pick}): {'; '.join(line)}", flush=True)
 
 
 def batch_one_parts() -> None:
@@ -1401,8 +1436,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
-    elif "--sums-batched" in sys.argv[1:]:  # the picks' cluster sums batched (--check: the checks alone)
-        cluster_sums_batched(check_only="--check" in sys.argv[1:])
+    elif "--batch-one-experiments" in sys.argv[1:]:  # the picks beside the experiments (--check: the checks alone)
+        batch_one_experiments(check_only="--check" in sys.argv[1:])
     elif "--batch-one-timeline" in sys.argv[1:]:  # batch-1 1x1 layers: where the pick's blocks spend a call
         batch_one_timeline()
     elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts

@@ -435,6 +435,27 @@ def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capabil
     assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
 
 
+def test_the_weights_split_in_the_block_only_where_each_k_tile_has_a_stage(monkeypatch):
+    """The experiment's launch (:func:`~convkit.families.tf32x3.wgmma_settings.weights_in_block`): the pixel rows a
+    block a tile, at most the stages' K-tiles a block (4), any K split over a cluster; refused elsewhere naming the
+    knobs, before any build; no workspace, its operands x and w as given."""
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    in_block, rows = wgmma_settings.weights_in_block, wgmma_settings.PIXEL_ROWS_CLUSTER  # (32 filters, in 8)
+    deep, shallow = ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ConvProblem(1, 64, 7, 7, 40, 1, 1, pad=0)  # 10, 2
+    launch = in_block(rows, deep)  # (5 splits of 2 K-tiles)
+    assert launch.persistent is None and launch.early is None and launch.workspace_bytes(deep) == 0
+    assert launch.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1" and launch.operands(deep, 1, 2, None) == (1, 2)
+    assert in_block(dataclasses.replace(rows, splits=2), deep) is None  # (5 K-tiles a block)
+    assert in_block(dataclasses.replace(rows, cluster=None), deep) is None  # (split over planes)
+    assert in_block(wgmma_settings.GATHERED_PIXEL_ROWS, shallow).persistent is None  # (2 K-tiles, K whole)
+    for refused in (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.GATHERED_NARROW, wgmma_settings.SPLIT_AHEAD):
+        assert in_block(refused, shallow) is None
+    (reason,) = dataclasses.replace(launch, splits=2).not_supported_reasons(deep)  # (5 K-tiles a block)
+    assert reason.startswith("filters must be") and "at most 4 K-tiles" in reason
+
+
 def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
     """The T4's code path on an H100 (CONVKIT_PTX_ARCH=compute_75) has no wgmma."""
     from convkit.families.tf32x3 import wgmma
@@ -482,7 +503,10 @@ def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
 def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, x: np.ndarray, w: np.ndarray,
                bias: np.ndarray) -> np.ndarray:  # fmt: skip
     """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
-    them split (each checked against the split's rule on the way), poisoned with NaN before the launch."""
+    them split (each checked against the split's rule on the way), poisoned with NaN before the launch; with the
+    weights split in the block (:class:`~convkit.families.tf32x3.wgmma_settings.WeightsInBlockLaunch`), w as given."""
+    if isinstance(launch, wgmma_settings.WeightsInBlockLaunch):
+        return launch_ws(build_dir, launch, problem, x, np.ascontiguousarray(w, dtype=np.float32).ravel(), bias)
     pairs, rs = bool(launch.tap_pairs), problem.r * problem.s
     k, tiles = problem.c * rs, wgmma_operands.k_tiles(problem, launch.channels_last, pairs)
     filters = launch.block_filters
@@ -516,6 +540,13 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
         assert not nhwc[..., problem.c :].any(), "inputs past C"
         expected = input_planes(x) if launch.input_planes == 2 else x[None]
         assert np.array_equal(nhwc[..., : problem.c].transpose(0, 1, 4, 2, 3), expected)
+    return launch_ws(build_dir, launch, problem, inputs, tiled, bias)
+
+
+def launch_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProblem, inputs: np.ndarray,
+              tiled: np.ndarray, bias: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The warp-specialised kernel's launch under the emulator on its operands (:func:`emulate_ws`), the output
+    poisoned with NaN before it; a K split's planes summed here where the kernel leaves them."""
     operand = np.concatenate([tiled, bias])
     out_floats = problem.n * problem.out_h * problem.out_w * problem.m
     ints = (problem.n, problem.c, problem.h, problem.w, problem.m, problem.out_h, problem.out_w, problem.pad,
@@ -589,6 +620,41 @@ def test_the_cluster_sums_batched_are_the_same_bits_on_the_cpu(build_dir, launch
         pytest.skip(f"{ws_id(launch)} splits {problem.label}'s K-tiles over no cluster")
     x, w, bias = ws_inputs(problem)
     outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (launch, batched)]
+    assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
+    assert np.array_equal(*outputs)
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
+
+
+#: The pixel rows a block a tile, for the weights split in the block: K whole at 32 filters, and K split over a
+#: cluster at 16 in 4, at 32 in 8 with the producer in halves, at 16 in 2 with one K-tile in flight.
+_IN_BLOCK_OF = (dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, persistent=None, filters=32),
+                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=4),
+                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=32, splits=8, producer_halves=True),
+                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=2, in_flight=1))  # fmt: skip
+
+
+@pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
+                                     ConvProblem(2, 37, 9, 11, 131, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3),
+                                     ConvProblem.same(1, 13, 7, 9, 20, 3)], ids=problem_id)  # fmt: skip
+@pytest.mark.parametrize("launch", _IN_BLOCK_OF, ids=ws_id)
+@pytest.mark.parametrize("slow", ["", "4,7"])
+def test_the_weights_split_in_the_block_are_the_same_bits_on_the_cpu(build_dir, launch, problem, slow, monkeypatch):
+    """The experiment's weights read as given and split by the consumers into the stages (CONVKIT_WS_WEIGHTS_IN_BLOCK)
+    give the bits of the same kernel on weights split ahead, and float64's within the bar: blocks of 1 to 4 K-tiles,
+    rows of w not 16-byte aligned (117 values), a last partial K-tile, filters past the last block's, pixels past the
+    last tile's, K whole or split over clusters of 2 to 6; with the consumers far behind the producer or not. (The
+    consumers' K-tiles put in the stages in reverse failed each case of more than one K-tile a block.)"""
+    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
+    if slow:
+        monkeypatch.setenv("CONVKIT_EMULATED_SLOW_WARPS", slow)
+    in_block = wgmma_settings.weights_in_block(launch, problem)
+    if in_block is None:
+        pytest.skip(f"{problem.label} leaves a block of {ws_id(launch)} more K-tiles than its stages")
+    x, w, bias = ws_inputs(problem)
+    ahead = dataclasses.replace(launch, persistent=None, early=None)
+    outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (ahead, in_block)]
     assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
     assert np.array_equal(*outputs)
     ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,

@@ -22,7 +22,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any
@@ -108,6 +108,13 @@ def _build_all(builds: Iterable[Build]) -> int:
     return count
 
 
+def build_in_parallel(builds: Sequence[Build], workers: int) -> int:
+    """Build each of ``builds`` into CuPy's on-disk cache, shared out over ``workers`` processes; their count."""
+    chunks = [builds[i::workers] for i in range(workers)]
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        return sum(pool.map(_build_all, chunks))
+
+
 def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, Any]:
     """Build every kernel the shipped table of ``gpu`` (default: this GPU's) runs, and those the first-use tuner
     times on :func:`common_problems` (what a GPU with no table tunes, and a layer no choice holds), in ``workers``
@@ -124,9 +131,7 @@ def prebuild(gpu: str | None = None, workers: int | None = None) -> dict[str, An
     builds = sorted(chosen | tuner, key=lambda b: (b.source, b.options))
     listed = time.perf_counter() - start
     workers = max(1, min(workers or os.cpu_count() or 1, 16, len(builds) or 1))
-    chunks = [builds[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        built = sum(pool.map(_build_all, chunks))
+    built = build_in_parallel(builds, workers)
     cache = str(kernel_cache_dir())
     return {"gpu": gpu, "table": bool(table), "builds": built, "of_table": len(chosen), "of_tuner": len(tuner),
             "workers": workers, "listed_s": round(listed, 3), "seconds": round(time.perf_counter() - start, 3),

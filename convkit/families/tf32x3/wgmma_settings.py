@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from convkit.core.gpu import has_gpu, sm_count
 from convkit.core.memo import memoize
@@ -18,6 +19,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     PIXEL_ROW_FILTERS,
     TILE_K,
     k_tiles,
+    ws_stages,
 )
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -338,3 +340,43 @@ def sums_batched(spec: WgmmaLaunch, problem: ConvProblem) -> SumsBatchedLaunch |
     if not isinstance(spec, WgmmaWsLaunch) or not spec.sums_in_cluster(problem):
         return None
     return SumsBatchedLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)})
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightsInBlockLaunch(WgmmaWsLaunch):
+    """The gathering kernel at 32 or 16 filters, a block a tile, built with ``CONVKIT_WS_WEIGHTS_IN_BLOCK``: it reads
+    the weights as given and its consumers split the block's into the stages (the kernel's WEIGHTS_IN_BLOCK says why):
+    a call one launch, no workspace. An experiment (``wgmma_probe.py --weights-in-block``), not yet among the
+    candidates: nothing records or reads it back."""
+
+    def options(self, problem: ConvProblem) -> tuple[str, ...]:
+        return (*super().options(problem), "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1")
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        return 0
+
+    def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
+        """The kernel's operands: ``x`` and ``w`` as given (nothing enqueued)."""
+        return x, w
+
+    def can_implement(self, problem: ConvProblem) -> None:
+        """As the gathering kernel's; ValueError naming ``filters``, ``persistent``, ``early`` or ``splits`` where the
+        kernel does not split the weights itself so (:func:`weights_in_block`)."""
+        super().can_implement(problem)
+        if self.persistent or self.early or weights_in_block(self, problem) is None:
+            raise ValueError(f"filters must be one of {PIXEL_ROW_FILTERS}, persistent and early None, and splits leave "
+                             f"a block at most {ws_stages(self.block_filters)} K-tiles (its stages), the splits over "
+                             f"a cluster; got {self.to_params()}")  # fmt: skip
+
+
+def weights_in_block(spec: WgmmaLaunch, problem: ConvProblem) -> WeightsInBlockLaunch | None:
+    """``spec`` (the gathering kernel, the pixels on the rows) a block a tile with its weights split in the block
+    (:class:`WeightsInBlockLaunch`), where ``problem`` leaves each block at most its stages' K-tiles and any K split
+    adds its sums over a cluster; else None."""
+    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.filters not in PIXEL_ROW_FILTERS:
+        return None
+    splits = spec.effective_splits(problem)
+    if (splits > 1 and not spec.sums_in_cluster(problem)) or -(-k_tiles(problem) // splits) > ws_stages(spec.filters):
+        return None
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}
+    return WeightsInBlockLaunch(**{**fields, "persistent": None, "early": None})
