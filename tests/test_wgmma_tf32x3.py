@@ -601,6 +601,19 @@ TAP_PAIR_PROBLEMS = (
 ODD_K_TILES = ConvProblem(4, 144, 12, 12, 64, 1, 1, pad=0)
 
 
+def assert_same_bits(build_dir: Path, problem: ConvProblem, launch: wgmma.WgmmaWsLaunch,
+                     experiment: wgmma.WgmmaWsLaunch) -> None:  # fmt: skip
+    """``experiment``'s output on ``problem`` under the emulator (:func:`emulate_ws`, :func:`ws_inputs`) written
+    everywhere, equal to ``launch``'s bit for bit, and within the bar of float64's."""
+    x, w, bias = ws_inputs(problem)
+    outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (launch, experiment)]
+    assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
+    assert np.array_equal(*outputs)
+    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
+
+
 #: The settings of :data:`WS_SETTINGS` that add their K split's sums over a cluster (the kernel's add_cluster_sums).
 CLUSTER_SUMS = tuple(s for s in wgmma_settings.WS_SETTINGS if s.cluster)
 
@@ -618,13 +631,7 @@ def test_the_cluster_sums_batched_are_the_same_bits_on_the_cpu(build_dir, launch
     batched = wgmma_settings.sums_batched(launch, problem)
     if batched is None:
         pytest.skip(f"{ws_id(launch)} splits {problem.label}'s K-tiles over no cluster")
-    x, w, bias = ws_inputs(problem)
-    outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (launch, batched)]
-    assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
-    assert np.array_equal(*outputs)
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
-    assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
+    assert_same_bits(build_dir, problem, launch, batched)
 
 
 #: The pixel rows a block a tile, for the weights split in the block: K whole at 32 filters, and K split over a
@@ -652,14 +659,7 @@ def test_the_weights_split_in_the_block_are_the_same_bits_on_the_cpu(build_dir, 
     in_block = wgmma_settings.weights_in_block(launch, problem)
     if in_block is None:
         pytest.skip(f"{problem.label} leaves a block of {ws_id(launch)} more K-tiles than its stages")
-    x, w, bias = ws_inputs(problem)
-    ahead = dataclasses.replace(launch, persistent=None, early=None)
-    outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (ahead, in_block)]
-    assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
-    assert np.array_equal(*outputs)
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
-    assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
+    assert_same_bits(build_dir, problem, dataclasses.replace(launch, persistent=None, early=None), in_block)
 
 
 @pytest.mark.parametrize("slow", ["0,1", "2,3", "4,7", "8,11"])
