@@ -940,7 +940,7 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
     constexpr int BATCH = PER_WARP < 32 / SPLITS ? PER_WARP : 32 / SPLITS;  // (at most 32 values a lane)
 #pragma unroll 1
     for (int b0 = 0; b0 < PER_WARP; b0 += BATCH) {
-        float values[BATCH][SPLITS];
+        float values[BATCH][SPLITS], added[BATCH];  // (the bias loaded with them: no round trip of its own)
         int place[BATCH], filter[BATCH];
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
@@ -952,6 +952,7 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
             const unsigned offset = 4 * (row * SUMS_PITCH + pixel);
 #pragma unroll
             for (int k = 0; k < SPLITS; ++k) values[b][k] = place[b] >= 0 ? cluster::load(from[k] + offset) : 0.0f;
+            added[b] = place[b] >= 0 && bias != nullptr ? bias[filter[b]] : 0.0f;
         }
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
@@ -964,7 +965,7 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
 #pragma unroll
             for (; k < SPLITS; ++k) a0 += values[b][k];
             const float sum = (a0 + a1) + (a2 + a3);
-            out[place[b] + filter[b] * (int)pq_count] = bias != nullptr ? sum + bias[filter[b]] : sum;
+            out[place[b] + filter[b] * (int)pq_count] = bias != nullptr ? sum + added[b] : sum;
         }
     }
 #else
