@@ -35,10 +35,12 @@
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
-// producer's loads of two K-tiles in flight, a half's each), CONVKIT_WS_SUMS_BATCHED (its cluster's sums added a
-// batch of pieces a warp: an experiment); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main
-// loop (the products, the staging, or all but the weights' traffic) and CONVKIT_WG_TIMELINE stamps the gathering
-// kernel's blocks' phases. Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two
+// producer's loads of two K-tiles in flight, a half's each); its experiments, off in every build the op runs
+// (convkit.families.tf32x3.wgmma_settings.WS_EXPERIMENTS), CONVKIT_WS_SUMS_BATCHED (its cluster's sums added a batch
+// of pieces a warp), CONVKIT_WS_WEIGHTS_IN_BLOCK (its weights split by its consumers) and CONVKIT_WS_BIAS_EARLY (its
+// bias loaded before the main loop); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main loop
+// (the products, the staging, or all but the weights' traffic) and CONVKIT_WG_TIMELINE stamps the gathering kernel's
+// blocks' phases. Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two
 // stages, 192 in three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but
 // under tests/cuda_emulator, whose CONVKIT_EMULATED_WGMMA computes each thread's part of a product from the
 // descriptors.
@@ -93,6 +95,9 @@
 #endif
 #ifndef CONVKIT_WS_WEIGHTS_IN_BLOCK  // the gathering kernel at 32 or 16 filters, a block a tile: 1 its weights read as
 #define CONVKIT_WS_WEIGHTS_IN_BLOCK 0  // given, split by its consumers into the stages (an experiment)
+#endif
+#ifndef CONVKIT_WS_BIAS_EARLY  // the gathering kernel at 32 or 16 filters: 1 its consumers' bias loaded before the
+#define CONVKIT_WS_BIAS_EARLY 0  // main loop, not as they store (store_pixel_rows; an experiment)
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -1066,11 +1071,27 @@ __device__ __forceinline__ void multiply_k_tiles(int count, Issue&& issue, Add&&
     }
 }
 
+// With CONVKIT_WS_BIAS_EARLY, a consumer thread's filters' bias (store_pixel_rows' columns 8 j + 2 (lane % 4) + e,
+// zero past M or without one) into `early`, loaded before the main loop: the rows' store then waits on no load after
+// the last products (on a block of a K-tile or two, the store took about 1.0 us after its last K-tile was staged;
+// scripts/wgmma_probe.py --batch-one-timeline, H200, 2026-12-04).
+__device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], const float* bias, int m0, int M, int lane)
+{
+#pragma unroll
+    for (int j = 0; j < FILTERS / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int m = m0 + 8 * j + 2 * (lane % 4) + e;
+            early[2 * j + e] = bias != nullptr && m < M ? bias[m] : 0.0f;
+        }
+}
+
 // With PIXEL_ROWS, a consumer's 64 pixels (from pixel0) by the block's FILTERS filters (from m0) into out (NMPQ), the
 // bias added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16 (two pixels), columns 8 j +
 // 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
 __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, const float* bias, int m0,
-                                                 int M, long long pixel0, long long pixels, long long PQ, int thread)
+                                                 int M, long long pixel0, long long pixels, long long PQ, int thread,
+                                                 const float (&early)[FILTERS / 4])
 {
     const int lane = thread % 32, warp = thread / 32;
     const unsigned pq_count = (unsigned)PQ;
@@ -1084,7 +1105,7 @@ __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2]
         for (int e = 0; e < 2; ++e) {
             const int m = m0 + 8 * j + 2 * (lane % 4) + e;
             if (m >= M) continue;
-            const float add = bias != nullptr ? bias[m] : 0.0f;
+            const float add = CONVKIT_WS_BIAS_EARLY ? early[2 * j + e] : bias != nullptr ? bias[m] : 0.0f;
 #pragma unroll
             for (int half = 0; half < 2; ++half)
                 if (at[half] >= 0) out[at[half] + m * (int)pq_count] = acc[4 * j + 2 * half + e] + add;
@@ -1101,9 +1122,10 @@ __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long lo
                                                    int M, int m0, long long pixel0, long long pixels, long long PQ)
 {
     constexpr int ACCS = FILTERS / 2;
-    float acc[ACCS];
+    float acc[ACCS], early[FILTERS / 4];
 #pragma unroll
     for (int i = 0; i < ACCS; ++i) acc[i] = 0.0f;
+    if constexpr (CONVKIT_WS_BIAS_EARLY && !ClusterSums) load_bias_early(early, bias, m0, M, threadIdx.x % 32);
     auto add = [&](int j, const float (&sums)[ACCS]) {
         arrive(empty + (turn0 + j) % WS_STAGES);
 #pragma unroll
@@ -1121,7 +1143,7 @@ __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long lo
     if constexpr (ClusterSums)
         leave_pixel_row_sums(acc, smem, group);  // (add_cluster_sums stores them, added over the cluster)
     else
-        store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128);
+        store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128, early);
 }
 
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products

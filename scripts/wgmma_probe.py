@@ -19,7 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-experiments [--check]  # sums batched, weights in block
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-experiments [--check]  # the gathering kernel's own
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -67,13 +67,11 @@ from convkit.families.tf32x3.wgmma_settings import (
     SPLIT_AHEAD_NARROW,
     SPLIT_STAGED,
     WGMMA_SETTINGS,
+    WS_EXPERIMENTS,
     WS_SETTINGS,
-    SumsBatchedLaunch,
-    WeightsInBlockLaunch,
     output_tiles,
     split_fits,
-    sums_batched,
-    weights_in_block,
+    with_experiments,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
@@ -976,32 +974,27 @@ def batch_one_timeline() -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}; {timeline}", flush=True)
 
 
-@dataclass(frozen=True)
-class InBlockSumsBatched(WeightsInBlockLaunch, SumsBatchedLaunch):
-    """Both experiments: the weights split in the block and the cluster's sums batched."""
-
-
 def experiments_of(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-    """The first-use pick on ``p`` and, where they build, the experiments on it by name: its cluster's sums batched
-    (:func:`sums_batched`), its weights split in the block (:func:`weights_in_block`; a persistent pick then a block a
-    tile, timed so as well), both."""
+    """The first-use pick on ``p`` and, where they build, the gathering kernel's experiments on it by name
+    (:data:`WS_EXPERIMENTS`, :func:`with_experiments`): each alone, and all that build together where more than one
+    does; a persistent pick taken a block a tile by the weights split in the block also timed so as it is."""
     from convkit.families.tf32x3.wgmma_pick import wgmma_default
 
     pick = wgmma_default(p)
-    named: dict[str, WgmmaLaunch | None] = {"pick": pick, "sums batched": sums_batched(pick, p)}
-    if in_block := weights_in_block(pick, p):
-        if pick.persistent:
-            named["a block a tile"] = dataclasses.replace(pick, persistent=None)
-        named["weights in block"] = in_block
-        if named["sums batched"]:
-            named["both"] = InBlockSumsBatched(**{f.name: getattr(in_block, f.name) for f in fields(WgmmaWsLaunch)})
-    return {name: spec for name, spec in named.items() if spec is not None}
+    named: dict[str, WgmmaLaunch] = {"pick": pick}
+    alone = {name: spec for name in WS_EXPERIMENTS if (spec := with_experiments(pick, p, name))}
+    if "weights in block" in alone and isinstance(pick, WgmmaWsLaunch) and pick.persistent:
+        named["a block a tile"] = dataclasses.replace(pick, persistent=None)
+    named |= alone
+    if len(alone) > 1 and (together := with_experiments(pick, p, *alone)):
+        named["all of them"] = together
+    return named
 
 
 def batch_one_experiments(check_only: bool = False) -> None:
     """The experiments on the first-use picks (:func:`experiments_of`) on the batch-1 1x1 layers
     (:func:`batch_one_layers`) and :data:`PICKS_MOVED`, wherever one builds: each call whole in microseconds (the
-    study's timing; the pick's and the batched sums' kernel alone too), cuBLAS SGEMM, every run checked against float64,
+    study's timing; the pick's kernel alone too), cuBLAS SGEMM, every run checked against float64,
     and on the first five the timelines of the pick and the fastest (:func:`block_timeline`); with ``check_only`` the
     checks alone on three layers, for compute-sanitizer."""
     import cupy
@@ -1036,7 +1029,7 @@ def batch_one_experiments(check_only: bool = False) -> None:
                 continue
             times[name] = median_us(functools.partial(run, out))
             line[-1] += f" {times[name]:.1f} us"
-            if name in ("pick", "sums batched") and (alone := call_parts(p, spec, x, w, bias, out).get("kernel alone")):
+            if name == "pick" and (alone := call_parts(p, spec, x, w, bias, out).get("kernel alone")):
                 line[-1] += f", kernel alone {median_us(alone):.1f}"
         if not check_only:
             line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")

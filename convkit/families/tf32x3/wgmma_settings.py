@@ -323,60 +323,61 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip
 
 
-@dataclasses.dataclass(frozen=True)
-class SumsBatchedLaunch(WgmmaWsLaunch):
-    """The gathering kernel with K split over a cluster, built with ``CONVKIT_WS_SUMS_BATCHED``: the cluster's sums
-    added by every consumer warp, a batch of 32-pixel pieces a warp whose loads are in flight together (the kernel's
-    add_cluster_sums says why). An experiment (``wgmma_probe.py --sums-batched``), not yet among the candidates:
-    nothing records or reads it back."""
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), "-DCONVKIT_WS_SUMS_BATCHED=1")
-
-
-def sums_batched(spec: WgmmaLaunch, problem: ConvProblem) -> SumsBatchedLaunch | None:
-    """``spec`` with its cluster's sums batched (:class:`SumsBatchedLaunch`), where it adds them over a cluster on
-    ``problem``; else None."""
-    if not isinstance(spec, WgmmaWsLaunch) or not spec.sums_in_cluster(problem):
-        return None
-    return SumsBatchedLaunch(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)})
+#: The gathering kernel's experiments by name, each the knob it builds with (off in every build the op runs; the
+#: kernel's text says what each does and why): its cluster's sums batched a warp, its weights split in the block, its
+#: bias loaded before the main loop. Timed by ``wgmma_probe.py --batch-one-experiments``.
+WS_EXPERIMENTS = {"sums batched": "CONVKIT_WS_SUMS_BATCHED", "weights in block": "CONVKIT_WS_WEIGHTS_IN_BLOCK",
+                  "bias early": "CONVKIT_WS_BIAS_EARLY"}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
-class WeightsInBlockLaunch(WgmmaWsLaunch):
-    """The gathering kernel at 32 or 16 filters, a block a tile, built with ``CONVKIT_WS_WEIGHTS_IN_BLOCK``: it reads
-    the weights as given and its consumers split the block's into the stages (the kernel's WEIGHTS_IN_BLOCK says why):
-    a call one launch, no workspace. An experiment (``wgmma_probe.py --weights-in-block``), not yet among the
-    candidates: nothing records or reads it back."""
+class ExperimentLaunch(WgmmaWsLaunch):
+    """The gathering kernel built with ``experiments`` (names of :data:`WS_EXPERIMENTS`); with "weights in block" it
+    reads w as given (no split ahead, no workspace). Not among the candidates: nothing records or reads it back."""
+
+    experiments: tuple[str, ...] = ()
+
+    @property
+    def weights_in_block(self) -> bool:
+        return "weights in block" in self.experiments
 
     def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1")
+        return (*super().options(problem), *(f"-D{WS_EXPERIMENTS[name]}=1" for name in self.experiments))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        return 0
+        return 0 if self.weights_in_block else super().workspace_bytes(problem)
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """The kernel's operands: ``x`` and ``w`` as given (nothing enqueued)."""
-        return x, w
+        """As the gathering kernel's; with the weights split in the block, ``x`` and ``w`` as given (nothing
+        enqueued)."""
+        return (x, w) if self.weights_in_block else super().operands(problem, x, w, workspace)
 
     def can_implement(self, problem: ConvProblem) -> None:
-        """As the gathering kernel's; ValueError naming ``filters``, ``persistent``, ``early`` or ``splits`` where the
-        kernel does not split the weights itself so (:func:`weights_in_block`)."""
+        """As the gathering kernel's; ValueError naming ``experiments`` where one is unknown or the kernel does not
+        build it so on ``problem`` (:func:`with_experiments`)."""
         super().can_implement(problem)
-        if self.persistent or self.early or weights_in_block(self, problem) is None:
-            raise ValueError(f"filters must be one of {PIXEL_ROW_FILTERS}, persistent and early None, and splits leave "
-                             f"a block at most {ws_stages(self.block_filters)} K-tiles (its stages), the splits over "
-                             f"a cluster; got {self.to_params()}")  # fmt: skip
+        if with_experiments(self, problem, *self.experiments) != self:
+            raise ValueError(f"experiments must be of {tuple(WS_EXPERIMENTS)}, each where it runs (sums batched: K "
+                             f"split over a cluster; weights in block: 32 or 16 filters a block, a block a tile, at "
+                             f"most {ws_stages(self.block_filters)} K-tiles a block; bias early: 32 or 16 filters, "
+                             f"no cluster); got {self.experiments!r} on {self.to_params()}")  # fmt: skip
 
 
-def weights_in_block(spec: WgmmaLaunch, problem: ConvProblem) -> WeightsInBlockLaunch | None:
-    """``spec`` (the gathering kernel, the pixels on the rows) a block a tile with its weights split in the block
-    (:class:`WeightsInBlockLaunch`), where ``problem`` leaves each block at most its stages' K-tiles and any K split
-    adds its sums over a cluster; else None."""
-    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.filters not in PIXEL_ROW_FILTERS:
+def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> ExperimentLaunch | None:
+    """``spec`` (the gathering kernel) built with the experiments ``names`` (:data:`WS_EXPERIMENTS`) where each runs on
+    ``problem``, else None: the cluster's sums batched where K is split over a cluster; the weights split in the
+    block at 32 or 16 filters where each block has at most its stages' K-tiles and any K split is over a cluster (the
+    launch then a block a tile, not launched early: nothing before it); the bias loaded early at 32 or 16 filters where
+    the block stores its rows itself (no cluster's sums)."""
+    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or not names or not set(names) <= set(WS_EXPERIMENTS):
         return None
-    splits = spec.effective_splits(problem)
-    if (splits > 1 and not spec.sums_in_cluster(problem)) or -(-k_tiles(problem) // splits) > ws_stages(spec.filters):
+    splits, clustered = spec.effective_splits(problem), spec.sums_in_cluster(problem)
+    rows = spec.filters in PIXEL_ROW_FILTERS
+    fits = (splits == 1 or clustered) and -(-k_tiles(problem) // splits) <= ws_stages(spec.block_filters)
+    runs = {"sums batched": clustered, "weights in block": rows and fits, "bias early": rows and not clustered}
+    if not all(runs[name] for name in names):
         return None
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}
-    return WeightsInBlockLaunch(**{**fields, "persistent": None, "early": None})
+    if "weights in block" in names:
+        fields.update(persistent=None, early=None)
+    return ExperimentLaunch(**fields, experiments=tuple(sorted(set(names))))
