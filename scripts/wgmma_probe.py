@@ -927,6 +927,8 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
     import cupy
     import numpy
 
+    if spec.effective_splits(p) > 1 and not spec.sums_in_cluster(p):  # (its stamps lie past one plane of outputs)
+        raise ValueError(f"a timeline needs one plane of outputs: {launch_text(spec)} splits K over planes")
     timed = timeline_of(spec)
     workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
     _, tiled = timed.operands(p, x, w, workspace)

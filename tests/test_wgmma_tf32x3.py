@@ -439,7 +439,7 @@ def test_the_experiments_build_only_where_they_run(monkeypatch):
     """The gathering kernel's experiments (:func:`~convkit.families.tf32x3.wgmma_settings.with_experiments`): the
     cluster's sums batched where K is split over a cluster; the weights split in the block at 32 or 16 filters, a
     block a tile of at most its stages' K-tiles (4), any K split over a cluster, no workspace, its operands x and w
-    as given; the bias early at 32 or 16 filters where the block stores its rows. Refused elsewhere naming
+    as given; the bias early at 32 or 16 filters where the block stores its rows (K whole). Refused elsewhere naming
     ``experiments``, before any build."""
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
@@ -451,6 +451,7 @@ def test_the_experiments_build_only_where_they_run(monkeypatch):
     assert both.options(deep)[-2:] == ("-DCONVKIT_WS_SUMS_BATCHED=1", "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1")
     assert both.workspace_bytes(deep) == 0 and both.operands(deep, 1, 2, None) == (1, 2)
     assert of(rows, deep, "bias early") is None  # (the cluster's blocks add and store the sums)
+    assert of(dataclasses.replace(rows, cluster=None), deep, "bias early") is None  # (planes, summed with the bias)
     assert of(dataclasses.replace(rows, splits=2), deep, "weights in block") is None  # (5 K-tiles a block)
     assert of(dataclasses.replace(rows, cluster=None), deep, "weights in block") is None  # (split over planes)
     assert of(dataclasses.replace(rows, cluster=None), deep, "sums batched") is None

@@ -360,7 +360,7 @@ class ExperimentLaunch(WgmmaWsLaunch):
             raise ValueError(f"experiments must be of {tuple(WS_EXPERIMENTS)}, each where it runs (sums batched: K "
                              f"split over a cluster; weights in block: 32 or 16 filters a block, a block a tile, at "
                              f"most {ws_stages(self.block_filters)} K-tiles a block; bias early: 32 or 16 filters, "
-                             f"no cluster); got {self.experiments!r} on {self.to_params()}")  # fmt: skip
+                             f"K whole); got {self.experiments!r} on {self.to_params()}")  # fmt: skip
 
 
 def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> ExperimentLaunch | None:
@@ -368,13 +368,13 @@ def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> Ex
     ``problem``, else None: the cluster's sums batched where K is split over a cluster; the weights split in the
     block at 32 or 16 filters where each block has at most its stages' K-tiles and any K split is over a cluster (the
     launch then a block a tile, not launched early: nothing before it); the bias loaded early at 32 or 16 filters where
-    the block stores its rows itself (no cluster's sums)."""
+    the block stores its rows itself, with the bias (K whole)."""
     if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or not names or not set(names) <= set(WS_EXPERIMENTS):
         return None
     splits, clustered = spec.effective_splits(problem), spec.sums_in_cluster(problem)
     rows = spec.filters in PIXEL_ROW_FILTERS
     fits = (splits == 1 or clustered) and -(-k_tiles(problem) // splits) <= ws_stages(spec.block_filters)
-    runs = {"sums batched": clustered, "weights in block": rows and fits, "bias early": rows and not clustered}
+    runs = {"sums batched": clustered, "weights in block": rows and fits, "bias early": rows and splits == 1}
     if not all(runs[name] for name in names):
         return None
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}
