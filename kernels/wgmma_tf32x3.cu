@@ -799,6 +799,17 @@ __device__ __forceinline__ void split_weight_line(const float* __restrict__ w, i
     }
 }
 
+// The gathering kernel's K-tiles of w (MCRS, K = C R S; a Source of split_weight_line): K-tile t holds k = 32 t ..
+// 32 t + 31 of each row, zeros past K.
+struct RowsOfK {
+    int K;
+    __device__ long long operator()(int m, int tile, int k) const
+    {
+        k += tile * BK;
+        return k < K ? (long long)m * K + k : -1;
+    }
+};
+
 // With WEIGHTS_IN_BLOCK, by the consumers: the block's weights (w as given, MCRS, K = C R S; filters m0 on, its
 // `tiles` K-tiles from tile0) split into the stages, K-tile t into stage t, as split_weights_tiled lays them out and
 // the bulk copy brings them, a k-group line a thread in turn; then each consumer thread's arrival on every K-tile's
@@ -810,10 +821,7 @@ __device__ __forceinline__ void split_block_weights(float* smem, const float* w,
     for (int i = threadIdx.x - PRODUCERS; i < tiles * KGROUPS * FILTERS; i += CONSUMERS) {
         const int kgroup = i % KGROUPS, row = i / KGROUPS % FILTERS, tile = i / (KGROUPS * FILTERS);
         float4 big, small;
-        split_weight_line(w, M, m0 + row, tile0 + tile, kgroup, [=](int m, int t, int k) -> long long {
-            k += t * BK;
-            return k < K ? (long long)m * K + k : -1;
-        }, big, small);
+        split_weight_line(w, M, m0 + row, tile0 + tile, kgroup, RowsOfK{K}, big, small);
         float* line = smem + tile * STAGE_WS + wgmma_operands::tiled_line(0, kgroup, row, FILTERS);
         *reinterpret_cast<float4*>(line) = big;
         *reinterpret_cast<float4*>(line + PLANE_A_WS) = small;
@@ -1564,17 +1572,14 @@ __device__ __forceinline__ void split_weights_tiled(const float* __restrict__ w,
 }
 }  // namespace wgmma_ws
 
-// For implicit_gemm_wgmma_ws_tf32x3: K-tile t holds k = 32 t .. 32 t + 31 of w's rows (MCRS, K = C R S).
+// For implicit_gemm_wgmma_ws_tf32x3: its K-tiles of w's rows (RowsOfK).
 extern "C" __global__ void split_weights_tiled_tf32x3(const float* __restrict__ w, float* __restrict__ tiled, int M,
                                                       int K)
 {
     using namespace wgmma_ws;
     let_next_kernel_start();  // the wgmma kernel after it, launched early, waits for its writes before reading them
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
-    wgmma_ws::split_weights_tiled(w, tiled, M, (K + BK - 1) / BK, [=](int m, int tile, int k) -> long long {
-        k += tile * BK;
-        return k < K ? (long long)m * K + k : -1;
-    }, first, step);
+    wgmma_ws::split_weights_tiled(w, tiled, M, (K + BK - 1) / BK, wgmma_ws::RowsOfK{K}, first, step);
 }
 
 // The split-ahead kernel's operands, split once per call by one launch (a launch fewer ahead of the kernel; 32 x 8

@@ -206,10 +206,20 @@ class PartWsLaunch(_Part, WgmmaWsLaunch):
     part: int = 0
 
 
+def rebuilt(spec: WgmmaLaunch, kind: type[WgmmaLaunch], **extra: Any) -> WgmmaLaunch:
+    """``spec``'s settings as a launch of ``kind`` (a class that builds its kernel otherwise), with ``extra``'s."""
+    return kind(**{f.name: getattr(spec, f.name) for f in fields(spec)}, **extra)
+
+
+def one_kernel(spec: WgmmaLaunch, p: ConvProblem) -> bool:
+    """Whether ``spec``'s kernel writes ``p``'s output itself: no K split over planes of partial outputs, which a
+    second kernel adds up."""
+    return not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p)
+
+
 def part_of(spec: WgmmaLaunch, part: int) -> WgmmaLaunch:
     """``spec`` built to run ``part`` of its main loop alone (:class:`_Part`)."""
-    kind = PartWsLaunch if isinstance(spec, WgmmaWsLaunch) else PartLaunch
-    return kind(**{f.name: getattr(spec, f.name) for f in fields(spec)}, part=part)
+    return rebuilt(spec, PartWsLaunch if isinstance(spec, WgmmaWsLaunch) else PartLaunch, part=part)
 
 
 PART_NAMES = (
@@ -916,7 +926,7 @@ def timeline_kind(kind: type[WgmmaWsLaunch]) -> type[WgmmaWsLaunch]:
 
 def timeline_of(spec: WgmmaWsLaunch) -> WgmmaWsLaunch:
     """``spec`` built with ``CONVKIT_WG_TIMELINE`` (:func:`timeline_kind`)."""
-    return timeline_kind(type(spec))(**{f.name: getattr(spec, f.name) for f in fields(spec)})
+    return rebuilt(spec, timeline_kind(type(spec)))
 
 
 def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: Any) -> str:
@@ -927,7 +937,7 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
     import cupy
     import numpy
 
-    if spec.effective_splits(p) > 1 and not spec.sums_in_cluster(p):  # (its stamps lie past one plane of outputs)
+    if not one_kernel(spec, p):  # (its stamps lie past one plane of outputs)
         raise ValueError(f"a timeline needs one plane of outputs: {launch_text(spec)} splits K over planes")
     timed = timeline_of(spec)
     workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
@@ -965,8 +975,7 @@ def batch_one_timeline() -> None:
     rng = cupy.random.default_rng(5)
     for p in (q for q in batch_one_layers() if q.flops < 0.2e9 and (k_tiles(q) <= 8 or q.label in BATCH_ONE_BEHIND)):
         spec = wgmma_default(p)
-        planes = isinstance(spec, WgmmaWsLaunch) and spec.effective_splits(p) > 1 and not spec.sums_in_cluster(p)
-        if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or planes:
+        if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or not one_kernel(spec, p):
             continue
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
@@ -1127,7 +1136,7 @@ def call_parts(p: ConvProblem, spec: WgmmaLaunch, x: Any, w: Any, bias: Any, out
         "whole": functools.partial(wgmma_call(x, w, bias, p, spec), out),
         "split alone": lambda: spec.operands(p, x, w, workspace),
     }
-    if not isinstance(spec, WgmmaWsLaunch) or spec.effective_splits(p) == 1 or spec.sums_in_cluster(p):
+    if one_kernel(spec, p):
         parts["kernel alone"] = lambda: launch_kernel(spec, p, (x, tiled, bias, out, *sizes))
     return parts
 

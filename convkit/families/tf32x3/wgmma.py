@@ -49,6 +49,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     filters_macro,
     input_plane_elements,
     k_tiles,
+    k_tiles_a_split,
     tap_pairs_macro,
     tiled_elements,
     ws_stages,
@@ -177,8 +178,7 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def effective_splits(self, problem: ConvProblem) -> int:
         """The splits of K that each take at least one K-tile: ``splits`` K-tiles shared out in whole K-tiles."""
-        tiles = k_tiles(problem)
-        return math.ceil(tiles / math.ceil(tiles / (self.splits or 1)))
+        return math.ceil(k_tiles(problem) / k_tiles_a_split(problem, self.splits or 1))
 
     @property
     def channels_last(self) -> bool:

@@ -84,6 +84,12 @@ def k_tiles(problem: ConvProblem, channels_last: bool = False, tap_pairs: bool =
     return math.ceil(problem.c * problem.r * problem.s / TILE_K)
 
 
+def k_tiles_a_split(problem: ConvProblem, splits: int) -> int:
+    """The gathering kernel's K-tiles a block with K split in ``splits`` (the kernel's per_split; a last split may
+    have fewer, and splits past the K-tiles none)."""
+    return -(-k_tiles(problem) // splits)
+
+
 def tiled_elements(
     problem: ConvProblem, channels_last: bool = False, filters: int = BLOCK_M, tap_pairs: bool = False
 ) -> int:

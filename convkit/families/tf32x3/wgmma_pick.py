@@ -10,7 +10,7 @@ import math
 from convkit.core.gpu import sm_count
 from convkit.core.problem import ConvProblem
 from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
-from convkit.families.tf32x3.wgmma_operands import NARROW_FILTERS, PIXEL_ROW_FILTERS, k_tiles
+from convkit.families.tf32x3.wgmma_operands import NARROW_FILTERS, PIXEL_ROW_FILTERS, k_tiles, k_tiles_a_split
 from convkit.families.tf32x3.wgmma_settings import (
     GATHERED_PERSISTENT,
     GATHERED_PINGPONG,
@@ -84,7 +84,7 @@ def split_before_rows(problem: ConvProblem, rows: WgmmaWsLaunch) -> bool:
     ``rows``: where ``rows`` splits K in 2 and K split in 8 runs over a cluster (14x14 512->512 at batch 1: the rows
     0.92 of it), or where ``rows`` leaves a block more than :data:`PIXEL_ROWS_K_TILES` K-tiles."""
     splits = rows.effective_splits(problem)
-    return (splits == 2 and k_split(problem, 8).cluster) or -(-k_tiles(problem) // splits) > PIXEL_ROWS_K_TILES
+    return (splits == 2 and k_split(problem, 8).cluster) or k_tiles_a_split(problem, splits) > PIXEL_ROWS_K_TILES
 
 
 #: On more than one tap, the fewest K-tiles at which the first-use pick splits K in 8 (one and a half a split). H200,

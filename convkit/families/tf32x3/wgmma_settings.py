@@ -19,6 +19,7 @@ from convkit.families.tf32x3.wgmma_operands import (
     PIXEL_ROW_FILTERS,
     TILE_K,
     k_tiles,
+    k_tiles_a_split,
     ws_stages,
 )
 
@@ -147,7 +148,7 @@ def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
             effective = spec.effective_splits(problem)
             if (filters, effective) not in seen and clusters_fit(spec, problem):
                 seen.add((filters, effective))
-                halves = -(-k_tiles(problem) // effective) >= SPLIT_HALVES_K_TILES
+                halves = k_tiles_a_split(problem, effective) >= SPLIT_HALVES_K_TILES
                 out.append(dataclasses.replace(spec, producer_halves=halves or None))
     return out
 
@@ -373,7 +374,7 @@ def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> Ex
         return None
     splits, clustered = spec.effective_splits(problem), spec.sums_in_cluster(problem)
     rows = spec.filters in PIXEL_ROW_FILTERS
-    fits = (splits == 1 or clustered) and -(-k_tiles(problem) // splits) <= ws_stages(spec.block_filters)
+    fits = (splits == 1 or clustered) and k_tiles_a_split(problem, splits) <= ws_stages(spec.block_filters)
     runs = {"sums batched": clustered, "weights in block": rows and fits, "bias early": rows and splits == 1}
     if not all(runs[name] for name in names):
         return None
