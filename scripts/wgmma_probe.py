@@ -475,10 +475,14 @@ def rates_table(
 
 
 def over_line(what: str, ratios: list[float]) -> str:
-    """``what``: the median of ``ratios`` (ours over a peer's rate) and on how many ours is faster."""
+    """``what``: the median and the geometric mean of ``ratios`` (ours over a peer's rate) and on how many ours is
+    faster."""
     import statistics
 
-    return f"{what}: median {statistics.median(ratios):.2f}x, faster on {sum(o > 1 for o in ratios)} of {len(ratios)}"
+    if not ratios:
+        return f"{what}: none"
+    return (f"{what}: median {statistics.median(ratios):.2f}x, geomean {statistics.geometric_mean(ratios):.3f}x, "
+            f"faster on {sum(o > 1 for o in ratios)} of {len(ratios)}")  # fmt: skip
 
 
 def tuned_layers() -> None:
@@ -1025,6 +1029,7 @@ def batch_one_experiments(check_only: bool = False) -> None:
                     builds.add(Build(built.source, built.kernel_name(p), tuple(built.options(p)), built.arch))
         print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
     rng = cupy.random.default_rng(17)
+    every: list[tuple[ConvProblem, dict[str, float]]] = []  # (layer, microseconds by name, SGEMM's as "SGEMM")
     for index, p in enumerate(problems[:3] if check_only else problems):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
@@ -1043,11 +1048,30 @@ def batch_one_experiments(check_only: bool = False) -> None:
             if name == "pick" and (alone := call_parts(p, spec, x, w, bias, out).get("kernel alone")):
                 line[-1] += f", kernel alone {median_us(alone):.1f}"
         if not check_only:
-            line.append(f"SGEMM {median_us(functools.partial(cublas.conv1x1, x, w, out)):.1f} us")
+            every.append((p, times | {"SGEMM": median_us(functools.partial(cublas.conv1x1, x, w, out))}))
+            line.append(f"SGEMM {every[-1][1]['SGEMM']:.1f} us")
             for name in dict.fromkeys(("pick", min(times, key=times.get))) if index < 5 else ():
                 line.append(f"{name}'s timeline: {block_timeline(p, experiments_of(p)[name], x, w, bias)}")
         pick = launch_text(experiments_of(p)["pick"])
         print(f"{p.label} ({k_tiles(p)} K-tiles; {pick}): {'; '.join(line)}", flush=True)
+    if every:
+        experiments_summary(every)
+
+
+def experiments_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
+    """What :func:`batch_one_experiments` found, over the layers where each ran: each experiment over the pick (the
+    pick's time over its), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers
+    (cuConv's cell of them, Chang's 15 apart)."""
+    from convkit.study.layer_sets import three_chapter_suites
+
+    for name in dict.fromkeys(n for _, times in every for n in times if n not in ("pick", "SGEMM")):
+        print(over_line(f"{name} over the pick", [t["pick"] / t[name] for _, t in every if name in t]))
+    chang = set(three_chapter_suites()["chang2022"])
+    for what, chosen in (("the batch-1 layers", lambda p: p.n == 1), ("Chang's", lambda p: p.n == 1 and p in chang)):
+        rows = [t for p, t in every if chosen(p)]
+        for whose, us in (("the pick", lambda t: t["pick"]),
+                          ("the fastest", lambda t: min(v for n, v in t.items() if n != "SGEMM"))):  # fmt: skip
+            print(over_line(f"{whose} over SGEMM on {what}", [t["SGEMM"] / us(t) for t in rows]), flush=True)
 
 
 def batch_one_parts() -> None:
