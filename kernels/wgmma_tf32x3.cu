@@ -1243,12 +1243,15 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
 #if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // Each block's 8 stamps after the output (its planes, K split over them), from an even float on: 0 its start (ns),
-    // 1 its start, 2 its barriers ready, 3 the producer's first K-tile staged, 4 its last (cycles, thread 0); 5 the
-    // first consumer's products done and its rows stored or left, 6 the cluster's sums stored, 7 its end (ns).
+    // Each block's 10 stamps after the output (its planes, K split over them), from an even float on: 0 its start
+    // (ns), 1 its start, 2 its barriers ready, 3 the producer's first K-tile staged, 4 its last (cycles, thread 0); 5
+    // the first consumer's products done and its rows stored or left, 6 the cluster's sums stored, 7 its end (ns); 8
+    // the kernel before it done (thread 0's wait_for_previous_kernel: launched early, a block may start while that
+    // kernel runs, its time to the first K-tile then partly that kernel's), 9 the first stage full, the weights'
+    // copy landed (the first consumer, cycles).
     const long long planes = (long long)(CLUSTER ? 1 : gridDim.z) * N * M * P * Q;
     unsigned long long* timeline = reinterpret_cast<unsigned long long*>(out + (planes + 1) / 2 * 2) +
-                                   8 * (blockIdx.x + (long long)gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+                                   10 * (blockIdx.x + (long long)gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
     if (tid == 0) CONVKIT_STAMP(0, timeline_ns()), CONVKIT_STAMP(1, clock64());
 #endif
     init_barriers(full, empty);
@@ -1276,7 +1279,10 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
                     if constexpr (HALVES) other.gather(), one.skip(1), other.skip(1);  // (the other half's K-tile)
                 }
                 float* stage = smem + s * STAGE_WS;
-                if (turn == half) wait_for_previous_kernel();  // launched early: the weights' split, done and written
+                if (turn == half) {
+                    wait_for_previous_kernel();  // launched early: the weights' split, done and written
+                    if (tid == 0) CONVKIT_STAMP(8, clock64());
+                }
                 if constexpr (!WEIGHTS_IN_BLOCK)  // (else the consumers split them: split_block_weights)
                     acquire_and_copy_weights(stage, weights, tile, turn, s, full, empty, thread == 0);
                 if (!CONVKIT_PART_NO_INPUTS) {
@@ -1298,6 +1304,12 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     if constexpr (REGISTERS_TO_CONSUMERS) set_register_limit<true, 224>();
     if constexpr (WEIGHTS_IN_BLOCK)  // (`tiled`: w as given; a block a tile, `first`)
         split_block_weights(smem, tiled, M, C * RS, (int)(first % m_blocks) * FILTERS, tile0, tiles, full);
+#if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (tid == PRODUCERS && tiles > 0 && first < output_tiles) {  // (its first K-tile: turn 0, stage 0, always)
+        wait_phase(full, 0);
+        CONVKIT_STAMP(9, clock64());
+    }
+#endif
     int turn0 = 0, round = 0;
     for (long long t = first; t < output_tiles; t += step, turn0 += tiles, ++round) {
         if (!takes_tile(empty, round, tid / 128 - 1)) continue;  // (ping-pong: the other consumer's tile)

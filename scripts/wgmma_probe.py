@@ -933,11 +933,17 @@ def timeline_of(spec: WgmmaWsLaunch) -> WgmmaWsLaunch:
     return rebuilt(spec, timeline_kind(type(spec)))
 
 
+#: The stamps a block of a timeline build writes (the kernel's text says which).
+STAMPS = 10
+
+
 def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: Any) -> str:
     """Where the blocks of ``spec``'s kernel (one kernel a call: its sums in one plane) spend a call on ``p``, from
-    its timeline build's stamps on the last of 20 launches: the medians over its blocks of each phase from the
-    block's start, in microseconds (cycles over the SM clock each block's stamps give), the spread of the blocks'
-    starts and the kernel's span from the first start to the last end; the output checked against float64."""
+    its timeline build's stamps: the medians over its blocks of each phase from the block's start, in microseconds
+    (cycles over the SM clock each block's stamps give), the spread of the blocks' starts and the kernel's span from
+    the first start to the last end; the output checked against float64. Twice: "in a row", the last of 20 launches
+    (launched early, its blocks may start while the launch before runs, and wait for its end: "the kernel before
+    done"), and "alone", one more launch once the GPU is idle."""
     import cupy
     import numpy
 
@@ -947,20 +953,27 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
     workspace = cupy.empty(timed.workspace_bytes(p), dtype=cupy.uint8)
     _, tiled = timed.operands(p, x, w, workspace)
     outputs, blocks = math.prod(p.output_shape), math.prod(timed.grid(p))
-    buffer = cupy.full((outputs + 1) // 2 * 2 + 16 * blocks, cupy.nan, dtype=cupy.float32)
+    buffer = cupy.full((outputs + 1) // 2 * 2 + 2 * STAMPS * blocks, cupy.nan, dtype=cupy.float32)
     sizes = tuple(cupy.int32(v) for v in (p.n, p.c, p.h, p.w, p.m, p.out_h, p.out_w, p.pad, p.stride))
+    phases = {"barriers ready": 2, "the kernel before done": 8, "first K-tile staged": 3, "first stage full": 9,
+              "last staged": 4, "products and rows": 5, "cluster's sums": 6}  # fmt: skip
+
+    def read() -> str:
+        err = reference.relative_error(buffer[:outputs].reshape(p.output_shape), expected(x, w, bias, p))
+        stamps = buffer[(outputs + 1) // 2 * 2 :].view(cupy.uint64).reshape(blocks, STAMPS).get().astype(float)
+        ghz = (stamps[:, 6] - stamps[:, 1]) / (stamps[:, 7] - stamps[:, 0])  # (cycles a nanosecond)
+        us = {name: float(numpy.median((stamps[:, at] - stamps[:, 1]) / ghz)) / 1e3 for name, at in phases.items()}
+        starts, ends = stamps[:, 0] / 1e3, stamps[:, 7] / 1e3
+        text = ", ".join(f"{name} {t:.2f}" for name, t in us.items())
+        spread, span = starts.max() - starts.min(), ends.max() - starts.min()
+        return f"{text}; starts over {spread:.2f}, span {span:.2f} (error {err:.1e})"
+
     for _ in range(20):
         launch_kernel(timed, p, (x, tiled, bias, buffer, *sizes))
-    err = reference.relative_error(buffer[:outputs].reshape(p.output_shape), expected(x, w, bias, p))
-    stamps = buffer[(outputs + 1) // 2 * 2 :].view(cupy.uint64).reshape(blocks, 8).get().astype(float)
-    ghz = (stamps[:, 6] - stamps[:, 1]) / (stamps[:, 7] - stamps[:, 0])  # (cycles a nanosecond)
-    phases = {"barriers ready": 2, "first K-tile staged": 3, "last staged": 4, "products and rows": 5,
-              "cluster's sums": 6}  # fmt: skip
-    us = {name: float(numpy.median((stamps[:, slot] - stamps[:, 1]) / ghz)) / 1e3 for name, slot in phases.items()}
-    text = ", ".join(f"{name} {t:.2f}" for name, t in us.items())
-    starts, ends = stamps[:, 0] / 1e3, stamps[:, 7] / 1e3
-    return (f"{blocks} blocks at {numpy.median(ghz):.2f} GHz: {text}; starts over {starts.max() - starts.min():.2f}, "
-            f"span {ends.max() - starts.min():.2f} (error {err:.1e})")  # fmt: skip
+    in_row = read()
+    cupy.cuda.get_current_stream().synchronize()
+    launch_kernel(timed, p, (x, tiled, bias, buffer, *sizes))
+    return f"{blocks} blocks; in a row: {in_row}; alone: {read()}"
 
 
 def batch_one_timeline() -> None:
@@ -971,7 +984,10 @@ def batch_one_timeline() -> None:
     K-tile 1.1-1.3 us after its start, 1.6-1.9 with the producer in halves (the weights' copy and one gather's
     latency), a second K-tile 0.8-0.9 later at one in flight; the last K-tile's products and the rows' store about
     1.0; and a K split over a cluster adds its sums in 1.6-2.5 more (3.7 at 128 filters in 8: the kernel's
-    add_cluster_sums). The span of a 2-K-tile layer's kernel, 3.25-3.75 us of its 6.9-7.3 (an empty launch 3.3)."""
+    add_cluster_sums). The span of a 2-K-tile layer's kernel, 3.25-3.75 us of its 6.9-7.3 (an empty launch 3.3).
+    Those stamps were the last of 20 launches in a row, each launched early: a block's start may precede the end of
+    the launch before, and its time to the first K-tile include the wait for it; the timeline now says when that
+    kernel ended and when the first stage was full (the weights landed), and times one launch alone as well."""
     import cupy
 
     from convkit.families.tf32x3.wgmma_pick import wgmma_default
