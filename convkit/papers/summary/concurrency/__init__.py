@@ -188,7 +188,7 @@ def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
     frame = recorded(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
-    failed = (frame["note"].fillna("") != "").astype(int)
+    failed = (frame["note"].astype("string").fillna("") != "").astype(int)  # (no note at all: a float column)
     frame = frame.assign(control=frame["implementation"].str.startswith("control"), failed=failed,
                          calls=frame["calls"].astype(int), wrong=frame["wrong"].astype(int),
                          hung=frame["hung"].astype(int))  # fmt: skip

@@ -45,9 +45,10 @@ def _messages(process: subprocess.Popen) -> queue.Queue:
     found: queue.Queue = queue.Queue()
 
     def read() -> None:
-        for line in process.stdout:
-            if line.startswith(MESSAGE):
-                found.put(json.loads(line[len(MESSAGE) :]))
+        with process.stdout:  # (closed at the worker's end: a soak starts a worker after each hung case)
+            for line in process.stdout:
+                if line.startswith(MESSAGE):
+                    found.put(json.loads(line[len(MESSAGE) :]))
         found.put(None)
 
     threading.Thread(target=read, daemon=True).start()
