@@ -1027,7 +1027,7 @@ def batch_one_experiments(check_only: bool = False) -> None:
     (:func:`batch_one_layers`) and :data:`PICKS_MOVED`, wherever one builds: each call whole in microseconds (the
     study's timing; the pick's kernel alone too), cuBLAS SGEMM, every run checked against float64,
     and on the first five the timelines of the pick and the fastest (:func:`block_timeline`); with ``check_only`` the
-    checks alone on three layers, for compute-sanitizer."""
+    checks alone on :func:`experiment_edges`' layers, for compute-sanitizer."""
     import cupy
 
     from convkit.cuda.launch import Build
@@ -1046,7 +1046,7 @@ def batch_one_experiments(check_only: bool = False) -> None:
         print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
     rng = cupy.random.default_rng(17)
     every: list[tuple[ConvProblem, dict[str, float]]] = []  # (layer, microseconds by name, SGEMM's as "SGEMM")
-    for index, p in enumerate(problems[:3] if check_only else problems):
+    for index, p in enumerate(experiment_edges(problems) if check_only else problems):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
         ref = expected(x, w, bias, p)
@@ -1072,6 +1072,26 @@ def batch_one_experiments(check_only: bool = False) -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {pick}): {'; '.join(line)}", flush=True)
     if every:
         experiments_summary(every)
+
+
+def experiment_edges(problems: list[ConvProblem], most: int = 6) -> list[ConvProblem]:
+    """Of ``problems``, at most ``most`` for compute-sanitizer: first those that build an experiment at filters a block,
+    producer halves or a cluster none before did, then those that add a split count (the three smallest layers it
+    took before left the batched sums at 32 filters out)."""
+
+    def settings(p: ConvProblem, fine: bool) -> set[tuple[Any, ...]]:
+        return {(name, spec.filters, bool(spec.producer_halves), spec.sums_in_cluster(p),
+                 spec.effective_splits(p) if fine else 0)
+                for name, spec in experiments_of(p).items() if name in WS_EXPERIMENTS}  # fmt: skip
+
+    chosen: list[ConvProblem] = []
+    for fine in (False, True):
+        seen = set().union(*(settings(p, fine) for p in chosen))
+        for p in problems:
+            if len(chosen) < most and p not in chosen and not settings(p, fine) <= seen:
+                seen |= settings(p, fine)
+                chosen.append(p)
+    return chosen
 
 
 def experiments_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
