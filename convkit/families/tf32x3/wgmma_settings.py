@@ -326,7 +326,8 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
 
 #: The gathering kernel's experiments by name, each the knob it builds with (off in every build the op runs; the
 #: kernel's text says what each does and why): its cluster's sums batched a warp, its weights split in the block, its
-#: bias loaded before the main loop. Timed by ``wgmma_probe.py --batch-one-experiments``.
+#: bias loaded before the main loop. Timed by ``wgmma_probe.py --batch-one-experiments``; ``scripts/same_ptx.sh REV``
+#: checks that the op's builds are still as at REV.
 WS_EXPERIMENTS = {"sums batched": "CONVKIT_WS_SUMS_BATCHED", "weights in block": "CONVKIT_WS_WEIGHTS_IN_BLOCK",
                   "bias early": "CONVKIT_WS_BIAS_EARLY"}  # fmt: skip
 
