@@ -966,7 +966,7 @@ def block_timeline(p: ConvProblem, spec: WgmmaWsLaunch, x: Any, w: Any, bias: An
         starts, ends = stamps[:, 0] / 1e3, stamps[:, 7] / 1e3
         text = ", ".join(f"{name} {t:.2f}" for name, t in us.items())
         spread, span = starts.max() - starts.min(), ends.max() - starts.min()
-        return f"{text}; starts over {spread:.2f}, span {span:.2f} (error {err:.1e})"
+        return f"at {numpy.median(ghz):.2f} GHz, {text}; starts over {spread:.2f}, span {span:.2f} (error {err:.1e})"
 
     for _ in range(20):
         launch_kernel(timed, p, (x, tiled, bias, buffer, *sizes))
@@ -1097,7 +1097,7 @@ def experiment_edges(problems: list[ConvProblem], most: int = 6) -> list[ConvPro
 def experiments_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
     """What :func:`batch_one_experiments` found, over the layers where each ran: each experiment over the pick (the
     pick's time over its), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers
-    (cuConv's cell of them, Chang's 15 apart)."""
+    (cuConv's cell of them, and Chang's 21 apart)."""
     from convkit.study.layer_sets import three_chapter_suites
 
     for name in dict.fromkeys(n for _, times in every for n in times if n not in ("pick", "SGEMM")):
