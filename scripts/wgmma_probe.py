@@ -1096,15 +1096,15 @@ def experiment_edges(problems: list[ConvProblem], most: int = 6) -> list[ConvPro
 
 def experiments_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
     """What :func:`batch_one_experiments` found, over the layers where each ran: each experiment over the pick (the
-    pick's time over its), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers
-    (cuConv's cell of them, and Chang's 21 apart)."""
+    pick's time over its), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers of
+    cuConv (its cell of 1x1 layers at batch 1, 47) and of Chang (21)."""
     from convkit.study.layer_sets import three_chapter_suites
 
     for name in dict.fromkeys(n for _, times in every for n in times if n not in ("pick", "SGEMM")):
         print(over_line(f"{name} over the pick", [t["pick"] / t[name] for _, t in every if name in t]))
-    chang = set(three_chapter_suites()["chang2022"])
-    for what, chosen in (("the batch-1 layers", lambda p: p.n == 1), ("Chang's", lambda p: p.n == 1 and p in chang)):
-        rows = [t for p, t in every if chosen(p)]
+    suites = three_chapter_suites()
+    for what, suite in (("cuConv's cell", "cuconv"), ("Chang's", "chang2022")):
+        rows = [t for p, t in every if p.n == 1 and p in set(suites[suite])]
         for whose, us in (("the pick", lambda t: t["pick"]),
                           ("the fastest", lambda t: min(v for n, v in t.items() if n != "SGEMM"))):  # fmt: skip
             print(over_line(f"{whose} over SGEMM on {what}", [t["SGEMM"] / us(t) for t in rows]), flush=True)
