@@ -3,6 +3,8 @@ resumes (a label lacking a mode is measured again whole, both networks in one ru
 
 from __future__ import annotations
 
+import pytest
+
 from convkit.papers.summary import inference
 
 
@@ -169,6 +171,22 @@ def test_the_built_ahead_line_gives_the_import_and_patch_costs_beside_the_first_
     line = nets.mode_lines(_one_mode_table(tmp_path / "modes"), cold)[-1]
     assert "unpatched, each in a fresh process, took a median 8 ms a layer" in line  # AlexNet's pair alone
     assert "the patched ones took a median 2 ms a layer more" in line
+
+
+@pytest.mark.filterwarnings("error")
+def test_first_forwards_recorded_without_any_note_are_read(tmp_path):
+    """A first-forward file whose rows have no note at all (its column read as floats) is read, no patch time in it,
+    and pandas is not asked to fill that column with text (which it warns will raise)."""
+    from convkit.papers.summary import first_forward
+    from convkit.papers.summary import networks_tables as nets
+    from convkit.study.results import ResultStore
+
+    store = ResultStore.open(tmp_path, inference.EXPERIMENT + inference.COLD, {"gpu": "test"},
+                             columns=inference.COLUMNS, key_columns=inference.KEY_COLUMNS)  # fmt: skip
+    store.append({"label": "AlexNet-1", "network": "AlexNet", "batch": 1, "impl": "convkit", "status": "ok",
+                  "variant": first_forward.PREBUILT, "conv_layers": 5, "first_forward_s": "0.5"})  # fmt: skip
+    cold = nets.cold_first_forward(tmp_path)
+    assert list(cold["kind"]) == ["built ahead"] and cold.attrs["patch seconds"] is None
 
 
 def _one_mode_table(directory):

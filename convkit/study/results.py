@@ -180,6 +180,12 @@ def load_results(directory: Path, experiment: str) -> tuple[Any, dict[str, Any]]
     return frame, provenance
 
 
+def notes(frame: Any) -> Any:
+    """The ``note`` column of recorded rows as text, "" where a row has none (a file with no note at all reads it as
+    floats, which pandas will not fill with text)."""
+    return frame["note"].astype("string").fillna("")
+
+
 #: The GPU whose recorded results the book shows when built without one.
 DEFAULT_RECORDED_GPU = "nvidia-h100-80gb-hbm3"
 #: Suffix of the experiments a quick run writes (kept apart from the full runs' results).

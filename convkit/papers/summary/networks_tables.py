@@ -14,7 +14,7 @@ from typing import Any
 
 from convkit.papers.summary import first_forward, inference
 from convkit.study import tables
-from convkit.study.results import load_results
+from convkit.study.results import load_results, notes
 
 
 def recorded(directory: Path, experiment: str) -> Any:
@@ -204,7 +204,7 @@ def cold_first_forward(directory: Path, experiment: str = inference.EXPERIMENT +
     ok = frame[frame["status"] == "ok"]
     built = ok[ok["variant"].str.startswith(first_forward.PREBUILD)]
     imported = ok[ok["variant"] == first_forward.IMPORT]["first_forward_s"].astype(float)
-    patched = ok["note"].fillna("").str.extract(r"patch ([0-9.]+) s", expand=False).dropna().astype(float)
+    patched = notes(ok).str.extract(r"patch ([0-9.]+) s", expand=False).dropna().astype(float)
     ok = ok[ok["variant"].isin(list(FIRST_FORWARDS))]
     seconds, layers = ok["first_forward_s"].astype(float), ok["conv_layers"].astype(int)
     out = pd.DataFrame({"network": ok["network"], "batch": ok["batch"].astype(int), "seconds": seconds,

@@ -184,11 +184,12 @@ def soak_table(directory: Any, experiment: str = EXPERIMENT) -> Any:
     import pandas as pd
 
     from convkit.papers.summary.networks_tables import recorded
+    from convkit.study.results import notes
 
     frame = recorded(directory, experiment)
     if frame.empty:
         return pd.DataFrame()
-    failed = (frame["note"].astype("string").fillna("") != "").astype(int)  # (no note at all: a float column)
+    failed = (notes(frame) != "").astype(int)
     frame = frame.assign(control=frame["implementation"].str.startswith("control"), failed=failed,
                          calls=frame["calls"].astype(int), wrong=frame["wrong"].astype(int),
                          hung=frame["hung"].astype(int))  # fmt: skip
