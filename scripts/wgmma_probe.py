@@ -20,6 +20,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-experiments [--check]  # the gathering kernel's own
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --early-launches  # launched early: do launches overlap?
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --cutlass-ones | --cutlass-taps  # every setting where CUTLASS won
@@ -1074,6 +1075,38 @@ def batch_one_experiments(check_only: bool = False) -> None:
         experiments_summary(every)
 
 
+def early_launches(count: int = 8, in_row: int = 20) -> None:
+    """Whether a launch early lets a kernel start behind the one before it, in the study's timing (CUDA events around
+    each run) and with nothing between launches: on the first ``count`` batch-1 1x1 layers whose pick is one kernel a
+    call, the pick's kernel alone and its whole call (the weights' split, then the kernel), each launched early (as
+    the op launches it) and the ordinary way, timed a run between events and ``in_row`` runs between one pair of
+    events (the time a run), in microseconds. Where "in a row" is shorter early than the ordinary way, launches
+    overlap; where a run between events is too, the events let them (the timeline's first view reads launches in a
+    row: :func:`block_timeline`)."""
+    import cupy
+
+    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+
+    rng = cupy.random.default_rng(11)
+    shown = 0
+    for p in batch_one_layers():
+        spec = wgmma_default(p)
+        if shown == count or not isinstance(spec, WgmmaWsLaunch) or spec.inputs or not one_kernel(spec, p):
+            continue
+        shown += 1
+        x, w, bias = inputs(p, rng)
+        out = cupy.empty(p.output_shape, dtype=cupy.float32)
+        line = []
+        for how, launch in (("early", spec), ("ordinary", dataclasses.replace(spec, early=None))):
+            runs = call_parts(p, launch, x, w, bias, out)
+            for part in ("kernel alone", "whole"):
+                one = median_us(runs[part])
+                row = median_us(lambda run=runs[part]: [run() for _ in range(in_row)]) / in_row
+                line.append(f"{part} {how} {one:.2f} ({row:.2f} in a row)")
+        err = reference.relative_error(out, expected(x, w, bias, p))
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {'; '.join(line)} (error {err:.1e})", flush=True)
+
+
 def experiment_edges(problems: list[ConvProblem], most: int = 6) -> list[ConvProblem]:
     """Of ``problems``, at most ``most`` for compute-sanitizer: first those that build an experiment at filters a block,
     producer halves or a cluster none before did, then those that add a split count (the three smallest layers it
@@ -1502,6 +1535,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         moved_picks()
     elif "--batch-one-experiments" in sys.argv[1:]:  # the picks beside the experiments (--check: the checks alone)
         batch_one_experiments(check_only="--check" in sys.argv[1:])
+    elif "--early-launches" in sys.argv[1:]:  # batch-1 picks launched early or not, a run or many between events
+        early_launches()
     elif "--batch-one-timeline" in sys.argv[1:]:  # batch-1 1x1 layers: where the pick's blocks spend a call
         batch_one_timeline()
     elif "--batch-one-parts" in sys.argv[1:]:  # batch-1 1x1 layers behind: the pick's main loop in parts
