@@ -117,10 +117,11 @@
 #ifndef CONVKIT_WG_TIMELINE  // scripts/wgmma_probe.py alone: 1 the gathering kernel's blocks stamp their phases
 #define CONVKIT_WG_TIMELINE 0  // past the output's end (CONVKIT_STAMP; the output right, the buffer longer)
 #endif
-// With CONVKIT_WG_TIMELINE, slot `slot` of this block's 8 stamps set to `value` (%clock64, the SM's cycles, or
+// With CONVKIT_WG_TIMELINE, slot `slot` of this block's TIMELINE_STAMPS stamps set to `value` (%clock64, the SM's cycles, or
 // %globaltimer, nanoseconds on the GPU's clock: timeline_ns), for where a call of a few K-tiles spends its time.
 #if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVKIT_STAMP(slot, value) (timeline[slot] = (value))
+constexpr int TIMELINE_STAMPS = 10;  // (scripts/wgmma_probe.py's STAMPS)
 __device__ __forceinline__ unsigned long long timeline_ns()
 {
     unsigned long long ns;
@@ -1243,7 +1244,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     const long long first = CONVKIT_WS_PERSISTENT ? blockIdx.x : (long long)blockIdx.x * m_blocks + blockIdx.y;
     const long long step = CONVKIT_WS_PERSISTENT ? gridDim.x : output_tiles;
 #if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // Each block's 10 stamps after the output (its planes, K split over them), from an even float on: 0 its start
+    // Each block's TIMELINE_STAMPS after the output (its planes, K split over them), from an even float on: 0 its start
     // (ns), 1 its start, 2 its barriers ready, 3 the producer's first K-tile staged, 4 its last (cycles, thread 0); 5
     // the first consumer's products done and its rows stored or left, 6 the cluster's sums stored, 7 its end (ns); 8
     // the kernel before it done (thread 0's wait_for_previous_kernel: launched early, a block may start while that
@@ -1251,7 +1252,8 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     // copy landed (the first consumer, cycles).
     const long long planes = (long long)(CLUSTER ? 1 : gridDim.z) * N * M * P * Q;
     unsigned long long* timeline = reinterpret_cast<unsigned long long*>(out + (planes + 1) / 2 * 2) +
-                                   10 * (blockIdx.x + (long long)gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+                                   TIMELINE_STAMPS *
+                                       (blockIdx.x + (long long)gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
     if (tid == 0) CONVKIT_STAMP(0, timeline_ns()), CONVKIT_STAMP(1, clock64());
 #endif
     init_barriers(full, empty);

@@ -934,7 +934,7 @@ def timeline_of(spec: WgmmaWsLaunch) -> WgmmaWsLaunch:
     return rebuilt(spec, timeline_kind(type(spec)))
 
 
-#: The stamps a block of a timeline build writes (the kernel's text says which).
+#: The stamps a block of a timeline build writes (the kernel's TIMELINE_STAMPS; its text says which).
 STAMPS = 10
 
 
@@ -1006,6 +1006,7 @@ def batch_one_timeline() -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {times}; {timeline}", flush=True)
 
 
+@functools.cache  # (asked for each layer's again and again: the list, the builds, the runs, the timelines)
 def experiments_of(p: ConvProblem) -> dict[str, WgmmaLaunch]:
     """The first-use pick on ``p`` and, where they build, the gathering kernel's experiments on it by name
     (:data:`WS_EXPERIMENTS`, :func:`with_experiments`): each alone, and all that build together where more than one
@@ -1043,7 +1044,7 @@ def batch_one_experiments(check_only: bool = False) -> None:
         for index, p in enumerate(problems):
             for spec in experiments_of(p).values():
                 for built in (spec, timeline_of(spec)) if index < 5 else (spec,):
-                    builds.add(Build(built.source, built.kernel_name(p), tuple(built.options(p)), built.arch))
+                    builds.add(Build.of(built, p))
         print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
     rng = cupy.random.default_rng(17)
     every: list[tuple[ConvProblem, dict[str, float]]] = []  # (layer, microseconds by name, SGEMM's as "SGEMM")

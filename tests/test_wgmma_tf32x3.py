@@ -94,6 +94,12 @@ def ws_inputs(problem: ConvProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return x, w, rng.standard_normal(problem.m).astype(np.float32)
 
 
+def float64_output(problem: ConvProblem, x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """The reference the emulated kernels are held to: ``problem``'s convolution in float64, the bias added."""
+    return reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
+                                               stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+
+
 @pytest.mark.parametrize("problem", [*EMULATED[:4], ConvProblem.same(1, 6, 9, 9, 8, 7), *EMULATED[4:]], ids=problem_id)
 @pytest.mark.parametrize("launch", WGMMA_SETTINGS,
                          ids=lambda spec: "-".join(f"{k}{int(v)}" for k, v in spec.to_params().items()))  # fmt: skip
@@ -106,8 +112,7 @@ def test_the_wgmma_kernel_matches_float64_on_the_cpu(build_dir, problem, launch)
             problem.stride, planes.size)  # fmt: skip
     out = run_launch(build_dir, launch, problem, CALL, (x, operand), out_floats, ints).reshape(problem.output_shape)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    ref = float64_output(problem, x, w, bias)
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 
@@ -594,8 +599,7 @@ def test_the_warp_specialised_kernel_matches_float64_on_the_cpu(build_dir, probl
     x, w, bias = ws_inputs(problem)
     out = emulate_ws(build_dir, launch, problem, x, w, bias)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    ref = float64_output(problem, x, w, bias)
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 
@@ -620,8 +624,7 @@ def assert_same_bits(build_dir: Path, problem: ConvProblem, launch: wgmma.WgmmaW
     outputs = [emulate_ws(build_dir, spec, problem, x, w, bias) for spec in (launch, experiment)]
     assert not np.isnan(outputs[1]).any(), "an output the kernel never wrote"
     assert np.array_equal(*outputs)
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=problem.pad,
-                                              stride=problem.stride), bias.astype(np.float64))  # fmt: skip
+    ref = float64_output(problem, x, w, bias)
     assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
 
 
@@ -706,8 +709,7 @@ def test_the_warp_specialised_kernel_holds_with_a_warpgroup_behind_on_the_cpu(bu
     x, w, bias = ws_inputs(problem)
     out = emulate_ws(build_dir, launch, problem, x, w, bias)
     assert not np.isnan(out).any(), "an output the kernel never wrote"
-    ref = reference.bias_add(reference.conv2d(x.astype(np.float64), w.astype(np.float64), pad=0, stride=1),
-                             bias.astype(np.float64))  # fmt: skip
+    ref = float64_output(problem, x, w, bias)
     assert reference.relative_error(out, ref) < DIRECT_TOLERANCE
 
 

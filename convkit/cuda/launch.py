@@ -224,6 +224,11 @@ class Build:
     options: tuple[str, ...]
     arch: str | None
 
+    @classmethod
+    def of(cls, spec: Launch, problem: Any) -> Build:
+        """The build ``spec``'s kernel takes on ``problem``."""
+        return cls(spec.source, spec.kernel_name(problem), tuple(spec.options(problem)), spec.arch)
+
     def load(self) -> Any:
         """The kernel, built now (or read from CuPy's on-disk cache)."""
         return load_kernel(self.source, self.kernel, options=self.options, arch=self.arch)
@@ -246,7 +251,7 @@ def launch(spec: Launch, problem: Any, args: tuple[Any, ...]) -> None:
     spec.can_implement(problem)
     collecting = getattr(_COLLECTING, "active", None)
     if collecting is not None:
-        collecting.add(Build(spec.source, spec.kernel_name(problem), tuple(spec.options(problem)), spec.arch))
+        collecting.add(Build.of(spec, problem))
         return
     kernel = loaded(spec, problem)
     call = KernelCall(kernel.kernel, spec.grid(problem), spec.block(problem), spec.shared_bytes(problem),
