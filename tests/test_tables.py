@@ -43,3 +43,27 @@ def test_pytorch_in_tf32_is_a_reference_line_never_the_best_library(tmp_path):
         store.append(r)
     sources = shipping.Sources(sweeps={"chapter": "sweep"})
     assert "pytorch_tf32" not in set(shipping.recorded_candidates(tmp_path, sources)["impl"])
+
+
+def test_every_comparison_with_the_best_library_leaves_out_the_same_rows(monkeypatch):
+    """The per-problem table, a claim's speed-up spread and the every-GPU table take "the best library" by one rule
+    (:func:`convkit.study.tables.library_rows`): neither CUTLASS, nor PyTorch in TF32, nor convkit's host-timed
+    rows, each here faster than cuDNN."""
+    from types import SimpleNamespace
+
+    from convkit.book import chapter
+
+    p = ConvProblem.same(2, 64, 14, 14, 32, 3)
+    times = {("convkit", "igemm_tf32x3"): 0.100, ("cudnn", "IMPLICIT_GEMM"): 0.120,
+             ("cutlass", "cutlass_tf32x3_128x64"): 0.050, ("pytorch_tf32", "cudnn.benchmark.tf32"): 0.030,
+             ("convkit_host", "igemm_tf32x3"): 0.040}  # fmt: skip
+    frame = pd.DataFrame([make_row(p, Case(impl, variant), status="ok") | {"time_ms_median": ms}
+                          for (impl, variant), ms in times.items()])  # fmt: skip
+    assert set(tables.library_rows(frame)["impl"]) == {"cudnn"}
+    (row,) = tables.problem_rows(frame, ["igemm_tf32x3"])
+    assert row["best_lib_us"] == 120.0
+    assert list(tables.case_speedups(frame)) == [1.2]
+    recorded = [("H100", SimpleNamespace(frame=frame)), ("H200", SimpleNamespace(frame=frame))]
+    monkeypatch.setattr(chapter, "recorded_gpus", lambda name: recorded)
+    across = chapter.across_gpus("tf32x3")
+    assert list(across["H100: best library (us)"]) == [120.0] and list(across["H200: speed-up"]) == [1.2]

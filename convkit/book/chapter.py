@@ -324,12 +324,12 @@ def recordings(experiment: str) -> list[tuple[str, Results]]:
 
 def across_gpus(name: str) -> Any:
     """Paper ``name``'s problems recorded on more than one GPU, one column group per GPU (pandas): the best of
-    its kernels, the best library of the same run (whole layers only where a chapter measures layers) and the
-    speed-up; empty where fewer than two GPUs recorded it."""
+    its kernels, the best library of the same run (:func:`convkit.study.tables.library_rows`; whole layers only
+    where a chapter measures layers) and the speed-up; empty where fewer than two GPUs recorded it."""
     import pandas as pd
 
     from convkit.core.problem import ConvProblem
-    from convkit.study.tables import REFERENCES, timed
+    from convkit.study.tables import library_rows, timed
 
     columns = []
     for gpu, found in recorded_gpus(name):
@@ -337,7 +337,7 @@ def across_gpus(name: str) -> Any:
         ok = ok[~ok["params"].astype(str).str.contains('"steps":"conv"', regex=False)]  # a layer's conv alone
         ok = ok.assign(problem=[ConvProblem.from_row(row).name for _, row in ok.iterrows()])
         mine = ok[ok["impl"] == "convkit"].groupby("problem")["us"].min()
-        theirs = ok[~ok["impl"].isin(("convkit", *REFERENCES))].groupby("problem")["us"].min()
+        theirs = library_rows(ok).groupby("problem")["us"].min()
         columns.append(pd.DataFrame({f"{gpu}: ours (us)": mine, f"{gpu}: best library (us)": theirs,
                                      f"{gpu}: speed-up": theirs / mine}))  # fmt: skip
     if len(columns) < 2:

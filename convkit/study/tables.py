@@ -64,6 +64,14 @@ OWN_PEERS = ("cutlass",)
 REFERENCES = (TF32_IMPL,)
 
 
+def library_rows(rows: Any) -> Any:
+    """The rows of a results frame that "the best library" is the fastest of: every impl but convkit's own
+    (its kernels, and the host-timed ``convkit_host`` rows), the peers of their own (:data:`OWN_PEERS`) and the
+    reference lines (:data:`REFERENCES`)."""
+    impl = rows["impl"].astype(str)
+    return rows[~impl.str.startswith(CONVKIT) & ~impl.isin((*OWN_PEERS, *REFERENCES))]
+
+
 def timed(frame: Any) -> Any:
     """The ``ok`` rows of a results frame with their median time in microseconds (column ``us``)."""
     ok = frame[frame["status"] == "ok"].copy()
@@ -110,7 +118,7 @@ def problem_row(group: Any, variants: Sequence[str], ceilings: dict[str, float] 
     """One problem's numbers (see the module doc) from its :func:`timed` rows."""
     problem = ConvProblem.from_row(group.iloc[0])
     mine = group[group["impl"] == CONVKIT]
-    library = group[~group["impl"].isin((CONVKIT, *OWN_PEERS, *REFERENCES))]
+    library = library_rows(group)
     row: dict[str, Any] = {"label": group["label"].iloc[0], "problem": problem}
     for peer in OWN_PEERS:
         if (group["impl"] == peer).any():
@@ -174,8 +182,8 @@ def spread(sweep: Any, repeat: Any, keys: tuple[str, ...] | None = None) -> dict
 
 def case_speedups(frame: Any) -> Any:
     """Each checked convkit case's speed-up over the best library of its problem in the same run (best library time
-    over its time), indexed by the case's key: what a claim's speed-up spread is taken over. CUTLASS, a peer of
-    its own, is no library here; host-timed rows are left out."""
+    over its time), indexed by the case's key: what a claim's speed-up spread is taken over (the best library as
+    :func:`library_rows` has it: neither CUTLASS nor a reference line); host-timed rows are left out."""
     import pandas as pd
 
     from convkit.bench.rows import KEY_COLUMNS
@@ -184,7 +192,7 @@ def case_speedups(frame: Any) -> Any:
     if ok.empty:
         return pd.Series(dtype=float)
     problem = ["label", "pad", "stride"]
-    library = ok[~ok["impl"].astype(str).str.startswith(("convkit", "cutlass"))].groupby(problem)["us"].min()
+    library = library_rows(ok).groupby(problem)["us"].min()
     mine = ok[ok["impl"] == "convkit"].set_index(list(KEY_COLUMNS))
     best = library.reindex(pd.MultiIndex.from_arrays([mine.index.get_level_values(k) for k in problem]))
     return pd.Series(best.to_numpy() / mine["us"].to_numpy(), index=mine.index).dropna()
