@@ -128,7 +128,7 @@ def best_per_problem(directory: Path) -> Any:
     rows = shipping.recorded_candidates(directory, shipping_sources())
     out = []
     for key, group in rows.groupby("key"):
-        mine, theirs = group[group["impl"] == "convkit"], group[group["impl"] != "convkit"]
+        mine, theirs = group[group["impl"] == tables.CONVKIT], tables.library_rows(group)
         if mine.empty or theirs.empty:
             continue
         best_mine, best_theirs = mine.loc[mine["us"].idxmin()], theirs.loc[theirs["us"].idxmin()]
