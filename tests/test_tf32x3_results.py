@@ -168,3 +168,45 @@ def test_the_hopper_family_and_the_tf32_line_join_the_targets_and_ladder_once_re
     assert "3xTF32 implicit GEMM on wgmma (ours)" in steps and "PyTorch in TF32 (reference, not FP32)" in steps
     assert (t["table"]["best_lib"] != "cudnn.benchmark.tf32").all() and t["table"]["pytorch_tf32_us"].notna().all()
     assert len(hopper.method(t)) == 6 and hopper.method(_tables()) == []  # the method, where the run recorded it
+
+
+def test_a_second_gpu_s_whole_run_gets_its_own_standing_a_quick_run_none(tmp_path, monkeypatch):
+    """Three GPUs' folders (the recorded H100 run; a stand-in H200 whose run recorded the wgmma kernel at half the
+    mma.sync kernel's time, with the H200's recorded ceilings; a third GPU with a quick run only): each GPU's
+    standing is read as the chapter reads its own, for every GPU but the one shown, and the every-GPU table
+    compares each with its own run's best FP32 library."""
+    import shutil
+
+    import pandas as pd
+
+    from convkit.book import chapter
+    from convkit.papers.tf32x3 import across
+    from convkit.study import results as store
+
+    h100, h200, quick = (tmp_path / name for name in ("nvidia-h100-80gb-hbm3", "nvidia-h200", "nvidia-a100"))
+    for folder in (h100, h200, quick):
+        folder.mkdir()
+    for name in RECORDED.glob("tf32x3*"):
+        shutil.copy(name, h100 / name.name)
+    for name in ("ceilings.csv", "ceilings.json"):
+        shutil.copy(RECORDED / name, h100 / name)
+        shutil.copy(RECORDED.parent / "nvidia-h200" / name, h200 / name)
+    sweep = pd.read_csv(RECORDED / "tf32x3.csv")
+    mine = sweep[sweep["variant"] == results.TF32X3]
+    faster = mine.assign(variant=results.WGMMA, time_ms_median=mine["time_ms_median"] / 2)
+    tf32 = mine.assign(impl="pytorch_tf32", variant="cudnn.benchmark.tf32", time_ms_median=mine["time_ms_median"] / 10)
+    pd.concat([sweep, faster, tf32]).to_csv(h200 / "tf32x3.csv", index=False)
+    shutil.copy(RECORDED / "tf32x3.json", h200 / "tf32x3.json")
+    sweep.head(40).to_csv(quick / "tf32x3_quick.csv", index=False)
+    shutil.copy(RECORDED / "tf32x3.json", quick / "tf32x3_quick.json")
+    monkeypatch.setattr(store, "results_dir", lambda: tmp_path)
+
+    [(gpu, standing)] = across.standings(h100)
+    assert gpu == "H200" and list(standing.columns) == ["FP32 kernels", "with 3xTF32"]
+    direct = standing.loc["direct 3xTF32 kernels, median on layers >= 20 GFLOP", "with 3xTF32"]
+    assert direct.startswith("89.0 TFLOP/s")  # twice the recorded 44.5
+    assert [gpu for gpu, _ in across.standings(h200)] == ["H100 80GB HBM3"]
+    table = chapter.across_gpus("tf32x3")  # the problems all three recorded: the quick run's first three
+    assert len(table) == 3 and sum(column.endswith("(quick): speed-up") for column in table) == 1
+    assert (table["H200: speed-up"] > table["H100 80GB HBM3: speed-up"]).all()
+    assert (table["H200: best library (us)"] == table["H100 80GB HBM3: best library (us)"]).all()  # not TF32
