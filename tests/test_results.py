@@ -301,3 +301,18 @@ def test_recorded_files_carry_provenance_for_exactly_their_runs(csv_path):
         for key in ("gpu", "driver", "cuda_runtime", "nvrtc", "cupy", "cudnn", "convkit_commit", "date"):
             assert str(run.get(key, "")), key
     assert len({row_key(r, keys) for r in rows}) == len(rows), "a key recorded twice"
+
+
+def test_every_recording_of_an_experiment_is_listed_once_under_its_own_label(tmp_path, monkeypatch):
+    """The book's GPU first, a quick run where no full one is recorded, and a label of its own where two folders'
+    runs name the same GPU (the labels name the every-GPU table's columns)."""
+    monkeypatch.setattr(results, "results_dir", lambda: tmp_path)
+    recorded = (("nvidia-a100", "sweep_quick", "NVIDIA A100"), ("copy", "sweep", "NVIDIA H100"),
+                (results.DEFAULT_RECORDED_GPU, "sweep", "NVIDIA H100"), ("empty", "other", "X"))  # fmt: skip
+    for folder, stem, gpu in recorded:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{stem}.csv").write_text("experiment\n")
+        (tmp_path / folder / f"{stem}.json").write_text(json.dumps({"runs": {"r": {"gpu": gpu}}}))
+    found = [(label, folder.name, stem) for label, folder, stem in results.recorded_folders("sweep")]
+    assert found == [("H100", results.DEFAULT_RECORDED_GPU, "sweep"), ("H100 (copy)", "copy", "sweep"),
+                     ("A100 (quick)", "nvidia-a100", "sweep_quick")]  # fmt: skip

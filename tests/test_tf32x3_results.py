@@ -180,7 +180,7 @@ def test_a_second_gpu_s_whole_run_gets_its_own_standing_a_quick_run_none(tmp_pat
     import pandas as pd
 
     from convkit.book import chapter
-    from convkit.papers.tf32x3 import across
+    from convkit.papers.tf32x3 import gpus
     from convkit.study import results as store
 
     h100, h200, quick = (tmp_path / name for name in ("nvidia-h100-80gb-hbm3", "nvidia-h200", "nvidia-a100"))
@@ -201,11 +201,11 @@ def test_a_second_gpu_s_whole_run_gets_its_own_standing_a_quick_run_none(tmp_pat
     shutil.copy(RECORDED / "tf32x3.json", quick / "tf32x3_quick.json")
     monkeypatch.setattr(store, "results_dir", lambda: tmp_path)
 
-    [(gpu, standing)] = across.standings(h100)
+    [(gpu, standing)] = gpus.standings(h100)
     assert gpu == "H200" and list(standing.columns) == ["FP32 kernels", "with 3xTF32"]
     direct = standing.loc["direct 3xTF32 kernels, median on layers >= 20 GFLOP", "with 3xTF32"]
     assert direct.startswith("89.0 TFLOP/s")  # twice the recorded 44.5
-    assert [gpu for gpu, _ in across.standings(h200)] == ["H100 80GB HBM3"]
+    assert [gpu for gpu, _ in gpus.standings(h200)] == ["H100 80GB HBM3"]
     table = chapter.across_gpus("tf32x3")  # the problems all three recorded: the quick run's first three
     assert len(table) == 3 and sum(column.endswith("(quick): speed-up") for column in table) == 1
     assert (table["H200: speed-up"] > table["H100 80GB HBM3: speed-up"]).all()

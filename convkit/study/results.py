@@ -233,15 +233,18 @@ def gpu_model(folder: str | Path) -> str:
 
 def recorded_folders(experiment: str) -> list[tuple[str, Path, str]]:
     """Every GPU's folder under ``results/`` with a recording of ``experiment``: (the GPU's name without the vendor,
-    with " (quick)" for a quick run; the folder; the experiment as recorded there, its full run where there is one,
-    else its quick run). The book's GPU comes first."""
+    with " (quick)" for a quick run, and the folder's name where two folders' runs name the same GPU; the folder;
+    the experiment as recorded there, its full run where there is one, else its quick run). The book's GPU comes
+    first."""
     folders = sorted(p for p in results_dir().iterdir() if p.is_dir())
     folders.sort(key=lambda p: p.name != DEFAULT_RECORDED_GPU)
-    found = []
+    found: list[tuple[str, Path, str]] = []
     for folder in folders:
         for stem, quick in ((experiment, False), (experiment + QUICK_SUFFIX, True)):
             if (folder / f"{stem}.csv").is_file():
                 gpu = recorded_gpu_name(folder).removeprefix("NVIDIA ")
+                if gpu in {g.removesuffix(" (quick)") for g, _, _ in found}:  # labels name columns: one each
+                    gpu += f" ({folder.name})"
                 found.append((gpu + (" (quick)" if quick else ""), folder, stem))
                 break
     return found

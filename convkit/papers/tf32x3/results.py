@@ -97,22 +97,6 @@ def load(directory: Path, experiment: str = SWEEP) -> dict[str, Any]:
             else pd.DataFrame() for key, name in named}  # fmt: skip
 
 
-def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, str, str]:
-    """(folder, experiment, sentence) the chapter shows: this run's where its sweep holds the 3xTF32 kernel's rows;
-    else, on a GPU without TF32 tensor cores (the Colab T4), the full sweep recorded on ``book_gpu`` (a results
-    folder's name) and a sentence that says so ("" where nothing is recorded there either)."""
-    from convkit.study.results import recorded_elsewhere
-
-    sweep = load(directory, experiment)["sweep"]
-    measured = len(sweep) and (sweep["variant"] == TF32X3).any()
-    elsewhere = None if measured else recorded_elsewhere(directory, book_gpu, f"{SWEEP}.csv")
-    if elsewhere is None:
-        return Path(directory), experiment, ""
-    recorded, name = elsewhere
-    return recorded, SWEEP, (f"This GPU has no TF32 tensor cores, so its run measured no 3xTF32 kernel: the "
-                             f"chapter shows the {name}'s recorded run.")  # fmt: skip
-
-
 def chapter_tables(
     directory: Path, ceilings: dict[str, float], experiment: str = SWEEP, *, quick: bool | None = None
 ) -> dict[str, Any]:
