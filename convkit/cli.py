@@ -141,6 +141,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     directory = gpu_results_dir(Path(args.directory) if args.directory else None)
     options = {"batches": tuple(int(b) for b in args.batches.split(","))} if args.batches else {}
     experiment = entry.experiment + (QUICK_SUFFIX if args.quick else "")
+    if args.build_workers:  # every kernel its tuning will time, built in parallel first
+        print(f"{entry.build_first(args.quick, args.build_workers)} kernel builds ready")
     entry.measure(directory, quick=args.quick, experiment=experiment, **options)
     print(f"rows in {directory / experiment}.csv")
     return 0
@@ -331,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--batches", help="comma-separated batch sizes, where a chapter sweeps several (cuconv)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
+    sweep.add_argument("--build-workers", type=int, default=0,
+                       help="build every kernel the tuning times first, in N processes (0: as met)")  # fmt: skip
     _node_options(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
@@ -381,12 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _node_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--gpus",
-        type=int,
-        default=1,
-        help="measure on this node's first N GPUs first, through Dask (convkit[node]); 1: no cluster",
-    )
+    gpus_help = "measure on this node's first N GPUs first, through Dask (convkit[node]); 1: no cluster"
+    p.add_argument("--gpus", type=int, default=1, help=gpus_help)
     p.add_argument("--scheduler", help="measure on the Dask cluster at this address (tcp://host:port)")
 
 

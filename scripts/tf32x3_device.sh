@@ -32,7 +32,7 @@ echo "=== accuracy"
 timeout ${ACCURACY_SECONDS:-300} python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('\$dir')"
 echo "accuracy exit \$?"
 echo "=== sweep (on ${GPUS:-1} GPU(s))"
-python3 -m convkit sweep tf32x3 --directory \$dir --gpus ${GPUS:-1} 2>&1 | grep -v "^  "
+python3 -m convkit sweep tf32x3 --directory \$dir --gpus ${GPUS:-1} --build-workers 12 2>&1 | grep -v "^  "
 echo "sweep exit \${PIPESTATUS[0]}"
 echo "=== repeat"
 python3 -c "from convkit.papers import tf32x3; tf32x3.measure_repeat('\$dir')" | tail -n 3

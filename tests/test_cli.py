@@ -77,3 +77,23 @@ def test_reproduce_on_a_node_measures_first_then_runs_the_notebooks_on_what_the_
                       "record_times": False}]  # fmt: skip
     assert cli.main(["reproduce", "--gpus", "4", "--directory", str(tmp_path / "scratch")]) == 0
     assert len(measured) == 2 and len(shown) == 1
+
+
+def test_sweep_builds_every_kernel_first_where_asked(monkeypatch, tmp_path, capsys):
+    """``--build-workers N``: the chapter's kernels built in N processes, then its sweep; without it, the sweep
+    alone (building each kernel as it meets it)."""
+    from types import SimpleNamespace
+
+    import convkit.core.gpu
+
+    calls = []
+    measure = lambda directory, **kw: calls.append(("measure", kw["quick"]))  # noqa: E731
+    build_first = lambda quick, workers: calls.append(("build", quick, workers)) or 155  # noqa: E731
+    chapter = SimpleNamespace(experiment="tf32x3", measure=measure, build_first=build_first)
+    monkeypatch.setattr(convkit.core.gpu, "require_cupy", lambda: None)
+    monkeypatch.setattr(cli, "paper", lambda name: chapter)
+    assert cli.main(["sweep", "tf32x3", "--quick", "--build-workers", "16", "--directory", str(tmp_path)]) == 0
+    assert calls == [("build", True, 16), ("measure", True)] and "155 kernel builds ready" in capsys.readouterr().out
+    calls.clear()
+    assert cli.main(["sweep", "tf32x3", "--directory", str(tmp_path)]) == 0
+    assert calls == [("measure", False)]

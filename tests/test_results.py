@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -316,3 +317,62 @@ def test_every_recording_of_an_experiment_is_listed_once_under_its_own_label(tmp
     found = [(label, folder.name, stem) for label, folder, stem in results.recorded_folders("sweep")]
     assert found == [("H100", results.DEFAULT_RECORDED_GPU, "sweep"), ("H100 (copy)", "copy", "sweep"),
                      ("A100 (quick)", "nvidia-a100", "sweep_quick")]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch as :func:`convkit.study.sweep.build_first` meets it: it runs problems of more than one channel."""
+
+    tile: int
+
+    def not_supported_reasons(self, problem: ConvProblem) -> list[str]:
+        return [] if problem.c > 1 else ["one channel"]
+
+
+def test_build_first_builds_each_launch_s_kernels_once_in_parallel(monkeypatch):
+    """Every default launch and tuning candidate of the variants that run a problem, their builds collected (here
+    a build per launch and problem, one shared) and built in one parallel call; a launch that cannot run is left
+    to the sweep; a chapter's ``build_first`` passes its problems (quick or not) and its kernels."""
+    from convkit.cuda.launch import Build
+    from convkit.families.registry import Variant
+    from convkit.op import prebuild
+    from convkit.papers import paper
+    from convkit.study import sweep as sweeping
+
+    def builds(variant, problem, launch):
+        if launch.tile == 3:
+            raise ValueError("no such launch here")
+        return {Build("shared", "k", (), None), Build(variant.name, f"c{problem.c}", (f"-DTILE={launch.tile}",), None)}
+
+    built = []
+    monkeypatch.setattr(prebuild, "launch_builds", builds)
+    monkeypatch.setattr(prebuild, "build_in_parallel", lambda b, workers: built.append((b, workers)) or len(b))
+    tuned = Variant("tuned", print, default=lambda p: Launch(1), candidates=lambda p: [Launch(1), Launch(2), Launch(3)])
+    fixed, peer = Variant("fixed", print, default=lambda p: Launch(9)), Variant("peer", print, impl="cupyx")
+    problems = [ConvProblem.same(1, c, 8, 8, 4, 3) for c in (1, 2, 4)]
+    assert sweeping.build_first(problems, [tuned, fixed, peer], 16) == 7  # 2 problems x 3 launches, and one shared
+    [(listed, workers)] = built
+    assert workers == 7 and Build("tuned", "c2", ("-DTILE=2",), None) in listed and listed[0].source == "fixed"
+    assert not any(b.kernel == "c1" for b in listed)  # the one-channel problem runs no launch
+
+    asked = []
+    monkeypatch.setattr(sweeping, "build_first", lambda p, v, w: asked.append((len(p), tuple(v), w)) or 0)
+    chapter = paper("tf32x3")
+    assert chapter.build_first(True, 4) == 0 and asked == [(len(chapter.problems(True)), chapter.variants, 4)]
+
+
+def test_a_build_that_fails_ahead_of_a_sweep_is_left_to_the_sweep(monkeypatch):
+    from convkit.cuda.launch import Build
+    from convkit.families.registry import Variant
+    from convkit.op import prebuild
+    from convkit.study import sweep as sweeping
+
+    def fails(builds, workers):
+        raise RuntimeError("NVRTC failed for sm_90a")
+
+    said = []
+    monkeypatch.setattr(prebuild, "launch_builds", lambda v, p, launch: {Build("s", "k", (), None)})
+    monkeypatch.setattr(prebuild, "build_in_parallel", fails)
+    variant = Variant("fixed", print, default=lambda p: Launch(1))
+    assert sweeping.build_first([ConvProblem.same(1, 2, 8, 8, 4, 3)], [variant], 4, progress=said.append) == 0
+    assert "NVRTC failed" in said[0] and "the sweep builds as it goes" in said[0]

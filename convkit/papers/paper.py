@@ -167,6 +167,14 @@ class Paper:
             return list(self.sample_checks(tuned))
         return list(variant_checks(self.variants, self.sample_problems(), tuned))
 
+    def build_first(self, quick: bool, workers: int) -> int:
+        """Every kernel its kernels' default launches and tuning candidates need on its problems (``quick``: the
+        subset), built in ``workers`` processes before a sweep times them (:func:`convkit.study.sweep.build_first`);
+        the builds' count (none for a chapter without kernels or problems)."""
+        from convkit.study.sweep import build_first
+
+        return build_first(self.problems(quick), self.variants, workers) if self.problems is not None else 0
+
     def measure_repeat(self, directory: Path) -> None:
         """Measure the chapter's sample again, the same cases at the launches tuned in ``directory``, into
         ``<experiment>_repeat``: run in a process of its own after the sweep, it gives the run-to-run spread within
