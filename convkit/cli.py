@@ -131,18 +131,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from convkit.core.gpu import require_cupy
     from convkit.study.results import QUICK_SUFFIX, gpu_results_dir
 
+    entry = paper(args.paper)
+    if args.build_workers and not args.scheduler:  # built in parallel first, in the caches a node's GPUs share
+        require_cupy()
+        print(f"{entry.build_first(args.quick, args.build_workers)} kernel builds ready")
     if args.gpus > 1 or args.scheduler:
         if args.batches:
             print("convkit sweep: --batches is for one GPU; leave it out with --gpus or --scheduler", file=sys.stderr)
             return 2
         return 0 if _on_node(args, only=[args.paper]) else 1
     require_cupy()
-    entry = paper(args.paper)
     directory = gpu_results_dir(Path(args.directory) if args.directory else None)
     options = {"batches": tuple(int(b) for b in args.batches.split(","))} if args.batches else {}
     experiment = entry.experiment + (QUICK_SUFFIX if args.quick else "")
-    if args.build_workers:  # every kernel its tuning will time, built in parallel first
-        print(f"{entry.build_first(args.quick, args.build_workers)} kernel builds ready")
     entry.measure(directory, quick=args.quick, experiment=experiment, **options)
     print(f"rows in {directory / experiment}.csv")
     return 0
@@ -333,8 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--batches", help="comma-separated batch sizes, where a chapter sweeps several (cuconv)")
     sweep.add_argument("--quick", action="store_true", help="a small subset (seconds)")
     sweep.add_argument("--directory", help="results folder (default: results/<this GPU>)")
-    sweep.add_argument("--build-workers", type=int, default=0,
-                       help="build every kernel the tuning times first, in N processes (0: as met)")  # fmt: skip
+    sweep.add_argument("--build-workers", type=int, default=0, help="build its kernels first, N at once (0: as met)")
     _node_options(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 

@@ -80,8 +80,8 @@ def test_reproduce_on_a_node_measures_first_then_runs_the_notebooks_on_what_the_
 
 
 def test_sweep_builds_every_kernel_first_where_asked(monkeypatch, tmp_path, capsys):
-    """``--build-workers N``: the chapter's kernels built in N processes, then its sweep; without it, the sweep
-    alone (building each kernel as it meets it)."""
+    """``--build-workers N``: the chapter's kernels built in N processes, then its sweep (here or on a node's GPUs);
+    without it, or for a cluster elsewhere, the sweep alone (building each kernel as it meets it)."""
     from types import SimpleNamespace
 
     import convkit.core.gpu
@@ -97,3 +97,8 @@ def test_sweep_builds_every_kernel_first_where_asked(monkeypatch, tmp_path, caps
     calls.clear()
     assert cli.main(["sweep", "tf32x3", "--directory", str(tmp_path)]) == 0
     assert calls == [("measure", False)]
+    calls.clear()  # on a node: built here first, in the caches its GPUs share; not for a cluster elsewhere
+    monkeypatch.setattr(cli, "_on_node", lambda args, only: calls.append(("node", args.gpus)) or True)
+    assert cli.main(["sweep", "tf32x3", "--gpus", "4", "--build-workers", "16"]) == 0
+    assert cli.main(["sweep", "tf32x3", "--scheduler", "tcp://host:8786", "--build-workers", "16"]) == 0
+    assert calls == [("build", False, 16), ("node", 4), ("node", 1)]

@@ -168,8 +168,8 @@ class Paper:
         return list(variant_checks(self.variants, self.sample_problems(), tuned))
 
     def build_first(self, quick: bool, workers: int) -> int:
-        """Every kernel its kernels' default launches and tuning candidates need on its problems (``quick``: the
-        subset), built in ``workers`` processes before a sweep times them (:func:`convkit.study.sweep.build_first`);
+        """Every kernel build its variants' default launches and tuning candidates need on its problems (``quick``:
+        the subset), built in ``workers`` processes before a sweep times them (:func:`convkit.study.sweep.build_first`);
         the builds' count (none for a chapter without kernels or problems)."""
         from convkit.study.sweep import build_first
 

@@ -256,15 +256,23 @@ def build_first(
     to the sweep, which records why. Returns the builds' count (0 where building stopped, said by ``progress``)."""
     from convkit.op.prebuild import build_in_parallel, launch_builds
 
+    def listed(variant: Variant, problem: ConvProblem) -> set[Any]:
+        found: set[Any] = set()
+        candidates = variant.candidates(problem) if variant.candidates is not None else []
+        for launch in dict.fromkeys([variant.default(problem), *candidates]):
+            try:
+                found |= launch_builds(variant, problem, launch)
+            except Exception:  # not runnable here: the sweep's row says why
+                continue
+        return found
+
     builds: set[Any] = set()
     for problem in problems:
-        for variant in (v for v in variants if v.default is not None and v.supports(problem)):
-            candidates = variant.candidates(problem) if variant.candidates is not None else []
-            for launch in dict.fromkeys([variant.default(problem), *candidates]):
-                try:
-                    builds |= launch_builds(variant, problem, launch)
-                except Exception:  # not runnable here: the sweep's row says why
-                    continue
+        for variant in (v for v in variants if v.default is not None):
+            try:
+                builds |= listed(variant, problem) if variant.supports(problem) else set()
+            except Exception:  # no launches to list: the sweep's rows say why
+                continue
     ordered = sorted(builds, key=lambda b: (b.source, b.kernel, b.options))
     try:
         return build_in_parallel(ordered, max(1, min(workers, len(ordered)))) if ordered else 0
