@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from convkit.papers.tf32x3 import hopper, results
+from convkit.papers.tf32x3 import claims, hopper, opening, results
 from convkit.study import tables
 from convkit.study.checkout import results_dir
 from convkit.study.roofline import recorded_ceilings
@@ -61,12 +61,12 @@ def test_the_chapter_text_follows_the_recorded_numbers(tmp_path):
 
     copy = tmp_path / RECORDED.name
     shutil.copytree(RECORDED, copy)
-    before = results.result_lines(_tables(copy))
+    before = opening.result_lines(_tables(copy))
     frame = pd.read_csv(copy / "tf32x3.csv", dtype=str, keep_default_na=False)
     mine = (frame["impl"] == "convkit") & (frame["variant"] == results.TF32X3)
     frame.loc[mine, "time_ms_median"] = [f"{float(v) / 2:.6g}" for v in frame.loc[mine, "time_ms_median"]]
     frame.to_csv(copy / "tf32x3.csv", index=False)
-    after = results.result_lines(_tables(copy))
+    after = opening.result_lines(_tables(copy))
     assert after[1] != before[1] and after[2] != before[2]
 
 
@@ -75,14 +75,14 @@ def test_the_findings_row_gives_the_result_box_numbers():
     import re
     from pathlib import Path
 
-    row = results.findings(RECORDED)[0]
-    box = " ".join(results.result_lines(_tables()))
+    row = opening.findings(RECORDED)[0]
+    box = " ".join(opening.result_lines(_tables()))
     for column in ("paper's design on the H100", "our best on the H100", "efficiency"):
         for number in re.findall(r"\d+(?:\.\d+)?(?:e-\d+)?[x%]?", row[column]):
             assert number in box, (column, number)
-    assert row["section"] == results.SECTION
+    assert row["section"] == opening.SECTION
     notebook = (Path(__file__).parents[1] / "notebooks" / "07_tf32x3.ipynb").read_text()
-    assert f"({results.SECTION})=" in notebook
+    assert f"({opening.SECTION})=" in notebook
 
 
 def test_the_profile_takes_cutlass_at_its_fastest_tile_of_each_profiled_layer():
@@ -168,6 +168,18 @@ def test_the_hopper_family_and_the_tf32_line_join_the_targets_and_ladder_once_re
     assert "3xTF32 implicit GEMM on wgmma (ours)" in steps and "PyTorch in TF32 (reference, not FP32)" in steps
     assert (t["table"]["best_lib"] != "cudnn.benchmark.tf32").all() and t["table"]["pytorch_tf32_us"].notna().all()
     assert len(hopper.method(t)) == 6 and hopper.method(_tables()) == []  # the method, where the run recorded it
+    # the opening and the findings row read the faster direct kernel, and the verdict follows the numbers
+    measured, verdict = opening.result_lines(t)[1:]
+    assert "wgmma, our kernels reach 89.0 TFLOP/s" in measured and "at a median 44.5 TFLOP/s" in measured
+    assert "and so does its speed" in verdict and "1.36x CUTLASS's 3xTF32 rate" in verdict
+    assert "83% of the 3xTF32 bound (107 TFLOP/s, a third of the mma.sync peak)" in verdict  # no wgmma peak here
+    assert opening.findings(tmp_path)[0]["efficiency"].startswith("direct 3xTF32 kernels (the faster per layer) 89.0")
+    assert "does not" in opening.result_lines(_tables())[-1]  # the recorded run: the speed short
+    t["ceilings"] = dict(t["ceilings"], tf32_wgmma_peak_tflops=480.0)
+    assert results.direct_bound(t) == (160.0, "a third of the wgmma peak")
+    assert "56% of the 3xTF32 bound (160 TFLOP/s" in opening.result_lines(t)[-1]
+    over_cutlass = next(c for c in claims.claims() if c.key == "tf32x3.cutlass").value(tmp_path)
+    assert math.isclose(over_cutlass, 89.0 / 65.5, rel_tol=2e-3)  # the faster direct kernel's rate over CUTLASS's
 
 
 def test_a_second_gpu_s_whole_run_gets_its_own_standing_a_quick_run_none(tmp_path, monkeypatch):

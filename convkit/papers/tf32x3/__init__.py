@@ -29,7 +29,7 @@ from convkit.families import fp32, tf32x3
 from convkit.families.registry import Family, Kernels, KnobTable, Variant, first_of
 from convkit.libs import cutlass, pytorch
 from convkit.papers.paper import Paper, Profile, ProfiledCase, convolution_cases
-from convkit.papers.tf32x3 import claims, profiled, results
+from convkit.papers.tf32x3 import claims, opening, profiled, results
 from convkit.study import tables
 from convkit.study.layer_sets import three_chapter_problems as problems
 from convkit.study.sweep import run_experiment, tune_then_sweep
@@ -151,7 +151,7 @@ KERNELS = Family("tf32x3", tf32x3.VARIANTS, PEERS, sources=tf32x3.FAMILY.sources
 
 PAPER = Paper(
     "tf32x3", "FP32 accuracy on tensor cores", "07_tf32x3", EXPERIMENT, measure, KERNELS, tuning=TUNING,
-    problems=problems, findings=results.findings,
+    problems=problems, findings=opening.findings,
     profile=Profile(results.PROFILE, profiled_cases, PROFILE_METRICS), repeat=measure_repeat,
     claims=claims.claims, measured_after=("fp32",),  # its sweep runs the FP32 kernels at FP32's tuned launches
 )  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any
 
 from convkit.core.reference import DIRECT_TOLERANCE as FP32_DIRECT_TOLERANCE
 from convkit.papers.tf32x3 import results
-from convkit.papers.tf32x3.results import LARGE_GFLOP, TF32X3
+from convkit.papers.tf32x3.results import LARGE_GFLOP
 from convkit.study import tables
 from convkit.study.claims import EXACT, Claim, Spread, per_folder
 
@@ -32,8 +32,10 @@ def _worst_error(directory: Path) -> float:
 
 
 def _over_cutlass(directory: Path) -> float:
+    """Our direct 3xTF32 kernels' median rate (the faster per layer where a run recorded the wgmma one too) over
+    CUTLASS's fastest 3xTF32 tile's, on the large layers."""
     cuconv = _tables(directory)["cuconv"]
-    return results._large_median(cuconv, f"{TF32X3}_us") / results._large_median(cuconv, "cutlass_tf32x3_us")
+    return results._large_median(cuconv, "direct_us") / results._large_median(cuconv, "cutlass_tf32x3_us")
 
 
 def claims() -> list[Claim]:
@@ -45,7 +47,7 @@ def claims() -> list[Claim]:
         Claim("tf32x3.speed", "with 3xTF32, our kernels match the best FP32 library on cuConv's problems "
               "(geometric-mean speed-up)", lambda d: tables.geomean(_tables(d)["cuconv"]["speedup"].dropna()), 1.0,
               spread=SPREAD, short="speed"),
-        Claim("tf32x3.cutlass", f"the 3xTF32 kernel matches CUTLASS's 3xTF32 on the layers of at least "
+        Claim("tf32x3.cutlass", f"our direct 3xTF32 kernels match CUTLASS's 3xTF32 on the layers of at least "
               f"{LARGE_GFLOP:.0f} GFLOP (median rate over CUTLASS's)", _over_cutlass, 1.0, spread=SPREAD,
               short="against CUTLASS"),
     ]  # fmt: skip

@@ -101,7 +101,10 @@ def chapter_tables(
     directory: Path, ceilings: dict[str, float], experiment: str = SWEEP, *, quick: bool | None = None
 ) -> dict[str, Any]:
     """Everything the chapter shows: the frames, the per-problem table, each suite's rows (multi-channel ones
-    for the two smaller suites) and the spread. A quick run's ``experiment`` has the quick suites."""
+    for the two smaller suites), the spread and the GPU as prose names it (``gpu``). A quick run's ``experiment``
+    has the quick suites."""
+    from convkit.study.results import gpu_model
+
     frames = load(directory, experiment)
     table = problem_table(frames["sweep"], ceilings)
     groups = {
@@ -111,7 +114,8 @@ def chapter_tables(
     for name in ("lu2020", "chang2022"):
         groups[name] = groups[name][[p.c > 1 for p in groups[name]["problem"]]].reset_index(drop=True)
     spread = tables.spread(frames["sweep"], frames["repeat"])
-    return frames | groups | {"ceilings": ceilings, "table": table, "spread": spread}
+    gpu = gpu_model(Path(directory))
+    return frames | groups | {"ceilings": ceilings, "table": table, "spread": spread, "gpu": gpu}
 
 
 def _cells(rows: Any, column: str) -> Any:
@@ -126,6 +130,21 @@ def _large_median(cuconv: Any, us: str) -> float:
     """The median TFLOP/s (direct-method FLOPs over the time in column ``us``) on cuConv's layers of at least
     :data:`LARGE_GFLOP`, over those that have the time."""
     return float(_tflops(cuconv[cuconv["gflop"] >= LARGE_GFLOP], us).median())
+
+
+def _on_wgmma(cuconv: Any) -> bool:
+    """Whether the run recorded the kernels on Hopper's wgmma (``hopper_us``) on cuConv's layers."""
+    return "hopper_us" in cuconv and bool(cuconv["hopper_us"].notna().any())
+
+
+def direct_bound(t: dict[str, Any]) -> tuple[float, str]:
+    """(TFLOP/s, what it is) that bounds our direct 3xTF32 kernels: a third of the TF32 peak of the fastest
+    instruction they ran, wgmma's where the run recorded them on it and the ceilings measured its peak, else
+    mma.sync's."""
+    wgmma = t["ceilings"].get("tf32_wgmma_peak_tflops", math.nan)
+    if _on_wgmma(t["cuconv"]) and wgmma == wgmma:
+        return wgmma / 3, "a third of the wgmma peak"
+    return t["ceilings"].get("tf32_mma_peak_tflops", math.nan) / 3, "a third of the mma.sync peak"
 
 
 def direct_errors(t: dict[str, Any]) -> Any:
@@ -143,11 +162,11 @@ def targets(t: dict[str, Any]) -> Any:
     (``target``) and whether it is reached (``reached``); :func:`standing` is what the book shows of it."""
     import pandas as pd
 
-    cuconv, lu, chang, ceilings = t["cuconv"], t["lu2020"], t["chang2022"], t["ceilings"]
+    cuconv, lu, chang = t["cuconv"], t["lu2020"], t["chang2022"]
     counted = cuconv[cuconv["gflop"] >= COUNTED_GFLOP]
     one = cuconv[cuconv["r"] == 1]
     direct, simt = _large_median(cuconv, "direct_us"), _large_median(cuconv, f"{IGEMM}_us")
-    mma = ceilings.get("tf32_mma_peak_tflops", math.nan)
+    bound = direct_bound(t)[0]
     both = t["table"].dropna(subset=["cutlass_tf32x3_us", "direct_us"])
     vs_cutlass = tables.share_faster(both["cutlass_tf32x3_us"] / both["direct_us"])
     errors = direct_errors(t)
@@ -171,7 +190,7 @@ def targets(t: dict[str, Any]) -> Any:
             f"{mean_before:.2f}x", f"{mean:.2f}x", f">= {TARGET_GEOMEAN}x", mean >= TARGET_GEOMEAN),
         row("cuConv's lowest (filter, batch) cell", f"{low_before:.2f}x", f"{low:.2f}x", ">= 1.0x", low >= 1),
         row(f"direct 3xTF32 kernels, median on layers >= {LARGE_GFLOP:.0f} GFLOP", f"{simt:.1f} TFLOP/s",
-            f"{direct:.1f} TFLOP/s ({100 * direct / (mma / 3):.0f}% of the 3xTF32 bound, {mma / 3:.0f})",
+            f"{direct:.1f} TFLOP/s ({100 * direct / bound:.0f}% of the 3xTF32 bound, {bound:.0f})",
             f">= {TARGET_TFLOPS:.0f} TFLOP/s", direct >= TARGET_TFLOPS),
         row(f"{len(one)} 1x1 layers: median speed-up over cuBLAS SGEMM", f"{vs_sgemm_before:.2f}x", f"{vs_sgemm:.2f}x",
             f">= {TARGET_1X1}x", vs_sgemm >= TARGET_1X1),
@@ -187,7 +206,7 @@ def targets(t: dict[str, Any]) -> Any:
         row(f"median error for K >= {ERROR_K}, normal inputs", f"{simt_err:.2e}", f"{mine:.2e}",
             "at most the FP32 kernel's", mine <= simt_err),
     ]  # fmt: skip
-    if "hopper_us" in cuconv and cuconv["hopper_us"].notna().any():  # the Hopper family, where the run recorded it
+    if _on_wgmma(cuconv):  # the Hopper family, where the run recorded it
         hopper = _large_median(cuconv, "hopper_us")
         measure = f"Hopper family (wgmma), median on layers >= {LARGE_GFLOP:.0f} GFLOP"
         rows.insert(4, row(measure, "-", f"{hopper:.1f} TFLOP/s", f">= {TARGET_HOPPER:.0f} TFLOP/s",
@@ -306,74 +325,6 @@ def roofline_points(table: Any, ceilings: dict[str, float]) -> list[tuple[str, f
         ):  # drawn in this order: ours on top
             points.append(("", ai, r.gflop / us * 1e6, kind))
     return points
-
-
-def headline(t: dict[str, Any]) -> dict[str, Any]:
-    """The numbers the chapter's result box and the book's findings row both state (:func:`chapter_tables`' ``t``):
-    the 3xTF32 kernel's, the FP32 implicit GEMM's, CUTLASS's 3xTF32 and the best library's median TFLOP/s on
-    cuConv's large layers, the share faster and geometric-mean speed-up on cuConv's layers (with 3xTF32 and the
-    FP32 kernels alone), and the median errors for K >= :data:`ERROR_K`."""
-    cuconv = t["cuconv"]
-    mine, simt_err = accuracy_medians(t["accuracy"])
-    return {"direct": _large_median(cuconv, f"{TF32X3}_us"), "simt": _large_median(cuconv, f"{IGEMM}_us"),
-            "cutlass": _large_median(cuconv, "cutlass_tf32x3_us"), "library": _large_median(cuconv, "best_lib_us"),
-            "share": tables.share_faster(cuconv["speedup"]), "geomean": tables.geomean(cuconv["speedup"]),
-            "fp32_share": tables.share_faster(cuconv["fp32_speedup"]), "layers": len(cuconv),
-            "error": mine, "fp32_error": simt_err}  # fmt: skip
-
-
-def result_lines(t: dict[str, Any]) -> list[str]:
-    """The chapter's opening: what was attempted, what it reached, the bound that limits it, every number from the
-    results (those of the findings row from :func:`headline`)."""
-    ceilings, h = t["ceilings"], headline(t)
-    direct, simt, cutlass = h["direct"], h["simt"], h["cutlass"]
-    bound = ceilings.get("tf32_mma_peak_tflops", math.nan) / 3
-    errors = direct_errors(t)
-    worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
-    return [
-        f"**Question**: can FP32 accuracy run at tensor-core speed? Every product split into TF32 halves, three "
-        "tensor-core products in place of one FP32 product, measured against the FP32 CUDA-core ceiling "
-        f"({ceilings['sgemm_tflops']:.1f} TFLOP/s, cuBLAS SGEMM) that held the FP32 kernels at {simt:.1f} TFLOP/s "
-        "(the FP32 implicit GEMM measured again in this chapter's run, beside the 3xTF32 kernel; the FP32 "
-        "chapter's figures come from that chapter's own run).",
-        f"**Measured (H100)**: the 3xTF32 implicit GEMM runs cuConv's large layers (>= {LARGE_GFLOP:.0f} GFLOP, "
-        f"direct method) at a median {direct:.1f} TFLOP/s "
-        f"({direct / simt:.2f}x the FP32 implicit GEMM's rate; CUTLASS's 3xTF32 {cutlass:.1f}; the best FP32 library "
-        f"{h['library']:.1f} TFLOP/s effective, with its FFT and Winograd). With it, our kernels beat the best FP32 "
-        f"library on {h['share']:.1f}% of cuConv's {h['layers']} problems (geometric-mean speed-up "
-        f"{h['geomean']:.2f}x; the FP32 kernels alone, in this run: {h['fp32_share']:.1f}%). Its median error for "
-        f"K >= {ERROR_K} is "
-        f"{h['error']:.2e} against the FP32 kernel's {h['fp32_error']:.2e}.",
-        f"**Verdict**: FP32 accuracy on tensor cores holds (the largest error of {len(errors):,} checked runs "
-        f"{worst:.1e}); its speed does not: {direct:.1f} TFLOP/s is {100 * direct / bound:.0f}% of the "
-        f"3xTF32 bound ({bound:.0f} TFLOP/s, a third of the mma.sync peak), short of the library's transforms on the "
-        f"large layers, and CUTLASS's kernel on the same instruction is {cutlass / direct:.2f}x faster.",
-    ]  # fmt: skip
-
-
-#: The MyST label of the chapter's section that the findings row refers to.
-SECTION = "tf32x3-cuconv"
-
-
-def findings(directory: Path) -> list[dict[str, str]]:
-    """The book's findings row of this chapter (:data:`convkit.papers.paper.FINDING_COLUMNS`, and ``section``: the
-    label of the section that shows it), its numbers from :func:`headline` as the result box's."""
-    from convkit.study.roofline import recorded_ceilings
-
-    h = headline(chapter_tables(directory, recorded_ceilings(directory)))
-    return [{
-        "paper": "FP32 accuracy on tensor cores", "claim": "3xTF32 keeps FP32 accuracy at tensor-core speed",
-        "paper's number": "(CUTLASS's fast accurate FP32; Ootomo & Yokota 2022)",
-        "paper's design on the H100": f"CUTLASS 3xTF32 (NHWC): {h['cutlass']:.1f} TFLOP/s on layers >= "
-                                      f"{LARGE_GFLOP:.0f} GFLOP",
-        "our best on the H100": f"faster on {h['share']:.1f}% of cuConv's problems, {h['geomean']:.2f}x",
-        "best library on the H100": "cuDNN (FFT, Winograd, implicit GEMM) in FMA math, PyTorch's autotuned cuDNN, "
-                                    "and cuBLAS SGEMM on 1x1",
-        "efficiency": f"3xTF32 implicit GEMM {h['direct']:.1f} TFLOP/s on layers >= {LARGE_GFLOP:.0f} GFLOP, error "
-                      f"{h['error']:.2e} (median, K >= {ERROR_K})",
-        "what changed": "the products on TF32 tensor cores, each operand split in two, sums kept per 16-deep slice",
-        "section": SECTION, "claims": ("tf32x3.error", "tf32x3.speed", "tf32x3.cutlass"),
-    }]  # fmt: skip
 
 
 def layer_table(rows: Any) -> Any:
