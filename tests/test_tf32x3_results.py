@@ -178,6 +178,10 @@ def test_the_hopper_family_and_the_tf32_line_join_the_targets_and_ladder_once_re
     t["ceilings"] = dict(t["ceilings"], tf32_wgmma_peak_tflops=480.0)
     assert results.direct_bound(t) == (160.0, "a third of the wgmma peak")
     assert "56% of the 3xTF32 bound (160 TFLOP/s" in opening.result_lines(t)[-1]
+    throughput = results.throughput_table(t["cuconv"], t["ceilings"])  # the wgmma kernel's column, the faster's gain
+    assert (throughput["wgmma (TFLOP/s)"] > throughput["3xTF32 (TFLOP/s)"]).all()
+    vs_cutlass = results.cutlass_table(t["table"])["3xTF32: geometric-mean speed-up"]
+    assert (vs_cutlass > results.cutlass_table(_tables()["table"])["3xTF32: geometric-mean speed-up"]).all()
     shares = results.ladder(t)["share of the 3xTF32 bound"]  # each kernel against its own instruction's bound
     assert math.isclose(shares["3xTF32 implicit GEMM on wgmma (ours)"], 89.0 / 160, rel_tol=2e-3)
     assert math.isclose(shares["3xTF32 implicit GEMM (ours)"], 44.5 / (t["ceilings"]["tf32_mma_peak_tflops"] / 3),
