@@ -35,7 +35,7 @@ def _over_cutlass(directory: Path) -> float:
     """Our direct 3xTF32 kernels' median rate (the faster per layer where a run recorded the wgmma one too) over
     CUTLASS's fastest 3xTF32 tile's, on the large layers."""
     cuconv = _tables(directory)["cuconv"]
-    return results._large_median(cuconv, "direct_us") / results._large_median(cuconv, "cutlass_tf32x3_us")
+    return results.large_median(cuconv, "direct_us") / results.large_median(cuconv, "cutlass_tf32x3_us")
 
 
 def claims() -> list[Claim]:

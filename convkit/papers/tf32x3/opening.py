@@ -14,11 +14,11 @@ from convkit.papers.tf32x3.results import (
     IGEMM,
     LARGE_GFLOP,
     TF32X3,
-    _large_median,
-    _on_wgmma,
     chapter_tables,
     direct_bound,
     direct_errors,
+    large_median,
+    on_wgmma,
 )
 from convkit.study import tables
 
@@ -31,10 +31,10 @@ def headline(t: dict[str, Any]) -> dict[str, Any]:
     layers (with 3xTF32 and the FP32 kernels alone), and the median errors for K >= :data:`ERROR_K`."""
     cuconv = t["cuconv"]
     mine, simt_err = accuracy_medians(t["accuracy"])
-    hopper = _large_median(cuconv, "hopper_us") if _on_wgmma(cuconv) else math.nan
-    return {"direct": _large_median(cuconv, "direct_us"), "mma": _large_median(cuconv, f"{TF32X3}_us"),
-            "hopper": hopper, "simt": _large_median(cuconv, f"{IGEMM}_us"),
-            "cutlass": _large_median(cuconv, "cutlass_tf32x3_us"), "library": _large_median(cuconv, "best_lib_us"),
+    hopper = large_median(cuconv, "hopper_us") if on_wgmma(cuconv) else math.nan
+    return {"direct": large_median(cuconv, "direct_us"), "mma": large_median(cuconv, f"{TF32X3}_us"),
+            "hopper": hopper, "simt": large_median(cuconv, f"{IGEMM}_us"),
+            "cutlass": large_median(cuconv, "cutlass_tf32x3_us"), "library": large_median(cuconv, "best_lib_us"),
             "share": tables.share_faster(cuconv["speedup"]), "geomean": tables.geomean(cuconv["speedup"]),
             "fp32_share": tables.share_faster(cuconv["fp32_speedup"]), "layers": len(cuconv),
             "error": mine, "fp32_error": simt_err}  # fmt: skip
@@ -54,9 +54,9 @@ def result_lines(t: dict[str, Any]) -> list[str]:
     bound, bound_is = direct_bound(t)
     errors = direct_errors(t)
     worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
-    on_wgmma = hopper == hopper
+    has_hopper = hopper == hopper
     wgmma = ""
-    if on_wgmma:  # the Hopper family's median, and the direct kernels' (mma.sync or wgmma, the faster per layer)
+    if has_hopper:  # the Hopper family's median, and the direct kernels' (mma.sync or wgmma, the faster per layer)
         wgmma = (f" On Hopper's own tensor-core instruction, wgmma, our kernels reach {hopper:.1f} TFLOP/s (Winograd's "
                  f"rate effective), and the faster of our two direct kernels per layer {direct:.1f}.")  # fmt: skip
     accuracy = (f"FP32 accuracy on tensor cores {'holds' if worst <= DIRECT_TOLERANCE else 'does not hold'} (the "
@@ -70,7 +70,7 @@ def result_lines(t: dict[str, Any]) -> list[str]:
         speed = (f"; its speed does not: {direct:.1f} TFLOP/s is {100 * direct / bound:.0f}% of the 3xTF32 bound "
                  f"({bound:.0f} TFLOP/s, {bound_is})")  # fmt: skip
         speed += ", short of the library's transforms on the large layers" if direct < h["library"] else ""
-        same = "on the same instruction " if not on_wgmma else "(on mma.sync) "
+        same = "on the same instruction " if not has_hopper else "(on mma.sync) "
         speed += f", and CUTLASS's kernel {same}is {cutlass / direct:.2f}x faster." if cutlass > direct else "."
     return [
         f"**Question**: can FP32 accuracy run at tensor-core speed? Every product split into TF32 halves, three "

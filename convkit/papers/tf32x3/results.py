@@ -126,13 +126,13 @@ def _tflops(rows: Any, us: str) -> Any:
     return rows["gflop"] / rows[us] * 1e3
 
 
-def _large_median(cuconv: Any, us: str) -> float:
+def large_median(cuconv: Any, us: str) -> float:
     """The median TFLOP/s (direct-method FLOPs over the time in column ``us``) on cuConv's layers of at least
     :data:`LARGE_GFLOP`, over those that have the time."""
     return float(_tflops(cuconv[cuconv["gflop"] >= LARGE_GFLOP], us).median())
 
 
-def _on_wgmma(cuconv: Any) -> bool:
+def on_wgmma(cuconv: Any) -> bool:
     """Whether the run recorded the kernels on Hopper's wgmma (``hopper_us``) on cuConv's layers."""
     return "hopper_us" in cuconv and bool(cuconv["hopper_us"].notna().any())
 
@@ -142,7 +142,7 @@ def direct_bound(t: dict[str, Any]) -> tuple[float, str]:
     instruction they ran, wgmma's where the run recorded them on it and the ceilings measured its peak, else
     mma.sync's."""
     wgmma = t["ceilings"].get("tf32_wgmma_peak_tflops", math.nan)
-    if _on_wgmma(t["cuconv"]) and wgmma == wgmma:
+    if on_wgmma(t["cuconv"]) and wgmma == wgmma:
         return wgmma / 3, "a third of the wgmma peak"
     return t["ceilings"].get("tf32_mma_peak_tflops", math.nan) / 3, "a third of the mma.sync peak"
 
@@ -165,7 +165,7 @@ def targets(t: dict[str, Any]) -> Any:
     cuconv, lu, chang = t["cuconv"], t["lu2020"], t["chang2022"]
     counted = cuconv[cuconv["gflop"] >= COUNTED_GFLOP]
     one = cuconv[cuconv["r"] == 1]
-    direct, simt = _large_median(cuconv, "direct_us"), _large_median(cuconv, f"{IGEMM}_us")
+    direct, simt = large_median(cuconv, "direct_us"), large_median(cuconv, f"{IGEMM}_us")
     bound = direct_bound(t)[0]
     both = t["table"].dropna(subset=["cutlass_tf32x3_us", "direct_us"])
     vs_cutlass = tables.share_faster(both["cutlass_tf32x3_us"] / both["direct_us"])
@@ -206,8 +206,8 @@ def targets(t: dict[str, Any]) -> Any:
         row(f"median error for K >= {ERROR_K}, normal inputs", f"{simt_err:.2e}", f"{mine:.2e}",
             "at most the FP32 kernel's", mine <= simt_err),
     ]  # fmt: skip
-    if _on_wgmma(cuconv):  # the Hopper family, where the run recorded it
-        hopper = _large_median(cuconv, "hopper_us")
+    if on_wgmma(cuconv):  # the Hopper family, where the run recorded it
+        hopper = large_median(cuconv, "hopper_us")
         measure = f"Hopper family (wgmma), median on layers >= {LARGE_GFLOP:.0f} GFLOP"
         rows.insert(4, row(measure, "-", f"{hopper:.1f} TFLOP/s", f">= {TARGET_HOPPER:.0f} TFLOP/s",
                            hopper >= TARGET_HOPPER))  # fmt: skip
@@ -251,7 +251,7 @@ def ladder(t: dict[str, Any]) -> Any:
     )
     rows = []
     for step, column in (s for s in steps if s[1] in large):  # a kernel the run did not record has no step
-        rate = _large_median(t["cuconv"], column)
+        rate = large_median(t["cuconv"], column)
         bound = wgmma_bound if column in on_wgmma and wgmma_bound == wgmma_bound else mma_bound
         rows.append({"step": step, "layers": int(large[column].notna().sum()), "median TFLOP/s": rate,
                      "share of SGEMM": rate / ceilings["sgemm_tflops"],
