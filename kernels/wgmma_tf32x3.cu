@@ -117,8 +117,9 @@
 #ifndef CONVKIT_WG_TIMELINE  // scripts/wgmma_probe.py alone: 1 the gathering kernel's blocks stamp their phases
 #define CONVKIT_WG_TIMELINE 0  // past the output's end (CONVKIT_STAMP; the output right, the buffer longer)
 #endif
-// With CONVKIT_WG_TIMELINE, slot `slot` of this block's TIMELINE_STAMPS stamps set to `value` (%clock64, the SM's cycles, or
-// %globaltimer, nanoseconds on the GPU's clock: timeline_ns), for where a call of a few K-tiles spends its time.
+// With CONVKIT_WG_TIMELINE, slot `slot` of this block's TIMELINE_STAMPS stamps set to `value` (%clock64, the SM's
+// cycles, or %globaltimer, nanoseconds on the GPU's clock: timeline_ns), for where a call of a few K-tiles spends its
+// time.
 #if CONVKIT_WG_TIMELINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVKIT_STAMP(slot, value) (timeline[slot] = (value))
 constexpr int TIMELINE_STAMPS = 10;  // (scripts/wgmma_probe.py's STAMPS)

@@ -14,8 +14,11 @@ from convkit.papers.tf32x3 import results
 def measured_3xtf32(directory: Path, experiment: str) -> bool:
     """Whether the sweep ``experiment`` recorded in ``directory`` ran the 3xTF32 kernel (a GPU without TF32 tensor
     cores runs the FP32 kernels and the libraries alone)."""
-    sweep = results.load(directory, experiment)["sweep"]
-    return bool(len(sweep)) and bool((sweep["variant"] == results.TF32X3).any())
+    from convkit.study.results import load_results
+
+    if not (Path(directory) / f"{experiment}.csv").is_file():
+        return False
+    return bool((load_results(Path(directory), experiment)[0]["variant"] == results.TF32X3).any())
 
 
 def where_shown(directory: Path, experiment: str, book_gpu: str) -> tuple[Path, str, str]:

@@ -42,7 +42,7 @@ def headline(t: dict[str, Any]) -> dict[str, Any]:
 
 def _direct_words(h: dict[str, Any]) -> str:
     """What :func:`headline`'s ``direct`` measures: the mma.sync kernel, or with the wgmma one the faster per layer."""
-    return "3xTF32 implicit GEMM" if h["hopper"] != h["hopper"] else "direct 3xTF32 kernels (the faster per layer)"
+    return "3xTF32 implicit GEMM" if math.isnan(h["hopper"]) else "direct 3xTF32 kernels (the faster per layer)"
 
 
 def result_lines(t: dict[str, Any]) -> list[str]:
@@ -54,7 +54,7 @@ def result_lines(t: dict[str, Any]) -> list[str]:
     bound, bound_is = direct_bound(t)
     errors = direct_errors(t)
     worst = float(errors["rel_err"].astype(float).max()) if len(errors) else math.nan
-    has_hopper = hopper == hopper
+    has_hopper = not math.isnan(hopper)
     wgmma = ""
     if has_hopper:  # the Hopper family's median, and the direct kernels' (mma.sync or wgmma, the faster per layer)
         wgmma = (f" On Hopper's own tensor-core instruction, wgmma, our kernels reach {hopper:.1f} TFLOP/s (Winograd's "

@@ -137,14 +137,18 @@ def on_wgmma(cuconv: Any) -> bool:
     return "hopper_us" in cuconv and bool(cuconv["hopper_us"].notna().any())
 
 
+def bound_of(ceilings: dict[str, float], wgmma: bool) -> tuple[float, str]:
+    """(TFLOP/s, what it is) that bounds a 3xTF32 kernel: a third of the TF32 peak of its instruction, wgmma's
+    (``wgmma``) where the ceilings measured it, else mma.sync's."""
+    if wgmma and not math.isnan(ceilings.get("tf32_wgmma_peak_tflops", math.nan)):
+        return ceilings["tf32_wgmma_peak_tflops"] / 3, "a third of the wgmma peak"
+    return ceilings.get("tf32_mma_peak_tflops", math.nan) / 3, "a third of the mma.sync peak"
+
+
 def direct_bound(t: dict[str, Any]) -> tuple[float, str]:
-    """(TFLOP/s, what it is) that bounds our direct 3xTF32 kernels: a third of the TF32 peak of the fastest
-    instruction they ran, wgmma's where the run recorded them on it and the ceilings measured its peak, else
-    mma.sync's."""
-    wgmma = t["ceilings"].get("tf32_wgmma_peak_tflops", math.nan)
-    if on_wgmma(t["cuconv"]) and wgmma == wgmma:
-        return wgmma / 3, "a third of the wgmma peak"
-    return t["ceilings"].get("tf32_mma_peak_tflops", math.nan) / 3, "a third of the mma.sync peak"
+    """:func:`bound_of` our direct 3xTF32 kernels: of the fastest instruction they ran, wgmma where the run recorded
+    them on it."""
+    return bound_of(t["ceilings"], on_wgmma(t["cuconv"]))
 
 
 def direct_errors(t: dict[str, Any]) -> Any:
@@ -235,8 +239,7 @@ def ladder(t: dict[str, Any]) -> Any:
 
     large = t["cuconv"][t["cuconv"]["gflop"] >= LARGE_GFLOP]
     ceilings = t["ceilings"]
-    mma_bound, wgmma_bound = (ceilings.get(f"tf32_{i}_peak_tflops", math.nan) / 3 for i in ("mma", "wgmma"))
-    on_wgmma = {f"{WGMMA}_us", f"{WINOGRAD_WGMMA}_us"}
+    wgmma_columns = {f"{WGMMA}_us", f"{WINOGRAD_WGMMA}_us"}
     steps = (
         ("FP32 implicit GEMM (ours)", f"{IGEMM}_us"),
         ("FP32 Winograd (ours, effective)", f"{WINOGRAD}_us"),
@@ -252,7 +255,7 @@ def ladder(t: dict[str, Any]) -> Any:
     rows = []
     for step, column in (s for s in steps if s[1] in large):  # a kernel the run did not record has no step
         rate = large_median(t["cuconv"], column)
-        bound = wgmma_bound if column in on_wgmma and wgmma_bound == wgmma_bound else mma_bound
+        bound = bound_of(ceilings, column in wgmma_columns)[0]
         rows.append({"step": step, "layers": int(large[column].notna().sum()), "median TFLOP/s": rate,
                      "share of SGEMM": rate / ceilings["sgemm_tflops"],
                      "share of the 3xTF32 bound": rate / bound})  # fmt: skip
