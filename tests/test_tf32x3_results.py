@@ -230,3 +230,22 @@ def test_a_second_gpu_s_whole_run_gets_its_own_standing_a_quick_run_none(tmp_pat
     assert len(table) == 3 and sum(column.endswith("(quick): speed-up") for column in table) == 1
     assert (table["H200: speed-up"] > table["H100 80GB HBM3: speed-up"]).all()
     assert (table["H200: best library (us)"] == table["H100 80GB HBM3: best library (us)"]).all()  # not TF32
+
+
+def test_a_quick_run_alone_is_shown_without_the_measures_it_did_not_take():
+    """The H200's recorded quick run (no accuracy experiment, no sample measured again): the chapter reads it where
+    the folder has no full run, and its opening, standing and ties sentence say nothing of what it did not measure
+    (no NaN where a reader looks)."""
+    from convkit.book import chapter
+
+    h200 = RECORDED.parent / "nvidia-h200"
+    shown = chapter.results("tf32x3", "recorded", recorded_gpu="nvidia-h200")
+    assert shown.experiment == "tf32x3_quick" and len(shown.frame)
+    t = results.chapter_tables(h200, recorded_ceilings(h200), shown.experiment)
+    assert t["accuracy"].empty and t["spread"]["cases"] == 0
+    words = " ".join(opening.result_lines(t)) + tables.ties_words(t["cuconv"]["speedup"], t["spread"])
+    assert "nan" not in words.lower() and "median error" not in words
+    assert "no difference is counted as a tie" in words
+    standing = results.standing(t)
+    assert not any("median error" in measure for measure in standing.index)
+    assert "nan" not in standing.to_string().lower()

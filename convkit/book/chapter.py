@@ -71,7 +71,8 @@ def results(
     name: str, device: str = "auto", *, quick: bool = False, recorded_gpu: str = DEFAULT_RECORDED_GPU
 ) -> Results:
     """A paper's sweep (``name`` as registered): measured now on the GPU, resuming what this GPU recorded
-    (quick runs into ``<experiment>_quick``), or the recorded rows without one."""
+    (quick runs into ``<experiment>_quick``), or the recorded rows without one: the full run's, or where
+    ``recorded_gpu`` recorded only the quick run (a second GPU's folder), that."""
     from convkit.papers import paper
 
     entry = paper(name)
@@ -80,6 +81,8 @@ def results(
     experiment = entry.experiment + (QUICK_SUFFIX if quick and mode == "gpu" else "")
     if mode == "gpu":
         entry.measure(directory, quick=quick, experiment=experiment)
+    elif not (directory / f"{experiment}.csv").is_file() and (directory / f"{experiment}{QUICK_SUFFIX}.csv").is_file():
+        experiment += QUICK_SUFFIX
     return load(directory, experiment, mode == "gpu")
 
 

@@ -203,6 +203,16 @@ def ties(speedups: Any, tolerance: float) -> int:
     return int(((speedups - 1).abs() <= tolerance).sum())
 
 
+def ties_words(speedups: Any, spread: dict[str, float], what: str = "layers") -> str:
+    """The run-to-run spread (:func:`spread`) in a sentence, with how many of ``speedups`` lie within its 95th
+    percentile of 1.0x (ties); where the run measured no sample again, that no difference counts as a tie."""
+    if not spread.get("cases"):
+        return "No sample of this run was measured again in a fresh process, so no difference is counted as a tie."
+    return (f"Run to run, a median time moves by {spread['median']:.1%} (95th percentile {spread['p95']:.1%}, "
+            f"{spread['cases']} cases measured again in a fresh process); {ties(speedups, spread['p95'])} {what} "
+            "lie within that of 1.0x and are ties.")  # fmt: skip
+
+
 def best_rows(
     frame: Any, variants: Sequence[str], ceilings: dict[str, float] | None = None, *, where: Any = None
 ) -> Any:
