@@ -146,19 +146,16 @@ def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
 
 
 def pixel_rows_splits_taps(problem: ConvProblem) -> list[WgmmaWsLaunch]:
-    """:func:`pixel_rows_splits`' settings on a batch-1 layer of more than one tap whose output tiles of 128 filters
-    fill at most half the SMs and which has 3 K-tiles or more (3x3 and 5x5 layers of a few microseconds, K of
-    hundreds to thousands: blocks of 16 or 32 filters split over K give such a layer's many K-tiles more SMs).
-    Tuning candidates only (the first-use pick does not take them)."""
+    """:func:`pixel_rows_splits`' settings on a batch-1 layer of more than one tap, 3 K-tiles or more, whose tiles of
+    128 filters fill at most half the SMs (a few microseconds, K of hundreds to thousands: blocks of 16 or 32 filters
+    split over K give its K-tiles more SMs). Tuning candidates; the first-use pick does not take them."""
     if problem.r * problem.s == 1 or problem.n > 1 or output_tiles(problem) > sm_count() // 2 or k_tiles(problem) < 3:
         return []
     return _pixel_rows_split_settings(problem)
 
 
 def _pixel_rows_split_settings(problem: ConvProblem) -> list[WgmmaWsLaunch]:
-    """:data:`PIXEL_ROWS_CLUSTER` at each of :data:`PIXEL_ROW_FILTERS` with K split in 2, 4 and 8 (a split count kept
-    once where two share their splits in effect), where the tiles' clusters all run at once; the producer in halves
-    where a split has :data:`SPLIT_HALVES_K_TILES` K-tiles or more."""
+    """:func:`pixel_rows_splits`' settings, whatever the layer."""
     out, seen = [], set()
     for filters in PIXEL_ROW_FILTERS:
         for splits in (2, 4, 8):
