@@ -799,18 +799,3 @@ def test_winograd_on_wgmma_declares_its_operands_products_and_candidates(monkeyp
     monkeypatch.setattr(gpu, "compute_capability", lambda: (8, 0))
     (reason,) = variant.not_supported_reasons(p)
     assert "compute capability 9.0" in reason and "sm_80" in reason
-
-
-def test_the_pixel_rows_k_split_on_batch_one_layers_of_several_taps_is_a_tuning_candidate_alone():
-    """On a batch-1 3x3 or 5x5 layer of a few output tiles and enough K-tiles, the 1x1 layers' pixel rows with K split
-    over a cluster are tuned too (16 and 32 filters a block, in 2, 4 and 8 where the clusters fit); the first-use
-    pick does not take them, and neither a larger batch, a 1x1 layer nor a layer of many tiles has them."""
-    p = ConvProblem.same(1, 256, 14, 14, 128, 3)  # 4 tiles of 128 x 128, 72 K-tiles
-    taps = wgmma_settings.pixel_rows_splits_taps(p)
-    assert [(s.filters, s.effective_splits(p), s.producer_halves) for s in taps] == [
-        (16, 2, True), (16, 4, True), (16, 8, True), (32, 2, True), (32, 4, True), (32, 8, True)]  # fmt: skip
-    assert all(s.cluster and s.splits for s in taps) and set(taps) <= set(wgmma_settings.wgmma_candidates(p))
-    assert wgmma_pick.wgmma_default(p) not in taps
-    assert not wgmma_settings.pixel_rows_splits_taps(ConvProblem.same(8, 256, 14, 14, 128, 3))  # batch 8
-    assert not wgmma_settings.pixel_rows_splits_taps(ConvProblem(1, 256, 14, 14, 128, 1, 1))  # 1x1: their own rule
-    assert not wgmma_settings.pixel_rows_splits_taps(ConvProblem.same(1, 64, 112, 112, 64, 3))  # 98 tiles

@@ -74,7 +74,6 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
         *tap_pair_candidates(problem),
         *small_grid_candidates(problem),
         *pixel_rows_splits(problem),
-        *pixel_rows_splits_taps(problem),
     ]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
             *narrower]  # fmt: skip
@@ -139,23 +138,10 @@ def pixel_rows_splits(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     GFLOP): the fastest candidate with these over the fastest without them 1.04-1.30x on 23 (the fastest a K-tile a
     split on 8 of them, in 2 on 3, in halves on 9), none slower by over 2%; the best over cuBLAS SGEMM 1.006x at the
     geometric mean (faster on 32), was 0.965x (26). Not on 2 K-tiles, where they ran 0.86-0.96x the fastest of the
-    rest."""
+    rest; nor on batch-1 3x3 and 5x5 layers of at most 66 tiles (31 of cuConv's; ``tf32x3_probe.py``, 2026-12-05):
+    the fastest of them over our direct kernels before 0.61x at the geometric mean, faster on 2, fastest on none."""
     if problem.r * problem.s > 1 or not (problem.m <= 32 or small_grid(problem)) or k_tiles(problem) < 3:
         return []
-    return _pixel_rows_split_settings(problem)
-
-
-def pixel_rows_splits_taps(problem: ConvProblem) -> list[WgmmaWsLaunch]:
-    """:func:`pixel_rows_splits`' settings on a batch-1 layer of more than one tap, 3 K-tiles or more, whose tiles of
-    128 filters fill at most half the SMs (a few microseconds, K of hundreds to thousands: blocks of 16 or 32 filters
-    split over K give its K-tiles more SMs). Tuning candidates; the first-use pick does not take them."""
-    if problem.r * problem.s == 1 or problem.n > 1 or output_tiles(problem) > sm_count() // 2 or k_tiles(problem) < 3:
-        return []
-    return _pixel_rows_split_settings(problem)
-
-
-def _pixel_rows_split_settings(problem: ConvProblem) -> list[WgmmaWsLaunch]:
-    """:func:`pixel_rows_splits`' settings, whatever the layer."""
     out, seen = [], set()
     for filters in PIXEL_ROW_FILTERS:
         for splits in (2, 4, 8):
