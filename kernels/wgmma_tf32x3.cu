@@ -36,9 +36,8 @@
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
 // producer's loads of two K-tiles in flight, a half's each); its experiments, off in every build the op runs
-// (convkit.families.tf32x3.wgmma_settings.WS_EXPERIMENTS), CONVKIT_WS_SUMS_BATCHED (its cluster's sums added a batch
-// of pieces a warp), CONVKIT_WS_WEIGHTS_IN_BLOCK (its weights split by its consumers) and CONVKIT_WS_BIAS_EARLY (its
-// bias loaded before the main loop); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main loop
+// (convkit.families.tf32x3.wgmma_settings.WS_EXPERIMENTS), CONVKIT_WS_WEIGHTS_IN_BLOCK (its weights split by its
+// consumers); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main loop
 // (the products, the staging, or all but the weights' traffic) and CONVKIT_WG_TIMELINE stamps the gathering kernel's
 // blocks' phases. Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two
 // stages, 192 in three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but
@@ -90,14 +89,8 @@
 #ifndef CONVKIT_WS_PRODUCER_HALVES  // the gathering kernel: 1 its producer's two halves stage alternate K-tiles, each
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
 #endif
-#ifndef CONVKIT_WS_SUMS_BATCHED  // the gathering kernel over a cluster: 1 its sums added by every consumer warp, a
-#define CONVKIT_WS_SUMS_BATCHED 0  // batch of 32-pixel pieces a warp, their loads in flight together (an experiment)
-#endif
 #ifndef CONVKIT_WS_WEIGHTS_IN_BLOCK  // the gathering kernel at 32 or 16 filters, a block a tile: 1 its weights read as
 #define CONVKIT_WS_WEIGHTS_IN_BLOCK 0  // given, split by its consumers into the stages (an experiment)
-#endif
-#ifndef CONVKIT_WS_BIAS_EARLY  // the gathering kernel at 32 or 16 filters: 1 its consumers' bias loaded before the
-#define CONVKIT_WS_BIAS_EARLY 0  // main loop, not as they store (store_pixel_rows; an experiment)
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -932,7 +925,10 @@ __device__ __forceinline__ void leave_pixel_row_sums(const float (&acc)[FILTERS 
 // loop: from the first consumer's sums left to the cluster's stored, 1.9 us of 3.6 a block at 16 filters in 4 or 8
 // splits (54x54 96->16, 28x28 192->16: 2 rows a block, so two of its eight warps, each of 4 pixels a lane in turn),
 // 1.6-2.5 at 32 filters in 2-8, 3.7 of 6.4 at 128 in 8 (28x28 256->256), where the main loop up to the sums left took
-// 1.7-2.7 on layers of at most 8 K-tiles (H200, 2026-12-04, scripts/wgmma_probe.py --batch-one-timeline).
+// 1.7-2.7 on layers of at most 8 K-tiles (H200, 2026-12-04, scripts/wgmma_probe.py --batch-one-timeline). Its rows'
+// pieces dealt to every warp in batches, each lane's loads from the cluster's blocks in flight together before it
+// added any (an experiment, 2026-12-05, scripts/wgmma_probe.py --batch-one-experiments), were no faster: 0.999x the
+// call at the geometric mean over the 73 layers where it ran (faster on 33), so a warp a row stays.
 __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, const float* bias, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ)
 {
@@ -943,47 +939,9 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
     unsigned from[SPLITS];  // the tile of sums in each block of the cluster
 #pragma unroll
     for (int k = 0; k < SPLITS; ++k) from[k] = cluster::mapped(shared_address(sums), k);
-    int at[PER_LANE];  // (the pieces' own with SUMS_BATCHED)
+    int at[PER_LANE];
     lane_pixels<WIDTH>(at, lane, M, pixel0, pixels, pq_count);
     const int first = (int)cluster::rank() * ROWS, last = min(first + ROWS, FILTERS);
-#if CONVKIT_WS_SUMS_BATCHED
-    // The share's pieces (a row's 32 pixels lane + 32 c) dealt to the warps in turn, piece i to warp i % WARPS (at
-    // 16 filters in 8 splits, 2 rows: 8 pieces, one a warp, where a warp a row left six idle), BATCH of a warp's at a
-    // time: each lane loads the batch's values from every block of the cluster before it adds any (a round trip of
-    // the cluster's shared memory a batch, where a piece a round trip set the pace), then adds and stores them.
-    constexpr int PIECES = ROWS * PER_LANE, PER_WARP = (PIECES + WARPS - 1) / WARPS;
-    constexpr int BATCH = PER_WARP < 32 / SPLITS ? PER_WARP : 32 / SPLITS;  // (at most 32 values a lane)
-#pragma unroll 1
-    for (int b0 = 0; b0 < PER_WARP; b0 += BATCH) {
-        float values[BATCH][SPLITS], added[BATCH];  // (the bias loaded with them: no round trip of its own)
-        int place[BATCH], filter[BATCH];
-#pragma unroll
-        for (int b = 0; b < BATCH; ++b) {
-            const int piece = warp + WARPS * (b0 + b), row = first + piece / PER_LANE;
-            const int pixel = lane + 32 * (piece % PER_LANE);
-            filter[b] = m0 + row;
-            const bool mine = b0 + b < PER_WARP && piece < PIECES && row < last && filter[b] < M;
-            place[b] = mine ? pixel_place((unsigned)pixel0 + pixel, M, pixels, pq_count) : -1;
-            const unsigned offset = 4 * (row * SUMS_PITCH + pixel);
-#pragma unroll
-            for (int k = 0; k < SPLITS; ++k) values[b][k] = place[b] >= 0 ? cluster::load(from[k] + offset) : 0.0f;
-            added[b] = place[b] >= 0 && bias != nullptr ? bias[filter[b]] : 0.0f;
-        }
-#pragma unroll
-        for (int b = 0; b < BATCH; ++b) {
-            if (place[b] < 0) continue;
-            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;  // sum_planes's order (kernels/split_sum.cuh)
-            int k = 0;
-#pragma unroll
-            for (; k + 4 <= SPLITS; k += 4)
-                a0 += values[b][k], a1 += values[b][k + 1], a2 += values[b][k + 2], a3 += values[b][k + 3];
-#pragma unroll
-            for (; k < SPLITS; ++k) a0 += values[b][k];
-            const float sum = (a0 + a1) + (a2 + a3);
-            out[place[b] + filter[b] * (int)pq_count] = bias != nullptr ? sum + added[b] : sum;
-        }
-    }
-#else
     for (int row = first + warp; row < last; row += WARPS) {
         const int m = m0 + row;
         if (m >= M) break;  // (the same for the whole warp)
@@ -1006,7 +964,6 @@ __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, 
             out[at[c] + m * (int)pq_count] = bias != nullptr ? sum + bias[m] : sum;
         }
     }
-#endif
 }
 
 // A consumer warp's rows for store_tile_staged (but with SPLIT_K): past the stages and their barriers,
@@ -1081,10 +1038,12 @@ __device__ __forceinline__ void multiply_k_tiles(int count, Issue&& issue, Add&&
     }
 }
 
-// With CONVKIT_WS_BIAS_EARLY, a consumer thread's filters' bias (store_pixel_rows' columns 8 j + 2 (lane % 4) + e,
-// zero past M or without one) into `early`, loaded before the main loop: the rows' store then waits on no load after
-// the last products (on a block of a K-tile or two, the store took about 1.0 us after its last K-tile was staged;
-// scripts/wgmma_probe.py --batch-one-timeline, H200, 2026-12-04).
+// A consumer thread's filters' bias (store_pixel_rows' columns 8 j + 2 (lane % 4) + e, zero past M or without one)
+// into `early`, loaded before the main loop: the rows' store then waits on no load after the last products (on a
+// block of a K-tile or two, the store took about 1.0 us after its last K-tile was staged; scripts/wgmma_probe.py
+// --batch-one-timeline, H200, 2026-12-04). Over the bias loaded as stored, the whole call 1.045x at the geometric
+// mean, faster on each of the 11 batch-1 1x1 layers whose first-use pick stores its rows (H200, 2026-12-05,
+// --batch-one-experiments).
 __device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], const float* bias, int m0, int M, int lane)
 {
 #pragma unroll
@@ -1097,10 +1056,10 @@ __device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], con
 }
 
 // With PIXEL_ROWS, a consumer's 64 pixels (from pixel0) by the block's FILTERS filters (from m0) into out (NMPQ), the
-// bias added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16 (two pixels), columns 8 j +
+// bias loaded early (load_bias_early) added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16 (two pixels), columns 8 j +
 // 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
-__device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, const float* bias, int m0,
-                                                 int M, long long pixel0, long long pixels, long long PQ, int thread,
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, int m0, int M,
+                                                 long long pixel0, long long pixels, long long PQ, int thread,
                                                  const float (&early)[FILTERS / 4])
 {
     const int lane = thread % 32, warp = thread / 32;
@@ -1115,7 +1074,7 @@ __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2]
         for (int e = 0; e < 2; ++e) {
             const int m = m0 + 8 * j + 2 * (lane % 4) + e;
             if (m >= M) continue;
-            const float add = CONVKIT_WS_BIAS_EARLY ? early[2 * j + e] : bias != nullptr ? bias[m] : 0.0f;
+            const float add = early[2 * j + e];
 #pragma unroll
             for (int half = 0; half < 2; ++half)
                 if (at[half] >= 0) out[at[half] + m * (int)pq_count] = acc[4 * j + 2 * half + e] + add;
@@ -1135,7 +1094,7 @@ __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long lo
     float acc[ACCS], early[FILTERS / 4];
 #pragma unroll
     for (int i = 0; i < ACCS; ++i) acc[i] = 0.0f;
-    if constexpr (CONVKIT_WS_BIAS_EARLY && !ClusterSums) load_bias_early(early, bias, m0, M, threadIdx.x % 32);
+    if constexpr (!ClusterSums) load_bias_early(early, bias, m0, M, threadIdx.x % 32);
     auto add = [&](int j, const float (&sums)[ACCS]) {
         arrive(empty + (turn0 + j) % WS_STAGES);
 #pragma unroll
@@ -1153,7 +1112,7 @@ __device__ __forceinline__ void consume_pixel_rows(float* smem, unsigned long lo
     if constexpr (ClusterSums)
         leave_pixel_row_sums(acc, smem, group);  // (add_cluster_sums stores them, added over the cluster)
     else
-        store_pixel_rows(acc, out, bias, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128, early);
+        store_pixel_rows(acc, out, m0, M, pixel0 + group * 64, pixels, PQ, threadIdx.x % 128, early);
 }
 
 // A consumer warpgroup (`group` 0 or 1) over an output tile's K-tiles: waits for each stage, issues its 12 products

@@ -441,33 +441,27 @@ def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capabil
 
 
 def test_the_experiments_build_only_where_they_run(monkeypatch):
-    """The gathering kernel's experiments (:func:`~convkit.families.tf32x3.wgmma_settings.with_experiments`): the
-    cluster's sums batched where K is split over a cluster; the weights split in the block at 32 or 16 filters, a
-    block a tile of at most its stages' K-tiles (4), any K split over a cluster, no workspace, its operands x and w
-    as given; the bias early at 32 or 16 filters where the block stores its rows (K whole). Refused elsewhere naming
-    ``experiments``, before any build."""
+    """The gathering kernel's experiment (:func:`~convkit.families.tf32x3.wgmma_settings.with_experiments`): the
+    weights split in the block at 32 or 16 filters, a block a tile of at most its stages' K-tiles (4), any K split
+    over a cluster, no workspace, its operands x and w as given. Refused elsewhere naming ``experiments``, before any
+    build."""
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
     of, rows = wgmma_settings.with_experiments, wgmma_settings.PIXEL_ROWS_CLUSTER  # (32 filters, in 8)
     deep, shallow = ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ConvProblem(1, 64, 7, 7, 40, 1, 1, pad=0)  # 10, 2
-    both = of(rows, deep, "weights in block", "sums batched")  # (5 splits of 2 K-tiles over a cluster)
-    assert both.experiments == ("sums batched", "weights in block") and both.persistent is None and both.early is None
-    assert both.options(deep)[-2:] == ("-DCONVKIT_WS_SUMS_BATCHED=1", "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1")
-    assert both.workspace_bytes(deep) == 0 and both.operands(deep, 1, 2, None) == (1, 2)
-    assert of(rows, deep, "bias early") is None  # (the cluster's blocks add and store the sums)
-    assert of(dataclasses.replace(rows, cluster=None), deep, "bias early") is None  # (planes, summed with the bias)
+    in_block = of(rows, deep, "weights in block")  # (5 splits of 2 K-tiles over a cluster)
+    assert in_block.experiments == ("weights in block",) and in_block.persistent is None and in_block.early is None
+    assert in_block.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1"
+    assert in_block.workspace_bytes(deep) == 0 and in_block.operands(deep, 1, 2, None) == (1, 2)
     assert of(dataclasses.replace(rows, splits=2), deep, "weights in block") is None  # (5 K-tiles a block)
     assert of(dataclasses.replace(rows, cluster=None), deep, "weights in block") is None  # (split over planes)
-    assert of(dataclasses.replace(rows, cluster=None), deep, "sums batched") is None
     persistent = wgmma_settings.GATHERED_PIXEL_ROWS
     assert of(persistent, shallow, "weights in block").persistent is None  # (2 K-tiles, K whole)
-    assert of(persistent, shallow, "bias early").persistent  # (as it was)
-    assert of(persistent, shallow, "bias early").workspace_bytes(shallow) == persistent.workspace_bytes(shallow)
     for refused in (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.GATHERED_NARROW, wgmma_settings.SPLIT_AHEAD):
-        assert of(refused, shallow, "weights in block") is None and of(refused, shallow, "bias early") is None
-    assert of(rows, deep, "faster") is None and of(rows, deep) is None
-    for wrong in (dataclasses.replace(both, splits=2), dataclasses.replace(both, experiments=("faster",))):
+        assert of(refused, shallow, "weights in block") is None
+    assert of(rows, deep, "sums batched") is None and of(rows, deep) is None  # (measured, gone)
+    for wrong in (dataclasses.replace(in_block, splits=2), dataclasses.replace(in_block, experiments=("faster",))):
         (reason,) = wrong.not_supported_reasons(deep)
         assert reason.startswith("experiments must be")
 
@@ -628,26 +622,6 @@ def assert_same_bits(build_dir: Path, problem: ConvProblem, launch: wgmma.WgmmaW
     assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
 
 
-#: The settings of :data:`WS_SETTINGS` that add their K split's sums over a cluster (the kernel's add_cluster_sums).
-CLUSTER_SUMS = tuple(s for s in wgmma_settings.WS_SETTINGS if s.cluster)
-
-
-@pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
-                                     ConvProblem(2, 37, 9, 11, 131, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3)],
-                         ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", CLUSTER_SUMS, ids=ws_id)
-def test_the_cluster_sums_batched_are_the_same_bits_on_the_cpu(build_dir, launch, problem, monkeypatch):
-    """The experiment's cluster sums (CONVKIT_WS_SUMS_BATCHED: every consumer warp a batch of pieces, their loads
-    first) add the same values in the same order as a warp a row: the outputs equal bit for bit, and float64's within
-    the bar. Clusters of 2 to 8 (5 of 10 K-tiles in 8, its last block no rows at 16 filters; 6 of 12 on a 3x3, the last
-    block one row), filters past the last block's (40, 131, 24) and pixels past the last tile's."""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    batched = wgmma_settings.with_experiments(launch, problem, "sums batched")
-    if batched is None:
-        pytest.skip(f"{ws_id(launch)} splits {problem.label}'s K-tiles over no cluster")
-    assert_same_bits(build_dir, problem, launch, batched)
-
-
 #: The pixel rows a block a tile, for the weights split in the block: K whole at 32 filters, and K split over a
 #: cluster at 16 in 4, at 32 in 8 with the producer in halves, at 16 in 2 with one K-tile in flight.
 _IN_BLOCK_OF = (dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, persistent=None, filters=32),
@@ -674,24 +648,6 @@ def test_the_weights_split_in_the_block_are_the_same_bits_on_the_cpu(build_dir, 
     if in_block is None:
         pytest.skip(f"{problem.label} leaves a block of {ws_id(launch)} more K-tiles than its stages")
     assert_same_bits(build_dir, problem, dataclasses.replace(launch, persistent=None, early=None), in_block)
-
-
-#: The pixel rows storing their own rows, for the bias loaded early: persistent at 32 filters (two K-tiles in flight),
-#: in halves (one), and a block a tile at 16.
-_BIAS_EARLY_OF = (wgmma_settings.GATHERED_PIXEL_ROWS, wgmma_settings.PIXEL_ROWS_HALVES, wgmma.WgmmaWsLaunch(filters=16))
-
-
-@pytest.mark.parametrize("problem", [ConvProblem(1, 64, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
-                                     ConvProblem(2, 37, 9, 11, 131, 1, 1, pad=0), ConvProblem.same(1, 13, 7, 9, 20, 3)],
-                         ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", _BIAS_EARLY_OF, ids=ws_id)
-def test_the_bias_loaded_early_gives_the_same_bits_on_the_cpu(build_dir, launch, problem, monkeypatch):
-    """The experiment's bias loaded before the main loop (CONVKIT_WS_BIAS_EARLY) gives the bits of the bias loaded as
-    the rows are stored, and float64's within the bar: filters past the last block's (40, 131, 20: a block's columns
-    past M take no bias), pixels past the last tile's, several output tiles a persistent block. (Each pair of
-    filters given the first one's bias failed all 12.)"""
-    monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
-    assert_same_bits(build_dir, problem, launch, wgmma_settings.with_experiments(launch, problem, "bias early"))
 
 
 @pytest.mark.parametrize("slow", ["0,1", "2,3", "4,7", "8,11"])
