@@ -379,6 +379,5 @@ def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> Ex
     if not (spec.filters in PIXEL_ROW_FILTERS and fits):
         return None
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}
-    if "weights in block" in names:
-        fields.update(persistent=None, early=None)
+    fields.update(persistent=None, early=None)  # (the weights split in the block: a block a tile, nothing before it)
     return ExperimentLaunch(**fields, experiments=tuple(sorted(set(names))))
