@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,20 @@ def nvidia_smi(field: str, gpu: str | None = None) -> str:
         return "unknown"
 
 
+def ncu_version(ncu: str | None = None) -> str:
+    """Nsight Compute's version as ``ncu --version`` ends (``Version 2025.3.1.0 (build ...)``) for ``ncu`` (default the
+    one on the PATH): "not installed" where there is none, "unknown" where it does not say."""
+    ncu = ncu or shutil.which("ncu")
+    if ncu is None:
+        return "not installed"
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = out.strip().splitlines()
+    return lines[-1] if lines else "unknown"
+
+
 def _cuda_version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
@@ -69,6 +84,7 @@ def collect() -> dict[str, Any]:
         "cudnn_origin": cudnn.library_origin(),
         "pytorch": pytorch.version() or "not installed",
         "cvcuda": cvcuda_filter.version() or "not installed",
+        "profiler": ncu_version(),
         "convkit": __version__,
         "convkit_commit": convkit_commit(),
         "python": platform.python_version(),
