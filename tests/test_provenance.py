@@ -34,5 +34,10 @@ def test_every_run_names_the_ncu_on_its_path_or_says_there_is_none(tmp_path, mon
     monkeypatch.setattr(gpu, "require_cupy", lambda: NS(cuda=cuda, __version__="14.2.0"))
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.setattr(gpu, "device_name", lambda: "NVIDIA H200")
+    from convkit.libs import cudnn, cvcuda, pytorch
+
+    for library in (cudnn, cvcuda, pytorch):  # (the libraries as they are here, or as another test stood them in)
+        monkeypatch.setattr(library, "version", lambda: None)
+    monkeypatch.setattr(cudnn, "library_origin", lambda: "not found")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
     assert provenance.collect()["profiler"] == "Version 2025.3.1.0 (build 1)"
