@@ -189,8 +189,8 @@ def profile(name: str, directory: Path | None = None, *, ncu: str | None = None)
         raw = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
         rows = rows_from(json.loads(manifest.read_text()), parse_ncu_raw_csv(raw, spec.metrics))
-    here = provenance.collect() | {"profiler": provenance.ncu_version(ncu)}  # (the ncu that profiled, if not PATH's)
-    store = ResultStore.open(directory, spec.experiment, here, columns=columns(spec), key_columns=KEY_COLUMNS)
+    store = ResultStore.open(directory, spec.experiment, provenance.collect(ncu), columns=columns(spec),
+                             key_columns=KEY_COLUMNS)  # fmt: skip
     done = store.done_keys()
     for row in rows:
         if row_key(row, KEY_COLUMNS) not in done:

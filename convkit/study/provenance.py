@@ -62,8 +62,9 @@ def _cuda_version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def collect() -> dict[str, Any]:
-    """Everything a results file must say about where it came from. Needs the GPU."""
+def collect(ncu: str | None = None) -> dict[str, Any]:
+    """Everything a results file must say about where it came from (``ncu``: the Nsight Compute that profiled, where
+    not the PATH's). Needs the GPU."""
     from convkit._version import __version__
     from convkit.core.gpu import compute_capability, device_name, require_cupy
     from convkit.libs import cudnn, pytorch
@@ -84,7 +85,7 @@ def collect() -> dict[str, Any]:
         "cudnn_origin": cudnn.library_origin(),
         "pytorch": pytorch.version() or "not installed",
         "cvcuda": cvcuda_filter.version() or "not installed",
-        "profiler": ncu_version(),
+        "profiler": ncu_version(ncu),
         "convkit": __version__,
         "convkit_commit": convkit_commit(),
         "python": platform.python_version(),
