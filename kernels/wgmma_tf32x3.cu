@@ -35,9 +35,8 @@
 // consumers on alternate output tiles), CONVKIT_WS_INPUTS_FP32 (the split-ahead kernel: its inputs split as staged),
 // CONVKIT_WS_TAP_PAIRS (its K-tiles two taps of 16 channels, for layers of at most 16), CONVKIT_WS_CLUSTER (the
 // gathering kernel with K split: its splits one cluster, their sums added there), CONVKIT_WS_PRODUCER_HALVES (its
-// producer's loads of two K-tiles in flight, a half's each); its experiments, off in every build the op runs
-// (convkit.families.tf32x3.wgmma_settings.WS_EXPERIMENTS), CONVKIT_WS_WEIGHTS_IN_BLOCK (its weights split by its
-// consumers); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main loop
+// producer's loads of two K-tiles in flight, a half's each), CONVKIT_WS_WEIGHTS_IN_BLOCK (its weights read as given,
+// split by its consumers); for scripts/wgmma_probe.py alone, CONVKIT_WG_PART times a part of the main loop
 // (the products, the staging, or all but the weights' traffic) and CONVKIT_WG_TIMELINE stamps the gathering kernel's
 // blocks' phases. Dynamic shared memory: stages x (2 x 128 + 2 x N) x 32 floats (128 KiB at N = 128 in two
 // stages, 192 in three or at 256). Built for sm_90a only (compute_90a PTX): elsewhere the kernel body is empty, but
@@ -90,7 +89,7 @@
 #define CONVKIT_WS_PRODUCER_HALVES 0  // thread two pixels' columns of a K-tile
 #endif
 #ifndef CONVKIT_WS_WEIGHTS_IN_BLOCK  // the gathering kernel at 32 or 16 filters, a block a tile: 1 its weights read as
-#define CONVKIT_WS_WEIGHTS_IN_BLOCK 0  // given, split by its consumers into the stages (an experiment)
+#define CONVKIT_WS_WEIGHTS_IN_BLOCK 0  // given, split by its consumers into the stages
 #endif
 #ifndef CONVKIT_WS_INPUTS_FP32  // the split-ahead kernel (direct, and Winograd's products): 1 its inputs one FP32
 #define CONVKIT_WS_INPUTS_FP32 0  // plane, split by the consumers once staged; 0 split ahead into two planes
@@ -624,7 +623,8 @@ static_assert(!HALVES || ((IN_FLIGHT == 1 || PIXEL_ROWS) && !INPUTS_FP32 && !SPL
 // alone (H200, the 3xTF32 chapter's batch-1 1x1 layers). With WEIGHTS_IN_BLOCK the kernel takes w as given and its
 // consumers, idle until the first stage is full, split the block's weights into the stages themselves as the producer
 // gathers the inputs (split_block_weights): a call one launch. A block a tile of at most WS_STAGES K-tiles (each its
-// own stage; the kernel traps if not), the pixels on the rows, the whole main loop.
+// own stage; the kernel traps if not), the pixels on the rows, the whole main loop. Over the weights split ahead, the
+// whole call 1.051x at the geometric mean, faster on 56 of the 61 1x1 layers timed (H200, 2026-12-05).
 constexpr bool WEIGHTS_IN_BLOCK = CONVKIT_WS_WEIGHTS_IN_BLOCK;
 static_assert(!WEIGHTS_IN_BLOCK || (PIXEL_ROWS && !CONVKIT_WS_PERSISTENT && CONVKIT_WG_PART == 0),
               "weights split in the block: the pixels on the rows, a block a tile, the whole main loop");
@@ -927,7 +927,7 @@ __device__ __forceinline__ void leave_pixel_row_sums(const float (&acc)[FILTERS 
 // 1.6-2.5 at 32 filters in 2-8, 3.7 of 6.4 at 128 in 8 (28x28 256->256), where the main loop up to the sums left took
 // 1.7-2.7 on layers of at most 8 K-tiles (H200, 2026-12-04, scripts/wgmma_probe.py --batch-one-timeline). Its rows'
 // pieces dealt to every warp in batches, each lane's loads from the cluster's blocks in flight together before it
-// added any (an experiment, 2026-12-05, scripts/wgmma_probe.py --batch-one-experiments), were no faster: 0.999x the
+// added any (an experiment, 2026-12-05, scripts/wgmma_probe.py at e9a99e5), were no faster: 0.999x the
 // call at the geometric mean over the 73 layers where it ran (faster on 33), so a warp a row stays.
 __device__ __forceinline__ void add_cluster_sums(const float* sums, float* out, const float* bias, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ)
@@ -1043,7 +1043,7 @@ __device__ __forceinline__ void multiply_k_tiles(int count, Issue&& issue, Add&&
 // block of a K-tile or two, the store took about 1.0 us after its last K-tile was staged; scripts/wgmma_probe.py
 // --batch-one-timeline, H200, 2026-12-04). Over the bias loaded as stored, the whole call 1.045x at the geometric
 // mean, faster on each of the 11 batch-1 1x1 layers whose first-use pick stores its rows (H200, 2026-12-05,
-// --batch-one-experiments).
+// scripts/wgmma_probe.py at e9a99e5).
 __device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], const float* bias, int m0, int M, int lane)
 {
 #pragma unroll
@@ -1056,8 +1056,8 @@ __device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], con
 }
 
 // With PIXEL_ROWS, a consumer's 64 pixels (from pixel0) by the block's FILTERS filters (from m0) into out (NMPQ), the
-// bias loaded early (load_bias_early) added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16 (two pixels), columns 8 j +
-// 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
+// bias loaded early (load_bias_early) added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16
+// (two pixels), columns 8 j + 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
 __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ, int thread,
                                                  const float (&early)[FILTERS / 4])

@@ -19,7 +19,7 @@ weights' split also alone. Needs an sm_90 GPU (H100, H200) and CuPy. Run from th
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-settings [--part=k/n]  # their pixel rows' K splits
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-parts  # the picks still behind, their loop in parts
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-timeline  # where their blocks spend a call
-    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --batch-one-experiments [--check]  # the gathering kernel's own
+    PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --weights-in-block  # the picks with the weights split in block
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --early-launches  # launched early: do launches overlap?
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --moved-picks  # batch 8-128 layers whose pick 7e2e283 moved
     PYTHONPATH=$PWD python3 scripts/wgmma_probe.py --small-grids [--part=k/n]  # 1x1 of few tiles: smaller blocks
@@ -68,11 +68,9 @@ from convkit.families.tf32x3.wgmma_settings import (
     SPLIT_AHEAD_NARROW,
     SPLIT_STAGED,
     WGMMA_SETTINGS,
-    WS_EXPERIMENTS,
     WS_SETTINGS,
     output_tiles,
     split_fits,
-    with_experiments,
 )
 from convkit.families.tf32x3.wgmma_winograd import (
     INPUTS,
@@ -925,7 +923,7 @@ class _Timeline:
 
 @functools.cache
 def timeline_kind(kind: type[WgmmaWsLaunch]) -> type[WgmmaWsLaunch]:
-    """``kind``, a gathering kernel's launch (an experiment's too), built with ``CONVKIT_WG_TIMELINE``."""
+    """``kind``, a gathering kernel's launch, built with ``CONVKIT_WG_TIMELINE``."""
     return dataclass(frozen=True)(type(f"Timeline{kind.__name__}", (_Timeline, kind), {}))
 
 
@@ -1007,29 +1005,27 @@ def batch_one_timeline() -> None:
 
 
 @functools.cache  # (asked for each layer's again and again: the list, the builds, the runs, the timelines)
-def experiments_of(p: ConvProblem) -> dict[str, WgmmaLaunch]:
-    """The first-use pick on ``p`` and, where they build, the gathering kernel's experiments on it by name
-    (:data:`WS_EXPERIMENTS`, :func:`with_experiments`): each alone, and all that build together where more than one
-    does; a persistent pick taken a block a tile by the weights split in the block also timed so as it is."""
-    from convkit.families.tf32x3.wgmma_pick import wgmma_default
+def picks_of(p: ConvProblem) -> dict[str, WgmmaLaunch]:
+    """The first-use pick on ``p`` by name, and where it splits the weights in the block, the pick with the weights
+    split ahead (:func:`~convkit.families.tf32x3.wgmma_pick.pick_weights_split_ahead`), and that taken a block a tile
+    where it is persistent."""
+    from convkit.families.tf32x3.wgmma_pick import pick_weights_split_ahead, wgmma_default
 
-    pick = wgmma_default(p)
-    named: dict[str, WgmmaLaunch] = {"pick": pick}
-    alone = {name: spec for name in WS_EXPERIMENTS if (spec := with_experiments(pick, p, name))}
-    if "weights in block" in alone and isinstance(pick, WgmmaWsLaunch) and pick.persistent:
-        named["a block a tile"] = dataclasses.replace(pick, persistent=None)
-    named |= alone
-    if len(alone) > 1 and (together := with_experiments(pick, p, *alone)):
-        named["all of them"] = together
+    pick, ahead = wgmma_default(p), pick_weights_split_ahead(p)
+    if pick == ahead:
+        return {"pick": pick}
+    named: dict[str, WgmmaLaunch] = {"pick": pick, "weights split ahead": ahead}
+    if isinstance(ahead, WgmmaWsLaunch) and ahead.persistent:
+        named["split ahead, a block a tile"] = dataclasses.replace(ahead, persistent=None)
     return named
 
 
-def batch_one_experiments(check_only: bool = False) -> None:
-    """The experiments on the first-use picks (:func:`experiments_of`) on the batch-1 1x1 layers
-    (:func:`batch_one_layers`) and :data:`PICKS_MOVED`, wherever one builds: each call whole in microseconds (the
-    study's timing; the pick's kernel alone too), cuBLAS SGEMM, every run checked against float64,
-    and on the first five the timelines of the pick and the fastest (:func:`block_timeline`); with ``check_only`` the
-    checks alone on :func:`experiment_edges`' layers, for compute-sanitizer."""
+def weights_in_block() -> None:
+    """The first-use picks with their weights split in the block beside them split ahead (:func:`picks_of`), on the
+    batch-1 1x1 layers (:func:`batch_one_layers`) and :data:`PICKS_MOVED`, wherever the pick splits them in the
+    block: each call whole in microseconds (the study's timing; the pick's kernel alone too), cuBLAS SGEMM, every run
+    checked against float64, and on the first five the timelines of the pick and the fastest
+    (:func:`block_timeline`)."""
     import cupy
 
     from convkit.cuda.launch import Build
@@ -1038,45 +1034,37 @@ def batch_one_experiments(check_only: bool = False) -> None:
     from convkit.papers import cuconv
 
     moved = [p for p in cuconv.problems() if p.label in PICKS_MOVED and p.r * p.s == 1]
-    problems = [p for p in (*batch_one_layers(), *moved) if len(experiments_of(p)) > 1]
-    if not check_only:  # (every kernel built first, 12 at a time; the timelines' on the first five layers)
-        builds = set()
-        for index, p in enumerate(problems):
-            for spec in experiments_of(p).values():
-                for built in (spec, timeline_of(spec)) if index < 5 else (spec,):
-                    builds.add(Build.of(built, p))
-        print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
+    problems = [p for p in (*batch_one_layers(), *moved) if len(picks_of(p)) > 1]
+    builds = set()  # (every kernel built first, 12 at a time; the timelines' on the first five layers)
+    for index, p in enumerate(problems):
+        for spec in picks_of(p).values():
+            for built in (spec, timeline_of(spec)) if index < 5 else (spec,):
+                builds.add(Build.of(built, p))
+    print(f"built {build_in_parallel(sorted(builds, key=lambda b: b.options), 12)} kernels", flush=True)
     rng = cupy.random.default_rng(17)
     every: list[tuple[ConvProblem, dict[str, float]]] = []  # (layer, microseconds by name, SGEMM's as "SGEMM")
-    for index, p in enumerate(experiment_edges(problems) if check_only else problems):
+    for index, p in enumerate(problems):
         x, w, bias = inputs(p, rng)
         out = cupy.empty(p.output_shape, dtype=cupy.float32)
         ref = expected(x, w, bias, p)
         line, times = [], {}
-        for name, spec in experiments_of(p).items():
+        for name, spec in picks_of(p).items():
             run = wgmma_call(x, w, bias, p, spec)
             out.fill(cupy.nan)
             run(out)
             err = reference.relative_error(out, ref)
-            line.append(f"{name} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''})")
-            if check_only:
-                continue
             times[name] = median_us(functools.partial(run, out))
-            line[-1] += f" {times[name]:.1f} us"
+            line.append(f"{name} (error {err:.1e}{', WRONG' if not err < DIRECT_TOLERANCE else ''}) "
+                        f"{times[name]:.1f} us")  # fmt: skip
             if name == "pick" and (alone := call_parts(p, spec, x, w, bias, out).get("kernel alone")):
                 line[-1] += f", kernel alone {median_us(alone):.1f}"
-        if not check_only:
-            every.append((p, times | {"SGEMM": median_us(functools.partial(cublas.conv1x1, x, w, out))}))
-            line.append(f"SGEMM {every[-1][1]['SGEMM']:.1f} us")
-            for name in dict.fromkeys(("pick", min(times, key=times.get))) if index < 5 else ():
-                try:  # (the timeline's build of an experiment can be one the kernel refuses)
-                    line.append(f"{name}'s timeline: {block_timeline(p, experiments_of(p)[name], x, w, bias)}")
-                except ValueError as exc:
-                    line.append(f"{name}'s timeline: not built ({str(exc)[:60]})")
-        pick = launch_text(experiments_of(p)["pick"])
-        print(f"{p.label} ({k_tiles(p)} K-tiles; {pick}): {'; '.join(line)}", flush=True)
+        every.append((p, times | {"SGEMM": median_us(functools.partial(cublas.conv1x1, x, w, out))}))
+        line.append(f"SGEMM {every[-1][1]['SGEMM']:.1f} us")
+        for name in dict.fromkeys(("pick", min(times, key=times.get))) if index < 5 else ():
+            line.append(f"{name}'s timeline: {block_timeline(p, picks_of(p)[name], x, w, bias)}")
+        print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(picks_of(p)['pick'])}): {'; '.join(line)}", flush=True)
     if every:
-        experiments_summary(every)
+        picks_summary(every)
 
 
 def early_launches(count: int = 8, in_row: int = 20) -> None:
@@ -1111,34 +1099,14 @@ def early_launches(count: int = 8, in_row: int = 20) -> None:
         print(f"{p.label} ({k_tiles(p)} K-tiles; {launch_text(spec)}): {'; '.join(line)} (error {err:.1e})", flush=True)
 
 
-def experiment_edges(problems: list[ConvProblem], most: int = 6) -> list[ConvProblem]:
-    """Of ``problems``, at most ``most`` for compute-sanitizer: first those that build an experiment at filters a block,
-    producer halves or a cluster none before did, then those that add a split count (the three smallest layers it
-    took before left the batched sums at 32 filters out)."""
-
-    def settings(p: ConvProblem, fine: bool) -> set[tuple[Any, ...]]:
-        return {(name, spec.filters, bool(spec.producer_halves), spec.sums_in_cluster(p),
-                 spec.effective_splits(p) if fine else 0)
-                for name, spec in experiments_of(p).items() if name in WS_EXPERIMENTS}  # fmt: skip
-
-    chosen: list[ConvProblem] = []
-    for fine in (False, True):
-        seen = set().union(*(settings(p, fine) for p in chosen))
-        for p in problems:
-            if len(chosen) < most and p not in chosen and not settings(p, fine) <= seen:
-                seen |= settings(p, fine)
-                chosen.append(p)
-    return chosen
-
-
-def experiments_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
-    """What :func:`batch_one_experiments` found, over the layers where each ran: each experiment over the pick (the
-    pick's time over its), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers of
-    cuConv (its cell of 1x1 layers at batch 1, 47) and of Chang (21)."""
+def picks_summary(every: list[tuple[ConvProblem, dict[str, float]]]) -> None:
+    """What :func:`weights_in_block` found, over the layers where each ran: the pick over each other launch (its time
+    over the pick's), and the pick, and the fastest of all per layer, over cuBLAS SGEMM on the batch-1 layers of cuConv
+    (its cell of 1x1 layers at batch 1, 47) and of Chang (21)."""
     from convkit.study.layer_sets import three_chapter_suites
 
     for name in dict.fromkeys(n for _, times in every for n in times if n not in ("pick", "SGEMM")):
-        print(over_line(f"{name} over the pick", [t["pick"] / t[name] for _, t in every if name in t]))
+        print(over_line(f"the pick over {name}", [t[name] / t["pick"] for _, t in every if name in t]))
     suites = three_chapter_suites()
     for what, suite in (("cuConv's cell", "cuconv"), ("Chang's", "chang2022")):
         rows = [t for p, t in every if p.n == 1 and p in set(suites[suite])]
@@ -1537,8 +1505,8 @@ if __name__ == "__main__":  # --check: the checks alone; --small: the four small
         ahead_early(tuple(map(int, share.split("/"))))
     elif "--moved-picks" in sys.argv[1:]:  # batch 8-128: the picks 7e2e283 moved
         moved_picks()
-    elif "--batch-one-experiments" in sys.argv[1:]:  # the picks beside the experiments (--check: the checks alone)
-        batch_one_experiments(check_only="--check" in sys.argv[1:])
+    elif "--weights-in-block" in sys.argv[1:]:  # the picks with the weights split in the block, beside split ahead
+        weights_in_block()
     elif "--early-launches" in sys.argv[1:]:  # batch-1 picks launched early or not, a run or many between events
         early_launches()
     elif "--batch-one-timeline" in sys.argv[1:]:  # batch-1 1x1 layers: where the pick's blocks spend a call

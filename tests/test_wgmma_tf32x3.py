@@ -204,9 +204,11 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
     smaller = [dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, filters=f, persistent=persistent, in_flight=1)
                for f in (16, 32) for persistent in (True, None)]  # fmt: skip
-    # (4 tiles of 128 filters by 128 pixels: a small grid, smaller blocks too)
+    in_block = [dataclasses.replace(spec, weights="split in block", early=None) for spec in smaller[1::2]]
+    # (4 tiles of 128 filters by 128 pixels: a small grid, smaller blocks too; 2 K-tiles: their weights split in the
+    # block too, a block a tile)
     assert one_tap == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), gathered_persistent, pingpong, split_ahead,
-                       *smaller]  # fmt: skip
+                       *smaller, *in_block]  # fmt: skip
     # on a 1x1 filter: ping-pong; 64 filters a block where <= 64; K split where its grid is <= 8 blocks an SM, a
     # K-tile a split, over a cluster where the tiles' clusters all fit at once
     one_tap_candidates, pingpong = wgmma_settings.one_tap_candidates, wgmma_settings.GATHERED_PINGPONG
@@ -220,7 +222,8 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     assert one_tap_candidates(ConvProblem(32, 96, 7, 7, 448, 1, 1)) == [gathered_persistent, pingpong]  # 3 K-tiles
     assert one_tap_candidates(ConvProblem(256, 832, 14, 14, 256, 1, 1)) == [gathered_persistent, pingpong]  # 784 tiles
     # the first-use tuner's launch: K split in 8, else 4, in one wave a K-tile a split; else ping-pong at <= 64 filters
-    default = wgmma_pick.wgmma_default
+    # (with the weights split ahead: where they are split in the block instead, the test of weights_in_block says)
+    default = wgmma_pick.pick_weights_split_ahead
     # (on a small grid, the pixels on the rows with K split over a cluster first: the most splits, then the most
     # blocks; the producer in halves where a split has 4 K-tiles or more)
     # (8 K-tiles: in 2 at 16 and 32 filters, in 4 at 32: 28 tiles, where 56 of 16 would pass the 33 clusters of 4)
@@ -440,30 +443,60 @@ def test_the_launch_declines_every_gpu_but_hopper_naming_it(monkeypatch, capabil
     assert "compute capability 9.0" in reason and "sm_{}{}".format(*capability) in reason
 
 
-def test_the_experiments_build_only_where_they_run(monkeypatch):
-    """The gathering kernel's experiment (:func:`~convkit.families.tf32x3.wgmma_settings.with_experiments`): the
-    weights split in the block at 32 or 16 filters, a block a tile of at most its stages' K-tiles (4), any K split
-    over a cluster, no workspace, its operands x and w as given. Refused elsewhere naming ``experiments``, before any
-    build."""
+def test_the_weights_split_in_the_block_run_only_where_the_kernel_builds_them(monkeypatch):
+    """``weights="split in block"`` (:func:`~convkit.families.tf32x3.wgmma_settings.weights_in_block`): at 32 or 16
+    filters, a block a tile of at most its stages' K-tiles (4), any K split over a cluster, not launched early, no
+    workspace, its operands x and w as given. Refused elsewhere naming ``weights``, before any build."""
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
-    of, rows = wgmma_settings.with_experiments, wgmma_settings.PIXEL_ROWS_CLUSTER  # (32 filters, in 8)
+    of, rows = wgmma_settings.weights_in_block, wgmma_settings.PIXEL_ROWS_CLUSTER  # (32 filters, in 8)
     deep, shallow = ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ConvProblem(1, 64, 7, 7, 40, 1, 1, pad=0)  # 10, 2
-    in_block = of(rows, deep, "weights in block")  # (5 splits of 2 K-tiles over a cluster)
-    assert in_block.experiments == ("weights in block",) and in_block.persistent is None and in_block.early is None
+    in_block = of(rows, deep)  # (5 splits of 2 K-tiles over a cluster)
+    assert in_block.weights == "split in block" and in_block.persistent is None and in_block.early is None
     assert in_block.options(deep)[-1] == "-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1"
     assert in_block.workspace_bytes(deep) == 0 and in_block.operands(deep, 1, 2, None) == (1, 2)
-    assert of(dataclasses.replace(rows, splits=2), deep, "weights in block") is None  # (5 K-tiles a block)
-    assert of(dataclasses.replace(rows, cluster=None), deep, "weights in block") is None  # (split over planes)
-    persistent = wgmma_settings.GATHERED_PIXEL_ROWS
-    assert of(persistent, shallow, "weights in block").persistent is None  # (2 K-tiles, K whole)
+    assert wgmma.launch_from_params(in_block.to_params()) == in_block
+    assert of(dataclasses.replace(rows, splits=2), deep) is None  # (5 K-tiles a block)
+    assert of(dataclasses.replace(rows, cluster=None), deep) is None  # (split over planes)
+    assert of(wgmma_settings.GATHERED_PIXEL_ROWS, shallow).persistent is None  # (2 K-tiles, K whole)
     for refused in (wgmma_settings.GATHERED_PERSISTENT, wgmma_settings.GATHERED_NARROW, wgmma_settings.SPLIT_AHEAD):
-        assert of(refused, shallow, "weights in block") is None
-    assert of(rows, deep, "sums batched") is None and of(rows, deep) is None  # (measured, gone)
-    for wrong in (dataclasses.replace(in_block, splits=2), dataclasses.replace(in_block, experiments=("faster",))):
+        assert of(refused, shallow) is None
+    (reason,) = dataclasses.replace(in_block, splits=2).not_supported_reasons(deep)
+    assert reason.startswith("weights='split in block' takes at most 4 K-tiles")
+    for wrong in (
+        dataclasses.replace(in_block, weights="in block"),
+        dataclasses.replace(in_block, early=True),
+        dataclasses.replace(in_block, cluster=None),
+        dataclasses.replace(in_block, splits=None, cluster=None, persistent=True),
+        dataclasses.replace(wgmma_settings.GATHERED_NARROW, weights="split in block", persistent=None),
+    ):
         (reason,) = wrong.not_supported_reasons(deep)
-        assert reason.startswith("experiments must be")
+        assert reason.startswith("weights must be None"), reason
+
+
+def test_the_weights_split_in_the_block_are_candidates_and_the_pick_where_they_were_timed(monkeypatch):
+    """Each pixel-rows candidate's version with the weights split in the block joins the candidates where it runs
+    (once: persistent or not, it is a block a tile), and the first-use pick takes it on the 1x1 layers at batch 1 and
+    the K splits over a cluster, where it was timed; elsewhere the pick splits them ahead."""
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
+    monkeypatch.delenv("CONVKIT_PTX_ARCH", raising=False)
+    for module in (wgmma, wgmma_settings, wgmma_pick):
+        monkeypatch.setattr(module, "sm_count", lambda: 132)
+    batch_one = ConvProblem(1, 64, 7, 7, 16, 1, 1, pad=0)  # (2 K-tiles, 16 filters)
+    candidates = wgmma_settings.wgmma_candidates(batch_one)
+    in_block = [c for c in candidates if isinstance(c, wgmma.WgmmaWsLaunch) and c.weights_in_block]
+    assert in_block and len(in_block) == len(set(in_block))
+    assert all(not c.persistent and not c.early and c.filters == 16 for c in in_block)
+    pick = wgmma_pick.wgmma_default(batch_one)
+    assert pick.weights_in_block and pick in candidates
+    assert pick == wgmma_settings.weights_in_block(wgmma_pick.pick_weights_split_ahead(batch_one), batch_one)
+    batch_32 = dataclasses.replace(batch_one, n=32)  # (persistent, never timed a block a tile with the weights so)
+    ahead = wgmma_pick.pick_weights_split_ahead(batch_32)
+    assert wgmma_pick.wgmma_default(batch_32) == ahead and not getattr(ahead, "weights", None)
+    three = ConvProblem.same(1, 64, 7, 7, 24, 3)  # (more than one tap: none)
+    assert not any(getattr(c, "weights", None) for c in wgmma_settings.wgmma_candidates(three))
 
 
 def test_the_launch_declines_a_ptx_build_for_another_gpu(monkeypatch):
@@ -495,13 +528,14 @@ def test_cluster_slots_are_the_bound_where_the_driver_is_not_asked(monkeypatch, 
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
-    filters a block, its splits of K."""
+    filters a block, its splits of K, where its weights are split."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
     pairs, halves = "-tap_pairs" if spec.tap_pairs else "", "-producer_halves" if spec.producer_halves else ""
+    in_block = "-weights_in_block" if spec.weights_in_block else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}{pairs}{halves}")  # fmt: skip
+            f"{early}{pingpong}{pairs}{halves}{in_block}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:
@@ -514,8 +548,8 @@ def emulate_ws(build_dir: Path, launch: wgmma.WgmmaWsLaunch, problem: ConvProble
                bias: np.ndarray) -> np.ndarray:  # fmt: skip
     """The warp-specialised kernel's output on ``problem`` under the emulator, its operands split as ``launch`` has
     them split (each checked against the split's rule on the way), poisoned with NaN before the launch; with the
-    weights split in the block (:class:`~convkit.families.tf32x3.wgmma_settings.ExperimentLaunch`), w as given."""
-    if isinstance(launch, wgmma_settings.ExperimentLaunch) and launch.weights_in_block:
+    weights split in the block (``weights="split in block"``), w as given."""
+    if launch.weights_in_block:
         return launch_ws(build_dir, launch, problem, x, np.ascontiguousarray(w, dtype=np.float32).ravel(), bias)
     pairs, rs = bool(launch.tap_pairs), problem.r * problem.s
     k, tiles = problem.c * rs, wgmma_operands.k_tiles(problem, launch.channels_last, pairs)
@@ -622,21 +656,13 @@ def assert_same_bits(build_dir: Path, problem: ConvProblem, launch: wgmma.WgmmaW
     assert reference.relative_error(outputs[1], ref) < DIRECT_TOLERANCE
 
 
-#: The pixel rows a block a tile, for the weights split in the block: K whole at 32 filters, and K split over a
-#: cluster at 16 in 4, at 32 in 8 with the producer in halves, at 16 in 2 with one K-tile in flight.
-_IN_BLOCK_OF = (dataclasses.replace(wgmma_settings.GATHERED_PIXEL_ROWS, persistent=None, filters=32),
-                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=4),
-                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=32, splits=8, producer_halves=True),
-                dataclasses.replace(wgmma_settings.PIXEL_ROWS_CLUSTER, filters=16, splits=2, in_flight=1))  # fmt: skip
-
-
 @pytest.mark.parametrize("problem", [ConvProblem(1, 300, 7, 7, 40, 1, 1, pad=0), ODD_K_TILES,
                                      ConvProblem(2, 37, 9, 11, 131, 1, 1, pad=0), ConvProblem.same(1, 40, 6, 6, 24, 3),
                                      ConvProblem.same(1, 13, 7, 9, 20, 3)], ids=problem_id)  # fmt: skip
-@pytest.mark.parametrize("launch", _IN_BLOCK_OF, ids=ws_id)
+@pytest.mark.parametrize("launch", wgmma_settings.IN_BLOCK_SETTINGS, ids=ws_id)
 @pytest.mark.parametrize("slow", ["", "4,7"])
 def test_the_weights_split_in_the_block_are_the_same_bits_on_the_cpu(build_dir, launch, problem, slow, monkeypatch):
-    """The experiment's weights read as given and split by the consumers into the stages (CONVKIT_WS_WEIGHTS_IN_BLOCK)
+    """The weights read as given and split by the consumers into the stages (CONVKIT_WS_WEIGHTS_IN_BLOCK)
     give the bits of the same kernel on weights split ahead, and float64's within the bar: blocks of 1 to 4 K-tiles,
     rows of w not 16-byte aligned (117 values), a last partial K-tile, filters past the last block's, pixels past the
     last tile's, K whole or split over clusters of 2 to 6; with the consumers far behind the producer or not. (The
@@ -644,10 +670,9 @@ def test_the_weights_split_in_the_block_are_the_same_bits_on_the_cpu(build_dir, 
     monkeypatch.setattr(wgmma, "sm_count", lambda: 2)
     if slow:
         monkeypatch.setenv("CONVKIT_EMULATED_SLOW_WARPS", slow)
-    in_block = wgmma_settings.with_experiments(launch, problem, "weights in block")
-    if in_block is None:
+    if launch.not_supported_reasons(problem):
         pytest.skip(f"{problem.label} leaves a block of {ws_id(launch)} more K-tiles than its stages")
-    assert_same_bits(build_dir, problem, dataclasses.replace(launch, persistent=None, early=None), in_block)
+    assert_same_bits(build_dir, problem, dataclasses.replace(launch, weights=None), launch)
 
 
 @pytest.mark.parametrize("slow", ["0,1", "2,3", "4,7", "8,11"])

@@ -21,7 +21,8 @@ from convkit.families import tf32x3 as family
 from convkit.families.fp32.launch import conv2d_implicit_gemm
 from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.families.registry import Kernels
-from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3, conv2d_wgmma_ws_tf32x3
+from convkit.families.tf32x3.wgmma import conv2d_wgmma_tf32x3, conv2d_wgmma_ws_tf32x3
+from convkit.families.tf32x3.wgmma_gemm import WgmmaGemmLaunch
 from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS, WS_SETTINGS, wgmma_candidates
 from convkit.families.tf32x3.wgmma_winograd import INPUTS, WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text

@@ -14,8 +14,9 @@ from convkit.core.gpu import has_tf32_tensor_cores
 from convkit.core.reference import DIRECT_TOLERANCE
 from convkit.families.fp32.edges import GEMM_EDGES, edge_inputs, gemm_edges, winograd_edges
 from convkit.families.tf32x3.launch import TensorCoreGemmLaunch, TensorCoreWinogradLaunch
-from convkit.families.tf32x3.wgmma import WgmmaGemmLaunch, conv2d_wgmma_tf32x3
-from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS, WGMMA_SETTINGS, WS_SETTINGS
+from convkit.families.tf32x3.wgmma import conv2d_wgmma_tf32x3
+from convkit.families.tf32x3.wgmma_gemm import WgmmaGemmLaunch
+from convkit.families.tf32x3.wgmma_settings import IN_BLOCK_SETTINGS, TAP_PAIR_SETTINGS, WGMMA_SETTINGS, WS_SETTINGS
 from convkit.families.tf32x3.wgmma_winograd import WgmmaWinogradLaunch
 
 
@@ -37,7 +38,8 @@ def edge_check() -> None:
 
 def wgmma_edges() -> None:
     """Every launch of the wgmma kernels (each setting of the first, and the warp-specialised one, its K-tiles of two
-    taps where the problem has at most 16 channels) on the implicit GEMM's edge problems, a bias added, inputs and
+    taps where the problem has at most 16 channels, its weights split in the block where a block has at most its
+    stages' K-tiles) on the implicit GEMM's edge problems, a bias added, inputs and
     outputs aligned and not; raises AssertionError naming the launch that is wrong."""
     import cupy
     import numpy as np
@@ -47,8 +49,9 @@ def wgmma_edges() -> None:
             x, w, ref, out = edge_inputs(p, unaligned=unaligned)
             bias = np.random.default_rng().standard_normal(p.m, dtype=np.float32)
             expected = reference.bias_add(ref, bias)
-            pairs = [spec for spec in TAP_PAIR_SETTINGS if not spec.not_supported_reasons(p)]  # (<= 16 channels)
-            for spec in (*WGMMA_SETTINGS, *WS_SETTINGS, *pairs):
+            # (K-tiles of two taps: at most 16 channels; the weights split in the block: a block's K-tiles its stages)
+            apt = [spec for spec in (*TAP_PAIR_SETTINGS, *IN_BLOCK_SETTINGS) if not spec.not_supported_reasons(p)]
+            for spec in (*WGMMA_SETTINGS, *WS_SETTINGS, *apt):
                 out.fill(cupy.nan)
                 conv2d_wgmma_tf32x3(x, w, pad=p.pad, stride=p.stride, launch=spec, out=out, bias=cupy.asarray(bias))
                 err = reference.relative_error(out.get(), expected)

@@ -1,17 +1,13 @@
-"""Launcher for ``kernels/wgmma_tf32x3.cu``: the implicit GEMM in 3xTF32 on Hopper's warpgroup MMA (sm_90a).
+"""Launcher for ``kernels/wgmma_tf32x3.cu``'s warp-specialised implicit GEMM in 3xTF32 on Hopper's warpgroup MMA
+(sm_90a), and the call that runs it or the first wgmma kernel
+(:class:`~convkit.families.tf32x3.wgmma_gemm.WgmmaGemmLaunch`).
 
-:class:`WgmmaGemmLaunch` runs the weights' split (:class:`~convkit.families.tf32x3.launch.SplitWeightsLaunch`, into
-its workspace), then ``implicit_gemm_wgmma_tf32x3``: blocks of 128 filters by ``n`` pixels, two warpgroups each
-issuing ``wgmma.mma_async m64nNk8`` on both operands in shared memory, each K-tile summed apart and added in FP32
-(``staged``) or summed on in the tensor cores, in two or three stages. It adds the op's bias as it stores. It runs
-on compute capability 9.0 alone (H100, H200): elsewhere it declines, naming the GPU.
-
-:class:`WgmmaWsLaunch` runs the warp-specialised kernel of the same source, ``implicit_gemm_wgmma_ws_tf32x3``, after the
-weights' split into its tiled layout (:class:`SplitTiledLaunch`): a producer warpgroup stages K-tiles ahead of two
-consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
+:class:`WgmmaWsLaunch` runs ``implicit_gemm_wgmma_ws_tf32x3`` after the weights' split into its tiled layout
+(:class:`SplitTiledLaunch`; or with ``weights="split in block"`` on w as given): a producer warpgroup stages K-tiles
+ahead of two consumer warpgroups, each stage's turn kept by mbarriers. With ``inputs="split ahead"`` it runs
 ``implicit_gemm_wgmma_ws_nhwc_tf32x3`` instead, on the input split once per call into channels-last planes and the
 weights tiled to match, by one launch (:class:`SplitAheadLaunch`), so that its producer copies rather than gathers.
-:func:`conv2d_wgmma_tf32x3` runs either launch; both are tuning candidates of the variant
+:func:`conv2d_wgmma_tf32x3` runs either kernel's launch; both are tuning candidates of the variant
 (:mod:`~convkit.families.tf32x3.wgmma_settings`; a recorded launch read back by :func:`launch_from_params`).
 """
 
@@ -30,7 +26,7 @@ from convkit.cuda.launch import KernelLaunch
 from convkit.cuda.launch import launch as launch_kernel
 from convkit.cuda.operands import epilogue_bias, float32_regions, most_images_within, regions_bytes
 from convkit.families.fp32.launch import MAX_OPERAND_ELEMENTS, sum_splits
-from convkit.families.tf32x3.launch import split_elements, split_weights
+from convkit.families.tf32x3.wgmma_gemm import WgmmaGemmLaunch
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     MAX_SPLITS,
@@ -39,7 +35,6 @@ from convkit.families.tf32x3.wgmma_operands import (
     PIXEL_ROW_FILTERS,
     STAGED_ROWS_BYTES,
     TILE_K,
-    WIDTHS,
     WS_THREADS,
     WS_WIDTH,
     SplitAheadLaunch,
@@ -56,72 +51,15 @@ from convkit.families.tf32x3.wgmma_operands import (
 )
 from convkit.libs.cudnn import WORKSPACE_LIMIT_BYTES
 
-
-@dataclass(frozen=True)
-class WgmmaGemmLaunch(KernelLaunch):
-    """One launch of ``implicit_gemm_wgmma_tf32x3`` (a :class:`convkit.cuda.launch.Launch`): ``n`` pixels a block
-    (:data:`WIDTHS`), ``staged`` sums (each K-tile's products summed apart, then added in FP32: twice the
-    accumulators, so not at 256), ``stages`` in shared memory (2, or 3: a K-tile's products still running as the
-    next K-tile's are issued, with the sums left to the tensor cores, at 128 pixels)."""
-
-    n: int = 128
-    staged: bool = True
-    stages: int = 2
-
-    kind: ClassVar[str] = "tf32x3_wgmma"
-    source: ClassVar[str] = "wgmma_tf32x3"
-    arch: ClassVar[str | None] = "sm_90a"
-
-    def kernel_name(self, problem: ConvProblem) -> str:
-        return "implicit_gemm_wgmma_tf32x3"
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*filter_macros(problem), f"-DCONVKIT_WG_N={self.n}", f"-DCONVKIT_STAGED={int(self.staged)}",
-                f"-DCONVKIT_STAGES={self.stages}")  # fmt: skip
-
-    def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        pixels = problem.n * problem.out_h * problem.out_w
-        return (math.ceil(pixels / self.n), math.ceil(problem.m / BLOCK_M))
-
-    def block(self, problem: ConvProblem) -> tuple[int, ...]:
-        return (256,)
-
-    def shared_bytes(self, problem: ConvProblem) -> int:
-        """``stages`` stages of the weights' two planes (128 rows) and the inputs' two (``n`` rows), 32 floats a
-        row."""
-        return self.stages * (2 * BLOCK_M + 2 * self.n) * TILE_K * 4
-
-    def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their two planes (:func:`~convkit.families.tf32x3.launch.split_elements`)."""
-        return regions_bytes([split_elements(problem)])
-
-    def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """Enqueue the split of ``w`` into ``workspace`` (allocated where None); the kernel's input and weight
-        operands (``x`` as it is)."""
-        (planes,) = float32_regions(workspace, [split_elements(problem)])
-        return x, split_weights(problem, w, planes)
-
-    def adds_bias(self, problem: ConvProblem) -> bool:
-        return True
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """Raise ValueError naming ``n``, ``staged`` or ``stages`` where the kernel builds no such launch, the problem
-        where a size is past the kernel's 32-bit indices or its grid, or the GPU where it is not Hopper."""
-        if self.n not in WIDTHS:
-            raise ValueError(f"n must be one of {WIDTHS}, got {self.n!r}")
-        if self.staged not in (True, False):
-            raise ValueError(f"staged must be True or False, got {self.staged!r}")
-        if self.n == 256 and self.staged:
-            raise ValueError("staged sums at n=256 would hold 256 accumulators a thread: n=256 takes staged=False")
-        if self.stages not in (2, 3) or (self.stages == 3 and (self.staged or self.n != 128)):
-            raise ValueError(f"stages must be 2, or 3 with staged=False at n=128 (192 KiB), got stages={self.stages!r}")
-        check_problem(problem)
-
-
 #: Where the warp-specialised kernel's inputs come from: gathered and split by its producer (None: left out of the
 #: recorded params, as before the knob), split ahead once per call into channels-last planes the producer copies, or
 #: made channels last in FP32 (one plane: half the bytes), copied, then split by the consumers (``..._INPUTS_FP32``).
 WS_INPUTS = (None, "split ahead", "split staged")
+
+
+#: Where the warp-specialised kernel's weights are split: ahead, into tiled planes (None), or by its consumers
+#: into the stages from w as given (``CONVKIT_WS_WEIGHTS_IN_BLOCK``).
+WS_WEIGHTS = (None, "split in block")
 
 
 #: The most blocks a cluster of the gathering kernel's K splits holds: the portable size (run at once, in one GPC).
@@ -153,7 +91,10 @@ class WgmmaWsLaunch(KernelLaunch):
     channels last, at most 16 channels; None: not): the input's rows 16 channels wide and a K-tile two taps of them,
     where 32 channels at one tap would leave half of each K-tile zeros (``CONVKIT_WS_TAP_PAIRS``). ``producer_halves``
     (inputs gathered; None: not): the producer's halves staging alternate K-tiles, two K-tiles of its loads in flight
-    (``CONVKIT_WS_PRODUCER_HALVES``)."""
+    (``CONVKIT_WS_PRODUCER_HALVES``). ``weights`` (:data:`WS_WEIGHTS`; None: split ahead into tiled planes by a launch
+    before): ``"split in block"``, w read as given and split by the consumers into the stages (a call one launch: at 16
+    or 32 filters, inputs gathered, a block a tile of at most its stages' K-tiles, any K split over a cluster, not
+    launched early; ``CONVKIT_WS_WEIGHTS_IN_BLOCK``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -166,6 +107,7 @@ class WgmmaWsLaunch(KernelLaunch):
     cluster: bool | None = None
     tap_pairs: bool | None = None
     producer_halves: bool | None = None
+    weights: str | None = None
 
     @property
     def block_filters(self) -> int:
@@ -199,9 +141,15 @@ class WgmmaWsLaunch(KernelLaunch):
         pingpong = ("-DCONVKIT_WS_PINGPONG=1",) if self.pingpong else ()
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
         halves = ("-DCONVKIT_WS_PRODUCER_HALVES=1",) if self.producer_halves else ()
+        in_block = ("-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1",) if self.weights_in_block else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
-                *tap_pairs_macro(self.tap_pairs), *halves)  # fmt: skip
+                *tap_pairs_macro(self.tap_pairs), *halves, *in_block)  # fmt: skip
+
+    @property
+    def weights_in_block(self) -> bool:
+        """Whether the kernel reads w as given and splits it in the block (no split ahead, no tiled planes)."""
+        return self.weights == "split in block"
 
     def sums_in_cluster(self, problem: ConvProblem) -> bool:
         """Whether K is split and its splits' sums added across a cluster (not in planes of partial outputs)."""
@@ -227,6 +175,8 @@ class WgmmaWsLaunch(KernelLaunch):
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
+        if self.weights_in_block:  # (K whole or split over a cluster: no planes either)
+            return []
         tiled = tiled_elements(problem, self.channels_last, self.block_filters, bool(self.tap_pairs))
         if self.channels_last:
             return [tiled, self.input_planes * input_plane_elements(problem, bool(self.tap_pairs))]
@@ -235,9 +185,9 @@ class WgmmaWsLaunch(KernelLaunch):
         return [tiled, splits * math.prod(problem.output_shape)] if planes else [tiled]
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """The weights split into their tiled planes (:func:`tiled_elements`), and with inputs channels last, the
-        input's planes of a pass (:func:`input_plane_elements`; two split ahead, one in FP32), or with K split (but
-        over a cluster), the splits' planes of partial outputs."""
+        """The weights split into their tiled planes (:func:`tiled_elements`; none split in the block), and with inputs
+        channels last, the input's planes of a pass (:func:`input_plane_elements`; two split ahead, one in FP32), or
+        with K split (but over a cluster), the splits' planes of partial outputs."""
         return regions_bytes(self._regions(dataclasses.replace(problem, n=self.pass_images(problem))))
 
     def pass_images(self, problem: ConvProblem) -> int:
@@ -255,8 +205,11 @@ class WgmmaWsLaunch(KernelLaunch):
         return SplitAheadLaunch(self.input_planes == 2, bool(self.tap_pairs), self.block_filters)
 
     def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes, and with
-        inputs split ahead, of ``x`` into its channels-last planes; the kernel's input and weight operands."""
+        """Enqueue the splits into ``workspace`` (allocated where None): of ``w`` into its tiled planes (but split in
+        the block: ``x`` and ``w`` as given), and with inputs split ahead, of ``x`` into its channels-last planes; the
+        kernel's input and weight operands."""
+        if self.weights_in_block:
+            return x, w
         import cupy
 
         regions = float32_regions(workspace, self._regions(problem))
@@ -286,9 +239,10 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs`` or ``producer_halves`` where the
-        kernel has no such setting, a pass's input split ahead where it is past the kernel's 32-bit indices, and the
-        splits' partial outputs where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs``, ``producer_halves`` or
+        ``weights`` where the kernel has no such setting (the weights split in the block: where a block has more K-tiles
+        than stages, too), a pass's input split ahead where it is past the kernel's 32-bit indices, and the splits'
+        partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -329,7 +283,16 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.tap_pairs and problem.c > PAIRED_CHANNELS:
             raise ValueError(f"tap_pairs=True takes at most {PAIRED_CHANNELS} channels (a K-tile two taps of them); "
                              f"this layer has c={problem.c}")  # fmt: skip
+        a_tile = self.filters in PIXEL_ROW_FILTERS and not (self.inputs or self.persistent or self.early)
+        in_block = a_tile and (self.cluster or not self.splits)
+        if self.weights not in WS_WEIGHTS or (self.weights_in_block and not in_block):
+            raise ValueError(f"weights must be None, or 'split in block' at 16 or 32 filters, the inputs gathered, a "
+                             f"block a tile, not early, any K split over a cluster, got {self.weights!r}")  # fmt: skip
         check_problem(problem, self.block_filters)
+        if self.weights_in_block and (tiles := k_tiles_a_split(problem, self.effective_splits(problem))) > (
+                stages := ws_stages(self.block_filters)):  # fmt: skip
+            raise ValueError(f"weights='split in block' takes at most {stages} K-tiles a block (its stages); this "
+                             f"layer has {tiles}")  # fmt: skip
         if self.cluster and (splits := self.effective_splits(problem)) > MAX_CLUSTER:
             raise ValueError(f"splits={self.splits} makes {splits} splits of this layer's K; a cluster holds at most "
                              f"{MAX_CLUSTER} blocks (cluster=True)")  # fmt: skip

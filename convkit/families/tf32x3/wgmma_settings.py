@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 from convkit.core.gpu import has_gpu, sm_count
 from convkit.core.memo import memoize
 from convkit.core.problem import ConvProblem
-from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaGemmLaunch, WgmmaLaunch, WgmmaWsLaunch
+from convkit.families.tf32x3.wgmma import MAX_CLUSTER, WgmmaLaunch, WgmmaWsLaunch
+from convkit.families.tf32x3.wgmma_gemm import WgmmaGemmLaunch
 from convkit.families.tf32x3.wgmma_operands import (
     BLOCK_M,
     NARROW_FILTERS,
@@ -20,7 +20,6 @@ from convkit.families.tf32x3.wgmma_operands import (
     TILE_K,
     k_tiles,
     k_tiles_a_split,
-    ws_stages,
 )
 
 #: Every setting the kernel builds. Only the staged one is a tuning candidate: on the H100, the tensor cores' own sums
@@ -59,7 +58,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`, else its K split where it fits
     (:func:`k_splits`); on a 1x1 layer of at most 32 filters, the pixels on the products' rows
     (:func:`pixel_rows_candidates`); on a layer of at most 16 channels, K-tiles of two taps
-    (:func:`tap_pair_candidates`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
+    (:func:`tap_pair_candidates`); each of the pixel rows' with its weights split in the block where that runs
+    (:func:`weights_in_block`). H200, the 3xTF32 chapter's 110 layers of at least 20 GFLOP
     (2026-11-28): :data:`SPLIT_AHEAD` the fastest on 67 (median 92.7 TFLOP/s; a block a tile, one K-tile in flight:
     86.3), the gathered one on 9 (1x1). On the H100 the gathered one beat the first kernel on 4 of 5 layers. H200,
     every third of cuConv's 3x3 and 5x5 layers (96; 2026-12-02, ``wgmma_probe.py --gathered``): the 1x1 layers'
@@ -75,8 +75,9 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
         *small_grid_candidates(problem),
         *pixel_rows_splits(problem),
     ]
+    in_block = [spec for spec in dict.fromkeys(weights_in_block(s, problem) for s in narrower) if spec]
     return [*(spec for spec in WGMMA_SETTINGS if spec.staged), WgmmaWsLaunch(), *gathering, SPLIT_AHEAD, *narrow,
-            *narrower]  # fmt: skip
+            *narrower, *in_block]  # fmt: skip
 
 
 def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
@@ -325,59 +326,26 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4, producer_halves=True))  # fmt: skip
 
 
-#: The gathering kernel's experiments by name, each the knob it builds with (off in every build the op runs; the
-#: kernel's text says what each does and why): its weights split in the block. Timed by ``wgmma_probe.py
-#: --batch-one-experiments``; ``scripts/same_ptx.sh REV`` checks that the op's builds are still as at REV. H200,
-#: 2026-12-05: over the first-use pick, the whole call 1.051x at the geometric mean, faster on 56 of the 61 batch-1
-#: 1x1 layers where it runs (its launch a block a tile, no split of the weights ahead). Of the two beside it then, the
-#: bias loaded before the main loop is the kernel's own now (1.045x, faster on 11 of 11); the cluster's sums batched a
-#: warp was no faster (0.999x over 73) and is gone.
-WS_EXPERIMENTS = {"weights in block": "CONVKIT_WS_WEIGHTS_IN_BLOCK"}
+#: The gathering kernel's weights read as given and split by its consumers into the stages (``weights="split in
+#: block"``): a call one launch, where the split ahead took 0.6-0.8 us over the kernel alone on the batch-1 1x1 layers.
+#: H200, 2026-12-05 (``wgmma_probe.py`` at e9a99e5, now ``--weights-in-block``: the 1x1 layers at batch 1 and the
+#: pixel rows' K splits at batch 8-128, every run checked against float64): over the first-use pick with the weights
+#: split ahead, the whole call 1.051x at the geometric mean, faster on 56 of the 61 where it runs. The settings the
+#: edges and the emulator run it in (each where a block has at most its stages' K-tiles): K whole at 32 filters, K
+#: split over a cluster at 16 in 4, at 32 in 8 with the producer in halves, at 16 in 2 with one K-tile in flight.
+IN_BLOCK_SETTINGS = tuple(
+    dataclasses.replace(spec, weights="split in block", early=None)
+    for spec in (dataclasses.replace(GATHERED_PIXEL_ROWS, persistent=None),
+                 dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=4),
+                 dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=32, splits=8, producer_halves=True),
+                 dataclasses.replace(PIXEL_ROWS_CLUSTER, filters=16, splits=2, in_flight=1))
+)  # fmt: skip
 
 
-@dataclasses.dataclass(frozen=True)
-class ExperimentLaunch(WgmmaWsLaunch):
-    """The gathering kernel built with ``experiments`` (names of :data:`WS_EXPERIMENTS`); with "weights in block" it
-    reads w as given (no split ahead, no workspace). Not among the candidates: nothing records or reads it back."""
-
-    experiments: tuple[str, ...] = ()
-
-    @property
-    def weights_in_block(self) -> bool:
-        return "weights in block" in self.experiments
-
-    def options(self, problem: ConvProblem) -> tuple[str, ...]:
-        return (*super().options(problem), *(f"-D{WS_EXPERIMENTS[name]}=1" for name in self.experiments))
-
-    def workspace_bytes(self, problem: ConvProblem) -> int:
-        return 0 if self.weights_in_block else super().workspace_bytes(problem)
-
-    def operands(self, problem: ConvProblem, x: Any, w: Any, workspace: Any) -> tuple[Any, Any]:
-        """As the gathering kernel's; with the weights split in the block, ``x`` and ``w`` as given (nothing
-        enqueued)."""
-        return (x, w) if self.weights_in_block else super().operands(problem, x, w, workspace)
-
-    def can_implement(self, problem: ConvProblem) -> None:
-        """As the gathering kernel's; ValueError naming ``experiments`` where one is unknown or the kernel does not
-        build it so on ``problem`` (:func:`with_experiments`)."""
-        super().can_implement(problem)
-        if with_experiments(self, problem, *self.experiments) != self:
-            raise ValueError(f"experiments must be of {tuple(WS_EXPERIMENTS)}, each where it runs (weights in block: "
-                             f"32 or 16 filters a block, a block a tile, at most {ws_stages(self.block_filters)} "
-                             f"K-tiles a block); got {self.experiments!r} on {self.to_params()}")  # fmt: skip
-
-
-def with_experiments(spec: WgmmaLaunch, problem: ConvProblem, *names: str) -> ExperimentLaunch | None:
-    """``spec`` (the gathering kernel) built with the experiments ``names`` (:data:`WS_EXPERIMENTS`) where each runs on
-    ``problem``, else None: the weights split in the block at 32 or 16 filters where each block has at most its
-    stages' K-tiles and any K split is over a cluster (the launch then a block a tile, not launched early: nothing
-    before it)."""
-    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or not names or not set(names) <= set(WS_EXPERIMENTS):
+def weights_in_block(spec: WgmmaLaunch, problem: ConvProblem) -> WgmmaWsLaunch | None:
+    """``spec`` (the gathering kernel at 16 or 32 filters) with its weights split in the block, a block a tile and not
+    launched early (nothing before it), where that runs on ``problem`` (:data:`IN_BLOCK_SETTINGS`), else None."""
+    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.filters not in PIXEL_ROW_FILTERS:
         return None
-    splits, clustered = spec.effective_splits(problem), spec.sums_in_cluster(problem)
-    fits = (splits == 1 or clustered) and k_tiles_a_split(problem, splits) <= ws_stages(spec.block_filters)
-    if not (spec.filters in PIXEL_ROW_FILTERS and fits):
-        return None
-    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(WgmmaWsLaunch)}
-    fields.update(persistent=None, early=None)  # (the weights split in the block: a block a tile, nothing before it)
-    return ExperimentLaunch(**fields, experiments=tuple(sorted(set(names))))
+    in_block = dataclasses.replace(spec, weights="split in block", persistent=None, early=None)
+    return None if in_block.not_supported_reasons(problem) else in_block
