@@ -23,7 +23,7 @@ from convkit.families.fp32.winograd import WinogradLaunch, conv2d_winograd
 from convkit.families.registry import Kernels
 from convkit.families.tf32x3.wgmma import conv2d_wgmma_tf32x3, conv2d_wgmma_ws_tf32x3
 from convkit.families.tf32x3.wgmma_gemm import WgmmaGemmLaunch
-from convkit.families.tf32x3.wgmma_settings import TAP_PAIR_SETTINGS, WS_SETTINGS, wgmma_candidates
+from convkit.families.tf32x3.wgmma_settings import IN_BLOCK_SETTINGS, TAP_PAIR_SETTINGS, WS_SETTINGS, wgmma_candidates
 from convkit.families.tf32x3.wgmma_winograd import INPUTS, WgmmaWinogradLaunch, winograd_wgmma_candidates
 from convkit.op.cases import Case, params_text
 
@@ -106,6 +106,19 @@ def test_the_warp_specialised_kernel_matches_float64(problem, launch):
 def test_k_tiles_of_two_taps_match_float64(problem, launch):
     """The split-ahead kernel on K-tiles of two taps of 16 channels: the emulator's shapes, and two more of several
     output tiles a block (strided, unpadded; 11 channels of a 5x5), a bias added, the output poisoned with NaN."""
+    test_the_warp_specialised_kernel_matches_float64(problem, launch)
+
+
+@pytest.mark.parametrize("problem", [*_random_problems(12, seed=31), *SMALL_IMAGES, ConvProblem(1, 100, 7, 7, 40, 1, 1),
+                                     ConvProblem(3, 117, 9, 11, 29, 1, 1), ConvProblem(1, 300, 14, 14, 16, 1, 1)],
+                         ids=lambda p: f"{p.label}-p{p.pad}-s{p.stride}")  # fmt: skip
+@pytest.mark.parametrize("launch", IN_BLOCK_SETTINGS, ids=ws_id)
+def test_the_weights_split_in_the_block_match_float64(problem, launch):
+    """The gathering kernel reading w as given and splitting it in the block (``weights="split in block"``), where it
+    runs (a block's K-tiles within its stages): random shapes, rows of w not 16-byte aligned (117 values), K split
+    over clusters, a bias added, the output poisoned with NaN."""
+    if reasons := launch.not_supported_reasons(problem):
+        pytest.skip(reasons[0])
     test_the_warp_specialised_kernel_matches_float64(problem, launch)
 
 
