@@ -20,6 +20,7 @@ from convkit.families.tf32x3 import launch
 from convkit.families.tf32x3.launch import conv2d_tf32x3
 from convkit.families.tf32x3.rounding import split_tf32
 from convkit.op.cases import Case, params_text
+from convkit.papers.tf32x3 import accuracy
 
 pytestmark = pytest.mark.gpu
 
@@ -112,28 +113,15 @@ def test_the_error_stays_a_direct_fp32_methods_as_k_grows(channels):
         assert err["tf32x3"] <= 1.5 * err["fp32"], err
 
 
-#: The hard inputs both 3xTF32 kernels are checked on (:func:`hard_inputs`).
-HARD_INPUTS = ("wide range", "rounding ties", "all positive", "near underflow")
+#: The hard inputs both 3xTF32 kernels are checked on: the accuracy experiment's but the standard normal ones.
+HARD_INPUTS = accuracy.INPUTS[1:]
 #: The layer they are checked on.
 HARD_LAYER = ConvProblem.same(2, 64, 20, 20, 32, 3)
 
 
 def hard_inputs(kind: str, p: ConvProblem = HARD_LAYER, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
-    """x and w of ``p`` (float32) of one of :data:`HARD_INPUTS`."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(p.input_shape).astype(np.float32)
-    w = rng.standard_normal(p.filter_shape).astype(np.float32)
-    if kind == "wide range":  # 2^-16 .. 2^16 within each operand
-        x *= np.exp2(rng.integers(-16, 17, x.shape)).astype(np.float32)
-        w *= np.exp2(rng.integers(-16, 17, w.shape)).astype(np.float32)
-    elif kind == "rounding ties":  # the 13 dropped bits exactly half: each split rounds away from zero
-        x = ((x.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
-        w = ((w.view(np.uint32) & ~np.uint32(0x1FFF)) | np.uint32(0x1000)).view(np.float32)
-    elif kind == "all positive":  # no cancellation: truncating sums would drift one way
-        x, w = np.abs(x), np.abs(w)
-    else:  # the inputs about 1e-35 and the weights about 1: each input's small part is subnormal
-        x *= np.float32(1e-35)
-    return x, w
+    """x and w of ``p`` (float32, NumPy) of one of :data:`HARD_INPUTS`, as the accuracy experiment makes them."""
+    return accuracy.make_inputs(p, kind, seed, np)
 
 
 @pytest.mark.parametrize("inputs", HARD_INPUTS)

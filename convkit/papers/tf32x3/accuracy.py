@@ -32,8 +32,10 @@ from convkit.study.sweep import run_sweep
 EXPERIMENT = "tf32x3_accuracy"
 #: The inputs each problem is checked on: standard normal; every value's 13 bits below TF32's on the rounding tie
 #: (each split rounds away from zero); magnitudes spread over 2^-16 .. 2^16; all positive (no cancellation, so
-#: a biased rounding shows).
-INPUTS = ("normal", "rounding ties", "wide range", "all positive")
+#: a biased rounding shows); the inputs near the bottom of FP32's range (about 1e-35, the weights about 1), where each
+#: input's small part is subnormal (a tensor core that flushed it would lose it). The GPU tests check every 3xTF32
+#: kernel on all but the first (``tests/test_tf32x3_gpu.py``).
+INPUTS = ("normal", "rounding ties", "wide range", "all positive", "near underflow")
 #: PyTorch's precisions beside the kernels: FP32 (TF32 off), then the two reference lines.
 TORCH_PRECISIONS = ("fp32", "tf32", "fp16")
 KERNELS = Kernels((fp32.IGEMM_VARIANT, tf32x3.IGEMM_VARIANT), cutlass.PEERS)
@@ -91,6 +93,8 @@ def make_inputs(problem: ConvProblem, inputs: str, seed: int, xp: Any = None) ->
         x, w = (a * xp.exp2(rng.integers(-16, 17, a.shape)).astype(xp.float32) for a in (x, w))
     elif inputs == "all positive":
         x, w = xp.abs(x), xp.abs(w)
+    elif inputs == "near underflow":
+        x = x * xp.float32(1e-35)
     return x, w
 
 
