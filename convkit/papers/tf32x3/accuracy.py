@@ -23,6 +23,7 @@ from convkit.families import fp32, tf32x3
 from convkit.families.fp32 import IGEMM
 from convkit.families.registry import Kernels
 from convkit.families.tf32x3 import IGEMM as TF32X3
+from convkit.families.tf32x3 import WGMMA
 from convkit.libs import cutlass
 from convkit.op.cases import Case, float64_reference, params_text, prepare_case
 from convkit.study import tables
@@ -38,7 +39,8 @@ EXPERIMENT = "tf32x3_accuracy"
 INPUTS = ("normal", "rounding ties", "wide range", "all positive", "near underflow")
 #: PyTorch's precisions beside the kernels: FP32 (TF32 off), then the two reference lines.
 TORCH_PRECISIONS = ("fp32", "tf32", "fp16")
-KERNELS = Kernels((fp32.IGEMM_VARIANT, tf32x3.IGEMM_VARIANT), cutlass.PEERS)
+#: Our direct kernels (the wgmma one where the GPU is Hopper) and CUTLASS's.
+KERNELS = Kernels((fp32.IGEMM_VARIANT, tf32x3.IGEMM_VARIANT, tf32x3.WGMMA_VARIANT), cutlass.PEERS)
 #: K = C*R*S from which the error of the 3xTF32 kernel is held to the FP32 kernel's.
 ERROR_K = 256
 #: cuDNN's direct forward algorithms (the others transform: FFT and Winograd).
@@ -48,8 +50,8 @@ CUDNN_DIRECT = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT")
 SAME_AS_CUDNN = ("PyTorch FP32", "CUTLASS FP32")
 #: The accuracy experiment's implementations as the book names them (impl, variant) -> name; CUTLASS by precision.
 ERROR_NAMES = {("convkit", IGEMM): "FP32 implicit GEMM (ours)", ("convkit", TF32X3): "3xTF32 implicit GEMM (ours)",
-               ("pytorch", "fp32"): "PyTorch FP32", ("pytorch", "tf32"): "PyTorch TF32",
-               ("pytorch", "fp16"): "PyTorch FP16"}  # fmt: skip
+               ("convkit", WGMMA): "3xTF32 implicit GEMM on wgmma (ours)", ("pytorch", "fp32"): "PyTorch FP32",
+               ("pytorch", "tf32"): "PyTorch TF32", ("pytorch", "fp16"): "PyTorch FP16"}  # fmt: skip
 #: Every STUDY_STEP-th of the three chapters' problems joins the K sweep.
 STUDY_STEP = 20
 
@@ -63,8 +65,8 @@ def problems() -> list[ConvProblem]:
 
 
 def cases(problem: ConvProblem) -> list[Case]:
-    """Per kind of input: both kernels at their heuristic launches, every cuDNN algorithm, every CUTLASS kernel
-    that runs ``problem``, and PyTorch in each of :data:`TORCH_PRECISIONS`."""
+    """Per kind of input: our kernels at their heuristic launches (:data:`KERNELS`, each where it runs), every cuDNN
+    algorithm, every CUTLASS kernel that runs ``problem``, and PyTorch in each of :data:`TORCH_PRECISIONS`."""
     from convkit.libs.cudnn import FORWARD_ALGORITHMS
 
     out = []
@@ -181,12 +183,18 @@ def accuracy_frame(accuracy: Any) -> Any:
 
 
 def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
-    """Median error for K >= :data:`ERROR_K` on ``inputs`` of the 3xTF32 kernel and of the FP32 implicit GEMM."""
+    """Median error for K >= :data:`ERROR_K` on ``inputs`` of our direct 3xTF32 kernels (the larger of the two
+    medians where the run has the wgmma one) and of the FP32 implicit GEMM."""
     if accuracy.empty:
         return math.nan, math.nan
     a = accuracy_frame(accuracy)
     a = a[(a["K"] >= ERROR_K) & (a["inputs"] == inputs)]
-    return tuple(float(a.loc[a["method"] == ERROR_NAMES[("convkit", v)], "rel_err"].median()) for v in (TF32X3, IGEMM))
+
+    def median(variant: str) -> float:
+        return float(a.loc[a["method"] == ERROR_NAMES[("convkit", variant)], "rel_err"].median())
+
+    ours = [m for variant in (TF32X3, WGMMA) if not math.isnan(m := median(variant))]
+    return max(ours, default=math.nan), median(IGEMM)
 
 
 def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:
