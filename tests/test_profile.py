@@ -55,3 +55,34 @@ def test_profile_columns_add_the_metrics_before_the_note():
     assert profile.columns(Profile("x", list)) == profile.COLUMNS
     cols = profile.columns(Profile("x", list, ("dram__bytes_read.sum",)))
     assert cols[-3:] == ("dram__bytes_read_sum", "note", "run_id")
+
+
+def test_the_hopper_metrics_are_asked_for_on_hopper_alone():
+    """wgmma's instruction count and wait are Hopper's metrics: ncu refuses a metric it does not know, so elsewhere
+    the profile leaves them out (their columns stay, empty)."""
+    from convkit.papers.paper import Profile
+    from convkit.papers.tf32x3 import PROFILE_METRICS
+
+    spec = Profile("x", list, PROFILE_METRICS)
+    on_hopper, on_ampere = profile.asked_metrics(spec, (9, 0)), profile.asked_metrics(spec, (8, 0))
+    assert set(profile.HOPPER_ONLY_METRICS) <= set(on_hopper) and not set(profile.HOPPER_ONLY_METRICS) & set(on_ampere)
+    assert set(on_hopper) - set(on_ampere) == set(profile.HOPPER_ONLY_METRICS)
+    assert on_ampere[: len(profile.NCU_METRICS)] == profile.NCU_METRICS
+
+
+def test_a_wgmma_kernels_tensor_share_counts_its_wgmma_instructions():
+    """The 3xTF32 profile's tensor share of instructions: a kernel's wgmma instructions where it issued any, else
+    its HMMA (mma.sync) ones; a profile without the wgmma count (recorded before it, or not on Hopper) as before."""
+    import pandas as pd
+
+    from convkit.papers.tf32x3 import profiled
+
+    kernels = pd.DataFrame({
+        "config": ["a", "a"], "impl": ["convkit", "convkit"], "variant": ["igemm_tf32x3", "igemm_wgmma_tf32x3"],
+        "status": ["ok", "ok"], "time_us": [10.0, 5.0], "smsp__inst_executed_sum": [1000, 1000],
+        "smsp__inst_executed_pipe_tensor_op_hmma_sum": [200, 0], "smsp__inst_executed_pipe_tensor_op_gmma_sum": [0, 50],
+    })  # fmt: skip
+    share = profiled.profile_table(kernels)["tensor share of instructions %"]
+    assert list(share) == [20.0, 5.0]
+    before = profiled.profile_table(kernels.drop(columns="smsp__inst_executed_pipe_tensor_op_gmma_sum"))
+    assert list(before["tensor share of instructions %"]) == [20.0, 0.0]

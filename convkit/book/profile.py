@@ -33,6 +33,17 @@ COLUMNS = ("experiment", "table", "config", "label", "impl", "variant", "params"
            "run_id")  # fmt: skip
 KEY_COLUMNS = ("label", "impl", "variant", "params", "kernel_index")
 NCU_METRICS = ("gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread")
+#: Metrics Nsight Compute has on Hopper alone (compute capability 9.0: wgmma's instructions and its wait), asked for
+#: only there: elsewhere ncu refuses a metric it does not know, and the profile would not run.
+HOPPER_ONLY_METRICS = ("smsp__inst_executed_pipe_tensor_op_gmma.sum",
+                       "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio")  # fmt: skip
+
+
+def asked_metrics(spec: Profile, capability: tuple[int, int]) -> tuple[str, ...]:
+    """The metrics ncu is asked for on a GPU of compute ``capability``: :data:`NCU_METRICS` and ``spec``'s, but
+    :data:`HOPPER_ONLY_METRICS` elsewhere than on Hopper (their columns then stay empty)."""
+    hopper = capability == (9, 0)
+    return (*NCU_METRICS, *(m for m in spec.metrics if hopper or m not in HOPPER_ONLY_METRICS))
 
 
 def columns(spec: Profile) -> tuple[str, ...]:
@@ -169,6 +180,7 @@ def profile(name: str, directory: Path | None = None, *, ncu: str | None = None)
     Rows already recorded (by key) are kept, so a profile interrupted part-way resumes.
     """
     from convkit.bench.rows import row_key
+    from convkit.core.gpu import compute_capability
     from convkit.study import provenance
     from convkit.study.results import ResultStore, gpu_results_dir
 
@@ -182,7 +194,7 @@ def profile(name: str, directory: Path | None = None, *, ncu: str | None = None)
     with tempfile.TemporaryDirectory() as tmp:
         manifest, report = Path(tmp) / "manifest.json", Path(tmp) / "profile"
         env = os.environ | {"PYTHONUNBUFFERED": "1"}
-        metrics = ",".join((*NCU_METRICS, *spec.metrics))
+        metrics = ",".join(asked_metrics(spec, compute_capability()))
         subprocess.run([ncu, "--clock-control", "none", "--cache-control", "none", "--metrics", metrics,
                         "--export", str(report), "--force-overwrite", sys.executable, "-m", "convkit.book.profile",
                         "--drive", str(manifest), name, str(directory)], check=True, env=env)  # fmt: skip

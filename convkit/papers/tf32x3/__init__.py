@@ -97,11 +97,12 @@ def tuned(directory: Path) -> KnobTable:
 
 PROFILE_PROBLEMS, PROFILED_PEERS = profiled.PROFILE_PROBLEMS, profiled.PROFILED_PEERS
 STALLS = ("not_selected", "dispatch_stall", "math_pipe_throttle", "barrier", "long_scoreboard", "short_scoreboard",
-          "wait", "mio_throttle")  # fmt: skip
+          "wait", "mio_throttle", "sleeping", "gmma")  # fmt: skip
 PROFILE_METRICS: tuple[str, ...] = (
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
     "smsp__issue_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed_pipe_tensor_op_hmma.sum",
+    "smsp__inst_executed_pipe_tensor_op_gmma.sum",
     "smsp__inst_executed.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
     *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS), *tables.LOCAL_MEMORY,

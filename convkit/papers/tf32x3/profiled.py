@@ -4,6 +4,7 @@ tiles its rows are."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from convkit.core.problem import ConvProblem
@@ -42,11 +43,25 @@ def fastest_cutlass_tiles(sweep: Any) -> dict[str, str]:
     return out
 
 
+#: A kernel's tensor instructions: wgmma's where it issued any (Hopper), else mma.sync's (HMMA).
+TENSOR_INSTRUCTIONS = "tensor_instructions"
+
+
 def profile_table(kernels: Any) -> Any:
     """Per profiled layer and implementation, its longest kernel: time, tensor-pipe use, issue-slot use, the
-    tensor instructions' share, achieved occupancy, shared-memory bank conflicts and the two leading stalls."""
+    tensor instructions' share (:data:`TENSOR_INSTRUCTIONS`), achieved occupancy, shared-memory bank conflicts and
+    the two leading stalls."""
+    import pandas as pd
+
+    def counted(metric: str) -> Any:  # (NaN where the profile lacks the metric: before it was asked, or not Hopper)
+        return pd.to_numeric(kernels[metric], errors="coerce") if metric in kernels else math.nan
+
+    hmma = counted("smsp__inst_executed_pipe_tensor_op_hmma_sum")
+    gmma = counted("smsp__inst_executed_pipe_tensor_op_gmma_sum")
+    tensor = gmma.where(gmma > 0, hmma) if isinstance(gmma, pd.Series) else hmma
     pipe = "sm__pipe_tensor_op_hmma_cycles_active_avg_pct_of_peak_sustained_active"
-    return tables.profile_table(kernels, NAMES, pipe, "smsp__inst_executed_pipe_tensor_op_hmma_sum", "tensor")
+    return tables.profile_table(kernels.assign(**{TENSOR_INSTRUCTIONS: tensor}), NAMES, pipe, TENSOR_INSTRUCTIONS,
+                                "tensor")  # fmt: skip
 
 
 def profile_tables(kernels: Any) -> tuple[Any, Any]:
