@@ -39,8 +39,8 @@ def edge_check() -> None:
 def wgmma_edges() -> None:
     """Every launch of the wgmma kernels (each setting of the first, and the warp-specialised one, its K-tiles of two
     taps where the problem has at most 16 channels, its weights split in the block where a block has at most its
-    stages' K-tiles) on the implicit GEMM's edge problems, a bias added, inputs and
-    outputs aligned and not; raises AssertionError naming the launch that is wrong."""
+    stages' K-tiles) on the implicit GEMM's edge problems, a bias added, inputs and outputs aligned and not; raises
+    AssertionError naming the launch that is wrong."""
     import cupy
     import numpy as np
 
