@@ -271,7 +271,7 @@ STALL_COLUMNS = {
     "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": "shared memory",
     "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "fixed latency",
     "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": "memory queue",
-    "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio": "sleeping",  # (a suspended mbarrier wait)
+    "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio": "sleeping",  # (its threads blocked or asleep)
     "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio": "wgmma wait",  # (Hopper alone)
 }
 
