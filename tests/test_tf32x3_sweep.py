@@ -36,6 +36,7 @@ def test_the_accuracy_experiment_checks_every_precision_on_every_kind_of_input(m
     from convkit.core import gpu
     from convkit.families import fp32 as fp32_family
     from convkit.families import tf32x3 as tf32x3_family
+    from convkit.families.tf32x3 import wgmma, wgmma_pick, wgmma_settings
     from convkit.libs import cutlass
     from convkit.libs.cudnn import FORWARD_ALGORITHMS
     from convkit.papers.tf32x3 import accuracy
@@ -43,15 +44,16 @@ def test_the_accuracy_experiment_checks_every_precision_on_every_kind_of_input(m
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "compute_capability", lambda: (9, 0))
     monkeypatch.setattr(cutlass, "available", lambda: False)
-    for family in (fp32_family, tf32x3_family):  # the H100's 132 SMs for the heuristic launches
-        monkeypatch.setattr(family, "sm_count", lambda: 132)
+    for module in (fp32_family, tf32x3_family, wgmma, wgmma_pick, wgmma_settings):  # the H100's 132 SMs for the
+        monkeypatch.setattr(module, "sm_count", lambda: 132)  # heuristic launches (no driver asked)
     problems = accuracy.problems()
     ks = [p.c * p.r * p.s for p in problems[:12]]
     assert ks[:9] == [9, 36, 144, 288, 576, 1152, 2304, 4608, 9216] and ks[9:] == [256, 1024, 4096]
     assert len(problems) == 12 + len(range(0, 671, accuracy.STUDY_STEP))
     cases = accuracy.cases(problems[0])
-    per_input = 2 + len(FORWARD_ALGORITHMS) + len(accuracy.TORCH_PRECISIONS)
+    per_input = 3 + len(FORWARD_ALGORITHMS) + len(accuracy.TORCH_PRECISIONS)  # (our three direct kernels on Hopper)
     assert len(cases) == len(accuracy.INPUTS) * per_input
     assert {json.loads(c.params)["inputs"] for c in cases} == set(accuracy.INPUTS)
-    assert [c.variant for c in cases[:2]] == ["fp32_igemm", "igemm_tf32x3"]
+    assert [c.variant for c in cases[:3]] == ["fp32_igemm", "igemm_tf32x3", "igemm_wgmma_tf32x3"]
     assert "tile" in json.loads(cases[1].params)  # the heuristic launch, recorded beside the kind of input
+    assert "schedule" in json.loads(cases[2].params)
