@@ -72,6 +72,26 @@ __device__ __forceinline__ void mma(float (&d)[16], unsigned long long a, unsign
 #endif
 }
 
+// N = 64: the split-ahead kernel's blocks of 64 pixels.
+__device__ __forceinline__ void mma(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate)
+{
+#if defined(CONVKIT_EMULATED_WGMMA)
+    CONVKIT_EMULATED_WGMMA(d, a, b, accumulate);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
 __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate)
 {
 #if defined(CONVKIT_EMULATED_WGMMA)

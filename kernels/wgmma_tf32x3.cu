@@ -82,6 +82,9 @@
 #ifndef CONVKIT_WS_TAP_PAIRS  // the split-ahead kernel on at most 16 channels: 1 a K-tile two taps of 16 channels
 #define CONVKIT_WS_TAP_PAIRS 0
 #endif
+#ifndef CONVKIT_WS_WIDTH  // the warp-specialised kernels' pixels a block: 128, or 64 (the split-ahead kernel at 64
+#define CONVKIT_WS_WIDTH 128  // filters with ping-pong: twice the tiles of a layer of few, each an m64n64k8 product)
+#endif
 #ifndef CONVKIT_WS_CLUSTER  // the gathering kernel with K split (gridDim.z): 0 each split's sums a plane of partial
 #define CONVKIT_WS_CLUSTER 0  // outputs, which sum_planes adds up; else the splits, this many, one cluster, added in it
 #endif
@@ -584,7 +587,10 @@ constexpr bool PIXEL_ROWS = FILTERS <= 32;
 // products, for layers of few K-tiles a tile, whose stores weigh most), or else alternate K-tiles of each (SPLIT_K).
 constexpr bool PINGPONG = CONVKIT_WS_PINGPONG, SPLIT_K = NARROW && !PINGPONG;
 static_assert(!PINGPONG || (NARROW && CONVKIT_WS_PERSISTENT), "ping-pong: 64 filters a block, persistent");
-constexpr int WIDTH = 128, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
+// The block's pixels: 128, or 64 at 64 filters with ping-pong, where a layer of few output tiles would leave most SMs
+// idle (28 x 28 512->512 at batch 1: 56 tiles of 64 by 128 on 132 SMs; CUTLASS's 64 by 64 tile runs it in 104).
+constexpr int WIDTH = CONVKIT_WS_WIDTH, PLANE_A_WS = FILTERS * BK, PLANE_B_WS = WIDTH * BK;
+static_assert(WIDTH == 128 || (WIDTH == 64 && PINGPONG), "64 pixels a block: 64 filters with ping-pong alone");
 constexpr int STAGE_WS = 2 * PLANE_A_WS + 2 * PLANE_B_WS;  // 1,024-byte multiples: a stage's planes stay aligned
 constexpr int WS_STAGES = NARROW || PIXEL_ROWS ? 4 : 3;  // (smaller stages at 64 filters or fewer: one more)
 constexpr int PRODUCERS = 128, CONSUMERS = 256, WS_THREADS = PRODUCERS + CONSUMERS;
@@ -828,7 +834,7 @@ __device__ __forceinline__ void split_block_weights(float* smem, const float* w,
 // With SPLIT_K, the consumers' sums of an output tile added: the second's written to shared memory (`sums`), then
 // read and added by the first, which stores the tile; sums_barriers order the turns. `round`:
 // the block's output tiles before this one. Whether this thread stores the tile.
-__device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums, unsigned long long* empty,
+__device__ __forceinline__ bool add_consumers_sums(float (&acc)[WIDTH / 2], float* sums, unsigned long long* empty,
                                                    int group, int round)
 {
     if constexpr (!SPLIT_K) return true;
@@ -837,13 +843,13 @@ __device__ __forceinline__ bool add_consumers_sums(float (&acc)[64], float* sums
     if (group == 1) {
         if (round > 0) wait_phase(read, (round - 1) & 1);  // the first consumer has the last tile's sums
 #pragma unroll
-        for (int i = 0; i < 64; ++i) sums[i * 128 + lane] = acc[i];
+        for (int i = 0; i < WIDTH / 2; ++i) sums[i * 128 + lane] = acc[i];
         arrive(written);
         return false;
     }
     wait_phase(written, round & 1);
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] += sums[i * 128 + lane];
+    for (int i = 0; i < WIDTH / 2; ++i) acc[i] += sums[i * 128 + lane];
     arrive(read);
     return true;
 }
@@ -890,7 +896,7 @@ __device__ __forceinline__ void consumers_sync()
 
 // A consumer's sums of its 64 rows (from row0) into the block's tile of sums, in its stages' place once both
 // consumers' products are done (every product of the tile waited for: the stages are free).
-__device__ __forceinline__ void leave_sums(const float (&acc)[64], float* sums, int row0)
+__device__ __forceinline__ void leave_sums(const float (&acc)[WIDTH / 2], float* sums, int row0)
 {
     consumers_sync();
     const int lane = threadIdx.x % 32, row = row0 + (threadIdx.x - PRODUCERS) % 128 / 32 * 16 + lane / 4;
@@ -1137,16 +1143,17 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
     }
     const int first = SPLIT_K ? group : 0, step = SPLIT_K ? 2 : 1, row0 = NARROW ? 0 : group * 64;
     const int count = (tiles - first + step - 1) / step;  // this consumer's K-tiles (with SPLIT_K possibly none)
-    float acc[64];
+    constexpr int ACCS = WIDTH / 2;  // a consumer's 64 rows by the block's pixels, over its 128 threads
+    float acc[ACCS];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    auto add = [&](int j, const float (&sums)[64]) {  // its j-th K-tile's products are done: free its stage, add
+    for (int i = 0; i < ACCS; ++i) acc[i] = 0.0f;
+    auto add = [&](int j, const float (&sums)[ACCS]) {  // its j-th K-tile's products are done: free its stage, add
         arrive(empty + (turn0 + first + j * step) % WS_STAGES);
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += sums[i];
+        for (int i = 0; i < ACCS; ++i) acc[i] += sums[i];
     };
     // Its j-th K-tile's 12 products into `sums`, summed apart from zero, issued once its stage is full.
-    auto issue = [&](int j, float (&sums)[64]) {
+    auto issue = [&](int j, float (&sums)[ACCS]) {
         const int turn = turn0 + first + j * step, s = turn % WS_STAGES;
         wait_phase(full + s, (turn / WS_STAGES) & 1);
         if (CONVKIT_WG_PART == 2) return;  // the staging alone
@@ -1157,7 +1164,7 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
         fence_operands();
         k_tile_products<WIDTH, LayoutA, LayoutB, FILTERS>(sums, stage, stage + 2 * PLANE_A_WS, row0, true);
     };
-    multiply_k_tiles<64>(count, issue, add);
+    multiply_k_tiles<ACCS>(count, issue, add);
     if constexpr (PINGPONG) arrive(sums_barriers(empty));  // its stages waited for: the other consumer's turn
     if constexpr (ClusterSums) {
         leave_sums(acc, smem, row0);  // (add_cluster_sums stores them, added over the cluster)
@@ -1178,6 +1185,7 @@ __device__ __forceinline__ void consume(float* smem, unsigned long long* full, u
 #else
 #define CONVKIT_CLUSTER_DIMS
 #endif
+#if CONVKIT_WS_WIDTH == 128  // (the gathering kernel's producer stages 128 pixels: a column a thread)
 extern "C" __global__ void __launch_bounds__(wgmma_ws::WS_THREADS, 1) CONVKIT_CLUSTER_DIMS
 implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restrict__ tiled,
                               const float* __restrict__ bias, float* __restrict__ out, int N, int C, int H, int W,
@@ -1288,6 +1296,7 @@ implicit_gemm_wgmma_ws_tf32x3(const float* __restrict__ x, const float* __restri
     if (tid == PRODUCERS) CONVKIT_STAMP(6, clock64()), CONVKIT_STAMP(7, timeline_ns());
 #endif
 }
+#endif  // CONVKIT_WS_WIDTH == 128
 
 // ---------------------------------------------------------------------------------------------
 // The warp-specialised kernel on inputs split ahead, implicit_gemm_wgmma_ws_nhwc_tf32x3: its producer neither gathers

@@ -99,8 +99,10 @@ def launch_text(spec: WgmmaLaunch) -> str:
         persistent, early = ", persistent" if spec.persistent else "", ", early" if spec.early else ""
         pingpong, pairs = ", ping-pong" if spec.pingpong else "", ", two taps a K-tile" if spec.tap_pairs else ""
         halves = ", producer halves" if spec.producer_halves else ""
-        return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{pingpong}{k_split}{early}"
-                f"{pairs}{halves}")  # fmt: skip
+        in_block = ", weights split in the block" if spec.weights_in_block else ""
+        width = f", {spec.width} pixels a block" if spec.width else ""
+        return (f"warp-specialised, {spec.in_flight} in flight{split}{persistent}{narrow}{width}{pingpong}{k_split}"
+                f"{early}{pairs}{halves}{in_block}")  # fmt: skip
     return f"N={spec.n} {'staged' if spec.staged else 'unstaged'} {spec.stages} stages"
 
 
@@ -765,11 +767,12 @@ CUTLASS_ONES = ("56-1-1-64-64", "28-8-1-32-256", "28-8-1-64-192", "28-128-1-32-2
                 "27-32-1-48-256", "56-64-1-64-256")  # fmt: skip
 #: cuConv's 3x3 and 5x5 layers (every fourth) where CUTLASS's fastest 3xTF32 tile beat ours, H200, 2026-12-03
 #: (``tf32x3_probe.py --suite=cuconv --cutlass --every=4``, the producer's halves among the candidates; of 152, ours
-#: lost 36, these 16 of them of more than one tap).
+#: lost 36, these 16 of them of more than one tap); and 28 x 28 512->512 at batch 1, where CUTLASS's 64 x 64 tile beat
+#: ours in the H200's quick recording (2026-12-05), for the split-ahead kernel at 64 pixels a block.
 CUTLASS_TAPS = ("14-8-3-288-144", "7-32-3-320-160", "54-8-3-64-16", "28-1-3-512-256", "14-32-5-64-32",
                 "13-16-3-256-64", "14-16-3-208-96", "7-128-5-128-32", "14-16-3-320-160", "14-8-5-48-16",
                 "27-1-3-192-48", "28-32-5-32-16", "14-128-5-48-16", "13-8-3-256-384", "27-64-3-192-48",
-                "54-128-3-64-16")  # fmt: skip
+                "54-128-3-64-16", "28-1-3-512-512")  # fmt: skip
 
 
 def by_halves(p: ConvProblem) -> dict[str, WgmmaLaunch]:

@@ -193,12 +193,22 @@ def test_both_kernels_are_candidates_read_back_from_their_params(monkeypatch):
     # 4 tiles, 11 K-tiles: K split in 4 and 8, over a cluster (split staged: Winograd's); more than one tap: split
     # ahead at 64 filters a block with ping-pong too
     ahead_pingpong = dataclasses.replace(split_ahead, filters=64, pingpong=True)
-    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead, ahead_pingpong]
+    # (6 tiles of 64 filters by 128 pixels, fewer than the SMs: at 64 pixels a block too)
+    ahead_pingpong_64 = dataclasses.replace(ahead_pingpong, width=64)
+    assert candidates == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), *cluster_in, split_ahead, ahead_pingpong,
+                          ahead_pingpong_64]  # fmt: skip
+    assert ahead_pingpong_64.grid(p) == (12,) and ahead_pingpong.grid(p) == (6,)  # (persistent: a block a tile here)
+    assert ahead_pingpong_64.options(p)[-1] == "-DCONVKIT_WS_WIDTH=64"
+    assert WGMMA_VARIANT.launch_from(ahead_pingpong_64.to_params()) == ahead_pingpong_64
+    for wrong in (dataclasses.replace(split_ahead, width=64), dataclasses.replace(ahead_pingpong, width=32),
+                  dataclasses.replace(ahead_pingpong_64, tap_pairs=True)):  # fmt: skip
+        assert wrong.not_supported_reasons(p)[0].startswith(("width must be", "tap_pairs")), wrong
     many = ConvProblem.same(32, 256, 28, 28, 256, 3)  # 392 tiles: no split
     assert wgmma_settings.wgmma_candidates(many) == [wgmma.WgmmaGemmLaunch(), wgmma.WgmmaWsLaunch(), split_ahead,
                                                      ahead_pingpong]  # fmt: skip
     narrow = dataclasses.replace(split_ahead, filters=64)
-    assert wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))[-2:] == [narrow, ahead_pingpong]
+    narrow_candidates = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 64, 3))
+    assert narrow_candidates[-3:] == [narrow, ahead_pingpong, ahead_pingpong_64]
     gathered_persistent = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, early=True)  # on a 1x1 filter alone
     one_tap = wgmma_settings.wgmma_candidates(ConvProblem.same(2, 37, 9, 11, 131, 1))
     pingpong = wgmma.WgmmaWsLaunch(in_flight=2, persistent=True, filters=64, early=True, pingpong=True)
@@ -528,14 +538,15 @@ def test_cluster_slots_are_the_bound_where_the_driver_is_not_asked(monkeypatch, 
 
 def ws_id(spec: wgmma.WgmmaWsLaunch) -> str:
     """A warp-specialised setting as a test id: its K-tiles in flight, where its inputs come from, persistent, its
-    filters a block, its splits of K, where its weights are split."""
+    filters a block, its splits of K, where its weights are split, its pixels a block."""
     persistent, narrow = "-persistent" if spec.persistent else "", f"-{spec.filters}filters" if spec.filters else ""
     k_split, early = f"-k_split{spec.splits}" if spec.splits else "", "-early" if spec.early else ""
     pingpong, cluster = "-pingpong" if spec.pingpong else "", "-cluster" if spec.cluster else ""
     pairs, halves = "-tap_pairs" if spec.tap_pairs else "", "-producer_halves" if spec.producer_halves else ""
     in_block = "-weights_in_block" if spec.weights_in_block else ""
+    width = f"-{spec.width}pixels" if spec.width else ""
     return (f"in_flight{spec.in_flight}-{'split' if spec.inputs else 'gather'}{persistent}{narrow}{k_split}{cluster}"
-            f"{early}{pingpong}{pairs}{halves}{in_block}")  # fmt: skip
+            f"{early}{pingpong}{pairs}{halves}{in_block}{width}")  # fmt: skip
 
 
 def ws_call(kernel: str, bias: str = "w + ints[9]") -> str:

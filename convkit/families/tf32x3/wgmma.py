@@ -94,7 +94,9 @@ class WgmmaWsLaunch(KernelLaunch):
     (``CONVKIT_WS_PRODUCER_HALVES``). ``weights`` (:data:`WS_WEIGHTS`; None: split ahead into tiled planes by a launch
     before): ``"split in block"``, w read as given and split by the consumers into the stages (a call one launch: at 16
     or 32 filters, inputs gathered, a block a tile of at most its stages' K-tiles, any K split over a cluster, not
-    launched early; ``CONVKIT_WS_WEIGHTS_IN_BLOCK``)."""
+    launched early; ``CONVKIT_WS_WEIGHTS_IN_BLOCK``). ``width`` (None: :data:`WS_WIDTH`, 128): the block's pixels, or 64
+    with the inputs split ahead at 64 filters with ping-pong, a layer of few tiles in twice as many
+    (``CONVKIT_WS_WIDTH``)."""
 
     schedule: str = "warp-specialised"
     in_flight: int = 1
@@ -108,11 +110,17 @@ class WgmmaWsLaunch(KernelLaunch):
     tap_pairs: bool | None = None
     producer_halves: bool | None = None
     weights: str | None = None
+    width: int | None = None
 
     @property
     def block_filters(self) -> int:
         """The filters a block computes."""
         return self.filters or BLOCK_M
+
+    @property
+    def block_width(self) -> int:
+        """The pixels a block computes."""
+        return self.width or WS_WIDTH
 
     kind: ClassVar[str] = "tf32x3_wgmma_ws"
     source: ClassVar[str] = "wgmma_tf32x3"
@@ -142,9 +150,10 @@ class WgmmaWsLaunch(KernelLaunch):
         cluster = (f"-DCONVKIT_WS_CLUSTER={self.effective_splits(problem)}",) if self.sums_in_cluster(problem) else ()
         halves = ("-DCONVKIT_WS_PRODUCER_HALVES=1",) if self.producer_halves else ()
         in_block = ("-DCONVKIT_WS_WEIGHTS_IN_BLOCK=1",) if self.weights_in_block else ()
+        width = (f"-DCONVKIT_WS_WIDTH={self.width}",) if self.width else ()
         return (*filter_macros(problem), f"-DCONVKIT_WS_IN_FLIGHT={self.in_flight}", *persistent,
                 *filters_macro(self.block_filters), *fp32, *pingpong, *cluster,
-                *tap_pairs_macro(self.tap_pairs), *halves, *in_block)  # fmt: skip
+                *tap_pairs_macro(self.tap_pairs), *halves, *in_block, *width)  # fmt: skip
 
     @property
     def weights_in_block(self) -> bool:
@@ -156,7 +165,7 @@ class WgmmaWsLaunch(KernelLaunch):
         return bool(self.cluster) and self.effective_splits(problem) > 1
 
     def grid(self, problem: ConvProblem) -> tuple[int, ...]:
-        pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / WS_WIDTH)
+        pixel_blocks = math.ceil(problem.n * problem.out_h * problem.out_w / self.block_width)
         m_blocks = math.ceil(problem.m / self.block_filters)
         if self.persistent:
             return (min(pixel_blocks * m_blocks, sm_count()),)
@@ -171,7 +180,7 @@ class WgmmaWsLaunch(KernelLaunch):
         or ping-pong) the consumer warps' rows on their way to the output (:data:`STAGED_ROWS_BYTES`)."""
         narrow = self.block_filters == NARROW_FILTERS
         count = ws_stages(self.block_filters)
-        stages = count * (2 * self.block_filters + 2 * WS_WIDTH) * TILE_K * 4
+        stages = count * (2 * self.block_filters + 2 * self.block_width) * TILE_K * 4
         return stages + 128 + (NARROW_FILTERS * WS_WIDTH * 4 if narrow and not self.pingpong else STAGED_ROWS_BYTES)
 
     def _regions(self, problem: ConvProblem) -> list[int]:
@@ -239,10 +248,10 @@ class WgmmaWsLaunch(KernelLaunch):
 
     def can_implement(self, problem: ConvProblem) -> None:
         """As :func:`check_problem`; ValueError naming ``schedule``, ``in_flight``, ``inputs``, ``persistent``,
-        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs``, ``producer_halves`` or
-        ``weights`` where the kernel has no such setting (the weights split in the block: where a block has more K-tiles
-        than stages, too), a pass's input split ahead where it is past the kernel's 32-bit indices, and the splits'
-        partial outputs where they are."""
+        ``filters``, ``splits``, ``early``, ``pingpong``, ``cluster``, ``tap_pairs``, ``producer_halves``, ``weights``
+        or ``width`` where the kernel has no such setting (the weights split in the block: where a block has more
+        K-tiles than stages, too), a pass's input split ahead where it is past the kernel's 32-bit indices, and the
+        splits' partial outputs where they are."""
         if self.schedule != "warp-specialised":
             raise ValueError(f"schedule must be 'warp-specialised', got {self.schedule!r}")
         if self.in_flight not in (1, 2):
@@ -288,6 +297,10 @@ class WgmmaWsLaunch(KernelLaunch):
         if self.weights not in WS_WEIGHTS or (self.weights_in_block and not in_block):
             raise ValueError(f"weights must be None, or 'split in block' at 16 or 32 filters, the inputs gathered, a "
                              f"block a tile, not early, any K split over a cluster, got {self.weights!r}")  # fmt: skip
+        ahead_pingpong = self.inputs == "split ahead" and self.pingpong and not self.tap_pairs
+        if self.width not in (None, 64) or (self.width and not ahead_pingpong):
+            raise ValueError(f"width must be None, or 64 with the inputs split ahead at 64 filters with ping-pong, "
+                             f"got {self.width!r}")  # fmt: skip
         check_problem(problem, self.block_filters)
         if self.weights_in_block and (tiles := k_tiles_a_split(problem, self.effective_splits(problem))) > (
                 stages := ws_stages(self.block_filters)):  # fmt: skip

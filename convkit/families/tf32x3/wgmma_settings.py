@@ -43,6 +43,11 @@ SPLIT_AHEAD_NARROW = dataclasses.replace(SPLIT_AHEAD, filters=NARROW_FILTERS)
 #: tiles of 128-320 filters, the blocks doubled or tripled), 1.13x and 1.20x over a K split in 4 (22 and 28 tiles),
 #: 1.09x on 730 tiles of 192 filters, 1.07x over :data:`SPLIT_AHEAD_NARROW` on one of 64; faster than CUTLASS on 5.
 SPLIT_AHEAD_PINGPONG = dataclasses.replace(SPLIT_AHEAD_NARROW, pingpong=True)
+#: The same at 64 pixels a block (an m64n64k8 product a consumer): on a layer of more than one tap whose tiles of 64
+#: filters by 128 pixels are fewer than the SMs, twice as many tiles. CUTLASS's 64 x 64 tile beat our fastest there
+#: (H200 quick run, 2026-12-05: 28 x 28 512->512 at batch 1, 95.8 us against 111.9 at 64 by 128 with ping-pong, its
+#: 56 tiles on 132 SMs). A tuning candidate, not yet timed; the first-use pick does not take it.
+SPLIT_AHEAD_PINGPONG_64 = dataclasses.replace(SPLIT_AHEAD_PINGPONG, width=64)
 #: The same with the inputs channels last in FP32 (half their bytes), split in shared memory once staged: the
 #: products' setting of Winograd on wgmma with its inputs split as staged. Not a candidate for the direct method (H200):
 #: slower than :data:`SPLIT_AHEAD` on each of the chapter's 97 stride-1 3x3 and 5x5 layers of at least 20 GFLOP (0.74x
@@ -54,7 +59,8 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     """Launches a tuning run measures: the staged settings of :data:`WGMMA_SETTINGS`, the warp-specialised kernel on
     its inputs gathered and split ahead (:data:`SPLIT_AHEAD`), this at 64 filters a block too where the layer has at
     most 64 (20-35% faster on 3x3 and 5x5 layers of 64 filters, 0.94-1.08x on those of 192-320: ``wgmma_probe.py
-    --layers``) and with ping-pong on any layer of more than one tap (:data:`SPLIT_AHEAD_PINGPONG`), the gathering
+    --layers``) and with ping-pong on any layer of more than one tap (:data:`SPLIT_AHEAD_PINGPONG`; at 64 pixels a
+    block too where :func:`few_tiles`, :data:`SPLIT_AHEAD_PINGPONG_64`), the gathering
     kernel's settings: where :func:`stores_weigh_most`, :func:`one_tap_candidates`, else its K split where it fits
     (:func:`k_splits`); on a 1x1 layer of at most 32 filters, the pixels on the products' rows
     (:func:`pixel_rows_candidates`); on a layer of at most 16 channels, K-tiles of two taps
@@ -68,6 +74,7 @@ def wgmma_candidates(problem: ConvProblem) -> list[WgmmaLaunch]:
     (1.47x, 1.51x)."""
     narrow = [SPLIT_AHEAD_NARROW] if problem.m <= NARROW_FILTERS else []
     narrow += [SPLIT_AHEAD_PINGPONG] if problem.r * problem.s > 1 else []
+    narrow += [SPLIT_AHEAD_PINGPONG_64] if problem.r * problem.s > 1 and few_tiles(problem) else []
     gathering = one_tap_candidates(problem) if stores_weigh_most(problem) else k_splits(problem)
     narrower = [
         *pixel_rows_candidates(problem),
@@ -94,6 +101,11 @@ def pixel_rows_candidates(problem: ConvProblem) -> list[WgmmaWsLaunch]:
     return [*(dataclasses.replace(GATHERED_PIXEL_ROWS, filters=filters, persistent=persistent, in_flight=in_flight)
               for persistent in (True, None) for in_flight in (1, 2)),
             dataclasses.replace(PIXEL_ROWS_HALVES, filters=filters)]  # fmt: skip
+
+
+def few_tiles(problem: ConvProblem) -> bool:
+    """Whether ``problem``'s output tiles of 64 filters by 128 pixels are fewer than the SMs (some would idle)."""
+    return output_tiles(problem, NARROW_FILTERS) < sm_count()
 
 
 def output_tiles(problem: ConvProblem, filters: int | None = None) -> int:
@@ -316,7 +328,7 @@ WS_SETTINGS = (WgmmaWsLaunch(), WgmmaWsLaunch(in_flight=2), GATHERED_PERSISTENT,
                SPLIT_AHEAD, SPLIT_AHEAD_NARROW, SPLIT_STAGED, GATHERED_SPLIT, GATHERED_NARROW,
                dataclasses.replace(GATHERED_SPLIT, filters=NARROW_FILTERS),
                dataclasses.replace(GATHERED_PERSISTENT, early=None), GATHERED_PINGPONG,
-               SPLIT_AHEAD_PINGPONG, GATHERED_CLUSTER,
+               SPLIT_AHEAD_PINGPONG, SPLIT_AHEAD_PINGPONG_64, GATHERED_CLUSTER,
                dataclasses.replace(GATHERED_CLUSTER, splits=8), GATHERED_PIXEL_ROWS,
                WgmmaWsLaunch(filters=16), PIXEL_ROWS_HALVES, GATHERED_PINGPONG_HALVES,
                dataclasses.replace(GATHERED_CLUSTER, in_flight=1, producer_halves=True),
