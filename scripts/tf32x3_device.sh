@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The 3xTF32 chapter's recording session, run in the background so that it outlives one device call (at most 10
-# minutes) on a machine held across several: the TF32 ceilings the ceilings store lacks, the accuracy experiment,
-# the tuning and sweep, the repeated sample, then the ncu profile (once the chapter is registered). Every step
-# resumes where an earlier machine stopped: its rows come back in $OUT/results.tgz, to unpack into results/ here.
+# minutes) on a machine held across several: the TF32 ceilings the ceilings store lacks, the tuning and sweep (first:
+# the longest, about 30 device minutes on one H100, and what the chapter's verdicts read), the accuracy experiment's
+# missing cases, the repeated sample, then the ncu profile. Every step resumes where an earlier machine stopped: its
+# rows come back in $OUT/results.tgz, to unpack into results/ here.
 # Each call waits up to WAIT seconds (default 520) and copies what is recorded so far to $OUT:
 #   CONVKIT_COMMIT=<the commit, literally> [GPUS=4] bash scripts/tf32x3_device.sh   # carry .whl and .whl_cutlass
 #   (the nvidia-cutlass wheel, for CUTLASS's peers: kept apart so that other device scripts' GPU suites do not build
@@ -28,12 +29,12 @@ python3 -c "
 from convkit.papers.ceilings import measure
 from convkit.study import provenance
 measure.run(measure.open_store('\$dir', provenance.collect()), progress=print)"
-echo "=== accuracy"
-timeout ${ACCURACY_SECONDS:-300} python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('\$dir')"
-echo "accuracy exit \$?"
 echo "=== sweep (on ${GPUS:-1} GPU(s))"
 python3 -m convkit sweep tf32x3 --directory \$dir --gpus ${GPUS:-1} --build-workers 12 2>&1 | grep -v "^  "
 echo "sweep exit \${PIPESTATUS[0]}"
+echo "=== accuracy"
+timeout ${ACCURACY_SECONDS:-300} python3 -c "from convkit.papers.tf32x3 import accuracy; accuracy.measure('\$dir')"
+echo "accuracy exit \$?"
 echo "=== repeat"
 python3 -c "from convkit.papers import tf32x3; tf32x3.measure_repeat('\$dir')" | tail -n 3
 echo "=== profile"
