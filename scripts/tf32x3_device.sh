@@ -10,7 +10,9 @@
 #   CUTLASS); with GPUS > 1, a node's kind, the Dask wheels too: scripts/node_device.sh lists them
 # The first call on a machine copies the checkout and results/<gpu>/ to /tmp (a later call's fresh copy of the
 # working tree cannot overwrite what the job writes) and starts the job; a later call on the same machine only
-# waits. The job's log is $OUT/job.log; a file $OUT/done says it finished.
+# waits. The job's log is $OUT/job.log; a file $OUT/done says it finished. FRESH_TUNING=1 (on the call that starts the
+# job) drops the GPU's recorded tuning table first: its rows resume by their knobs, so rows timed on an older build of
+# a kernel would choose the launches still (the H100's, of 2026-11-26, predate most of the mma.sync kernel's changes).
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -19,6 +21,7 @@ source scripts/device_job.sh
 if new_job convkit kernels scripts pyproject.toml; then
   [ -d .whl_cutlass ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl_cutlass/*.whl
   cp -r "results/$gpu" "$job/results/$gpu"
+  [ "${FRESH_TUNING:-0}" = 1 ] && rm -f "$job/results/$gpu"/tf32x3_tuning.csv "$job/results/$gpu"/tf32x3_tuning.json
   cat > "$job/steps.sh" <<EOF
 set -uo pipefail
 cd $job
