@@ -50,9 +50,14 @@ def method(t: dict[str, Any]) -> list[str]:
         "a layer has three K-tiles or more (a batch of one image), those blocks split the reduction over a cluster "
         "too, so that its weights are read by many blocks at once rather than by a few tiles of 128 filters, and "
         "where each block's share is four K-tiles or more, the producer's two halves gather alternate K-tiles, two "
-        "of them in flight. On a layer "
+        "of them in flight; and where a block's share is at most the four K-tiles its stages hold, its consumers "
+        "split the weights themselves, read as given, while the producer stages the inputs, so that a call is one "
+        "launch rather than the weights' split and then the kernel. On a layer "
         "of at most 16 channels, the split-ahead pass writes the input's rows 16 channels wide and a K-tile takes "
-        "two taps of them, where a K-tile of 32 channels at one tap would be half zeros.",
+        "two taps of them, where a K-tile of 32 channels at one tap would be half zeros. And on a layer of more "
+        "than one tap whose tiles of 64 filters by 128 output positions are fewer than the SMs, the split-ahead "
+        "kernel's ping-pong at 64 output positions a block is a candidate too: twice the tiles, each a 64 x 64 x 8 "
+        "product a step, the shape of CUTLASS's fastest tile on such layers.",
         "Winograd on wgmma: FP32 Winograd's transforms write the transformed filters and inputs in the split-ahead "
         "kernel's layouts, its batched products (36 GEMMs at F(4x4, 3x3)) run on that kernel, and the output "
         "transform adds the bias. Both kernels' launches were tuned per problem as the mma.sync kernel's were; "
