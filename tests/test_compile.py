@@ -199,6 +199,21 @@ def test_the_wgmma_kernel_is_built_whole_for_sm_90a_without_spills(filter_size, 
 
 
 @needs_nvcc
+@pytest.mark.parametrize("filter_size", [1, 3])
+def test_the_split_ahead_kernel_at_64_pixels_is_built_for_sm_90a_without_spills(filter_size):
+    """At 64 pixels a block (ping-pong at 64 filters) the split-ahead kernel's consumers hold 32 accumulators (64 with
+    two K-tiles in flight) in m64n64k8 products: built without a spill or a serialised wgmma; the gathering kernel,
+    whose producer stages a column of 128 pixels a thread, is not built at all."""
+    options = (f"-DCONVKIT_R={filter_size}", f"-DCONVKIT_S={filter_size}", "-DCONVKIT_WS_IN_FLIGHT=2",
+               "-DCONVKIT_WS_PERSISTENT=1", "-DCONVKIT_WS_FILTERS=64", "-DCONVKIT_WS_PINGPONG=1",
+               "-DCONVKIT_WS_WIDTH=64")  # fmt: skip
+    built = {k.kernel: k for k in ck.ptxas_report("wgmma_tf32x3", "sm_90a", options=options)}
+    assert "implicit_gemm_wgmma_ws_nhwc_tf32x3" in built and "implicit_gemm_wgmma_ws_tf32x3" not in built
+    assert all(k.spill_store_bytes == k.spill_load_bytes == 0 for k in built.values()), built
+    assert not any(k.wgmma_serialized for k in built.values()), built
+
+
+@needs_nvcc
 def test_the_wgmma_ceilings_are_built_for_sm_90a_without_spills():
     """The ceilings' TF32 and INT8 wgmma kernels hold their 128 accumulators a thread, spill none, and ptxas
     serialises none of their products (a serialised wgmma would measure the fallback, not the peak)."""
