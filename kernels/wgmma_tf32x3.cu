@@ -1063,7 +1063,8 @@ __device__ __forceinline__ void load_bias_early(float (&early)[FILTERS / 4], con
 
 // With PIXEL_ROWS, a consumer's 64 pixels (from pixel0) by the block's FILTERS filters (from m0) into out (NMPQ), the
 // bias loaded early (load_bias_early) added: its accumulators of the products' rows lane / 4 and + 8 of its warp's 16
-// (two pixels), columns 8 j + 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4 filters, four whole 32-byte sectors.
+// (two pixels), columns 8 j + 2 (lane % 4) and + 1 (filters). Each store of a warp: 8 consecutive pixels of 4
+// filters, four whole 32-byte sectors.
 __device__ __forceinline__ void store_pixel_rows(const float (&acc)[FILTERS / 2], float* out, int m0, int M,
                                                  long long pixel0, long long pixels, long long PQ, int thread,
                                                  const float (&early)[FILTERS / 4])

@@ -182,19 +182,24 @@ def accuracy_frame(accuracy: Any) -> Any:
     return ok
 
 
-def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
-    """Median error for K >= :data:`ERROR_K` on ``inputs`` of our direct 3xTF32 kernels (the larger of the two
-    medians where the run has the wgmma one) and of the FP32 implicit GEMM."""
+def direct_medians(accuracy: Any, inputs: str = "normal") -> dict[str, float]:
+    """Median error for K >= :data:`ERROR_K` on ``inputs`` of each of our direct kernels the run checked there (the
+    FP32 implicit GEMM, the mma.sync and the wgmma 3xTF32 ones), by variant."""
     if accuracy.empty:
-        return math.nan, math.nan
+        return {}
     a = accuracy_frame(accuracy)
     a = a[(a["K"] >= ERROR_K) & (a["inputs"] == inputs)]
+    medians = {v: float(a.loc[a["method"] == ERROR_NAMES[("convkit", v)], "rel_err"].median()) for v in
+               (IGEMM, TF32X3, WGMMA)}  # fmt: skip
+    return {v: m for v, m in medians.items() if not math.isnan(m)}
 
-    def median(variant: str) -> float:
-        return float(a.loc[a["method"] == ERROR_NAMES[("convkit", variant)], "rel_err"].median())
 
-    ours = [m for variant in (TF32X3, WGMMA) if not math.isnan(m := median(variant))]
-    return max(ours, default=math.nan), median(IGEMM)
+def accuracy_medians(accuracy: Any, inputs: str = "normal") -> tuple[float, float]:
+    """Median error for K >= :data:`ERROR_K` on ``inputs`` of our direct 3xTF32 kernels (the larger of the two
+    medians where the run has the wgmma one: :func:`direct_medians`) and of the FP32 implicit GEMM."""
+    medians = direct_medians(accuracy, inputs)
+    ours = [medians[v] for v in (TF32X3, WGMMA) if v in medians]
+    return max(ours, default=math.nan), medians.get(IGEMM, math.nan)
 
 
 def error_by_k(accuracy: Any, k_sweep: list[Any]) -> dict[str, Any]:

@@ -4,7 +4,6 @@ tiles its rows are."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from convkit.core.problem import ConvProblem
@@ -53,12 +52,10 @@ def profile_table(kernels: Any) -> Any:
     the two leading stalls."""
     import pandas as pd
 
-    def counted(metric: str) -> Any:  # (NaN where the profile lacks the metric: before it was asked, or not Hopper)
-        return pd.to_numeric(kernels[metric], errors="coerce") if metric in kernels else math.nan
-
-    hmma = counted("smsp__inst_executed_pipe_tensor_op_hmma_sum")
-    gmma = counted("smsp__inst_executed_pipe_tensor_op_gmma_sum")
-    tensor = gmma.where(gmma > 0, hmma) if isinstance(gmma, pd.Series) else hmma
+    # (a count the profile lacks, recorded before it was asked for or not on Hopper, reads NaN)
+    counts = kernels.reindex(columns=[f"smsp__inst_executed_pipe_tensor_op_{op}_sum" for op in ("hmma", "gmma")])
+    hmma, gmma = (pd.to_numeric(counts[column], errors="coerce") for column in counts)
+    tensor = gmma.where(gmma > 0, hmma)
     pipe = "sm__pipe_tensor_op_hmma_cycles_active_avg_pct_of_peak_sustained_active"
     return tables.profile_table(kernels.assign(**{TENSOR_INSTRUCTIONS: tensor}), NAMES, pipe, TENSOR_INSTRUCTIONS,
                                 "tensor")  # fmt: skip
