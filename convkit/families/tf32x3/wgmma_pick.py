@@ -98,8 +98,8 @@ MULTI_TAP_SPLIT_K_TILES = 12
 
 def wgmma_default(problem: ConvProblem) -> WgmmaLaunch:
     """The launch the op's first-use tuner times where no recorded knobs name one: :func:`pick_weights_split_ahead`,
-    with its weights split in the block where that runs (:func:`weights_in_block`) on a 1x1 layer at batch 1 or a K
-    split over a cluster, where it was timed (:data:`~convkit.families.tf32x3.wgmma_settings.IN_BLOCK_SETTINGS`:
+    with its weights split in the block where that runs (:func:`weights_in_block`) on a 1x1 layer, at batch 1 or with
+    K split over a cluster, where it was timed (:data:`~convkit.families.tf32x3.wgmma_settings.IN_BLOCK_SETTINGS`:
     1.051x, faster on 56 of 61 such layers)."""
     pick = pick_weights_split_ahead(problem)
     timed = problem.n == 1 or (isinstance(pick, WgmmaWsLaunch) and pick.sums_in_cluster(problem))

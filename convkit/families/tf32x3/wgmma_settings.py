@@ -357,7 +357,7 @@ IN_BLOCK_SETTINGS = tuple(
 def weights_in_block(spec: WgmmaLaunch, problem: ConvProblem) -> WgmmaWsLaunch | None:
     """``spec`` (the gathering kernel at 16 or 32 filters) with its weights split in the block, a block a tile and not
     launched early (nothing before it), where that runs on ``problem`` (:data:`IN_BLOCK_SETTINGS`), else None."""
-    if not isinstance(spec, WgmmaWsLaunch) or spec.inputs or spec.filters not in PIXEL_ROW_FILTERS:
+    if not isinstance(spec, WgmmaWsLaunch):  # (where else it runs is the launch's to say: can_implement)
         return None
     in_block = dataclasses.replace(spec, weights="split in block", persistent=None, early=None)
     return None if in_block.not_supported_reasons(problem) else in_block
